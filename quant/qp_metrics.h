@@ -1,0 +1,51 @@
+/* qp_metrics.h — error of a tensor against its quantized version.
+ *
+ * Owns: the definitions every report uses (qerr, the trainer's /quant/error).
+ * Over the finite elements of x (non-finite x are left out and counted):
+ *   rel_l2  = ||x - y||_2 / ||x||_2          (0 if x == y; inf if ||x|| = 0 != ||x-y||)
+ *   snr_db  = 10 log10(||x||^2 / ||x - y||^2) (+inf when exact)
+ *   max_abs = max |x - y|,  cosine = <x,y> / (||x|| ||y||)  (1 if both are 0)
+ * Sums are in double, in index order, so results are deterministic.
+ * sat_frac = n_sat / n, zero_frac = n_flushed / n_nonzero come from qp_qstats. */
+#ifndef QP_METRICS_H
+#define QP_METRICS_H
+
+#include <stdint.h>
+
+#include "qp_quant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int64_t n;
+    int64_t n_nonfinite;
+    double rel_l2;
+    double snr_db;
+    double max_abs;
+    double cosine;
+    double sat_frac;      /* saturated elements / elements */
+    double zero_frac;     /* non-zeros flushed to zero / non-zeros */
+    double amax;
+    double scale;         /* per-tensor encode scale used */
+    int64_t n_blocks;
+    double block_scale_min, block_scale_max, block_scale_log2_mean;
+} qp_metrics;
+
+/* Compare x with y = dequantized quantization of x (n elements); st (may be
+ * NULL) supplies the quantizer's counts. */
+void qp_metrics_compute(const float *x, const float *y, int64_t n, const qp_qstats *st, qp_metrics *m);
+
+/* One call for a report: quantize-dequantize x in fmt (optionally with the
+ * RHT applied first, when cols % 16 == 0, and compared in the rotated basis,
+ * where the GEMM sees it) and fill m. scratch holds rows*cols floats (or NULL
+ * to allocate). Returns 0, or -1 if --rht was asked on cols not divisible by 16
+ * or memory ran out. */
+int qp_metrics_for_format(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, const qp_qopts *o,
+                          int rht, uint64_t rht_seed, float *scratch, qp_metrics *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
