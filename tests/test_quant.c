@@ -1,0 +1,286 @@
+/* test_quant.c — tensor quantizers: the published scale rules on hand-made
+ * blocks, packed storage == fused quantize-dequantize, padding of partial
+ * blocks, zero and non-finite inputs, stochastic rounding, thread-count
+ * independence and the format table. */
+#include <float.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "qp_format.h"
+#include "qp_quant.h"
+#include "qp_test.h"
+#if QP_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+static float *randn(int64_t n, unsigned long long seed, float sigma)
+{
+    float *x = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++) x[i] = sigma * qp_test_normal(&seed);
+    return x;
+}
+
+/* Packed storage decoded gives exactly what the fused path gives. */
+static void test_packed_equals_fused(void)
+{
+    const int64_t shapes[][2] = {{1, 1}, {3, 37}, {17, 64}, {33, 100}, {16, 16}, {40, 130}};
+    for (int f = 0; f < QP_FMT_COUNT; f++)
+        for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            const int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+            float *x = randn(n, 100 + s, 0.7f), *y1 = malloc(n * 4), *y2 = malloc(n * 4);
+            for (int64_t i = 0; i < n; i += 7) x[i] *= 40.0f; /* outliers */
+            qp_qtensor q;
+            CHECK(qp_qtensor_alloc(&q, (qp_fmt)f, rows, cols) == 0, "alloc");
+            qp_qstats s1, s2;
+            qp_quantize(x, &q, NULL, &s1);
+            qp_dequantize(&q, y1);
+            qp_qdq((qp_fmt)f, x, y2, rows, cols, NULL, &s2);
+            int same = 1;
+            for (int64_t i = 0; i < n; i++) same &= qp_same_float(y1[i], y2[i]);
+            CHECK(same, "%s %lldx%lld: dequantize(quantize) != qdq", qp_formats[f].name, (long long)rows,
+                  (long long)cols);
+            CHECK(memcmp(&s1, &s2, sizeof s1) == 0, "%s stats differ between packed and fused", qp_formats[f].name);
+            CHECK(q.row_bytes == qp_row_bytes((qp_fmt)f, cols), "row bytes");
+            qp_qtensor_free(&q);
+            free(x), free(y1), free(y2);
+        }
+}
+
+static void test_fp8_tensor_scale(void)
+{
+    float x[4] = {3.5f, -1.0f, 0.001f, 2.0f}, y[4];
+    qp_qstats st;
+    qp_qdq(QP_FMT_FP8_E4M3, x, y, 1, 4, NULL, &st);
+    CHECK(st.amax == 3.5f && st.scale == 448.0f / 3.5f && st.scale_inv == 1.0f / (448.0f / 3.5f), "fp8 scale");
+    CHECK(y[0] == 3.5f && y[1] == -1.0f && y[3] == 2.0f, "fp8 exact values: %g %g %g", y[0], y[1], y[3]);
+    const float expect2 = qp_e4m3_to_f32(qp_f32_to_e4m3(0.001f * st.scale)) * st.scale_inv;
+    CHECK(y[2] == expect2, "fp8 small value %g vs %g", y[2], expect2);
+    CHECK(st.n_sat == 0, "current scaling never saturates");
+    /* A caller's (delayed) scale that is too large saturates and is counted. */
+    qp_qopts o = {.scale = 256.0f};
+    qp_qdq(QP_FMT_FP8_E4M3, x, y, 1, 4, &o, &st);
+    CHECK(st.n_sat == 2 && y[0] == 448.0f / 256.0f && y[3] == 448.0f / 256.0f, "delayed scale saturates: %lld",
+          (long long)st.n_sat);
+    qp_qdq(QP_FMT_FP8_E5M2, x, y, 1, 4, NULL, &st);
+    CHECK(st.scale == 57344.0f / 3.5f, "e5m2 scale");
+}
+
+static void test_mx_scale_rule(void)
+{
+    /* Block amax 3.0: X = 2^(floor(log2 3) - 8) = 2^-7; 3.9 in the next block gives X = 2^-7 too
+     * and 3.9 / X = 499.2 saturates to 448 (the OCP rule lets the top of a binade saturate). */
+    float x[64] = {0}, y[64];
+    x[0] = 3.0f, x[1] = 1.0f, x[2] = -0.02f;
+    x[32] = 3.9f, x[33] = 3.4f;
+    qp_qtensor q;
+    qp_qtensor_alloc(&q, QP_FMT_MXFP8, 1, 64);
+    qp_qstats st;
+    qp_quantize(x, &q, NULL, &st);
+    qp_dequantize(&q, y);
+    CHECK(q.scales[0] == 127 - 7 && q.scales[1] == 127 - 7, "mxfp8 E8M0 scales %d %d", q.scales[0], q.scales[1]);
+    CHECK(y[0] == 3.0f && y[1] == 1.0f, "mxfp8 exact");
+    CHECK(y[32] == 448.0f / 128.0f && y[33] == 448.0f / 128.0f, "mxfp8 saturation / rounding: %g %g", y[32], y[33]);
+    CHECK(st.n_sat == 1 && st.n_blocks == 2 && st.amax == 3.9f, "mxfp8 stats sat=%lld", (long long)st.n_sat);
+    qp_qtensor_free(&q);
+
+    /* MXFP4: amax 5 -> X = 2^(2-2) = 1; 7.9 alone -> X = 1 and saturates to 6. */
+    float z[32] = {5.0f, 2.4f, 0.2f, -0.3f}, w[32];
+    qp_qdq(QP_FMT_MXFP4, z, w, 1, 32, NULL, &st);
+    CHECK(w[0] == 4.0f && w[1] == 2.0f && w[2] == 0.0f && w[3] == -0.5f, "mxfp4 %g %g %g %g", w[0], w[1], w[2], w[3]);
+    CHECK(st.n_flushed == 1, "mxfp4 flushed 0.2");
+    z[0] = 7.9f;
+    qp_qdq(QP_FMT_MXFP4, z, w, 1, 32, NULL, &st);
+    CHECK(w[0] == 6.0f && st.n_sat == 1, "mxfp4 saturates 7.9 -> %g", w[0]);
+    /* Tiny block: the scale exponent clamps at -127 and is counted. */
+    float t[32] = {1e-39f};
+    qp_qdq(QP_FMT_MXFP8, t, w, 1, 32, NULL, &st);
+    CHECK(st.n_blocks_zero_scale == 1, "mx scale underflow counted");
+}
+
+static void test_nvfp4_scale_rule(void)
+{
+    /* Tensor amax 10: S = 2688/10 = 268.8. A block with amax 2: d = 2*268.8/6 = 89.6 -> E4M3 88;
+     * e = 1/(88/268.8) = 3.0545...: 2*e = 6.109 saturates to 6 (d rounded down). */
+    float x[32] = {0}, y[32];
+    x[0] = 10.0f, x[1] = 1.0f;
+    x[16] = 2.0f, x[17] = 0.5f, x[18] = -1.0f;
+    qp_qtensor q;
+    qp_qtensor_alloc(&q, QP_FMT_NVFP4, 1, 32);
+    qp_qstats st;
+    qp_quantize(x, &q, NULL, &st);
+    qp_dequantize(&q, y);
+    const float S = 2688.0f / 10.0f;
+    CHECK(st.scale == S && q.scale_inv == 1.0f / S, "nvfp4 tensor scale");
+    CHECK(qp_ue4m3_to_f32(q.scales[1]) == 88.0f, "nvfp4 block scale %g", qp_ue4m3_to_f32(q.scales[1]));
+    CHECK(qp_ue4m3_to_f32(q.scales[0]) == 448.0f, "block holding the amax gets 448");
+    const float e = 1.0f / (88.0f * (1.0f / S));
+    const float want16 = qp_e2m1_to_f32(qp_f32_to_e2m1(2.0f * e)) * 88.0f * (1.0f / S);
+    const float want17 = qp_e2m1_to_f32(qp_f32_to_e2m1(0.5f * e)) * 88.0f * (1.0f / S);
+    CHECK(y[16] == want16 && y[17] == want17, "nvfp4 elements %g %g vs %g %g", y[16], y[17], want16, want17);
+    CHECK(fabsf(y[0] - 10.0f) < 1e-5f, "nvfp4 amax element exact: %g", y[0]);
+    CHECK(st.n_sat == 1, "nvfp4 saturation counted: %lld", (long long)st.n_sat);
+    qp_qtensor_free(&q);
+
+    /* 2D: one scale per 16x16 tile, shared by all its rows. */
+    float *m = randn(32 * 32, 9, 1.0f), *m2 = malloc(32 * 32 * 4);
+    m[5 * 32 + 20] = 50.0f; /* tile (0,1) */
+    qp_qtensor_alloc(&q, QP_FMT_NVFP4_2D, 32, 32);
+    CHECK(q.scale_rows == 2 && q.scale_cols == 2, "2d scale shape");
+    qp_quantize(m, &q, NULL, &st);
+    CHECK(q.scales[1] == 0x7E && q.scales[0] != 0x7E && st.n_blocks == 4, "2d tile scales %02x %02x", q.scales[0],
+          q.scales[1]);
+    qp_dequantize(&q, m2);
+    CHECK(fabsf(m2[5 * 32 + 20] - 50.0f) < 1e-4f, "2d amax exact");
+    qp_qtensor_free(&q);
+    free(m), free(m2);
+}
+
+/* A partial last block behaves as if padded with zeros. */
+static void test_padding(void)
+{
+    for (int f = 0; f < QP_FMT_COUNT; f++) {
+        const int64_t rows = 19, cols = 37, pcols = 64, prows = 32;
+        float *x = randn(rows * cols, 3, 2.0f), *xp = calloc(prows * pcols, 4);
+        float *y = malloc(rows * cols * 4), *yp = malloc(prows * pcols * 4);
+        for (int64_t r = 0; r < rows; r++) memcpy(xp + r * pcols, x + r * cols, cols * 4);
+        qp_qstats st, stp;
+        qp_qdq((qp_fmt)f, x, y, rows, cols, NULL, &st);
+        qp_qdq((qp_fmt)f, xp, yp, prows, pcols, NULL, &stp);
+        int same = 1;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) same &= qp_same_float(y[r * cols + c], yp[r * pcols + c]);
+        CHECK(same, "%s: partial block != zero-padded block", qp_formats[f].name);
+        CHECK(st.amax == stp.amax && st.n_sat == stp.n_sat && st.n_flushed == stp.n_flushed, "%s padded stats",
+              qp_formats[f].name);
+        qp_qtensor q;
+        qp_qtensor_alloc(&q, (qp_fmt)f, rows, cols);
+        qp_quantize(x, &q, NULL, NULL);
+        int pad_zero = 1;
+        const int64_t used = (cols * qp_formats[f].elem_bits + 7) / 8;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t b = used; b < q.row_bytes; b++) pad_zero &= q.codes[r * q.row_bytes + b] == 0;
+        CHECK(pad_zero, "%s: padding codes are 0", qp_formats[f].name);
+        qp_qtensor_free(&q);
+        free(x), free(xp), free(y), free(yp);
+    }
+}
+
+static void test_zero_and_nonfinite(void)
+{
+    float z[64] = {0}, y[64];
+    for (int f = 0; f < QP_FMT_COUNT; f++) {
+        qp_qstats st;
+        qp_qdq((qp_fmt)f, z, y, 2, 32, NULL, &st);
+        int zero = 1;
+        for (int i = 0; i < 64; i++) zero &= y[i] == 0.0f;
+        CHECK(zero && st.amax == 0.0f && st.scale == 1.0f && st.n_flushed == 0 && st.n_nonzero == 0,
+              "%s all-zero tensor", qp_formats[f].name);
+    }
+    /* MX: a NaN poisons its own block's scale only. */
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)(i % 5) - 2.0f;
+    x[3] = NAN;
+    qp_qtensor q;
+    qp_qtensor_alloc(&q, QP_FMT_MXFP8, 1, 64);
+    qp_qstats st;
+    qp_quantize(x, &q, NULL, &st);
+    qp_dequantize(&q, y);
+    CHECK(q.scales[0] == 0xFF && q.scales[1] != 0xFF && isnan(y[0]) && isnan(y[31]) && !isnan(y[32]),
+          "mx NaN block");
+    CHECK(st.n_nonfinite == 1, "nonfinite counted");
+    qp_qtensor_free(&q);
+    /* Per-tensor: amax ignores Inf; Inf saturates; NaN stays NaN in FP8. */
+    float w[4] = {INFINITY, 2.0f, NAN, -1.0f};
+    qp_qdq(QP_FMT_FP8_E4M3, w, y, 1, 4, NULL, &st);
+    CHECK(st.amax == 2.0f && y[0] == 2.0f && y[1] == 2.0f && isnan(y[2]) && st.n_nonfinite == 2,
+          "fp8 inf/nan: %g %g %g", y[0], y[1], y[2]);
+    qp_qdq(QP_FMT_NVFP4, w, y, 1, 4, NULL, &st);
+    CHECK(st.amax == 2.0f && y[1] == 2.0f && y[0] == y[1] && y[2] == y[1], "nvfp4 inf/nan encode as +max: %g %g",
+          y[0], y[2]);
+    qp_qdq(QP_FMT_BF16, w, y, 1, 4, NULL, &st);
+    CHECK(isinf(y[0]) && isnan(y[2]) && y[3] == -1.0f, "bf16 keeps inf/nan");
+}
+
+static void test_stochastic(void)
+{
+    const int64_t n = 256;
+    float *x = randn(n, 77, 1.0f), *y = malloc(n * 4), *y2 = malloc(n * 4);
+    double *mean = calloc(n, sizeof(double));
+    const int draws = 4000;
+    for (int d = 0; d < draws; d++) {
+        qp_qopts o = {.stochastic = true, .seed = 42, .stream = (uint64_t)d};
+        qp_qdq(QP_FMT_NVFP4, x, y, 1, n, &o, NULL);
+        for (int64_t i = 0; i < n; i++) mean[i] += y[i] / draws;
+    }
+    /* Unbiased: the average over draws approaches x (scales are fixed by amax).
+     * A block's largest element can sit above 6 after the E4M3 block scale
+     * rounded down; it saturates whatever the rounding, so only elements
+     * below 0.8 of their block's amax are held to it. The standard error
+     * of a mean of 4000 draws is under 0.01 here. */
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        float bmax = 0.0f;
+        for (int64_t j = i / 16 * 16; j < i / 16 * 16 + 16; j++) bmax = fmaxf(bmax, fabsf(x[j]));
+        if (fabsf(x[i]) > 0.8f * bmax) continue;
+        const double err_sr = fabs(mean[i] - x[i]);
+        if (err_sr > worst) worst = err_sr;
+    }
+    CHECK(worst < 0.04, "nvfp4 SR mean error %g", worst);
+    qp_qopts a = {.stochastic = true, .seed = 1, .stream = 5}, b = a;
+    qp_qdq(QP_FMT_NVFP4, x, y, 1, n, &a, NULL);
+    qp_qdq(QP_FMT_NVFP4, x, y2, 1, n, &b, NULL);
+    CHECK(memcmp(y, y2, n * 4) == 0, "SR reproducible");
+    b.stream = 6;
+    qp_qdq(QP_FMT_NVFP4, x, y2, 1, n, &b, NULL);
+    CHECK(memcmp(y, y2, n * 4) != 0, "SR streams differ");
+    free(x), free(y), free(y2), free(mean);
+}
+
+static void test_threads(void)
+{
+#if QP_HAVE_OPENMP
+    const int64_t rows = 512, cols = 1024, n = rows * cols;
+    float *x = randn(n, 5, 1.0f), *y1 = malloc(n * 4), *y2 = malloc(n * 4);
+    for (int f = 0; f < QP_FMT_COUNT; f++) {
+        qp_qstats s1, s2;
+        qp_qopts o = {.stochastic = f >= QP_FMT_NVFP4, .seed = 3};
+        omp_set_num_threads(1);
+        qp_qdq((qp_fmt)f, x, y1, rows, cols, &o, &s1);
+        omp_set_num_threads(2);
+        qp_qdq((qp_fmt)f, x, y2, rows, cols, &o, &s2);
+        CHECK(memcmp(y1, y2, n * 4) == 0 && memcmp(&s1, &s2, sizeof s1) == 0, "%s: 1 vs 2 threads",
+              qp_formats[f].name);
+    }
+    free(x), free(y1), free(y2);
+#endif
+}
+
+static void test_table(void)
+{
+    for (int f = 0; f < QP_FMT_COUNT; f++) {
+        CHECK(qp_formats[f].fmt == (qp_fmt)f, "table row %d in enum order", f);
+        CHECK(qp_format_by_name(qp_formats[f].name) == &qp_formats[f], "lookup %s", qp_formats[f].name);
+        CHECK(strstr(qp_format_names(), qp_formats[f].name) != NULL, "names lists %s", qp_formats[f].name);
+    }
+    CHECK(qp_format_by_name("fp7") == NULL, "unknown name");
+    qp_qtensor q;
+    CHECK(qp_qtensor_alloc(&q, QP_FMT_NVFP4, -1, 4) == -1 && qp_qtensor_alloc(&q, QP_FMT_COUNT, 1, 1) == -1,
+          "bad alloc arguments rejected");
+    CHECK(qp_row_bytes(QP_FMT_NVFP4, 17) == 16 && qp_row_bytes(QP_FMT_MXFP4, 1) == 16 &&
+              qp_row_bytes(QP_FMT_MXFP8, 33) == 64 && qp_row_bytes(QP_FMT_BF16, 3) == 6,
+          "row bytes");
+}
+
+int main(void)
+{
+    test_packed_equals_fused();
+    test_fp8_tensor_scale();
+    test_mx_scale_rule();
+    test_nvfp4_scale_rule();
+    test_padding();
+    test_zero_and_nonfinite();
+    test_stochastic();
+    test_threads();
+    test_table();
+    return qp_test_finish("test_quant");
+}
