@@ -174,4 +174,11 @@ uint8_t qp_f32_to_ue4m3(float x)
     return qp_f32_to_e4m3(fabsf(x));
 }
 
-float qp_ue4m3_to_f32(uint8_t c) { return qp_e4m3_to_f32(c & 0x7F); }
+float qp_ue4m3_to_f32(uint8_t c)
+{
+    /* Hot in the NVFP4 block-scale rule: decode from the bits, no libm. */
+    c &= 0x7F;
+    if (c == 0x7F) return NAN;
+    if (c < 8) return (float)c * (1.0f / 512.0f);
+    return qp_bits_f32(((uint32_t)c << 20) + (120u << 23));
+}

@@ -118,6 +118,12 @@ void qp_qtensor_free(qp_qtensor *q)
     q->codes = q->scales = NULL;
 }
 
+/* 2^e as a float for -149 <= e <= 127, without libm. */
+static inline float pow2f(int e)
+{
+    return e >= -126 ? qp_bits_f32((uint32_t)(e + 127) << 23) : qp_bits_f32(1u << (e + 149));
+}
+
 void qp_block_scale_rule(const qp_plan *p, float amax_b, int nonfinite, qp_blockscale *bs)
 {
     const qp_format_traits *t = p->t;
@@ -131,8 +137,8 @@ void qp_block_scale_rule(const qp_plan *p, float amax_b, int nonfinite, qp_block
         }
         const int e = amax_b > 0.0f ? qp_floor_log2(amax_b) - t->elem_emax : -127;
         bs->code = qp_e8m0_from_exp(e);
-        bs->enc = ldexpf(1.0f, 127 - (int)bs->code);
-        bs->dec = ldexpf(1.0f, (int)bs->code - 127);
+        bs->enc = pow2f(127 - (int)bs->code);
+        bs->dec = pow2f((int)bs->code - 127);
     } else { /* QP_SCALE_UE4M3: NVIDIA's two-level NVFP4 rule */
         const float d = amax_b * (p->scale * (1.0f / 6.0f));
         bs->code = qp_f32_to_ue4m3(d);
@@ -144,6 +150,13 @@ void qp_block_scale_rule(const qp_plan *p, float amax_b, int nonfinite, qp_block
         bs->enc = fminf(1.0f / (d_b * p->scale_inv), FLT_MAX);
         bs->dec = d_b;
     }
+}
+
+/* log2 of every UE4M3 scale value, so block statistics cost no libm call. */
+static double ue4m3_log2[128];
+static void init_ue4m3_log2(void)
+{
+    for (int c = 1; c < 127; c++) ue4m3_log2[c] = log2((double)qp_ue4m3_to_f32((uint8_t)c));
 }
 
 /* Running block-scale statistics of one chunk. */
@@ -169,7 +182,7 @@ static void block_stats_add(block_stats *b, const qp_plan *p, float amax_b, cons
     if (s > 0.0f) {
         if (b->n_live == 0 || s < b->min) b->min = s;
         if (b->n_live == 0 || s > b->max) b->max = s;
-        b->log2_sum += log2((double)s);
+        b->log2_sum += p->t->block_scale == QP_SCALE_E8M0 ? (double)((int)bs->code - 127) : ue4m3_log2[bs->code];
         b->n_live++;
     }
 }
@@ -322,6 +335,7 @@ static const qp_kernels *active_kernels(void)
 {
     static const qp_kernels *chosen;
     if (!chosen) {
+        init_ue4m3_log2();
         const char *cap = getenv("QP_SIMD");
         const qp_kernels *k = &qp_kernels_ref;
         if (!cap || strcmp(cap, "scalar") != 0) {
@@ -345,6 +359,7 @@ void qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st
 
 void qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
+    (void)active_kernels(); /* tables */
     quantize_driver(&qp_kernels_ref, q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
                     q->scale_cols, NULL, o, st, &q->scale_inv);
 }
@@ -357,6 +372,7 @@ void qp_qdq(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, co
 void qp_qdq_ref(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o,
                 qp_qstats *st)
 {
+    (void)active_kernels(); /* tables */
     quantize_driver(&qp_kernels_ref, fmt, x, rows, cols, NULL, 0, NULL, 0, y, o, st, NULL);
 }
 
