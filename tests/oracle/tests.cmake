@@ -1,0 +1,31 @@
+# Independent numpy oracle (tests/oracle): the published quantization formulas
+# re-implemented in numpy, checked on hand-computed cases, and compared with
+# `qerr --json` on a generated file of realistic transformer tensors.
+# Included from tests/CMakeLists.txt; needs QP_PYTHON with numpy.
+set(QP_ORACLE_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+if(QP_PYTHON)
+  execute_process(COMMAND ${QP_PYTHON} -c "import numpy"
+                  RESULT_VARIABLE _qp_oracle_numpy OUTPUT_QUIET ERROR_QUIET)
+  if(NOT _qp_oracle_numpy EQUAL 0)
+    message(WARNING "${QP_PYTHON} has no numpy: oracle tests not added")
+  else()
+    add_test(NAME oracle_selftest
+             COMMAND ${QP_PYTHON} ${QP_ORACLE_DIR}/ref_formats.py --selftest)
+    set_tests_properties(oracle_selftest PROPERTIES LABELS "oracle" TIMEOUT 300)
+
+    if(TARGET qerr)
+      # check_qerr.py --generate writes the demo file (tools/gen_demo_tensors.py)
+      # into the build tree first, then runs qerr on it.
+      add_test(NAME oracle_qerr
+               COMMAND ${QP_PYTHON} ${QP_ORACLE_DIR}/check_qerr.py
+                       $<TARGET_FILE:qerr> ${CMAKE_CURRENT_BINARY_DIR}/oracle_demo.safetensors
+                       --generate 0)
+      set_tests_properties(oracle_qerr PROPERTIES LABELS "oracle" TIMEOUT 600)
+    else()
+      message(STATUS "qerr target not defined: oracle_qerr test not added")
+    endif()
+  endif()
+else()
+  message(WARNING "QP_PYTHON not found: oracle tests not added")
+endif()
