@@ -121,9 +121,17 @@ AVX512 void store_codes(int bits, uint8_t *codes, int64_t c, __m512i code, __mma
     }
 }
 
+/* Per-lane counters, kept in registers across a row (a count through a
+ * pointer would be reloaded after every store of codes). */
+typedef struct {
+    __m512i nonfinite, nonzero, sat, flushed;
+} vcounts;
+
+#define COUNT(acc, mask) ((acc) = _mm512_mask_add_epi32((acc), (mask), (acc), _mm512_set1_epi32(1)))
+
 /* Sixteen elements with one encode multiplier and one decode multiplier. */
 AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, float enc, float dec,
-                     uint8_t *codes, int64_t c, float *y, qp_counts *cnt)
+                     uint8_t *codes, int64_t c, float *y, vcounts *cnt)
 {
     const qp_format_traits *t = p->t;
     const __mmask16 k = tail_mask(n_left);
@@ -131,15 +139,15 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
     const __m512i a = _mm512_and_si512(_mm512_castps_si512(xv), _mm512_set1_epi32(0x7FFFFFFF));
     const __mmask16 fin = _mm512_mask_cmplt_epu32_mask(k, a, _mm512_set1_epi32(0x7F800000));
     const __mmask16 nz = _mm512_mask_cmpneq_epi32_mask(fin, a, _mm512_setzero_si512());
-    cnt->n_nonfinite += __builtin_popcount((unsigned)(k & ~fin));
-    cnt->n_nonzero += __builtin_popcount(nz);
+    COUNT(cnt->nonfinite, k & ~fin);
+    COUNT(cnt->nonzero, nz);
     __m512i code;
     __m512 yv;
     if (t->elem == QP_ELEM_F32) {
         code = _mm512_castps_si512(_mm512_mul_ps(xv, _mm512_set1_ps(enc)));
         yv = _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(code), _mm512_set1_ps(dec)),
                            _mm512_set1_ps(p->scale_inv));
-        cnt->n_flushed += __builtin_popcount(_mm512_mask_cmpeq_epi32_mask(
+        COUNT(cnt->flushed, _mm512_mask_cmpeq_epi32_mask(
             nz, _mm512_and_si512(code, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_setzero_si512()));
     } else if (t->elem == QP_ELEM_BF16) {
         const __m512i b = _mm512_castps_si512(_mm512_mul_ps(xv, _mm512_set1_ps(enc)));
@@ -149,8 +157,8 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
                                                         _mm512_set1_epi32(0x7F800000));
         code = _mm512_mask_blend_epi32(isnan, code, _mm512_set1_epi32(0x7FFF));
         const __m512i mag = _mm512_and_si512(code, _mm512_set1_epi32(0x7FFF));
-        cnt->n_sat += __builtin_popcount(_mm512_mask_cmpeq_epi32_mask(fin, mag, _mm512_set1_epi32(0x7F80)));
-        cnt->n_flushed += __builtin_popcount(_mm512_mask_cmpeq_epi32_mask(nz, mag, _mm512_setzero_si512()));
+        COUNT(cnt->sat, _mm512_mask_cmpeq_epi32_mask(fin, mag, _mm512_set1_epi32(0x7F80)));
+        COUNT(cnt->flushed, _mm512_mask_cmpeq_epi32_mask(nz, mag, _mm512_setzero_si512()));
         yv = _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(code, 16)), _mm512_set1_ps(dec)),
                            _mm512_set1_ps(p->scale_inv));
     } else {
@@ -158,9 +166,9 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
         __mmask16 isnan;
         code = encode_minifloat(v, f, &isnan);
         const __m512 av = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)));
-        cnt->n_sat += __builtin_popcount(_mm512_mask_cmp_ps_mask(fin, av, _mm512_set1_ps(f.elem_max), _CMP_GT_OQ));
+        COUNT(cnt->sat, _mm512_mask_cmp_ps_mask(fin, av, _mm512_set1_ps(f.elem_max), _CMP_GT_OQ));
         const __m512i mag = _mm512_and_si512(code, _mm512_set1_epi32((int)((1u << f.sign_shift) - 1)));
-        cnt->n_flushed += __builtin_popcount(_mm512_mask_cmpeq_epi32_mask(nz, mag, _mm512_setzero_si512()));
+        COUNT(cnt->flushed, _mm512_mask_cmpeq_epi32_mask(nz, mag, _mm512_setzero_si512()));
         if (y) {
             yv = _mm512_mul_ps(_mm512_mul_ps(decode_minifloat(code, f), _mm512_set1_ps(dec)),
                                _mm512_set1_ps(p->scale_inv));
@@ -174,14 +182,9 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
     if (y) _mm512_mask_storeu_ps(y + c, k, yv);
 }
 
-AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscale *bs, int bc,
-                           uint8_t *codes, float *y, qp_counts *cnt)
+AVX512 void encode_blocks(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscale *bs, int bc,
+                          uint8_t *codes, float *y, vcounts *cnt)
 {
-    if (!bs) {
-        for (int64_t c = 0; c < cols; c += 16)
-            encode16(p, f, x + c, cols - c, p->scale, 1.0f, codes, c, y, cnt);
-        return;
-    }
     const int64_t nb = (cols + bc - 1) / bc;
     for (int64_t b = 0; b < nb; b++) {
         const qp_blockscale *s = &bs[b];
@@ -193,9 +196,9 @@ AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t col
                 const __m512i a = _mm512_and_si512(_mm512_maskz_loadu_epi32(k, x + c), _mm512_set1_epi32(0x7FFFFFFF));
                 const __mmask16 fin = _mm512_mask_cmplt_epu32_mask(k, a, _mm512_set1_epi32(0x7F800000));
                 const __mmask16 nz = _mm512_mask_cmpneq_epi32_mask(fin, a, _mm512_setzero_si512());
-                cnt->n_nonfinite += __builtin_popcount((unsigned)(k & ~fin));
-                cnt->n_nonzero += __builtin_popcount(nz);
-                if (s->zero) cnt->n_flushed += __builtin_popcount(nz);
+                COUNT(cnt->nonfinite, k & ~fin);
+                COUNT(cnt->nonzero, nz);
+                if (s->zero) COUNT(cnt->flushed, nz);
                 if (y) _mm512_mask_storeu_ps(y + c, k, _mm512_set1_ps(s->nan ? NAN : 0.0f));
             }
             continue;
@@ -204,6 +207,22 @@ AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t col
     }
 }
 
+AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscale *bs, int bc,
+                           uint8_t *codes, float *y, qp_counts *total)
+{
+    vcounts acc = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    vcounts *cnt = &acc;
+    if (!bs) {
+        for (int64_t c = 0; c < cols; c += 16)
+            encode16(p, f, x + c, cols - c, p->scale, 1.0f, codes, c, y, cnt);
+    } else {
+        encode_blocks(p, f, x, cols, bs, bc, codes, y, cnt);
+    }
+    total->n_nonfinite += _mm512_reduce_add_epi32(acc.nonfinite);
+    total->n_nonzero += _mm512_reduce_add_epi32(acc.nonzero);
+    total->n_sat += _mm512_reduce_add_epi32(acc.sat);
+    total->n_flushed += _mm512_reduce_add_epi32(acc.flushed);
+}
 AVX512_FN void v_encode_row(const qp_plan *p, const float *x, int64_t cols, const qp_blockscale *bs, int bc,
                             uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt)
 {
