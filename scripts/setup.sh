@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# scripts/setup.sh — shared by test.sh and demo.sh: make sure the Debian
+# packages qprec needs are installed, then configure and build build/ (Release).
+# As root, missing packages are installed with apt-get; otherwise the exact
+# apt-get line is printed and the script stops.
+set -euo pipefail
+
+QP_PACKAGES=(
+  build-essential cmake pkg-config
+  libhdf5-dev hdf5-tools        # run logs, checkpoints, qerr --h5; h5dump
+  libdnnl-dev                   # oneDNN: the trainer's GEMMs
+  gnuplot-nox                   # figures
+  python3 python3-numpy python3-h5py   # independent oracles in tests
+  clang libclang-rt-14-dev      # libFuzzer targets
+)
+
+qp_missing_packages() {
+  local missing=() p
+  for p in "${QP_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  echo "${missing[@]:-}"
+}
+
+qp_install_deps() {
+  local missing
+  missing=$(qp_missing_packages)
+  [ -z "$missing" ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "qprec needs these Debian packages; run as root:" >&2
+    echo "  apt-get install -y $missing" >&2
+    exit 1
+  fi
+  echo "== installing: $missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+qp_build() {
+  local dir=${1:-build}; shift || true
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >"$dir.configure.log" 2>&1 || {
+    cat "$dir.configure.log" >&2; exit 1; }
+  cmake --build "$dir" -j"$(nproc)"
+}
