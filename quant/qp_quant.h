@@ -26,10 +26,12 @@
  *             NaN or Inf gets the NaN scale 0xFF (all its elements decode NaN),
  *             as the OCP reference code does; an all-zero block gets 2^-127.
  *   nvfp4     S = 6*448/amax (tensor, FP32; 1 if amax == 0), per 16-block
- *   nvfp4-2d  d_b = ue4m3(amax_b * S / 6), e_b = 1/(d_b * (1/S)),
+ *   nvfp4-2d  d_b = ue4m3(amax_b * (S * (1/6))), e_b = 1/(d_b * (1/S)),
  *             y = e2m1(x * e_b), dec = e2m1 * d_b * (1/S). A block whose d_b
  *             is 0 stores zeros. NaN inputs encode as +6 (the E2M1 oracle);
- *             amax and S ignore non-finite values.
+ *             amax and S ignore non-finite values. The float operations run
+ *             in exactly this order, Transformer Engine's (at an E4M3 tie,
+ *             amax_b*S/6 and amax_b*(S*(1/6)) can round to different scales).
  * NaN/Inf: per-tensor amax ignores non-finite values; they are counted in
  * qp_qstats.n_nonfinite and encoded as the element codec does (see qp_format.h).
  */
