@@ -124,80 +124,86 @@ static inline float pow2f(int e)
     return e >= -126 ? qp_bits_f32((uint32_t)(e + 127) << 23) : qp_bits_f32(1u << (e + 149));
 }
 
-void qp_block_scale_rule(const qp_plan *p, float amax_b, int nonfinite, qp_blockscale *bs)
+/* The block-scale rule for one block: OCP MX or NVIDIA's NVFP4. */
+static void block_scale_rule(const qp_plan *p, float amax_b, int nonfinite, float *enc, float *dec, uint8_t *code,
+                             uint8_t *flag)
 {
     const qp_format_traits *t = p->t;
-    memset(bs, 0, sizeof *bs);
+    *enc = *dec = 0.0f;
+    *flag = 0;
     if (t->block_scale == QP_SCALE_E8M0) {
         if (nonfinite) {
-            bs->code = QP_E8M0_NAN;
-            bs->nan = 1;
-            bs->dec = NAN;
+            *code = QP_E8M0_NAN;
+            *flag = QP_BLOCK_NAN;
+            *dec = NAN;
             return;
         }
         const int e = amax_b > 0.0f ? qp_floor_log2(amax_b) - t->elem_emax : -127;
-        bs->code = qp_e8m0_from_exp(e);
-        bs->enc = pow2f(127 - (int)bs->code);
-        bs->dec = pow2f((int)bs->code - 127);
-    } else { /* QP_SCALE_UE4M3: NVIDIA's two-level NVFP4 rule */
+        *code = qp_e8m0_from_exp(e);
+        *enc = pow2f(127 - (int)*code);
+        *dec = pow2f((int)*code - 127);
+    } else { /* QP_SCALE_UE4M3 */
         const float d = amax_b * (p->scale * (1.0f / 6.0f));
-        bs->code = qp_f32_to_ue4m3(d);
-        const float d_b = qp_ue4m3_to_f32(bs->code);
+        *code = qp_f32_to_ue4m3(d);
+        const float d_b = qp_ue4m3_to_f32(*code);
         if (d_b == 0.0f) {
-            bs->zero = 1;
+            *flag = QP_BLOCK_ZERO;
             return;
         }
-        bs->enc = fminf(1.0f / (d_b * p->scale_inv), FLT_MAX);
-        bs->dec = d_b;
+        *enc = fminf(1.0f / (d_b * p->scale_inv), FLT_MAX);
+        *dec = d_b;
     }
 }
 
-/* log2 of every UE4M3 scale value, so block statistics cost no libm call. */
-static double ue4m3_log2[128];
-static void init_ue4m3_log2(void)
+int64_t qp_ue4m3_log2_fx[128];
+
+void qp_tables_init(void)
 {
-    for (int c = 1; c < 127; c++) ue4m3_log2[c] = log2((double)qp_ue4m3_to_f32((uint8_t)c));
+    static int done;
+    if (done) return;
+    for (int c = 1; c < 127; c++) qp_ue4m3_log2_fx[c] = llround(log2((double)qp_ue4m3_to_f32((uint8_t)c)) * 4294967296.0);
+    done = 1;
 }
 
-/* Running block-scale statistics of one chunk. */
-typedef struct {
-    int64_t n_blocks, n_zero, n_sat, n_live;
-    float min, max;
-    double log2_sum;
-} block_stats;
-
-static void block_stats_add(block_stats *b, const qp_plan *p, float amax_b, const qp_blockscale *bs)
+void qp_block_scales_ref(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
+                         qp_blockscales *bs, qp_block_stats *st)
 {
-    b->n_blocks++;
-    if (bs->nan || !(amax_b > 0.0f)) return;
-    if (p->t->block_scale == QP_SCALE_E8M0) {
-        const int e = qp_floor_log2(amax_b) - p->t->elem_emax;
-        if (e < -127) b->n_zero++;
-        if (e > 127) b->n_sat++;
-    } else {
-        if (bs->zero) b->n_zero++;
-        if (amax_b * (p->scale * (1.0f / 6.0f)) > QP_E4M3_MAX) b->n_sat++;
-    }
-    const float s = bs->zero ? 0.0f : bs->dec;
-    if (s > 0.0f) {
-        if (b->n_live == 0 || s < b->min) b->min = s;
-        if (b->n_live == 0 || s > b->max) b->max = s;
-        b->log2_sum += p->t->block_scale == QP_SCALE_E8M0 ? (double)((int)bs->code - 127) : ue4m3_log2[bs->code];
-        b->n_live++;
+    const qp_format_traits *t = p->t;
+    const int mx = t->block_scale == QP_SCALE_E8M0;
+    for (int64_t b = 0; b < nb; b++) {
+        const float a = amax[b];
+        block_scale_rule(p, a, mx && nonfinite[b], &bs->enc[b], &bs->dec[b], &bs->code[b], &bs->flag[b]);
+        st->n_blocks++;
+        if (a > st->amax) st->amax = a;
+        if ((bs->flag[b] & QP_BLOCK_NAN) || !(a > 0.0f)) continue;
+        if (mx) {
+            const int e = qp_floor_log2(a) - t->elem_emax;
+            if (e < -127) st->n_zero++;
+            if (e > 127) st->n_sat++;
+        } else {
+            if (bs->flag[b] & QP_BLOCK_ZERO) st->n_zero++;
+            if (a * (p->scale * (1.0f / 6.0f)) > QP_E4M3_MAX) st->n_sat++;
+        }
+        const float sc = bs->dec[b];
+        if (sc > 0.0f) {
+            if (st->n_live == 0 || sc < st->min) st->min = sc;
+            if (st->n_live == 0 || sc > st->max) st->max = sc;
+            st->log2_fx += mx ? (int64_t)((int)bs->code[b] - 127) * 4294967296LL : qp_ue4m3_log2_fx[bs->code[b]];
+            st->n_live++;
+        }
     }
 }
 
 typedef struct {
     qp_counts cnt;
-    block_stats bst;
-    float amax;  /* block formats: max of block amaxes */
+    qp_block_stats bst;
 } chunk_result;
 
 #define CHUNK_ROWS 16
 
 static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r0, int64_t r1,
                            int64_t cols, uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols,
-                           float *y, float *amax_buf, uint8_t *nf_buf, qp_blockscale *bs, chunk_result *res)
+                           float *y, float *amax_buf, uint8_t *nf_buf, qp_blockscales *bs, chunk_result *res)
 {
     const qp_format_traits *t = p->t;
     const int bc = t->block_cols;
@@ -223,11 +229,8 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
                 nf_buf[b] |= row_nf[b];
             }
         }
-        for (int64_t b = 0; b < nb; b++) {
-            qp_block_scale_rule(p, amax_buf[b], 0, &bs[b]);
-            block_stats_add(&res->bst, p, amax_buf[b], &bs[b]);
-            if (scales) scales[(r0 / t->block_rows) * scale_cols + b] = bs[b].code;
-        }
+        k->block_scales(p, amax_buf, nf_buf, nb, bs, &res->bst);
+        if (scales) memcpy(scales + (r0 / t->block_rows) * scale_cols, bs->code, (size_t)nb);
         for (int64_t r = r0; r < r1; r++)
             k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL,
                           y ? y + r * cols : NULL, (uint64_t)(r * cols), &res->cnt);
@@ -235,14 +238,9 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
     }
     for (int64_t r = r0; r < r1; r++) {
         k->block_amax(x + r * cols, cols, bc, amax_buf, nf_buf);
-        for (int64_t b = 0; b < nb; b++) {
-            /* NVFP4 block scales ignore non-finite values; MX marks the block NaN. */
-            const int nf = t->block_scale == QP_SCALE_E8M0 && nf_buf[b];
-            qp_block_scale_rule(p, amax_buf[b], nf, &bs[b]);
-            block_stats_add(&res->bst, p, amax_buf[b], &bs[b]);
-            if (amax_buf[b] > res->amax) res->amax = amax_buf[b];
-            if (scales) scales[r * scale_cols + b] = bs[b].code;
-        }
+        /* NVFP4 block scales ignore non-finite values; MX marks the block NaN. */
+        k->block_scales(p, amax_buf, nf_buf, nb, bs, &res->bst);
+        if (scales) memcpy(scales + r * scale_cols, bs->code, (size_t)nb);
         k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL,
                       y ? y + r * cols : NULL, (uint64_t)(r * cols), &res->cnt);
     }
@@ -276,8 +274,16 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
     {
         float *amax_buf = blocky ? malloc((size_t)(2 * nb) * sizeof(float)) : NULL;
         uint8_t *nf_buf = blocky ? malloc((size_t)(2 * nb)) : NULL;
-        qp_blockscale *bs = blocky ? malloc((size_t)nb * sizeof(qp_blockscale)) : NULL;
-        if (!res || (blocky && (!amax_buf || !nf_buf || !bs))) {
+        /* one allocation for the four arrays of qp_blockscales */
+        char *bs_mem = blocky ? malloc((size_t)nb * (2 * sizeof(float) + 2)) : NULL;
+        qp_blockscales bsa = {0}, *bs = &bsa;
+        if (bs_mem) {
+            bsa.enc = (float *)bs_mem;
+            bsa.dec = bsa.enc + nb;
+            bsa.code = (uint8_t *)(bsa.dec + nb);
+            bsa.flag = bsa.code + nb;
+        }
+        if (!res || (blocky && (!amax_buf || !nf_buf || !bs_mem))) {
             failed = 1;
         } else {
 #if QP_HAVE_OPENMP
@@ -291,21 +297,21 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
         }
         free(amax_buf);
         free(nf_buf);
-        free(bs);
+        free(bs_mem);
     }
     if (failed || !res) abort(); /* out of memory inside a quantizer: nothing sensible to return */
 
     qp_qstats s;
     memset(&s, 0, sizeof s);
     s.n = n;
-    block_stats b = {0};
+    qp_block_stats b = {0};
     for (int64_t c = 0; c < nchunks; c++) {
         s.n_nonfinite += res[c].cnt.n_nonfinite;
         s.n_nonzero += res[c].cnt.n_nonzero;
         s.n_sat += res[c].cnt.n_sat;
         s.n_flushed += res[c].cnt.n_flushed;
-        if (res[c].amax > amax && !t->tensor_scale) amax = res[c].amax;
-        const block_stats *cb = &res[c].bst;
+        if (res[c].bst.amax > amax && !t->tensor_scale) amax = res[c].bst.amax;
+        const qp_block_stats *cb = &res[c].bst;
         if (cb->n_live) {
             if (!b.n_live || cb->min < b.min) b.min = cb->min;
             if (!b.n_live || cb->max > b.max) b.max = cb->max;
@@ -314,7 +320,7 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
         b.n_zero += cb->n_zero;
         b.n_sat += cb->n_sat;
         b.n_live += cb->n_live;
-        b.log2_sum += cb->log2_sum;
+        b.log2_fx += cb->log2_fx;
     }
     free(res);
     s.amax = amax;
@@ -325,7 +331,7 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
     s.n_blocks_sat_scale = b.n_sat;
     s.block_scale_min = b.min;
     s.block_scale_max = b.max;
-    s.block_scale_log2_mean = b.n_live ? b.log2_sum / (double)b.n_live : 0.0;
+    s.block_scale_log2_mean = b.n_live ? (double)b.log2_fx / 4294967296.0 / (double)b.n_live : 0.0;
     if (st) *st = s;
 }
 
@@ -335,7 +341,7 @@ static const qp_kernels *active_kernels(void)
 {
     static const qp_kernels *chosen;
     if (!chosen) {
-        init_ue4m3_log2();
+        qp_tables_init();
         const char *cap = getenv("QP_SIMD");
         const qp_kernels *k = &qp_kernels_ref;
         if (!cap || strcmp(cap, "scalar") != 0) {

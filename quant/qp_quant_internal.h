@@ -1,9 +1,10 @@
 /* qp_quant_internal.h — what the scalar reference (qp_quant_ref.c) and the
  * vector paths (qp_simd_*.c) share inside quant/. Not a public header.
  *
- * A quantization is planned once (tensor scale, rounding), block scales are
- * chosen by one scalar rule for every path (qp_block_scale_rule), and only the
- * element loops — block amax and encode/decode of a row — differ by path. */
+ * A quantization is planned once (tensor scale, rounding) by one driver for
+ * every path; the paths differ in their loops only — amax, block amax, the
+ * block-scale rule over a row's blocks, and encode/decode of a row — and
+ * every vector loop must give the scalar reference's bits. */
 #ifndef QP_QUANT_INTERNAL_H
 #define QP_QUANT_INTERNAL_H
 
@@ -18,14 +19,28 @@ typedef struct {
     uint64_t seed, stream;
 } qp_plan;
 
-/* A block's scale: stored code, what elements are multiplied by before the
- * element codec (enc) and what codes are multiplied by after decoding (dec). */
+/* The block scales of one row (or one band of 2D tiles), as arrays: the
+ * stored code, what elements are multiplied by before the element codec (enc)
+ * and what codes are multiplied by after decoding (dec). */
+#define QP_BLOCK_NAN 1   /* MX block holding NaN/Inf: every element decodes NaN */
+#define QP_BLOCK_ZERO 2  /* NVFP4 block whose scale is 0: every element stores 0 */
 typedef struct {
-    float enc, dec;
-    uint8_t code;
-    uint8_t nan;   /* MX block holding NaN/Inf: every element decodes NaN */
-    uint8_t zero;  /* NVFP4 block whose scale is 0: every element stores 0 */
-} qp_blockscale;
+    float *enc, *dec;
+    uint8_t *code, *flag;
+} qp_blockscales;
+
+/* Block-scale statistics. log2 of the scales is summed in fixed point
+ * (units of 2^-32) so that every summation order gives the same total. */
+typedef struct {
+    int64_t n_blocks, n_zero, n_sat, n_live;
+    float min, max;  /* over live blocks (non-zero amax, non-zero scale) */
+    int64_t log2_fx;
+    float amax;      /* largest block amax */
+} qp_block_stats;
+
+/* log2 of every UE4M3 value in units of 2^-32 (filled by qp_tables_init). */
+extern int64_t qp_ue4m3_log2_fx[128];
+void qp_tables_init(void);
 
 typedef struct {
     int64_t n_nonfinite, n_nonzero, n_sat, n_flushed;
@@ -39,11 +54,14 @@ typedef struct {
     /* per block of bc elements along a row of cols: finite amax and a
      * non-finite flag (the last block may be partial) */
     void (*block_amax)(const float *x, int64_t cols, int bc, float *amax, uint8_t *nonfinite);
+    /* the block-scale rule for nb blocks of known amax; adds to st */
+    void (*block_scales)(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
+                         qp_blockscales *bs, qp_block_stats *st);
     /* Encode one row. bs holds one entry per block (bc elements each; NULL for
      * per-tensor formats, which use p->scale). Writes codes (packed, may be
      * NULL) and/or y = decoded values (may be NULL), adds to cnt. gidx0 is the
      * global index of x[0] (stochastic rounding stream position). */
-    void (*encode_row)(const qp_plan *p, const float *x, int64_t cols, const qp_blockscale *bs, int bc,
+    void (*encode_row)(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                        uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt);
 } qp_kernels;
 
@@ -51,7 +69,9 @@ extern const qp_kernels qp_kernels_ref;
 /* NULL when the CPU or compiler lacks AVX-512. */
 const qp_kernels *qp_kernels_avx512(void);
 
-void qp_block_scale_rule(const qp_plan *p, float amax_b, int nonfinite, qp_blockscale *bs);
+/* The scalar block-scale rule and statistics (the reference's block_scales). */
+void qp_block_scales_ref(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
+                         qp_blockscales *bs, qp_block_stats *st);
 
 /* Scalar element encode/decode shared by the reference loops and the vector
  * paths' tails. */

@@ -77,7 +77,7 @@ static void store_code(const qp_format_traits *t, uint8_t *codes, int64_t c, uin
     }
 }
 
-static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const qp_blockscale *bs, int bc,
+static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                            uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt)
 {
     const qp_format_traits *t = p->t;
@@ -87,27 +87,28 @@ static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const
         const int finite = isfinite(xv);
         if (!finite) cnt->n_nonfinite++;
         else if (xv != 0.0f) cnt->n_nonzero++;
-        const qp_blockscale *b = bs ? &bs[c / bc] : NULL;
+        const int64_t b = c / bc;
+        const uint8_t flag = bs ? bs->flag[b] : 0;
         uint32_t code = 0;
         float yv;
-        if (b && b->nan) {
+        if (flag & QP_BLOCK_NAN) {
             yv = NAN;
-        } else if (b && b->zero) {
+        } else if (flag & QP_BLOCK_ZERO) {
             yv = 0.0f;
             if (finite && xv != 0.0f) cnt->n_flushed++;
         } else {
-            const float v = xv * (b ? b->enc : p->scale);
+            const float v = xv * (bs ? bs->enc[b] : p->scale);
             const uint32_t r = p->sr ? qp_rng_u32(p->seed, p->stream, gidx0 + (uint64_t)c) : 0;
             code = qp_encode_elem(t->elem, v, p->sr, r);
             if (finite) {
                 if (t->elem == QP_ELEM_BF16 ? (code & mag) == 0x7F80u : fabsf(v) > t->elem_max) cnt->n_sat++;
                 if (xv != 0.0f && (code & mag) == 0) cnt->n_flushed++;
             }
-            yv = qp_decode_elem(t->elem, code) * (b ? b->dec : 1.0f) * p->scale_inv;
+            yv = qp_decode_elem(t->elem, code) * (bs ? bs->dec[b] : 1.0f) * p->scale_inv;
         }
         if (codes) store_code(t, codes, c, code);
         if (y) y[c] = yv;
     }
 }
 
-const qp_kernels qp_kernels_ref = {"scalar", ref_amax, ref_block_amax, ref_encode_row};
+const qp_kernels qp_kernels_ref = {"scalar", ref_amax, ref_block_amax, qp_block_scales_ref, ref_encode_row};

@@ -6,6 +6,7 @@
  * from the shared scalar rule; stochastic rounding uses the reference loop
  * (it is gradient-only and bound by the Philox generator). Compiled with
  * target attributes and chosen at run time, so the library runs anywhere. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,21 +87,148 @@ AVX512_FN float v_amax(const float *x, int64_t n)
     return qp_bits_f32(_mm512_reduce_max_epu32(m0));
 }
 
+/* |x| bits of 16 lanes with non-finite lanes zeroed; sets the lanes' non-finite bits in *nf. */
+AVX512 __m512i finite_abs(const float *x, __mmask16 k, __mmask16 *nf)
+{
+    const __m512i a = _mm512_and_si512(_mm512_maskz_loadu_epi32(k, x), _mm512_set1_epi32(0x7FFFFFFF));
+    const __mmask16 fin = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(0x7F800000));
+    *nf = (__mmask16)~fin;
+    return _mm512_maskz_mov_epi32(fin, a);
+}
+
+/* Max over each of 16 vectors, as one vector (lane i = max of v[i]): a
+ * transposing reduction, 4 levels of two-source permutes. */
+AVX512 __m512i hmax16(__m512i v[16])
+{
+    static const int32_t lo[4][16] = {
+        {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+        {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27},
+        {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29},
+        {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30}};
+    static const int32_t hi[4][16] = {
+        {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+        {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31},
+        {2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31},
+        {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31}};
+    for (int level = 0, n = 16; level < 4; level++, n /= 2) {
+        const __m512i il = _mm512_loadu_si512(lo[level]), ih = _mm512_loadu_si512(hi[level]);
+        for (int i = 0; i < n / 2; i++)
+            v[i] = _mm512_max_epu32(_mm512_permutex2var_epi32(v[2 * i], il, v[2 * i + 1]),
+                                    _mm512_permutex2var_epi32(v[2 * i], ih, v[2 * i + 1]));
+    }
+    return v[0];
+}
+
 AVX512_FN void v_block_amax(const float *x, int64_t cols, int bc, float *amax, uint8_t *nonfinite)
 {
-    const __m512i absmask = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
-    const int64_t nb = (cols + bc - 1) / bc;
-    for (int64_t b = 0; b < nb; b++) {
+    const int64_t nb = (cols + bc - 1) / bc, full = cols / bc;
+    int64_t b = 0;
+    if (bc == 16 || bc == 32) {
+        /* sixteen whole blocks at a time */
+        for (; b + 16 <= full; b += 16) {
+            __m512i v[16];
+            uint32_t nfbits = 0;
+            for (int i = 0; i < 16; i++) {
+                const float *xb = x + (b + i) * bc;
+                __mmask16 nf0, nf1 = 0;
+                v[i] = finite_abs(xb, 0xFFFF, &nf0);
+                if (bc == 32) v[i] = _mm512_max_epu32(v[i], finite_abs(xb + 16, 0xFFFF, &nf1));
+                nfbits |= (uint32_t)((nf0 | nf1) != 0) << i;
+            }
+            _mm512_storeu_si512(amax + b, hmax16(v));
+            _mm_storeu_si128((__m128i *)(nonfinite + b),
+                             _mm512_cvtepi32_epi8(_mm512_maskz_set1_epi32((__mmask16)nfbits, 1)));
+        }
+    }
+    for (; b < nb; b++) {
         __m512i m = _mm512_setzero_si512();
         __mmask16 nf = 0;
         for (int64_t c = b * bc; c < (b + 1) * bc && c < cols; c += 16) {
-            const __m512i a = _mm512_and_si512(_mm512_maskz_loadu_epi32(tail_mask(cols - c), x + c), absmask);
-            const __mmask16 fin = _mm512_cmplt_epu32_mask(a, inf);
-            nf |= (__mmask16)~fin;
-            m = _mm512_mask_max_epu32(m, fin, m, a);
+            __mmask16 lane_nf;
+            const __mmask16 k = tail_mask(cols - c);
+            m = _mm512_max_epu32(m, finite_abs(x + c, k, &lane_nf));
+            nf |= lane_nf & k;
         }
         amax[b] = qp_bits_f32(_mm512_reduce_max_epu32(m));
         nonfinite[b] = nf != 0;
+    }
+}
+
+/* The block-scale rule of qp_quant.c's block_scale_rule, sixteen blocks at a
+ * time, with the same statistics (qp_block_scales_ref). */
+AVX512_FN void v_block_scales(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
+                              qp_blockscales *bs, qp_block_stats *st)
+{
+    const qp_format_traits *t = p->t;
+    const int mx = t->block_scale == QP_SCALE_E8M0;
+    const __m512i one = _mm512_set1_epi32(1);
+    for (int64_t b = 0; b < nb; b += 16) {
+        const __mmask16 k = tail_mask(nb - b);
+        const __m512 a = _mm512_maskz_loadu_ps(k, amax + b);
+        const __m512i ai = _mm512_castps_si512(a);
+        __mmask16 nan = 0;
+        if (mx) nan = _mm512_mask_test_epi32_mask(k, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, nonfinite + b)),
+                                                  _mm512_set1_epi32(0xFF));
+        const __mmask16 live = _mm512_mask_cmp_ps_mask((__mmask16)(k & ~nan), a, _mm512_setzero_ps(), _CMP_GT_OQ);
+        __m512 enc, dec;
+        __m512i code, flag;
+        __mmask16 counted_zero, counted_sat, scale_live;
+        if (mx) {
+            /* floor(log2 amax) from the exponent field. A subnormal amax reads
+             * as -127 instead of its true exponent (< -126); with emax >= 2
+             * both clamp to the same -127 scale, and both count as underflow. */
+            __m512i e = _mm512_sub_epi32(_mm512_srli_epi32(ai, 23), _mm512_set1_epi32(127 + t->elem_emax));
+            counted_zero = _mm512_mask_cmplt_epi32_mask(live, e, _mm512_set1_epi32(-127));
+            counted_sat = _mm512_mask_cmpgt_epi32_mask(live, e, _mm512_set1_epi32(127));
+            e = _mm512_mask_blend_epi32(live, _mm512_set1_epi32(-127), e);
+            e = _mm512_max_epi32(_mm512_min_epi32(e, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+            code = _mm512_mask_blend_epi32(nan, _mm512_add_epi32(e, _mm512_set1_epi32(127)), _mm512_set1_epi32(0xFF));
+            /* 2^-e and 2^e; 2^-127 is the float subnormal 1 << 22 */
+            const __m512i enc_bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(127)),
+                                                             _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(127), e), 23),
+                                                             _mm512_set1_epi32(1 << 22));
+            const __m512i dec_bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(-127)),
+                                                             _mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), 23),
+                                                             _mm512_set1_epi32(1 << 22));
+            enc = _mm512_maskz_mov_ps((__mmask16)~nan, _mm512_castsi512_ps(enc_bits));
+            dec = _mm512_mask_blend_ps(nan, _mm512_castsi512_ps(dec_bits), _mm512_set1_ps(NAN));
+            flag = _mm512_maskz_mov_epi32(nan, _mm512_set1_epi32(QP_BLOCK_NAN));
+            scale_live = live;
+            st->log2_fx += (int64_t)_mm512_mask_reduce_add_epi32(live, e) * 4294967296LL;
+        } else {
+            const __m512 d = _mm512_mul_ps(a, _mm512_set1_ps(p->scale * (1.0f / 6.0f)));
+            __mmask16 dnan;
+            code = encode_minifloat(d, V_E4M3, &dnan);
+            const __m512 db = decode_minifloat(code, V_E4M3);
+            const __mmask16 zero = _mm512_mask_cmp_ps_mask(k, db, _mm512_setzero_ps(), _CMP_EQ_OQ);
+            enc = _mm512_min_ps(_mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(db, _mm512_set1_ps(p->scale_inv))),
+                                _mm512_set1_ps(FLT_MAX));
+            enc = _mm512_maskz_mov_ps((__mmask16)~zero, enc);
+            dec = _mm512_maskz_mov_ps((__mmask16)~zero, db);
+            flag = _mm512_maskz_mov_epi32(zero, _mm512_set1_epi32(QP_BLOCK_ZERO));
+            counted_zero = live & zero;
+            counted_sat = _mm512_mask_cmp_ps_mask(live, d, _mm512_set1_ps(QP_E4M3_MAX), _CMP_GT_OQ);
+            scale_live = live & (__mmask16)~zero;
+            uint8_t c8[16];
+            _mm_storeu_si128((__m128i *)c8, _mm512_cvtepi32_epi8(code));
+            for (unsigned m = scale_live; m; m &= m - 1) st->log2_fx += qp_ue4m3_log2_fx[c8[__builtin_ctz(m)]];
+        }
+        (void)one;
+        _mm512_mask_storeu_ps(bs->enc + b, k, enc);
+        _mm512_mask_storeu_ps(bs->dec + b, k, dec);
+        _mm512_mask_cvtepi32_storeu_epi8(bs->code + b, k, code);
+        _mm512_mask_cvtepi32_storeu_epi8(bs->flag + b, k, flag);
+        st->n_blocks += __builtin_popcount(k);
+        st->n_zero += __builtin_popcount(counted_zero);
+        st->n_sat += __builtin_popcount(counted_sat);
+        if (scale_live) {
+            const float mn = _mm512_mask_reduce_min_ps(scale_live, dec), mxv = _mm512_mask_reduce_max_ps(scale_live, dec);
+            if (st->n_live == 0 || mn < st->min) st->min = mn;
+            if (st->n_live == 0 || mxv > st->max) st->max = mxv;
+            st->n_live += __builtin_popcount(scale_live);
+        }
+        const float am = qp_bits_f32(_mm512_mask_reduce_max_epu32(k, ai));
+        if (am > st->amax) st->amax = am;
     }
 }
 
@@ -182,14 +310,14 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
     if (y) _mm512_mask_storeu_ps(y + c, k, yv);
 }
 
-AVX512 void encode_blocks(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscale *bs, int bc,
+AVX512 void encode_blocks(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                           uint8_t *codes, float *y, vcounts *cnt)
 {
     const int64_t nb = (cols + bc - 1) / bc;
     for (int64_t b = 0; b < nb; b++) {
-        const qp_blockscale *s = &bs[b];
+        const uint8_t flag = bs->flag[b];
         const int64_t c0 = b * bc, c1 = c0 + bc < cols ? c0 + bc : cols;
-        if (s->nan || s->zero) {
+        if (flag) {
             /* Codes stay 0 (the row was cleared); values are NaN or 0. */
             for (int64_t c = c0; c < c1; c += 16) {
                 const __mmask16 k = tail_mask(c1 - c);
@@ -198,16 +326,16 @@ AVX512 void encode_blocks(const qp_plan *p, vfmt f, const float *x, int64_t cols
                 const __mmask16 nz = _mm512_mask_cmpneq_epi32_mask(fin, a, _mm512_setzero_si512());
                 COUNT(cnt->nonfinite, k & ~fin);
                 COUNT(cnt->nonzero, nz);
-                if (s->zero) COUNT(cnt->flushed, nz);
-                if (y) _mm512_mask_storeu_ps(y + c, k, _mm512_set1_ps(s->nan ? NAN : 0.0f));
+                if (flag & QP_BLOCK_ZERO) COUNT(cnt->flushed, nz);
+                if (y) _mm512_mask_storeu_ps(y + c, k, _mm512_set1_ps(flag & QP_BLOCK_NAN ? NAN : 0.0f));
             }
             continue;
         }
-        for (int64_t c = c0; c < c1; c += 16) encode16(p, f, x + c, c1 - c, s->enc, s->dec, codes, c, y, cnt);
+        for (int64_t c = c0; c < c1; c += 16) encode16(p, f, x + c, c1 - c, bs->enc[b], bs->dec[b], codes, c, y, cnt);
     }
 }
 
-AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscale *bs, int bc,
+AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                            uint8_t *codes, float *y, qp_counts *total)
 {
     vcounts acc = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
@@ -223,7 +351,7 @@ AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t col
     total->n_sat += _mm512_reduce_add_epi32(acc.sat);
     total->n_flushed += _mm512_reduce_add_epi32(acc.flushed);
 }
-AVX512_FN void v_encode_row(const qp_plan *p, const float *x, int64_t cols, const qp_blockscale *bs, int bc,
+AVX512_FN void v_encode_row(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                             uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt)
 {
     if (p->sr) {
@@ -238,7 +366,7 @@ AVX512_FN void v_encode_row(const qp_plan *p, const float *x, int64_t cols, cons
     }
 }
 
-static const qp_kernels avx512_kernels = {"avx512", v_amax, v_block_amax, v_encode_row};
+static const qp_kernels avx512_kernels = {"avx512", v_amax, v_block_amax, v_block_scales, v_encode_row};
 
 const qp_kernels *qp_kernels_avx512(void)
 {

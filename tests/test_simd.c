@@ -38,6 +38,8 @@ static void fill(float *x, int64_t n, int kind, unsigned long long seed)
             const uint32_t r = (uint32_t)qp_test_next(&s);
             /* float32 subnormals, and values around the targets' subnormal ranges */
             x[i] = (r & 3) == 0 ? qp_bits_f32(r & 0x807FFFFFu) : g * ldexpf(1.0f, -(int)(r % 30) - 5);
+            /* whole blocks of float32 subnormals: their amax is subnormal too */
+            if ((i / 32) % 3 == 1) x[i] = qp_bits_f32(r & (0x800FFFFFu >> (r % 8)));
             break;
         }
         case BOUNDARY: {
