@@ -1,0 +1,121 @@
+/* qerr.h — the pieces of the qerr tool and what they share.
+ *
+ * Owns: qerr's row (one tensor in one format variant), its column table (the
+ * single list every output, --sort and the HDF5 table are driven by), and the
+ * options. Files: qerr.c (command line, main), qerr_run.c (reading inputs,
+ * computing metrics on N threads), qerr_cols.c (columns, sort, summary),
+ * qerr_out.c (text, CSV, JSON), qerr_h5.c (--h5). */
+#ifndef QERR_H
+#define QERR_H
+
+#include <regex.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "qp_metrics.h"
+#include "qp_quant.h"
+
+#define QERR_MAX_VARIANTS (4 * QP_FMT_COUNT)
+
+/* A format as reported: plain, +rht, +sr or +rht+sr. */
+typedef struct {
+    char name[48];
+    qp_fmt fmt;
+    int rht, sr;
+} qerr_variant;
+
+typedef enum { QERR_IN_FILE, QERR_IN_RAW } qerr_input_kind;
+
+typedef struct {
+    qerr_input_kind kind;
+    const char *path;
+    int64_t rows, cols;   /* raw only */
+} qerr_input;
+
+typedef struct {
+    qerr_variant var[QERR_MAX_VARIANTS];
+    int nvar;
+    qerr_input *in;
+    int nin;
+    uint64_t seed;
+    int threads;
+    int csv, json, summary;
+    const char *h5_out;
+    const char *sort_key;  /* NULL: input order */
+    long long top;         /* < 0: all */
+    int have_match;
+    regex_t match;
+    const char *command;   /* the command line, for the --h5 attributes */
+} qerr_opts;
+
+typedef struct {
+    const char *file;          /* the input's path (not owned) */
+    char *tensor;              /* owned */
+    const qerr_variant *var;
+    int64_t rows, cols;
+    qp_metrics m;
+    size_t order;              /* position in input order */
+} qerr_row;
+
+typedef struct {
+    qerr_row *r;
+    size_t n, cap;
+} qerr_rows;
+
+/* Per format variant, over its rows (--summary). */
+typedef struct {
+    const qerr_variant *var;
+    int64_t tensors;
+    int64_t exact;             /* rows with snr_db = +inf */
+    double mean_rel_l2;        /* over rows with a finite rel_l2; NaN if none */
+    double mean_snr_db;        /* over rows with a finite snr_db; NaN if none */
+    double mean_sat_frac, mean_zero_frac;
+    const char *worst_tensor;  /* largest rel_l2; NULL if none */
+    const char *worst_file;
+    double worst_rel_l2;
+} qerr_summary;
+
+typedef enum { QERR_STR, QERR_INT, QERR_REAL } qerr_kind;
+
+typedef struct {
+    const char *name;
+    qerr_kind kind;
+    int worst_low;             /* --sort: ascending (low values are the worst) */
+    int in_text;               /* shown in the text table */
+    const char *text_fmt;      /* printf format of a REAL in the text table */
+    const char *(*str)(const qerr_row *);
+    int64_t (*i64)(const qerr_row *);
+    double (*f64)(const qerr_row *); /* NaN: not applicable (e.g. no block scales) */
+} qerr_col;
+
+extern const qerr_col qerr_cols[];
+extern const int qerr_ncols;
+const qerr_col *qerr_col_by_name(const char *name);
+/* "a, b, c" of every column name (for the --sort error). */
+const char *qerr_col_names(void);
+
+/* qerr_cols.c */
+void qerr_sort(qerr_rows *rows, const qerr_col *key);
+/* s holds opts->nvar entries, in variant order. Call before qerr_sort, so
+ * the sums run in input order and do not depend on the sort key. */
+void qerr_summarize(const qerr_rows *rows, const qerr_opts *o, qerr_summary *s);
+
+/* qerr_run.c: read every input and compute every row. Returns 0, or -1 with
+ * the one-line error in err (nothing is left in rows then). */
+int qerr_run(const qerr_opts *o, qerr_rows *rows, char *err, size_t errlen);
+void qerr_rows_free(qerr_rows *rows);
+
+/* qerr_out.c: write the report to f. Return 0, or -1 on a write error. */
+int qerr_print_text(FILE *f, const qerr_rows *rows, int show_file);
+int qerr_print_csv(FILE *f, const qerr_rows *rows);
+int qerr_print_json(FILE *f, const qerr_rows *rows);
+int qerr_print_summary_text(FILE *f, const qerr_summary *s, int n);
+int qerr_print_summary_csv(FILE *f, const qerr_summary *s, int n);
+int qerr_print_summary_json(FILE *f, const qerr_summary *s, int n);
+
+/* qerr_h5.c: the rows (and the summary, if s) as HDF5 tables. */
+int qerr_write_h5(const char *path, const qerr_rows *rows, const qerr_summary *s, int n,
+                  const qerr_opts *o, char *err, size_t errlen);
+
+#endif
