@@ -253,7 +253,7 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
     static const qp_qopts defaults;
     if (!o) o = &defaults;
     const qp_format_traits *t = &qp_formats[fmt];
-    qp_plan p = {t, 1.0f, 1.0f, o->stochastic, o->seed, o->stream};
+    qp_plan p = {t, 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream};
     const int64_t n = rows * cols;
     float amax = 0.0f;
     const int blocky = t->block_cols > 1;
@@ -263,6 +263,7 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
         p.scale_inv = 1.0f / p.scale;
     }
     if (scale_inv_out) *scale_inv_out = p.scale_inv;
+    p.out_mul = o->unscaled ? 1.0f : p.scale_inv;
 
     const int64_t nchunks = (rows + CHUNK_ROWS - 1) / CHUNK_ROWS;
     chunk_result *res = calloc((size_t)nchunks + 1, sizeof *res);

@@ -95,6 +95,11 @@ typedef struct {
     uint64_t stream;   /* SR: stream (e.g. tensor id x step), element i uses word i */
     float scale;       /* > 0: use this per-tensor encode scale instead of the current one
                           (fp8: s; nvfp4: S); ignored by formats without a tensor scale */
+    bool unscaled;     /* qp_qdq only: output decode(code) * block scale, leaving the
+                          per-tensor decode scale (qp_qstats.scale_inv) to the caller.
+                          These values are exact in BF16 for every format (MX: unless
+                          the block scale is below 2^-124), which is what lets a BF16
+                          GEMM with the tensor scales in alpha emulate the hardware. */
 } qp_qopts;
 
 /* What one quantization saw. Counts are over real (unpadded) elements. */

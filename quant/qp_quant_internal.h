@@ -15,6 +15,7 @@ typedef struct {
     const qp_format_traits *t;
     float scale;      /* per-tensor encode scale (1 when none) */
     float scale_inv;  /* per-tensor decode scale */
+    float out_mul;    /* what decoded values are multiplied by last: scale_inv, or 1 (unscaled) */
     bool sr;
     uint64_t seed, stream;
 } qp_plan;

@@ -104,7 +104,7 @@ static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const
                 if (t->elem == QP_ELEM_BF16 ? (code & mag) == 0x7F80u : fabsf(v) > t->elem_max) cnt->n_sat++;
                 if (xv != 0.0f && (code & mag) == 0) cnt->n_flushed++;
             }
-            yv = qp_decode_elem(t->elem, code) * (bs ? bs->dec[b] : 1.0f) * p->scale_inv;
+            yv = qp_decode_elem(t->elem, code) * (bs ? bs->dec[b] : 1.0f) * p->out_mul;
         }
         if (codes) store_code(t, codes, c, code);
         if (y) y[c] = yv;

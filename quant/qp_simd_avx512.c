@@ -274,7 +274,7 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
     if (t->elem == QP_ELEM_F32) {
         code = _mm512_castps_si512(_mm512_mul_ps(xv, _mm512_set1_ps(enc)));
         yv = _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(code), _mm512_set1_ps(dec)),
-                           _mm512_set1_ps(p->scale_inv));
+                           _mm512_set1_ps(p->out_mul));
         COUNT(cnt->flushed, _mm512_mask_cmpeq_epi32_mask(
             nz, _mm512_and_si512(code, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_setzero_si512()));
     } else if (t->elem == QP_ELEM_BF16) {
@@ -288,7 +288,7 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
         COUNT(cnt->sat, _mm512_mask_cmpeq_epi32_mask(fin, mag, _mm512_set1_epi32(0x7F80)));
         COUNT(cnt->flushed, _mm512_mask_cmpeq_epi32_mask(nz, mag, _mm512_setzero_si512()));
         yv = _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(code, 16)), _mm512_set1_ps(dec)),
-                           _mm512_set1_ps(p->scale_inv));
+                           _mm512_set1_ps(p->out_mul));
     } else {
         const __m512 v = _mm512_mul_ps(xv, _mm512_set1_ps(enc));
         __mmask16 isnan;
@@ -299,7 +299,7 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
         COUNT(cnt->flushed, _mm512_mask_cmpeq_epi32_mask(nz, mag, _mm512_setzero_si512()));
         if (y) {
             yv = _mm512_mul_ps(_mm512_mul_ps(decode_minifloat(code, f), _mm512_set1_ps(dec)),
-                               _mm512_set1_ps(p->scale_inv));
+                               _mm512_set1_ps(p->out_mul));
             /* E4M3/E5M2 NaN codes decode to NaN; E2M1 has none (NaN encodes as 6). */
             if (f.nancode != f.maxcode) yv = _mm512_mask_blend_ps(isnan, yv, _mm512_set1_ps(NAN));
         } else {

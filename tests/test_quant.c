@@ -255,6 +255,28 @@ static void test_threads(void)
 #endif
 }
 
+/* Unscaled output times the tensor decode scale is the scaled output, and
+ * every unscaled value is exact in BF16. */
+static void test_unscaled(void)
+{
+    const int64_t rows = 32, cols = 64, n = rows * cols;
+    float *x = randn(n, 21, 3.0f), *y = malloc(n * 4), *u = malloc(n * 4);
+    for (int f = 0; f < QP_FMT_COUNT; f++) {
+        qp_qopts o = {.unscaled = true};
+        qp_qstats s1, s2;
+        qp_qdq((qp_fmt)f, x, y, rows, cols, NULL, &s1);
+        qp_qdq((qp_fmt)f, x, u, rows, cols, &o, &s2);
+        int same = 1, bf16_exact = 1;
+        for (int64_t i = 0; i < n; i++) {
+            same &= qp_same_float(u[i] * s2.scale_inv, y[i]);
+            if (f != QP_FMT_FP32) bf16_exact &= qp_bf16_to_f32(qp_f32_to_bf16(u[i])) == u[i];
+        }
+        CHECK(same && memcmp(&s1, &s2, sizeof s1) == 0, "%s unscaled * scale_inv == scaled", qp_formats[f].name);
+        CHECK(bf16_exact, "%s unscaled values exact in bf16", qp_formats[f].name);
+    }
+    free(x), free(y), free(u);
+}
+
 static void test_table(void)
 {
     for (int f = 0; f < QP_FMT_COUNT; f++) {
@@ -281,6 +303,7 @@ int main(void)
     test_zero_and_nonfinite();
     test_stochastic();
     test_threads();
+    test_unscaled();
     test_table();
     return qp_test_finish("test_quant");
 }
