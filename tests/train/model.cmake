@@ -1,0 +1,39 @@
+# Tests of train/qp_model (the GPT) and train/qp_linear (the precision
+# dispatch). Included from tests/CMakeLists.txt; a no-op until qpmodel exists.
+#   test_model_torch      the FP32 model's logits, losses and gradients against
+#                         a PyTorch GPT (needs Debian's python3 with torch)
+#   test_model_gradcheck  every parameter gradient against finite differences
+#   test_gemm_recipes     every recipe's GEMMs against quant/'s dequantization
+#                         followed by a float64 product
+if(TARGET qpmodel)
+  set(QP_MODEL_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+  function(qp_model_exe name)
+    add_executable(${name} ${QP_MODEL_TEST_DIR}/${name}.c)
+    target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})  # qp_test.h
+    target_link_libraries(${name} PRIVATE qpmodel m)
+  endfunction()
+
+  qp_model_exe(test_model_gradcheck)
+  add_test(NAME test_model_gradcheck COMMAND test_model_gradcheck)
+  qp_model_exe(test_gemm_recipes)
+  add_test(NAME test_gemm_recipes COMMAND test_gemm_recipes)
+  set_tests_properties(test_model_gradcheck test_gemm_recipes PROPERTIES
+                       LABELS "unit;model" TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2")
+
+  qp_model_exe(gpt_dump)
+  set(_qp_model_torch 1)
+  if(QP_PYTHON)
+    execute_process(COMMAND ${QP_PYTHON} -c "import numpy, torch" RESULT_VARIABLE _qp_model_torch
+                    OUTPUT_QUIET ERROR_QUIET)
+  endif()
+  if(_qp_model_torch EQUAL 0)
+    add_test(NAME test_model_torch
+             COMMAND ${QP_PYTHON} ${QP_MODEL_TEST_DIR}/test_model_torch.py $<TARGET_FILE:gpt_dump>
+                     ${CMAKE_CURRENT_BINARY_DIR}/model_torch)
+    set_tests_properties(test_model_torch PROPERTIES LABELS "unit;model" TIMEOUT 300
+                         ENVIRONMENT "OMP_NUM_THREADS=2")
+  else()
+    message(WARNING "no python3 with numpy and torch: test_model_torch not added")
+  endif()
+endif()

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""test_model_torch.py — the C GPT (train/qp_model.c, recipe fp32) against a
+GPT written here in PyTorch from the published definition (GPT-2 / llm.c):
+logits, losses and every parameter gradient of a training step, for several
+shapes, one of them with two accumulated micro-batches.
+
+gpt_dump (tests/train/gpt_dump.c) runs the C model and writes its tensors;
+this script loads them, copies the parameters into float32 and float64 torch
+tensors, redoes the step, and requires max|C - torch| / max|torch| <= 1e-4
+per tensor against both. It also checks the C initialisation's statistics.
+
+usage: test_model_torch.py GPT_DUMP WORKDIR
+"""
+import math
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+PARAMS = ["wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+          "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"]
+TOL = 1e-4
+
+# (V, maxT, L, NH, C, B, T, accum, seed): the brief's shape; a larger vocabulary
+# with T == maxT and two accumulated micro-batches; one head, an odd T.
+CONFIGS = [
+    (64, 16, 2, 2, 32, 3, 8, 1, 1),
+    (256, 16, 2, 4, 32, 2, 16, 2, 2),
+    (64, 8, 1, 1, 16, 1, 5, 1, 3),
+    (256, 12, 3, 2, 16, 2, 7, 3, 4),
+]
+
+
+def read_dump(path):
+    with open(path, "rb") as f:
+        buf = f.read()
+    if buf[:8] != b"QPGPTD01":
+        raise ValueError(f"{path}: bad magic {buf[:8]!r}")
+    out, pos = {}, 8
+    while pos < len(buf):
+        (nl,) = struct.unpack_from("<I", buf, pos)
+        pos += 4
+        name = buf[pos:pos + nl].decode()
+        pos += nl
+        dtype, ndim = struct.unpack_from("<II", buf, pos)
+        pos += 8
+        dims = struct.unpack_from(f"<{ndim}q", buf, pos)
+        pos += 8 * ndim
+        n = int(np.prod(dims)) if ndim else 1
+        arr = np.frombuffer(buf, dtype="<f4" if dtype == 0 else "<i4", count=n, offset=pos)
+        pos += 4 * n
+        out[name] = arr.reshape(dims).copy()
+    return out
+
+
+def gpt(P, idx, targets, nh):
+    """Forward of GPT-2 as nanoGPT writes it; returns logits and per-position losses."""
+    B, T = idx.shape
+    C = P["wte"].shape[1]
+    L = P["qkvw"].shape[0]
+    hs = C // nh
+    x = P["wte"][idx] + P["wpe"][:T]
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    for l in range(L):
+        h = F.layer_norm(x, (C,), P["ln1w"][l], P["ln1b"][l], eps=1e-5)
+        q, k, v = (h @ P["qkvw"][l].T + P["qkvb"][l]).split(C, dim=2)
+        q, k, v = (t.view(B, T, nh, hs).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+        att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + y @ P["attprojw"][l].T + P["attprojb"][l]
+        h = F.layer_norm(x, (C,), P["ln2w"][l], P["ln2b"][l], eps=1e-5)
+        h = F.gelu(h @ P["fcw"][l].T + P["fcb"][l], approximate="tanh")
+        x = x + h @ P["fcprojw"][l].T + P["fcprojb"][l]
+    x = F.layer_norm(x, (C,), P["lnfw"], P["lnfb"], eps=1e-5)
+    logits = x @ P["wte"].T  # tied head
+    losses = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1), reduction="none")
+    return logits, losses.view(B, T)
+
+
+def replay(d, dtype, nh, accum):
+    P = {n: torch.tensor(d["param." + n], dtype=dtype, requires_grad=True) for n in PARAMS}
+    outs, total = [], 0.0
+    for k in range(accum):
+        idx = torch.tensor(d[f"inputs.{k}"], dtype=torch.long)
+        tgt = torch.tensor(d[f"targets.{k}"], dtype=torch.long)
+        logits, losses = gpt(P, idx, tgt, nh)
+        loss = losses.mean()
+        total = total + loss / accum
+        outs.append((logits.detach(), losses.detach(), loss.detach()))
+    total.backward()
+    return outs, {n: P[n].grad for n in PARAMS}
+
+
+def rel(a, ref):
+    a, ref = np.asarray(a, np.float64), np.asarray(ref, np.float64)
+    diff = float(np.max(np.abs(a - ref))) if a.size else 0.0
+    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    return diff, scale, diff / scale if scale > 0 else diff
+
+
+def check_init(d, L, failures):
+    """GPT-2's init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), norm weights 1, biases 0."""
+    for n in PARAMS:
+        w = d["init." + n].astype(np.float64)
+        if n in ("ln1w", "ln2w", "lnfw"):
+            ok, what = np.all(w == 1.0), "not all ones"
+        elif n in ("ln1b", "qkvb", "attprojb", "ln2b", "fcb", "fcprojb", "lnfb"):
+            ok, what = np.all(w == 0.0), "not all zeros"
+        else:
+            std = 0.02 / math.sqrt(2 * L) if n in ("attprojw", "fcprojw") else 0.02
+            # 5 standard errors: the std of a sample std is std/sqrt(2n)
+            tol = 5 * std / math.sqrt(2 * w.size)
+            ok = abs(w.std() - std) < tol and abs(w.mean()) < 5 * std / math.sqrt(w.size)
+            what = f"mean {w.mean():+.2e} std {w.std():.5f} (want {std:.5f} +- {tol:.5f})"
+        if not ok:
+            failures.append(f"init {n}: {what}")
+
+
+def run_config(gpt_dump, workdir, cfg):
+    V, maxT, L, NH, C, B, T, accum, seed = cfg
+    path = os.path.join(workdir, f"gpt_{V}_{maxT}_{L}_{NH}_{C}_{B}_{T}_{accum}.bin")
+    subprocess.run([gpt_dump, path] + [str(v) for v in cfg], check=True)
+    d = read_dump(path)
+    failures = []
+    if list(d["config"]) != [V, maxT, L, NH, C, B, T, accum, seed]:
+        failures.append(f"config echoed as {list(d['config'])}")
+    check_init(d, L, failures)
+    o32, g32 = replay(d, torch.float32, NH, accum)
+    o64, g64 = replay(d, torch.float64, NH, accum)
+
+    rows = []
+    for k in range(accum):
+        for j, name in enumerate(("logits", "losses", "loss")):
+            rows.append((f"{name}.{k}", d[f"{name}.{k}"], o32[k][j].numpy(), o64[k][j].numpy()))
+    for n in PARAMS:
+        rows.append(("grad." + n, d["grad." + n], g32[n].numpy(), g64[n].numpy()))
+
+    print(f"\nV={V} maxT={maxT} L={L} NH={NH} C={C} B={B} T={T} accum={accum}: "
+          f"loss C {float(d['loss.0']):.6f} torch64 {float(o64[0][2]):.6f}")
+    print(f"  {'tensor':<16}{'max|ref|':>11}{'C-t64':>11}{'t32-t64':>11}{'C-t32':>11}{'rel':>10}")
+    for name, c, t32, t64 in rows:
+        if c.shape != t64.shape:
+            failures.append(f"{name}: shape {c.shape} vs torch {t64.shape}")
+            continue
+        d64, scale, r64 = rel(c, t64)
+        d3264, _, _ = rel(t32, t64)
+        d32, _, r32 = rel(c, t32)
+        worst = max(r64, r32)
+        flag = "" if worst <= TOL else "  FAIL"
+        print(f"  {name:<16}{scale:11.3e}{d64:11.2e}{d3264:11.2e}{d32:11.2e}{worst:10.1e}{flag}")
+        if not np.all(np.isfinite(c)):
+            failures.append(f"{name}: non-finite values from C")
+        elif worst > TOL:
+            failures.append(f"{name}: max|C - torch| / max|torch| = {worst:.2e} > {TOL:g}")
+    # A gradient that is identically zero would make its row test nothing.
+    for n in PARAMS:
+        if not np.any(g64[n].numpy() != 0):
+            failures.append(f"grad.{n}: torch's gradient is all zero (the test shape does not exercise it)")
+    return failures
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    gpt_dump, workdir = sys.argv[1], sys.argv[2]
+    os.makedirs(workdir, exist_ok=True)
+    torch.set_num_threads(1)
+    failures = []
+    for cfg in CONFIGS:
+        failures += [f"config {cfg}: {f}" for f in run_config(gpt_dump, workdir, cfg)]
+    for f in failures:
+        print("FAIL", f)
+    print(f"test_model_torch: {len(CONFIGS)} configs, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

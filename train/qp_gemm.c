@@ -1,0 +1,196 @@
+/* qp_gemm.c — oneDNN (v2.x C API) matmul primitives, cached by shape. */
+#include "qp_gemm.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp_format.h"
+
+#define MAX_PRIMS 64
+
+typedef struct {
+    int bf16, a_t, b_t, M, N, K, accumulate;
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, c, alpha;
+} prim_entry;
+
+struct qp_gemm {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    prim_entry prims[MAX_PRIMS];
+    int nprims;
+    int bf16_ok;           /* BF16 kernels usable (probed at create) */
+    uint16_t *abuf, *bbuf; /* BF16 copies of the operands */
+    size_t abuf_n, bbuf_n;
+    char impl_bf16[96], impl_f32[96];
+    char err[256];
+};
+
+static int fail(qp_gemm *g, const char *what, dnnl_status_t s)
+{
+    snprintf(g->err, sizeof g->err, "oneDNN: %s failed (status %d)", what, (int)s);
+    return -1;
+}
+
+static prim_entry *get_prim(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N, int K, int accumulate)
+{
+    for (int i = 0; i < g->nprims; i++) {
+        prim_entry *e = &g->prims[i];
+        if (e->bf16 == bf16 && e->a_t == a_t && e->b_t == b_t && e->M == M && e->N == N && e->K == K &&
+            e->accumulate == accumulate)
+            return e;
+    }
+    if (g->nprims == MAX_PRIMS) {
+        snprintf(g->err, sizeof g->err, "oneDNN: more than %d GEMM shapes", MAX_PRIMS);
+        return NULL;
+    }
+    const dnnl_data_type_t dt = bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t amd, bmd, cmd, smd;
+    dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N}, sd = {1};
+    dnnl_status_t s;
+    if ((s = dnnl_memory_desc_init_by_tag(&amd, 2, ad, dt, a_t ? dnnl_ba : dnnl_ab)) ||
+        (s = dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dt, b_t ? dnnl_ab : dnnl_ba)) ||
+        (s = dnnl_memory_desc_init_by_tag(&cmd, 2, cd, dnnl_f32, dnnl_ab)) ||
+        (s = dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_f32, dnnl_a))) {
+        fail(g, "memory descriptor", s);
+        return NULL;
+    }
+    dnnl_matmul_desc_t md;
+    if ((s = dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd))) {
+        fail(g, "matmul descriptor", s);
+        return NULL;
+    }
+    dnnl_primitive_attr_t attr;
+    dnnl_primitive_attr_create(&attr);
+    const float runtime_scale = DNNL_RUNTIME_F32_VAL;
+    dnnl_primitive_attr_set_output_scales(attr, 1, 0, &runtime_scale);
+    if (accumulate) {
+        dnnl_post_ops_t po;
+        dnnl_post_ops_create(&po);
+        dnnl_post_ops_append_sum(po, 1.0f);
+        dnnl_primitive_attr_set_post_ops(attr, po);
+        dnnl_post_ops_destroy(po);
+    }
+    dnnl_primitive_desc_t pd;
+    s = dnnl_primitive_desc_create(&pd, &md, attr, g->engine, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (s) {
+        fail(g, bf16 ? "BF16 matmul" : "FP32 matmul", s);
+        return NULL;
+    }
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    snprintf(bf16 ? g->impl_bf16 : g->impl_f32, sizeof g->impl_f32, "%s", impl ? impl : "?");
+    prim_entry *e = &g->prims[g->nprims];
+    memset(e, 0, sizeof *e);
+    s = dnnl_primitive_create(&e->prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    if (s) {
+        fail(g, "primitive", s);
+        return NULL;
+    }
+    if ((s = dnnl_memory_create(&e->a, &amd, g->engine, DNNL_MEMORY_NONE)) ||
+        (s = dnnl_memory_create(&e->b, &bmd, g->engine, DNNL_MEMORY_NONE)) ||
+        (s = dnnl_memory_create(&e->c, &cmd, g->engine, DNNL_MEMORY_NONE)) ||
+        (s = dnnl_memory_create(&e->alpha, &smd, g->engine, DNNL_MEMORY_NONE))) {
+        fail(g, "memory", s);
+        return NULL;
+    }
+    e->bf16 = bf16, e->a_t = a_t, e->b_t = b_t, e->M = M, e->N = N, e->K = K, e->accumulate = accumulate;
+    g->nprims++;
+    return e;
+}
+
+qp_gemm *qp_gemm_create(char *err, size_t errlen)
+{
+    qp_gemm *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    dnnl_status_t s;
+    if ((s = dnnl_engine_create(&g->engine, dnnl_cpu, 0)) ||
+        (s = dnnl_stream_create(&g->stream, g->engine, dnnl_stream_default_flags))) {
+        snprintf(err, errlen, "oneDNN: cannot create a CPU engine (status %d)", (int)s);
+        free(g);
+        return NULL;
+    }
+    snprintf(g->impl_bf16, sizeof g->impl_bf16, "none");
+    snprintf(g->impl_f32, sizeof g->impl_f32, "none");
+    const char *force = getenv("QP_GEMM");
+    /* Probe: can this CPU build a BF16 matmul? */
+    g->bf16_ok = !(force && strcmp(force, "f32") == 0) && get_prim(g, 1, 0, 0, 16, 16, 16, 0) != NULL;
+    if (!g->bf16_ok) snprintf(g->impl_bf16, sizeof g->impl_bf16, "fp32-fallback");
+    g->err[0] = 0;
+    return g;
+}
+
+void qp_gemm_destroy(qp_gemm *g)
+{
+    if (!g) return;
+    for (int i = 0; i < g->nprims; i++) {
+        prim_entry *e = &g->prims[i];
+        dnnl_primitive_destroy(e->prim);
+        dnnl_memory_destroy(e->a);
+        dnnl_memory_destroy(e->b);
+        dnnl_memory_destroy(e->c);
+        dnnl_memory_destroy(e->alpha);
+    }
+    dnnl_stream_destroy(g->stream);
+    dnnl_engine_destroy(g->engine);
+    free(g->abuf);
+    free(g->bbuf);
+    free(g);
+}
+
+static uint16_t *to_bf16(uint16_t **buf, size_t *cap, const float *x, size_t n)
+{
+    if (*cap < n) {
+        uint16_t *nb = realloc(*buf, n * sizeof(uint16_t));
+        if (!nb) return NULL;
+        *buf = nb;
+        *cap = n;
+    }
+    uint16_t *o = *buf;
+    /* Exact: the caller promises BF16 values, so this only drops zero bits. */
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) o[i] = (uint16_t)(qp_f32_bits(x[i]) >> 16);
+    return o;
+}
+
+int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
+                float alpha, int accumulate, int bf16_exact)
+{
+    const int bf16 = bf16_exact && g->bf16_ok;
+    prim_entry *e = get_prim(g, bf16, a_t, b_t, M, N, K, accumulate);
+    if (!e) return -1;
+    const void *a = A, *b = B;
+    if (bf16) {
+        a = to_bf16(&g->abuf, &g->abuf_n, A, (size_t)M * K);
+        b = to_bf16(&g->bbuf, &g->bbuf_n, B, (size_t)N * K);
+        if (!a || !b) {
+            snprintf(g->err, sizeof g->err, "out of memory for BF16 operands");
+            return -1;
+        }
+    }
+    dnnl_memory_set_data_handle(e->a, (void *)a);
+    dnnl_memory_set_data_handle(e->b, (void *)b);
+    dnnl_memory_set_data_handle(e->c, C);
+    dnnl_memory_set_data_handle(e->alpha, &alpha);
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->a},
+                               {DNNL_ARG_WEIGHTS, e->b},
+                               {DNNL_ARG_DST, e->c},
+                               {DNNL_ARG_ATTR_OUTPUT_SCALES, e->alpha}};
+    dnnl_status_t s = dnnl_primitive_execute(e->prim, g->stream, 4, args);
+    if (!s) s = dnnl_stream_wait(g->stream);
+    if (s) return fail(g, "matmul execute", s);
+    return 0;
+}
+
+const char *qp_gemm_error(const qp_gemm *g) { return g->err; }
+const char *qp_gemm_impl_bf16(const qp_gemm *g) { return g->impl_bf16; }
+const char *qp_gemm_impl_f32(const qp_gemm *g) { return g->impl_f32; }
+int qp_gemm_has_bf16(const qp_gemm *g) { return g->bf16_ok; }

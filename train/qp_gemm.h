@@ -1,0 +1,44 @@
+/* qp_gemm.h — the trainer's matrix products, on oneDNN.
+ *
+ * Owns: every GEMM call of the CPU trainer and the choice of kernel. One
+ * operation, C[M,N] (+)= alpha * A[M,K] * B[N,K]^T, where either operand may
+ * be stored transposed. Operands are float arrays; when the caller says their
+ * values are exactly representable in BF16 (every emulated low-precision
+ * operand is, with its per-tensor scale factored out into alpha) and the CPU
+ * has a BF16 matmul (AVX512-BF16 or AMX), the product runs in BF16 with FP32
+ * accumulation — exact products, as on a tensor core; otherwise in FP32,
+ * whose products of BF16 values are exact too. QP_GEMM=f32 forces FP32.
+ * Primitives are created once per shape and reused: no allocation per call
+ * after the first call of a shape. */
+#ifndef QP_GEMM_H
+#define QP_GEMM_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qp_gemm qp_gemm;
+
+qp_gemm *qp_gemm_create(char *err, size_t errlen);
+void qp_gemm_destroy(qp_gemm *g);
+
+/* a_t: A is stored K x M (else M x K); b_t: B is stored K x N (else N x K).
+ * bf16_exact: every value of A and B is a BF16 value. Returns 0, or -1 with
+ * a message in the engine (qp_gemm_error). */
+int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
+                float alpha, int accumulate, int bf16_exact);
+const char *qp_gemm_error(const qp_gemm *g);
+
+/* oneDNN's implementation names, for the run file: e.g. "brg:avx512_core_bf16"
+ * ("none" before the first product of that type). */
+const char *qp_gemm_impl_bf16(const qp_gemm *g);
+const char *qp_gemm_impl_f32(const qp_gemm *g);
+/* 1 when BF16 products run on a BF16 kernel, 0 when they fall back to FP32. */
+int qp_gemm_has_bf16(const qp_gemm *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,254 @@
+/* qp_linear.c — the precision dispatch (see qp_linear.h). */
+#include "qp_linear.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp_hadamard.h"
+#include "qp_metrics.h"
+
+static const char *gemm_names[QP_GEMM_COUNT] = {"qkv", "attproj", "fc", "fcproj", "head"};
+const char *qp_gemm_name(qp_gemm_id g) { return (unsigned)g < QP_GEMM_COUNT ? gemm_names[g] : "?"; }
+
+#define N_QGEMMS 4 /* the quantized GEMMs of a block; the head is FP32 */
+
+struct qp_linear {
+    qp_linear_cfg cfg;
+    qp_linear_plan *plans;      /* per layer */
+    qp_scaling_state *states;   /* [layer][gemm][operand] */
+    float *tbuf[2], *qbuf[2];   /* per GEMM side: transposed/rotated copy, quantized copy */
+    float *mbuf;                /* dequantized values for error metrics */
+    int64_t step;
+    int log_qerr;
+    int frozen;
+    int64_t n_events[QP_EV_COUNT];
+    char err[256];
+};
+
+static int state_index(const qp_linear *l, int layer, int g, int o)
+{
+    (void)l;
+    return (layer * N_QGEMMS + g) * QP_OPND_COUNT + o;
+}
+
+static void on_scaling_event(const qp_recalib_event *ev, void *user)
+{
+    qp_linear *l = user;
+    l->n_events[ev->kind]++;
+    if (!l->cfg.on_event) return;
+    const int id = ev->tensor_id, o = id % QP_OPND_COUNT, g = (id / QP_OPND_COUNT) % N_QGEMMS,
+              layer = id / QP_OPND_COUNT / N_QGEMMS;
+    qp_event_row row = {ev->step, layer, qp_gemm_name((qp_gemm_id)g), qp_operand_name((qp_operand)o),
+                        qp_event_kind_name(ev->kind), ev->old_scale, ev->new_scale, ev->amax};
+    l->cfg.on_event(&row, l->cfg.user);
+}
+
+qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
+{
+    qp_linear *l = calloc(1, sizeof *l);
+    if (!l) goto oom;
+    l->cfg = *cfg;
+    const int L = cfg->n_layers;
+    l->plans = calloc((size_t)L, sizeof *l->plans);
+    l->states = calloc((size_t)L * N_QGEMMS * QP_OPND_COUNT, sizeof *l->states);
+    if (!l->plans || !l->states) goto oom;
+    for (int layer = 0; layer < L; layer++) {
+        l->plans[layer] = qp_recipe_plan(cfg->recipe, layer, L);
+        qp_scaling_cfg sc;
+        qp_scaling_cfg_default(&sc, l->plans[layer].scaling);
+        sc.history_len = cfg->recipe->history_len;
+        sc.algo = cfg->recipe->algo;
+        sc.on_event = on_scaling_event;
+        sc.user = l;
+        for (int g = 0; g < N_QGEMMS; g++)
+            for (int o = 0; o < QP_OPND_COUNT; o++) {
+                const int i = state_index(l, layer, g, o);
+                if (qp_scaling_init(&l->states[i], &sc, l->plans[layer].fmt[o], i)) goto oom;
+            }
+    }
+    const size_t bytes = (size_t)(cfg->max_elems > 0 ? cfg->max_elems : 1) * sizeof(float);
+    for (int s = 0; s < 2; s++) {
+        l->tbuf[s] = malloc(bytes);
+        l->qbuf[s] = malloc(bytes);
+        if (!l->tbuf[s] || !l->qbuf[s]) goto oom;
+    }
+    l->mbuf = malloc(bytes);
+    if (!l->mbuf) goto oom;
+    return l;
+oom:
+    snprintf(err, errlen, "out of memory for the GEMM dispatch");
+    qp_linear_destroy(l);
+    return NULL;
+}
+
+void qp_linear_destroy(qp_linear *l)
+{
+    if (!l) return;
+    if (l->states)
+        for (int i = 0; i < l->cfg.n_layers * N_QGEMMS * QP_OPND_COUNT; i++) qp_scaling_free(&l->states[i]);
+    free(l->states);
+    free(l->plans);
+    for (int s = 0; s < 2; s++) free(l->tbuf[s]), free(l->qbuf[s]);
+    free(l->mbuf);
+    free(l);
+}
+
+void qp_linear_begin_step(qp_linear *l, int64_t step, int log_qerr)
+{
+    l->step = step;
+    l->log_qerr = log_qerr;
+}
+
+const char *qp_linear_error(const qp_linear *l) { return l->err; }
+void qp_linear_set_frozen(qp_linear *l, int frozen) { l->frozen = frozen; }
+
+qp_scaling_state *qp_linear_scaling(qp_linear *l, int layer, qp_gemm_id g, qp_operand o)
+{
+    if (layer < 0 || layer >= l->cfg.n_layers || (unsigned)g >= N_QGEMMS) return NULL;
+    return &l->states[state_index(l, layer, g, o)];
+}
+
+void qp_linear_event_counts(const qp_linear *l, int64_t counts[QP_EV_COUNT])
+{
+    memcpy(counts, l->n_events, sizeof l->n_events);
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* src is rows x cols, or cols x rows when stored transposed; dst is rows x cols. */
+static void transpose(const float *src, float *dst, int rows, int cols)
+{
+#pragma omp parallel for schedule(static)
+    for (int r0 = 0; r0 < rows; r0 += 32)
+        for (int c0 = 0; c0 < cols; c0 += 32)
+            for (int r = r0; r < r0 + 32 && r < rows; r++)
+                for (int c = c0; c < c0 + 32 && c < cols; c++) dst[(size_t)r * cols + c] = src[(size_t)c * rows + r];
+}
+
+typedef struct {
+    const float *data;
+    int trans;       /* stored cols x rows */
+    float scale_inv; /* per-tensor decode scale, folded into alpha */
+    int bf16_exact;
+} operand;
+
+/* Quantize one GEMM operand (rows x cols, contraction along cols) for `pass`. */
+static void prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
+                    int src_trans, int rows, int cols, operand *out)
+{
+    if (g == QP_GEMM_HEAD || l->plans[layer].fmt[o] == QP_FMT_FP32) {
+        *out = (operand){src, src_trans, 1.0f, 0};
+        return;
+    }
+    const qp_linear_plan *plan = &l->plans[layer];
+    const qp_fmt fmt = plan->fmt[o];
+    const qp_format_traits *t = &qp_formats[fmt];
+    const int rht = pass == QP_PASS_WGRAD && plan->rht_wgrad;
+    const float *in = src;
+    int trans = src_trans;
+    if (trans && (t->block_cols > 1 || rht)) {
+        transpose(src, l->tbuf[side], rows, cols);
+        in = l->tbuf[side];
+        trans = 0;
+    }
+    if (rht) {
+        if (in != l->tbuf[side]) memcpy(l->tbuf[side], in, (size_t)rows * cols * sizeof(float));
+        qp_rht16(l->tbuf[side], rows, cols, mix64(l->cfg.seed ^ 0x52485431ull));
+        in = l->tbuf[side];
+    }
+    qp_qopts opts = {.unscaled = true,
+                     .stochastic = plan->sr[o],
+                     .seed = l->cfg.seed,
+                     .stream = mix64((uint64_t)l->step) ^ mix64(((uint64_t)layer << 24) | ((uint64_t)g << 16) |
+                                                                ((uint64_t)pass << 8) | (uint64_t)o)};
+    qp_scaling_state *st = &l->states[state_index(l, layer, g, o)];
+    const int first_use = (pass == QP_PASS_FPROP && o != QP_OPND_DY) || (pass == QP_PASS_DGRAD && o == QP_OPND_DY);
+    const int update = first_use && !l->frozen;
+    if (t->tensor_scale) {
+        if (first_use) qp_scaling_prepare(st, &opts);
+        else if (plan->scaling == QP_SCALING_DELAYED) opts.scale = st->last_scale;
+    }
+    const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
+    qp_qstats qs;
+    qp_qdq(fmt, in, l->qbuf[side], qrows, qcols, &opts, &qs);
+    if (update) qp_scaling_update(st, l->step, &qs);
+    if (l->log_qerr && l->cfg.on_qerr) {
+        const int64_t n = (int64_t)rows * cols;
+        for (int64_t i = 0; i < n; i++) l->mbuf[i] = l->qbuf[side][i] * qs.scale_inv;
+        qp_metrics m;
+        qp_metrics_compute(in, l->mbuf, n, &qs, &m);
+        qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
+                           m.rel_l2, m.snr_db, m.sat_frac, m.zero_frac, m.amax, qs.scale};
+        l->cfg.on_qerr(&row, l->cfg.user);
+    }
+    *out = (operand){l->qbuf[side], trans, qs.scale_inv, 1};
+}
+
+static int run(qp_linear *l, const operand *a, const operand *b, float *C, int M, int N, int K, int accumulate)
+{
+    if (qp_gemm_run(l->cfg.gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, a->scale_inv * b->scale_inv,
+                    accumulate, a->bf16_exact && b->bf16_exact)) {
+        snprintf(l->err, sizeof l->err, "%s", qp_gemm_error(l->cfg.gemm));
+        return -1;
+    }
+    return 0;
+}
+
+static int check(qp_linear *l, int layer, qp_gemm_id g, int M, int IC, int OC)
+{
+    const int64_t biggest = (int64_t)(M > OC ? M : OC) * (IC > OC ? IC : OC);
+    if (g != QP_GEMM_HEAD && (layer < 0 || layer >= l->cfg.n_layers || biggest > l->cfg.max_elems)) {
+        snprintf(l->err, sizeof l->err, "GEMM %s of layer %d (%dx%dx%d) outside the dispatch's sizes",
+                 qp_gemm_name(g), layer, M, IC, OC);
+        return -1;
+    }
+    return 0;
+}
+
+int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const float *X, const float *W, const float *b,
+                      int M, int IC, int OC)
+{
+    if (check(l, layer, g, M, IC, OC)) return -1;
+    operand a, w;
+    prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, &a);
+    prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, &w);
+    if (run(l, &a, &w, Y, M, OC, IC, 0)) return -1;
+    if (b) {
+#pragma omp parallel for schedule(static)
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < OC; n++) Y[(size_t)m * OC + n] += b[n];
+    }
+    return 0;
+}
+
+int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
+                       const float *X, const float *W, int M, int IC, int OC)
+{
+    if (check(l, layer, g, M, IC, OC)) return -1;
+    operand a, b;
+    /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
+    prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, &a);
+    prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, &b);
+    if (run(l, &a, &b, dX, M, IC, OC, 1)) return -1;
+    /* wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T; dY and X are stored M x rows = K x . */
+    prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, &a);
+    prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, &b);
+    if (run(l, &a, &b, dW, OC, IC, M, 1)) return -1;
+    if (db) {
+#pragma omp parallel for schedule(static)
+        for (int n = 0; n < OC; n++) {
+            float s = 0.0f;
+            for (int m = 0; m < M; m++) s += dY[(size_t)m * OC + n];
+            db[n] += s;
+        }
+    }
+    return 0;
+}

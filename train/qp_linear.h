@@ -1,0 +1,75 @@
+/* qp_linear.h — the one precision dispatch every linear layer goes through.
+ *
+ * Owns: turning a recipe into quantized GEMM operands for the three products
+ * of a linear layer, and the per-tensor scaling state, SR streams, RHT,
+ * recalibration events and quantization-error records that come with them.
+ *   fprop  Y  = X W^T + b     A = X (x),   B = W (w)     contraction over IC
+ *   dgrad  dX += dY W         A = dY (dy), B = W^T (w)   over OC
+ *   wgrad  dW += dY^T X       A = dY^T,    B = X^T (x)   over the B*T tokens
+ * Both operands are quantized along the contraction dimension (transposed
+ * first where a block format or the RHT needs it), emitted unscaled — element
+ * times block scale, exact in BF16 — and multiplied in BF16 with FP32
+ * accumulation, the per-tensor decode scales folded into alpha: the products
+ * are exactly those of the hardware formats. A tensor's per-tensor scale is
+ * chosen at its first use in a step (x, w: fprop; dy: dgrad) and reused for
+ * its other orientation, as Transformer Engine does. The LM head goes through
+ * the same dispatch with an FP32 plan. */
+#ifndef QP_LINEAR_H
+#define QP_LINEAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qp_gemm.h"
+#include "qp_recipe.h"
+#include "qp_runlog.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { QP_GEMM_QKV = 0, QP_GEMM_ATTPROJ, QP_GEMM_FC, QP_GEMM_FCPROJ, QP_GEMM_HEAD, QP_GEMM_COUNT } qp_gemm_id;
+const char *qp_gemm_name(qp_gemm_id g);  /* "qkv", "attproj", "fc", "fcproj", "head" */
+
+typedef struct {
+    int n_layers;
+    int64_t max_elems;        /* largest operand (rows x cols) of any quantized GEMM */
+    uint64_t seed;            /* SR and RHT seed */
+    const qp_recipe *recipe;
+    qp_gemm *gemm;
+    /* records, may be NULL */
+    void (*on_event)(const qp_event_row *row, void *user);
+    void (*on_qerr)(const qp_qerr_row *row, void *user);
+    void *user;
+} qp_linear_cfg;
+
+typedef struct qp_linear qp_linear;
+
+qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen);
+void qp_linear_destroy(qp_linear *l);
+/* Start optimizer step `step`; log_qerr: record the quantization error of
+ * every operand this step. */
+void qp_linear_begin_step(qp_linear *l, int64_t step, int log_qerr);
+
+/* Y[M,OC] = X[M,IC] W[OC,IC]^T + b (b may be NULL). Returns 0 or -1 (message
+ * in qp_linear_error). */
+int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const float *X, const float *W, const float *b,
+                      int M, int IC, int OC);
+/* dX += dY W, dW += dY^T X, db += column sums of dY (db may be NULL). */
+int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
+                       const float *X, const float *W, int M, int IC, int OC);
+const char *qp_linear_error(const qp_linear *l);
+/* Frozen: scaling states are used but not updated and no events are reported
+ * (evaluation must not change what training does next). */
+void qp_linear_set_frozen(qp_linear *l, int frozen);
+
+/* Scaling state of (layer, gemm, operand), for checkpoints: delayed scaling's
+ * history and scales must survive a resume. */
+qp_scaling_state *qp_linear_scaling(qp_linear *l, int layer, qp_gemm_id g, qp_operand o);
+/* Events counted so far, by kind. */
+void qp_linear_event_counts(const qp_linear *l, int64_t counts[QP_EV_COUNT]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

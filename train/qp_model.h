@@ -1,0 +1,118 @@
+/* qp_model.h — the GPT: parameters, activations, forward and backward.
+ *
+ * Owns: the model as in nanoGPT / llm.c — token + learned position
+ * embeddings, L pre-LayerNorm blocks (causal multi-head self-attention, 4x
+ * GELU MLP), final LayerNorm, LM head tied to the token embedding. Each layer
+ * is a pair of free functions (x_forward / x_backward, backward accumulating
+ * with +=); parameters and activations are structs of pointers carved from one
+ * allocation each. Every linear layer, the LM head included, runs through the
+ * precision dispatch (qp_linear.h); attention's internal products, norms,
+ * GELU, softmax and the loss are FP32. */
+#ifndef QP_MODEL_H
+#define QP_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qp_linear.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int vocab;    /* V */
+    int max_seq;  /* maxT: rows of wpe */
+    int layers;   /* L */
+    int heads;    /* NH */
+    int dim;      /* C */
+} qp_gpt_config;
+
+#define QP_GPT_NPARAMS 16
+typedef struct {
+    float *wte;      /* (V, C) */
+    float *wpe;      /* (maxT, C) */
+    float *ln1w;     /* (L, C) */
+    float *ln1b;     /* (L, C) */
+    float *qkvw;     /* (L, 3C, C) */
+    float *qkvb;     /* (L, 3C) */
+    float *attprojw; /* (L, C, C) */
+    float *attprojb; /* (L, C) */
+    float *ln2w;     /* (L, C) */
+    float *ln2b;     /* (L, C) */
+    float *fcw;      /* (L, 4C, C) */
+    float *fcb;      /* (L, 4C) */
+    float *fcprojw;  /* (L, C, 4C) */
+    float *fcprojb;  /* (L, C) */
+    float *lnfw;     /* (C) */
+    float *lnfb;     /* (C) */
+} qp_gpt_params;
+
+extern const char *const qp_gpt_param_names[QP_GPT_NPARAMS];
+/* Element count and shape (ndim <= 3) of each parameter tensor. */
+void qp_gpt_param_shapes(const qp_gpt_config *c, int64_t sizes[QP_GPT_NPARAMS], int ndim[QP_GPT_NPARAMS],
+                         int64_t shape[QP_GPT_NPARAMS][3]);
+/* Tensors that get weight decay (matrices; not norms, biases or... embeddings do). */
+int qp_gpt_param_decays(int i);
+
+#define QP_GPT_NACTS 23
+typedef struct {
+    float *encoded;   /* (B, T, C) */
+    float *ln1;       /* (L, B, T, C) */
+    float *ln1_mean;  /* (L, B, T) */
+    float *ln1_rstd;  /* (L, B, T) */
+    float *qkv;       /* (L, B, T, 3C) */
+    float *atty;      /* (L, B, T, C) */
+    float *preatt;    /* (L, B, NH, T, T) */
+    float *att;       /* (L, B, NH, T, T) */
+    float *attproj;   /* (L, B, T, C) */
+    float *residual2; /* (L, B, T, C) */
+    float *ln2;       /* (L, B, T, C) */
+    float *ln2_mean;  /* (L, B, T) */
+    float *ln2_rstd;  /* (L, B, T) */
+    float *fch;       /* (L, B, T, 4C) */
+    float *fch_gelu;  /* (L, B, T, 4C) */
+    float *fcproj;    /* (L, B, T, C) */
+    float *residual3; /* (L, B, T, C) */
+    float *lnf;       /* (B, T, C) */
+    float *lnf_mean;  /* (B, T) */
+    float *lnf_rstd;  /* (B, T) */
+    float *logits;    /* (B, T, V) */
+    float *probs;     /* (B, T, V) */
+    float *losses;    /* (B, T) */
+} qp_gpt_acts;
+
+typedef struct {
+    qp_gpt_config cfg;
+    int B, T;                       /* batch shape the activations hold */
+    qp_gpt_params params, grads;
+    float *params_memory, *grads_memory;
+    int64_t num_params;
+    int64_t param_sizes[QP_GPT_NPARAMS];
+    qp_gpt_acts acts, grads_acts;
+    float *acts_memory, *grads_acts_memory;
+    int64_t num_acts;
+    float mean_loss;                /* of the last forward with targets */
+} qp_gpt;
+
+/* Allocate for batches of B x T and initialise the weights from seed as
+ * GPT-2 does (N(0, 0.02), residual projections / sqrt(2L), norms 1, biases 0).
+ * Returns 0, or -1 with err. */
+int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, char *err, size_t errlen);
+void qp_gpt_free(qp_gpt *m);
+
+/* Forward over inputs (B x T); with targets, also the per-position losses and
+ * their mean (m->mean_loss). Returns 0, or -1 (dispatch error). */
+int qp_gpt_forward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T);
+void qp_gpt_zero_grad(qp_gpt *m);
+/* Backward of mean loss * loss_scale (1/accumulation steps); parameter
+ * gradients accumulate (+=) across calls until qp_gpt_zero_grad. */
+int qp_gpt_backward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale);
+
+/* Largest quantized-GEMM operand (for qp_linear_cfg.max_elems). */
+int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

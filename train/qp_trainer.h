@@ -1,0 +1,46 @@
+/* qp_trainer.h — one training (or evaluation) run, start to finish.
+ *
+ * Owns: the run loop shared by qtrain and the tests: option validation, the
+ * model and dispatch set-up, data, the optimizer step, evaluation, the run
+ * file, checkpoints, --resume and divergence handling. */
+#ifndef QP_TRAINER_H
+#define QP_TRAINER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QP_EXIT_OK 0
+#define QP_EXIT_RUNTIME 1
+#define QP_EXIT_BAD_INPUT 2
+#define QP_EXIT_DIVERGED 3
+
+typedef struct {
+    char data[1024], out[1024], recipe[160], resume_from[1024];
+    int layers, heads, dim, seq, batch, grad_accum, threads, prefetch;
+    int64_t steps, warmup, eval_every, eval_batches, qerr_every, ckpt_every;
+    double lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps, val_frac, divergence_factor;
+    uint64_t seed;
+    bool resume, eval_only, quiet;
+} qp_train_opts;
+
+/* nanoGPT's baby Shakespeare configuration (4 layers, 4 heads, 128 wide,
+ * context 64, batch 12, lr 1e-3, warm-up 100, 2000 steps). */
+void qp_train_opts_default(qp_train_opts *o);
+/* Check option values (not files); 0, or -1 with a one-line message. */
+int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen);
+/* Run; returns one of the QP_EXIT_* codes, with a one-line message in err
+ * for anything but QP_EXIT_OK. */
+int qp_train_run(const qp_train_opts *o, char *err, size_t errlen);
+
+/* The checkpoint path of a run file: RUN.h5 -> RUN.ckpt.h5 */
+void qp_ckpt_path_for(const char *run_path, char *dst, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
