@@ -45,6 +45,7 @@ int qp_scaling_init(qp_scaling_state *s, const qp_scaling_cfg *cfg, qp_fmt fmt, 
     s->scale = 1.0f;
     s->last_scale = 1.0f;
     s->underflow_ema = -1.0;
+    s->overflow_ema = -1.0;
     if (cfg->mode == QP_SCALING_DELAYED) {
         s->amax_history = calloc((size_t)cfg->history_len, sizeof(float));
         if (!s->amax_history) return -1;
@@ -107,8 +108,12 @@ void qp_scaling_update(qp_scaling_state *s, int64_t step, const qp_qstats *st)
             fabs((double)after - (double)before) / (double)before > s->cfg.scale_change_threshold)
             emit(s, QP_EV_SCALE_CHANGE, step, before, after, st);
     }
-    if (st->n > 0 && (double)st->n_sat / (double)st->n > s->cfg.overflow_threshold)
-        emit(s, QP_EV_OVERFLOW, step, used, next, st);
+    if (st->n > 0) {
+        const double f = (double)st->n_sat / (double)st->n;
+        if (f > s->cfg.overflow_threshold && (s->overflow_ema < 0.0 || f > 2.0 * s->overflow_ema))
+            emit(s, QP_EV_OVERFLOW, step, used, next, st);
+        s->overflow_ema = s->overflow_ema < 0.0 ? f : 0.9 * s->overflow_ema + 0.1 * f;
+    }
     if (st->n_nonzero > 0) {
         const double f = (double)st->n_flushed / (double)st->n_nonzero;
         if (f > s->cfg.underflow_threshold && (s->underflow_ema < 0.0 || f > 2.0 * s->underflow_ema))

@@ -19,10 +19,14 @@
  *
  * Events (each a qp_recalib_event through the callback):
  *   scale_change: |s_new - s_old| / s_old > scale_change_threshold (default 0.25)
- *   overflow:     n_sat / n > overflow_threshold (default 1e-4)
- *   underflow:    a surge of flushed non-zeros: f = n_flushed / n_nonzero
- *                 above underflow_threshold (default 0.01) and above twice the
- *                 running mean (EMA, 0.1) of earlier steps' f
+ *   overflow:     a surge of saturation: f = n_sat / n above overflow_threshold
+ *                 (default 1e-4) and above twice the running mean (EMA, 0.1)
+ *                 of earlier steps' f — block formats saturate a few percent
+ *                 by design (the OCP MX rule, NVFP4's rounded block scales),
+ *                 so only a change is an event; under delayed FP8 scaling the
+ *                 running mean is 0 and any saturation fires
+ *   underflow:    the same surge rule for flushed non-zeros: f = n_flushed /
+ *                 n_nonzero above underflow_threshold (default 0.01)
  *   nonfinite:    any NaN/Inf input
  */
 #ifndef QP_SCALING_H
@@ -82,7 +86,7 @@ typedef struct {
     float last_scale;       /* encode scale of the last quantization */
     float *amax_history;    /* ring of cfg.history_len */
     int hist_pos, hist_count;
-    double underflow_ema;
+    double underflow_ema, overflow_ema;
     int64_t n_updates;
     int64_t n_events[QP_EV_COUNT];
 } qp_scaling_state;

@@ -2,9 +2,10 @@
  *
  * The encoders are the arithmetic of qp_format.c sixteen lanes at a time:
  * normal results by adding the round-to-nearest-even bias to the float bits,
- * subnormal results by letting the FPU round |x| + magic. Block scales come
- * from the shared scalar rule; stochastic rounding uses the reference loop
- * (it is gradient-only and bound by the Philox generator). Compiled with
+ * subnormal results by letting the FPU round |x| + magic; stochastic rounding
+ * adds a vector Philox (64 words per call) and the integer form of
+ * qp_format.c's rule (rows not starting at a multiple of 16 elements use the
+ * reference loop). Compiled with
  * target attributes and chosen at run time, so the library runs anywhere. */
 #include <float.h>
 #include <math.h>
@@ -249,6 +250,114 @@ AVX512 void store_codes(int bits, uint8_t *codes, int64_t c, __m512i code, __mma
     }
 }
 
+/* ---- stochastic rounding ---------------------------------------------------- */
+
+/* 32x32 -> 64-bit products of all sixteen lanes, split into high and low words. */
+AVX512 void mulhilo(__m512i c, uint32_t m, __m512i *hi, __m512i *lo)
+{
+    const __m512i mv = _mm512_set1_epi32((int)m);
+    const __m512i pe = _mm512_mul_epu32(c, mv), po = _mm512_mul_epu32(_mm512_srli_epi64(c, 32), mv);
+    *lo = _mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32));
+    *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po);
+}
+
+/* The random words of elements 64g .. 64g+63 of a stream (qp_rng_u32 for
+ * index = 64g + j): Philox-4x32-10 for the sixteen counters 16g .. 16g+15 in
+ * the lanes, then a 4x16 transpose into element order. */
+AVX512 void philox64(uint64_t seed, uint64_t stream, uint64_t g, __m512i out[4])
+{
+    const uint64_t k0 = 16 * g;
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i base = _mm512_set1_epi32((int)(uint32_t)k0);
+    __m512i c0 = _mm512_add_epi32(base, lane);
+    const __mmask16 carry = _mm512_cmplt_epu32_mask(c0, base);
+    __m512i c1 = _mm512_mask_add_epi32(_mm512_set1_epi32((int)(uint32_t)(k0 >> 32)), carry,
+                                       _mm512_set1_epi32((int)(uint32_t)(k0 >> 32)), _mm512_set1_epi32(1));
+    __m512i c2 = _mm512_set1_epi32((int)(uint32_t)stream), c3 = _mm512_set1_epi32((int)(uint32_t)(stream >> 32));
+    uint32_t key0 = (uint32_t)seed, key1 = (uint32_t)(seed >> 32);
+    for (int round = 0; round < 10; round++) {
+        __m512i hi0, lo0, hi1, lo1;
+        mulhilo(c0, 0xD2511F53u, &hi0, &lo0);
+        mulhilo(c2, 0xCD9E8D57u, &hi1, &lo1);
+        c0 = _mm512_xor_si512(_mm512_xor_si512(hi1, c1), _mm512_set1_epi32((int)key0));
+        c2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3), _mm512_set1_epi32((int)key1));
+        c1 = lo1;
+        c3 = lo0;
+        key0 += 0x9E3779B9u;
+        key1 += 0xBB67AE85u;
+    }
+    /* lanes hold counters; element 4k + w is word w of counter k */
+    const __m512i t0 = _mm512_unpacklo_epi32(c0, c1), t1 = _mm512_unpackhi_epi32(c0, c1);
+    const __m512i t2 = _mm512_unpacklo_epi32(c2, c3), t3 = _mm512_unpackhi_epi32(c2, c3);
+    const __m512i u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
+    const __m512i u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
+    const __m512i x = _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i y = _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i x2 = _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i y2 = _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(3, 2, 3, 2));
+    out[0] = _mm512_shuffle_i32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0));
+    out[1] = _mm512_shuffle_i32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1));
+    out[2] = _mm512_shuffle_i32x4(x2, y2, _MM_SHUFFLE(2, 0, 2, 0));
+    out[3] = _mm512_shuffle_i32x4(x2, y2, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/* The random words of 16 elements starting at global index idx (a multiple
+ * of 16), generated 64 at a time. */
+typedef struct {
+    uint64_t seed, stream, group;
+    int valid;
+    __m512i words[4];
+} rng_cache;
+
+AVX512 __m512i rng16(rng_cache *rc, uint64_t idx)
+{
+    const uint64_t g = idx / 64;
+    if (!rc->valid || rc->group != g) {
+        philox64(rc->seed, rc->stream, g, rc->words);
+        rc->group = g;
+        rc->valid = 1;
+    }
+    return rc->words[(idx % 64) / 16];
+}
+
+/* Stochastic rounding of v onto the grid of f, as qp_format.c's sr_magnitude:
+ * the result is a representable value (signed), NaN stays NaN. */
+AVX512 __m512 sr_round(__m512 v, vfmt f, __m512i r)
+{
+    const __m512i b = _mm512_castps_si512(v), a = _mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF));
+    const __m512i sign = _mm512_and_si512(b, _mm512_set1_epi32((int)0x80000000u));
+    const int emin = 1 - f.bias, drop = 23 - f.mbits;
+    const __m512i E = _mm512_sub_epi32(_mm512_srli_epi32(a, 23), _mm512_set1_epi32(127));
+    const __mmask16 normal = _mm512_cmpge_epi32_mask(E, _mm512_set1_epi32(emin));
+    /* normal results: the dropped mantissa bits are the fraction of the gap */
+    const __m512i dmask = _mm512_set1_epi32((1 << drop) - 1);
+    const __m512i thr_n = _mm512_slli_epi32(_mm512_and_si512(a, dmask), 32 - drop);
+    const __m512i lo_n = _mm512_andnot_si512(dmask, a);
+    const __mmask16 up_n = _mm512_cmplt_epu32_mask(r, thr_n);
+    const __m512i vn = _mm512_mask_add_epi32(lo_n, up_n, lo_n, _mm512_set1_epi32(1 << drop));
+    /* subnormal results: significand m times 2^(Eeff-23) on a grid of 2^(emin-mbits) */
+    const __mmask16 has_exp = _mm512_cmpneq_epi32_mask(_mm512_srli_epi32(a, 23), _mm512_setzero_si512());
+    const __m512i m = _mm512_mask_or_epi32(_mm512_and_si512(a, _mm512_set1_epi32(0x7FFFFF)), has_exp,
+                                           _mm512_and_si512(a, _mm512_set1_epi32(0x7FFFFF)),
+                                           _mm512_set1_epi32(0x800000));
+    const __m512i Eeff = _mm512_max_epi32(E, _mm512_set1_epi32(-126));
+    const __m512i sh = _mm512_sub_epi32(_mm512_set1_epi32(23 + emin - f.mbits), Eeff);
+    const __m512i lo_s = _mm512_srlv_epi32(m, sh);
+    const __m512i frac = _mm512_sub_epi32(m, _mm512_sllv_epi32(lo_s, sh));
+    const __mmask16 le32 = _mm512_cmple_epi32_mask(sh, _mm512_set1_epi32(32));
+    const __m512i thr_s = _mm512_mask_blend_epi32(le32, _mm512_srlv_epi32(frac, _mm512_sub_epi32(sh, _mm512_set1_epi32(32))),
+                                                  _mm512_sllv_epi32(frac, _mm512_sub_epi32(_mm512_set1_epi32(32), sh)));
+    const __mmask16 up_s = _mm512_cmplt_epu32_mask(r, thr_s);
+    const __m512i qs = _mm512_mask_add_epi32(lo_s, up_s, lo_s, _mm512_set1_epi32(1));
+    const __m512 vs = _mm512_mul_ps(_mm512_cvtepi32_ps(qs),
+                                    _mm512_castsi512_ps(_mm512_set1_epi32((127 + emin - f.mbits) << 23)));
+    __m512 mag = _mm512_mask_blend_ps(normal, vs, _mm512_castsi512_ps(vn));
+    mag = _mm512_min_ps(mag, _mm512_set1_ps(f.elem_max));
+    const __m512 out = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(mag), sign));
+    const __mmask16 isnan = _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7F800000));
+    return _mm512_mask_blend_ps(isnan, out, v);
+}
+
 /* Per-lane counters, kept in registers across a row (a count through a
  * pointer would be reloaded after every store of codes). */
 typedef struct {
@@ -259,7 +368,7 @@ typedef struct {
 
 /* Sixteen elements with one encode multiplier and one decode multiplier. */
 AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, float enc, float dec,
-                     uint8_t *codes, int64_t c, float *y, vcounts *cnt)
+                     uint8_t *codes, int64_t c, float *y, vcounts *cnt, const __m512i *rnd)
 {
     const qp_format_traits *t = p->t;
     const __mmask16 k = tail_mask(n_left);
@@ -279,8 +388,16 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
             nz, _mm512_and_si512(code, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_setzero_si512()));
     } else if (t->elem == QP_ELEM_BF16) {
         const __m512i b = _mm512_castps_si512(_mm512_mul_ps(xv, _mm512_set1_ps(enc)));
-        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-        code = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+        if (rnd) { /* round the magnitude up with probability (low 16 bits) / 2^16 */
+            const __m512i ab = _mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF));
+            const __mmask16 up = _mm512_cmplt_epu32_mask(_mm512_srli_epi32(*rnd, 16),
+                                                         _mm512_and_si512(ab, _mm512_set1_epi32(0xFFFF)));
+            code = _mm512_mask_add_epi32(_mm512_srli_epi32(ab, 16), up, _mm512_srli_epi32(ab, 16), _mm512_set1_epi32(1));
+            code = _mm512_or_si512(code, _mm512_slli_epi32(_mm512_srli_epi32(b, 31), 15));
+        } else {
+            const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+            code = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+        }
         const __mmask16 isnan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF)),
                                                         _mm512_set1_epi32(0x7F800000));
         code = _mm512_mask_blend_epi32(isnan, code, _mm512_set1_epi32(0x7FFF));
@@ -292,7 +409,7 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
     } else {
         const __m512 v = _mm512_mul_ps(xv, _mm512_set1_ps(enc));
         __mmask16 isnan;
-        code = encode_minifloat(v, f, &isnan);
+        code = encode_minifloat(rnd ? sr_round(v, f, *rnd) : v, f, &isnan);
         const __m512 av = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)));
         COUNT(cnt->sat, _mm512_mask_cmp_ps_mask(fin, av, _mm512_set1_ps(f.elem_max), _CMP_GT_OQ));
         const __m512i mag = _mm512_and_si512(code, _mm512_set1_epi32((int)((1u << f.sign_shift) - 1)));
@@ -311,7 +428,7 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
 }
 
 AVX512 void encode_blocks(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
-                          uint8_t *codes, float *y, vcounts *cnt)
+                          uint8_t *codes, float *y, vcounts *cnt, rng_cache *rc, uint64_t gidx0)
 {
     const int64_t nb = (cols + bc - 1) / bc;
     for (int64_t b = 0; b < nb; b++) {
@@ -331,20 +448,26 @@ AVX512 void encode_blocks(const qp_plan *p, vfmt f, const float *x, int64_t cols
             }
             continue;
         }
-        for (int64_t c = c0; c < c1; c += 16) encode16(p, f, x + c, c1 - c, bs->enc[b], bs->dec[b], codes, c, y, cnt);
+        for (int64_t c = c0; c < c1; c += 16) {
+            const __m512i r = rc ? rng16(rc, gidx0 + (uint64_t)c) : _mm512_setzero_si512();
+            encode16(p, f, x + c, c1 - c, bs->enc[b], bs->dec[b], codes, c, y, cnt, rc ? &r : NULL);
+        }
     }
 }
 
 AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
-                           uint8_t *codes, float *y, qp_counts *total)
+                           uint8_t *codes, float *y, qp_counts *total, uint64_t gidx0)
 {
     vcounts acc = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
     vcounts *cnt = &acc;
+    rng_cache cache = {p->seed, p->stream, 0, 0, {_mm512_setzero_si512()}}, *rc = p->sr ? &cache : NULL;
     if (!bs) {
-        for (int64_t c = 0; c < cols; c += 16)
-            encode16(p, f, x + c, cols - c, p->scale, 1.0f, codes, c, y, cnt);
+        for (int64_t c = 0; c < cols; c += 16) {
+            const __m512i r = rc ? rng16(rc, gidx0 + (uint64_t)c) : _mm512_setzero_si512();
+            encode16(p, f, x + c, cols - c, p->scale, 1.0f, codes, c, y, cnt, rc ? &r : NULL);
+        }
     } else {
-        encode_blocks(p, f, x, cols, bs, bc, codes, y, cnt);
+        encode_blocks(p, f, x, cols, bs, bc, codes, y, cnt, rc, gidx0);
     }
     total->n_nonfinite += _mm512_reduce_add_epi32(acc.nonfinite);
     total->n_nonzero += _mm512_reduce_add_epi32(acc.nonzero);
@@ -354,15 +477,16 @@ AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t col
 AVX512_FN void v_encode_row(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                             uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt)
 {
-    if (p->sr) {
+    /* The vector generator works on runs of 16 elements starting at a multiple of 16. */
+    if (p->sr && gidx0 % 16 != 0) {
         qp_kernels_ref.encode_row(p, x, cols, bs, bc, codes, y, gidx0, cnt);
         return;
     }
     switch (p->t->elem) {
-    case QP_ELEM_E4M3: encode_row_fmt(p, V_E4M3, x, cols, bs, bc, codes, y, cnt); break;
-    case QP_ELEM_E5M2: encode_row_fmt(p, V_E5M2, x, cols, bs, bc, codes, y, cnt); break;
-    case QP_ELEM_E2M1: encode_row_fmt(p, V_E2M1, x, cols, bs, bc, codes, y, cnt); break;
-    default: encode_row_fmt(p, V_E4M3, x, cols, bs, bc, codes, y, cnt); break; /* BF16/F32 ignore f */
+    case QP_ELEM_E4M3: encode_row_fmt(p, V_E4M3, x, cols, bs, bc, codes, y, cnt, gidx0); break;
+    case QP_ELEM_E5M2: encode_row_fmt(p, V_E5M2, x, cols, bs, bc, codes, y, cnt, gidx0); break;
+    case QP_ELEM_E2M1: encode_row_fmt(p, V_E2M1, x, cols, bs, bc, codes, y, cnt, gidx0); break;
+    default: encode_row_fmt(p, V_E4M3, x, cols, bs, bc, codes, y, cnt, gidx0); break; /* BF16/F32 ignore f */
     }
 }
 

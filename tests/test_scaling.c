@@ -119,11 +119,23 @@ int main(void)
     CHECK(late == 0 && count(&log, QP_EV_UNDERFLOW, -1) < 10, "sustained underflow is not a new surge");
     qp_scaling_free(&s);
 
-    /* MX: no tensor scale, still overflow events (the OCP rule saturates). */
+    /* MX: no tensor scale, still overflow events (the OCP rule saturates);
+     * a steady saturation rate stops firing, a jump fires again. */
     log.n = 0;
     qp_scaling_init(&s, &cur, QP_FMT_MXFP4, 2);
     step(&s, 0, 7.9f, 1.0f);
     CHECK(count(&log, QP_EV_OVERFLOW, 0) == 1 && count(&log, QP_EV_SCALE_CHANGE, -1) == 0, "mx events");
+    for (int t = 1; t < 30; t++) step(&s, t, 7.9f, 1.0f);
+    CHECK(count(&log, QP_EV_OVERFLOW, -1) < 10 && count(&log, QP_EV_OVERFLOW, 29) == 0, "steady saturation quiets");
+    {
+        float x[64], y[64];
+        for (int i = 0; i < 64; i++) x[i] = (i % 4 == 0) ? 7.9f : 1.0f; /* 16 saturating instead of 2 */
+        qp_qopts o = {0};
+        qp_qstats st;
+        qp_qdq(QP_FMT_MXFP4, x, y, 1, 64, &o, &st);
+        qp_scaling_update(&s, 30, &st);
+        CHECK(count(&log, QP_EV_OVERFLOW, 30) == 1, "saturation surge fires");
+    }
     qp_scaling_free(&s);
 
     CHECK(qp_scale_from_amax(448.0f, 0.0f, 0) == 1.0f && qp_scale_from_amax(448.0f, INFINITY, 0) == 1.0f,

@@ -126,6 +126,7 @@ static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
 /* ---- checkpoints ---------------------------------------------------------- */
 
 #define N_STATES(L) ((L) * N_QGEMMS * QP_OPND_COUNT)
+#define STATE_COLS 15 /* scale, last scale, ring position, count, updates, 4 event counts, 2 EMAs x 3 floats */
 
 static qp_scaling_state *state_at(run *r, int i)
 {
@@ -148,7 +149,7 @@ static int write_checkpoint(run *r, char *err, size_t errlen)
     int ndim[QP_GPT_NPARAMS];
     int64_t sizes[QP_GPT_NPARAMS], shape[QP_GPT_NPARAMS][3];
     qp_gpt_param_shapes(&r->model.cfg, sizes, ndim, shape);
-    float *hist = calloc((size_t)ns * H, sizeof(float)), *st = calloc((size_t)ns * 12, sizeof(float));
+    float *hist = calloc((size_t)ns * H, sizeof(float)), *st = calloc((size_t)ns * STATE_COLS, sizeof(float));
     char names[3][QP_GPT_NPARAMS][64];
     qp_ckpt_tensor t[3 * QP_GPT_NPARAMS + 2];
     int nt = 0;
@@ -171,14 +172,15 @@ static int write_checkpoint(run *r, char *err, size_t errlen)
     for (int i = 0; i < ns; i++) {
         const qp_scaling_state *s = state_at(r, i);
         if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)H * sizeof(float));
-        float *row = st + (int64_t)i * 12;
+        float *row = st + (int64_t)i * STATE_COLS;
         row[0] = s->scale, row[1] = s->last_scale, row[2] = (float)s->hist_pos, row[3] = (float)s->hist_count;
         row[4] = (float)s->n_updates;
         for (int k = 0; k < QP_EV_COUNT; k++) row[5 + k] = (float)s->n_events[k];
         split3(s->underflow_ema, row + 9);
+        split3(s->overflow_ema, row + 12);
     }
     t[nt++] = (qp_ckpt_tensor){"scaling/amax_history", hist, 2, {ns, H, 0, 0}};
-    t[nt++] = (qp_ckpt_tensor){"scaling/state", st, 2, {ns, 12, 0, 0}};
+    t[nt++] = (qp_ckpt_tensor){"scaling/state", st, 2, {ns, STATE_COLS, 0, 0}};
     int64_t best_bits;
     memcpy(&best_bits, &r->best_loss, sizeof best_bits);
     const qp_ckpt_attr attrs[] = {
@@ -225,20 +227,21 @@ static int load_checkpoint(run *r, qp_ckpt *c, int with_optimizer, char *err, si
         return -1;
     }
     const int ns = N_STATES(r->o.layers);
-    float *hist = malloc((size_t)ns * H * sizeof(float)), *st = malloc((size_t)ns * 12 * sizeof(float));
+    float *hist = malloc((size_t)ns * H * sizeof(float)), *st = malloc((size_t)ns * STATE_COLS * sizeof(float));
     if (!hist || !st || qp_ckpt_read(c, "scaling/amax_history", hist, ns * H, err, errlen) ||
-        qp_ckpt_read(c, "scaling/state", st, ns * 12, err, errlen)) {
+        qp_ckpt_read(c, "scaling/state", st, ns * STATE_COLS, err, errlen)) {
         free(hist), free(st);
         return -1;
     }
     for (int i = 0; i < ns; i++) {
         qp_scaling_state *s = state_at(r, i);
         if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)H * sizeof(float));
-        const float *row = st + (int64_t)i * 12;
+        const float *row = st + (int64_t)i * STATE_COLS;
         s->scale = row[0], s->last_scale = row[1], s->hist_pos = (int)row[2], s->hist_count = (int)row[3];
         s->n_updates = (int64_t)row[4];
         for (int k = 0; k < QP_EV_COUNT; k++) s->n_events[k] = (int64_t)row[5 + k];
         s->underflow_ema = (double)row[9] + (double)row[10] + (double)row[11];
+        s->overflow_ema = (double)row[12] + (double)row[13] + (double)row[14];
     }
     free(hist), free(st);
     r->step = step;
