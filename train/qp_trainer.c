@@ -484,6 +484,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     rc = QP_EXIT_OK;
     for (; r->step < r->o.steps; r->step++) {
         const int64_t step = r->step;
+        if (r->o.stop_after > 0 && step >= r->o.stop_after) {
+            qp_runlog_flush(r->log, err, errlen);
+            goto loop_done; /* as if killed here: no status, no checkpoint */
+        }
         const double t0 = now_ms();
         const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
         qp_linear_begin_step(r->lin, step, log_qerr);

@@ -23,6 +23,7 @@ typedef struct {
     char data[1024], out[1024], recipe[160], resume_from[1024];
     int layers, heads, dim, seq, batch, grad_accum, threads, prefetch;
     int64_t steps, warmup, eval_every, eval_batches, qerr_every, ckpt_every;
+    int64_t stop_after;   /* > 0: stop after this many steps as if interrupted (tests resume) */
     double lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps, val_frac, divergence_factor;
     uint64_t seed;
     bool resume, eval_only, quiet;

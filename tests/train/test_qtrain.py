@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""test_qtrain.py — qtrain end to end, read back with h5py (an independent reader):
+bad input (one line, exit 2), determinism, matched recipes (same initial weights
+and batches), bit-identical --resume, every recipe runs, divergence, eval-only."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+QTRAIN = sys.argv[1]
+CORPUS = sys.argv[2] if len(sys.argv) > 2 else ""
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what)
+
+
+def run(args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([QTRAIN] + args, capture_output=True, text=True, env=e, timeout=600)
+
+
+tmp = tempfile.mkdtemp(prefix="qtrain_test_")
+data = os.path.join(tmp, "corpus.txt")
+if CORPUS and os.path.exists(CORPUS):
+    with open(CORPUS, "rb") as f:
+        text = f.read()[:200000]
+else:  # the product must work without the shared corpus
+    rng = np.random.default_rng(0)
+    words = [b"the", b"quick", b"brown", b"fox", b"jumps", b"over", b"lazy", b"dog", b"and", b"cat"]
+    text = b" ".join(words[i] for i in rng.integers(0, len(words), 40000))
+with open(data, "wb") as f:
+    f.write(text)
+
+TINY = ["--data", data, "--layers", "2", "--heads", "2", "--dim", "32", "--seq", "32", "--batch", "4",
+        "--threads", "2", "--quiet", "--eval-every", "4", "--eval-batches", "2", "--warmup", "2"]
+
+
+def train(name, extra):
+    out = os.path.join(tmp, name + ".h5")
+    p = run(TINY + ["--out", out] + extra)
+    return p, out
+
+
+# ---- bad input: one line on stderr, exit 2 ----------------------------------
+bad = [
+    (["--layers", "2"], "--data is required"),
+    (["--data", os.path.join(tmp, "missing.txt")], "missing.txt"),
+    (TINY[:2] + ["--dim", "0"], "--dim"),
+    (TINY[:2] + ["--heads", "3", "--dim", "32"], "does not divide"),
+    (TINY[:2] + ["--seq", "1000000"], "--seq"),
+    (TINY[:2] + ["--recipe", "fp7"], "valid: fp32, bf16"),
+    (TINY[:2] + ["--recipe", "bf16,nvfp4-rht"], "nvfp4 recipe only"),
+    (TINY[:2] + ["--bogus", "1"], "unknown option"),
+    (TINY[:2] + ["--lr", "abc"], "--lr"),
+    (TINY[:2] + ["--lr", "-1"], "--lr"),
+    (TINY[:2] + ["--steps"], "needs a value"),
+    (TINY[:2] + ["--out", "/nonexistent-dir/x/run.h5", "--steps", "1"], "run.h5"),
+    (TINY[:2] + ["--eval-only"], "--resume-from"),
+    (TINY[:2] + ["--batch", "-4"], "--batch"),
+]
+for args, fragment in bad:
+    p = run(args)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(p.returncode == 2, f"{args}: exit {p.returncode}, want 2 ({p.stderr.strip()})")
+    check(len(lines) == 1 and fragment in lines[0], f"{args}: stderr {p.stderr!r} lacks {fragment!r}")
+    check(p.stdout == "", f"{args}: printed on stdout")
+
+# ---- determinism and matched recipes -----------------------------------------
+p1, a = train("det_a", ["--steps", "10", "--recipe", "bf16"])
+p2, b = train("det_b", ["--steps", "10", "--recipe", "bf16"])
+check(p1.returncode == 0 and p2.returncode == 0, f"bf16 runs: {p1.stderr} {p2.stderr}")
+with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+    la, lb = fa["train/loss"][:], fb["train/loss"][:]
+    check(len(la) == 10 and np.array_equal(la.view(np.uint64), lb.view(np.uint64)), "same seed: bit-identical losses")
+    check(np.array_equal(fa["eval/val_loss"][:], fb["eval/val_loss"][:]), "same seed: identical val losses")
+    check(la[-1] < la[0], f"loss falls: {la[0]} -> {la[-1]}")
+    for k in ["step", "loss", "lr", "grad_norm", "step_ms", "data_wait_ms", "tokens_per_s", "batch_hash"]:
+        check(k in fa["train"] and len(fa["train"][k]) == 10, f"/train/{k}")
+    check(fa["status"][-1]["state"] == b"done", "status done")
+    check(fa.attrs["recipe"] == "bf16" and int(fa.attrs["num_params"]) > 0, "root attributes")
+
+runs = {}
+for recipe in ["fp32", "fp8", "nvfp4"]:
+    p, out = train("match_" + recipe, ["--steps", "6", "--recipe", recipe, "--qerr-every", "3"])
+    check(p.returncode == 0, f"{recipe}: {p.stderr}")
+    runs[recipe] = out
+with h5py.File(runs["fp32"], "r") as f0, h5py.File(runs["fp8"], "r") as f1, h5py.File(runs["nvfp4"], "r") as f2:
+    check(f0.attrs["init_param_hash"] == f1.attrs["init_param_hash"] == f2.attrs["init_param_hash"],
+          "every recipe starts from the same weights")
+    h0, h1, h2 = f0["train/batch_hash"][:], f1["train/batch_hash"][:], f2["train/batch_hash"][:]
+    check(np.array_equal(h0, h1) and np.array_equal(h0, h2), "every recipe sees the same batches")
+    check(not np.array_equal(f0["train/loss"][:], f2["train/loss"][:]), "recipes differ in their losses")
+    q = f2["quant/error"][:]
+    check(len(q) > 0 and set(q["pass"]) == {b"fprop", b"dgrad", b"wgrad"}, "nvfp4 logs per-pass errors")
+    check(set(q["operand"]) == {b"x", b"w", b"dy"}, "nvfp4 logs x, w, dy")
+    check(np.all(q["rel_l2"][q["layer"] == 0] > 0.01), "nvfp4 quantized blocks have a real error")
+    check(np.all(q["rel_l2"][q["layer"] == 1] < 0.01), "the last block is BF16 in the nvfp4 recipe")
+    ev = f1["events/recalib"][:]
+    check(len(ev) > 0 and b"scale_change" in set(ev["kind"]), "fp8 delayed scaling reports recalibrations")
+
+r = subprocess.run(["h5dump", "-H", runs["nvfp4"]], capture_output=True, text=True)
+check(r.returncode == 0 and 'DATASET "error"' in r.stdout and 'DATASET "val_loss"' in r.stdout,
+      "h5dump reads the run file")
+
+# ---- every recipe and modifier runs ------------------------------------------
+for recipe in ["fp8-current", "mxfp8", "nvfp4-naive", "mxfp4", "nvfp4,nvfp4-rht", "nvfp4-sr", "nvfp4-2d",
+               "nvfp4,bf16-last=0,bf16-first=1"]:
+    p, out = train("recipe_" + recipe.replace(",", "_").replace("=", ""), ["--steps", "3", "--recipe", recipe])
+    ok = p.returncode == 0
+    if ok:
+        with h5py.File(out, "r") as f:
+            ok = np.all(np.isfinite(f["train/loss"][:])) and len(f["train/loss"]) == 3
+    check(ok, f"recipe {recipe}: {p.stderr}")
+
+# ---- resume is bit-identical --------------------------------------------------
+for recipe in ["bf16", "fp8", "nvfp4"]:
+    full = ["--steps", "12", "--ckpt-every", "4", "--recipe", recipe]
+    p, ref = train("resume_ref_" + recipe, full)
+    p1, part = train("resume_" + recipe, full + ["--stop-after", "7"])
+    check(p.returncode == 0 and p1.returncode == 0, f"resume runs {recipe}: {p.stderr} {p1.stderr}")
+    with h5py.File(part, "r") as f:
+        check(len(f["train/loss"]) == 7, "interrupted run logged 7 steps")
+    p2, part2 = train("resume_" + recipe, full + ["--resume"])
+    check(p2.returncode == 0, f"resume {recipe}: {p2.stderr}")
+    with h5py.File(ref, "r") as fr, h5py.File(part, "r") as fp:
+        lr_, lp = fr["train/loss"][:], fp["train/loss"][:]
+        check(np.array_equal(fr["train/step"][:], fp["train/step"][:]), f"{recipe}: resumed steps 0..11 once each")
+        check(np.array_equal(lr_.view(np.uint64), lp.view(np.uint64)), f"{recipe}: resumed losses bit-identical")
+        check(np.array_equal(fr["eval/val_loss"][:], fp["eval/val_loss"][:]), f"{recipe}: resumed val losses")
+    with h5py.File(ref[:-3] + ".ckpt.h5", "r") as cr, h5py.File(part[:-3] + ".ckpt.h5", "r") as cp:
+        same = all(np.array_equal(cr["params"][k][:].view(np.uint32), cp["params"][k][:].view(np.uint32))
+                   for k in cr["params"])
+        check(same, f"{recipe}: final weights bit-identical after resume")
+
+# ---- divergence ---------------------------------------------------------------
+p, out = train("diverge", ["--steps", "30", "--lr", "50", "--warmup", "0", "--grad-clip", "0", "--recipe", "bf16"])
+check(p.returncode == 3, f"divergence exits 3, got {p.returncode}: {p.stderr}")
+with h5py.File(out, "r") as f:
+    d = f["events/divergence"][:]
+    check(len(d) == 1 and f["status"][-1]["state"] == b"diverged", "divergence recorded")
+
+# ---- post-training quantization: eval-only -------------------------------------
+p, out = train("ptq_src", ["--steps", "4", "--recipe", "bf16"])
+ck = out[:-3] + ".ckpt.h5"
+pe = run(["--data", data, "--eval-only", "--resume-from", ck, "--recipe", "nvfp4", "--batch", "4",
+          "--eval-batches", "2", "--out", os.path.join(tmp, "ptq.h5"), "--quiet"])
+check(pe.returncode == 0 and pe.stdout.startswith("val_loss "), f"eval-only: {pe.stdout} {pe.stderr}")
+with h5py.File(os.path.join(tmp, "ptq.h5"), "r") as f:
+    check(len(f["eval/val_loss"]) == 1 and len(f["quant/error"]) > 0, "eval-only logs val loss and errors")
+    check(set(f["quant/error"][:]["pass"]) == {b"fprop"}, "eval-only quantizes forward GEMMs only")
+
+print(f"test_qtrain: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
