@@ -109,6 +109,9 @@ void qp_gpt_zero_grad(qp_gpt *m);
  * gradients accumulate (+=) across calls until qp_gpt_zero_grad. */
 int qp_gpt_backward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale);
 
+/* Which compiled copy of the kernels runs: "x86-64-v4" or "baseline". */
+const char *qp_gpt_kernel_isa(void);
+
 /* Largest quantized-GEMM operand (for qp_linear_cfg.max_elems). */
 int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T);
 

@@ -440,8 +440,8 @@ qp_runlog *qp_runlog_create(const char *path, const qp_kv *attrs, int nattrs, ch
         snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
         goto fail;
     }
+    if (lock_run_file(l, err, errlen)) goto fail; /* someone else's file: leave it */
     created = !existed;
-    if (lock_run_file(l, err, errlen)) goto fail;
     const hid_t fapl = latest_fapl();
     l->file = fapl >= 0 ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
     if (l->file < 0) h5_why(why, sizeof why);
@@ -668,6 +668,7 @@ int qp_runlog_flush(qp_runlog *l, char *err, size_t errlen)
 
 int qp_runlog_close(qp_runlog *l, char *err, size_t errlen)
 {
+    if (!l) return 0;
     quiet();
     int rc = qp_runlog_flush(l, err, errlen);
     for (int i = 0; i < NSERIES; i++) close_series(&l->s[i]);

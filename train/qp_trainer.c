@@ -300,6 +300,7 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     KV("gemm_bf16", "%s", qp_gemm_has_bf16(r->gemm) ? "onednn-bf16" : "fp32-fallback");
     KV("gemm_impl_f32", "%s", qp_gemm_impl_f32(r->gemm));
     KV("simd", "%s", qp_simd_name());
+    KV("model_kernels", "%s", qp_gpt_kernel_isa());
     KV("mode", "%s", r->o.eval_only ? "eval-only" : "train");
     KV("recipe_description", "%.150s", desc);
 #undef KV

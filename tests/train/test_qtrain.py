@@ -90,6 +90,16 @@ with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
     check(fa["status"][-1]["state"] == b"done", "status done")
     check(fa.attrs["recipe"] == "bf16" and int(fa.attrs["num_params"]) > 0, "root attributes")
 
+# the AVX-512 copy of the model kernels rounds exactly like the baseline copy
+p3, c = train("det_isa", ["--steps", "10", "--recipe", "bf16"])
+p4 = run(TINY + ["--out", os.path.join(tmp, "det_isa_base.h5"), "--steps", "10", "--recipe", "bf16"],
+         env={"QP_MODEL_ISA": "baseline"})
+check(p3.returncode == 0 and p4.returncode == 0, "isa runs")
+with h5py.File(c, "r") as fc, h5py.File(os.path.join(tmp, "det_isa_base.h5"), "r") as fd:
+    check(fd.attrs["model_kernels"] == "baseline", "QP_MODEL_ISA=baseline honoured")
+    check(np.array_equal(fc["train/loss"][:].view(np.uint64), fd["train/loss"][:].view(np.uint64)),
+          f"{fc.attrs['model_kernels']} and baseline kernels give bit-identical losses")
+
 runs = {}
 for recipe in ["fp32", "fp8", "nvfp4"]:
     p, out = train("match_" + recipe, ["--steps", "6", "--recipe", recipe, "--qerr-every", "3"])
