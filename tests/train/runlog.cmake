@@ -1,0 +1,42 @@
+# Tests of train/qp_runlog (the SWMR run file) and train/qp_ckpt (atomic,
+# checksummed checkpoints). Included from tests/CMakeLists.txt; a no-op until
+# the qprunlog library exists. Each test works in its own directory under
+# the build tree. The h5py test runs with QP_PYTHON (Debian's python3).
+if(TARGET qprunlog)
+  set(QP_RUNLOG_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+  function(qp_runlog_exe name)
+    add_executable(${name} ${QP_RUNLOG_TEST_DIR}/${name}.c)
+    target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})  # qp_test.h
+    target_link_libraries(${name} PRIVATE qprunlog m)
+  endfunction()
+
+  qp_runlog_exe(test_runlog)
+  qp_runlog_exe(test_ckpt)
+  qp_runlog_exe(test_runlog_writer)
+  add_test(NAME runlog_unit COMMAND test_runlog ${CMAKE_CURRENT_BINARY_DIR}/runlog_unit)
+  add_test(NAME ckpt_unit COMMAND test_ckpt ${CMAKE_CURRENT_BINARY_DIR}/ckpt_unit)
+  set_tests_properties(runlog_unit ckpt_unit PROPERTIES LABELS "unit;train" TIMEOUT 120)
+
+  set(_qp_runlog_h5py 1)
+  if(QP_PYTHON)
+    execute_process(COMMAND ${QP_PYTHON} -c "import numpy, h5py" RESULT_VARIABLE _qp_runlog_h5py
+                    OUTPUT_QUIET ERROR_QUIET)
+  endif()
+  if(_qp_runlog_h5py EQUAL 0)
+    find_program(QP_H5DUMP h5dump)
+    find_program(QP_H5CLEAR h5clear)
+    set(_h5tools)
+    if(QP_H5DUMP AND QP_H5CLEAR)
+      set(_h5tools ${QP_H5DUMP} ${QP_H5CLEAR})
+    else()
+      message(WARNING "h5dump/h5clear (hdf5-tools) not found: runlog_h5py does not check h5dump -H")
+    endif()
+    add_test(NAME runlog_h5py
+             COMMAND ${QP_PYTHON} ${QP_RUNLOG_TEST_DIR}/test_runlog_h5py.py $<TARGET_FILE:test_runlog_writer>
+                     ${CMAKE_CURRENT_BINARY_DIR}/runlog_h5py ${_h5tools})
+    set_tests_properties(runlog_h5py PROPERTIES LABELS "io;train" TIMEOUT 300)
+  else()
+    message(WARNING "QP_PYTHON (${QP_PYTHON}) lacks numpy or h5py: runlog_h5py not added")
+  endif()
+endif()
