@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "qp_format.h"
 
@@ -26,6 +27,7 @@ struct qp_gemm {
     uint16_t *abuf, *bbuf; /* BF16 copies of the operands */
     size_t abuf_n, bbuf_n;
     char impl_bf16[96], impl_f32[96];
+    double seconds, flops;
     char err[256];
 };
 
@@ -161,9 +163,17 @@ static uint16_t *to_bf16(uint16_t **buf, size_t *cap, const float *x, size_t n)
     return o;
 }
 
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
 int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
                 float alpha, int accumulate, int bf16_exact)
 {
+    const double t0 = seconds_now();
     const int bf16 = bf16_exact && g->bf16_ok;
     prim_entry *e = get_prim(g, bf16, a_t, b_t, M, N, K, accumulate);
     if (!e) return -1;
@@ -187,7 +197,15 @@ int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, fl
     dnnl_status_t s = dnnl_primitive_execute(e->prim, g->stream, 4, args);
     if (!s) s = dnnl_stream_wait(g->stream);
     if (s) return fail(g, "matmul execute", s);
+    g->seconds += seconds_now() - t0;
+    g->flops += 2.0 * M * N * K;
     return 0;
+}
+
+void qp_gemm_counters(const qp_gemm *g, double *seconds, double *flops)
+{
+    *seconds = g->seconds;
+    *flops = g->flops;
 }
 
 const char *qp_gemm_error(const qp_gemm *g) { return g->err; }

@@ -35,6 +35,10 @@ const char *qp_gemm_error(const qp_gemm *g);
  * ("none" before the first product of that type). */
 const char *qp_gemm_impl_bf16(const qp_gemm *g);
 const char *qp_gemm_impl_f32(const qp_gemm *g);
+/* Time spent in qp_gemm_run (seconds, operand conversion included) and the
+ * floating-point operations done (2*M*N*K per product), since creation. */
+void qp_gemm_counters(const qp_gemm *g, double *seconds, double *flops);
+
 /* 1 when BF16 products run on a BF16 kernel, 0 when they fall back to FP32. */
 int qp_gemm_has_bf16(const qp_gemm *g);
 

@@ -21,6 +21,7 @@ struct qp_linear {
     float *tbuf[2], *qbuf[2];   /* per GEMM side: transposed/rotated copy, quantized copy */
     float *mbuf;                /* dequantized values for error metrics */
     int64_t step;
+    int micro;
     int log_qerr;
     int frozen;
     int64_t n_events[QP_EV_COUNT];
@@ -98,8 +99,11 @@ void qp_linear_destroy(qp_linear *l)
 void qp_linear_begin_step(qp_linear *l, int64_t step, int log_qerr)
 {
     l->step = step;
+    l->micro = 0;
     l->log_qerr = log_qerr;
 }
+
+void qp_linear_begin_micro(qp_linear *l, int micro) { l->micro = micro; }
 
 const char *qp_linear_error(const qp_linear *l) { return l->err; }
 void qp_linear_set_frozen(qp_linear *l, int frozen) { l->frozen = frozen; }
@@ -140,13 +144,14 @@ typedef struct {
     int bf16_exact;
 } operand;
 
-/* Quantize one GEMM operand (rows x cols, contraction along cols) for `pass`. */
-static void prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
+/* Quantize one GEMM operand (rows x cols, contraction along cols) for `pass`.
+ * Returns 0, or -1 with l->err set. */
+static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
                     int src_trans, int rows, int cols, operand *out)
 {
     if (g == QP_GEMM_HEAD || l->plans[layer].fmt[o] == QP_FMT_FP32) {
         *out = (operand){src, src_trans, 1.0f, 0};
-        return;
+        return 0;
     }
     const qp_linear_plan *plan = &l->plans[layer];
     const qp_fmt fmt = plan->fmt[o];
@@ -161,14 +166,20 @@ static void prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_oper
     }
     if (rht) {
         if (in != l->tbuf[side]) memcpy(l->tbuf[side], in, (size_t)rows * cols * sizeof(float));
-        qp_rht16(l->tbuf[side], rows, cols, mix64(l->cfg.seed ^ 0x52485431ull));
+        if (qp_rht16(l->tbuf[side], rows, cols, mix64(l->cfg.seed ^ 0x52485431ull))) {
+            snprintf(l->err, sizeof l->err,
+                     "the Hadamard transform needs a contraction of a multiple of 16, not %d (layer %d, %s)", cols,
+                     layer, qp_gemm_name(g));
+            return -1;
+        }
         in = l->tbuf[side];
     }
     qp_qopts opts = {.unscaled = true,
                      .stochastic = plan->sr[o],
                      .seed = l->cfg.seed,
-                     .stream = mix64((uint64_t)l->step) ^ mix64(((uint64_t)layer << 24) | ((uint64_t)g << 16) |
-                                                                ((uint64_t)pass << 8) | (uint64_t)o)};
+                     .stream = mix64((uint64_t)l->step) ^ mix64(((uint64_t)l->micro << 32) | ((uint64_t)layer << 24) |
+                                                                ((uint64_t)g << 16) | ((uint64_t)pass << 8) |
+                                                                (uint64_t)o)};
     qp_scaling_state *st = &l->states[state_index(l, layer, g, o)];
     const int first_use = (pass == QP_PASS_FPROP && o != QP_OPND_DY) || (pass == QP_PASS_DGRAD && o == QP_OPND_DY);
     const int update = first_use && !l->frozen;
@@ -190,6 +201,7 @@ static void prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_oper
         l->cfg.on_qerr(&row, l->cfg.user);
     }
     *out = (operand){l->qbuf[side], trans, qs.scale_inv, 1};
+    return 0;
 }
 
 static int run(qp_linear *l, const operand *a, const operand *b, float *C, int M, int N, int K, int accumulate)
@@ -218,9 +230,9 @@ int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const flo
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
     operand a, w;
-    prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, &a);
-    prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, &w);
-    if (run(l, &a, &w, Y, M, OC, IC, 0)) return -1;
+    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, &a) ||
+        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, &w) || run(l, &a, &w, Y, M, OC, IC, 0))
+        return -1;
     if (b) {
 #pragma omp parallel for schedule(static)
         for (int m = 0; m < M; m++)
@@ -235,13 +247,13 @@ int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *
     if (check(l, layer, g, M, IC, OC)) return -1;
     operand a, b;
     /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
-    prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, &a);
-    prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, &b);
-    if (run(l, &a, &b, dX, M, IC, OC, 1)) return -1;
+    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, &a) ||
+        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, &b) || run(l, &a, &b, dX, M, IC, OC, 1))
+        return -1;
     /* wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T; dY and X are stored M x rows = K x . */
-    prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, &a);
-    prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, &b);
-    if (run(l, &a, &b, dW, OC, IC, M, 1)) return -1;
+    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, &a) ||
+        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, &b) || run(l, &a, &b, dW, OC, IC, M, 1))
+        return -1;
     if (db) {
 #pragma omp parallel for schedule(static)
         for (int n = 0; n < OC; n++) {

@@ -10,10 +10,13 @@
  * first where a block format or the RHT needs it), emitted unscaled — element
  * times block scale, exact in BF16 — and multiplied in BF16 with FP32
  * accumulation, the per-tensor decode scales folded into alpha: the products
- * are exactly those of the hardware formats. A tensor's per-tensor scale is
- * chosen at its first use in a step (x, w: fprop; dy: dgrad) and reused for
- * its other orientation, as Transformer Engine does. The LM head goes through
- * the same dispatch with an FP32 plan. */
+ * are exactly those of the hardware formats. Scaling state is updated at a
+ * tensor's first use in a step (x, w: fprop; dy: dgrad); under delayed
+ * scaling its other orientation reuses that scale, under current scaling it
+ * takes its own amax (the same value unless the RHT rotated it), as
+ * Transformer Engine does. Stochastic rounding streams are indexed by (step,
+ * micro-batch, layer, GEMM, pass, operand). The LM head goes through the same
+ * dispatch with an FP32 plan. */
 #ifndef QP_LINEAR_H
 #define QP_LINEAR_H
 
@@ -50,6 +53,8 @@ void qp_linear_destroy(qp_linear *l);
 /* Start optimizer step `step`; log_qerr: record the quantization error of
  * every operand this step. */
 void qp_linear_begin_step(qp_linear *l, int64_t step, int log_qerr);
+/* Micro-batch `micro` of the step (gradient accumulation): new SR streams. */
+void qp_linear_begin_micro(qp_linear *l, int micro);
 
 /* Y[M,OC] = X[M,IC] W[OC,IC]^T + b (b may be NULL). Returns 0 or -1 (message
  * in qp_linear_error). */

@@ -505,6 +505,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
                 goto loop_done;
             }
             wait_ms += w;
+            qp_linear_begin_micro(r->lin, micro);
             bh = fnv1a(&(uint64_t){qp_batch_hash(in, (int64_t)B * T)}, 8, bh);
             if (qp_gpt_forward(&r->model, r->lin, in, tg, B, T) ||
                 qp_gpt_backward(&r->model, r->lin, in, tg, 1.0f / (float)accum)) {

@@ -11,28 +11,13 @@
  * File: the 8 bytes "QPGPTD01", then records to the end of the file, each
  *   u32 name length, name, u32 dtype (0 float32, 1 int32), u32 ndim,
  *   i64 dims[ndim], data (row-major, little-endian as the host writes it). */
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "qp_model.h"
-
-static uint64_t rng_next(uint64_t *s)
-{
-    /* splitmix64: an RNG unrelated to the model's Philox init */
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static float rng_normal(uint64_t *s)
-{
-    const double u = ((rng_next(s) >> 11) + 1.0) / 9007199254740993.0, v = (rng_next(s) >> 11) / 9007199254740992.0;
-    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
-}
+#include "test_model_util.h"
 
 static int put(FILE *f, const char *name, int dtype, int ndim, const int64_t *dims, const void *data)
 {
@@ -57,20 +42,6 @@ static int put_params(FILE *f, const char *prefix, const qp_gpt *m, const float 
         mem += sizes[i];
     }
     return 0;
-}
-
-/* Move every parameter off GPT-2's init (norm weights 1, biases 0, small
- * matrices): with those, a LayerNorm that ignored its affine part or an
- * attention whose softmax stayed uniform would still match. The scales give
- * peaked attention, GELU inputs of order one and logits of order one. */
-static void perturb(qp_gpt *m, uint64_t seed)
-{
-    static const float sigma[QP_GPT_NPARAMS] = {0.3f, 0.3f, 0.2f, 0.2f, 0.3f,  0.1f, 0.2f, 0.1f,
-                                                0.2f, 0.2f, 0.2f, 0.1f, 0.1f, 0.1f, 0.2f, 0.2f};
-    uint64_t s = seed ^ 0xD1B54A32D192ED03ull;
-    float *p = m->params_memory;
-    for (int i = 0; i < QP_GPT_NPARAMS; i++)
-        for (int64_t j = 0; j < m->param_sizes[i]; j++) *p++ += sigma[i] * rng_normal(&s);
 }
 
 int main(int argc, char **argv)
@@ -119,7 +90,7 @@ int main(int argc, char **argv)
     const int64_t nconf = 9;
     bad |= put(f, "config", 1, 1, &nconf, conf);
     bad |= put_params(f, "init", &m, m.params_memory);
-    perturb(&m, seed);
+    tm_perturb(&m, seed);
     bad |= put_params(f, "param", &m, m.params_memory);
 
     const int BT = B * T;
@@ -128,8 +99,8 @@ int main(int argc, char **argv)
     qp_linear_begin_step(lin, 0, 0);
     qp_gpt_zero_grad(&m);
     for (int k = 0; k < accum && !bad; k++) {
-        for (int i = 0; i < BT; i++) inputs[i] = (int32_t)(rng_next(&s) % (uint64_t)cfg.vocab);
-        for (int i = 0; i < BT; i++) targets[i] = (int32_t)(rng_next(&s) % (uint64_t)cfg.vocab);
+        for (int i = 0; i < BT; i++) inputs[i] = (int32_t)(tm_next(&s) % (uint64_t)cfg.vocab);
+        for (int i = 0; i < BT; i++) targets[i] = (int32_t)(tm_next(&s) % (uint64_t)cfg.vocab);
         if (qp_gpt_forward(&m, lin, inputs, targets, B, T) ||
             qp_gpt_backward(&m, lin, inputs, targets, 1.0f / (float)accum)) {
             fprintf(stderr, "forward/backward failed: %s\n", qp_linear_error(lin));

@@ -10,7 +10,7 @@ if(TARGET qpmodel)
 
   function(qp_model_exe name)
     add_executable(${name} ${QP_MODEL_TEST_DIR}/${name}.c)
-    target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})  # qp_test.h
+    target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${QP_MODEL_TEST_DIR})  # qp_test.h, test_model_util.h
     target_link_libraries(${name} PRIVATE qpmodel m)
   endfunction()
 

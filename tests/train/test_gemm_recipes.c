@@ -1,0 +1,563 @@
+/* test_gemm_recipes.c — the precision dispatch (qp_linear) against quant/:
+ * for every recipe, both transformer blocks of a two-block model and all
+ * three passes, the product the dispatch computes must equal quant/'s
+ * fully-scaled dequantization of each operand (qp_qdq, the formats and
+ * per-tensor scales the recipe prescribes) multiplied in float64, within
+ * FP32 accumulation error: |got - ref| <= 1e-5 * (sum_k |a_ik b_jk| + |the
+ * accumulated-onto value|).
+ *
+ * What cannot be reproduced from outside qp_linear.c — the stochastic-rounding
+ * stream and the RHT seed are derived inside it — is checked by what they must
+ * satisfy instead:
+ *   SR   every element within one grid step per operand element of the
+ *        unquantized-dy product; the mean over 64 steps as close to that
+ *        product as the mean of 64 of quant/'s own SR draws (unbiased, a new
+ *        stream each step); reproducible for a step, different between steps;
+ *   RHT  the weight gradient's error against the exact product is that of
+ *        an independent emulation with another seed (to a factor of 2), and
+ *        differs from the un-rotated quantized product.
+ * Also: each recipe's plan is what qp_recipe.h documents, delayed scaling
+ * runs its first step at scale 1 and the next from the previous amax, the
+ * LM head is FP32 under every recipe, and the quantization-error records
+ * match quant/'s error of the same operand. */
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "qp_hadamard.h"
+#include "qp_linear.h"
+#include "qp_test.h"
+#include "test_model_util.h"
+
+enum { M = 32, IC = 64, OC = 96, NL = 2, SR_STEPS = 64 };
+#define TOL 1e-5
+#define REF_SEED 0x5EEDull /* the test's own SR and RHT seed: never the dispatch's */
+
+typedef struct {
+    const char *spec;
+    qp_fmt x, w, dy;
+    bool sr_dy, rht;
+    qp_scaling_mode scaling;
+    int bf16_last; /* blocks at the end kept in BF16, of NL = 2 */
+} recipe_case;
+
+/* qp_recipe.h's table, restated. */
+static const recipe_case cases[] = {
+    {"fp32", QP_FMT_FP32, QP_FMT_FP32, QP_FMT_FP32, false, false, QP_SCALING_CURRENT, 0},
+    {"bf16", QP_FMT_BF16, QP_FMT_BF16, QP_FMT_BF16, false, false, QP_SCALING_CURRENT, 0},
+    {"fp8", QP_FMT_FP8_E4M3, QP_FMT_FP8_E4M3, QP_FMT_FP8_E5M2, false, false, QP_SCALING_DELAYED, 0},
+    {"fp8-current", QP_FMT_FP8_E4M3, QP_FMT_FP8_E4M3, QP_FMT_FP8_E5M2, false, false, QP_SCALING_CURRENT, 0},
+    {"mxfp8", QP_FMT_MXFP8, QP_FMT_MXFP8, QP_FMT_MXFP8, false, false, QP_SCALING_CURRENT, 0},
+    {"nvfp4", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, true, true, QP_SCALING_CURRENT, 1},
+    {"nvfp4-naive", QP_FMT_NVFP4, QP_FMT_NVFP4, QP_FMT_NVFP4, false, false, QP_SCALING_CURRENT, 0},
+    {"mxfp4", QP_FMT_MXFP4, QP_FMT_MXFP4, QP_FMT_MXFP4, false, false, QP_SCALING_CURRENT, 0},
+    {"nvfp4,nvfp4-rht", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, true, false, QP_SCALING_CURRENT, 1},
+    {"nvfp4-sr", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, false, true, QP_SCALING_CURRENT, 1},
+    {"nvfp4-2d", QP_FMT_NVFP4, QP_FMT_NVFP4, QP_FMT_NVFP4, true, true, QP_SCALING_CURRENT, 1},
+    {"nvfp4,nvfp4-rht,nvfp4-sr", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, false, false, QP_SCALING_CURRENT, 1},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* ---- data and references -------------------------------------------------- */
+
+/* Normal values times `scale`, 2% of them outliers 30-100x larger. */
+static void fill(float *x, int n, float scale, uint64_t *s)
+{
+    for (int i = 0; i < n; i++) {
+        float v = scale * tm_normal(s);
+        if (tm_uniform(s) < 0.02) v *= (float)(30.0 + 70.0 * tm_uniform(s));
+        x[i] = v;
+    }
+}
+
+/* dst (cols x rows) = src (rows x cols)^T */
+static void transpose(const float *src, float *dst, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
+}
+
+static float amax_of(const float *x, int n)
+{
+    float a = 0.0f;
+    for (int i = 0; i < n; i++) a = fmaxf(a, fabsf(x[i]));
+    return a;
+}
+
+/* out = dequantize(quantize(in)) fully scaled, in (rows x cols) blocked along
+ * cols; scale > 0 is a delayed per-tensor scale; rht: rotate first. */
+static void ref_q(qp_fmt fmt, const float *in, float *out, int rows, int cols, float scale, bool sr, uint64_t stream,
+                  bool rht)
+{
+    memcpy(out, in, (size_t)rows * cols * sizeof(float));
+    if (rht) qp_rht16(out, rows, cols, REF_SEED);
+    if (fmt == QP_FMT_FP32) return;
+    const qp_qopts o = {.stochastic = sr, .seed = REF_SEED, .stream = stream, .scale = scale};
+    qp_qdq(fmt, out, out, rows, cols, &o, NULL);
+}
+
+/* ref = a b^T and mag = |a| |b|^T in double; a is n x k, b is p x k. */
+static void gemm_ref(const float *a, const float *b, int n, int p, int k, double *ref, double *mag)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < p; j++) {
+            double s = 0.0, m = 0.0;
+            for (int q = 0; q < k; q++) {
+                const double t = (double)a[(size_t)i * k + q] * b[(size_t)j * k + q];
+                s += t;
+                m += fabs(t);
+            }
+            ref[(size_t)i * p + j] = s;
+            mag[(size_t)i * p + j] = m;
+        }
+}
+
+/* Largest |got - (pre + ref + bias)| / (mag + |pre| + |bias|) over an n x p
+ * result (pre, bias may be NULL); *nbad counts elements beyond TOL. */
+static double compare(const float *got, const double *ref, const double *mag, const float *pre, const float *bias,
+                      int n, int p, int *nbad)
+{
+    double worst = 0.0;
+    *nbad = 0;
+    for (int i = 0; i < n * p; i++) {
+        const double pr = pre ? pre[i] : 0.0, bi = bias ? bias[i % p] : 0.0;
+        const double scale = mag[i] + fabs(pr) + fabs(bi);
+        const double d = fabs((double)got[i] - (pr + ref[i] + bi));
+        if (!(d <= TOL * scale + 1e-30)) (*nbad)++;
+        if (scale > 0.0 && d / scale > worst) worst = d / scale;
+        if (!isfinite(got[i])) worst = INFINITY;
+    }
+    return worst;
+}
+
+static double frob_diff(const float *got, const float *pre, const double *ref, int n)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; i++) {
+        const double d = (double)got[i] - (pre ? pre[i] : 0.0) - ref[i];
+        s += d * d;
+    }
+    return sqrt(s);
+}
+
+static double frob(const double *x, int n)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += x[i] * x[i];
+    return sqrt(s);
+}
+
+/* ---- one layer's tensors ---------------------------------------------------- */
+
+typedef struct {
+    float X[M * IC], W[OC * IC], dY[M * OC], b[OC];
+    float Xt[IC * M], Wt[IC * OC], dYt[OC * M];     /* contraction-major copies */
+    float Y[M * OC], dX[M * IC], dW[OC * IC], db[OC];
+    float pdX[M * IC], pdW[OC * IC], pdb[OC];       /* values accumulated onto */
+} layer_data;
+
+static void make_layer(layer_data *d, float xs, float ws, float dys, uint64_t *s)
+{
+    fill(d->X, M * IC, xs, s);
+    fill(d->W, OC * IC, ws, s);
+    fill(d->dY, M * OC, dys, s);
+    fill(d->b, OC, ws, s);
+    fill(d->pdX, M * IC, dys * ws, s);
+    fill(d->pdW, OC * IC, dys * xs, s);
+    fill(d->pdb, OC, dys, s);
+    transpose(d->X, d->Xt, M, IC);
+    transpose(d->W, d->Wt, OC, IC);
+    transpose(d->dY, d->dYt, M, OC);
+}
+
+static int run_layer(qp_linear *lin, int layer, qp_gemm_id g, layer_data *d)
+{
+    memcpy(d->dX, d->pdX, sizeof d->dX);
+    memcpy(d->dW, d->pdW, sizeof d->dW);
+    memcpy(d->db, d->pdb, sizeof d->db);
+    if (qp_linear_forward(lin, layer, g, d->Y, d->X, d->W, d->b, M, IC, OC) ||
+        qp_linear_backward(lin, layer, g, d->dX, d->dW, d->db, d->dY, d->X, d->W, M, IC, OC)) {
+        CHECK(0, "dispatch layer %d %s: %s", layer, qp_gemm_name(g), qp_linear_error(lin));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+typedef struct {
+    int n;
+    struct {
+        int layer;
+        char operand[8], pass[8];
+        double rel_l2;
+    } rows[64];
+} qerr_log;
+
+static void on_qerr(const qp_qerr_row *r, void *user)
+{
+    qerr_log *q = user;
+    if (q->n < 64) {
+        q->rows[q->n].layer = r->layer;
+        snprintf(q->rows[q->n].operand, 8, "%s", r->operand);
+        snprintf(q->rows[q->n].pass, 8, "%s", r->pass);
+        q->rows[q->n].rel_l2 = r->rel_l2;
+    }
+    q->n++;
+}
+
+static double rel_l2(const float *x, const float *y, int n)
+{
+    double e = 0.0, s = 0.0;
+    for (int i = 0; i < n; i++) e += ((double)x[i] - y[i]) * ((double)x[i] - y[i]), s += (double)x[i] * x[i];
+    return sqrt(e / s);
+}
+
+/* ---- the checks ----------------------------------------------------------- */
+
+static double ref_mag[OC * IC], ref_val[OC * IC];
+static float qa[OC * IC], qb[OC * IC];
+
+/* SR bound: with a stochastically rounded 1x16-block operand A (n x k, blocks
+ * along k) and a deterministic B, each product element is within
+ * sum_k e_k |b_k| of the unquantized-A product, e_k = one grid step of E2M1 at
+ * element k: at most max(0.5 |a_k|, 0.1 amax_block) (the step is 0.5, 1 or 2
+ * block units for |a| below 2, 4, 6 units; a unit is amax_block/6 up to the
+ * UE4M3 rounding of the block scale). Returns the number of violations. */
+static int sr_bound_violations(const float *got, const float *pre, const float *a, const float *bq, int n, int p,
+                               int k)
+{
+    static double e[OC * M];
+    for (int i = 0; i < n; i++)
+        for (int b0 = 0; b0 < k; b0 += QK_NVFP4) {
+            const float am = amax_of(a + (size_t)i * k + b0, QK_NVFP4);
+            for (int q = b0; q < b0 + QK_NVFP4; q++)
+                e[(size_t)i * k + q] = fmax(0.5 * fabs(a[(size_t)i * k + q]), 0.1 * am);
+        }
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < p; j++) {
+            double ref = 0.0, bound = 0.0, mag = 0.0;
+            for (int q = 0; q < k; q++) {
+                ref += (double)a[(size_t)i * k + q] * bq[(size_t)j * k + q];
+                mag += fabs((double)a[(size_t)i * k + q] * bq[(size_t)j * k + q]);
+                bound += e[(size_t)i * k + q] * fabs(bq[(size_t)j * k + q]);
+            }
+            const double pr = pre[(size_t)i * p + j];
+            bound += TOL * (mag + 2.0 * bound + fabs(pr));
+            bad += !(fabs((double)got[(size_t)i * p + j] - pr - ref) <= bound);
+        }
+    return bad;
+}
+
+typedef struct {
+    double fprop, dgrad, wgrad, head; /* worst normalized difference of the exact checks (-1: not exact) */
+    double sr_mean_ratio, rht_ratio;  /* statistical checks, dispatch / emulation (-1: none) */
+} case_result;
+
+/* The exact checks of one layer in one step; scales[o] is the delayed scale
+ * each operand must have been quantized with (0: current scaling). */
+static void check_layer(const char *spec, int step, int layer, const qp_linear_plan *pl, layer_data *d,
+                        const float scales[QP_OPND_COUNT], case_result *res)
+{
+    const qp_fmt fx = pl->fmt[QP_OPND_X], fw = pl->fmt[QP_OPND_W], fdy = pl->fmt[QP_OPND_DY];
+    const bool sr = pl->sr[QP_OPND_DY];
+    int nbad;
+    double w;
+    /* fprop: Y = q(X) q(W)^T + b */
+    ref_q(fx, d->X, qa, M, IC, scales[QP_OPND_X], false, 0, false);
+    ref_q(fw, d->W, qb, OC, IC, scales[QP_OPND_W], false, 0, false);
+    gemm_ref(qa, qb, M, OC, IC, ref_val, ref_mag);
+    w = compare(d->Y, ref_val, ref_mag, NULL, d->b, M, OC, &nbad);
+    res->fprop = fmax(res->fprop, w);
+    CHECK(nbad == 0, "%s step %d layer %d fprop: %d of %d outside FP32 accumulation error (worst %.2e)", spec, step,
+          layer, nbad, M * OC, w);
+    /* dgrad: dX += q(dY) q(W^T)^T */
+    if (!sr) {
+        ref_q(fdy, d->dY, qa, M, OC, scales[QP_OPND_DY], false, 0, false);
+        ref_q(fw, d->Wt, qb, IC, OC, scales[QP_OPND_W], false, 0, false);
+        gemm_ref(qa, qb, M, IC, OC, ref_val, ref_mag);
+        w = compare(d->dX, ref_val, ref_mag, d->pdX, NULL, M, IC, &nbad);
+        res->dgrad = fmax(res->dgrad, w);
+        CHECK(nbad == 0, "%s step %d layer %d dgrad: %d of %d outside FP32 accumulation error (worst %.2e)", spec,
+              step, layer, nbad, M * IC, w);
+    }
+    /* wgrad: dW += q(dY^T) q(X^T)^T */
+    if (!sr && !pl->rht_wgrad) {
+        ref_q(fdy, d->dYt, qa, OC, M, scales[QP_OPND_DY], false, 0, false);
+        ref_q(fx, d->Xt, qb, IC, M, scales[QP_OPND_X], false, 0, false);
+        gemm_ref(qa, qb, OC, IC, M, ref_val, ref_mag);
+        w = compare(d->dW, ref_val, ref_mag, d->pdW, NULL, OC, IC, &nbad);
+        res->wgrad = fmax(res->wgrad, w);
+        CHECK(nbad == 0, "%s step %d layer %d wgrad: %d of %d outside FP32 accumulation error (worst %.2e)", spec,
+              step, layer, nbad, OC * IC, w);
+    }
+    /* db += column sums of dY, unquantized */
+    int bad = 0;
+    for (int j = 0; j < OC; j++) {
+        double s = 0.0, m = 0.0;
+        for (int i = 0; i < M; i++) s += d->dY[i * OC + j], m += fabs(d->dY[i * OC + j]);
+        bad += !(fabs(d->db[j] - (d->pdb[j] + s)) <= TOL * (m + fabs(d->pdb[j])));
+    }
+    CHECK(bad == 0, "%s step %d layer %d: %d bias gradients wrong", spec, step, layer, bad);
+}
+
+/* SR on dy (dgrad, and wgrad when there is no RHT): bounds, reproducibility,
+ * step dependence, unbiasedness. */
+static void check_sr(qp_linear *lin, int layer, qp_gemm_id g, const qp_linear_plan *pl, layer_data *d,
+                     case_result *res, const char *spec)
+{
+    static float first_dX[M * IC], first_dW[OC * IC];
+    static double sum_dX[M * IC], sum_dW[OC * IC];
+    memset(sum_dX, 0, sizeof sum_dX);
+    memset(sum_dW, 0, sizeof sum_dW);
+    const bool wgrad_sr_only = !pl->rht_wgrad;
+    int bound_bad = 0, same_as_first = 0, repro_bad = 0;
+    /* B operands are round-to-nearest: their reference quantization */
+    static float wq_t[IC * OC], xq_t[IC * M];
+    ref_q(pl->fmt[QP_OPND_W], d->Wt, wq_t, IC, OC, 0.0f, false, 0, false);
+    ref_q(pl->fmt[QP_OPND_X], d->Xt, xq_t, IC, M, 0.0f, false, 0, false);
+    for (int k = 0; k < SR_STEPS; k++) {
+        qp_linear_begin_step(lin, 100 + k, 0);
+        if (run_layer(lin, layer, g, d)) return;
+        bound_bad += sr_bound_violations(d->dX, d->pdX, d->dY, wq_t, M, IC, OC);
+        if (wgrad_sr_only) bound_bad += sr_bound_violations(d->dW, d->pdW, d->dYt, xq_t, OC, IC, M);
+        for (int i = 0; i < M * IC; i++) sum_dX[i] += (double)d->dX[i] - d->pdX[i];
+        for (int i = 0; i < OC * IC; i++) sum_dW[i] += (double)d->dW[i] - d->pdW[i];
+        if (k == 0) {
+            memcpy(first_dX, d->dX, sizeof first_dX);
+            memcpy(first_dW, d->dW, sizeof first_dW);
+        } else {
+            same_as_first += memcmp(first_dX, d->dX, sizeof first_dX) == 0;
+        }
+    }
+    /* the first step again: the same rounding */
+    qp_linear_begin_step(lin, 100, 0);
+    if (run_layer(lin, layer, g, d)) return;
+    repro_bad = memcmp(first_dX, d->dX, sizeof first_dX) != 0 || memcmp(first_dW, d->dW, sizeof first_dW) != 0;
+    CHECK(bound_bad == 0, "%s layer %d: %d SR products beyond one grid step per element", spec, layer, bound_bad);
+    CHECK(same_as_first == 0, "%s layer %d: SR dgrad identical in %d of %d other steps", spec, layer, same_as_first,
+          SR_STEPS - 1);
+    CHECK(repro_bad == 0, "%s layer %d: SR not reproducible for the same step", spec, layer);
+
+    /* Mean over the steps against the unquantized-dy product, compared with
+     * round-to-nearest's error: SR's error averages out, RN's does not. */
+    static double target[OC * IC], rn[OC * IC];
+    static float dyq[M * OC];
+    double ratio = 0.0;
+    for (int pass = 0; pass < (wgrad_sr_only ? 2 : 1); pass++) {
+        const int n = pass ? OC : M, p = IC, k = pass ? M : OC;
+        const float *a = pass ? d->dYt : d->dY, *bq = pass ? xq_t : wq_t;
+        double *sum = pass ? sum_dW : sum_dX;
+        gemm_ref(a, bq, n, p, k, target, ref_mag);
+        ref_q(pl->fmt[QP_OPND_DY], a, dyq, n, k, 0.0f, false, 0, false);
+        gemm_ref(dyq, bq, n, p, k, rn, ref_mag);
+        /* the same statistic of quant/'s own SR over as many streams */
+        static double emu[OC * IC];
+        memset(emu, 0, sizeof emu);
+        for (int k2 = 0; k2 < SR_STEPS; k2++) {
+            ref_q(pl->fmt[QP_OPND_DY], a, dyq, n, k, 0.0f, true, 1000 + (uint64_t)k2, false);
+            gemm_ref(dyq, bq, n, p, k, ref_val, ref_mag);
+            for (int i = 0; i < n * p; i++) emu[i] += ref_val[i];
+        }
+        double e_mean = 0.0, e_rn = 0.0, e_emu = 0.0;
+        for (int i = 0; i < n * p; i++) {
+            const double mdiff = sum[i] / SR_STEPS - target[i], rdiff = rn[i] - target[i],
+                         ediff = emu[i] / SR_STEPS - target[i];
+            e_mean += mdiff * mdiff;
+            e_rn += rdiff * rdiff;
+            e_emu += ediff * ediff;
+        }
+        /* Outliers clip at their block's maximum (the UE4M3 block scale can
+         * round down), a bias SR shares with RN: so the reference is quant/'s
+         * SR, not zero. A stream that did not change with the step would give
+         * about 4 here, a biased rounding more. */
+        const double r = sqrt(e_mean / e_rn), r_emu = sqrt(e_emu / e_rn);
+        CHECK(r < 1.5 * r_emu, "%s layer %d %s: mean of %d SR results is %.2f x RN's distance from the exact "
+              "product, quant/'s SR %.2f (biased, or not varying with the step)", spec, layer,
+              pass ? "wgrad" : "dgrad", SR_STEPS, r, r_emu);
+        ratio = fmax(ratio, r / r_emu);
+    }
+    res->sr_mean_ratio = ratio;
+}
+
+/* RHT on the weight gradient: error level of an independent emulation; and
+ * (without SR) not the un-rotated product. */
+static void check_rht(const qp_linear_plan *pl, layer_data *d, case_result *res, const char *spec, int layer)
+{
+    static double exact[OC * IC];
+    const bool sr = pl->sr[QP_OPND_DY];
+    gemm_ref(d->dYt, d->Xt, OC, IC, M, exact, ref_mag);
+    ref_q(pl->fmt[QP_OPND_DY], d->dYt, qa, OC, M, 0.0f, sr, 77, true);
+    ref_q(pl->fmt[QP_OPND_X], d->Xt, qb, IC, M, 0.0f, false, 0, true);
+    gemm_ref(qa, qb, OC, IC, M, ref_val, ref_mag);
+    double e_emu = 0.0;
+    for (int i = 0; i < OC * IC; i++) e_emu += (ref_val[i] - exact[i]) * (ref_val[i] - exact[i]);
+    e_emu = sqrt(e_emu);
+    const double e_got = frob_diff(d->dW, d->pdW, exact, OC * IC);
+    const double r = e_got / e_emu;
+    res->rht_ratio = r;
+    CHECK(r > 0.5 && r < 2.0, "%s layer %d wgrad: error %.3e vs an RHT emulation's %.3e (relative to |dW| %.3e)",
+          spec, layer, e_got, e_emu, frob(exact, OC * IC));
+    if (!sr) {
+        ref_q(pl->fmt[QP_OPND_DY], d->dYt, qa, OC, M, 0.0f, false, 0, false);
+        ref_q(pl->fmt[QP_OPND_X], d->Xt, qb, IC, M, 0.0f, false, 0, false);
+        gemm_ref(qa, qb, OC, IC, M, ref_val, ref_mag);
+        int nbad;
+        compare(d->dW, ref_val, ref_mag, d->pdW, NULL, OC, IC, &nbad);
+        CHECK(nbad > OC * IC / 2, "%s layer %d wgrad: equals the un-rotated product (%d of %d within FP32 error)",
+              spec, layer, OC * IC - nbad, OC * IC);
+    }
+}
+
+static void check_plan(const recipe_case *c, const qp_recipe *r)
+{
+    for (int layer = 0; layer < NL; layer++) {
+        const qp_linear_plan p = qp_recipe_plan(r, layer, NL);
+        const bool bf16_block = layer >= NL - c->bf16_last;
+        const qp_fmt x = bf16_block ? QP_FMT_BF16 : c->x, w = bf16_block ? QP_FMT_BF16 : c->w,
+                     dy = bf16_block ? QP_FMT_BF16 : c->dy;
+        CHECK(p.fmt[QP_OPND_X] == x && p.fmt[QP_OPND_W] == w && p.fmt[QP_OPND_DY] == dy,
+              "%s layer %d: formats %s/%s/%s, documented %s/%s/%s", c->spec, layer, qp_formats[p.fmt[0]].name,
+              qp_formats[p.fmt[1]].name, qp_formats[p.fmt[2]].name, qp_formats[x].name, qp_formats[w].name,
+              qp_formats[dy].name);
+        CHECK(!p.sr[QP_OPND_X] && !p.sr[QP_OPND_W] && p.sr[QP_OPND_DY] == (c->sr_dy && !bf16_block),
+              "%s layer %d: stochastic rounding x %d w %d dy %d", c->spec, layer, p.sr[0], p.sr[1], p.sr[2]);
+        CHECK(p.rht_wgrad == (c->rht && !bf16_block), "%s layer %d: RHT %d", c->spec, layer, p.rht_wgrad);
+        CHECK(p.scaling == (bf16_block ? QP_SCALING_CURRENT : c->scaling), "%s layer %d: scaling mode %d", c->spec,
+              layer, (int)p.scaling);
+    }
+}
+
+static void run_case(const recipe_case *c, qp_gemm *gemm, uint64_t seed)
+{
+    char err[256];
+    qp_recipe r;
+    const int parsed = qp_recipe_parse(c->spec, &r, err, sizeof err) == 0;
+    CHECK(parsed, "parse %s: %s", c->spec, err);
+    if (!parsed) return;
+    check_plan(c, &r);
+    qerr_log qlog = {0};
+    const qp_linear_cfg lc = {.n_layers = NL, .max_elems = (int64_t)OC * OC, .seed = seed, .recipe = &r,
+                              .gemm = gemm, .on_qerr = on_qerr, .user = &qlog};
+    qp_linear *lin = qp_linear_create(&lc, err, sizeof err);
+    CHECK(lin != NULL, "create %s: %s", c->spec, err);
+    if (!lin) return;
+    static layer_data data[NL];
+    qp_linear_plan plans[NL];
+    const qp_gemm_id gid[NL] = {QP_GEMM_QKV, QP_GEMM_FCPROJ};
+    float hist[NL][QP_OPND_COUNT] = {{0}}; /* delayed scaling: amax seen in earlier steps */
+    float used[NL][QP_OPND_COUNT];          /* delayed scales of this step (0: current) */
+    case_result res = {0, 0, 0, 0, -1, -1};
+    uint64_t s = seed;
+    for (int layer = 0; layer < NL; layer++) plans[layer] = qp_recipe_plan(&r, layer, NL);
+
+    /* Two steps; the second one's data twice as large, so a delayed scale
+     * (from the first step's amax) differs from the current one and clips. */
+    for (int step = 0; step < 2; step++) {
+        qp_linear_begin_step(lin, step, step == 1);
+        qlog.n = 0;
+        for (int layer = 0; layer < NL; layer++) {
+            layer_data *d = &data[layer];
+            const float k = step ? 2.0f : 1.0f;
+            make_layer(d, 3.0f * k, 0.05f * k, 1e-3f * k, &s);
+            if (run_layer(lin, layer, gid[layer], d)) goto done;
+            const qp_linear_plan *pl = &plans[layer];
+            float *scales = used[layer];
+            memset(scales, 0, sizeof used[layer]);
+            const float *src[QP_OPND_COUNT] = {d->X, d->W, d->dY};
+            const int n[QP_OPND_COUNT] = {M * IC, OC * IC, M * OC};
+            for (int o = 0; o < QP_OPND_COUNT; o++) {
+                const qp_fmt f = pl->fmt[o];
+                if (!qp_formats[f].tensor_scale) continue;
+                const float range = qp_tensor_scale_range(f), amax = amax_of(src[o], n[o]);
+                const float want = pl->scaling == QP_SCALING_DELAYED ? qp_scale_from_amax(range, hist[layer][o], 0)
+                                                                      : qp_scale_from_amax(range, amax, 0);
+                if (pl->scaling == QP_SCALING_DELAYED) {
+                    scales[o] = want;
+                    hist[layer][o] = fmaxf(hist[layer][o], amax);
+                }
+                const qp_scaling_state *st = qp_linear_scaling(lin, layer, gid[layer], (qp_operand)o);
+                CHECK(st && fabsf(st->last_scale - want) <= 1e-6f * want, "%s step %d layer %d %s: scale %.8g, want %.8g",
+                      c->spec, step, layer, qp_operand_name((qp_operand)o), st ? st->last_scale : -1.0f, want);
+                if (pl->scaling == QP_SCALING_DELAYED && step == 0)
+                    CHECK(want == 1.0f, "%s: first delayed step not at scale 1", c->spec);
+            }
+            check_layer(c->spec, step, layer, pl, d, scales, &res);
+            if (step == 1 && pl->rht_wgrad) check_rht(pl, d, &res, c->spec, layer);
+        }
+        if (step == 1) {
+            /* six records (x, w, dy in two passes each) per quantized block, none for FP32 */
+            int want = 0;
+            for (int layer = 0; layer < NL; layer++) want += plans[layer].fmt[QP_OPND_X] != QP_FMT_FP32 ? 6 : 0;
+            CHECK(qlog.n == want, "%s: %d quantization-error records, want %d", c->spec, qlog.n, want);
+            for (int i = 0; i < qlog.n && i < 64; i++) {
+                /* fprop operands are exact: the record's error must be quant/'s */
+                const int layer = qlog.rows[i].layer;
+                if (strcmp(qlog.rows[i].pass, "fprop") || layer < 0 || layer >= NL) continue;
+                const qp_operand o = strcmp(qlog.rows[i].operand, "x") ? QP_OPND_W : QP_OPND_X;
+                const float *x = o == QP_OPND_X ? data[layer].X : data[layer].W;
+                const int rows = o == QP_OPND_X ? M : OC;
+                ref_q(plans[layer].fmt[o], x, qa, rows, IC, used[layer][o], false, 0, false);
+                const double want_rel = rel_l2(x, qa, rows * IC), got = qlog.rows[i].rel_l2;
+                CHECK(fabs(got - want_rel) <= 1e-6 * want_rel + 1e-12,
+                      "%s layer %d %s: recorded rel_l2 %.8g, quant/ %.8g",
+                      c->spec, layer, qlog.rows[i].operand, got, want_rel);
+            }
+        }
+    }
+
+    /* the LM head: FP32 whatever the recipe (layer index = n_layers) */
+    {
+        layer_data *d = &data[0];
+        int nbad;
+        memcpy(d->dX, d->pdX, sizeof d->dX);
+        memcpy(d->dW, d->pdW, sizeof d->dW);
+        CHECK(qp_linear_forward(lin, NL, QP_GEMM_HEAD, d->Y, d->X, d->W, NULL, M, IC, OC) == 0 &&
+                  qp_linear_backward(lin, NL, QP_GEMM_HEAD, d->dX, d->dW, NULL, d->dY, d->X, d->W, M, IC, OC) == 0,
+              "%s head: %s", c->spec, qp_linear_error(lin));
+        gemm_ref(d->X, d->W, M, OC, IC, ref_val, ref_mag);
+        double w = compare(d->Y, ref_val, ref_mag, NULL, NULL, M, OC, &nbad);
+        CHECK(nbad == 0, "%s head fprop not FP32: worst %.2e", c->spec, w);
+        res.head = w;
+        gemm_ref(d->dY, d->Wt, M, IC, OC, ref_val, ref_mag);
+        w = compare(d->dX, ref_val, ref_mag, d->pdX, NULL, M, IC, &nbad);
+        CHECK(nbad == 0, "%s head dgrad not FP32: worst %.2e", c->spec, w);
+        res.head = fmax(res.head, w);
+        gemm_ref(d->dYt, d->Xt, OC, IC, M, ref_val, ref_mag);
+        w = compare(d->dW, ref_val, ref_mag, d->pdW, NULL, OC, IC, &nbad);
+        CHECK(nbad == 0, "%s head wgrad not FP32: worst %.2e", c->spec, w);
+        res.head = fmax(res.head, w);
+    }
+
+    /* stochastic rounding, in the blocks that have it */
+    for (int layer = 0; layer < NL; layer++)
+        if (plans[layer].sr[QP_OPND_DY]) check_sr(lin, layer, gid[layer], &plans[layer], &data[layer], &res, c->spec);
+
+    {
+        char f[16], dg[16], wg[16], srs[16], rh[16];
+        snprintf(f, sizeof f, "%.1e", res.fprop);
+        snprintf(dg, sizeof dg, c->sr_dy ? "sr" : "%.1e", res.dgrad);
+        snprintf(wg, sizeof wg, c->sr_dy || c->rht ? "sr/rht" : "%.1e", res.wgrad);
+        snprintf(srs, sizeof srs, res.sr_mean_ratio < 0 ? "-" : "%.2f", res.sr_mean_ratio);
+        snprintf(rh, sizeof rh, res.rht_ratio < 0 ? "-" : "%.2f", res.rht_ratio);
+        printf("  %-26s %9s %9s %9s %9.1e %9s %9s\n", c->spec, f, dg, wg, res.head, srs, rh);
+    }
+done:
+    qp_linear_destroy(lin);
+}
+
+int main(void)
+{
+    char err[256];
+    qp_gemm *gemm = qp_gemm_create(err, sizeof err);
+    CHECK(gemm != NULL, "gemm: %s", err);
+    if (!gemm) return qp_test_finish("test_gemm_recipes");
+    printf("GEMMs %dx%dx%d, BF16 kernel: %s; worst |got - ref| / sum|a b| (limit %.0e)\n", M, IC, OC,
+           qp_gemm_has_bf16(gemm) ? "yes" : "no (FP32 fallback)", TOL);
+    printf("  %-26s %9s %9s %9s %9s %9s %9s\n", "recipe", "fprop", "dgrad", "wgrad", "head", "SR mean", "RHT err");
+    for (int i = 0; i < NCASES; i++) run_case(&cases[i], gemm, 1000 + (uint64_t)i);
+    qp_gemm_destroy(gemm);
+    return qp_test_finish("test_gemm_recipes");
+}
