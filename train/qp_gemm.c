@@ -10,7 +10,7 @@
 
 #include "qp_format.h"
 
-#define MAX_PRIMS 64
+#define MAX_PRIMS 256
 
 typedef struct {
     int bf16, a_t, b_t, M, N, K, accumulate;

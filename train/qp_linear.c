@@ -255,11 +255,14 @@ int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *
         prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, &b) || run(l, &a, &b, dW, OC, IC, M, 1))
         return -1;
     if (db) {
+        /* column sums, rows in order; threads own disjoint column ranges */
 #pragma omp parallel for schedule(static)
-        for (int n = 0; n < OC; n++) {
-            float s = 0.0f;
-            for (int m = 0; m < M; m++) s += dY[(size_t)m * OC + n];
-            db[n] += s;
+        for (int n0 = 0; n0 < OC; n0 += 64) {
+            const int n1 = n0 + 64 < OC ? n0 + 64 : OC;
+            float sum[64] = {0};
+            for (int m = 0; m < M; m++)
+                for (int n = n0; n < n1; n++) sum[n - n0] += dY[(size_t)m * OC + n];
+            for (int n = n0; n < n1; n++) db[n] += sum[n - n0];
         }
     }
     return 0;

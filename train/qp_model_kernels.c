@@ -16,6 +16,20 @@
 
 /* ---- layers --------------------------------------------------------------- */
 
+/* Dot product with eight running sums combined in a fixed order: the compiler
+ * can vectorize it (a single running sum is a chain of dependent adds) and
+ * the result is the same for every vector width. */
+static inline float dot8(const float *restrict a, const float *restrict b, int n)
+{
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
+    float tail = 0.0f;
+    for (; i < n; i++) tail += a[i] * b[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+
 static void encoder_forward(float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T, int C)
 {
     /* out (B,T,C) = wte[inp] + wpe[t] */
@@ -111,9 +125,7 @@ static void attention_forward(float *restrict out, float *restrict preatt, float
                 float maxv = -INFINITY;
                 for (int t2 = 0; t2 <= t; t2++) {
                     const float *k = qkv + ((int64_t)b * T + t2) * 3 * C + C + h * hs;
-                    float v = 0.0f;
-                    for (int i = 0; i < hs; i++) v += q[i] * k[i];
-                    v *= scale;
+                    const float v = dot8(q, k, hs) * scale;
                     pre[t2] = v;
                     if (v > maxv) maxv = v;
                 }
@@ -156,15 +168,12 @@ static void attention_backward(float *restrict dqkv, float *restrict dpreatt, fl
                 for (int t2 = 0; t2 <= t; t2++) {
                     const float *v = qkv + ((int64_t)b * T + t2) * 3 * C + 2 * C + h * hs;
                     float *dv = dqkv + ((int64_t)b * T + t2) * 3 * C + 2 * C + h * hs;
-                    float s = 0.0f;
-                    for (int i = 0; i < hs; i++) s += v[i] * d[i];
-                    da[t2] += s;
+                    da[t2] += dot8(v, d, hs);
                     const float at = a[t2];
                     for (int i = 0; i < hs; i++) dv[i] += at * d[i];
                 }
                 /* softmax: dpre = a * (da - sum(a * da)), O(T) instead of the Jacobian's O(T^2) */
-                float dot = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) dot += a[t2] * da[t2];
+                const float dot = dot8(a, da, t + 1);
                 for (int t2 = 0; t2 <= t; t2++) dpre[t2] += a[t2] * (da[t2] - dot);
                 /* preatt = scale * q . k */
                 for (int t2 = 0; t2 <= t; t2++) {
