@@ -4,6 +4,7 @@
  * H16 * diag(s) / 4 matrix, seed dependence, and bad shapes. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "qp_hadamard.h"
 #include "qp_test.h"
@@ -66,6 +67,22 @@ int main(void)
         CHECK(sg[i] == 1.0f || sg[i] == -1.0f, "sign value");
     }
     CHECK(plus > 0 && plus < 16, "mixed signs");
+
+    /* The vector path gives the scalar path's bits (QP_SIMD=scalar forces it). */
+    {
+        enum { R = 300, K2 = 64 };
+        static float v1[R * K2], v2[R * K2];
+        unsigned long long st = 5;
+        for (int i = 0; i < R * K2; i++) v1[i] = v2[i] = qp_test_normal(&st) * (i % 7 == 0 ? 1e3f : 1.0f);
+        qp_rht16(v1, R, K2, 99);
+        setenv("QP_SIMD", "scalar", 1);
+        qp_rht16(v2, R, K2, 99);
+        CHECK(memcmp(v1, v2, sizeof v1) == 0, "vector RHT == scalar RHT");
+        qp_rht16_inverse(v2, R, K2, 99);
+        unsetenv("QP_SIMD");
+        qp_rht16_inverse(v1, R, K2, 99);
+        CHECK(memcmp(v1, v2, sizeof v1) == 0, "vector inverse == scalar inverse");
+    }
 
     float bad[20];
     CHECK(qp_rht16(bad, 1, 20, 1) == -1 && qp_rht16_inverse(bad, 1, 20, 1) == -1, "cols %% 16 != 0 rejected");

@@ -5,3 +5,14 @@ if(TARGET qtrain AND QP_PYTHON)
                    ${PROJECT_SOURCE_DIR}/../shared/data/tinyshakespeare.txt)
   set_tests_properties(test_qtrain PROPERTIES LABELS "train" TIMEOUT 900)
 endif()
+
+# the known result (about 2 minutes each on 2 cores)
+if(TARGET qtrain AND QP_PYTHON)
+  foreach(recipe bf16 fp32)
+    add_test(NAME train_baby_shakespeare_${recipe}
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train/test_baby.sh $<TARGET_FILE:qtrain> ${recipe}
+                     ${PROJECT_SOURCE_DIR}/../shared/data/tinyshakespeare.txt ${CMAKE_CURRENT_BINARY_DIR}/baby)
+    set_tests_properties(train_baby_shakespeare_${recipe} PROPERTIES LABELS "long;train" TIMEOUT 1800
+                         SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+  endforeach()
+endif()
