@@ -8,6 +8,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -246,6 +247,47 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
     }
 }
 
+/* Per-thread scratch that only grows: after the first call of a shape a
+ * quantization allocates nothing (the trainer's step loop relies on it). It
+ * is freed when its thread exits. */
+typedef struct {
+    void *buf[2];
+    size_t cap[2];
+} thread_scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p)
+{
+    thread_scratch *t = p;
+    free(t->buf[0]);
+    free(t->buf[1]);
+    free(t);
+}
+
+static void scratch_key_init(void) { pthread_key_create(&scratch_key, scratch_free); }
+
+static void *scratch(int slot, size_t bytes)
+{
+    pthread_once(&scratch_once, scratch_key_init);
+    thread_scratch *t = pthread_getspecific(scratch_key);
+    if (!t) {
+        t = calloc(1, sizeof *t);
+        if (!t || pthread_setspecific(scratch_key, t)) {
+            free(t);
+            return NULL;
+        }
+    }
+    if (t->cap[slot] < bytes) {
+        void *nb = realloc(t->buf[slot], bytes);
+        if (!nb) return NULL;
+        t->buf[slot] = nb;
+        t->cap[slot] = bytes;
+    }
+    return t->buf[slot];
+}
+
 static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int64_t rows, int64_t cols,
                             uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols, float *y,
                             const qp_qopts *o, qp_qstats *st, float *scale_inv_out)
@@ -266,17 +308,20 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
     p.out_mul = o->unscaled ? 1.0f : p.scale_inv;
 
     const int64_t nchunks = (rows + CHUNK_ROWS - 1) / CHUNK_ROWS;
-    chunk_result *res = calloc((size_t)nchunks + 1, sizeof *res);
+    chunk_result *res = scratch(0, ((size_t)nchunks + 1) * sizeof *res);
+    if (res) memset(res, 0, ((size_t)nchunks + 1) * sizeof *res);
     const int64_t nb = blocky ? (cols + t->block_cols - 1) / t->block_cols : 0;
     int failed = 0;
 #if QP_HAVE_OPENMP
 #pragma omp parallel if (n >= (1 << 18) && nchunks > 1) reduction(| : failed)
 #endif
     {
-        float *amax_buf = blocky ? malloc((size_t)(2 * nb) * sizeof(float)) : NULL;
-        uint8_t *nf_buf = blocky ? malloc((size_t)(2 * nb)) : NULL;
-        /* one allocation for the four arrays of qp_blockscales */
-        char *bs_mem = blocky ? malloc((size_t)nb * (2 * sizeof(float) + 2)) : NULL;
+        /* one buffer for block amaxes, flags and the four arrays of qp_blockscales */
+        const size_t amax_bytes = (size_t)(2 * nb) * sizeof(float), nf_bytes = (size_t)(2 * nb);
+        char *mem = blocky ? scratch(1, amax_bytes + nf_bytes + (size_t)nb * (2 * sizeof(float) + 2) + 16) : NULL;
+        float *amax_buf = mem ? (float *)mem : NULL;
+        uint8_t *nf_buf = mem ? (uint8_t *)(mem + amax_bytes) : NULL;
+        char *bs_mem = mem ? (char *)(((uintptr_t)(mem + amax_bytes + nf_bytes) + 15) & ~(uintptr_t)15) : NULL;
         qp_blockscales bsa = {0}, *bs = &bsa;
         if (bs_mem) {
             bsa.enc = (float *)bs_mem;
@@ -296,9 +341,6 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
                                bs, &res[c]);
             }
         }
-        free(amax_buf);
-        free(nf_buf);
-        free(bs_mem);
     }
     if (failed || !res) abort(); /* out of memory inside a quantizer: nothing sensible to return */
 
@@ -323,7 +365,6 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
         b.n_live += cb->n_live;
         b.log2_fx += cb->log2_fx;
     }
-    free(res);
     s.amax = amax;
     s.scale = p.scale;
     s.scale_inv = p.scale_inv;

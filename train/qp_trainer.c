@@ -264,9 +264,9 @@ static void free_run(run *r)
 
 static int create_runlog(run *r, const char *host, char *err, size_t errlen)
 {
-    char v[32][160];
+    char v[48][160];
     int n = 0;
-    qp_kv kv[40];
+    qp_kv kv[48];
 #define KV(k, ...) (snprintf(v[n], sizeof v[n], __VA_ARGS__), kv[n] = (qp_kv){k, v[n]}, n++)
     char desc[320];
     qp_recipe_describe(&r->recipe, r->o.layers, desc, sizeof desc);
@@ -299,6 +299,7 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     KV("init_param_hash", "%016llx", (unsigned long long)h);
     KV("gemm_bf16", "%s", qp_gemm_has_bf16(r->gemm) ? "onednn-bf16" : "fp32-fallback");
     KV("gemm_impl_f32", "%s", qp_gemm_impl_f32(r->gemm));
+    KV("gemm_impl_bf16", "%s", qp_gemm_impl_bf16(r->gemm));
     KV("simd", "%s", qp_simd_name());
     KV("model_kernels", "%s", qp_gpt_kernel_isa());
     KV("mode", "%s", r->o.eval_only ? "eval-only" : "train");
