@@ -110,13 +110,13 @@ void qp_scaling_update(qp_scaling_state *s, int64_t step, const qp_qstats *st)
     }
     if (st->n > 0) {
         const double f = (double)st->n_sat / (double)st->n;
-        if (f > s->cfg.overflow_threshold && (s->overflow_ema < 0.0 || f > 2.0 * s->overflow_ema))
+        if (f > s->cfg.overflow_threshold && s->overflow_ema >= 0.0 && f > 2.0 * s->overflow_ema)
             emit(s, QP_EV_OVERFLOW, step, used, next, st);
         s->overflow_ema = s->overflow_ema < 0.0 ? f : 0.9 * s->overflow_ema + 0.1 * f;
     }
     if (st->n_nonzero > 0) {
         const double f = (double)st->n_flushed / (double)st->n_nonzero;
-        if (f > s->cfg.underflow_threshold && (s->underflow_ema < 0.0 || f > 2.0 * s->underflow_ema))
+        if (f > s->cfg.underflow_threshold && s->underflow_ema >= 0.0 && f > 2.0 * s->underflow_ema)
             emit(s, QP_EV_UNDERFLOW, step, used, next, st);
         s->underflow_ema = s->underflow_ema < 0.0 ? f : 0.9 * s->underflow_ema + 0.1 * f;
     }

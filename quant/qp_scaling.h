@@ -27,6 +27,8 @@
  *                 running mean is 0 and any saturation fires
  *   underflow:    the same surge rule for flushed non-zeros: f = n_flushed /
  *                 n_nonzero above underflow_threshold (default 0.01)
+ *   (a tensor's first quantization only seeds both running means: a surge
+ *   needs something to surge from, and start-up is not a recalibration)
  *   nonfinite:    any NaN/Inf input
  */
 #ifndef QP_SCALING_H

@@ -140,9 +140,12 @@ void qp_recipe_describe(const qp_recipe *r, int n_layers, char *buf, size_t len)
     int first, last;
     qp_recipe_bf16_blocks(r, n_layers, &first, &last);
     const qp_linear_plan *p = &r->plan;
-    snprintf(buf, len, "%s: x %s, w %s, dy %s%s%s, %s scaling, BF16 blocks first %d last %d", r->spec,
+    const int tensor_scaled = qp_formats[p->fmt[QP_OPND_X]].tensor_scale ||
+                              qp_formats[p->fmt[QP_OPND_W]].tensor_scale || qp_formats[p->fmt[QP_OPND_DY]].tensor_scale;
+    snprintf(buf, len, "%s: x %s, w %s, dy %s%s%s%s, BF16 blocks first %d last %d", r->spec,
              qp_formats[p->fmt[QP_OPND_X]].name, qp_formats[p->fmt[QP_OPND_W]].name,
              qp_formats[p->fmt[QP_OPND_DY]].name, p->sr[QP_OPND_DY] ? " (stochastic rounding)" : "",
-             p->rht_wgrad ? ", RHT on wgrad" : "", p->scaling == QP_SCALING_DELAYED ? "delayed" : "current", first,
+             p->rht_wgrad ? ", RHT on wgrad" : "",
+             !tensor_scaled ? "" : p->scaling == QP_SCALING_DELAYED ? ", delayed scaling" : ", current scaling", first,
              last);
 }

@@ -1,0 +1,219 @@
+/* fig_qerr.c — heatmap of one run's quantization error over steps.
+ *
+ * Rows are the (layer, GEMM, pass, operand) combinations the run logged,
+ * block 0 on top, GEMMs in forward order (qkv, attproj, fc, fcproj), passes
+ * fprop, dgrad, wgrad, operands x, w, dy; columns are the logged steps, a
+ * cell reaching halfway to its neighbours. Colour: log10(rel_l2). A cell
+ * never logged (a step being written right now) or exactly 0 (nothing was
+ * lost) is left blank; the figure says when the latter happens.
+ *
+ * Rows are labelled in three levels so the labels stay short: "pass
+ * operand" at every row, the GEMM once per group of rows, the block once per
+ * layer. Each row gets 0.09 in (6.5 pt labels), so the figure grows with the
+ * model, up to 10 in; past that the per-row labels go, then the GEMM ones.
+ *
+ * Data file, index 0: x_lo x_hi y_lo y_hi log10_rel_l2   (one row per cell)
+ * Variables: nrows, rowlabels, groups + gpos (GEMM labels and the row they
+ * centre on), layers + lpos (block labels), gbreaks / lbreaks (y between
+ * two GEMMs' / layers' rows), xmin, xmax, xtic, cbmin, cbmax, nexact,
+ * title, height (inches). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp_fig.h"
+#include "qp_figutil.h"
+
+#define ROW_IN 0.09
+#define MAX_HEIGHT_IN 10.0
+
+static int order_of(const char *s, const char *const *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, list[i])) return i;
+    return n;
+}
+
+static const char *const GEMMS[] = {"qkv", "attproj", "fc", "fcproj"};
+static const char *const PASSES[] = {"fprop", "dgrad", "wgrad"};
+static const char *const OPERANDS[] = {"x", "w", "dy"};
+
+static int cmp_row(const void *pa, const void *pb)
+{
+    const qp_qerr_rec *a = *(const qp_qerr_rec *const *)pa, *b = *(const qp_qerr_rec *const *)pb;
+    if (a->layer != b->layer) return a->layer < b->layer ? -1 : 1;
+    int c = order_of(a->gemm, GEMMS, 4) - order_of(b->gemm, GEMMS, 4);
+    if (!c) c = strcmp(a->gemm, b->gemm);
+    if (!c) c = order_of(a->pass, PASSES, 3) - order_of(b->pass, PASSES, 3);
+    if (!c) c = strcmp(a->pass, b->pass);
+    if (!c) c = order_of(a->operand, OPERANDS, 3) - order_of(b->operand, OPERANDS, 3);
+    if (!c) c = strcmp(a->operand, b->operand);
+    return c;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int same_row(const qp_qerr_rec *a, const qp_qerr_rec *b)
+{
+    return a->layer == b->layer && !strcmp(a->gemm, b->gemm) && !strcmp(a->pass, b->pass) &&
+           !strcmp(a->operand, b->operand);
+}
+
+/* 1, 2 or 5 times a power of ten giving at most 5 tics over span */
+static double tic_step(double span)
+{
+    if (!(span > 0)) return 1;
+    double raw = span / 5, e = pow(10, floor(log10(raw)));
+    double f = raw / e;
+    double step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * e;
+    return step < 1 ? 1 : step; /* steps are integers */
+}
+
+/* Labels: rows, GEMM groups, layers, and the lines between groups. */
+static int label_rows(const qp_qerr_rec *const *rows, size_t nrows, qp_gpvars *v, char *err, size_t errlen)
+{
+    qp_words rl = {0}, groups = {0}, gpos = {0}, layers = {0}, lpos = {0}, gb = {0}, lb = {0};
+    int row_labels = nrows * ROW_IN <= MAX_HEIGHT_IN - 0.9;
+    int group_labels = nrows <= 2 * (size_t)((MAX_HEIGHT_IN - 0.9) / ROW_IN);
+    size_t gstart = 0, lstart = 0;
+    for (size_t row = 0; row <= nrows; row++) {
+        const qp_qerr_rec *q = row < nrows ? rows[row] : NULL, *p = row ? rows[row - 1] : NULL;
+        int new_layer = !p || !q || q->layer != p->layer;
+        int new_gemm = new_layer || strcmp(q->gemm, p->gemm);
+        if (p && new_gemm) { /* close the group [gstart, row) */
+            if (group_labels) {
+                qp_words_add(&groups, "%s", p->gemm);
+                qp_words_add(&gpos, "%.1f", (gstart + row - 1) / 2.0);
+            }
+            if (q && !new_layer) qp_words_add(&gb, "%.1f", row - 0.5);
+            gstart = row;
+        }
+        if (p && new_layer) {
+            qp_words_add(&layers, "block %lld", (long long)p->layer);
+            qp_words_add(&lpos, "%.1f", (lstart + row - 1) / 2.0);
+            if (q) qp_words_add(&lb, "%.1f", row - 0.5);
+            lstart = row;
+        }
+        if (q) {
+            if (row_labels)
+                qp_words_add(&rl, "%s %s", q->pass, q->operand);
+            else
+                qp_words_add(&rl, "%s", "");
+        }
+    }
+    int oom = rl.oom || groups.oom || gpos.oom || layers.oom || lpos.oom || gb.oom || lb.oom;
+    if (oom) snprintf(err, errlen, "out of memory");
+    qp_gpv_words(v, "rowlabels", (const char *const *)rl.w, rl.n);
+    qp_gpv_words(v, "groups", (const char *const *)groups.w, groups.n);
+    qp_gpv_words(v, "gpos", (const char *const *)gpos.w, gpos.n);
+    qp_gpv_words(v, "layers", (const char *const *)layers.w, layers.n);
+    qp_gpv_words(v, "lpos", (const char *const *)lpos.w, lpos.n);
+    qp_gpv_words(v, "gbreaks", (const char *const *)gb.w, gb.n);
+    qp_gpv_words(v, "lbreaks", (const char *const *)lb.w, lb.n);
+    qp_words_free(&rl), qp_words_free(&groups), qp_words_free(&gpos), qp_words_free(&layers);
+    qp_words_free(&lpos), qp_words_free(&gb), qp_words_free(&lb);
+    return oom ? -1 : 0;
+}
+
+int qp_fig_qerr(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,
+                size_t errlen)
+{
+    (void)n, (void)o;
+    const qp_run *r = runs[0]; /* one run: the first given */
+    size_t m = r->n_qerr;
+    if (!m) {
+        snprintf(err, errlen, "%s: no /quant/error rows (qtrain logs them with --qerr-every N)", r->path);
+        return -1;
+    }
+    const qp_qerr_rec **sorted = malloc(m * sizeof *sorted);
+    const qp_qerr_rec **rows = malloc(m * sizeof *rows);
+    int64_t *steps = malloc(m * sizeof *steps);
+    double *z = NULL;
+    int rc = -1;
+    if (!sorted || !rows || !steps) goto oom;
+
+    /* distinct rows and steps */
+    for (size_t i = 0; i < m; i++) sorted[i] = &r->qerr[i], steps[i] = r->qerr[i].step;
+    qsort(sorted, m, sizeof *sorted, cmp_row);
+    size_t nrows = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!nrows || !same_row(rows[nrows - 1], sorted[i])) rows[nrows++] = sorted[i];
+    qsort(steps, m, sizeof *steps, cmp_i64);
+    size_t nsteps = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!nsteps || steps[nsteps - 1] != steps[i]) steps[nsteps++] = steps[i];
+
+    /* the matrix; a later row for the same cell wins */
+    z = malloc(nrows * nsteps * sizeof *z);
+    if (!z) goto oom;
+    for (size_t i = 0; i < nrows * nsteps; i++) z[i] = NAN;
+    size_t nexact = 0;
+    for (size_t i = 0; i < m; i++) {
+        const qp_qerr_rec *q = &r->qerr[i];
+        const qp_qerr_rec **hit = bsearch(&q, rows, nrows, sizeof *rows, cmp_row);
+        const int64_t *col = bsearch(&q->step, steps, nsteps, sizeof *steps, cmp_i64);
+        double e = q->rel_l2;
+        z[(size_t)(hit - rows) * nsteps + (size_t)(col - steps)] = e > 0 && isfinite(e) ? log10(e) : NAN;
+        if (e == 0) nexact++;
+    }
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < nrows * nsteps; i++)
+        if (isfinite(z[i])) {
+            if (z[i] < lo) lo = z[i];
+            if (z[i] > hi) hi = z[i];
+        }
+    if (!(lo <= hi)) {
+        snprintf(err, errlen, "%s: every logged quantization error is 0 (recipe %s quantizes nothing)", r->path,
+                 r->recipe);
+        goto out;
+    }
+    if (hi - lo < 0.02) lo -= 0.01, hi += 0.01; /* one colour: still a readable scale */
+
+    /* cells: each step's column reaches halfway to its neighbours */
+    fprintf(data, "# %s: x_lo x_hi y_lo y_hi log10(rel_l2)\n", r->path);
+    for (size_t c = 0; c < nsteps; c++) {
+        double s = (double)steps[c];
+        double left = c ? (s - (double)steps[c - 1]) / 2 : nsteps > 1 ? ((double)steps[1] - s) / 2 : 0.5;
+        double right = c + 1 < nsteps ? ((double)steps[c + 1] - s) / 2 : left;
+        for (size_t row = 0; row < nrows; row++) {
+            double val = z[row * nsteps + c];
+            if (!isfinite(val)) continue;
+            fprintf(data, "%.9g %.9g %.1f %.1f %.6f\n", s - left, s + right, row - 0.5, row + 0.5, val);
+        }
+    }
+    fputs("\n\n", data);
+    double s0 = (double)steps[0], s1 = (double)steps[nsteps - 1];
+    double x0 = s0 - (nsteps > 1 ? ((double)steps[1] - s0) / 2 : 0.5);
+    double x1 = s1 + (nsteps > 1 ? (s1 - (double)steps[nsteps - 2]) / 2 : 0.5);
+
+    if (label_rows(rows, nrows, v, err, errlen)) goto out;
+    char title[2 * QP_LABEL_LEN];
+    const char *base = strrchr(r->path, '/');
+    snprintf(title, sizeof title, "%s (%s)", r->recipe, base ? base + 1 : r->path);
+    double height = 0.9 + ROW_IN * (double)nrows;
+    height = height < 2.6 ? 2.6 : height > MAX_HEIGHT_IN ? MAX_HEIGHT_IN : height;
+
+    qp_gpv_int(v, "nrows", (long long)nrows);
+    qp_gpv_num(v, "xmin", x0);
+    qp_gpv_num(v, "xmax", x1);
+    qp_gpv_num(v, "xtic", tic_step(x1 - x0));
+    qp_gpv_num(v, "cbmin", lo);
+    qp_gpv_num(v, "cbmax", hi);
+    qp_gpv_int(v, "nexact", (long long)nexact);
+    qp_gpv_str(v, "title", title);
+    qp_gpv_num(v, "height", height);
+    rc = 0;
+    goto out;
+oom:
+    snprintf(err, errlen, "%s: out of memory", r->path);
+out:
+    free(sorted);
+    free(rows);
+    free(steps);
+    free(z);
+    return rc;
+}

@@ -1,0 +1,51 @@
+# qerr.gp — one run's quantization error per (layer, GEMM, pass, operand)
+# over steps, as a heatmap. Data and variables: fig_qerr.c.
+if (!exists("plotsdir")) plotsdir = system("dirname ".ARG0)
+load plotsdir."/style.gp"
+
+# Margins in inches (the figure's width is fixed, its height grows with the
+# rows): block labels, GEMM labels, row labels, the map, the colour box.
+W = 3.5
+set lmargin at screen 1.08/W
+set rmargin at screen 1 - 0.78/W
+set tmargin at screen 1 - 0.3/height
+set bmargin at screen 0.5/height
+
+set title title noenhanced offset 0, -0.4
+set xlabel "optimizer step" offset 0, 0.3
+set xrange [xmin:xmax]
+set xtics xtic out
+set yrange [nrows-0.5:-0.5]
+set ytics scale 0 font ",6.5" noenhanced
+set ytics ()
+do for [i=1:nrows] { set ytics add (word(rowlabels, i) i-1) }
+unset grid
+set border 15 lw 0.8
+set cbrange [cbmin:cbmax]
+set cblabel "log_{10}(relative L2 error)" offset -0.5, 0
+set cbtics out scale 0.6
+set colorbox user origin screen 1 - 0.70/W, screen 0.5/height size screen 0.1/W, screen 1 - 0.8/height
+# viridis: perceptually uniform, readable in grey and by colour-blind readers
+set palette defined (0 "#440154", 1 "#472c7a", 2 "#3b518b", 3 "#2c718e", 4 "#21908d", \
+                     5 "#27ad81", 6 "#5cc863", 7 "#aadc32", 8 "#fde725")
+
+# GEMM names left of the row labels, block names (rotated) at the far left
+do for [i=1:words(groups)] {
+    set label word(groups, i) at screen 0.55/W, first word(gpos, i)+0 right font ",7" noenhanced
+}
+do for [i=1:words(layers)] {
+    set label word(layers, i) at screen 0.12/W, first word(lpos, i)+0 center rotate by 90 font ",8" noenhanced
+}
+# white lines between GEMMs, thicker between blocks
+do for [b in gbreaks] {
+    set arrow from graph 0, first b+0 to graph 1, first b+0 nohead lc rgb "white" lw 0.7 front
+}
+do for [b in lbreaks] {
+    set arrow from graph 0, first b+0 to graph 1, first b+0 nohead lc rgb "white" lw 2.5 front
+    set arrow from screen 0.05/W, first b+0 to graph 0, first b+0 nohead lc rgb "#999999" lw 0.4 back
+}
+if (nexact > 0) {
+    set label "blank: exact (error 0)" at screen 1 - 0.05/W, screen 0.12/height right font ",7"
+}
+
+plot datafile index 0 using (($1+$2)/2):(($3+$4)/2):1:2:3:4:5 with boxxyerror fs solid 1.0 noborder lc palette notitle

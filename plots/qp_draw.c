@@ -1,0 +1,109 @@
+/* qp_draw.c — one figure, data file to finished file (see qp_draw.h). */
+#include "qp_draw.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qp_gnuplot.h"
+
+#ifndef QP_PLOTS_DIR
+#error "QP_PLOTS_DIR (the absolute path of plots/) must be defined at build time"
+#endif
+
+static const char *ext_of(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    return dot && (!slash || dot > slash) ? dot + 1 : "";
+}
+
+const char *qp_term_for(const char *path)
+{
+    const char *e = ext_of(path);
+    if (!strcasecmp(e, "png")) return "pngcairo";
+    if (!strcasecmp(e, "svg")) return "svg";
+    if (!strcasecmp(e, "pdf")) return "pdfcairo";
+    return NULL;
+}
+
+const char *qp_plots_dir(void)
+{
+    const char *d = getenv("QP_PLOTS_DIR");
+    return d && *d ? d : QP_PLOTS_DIR;
+}
+
+int qp_draw(const qp_fig_kind *kind, const qp_run *const *runs, int n, const qp_fig_opts *o, const char *out,
+            const char *scratch, int keep_data, char *err, size_t errlen)
+{
+    const char *term = qp_term_for(out);
+    if (!term) {
+        snprintf(err, errlen, "%s: unknown figure format '.%s' (use .png, .svg or .pdf)", out, ext_of(out));
+        return -1;
+    }
+    /* gnuplot would say "cannot open file" about its own script's line */
+    char dir[4096];
+    const char *sl = strrchr(out, '/');
+    snprintf(dir, sizeof dir, "%.*s", sl ? (int)(sl - out) + 1 : 1, sl ? out : ".");
+    if (access(dir, W_OK) != 0) {
+        snprintf(err, errlen, "%s: cannot write there (%s)", out, strerror(errno));
+        return -1;
+    }
+    char script[4096];
+    snprintf(script, sizeof script, "%s/%s.gp", qp_plots_dir(), kind->name);
+    if (access(script, R_OK) != 0) {
+        snprintf(err, errlen, "%s: %s (set QP_PLOTS_DIR to qprec's plots/ directory)", script, strerror(errno));
+        return -1;
+    }
+
+    /* the data file */
+    char datafile[4096];
+    size_t stem = strlen(out) - strlen(ext_of(out)) - 1;
+    if (keep_data)
+        snprintf(datafile, sizeof datafile, "%.*s.dat", (int)stem, out);
+    else
+        snprintf(datafile, sizeof datafile, "%s/%s.dat", scratch, kind->name);
+    FILE *f = fopen(datafile, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", datafile, strerror(errno));
+        return -1;
+    }
+    qp_gpvars v;
+    qp_gpv_init(&v);
+    qp_gpv_str(&v, "datafile", datafile);
+    int rc = kind->write(runs, n, o, f, &v, err, errlen);
+    int werr = ferror(f);
+    if (fclose(f) != 0) werr = 1;
+    if (rc) goto out;
+    if (werr) {
+        snprintf(err, errlen, "%s: cannot write the data file", datafile);
+        rc = -1;
+        goto out;
+    }
+
+    /* gnuplot writes a hidden temporary that replaces out on success */
+    char tmp[4096];
+    const char *slash = strrchr(out, '/');
+    int dirlen = slash ? (int)(slash - out + 1) : 0;
+    snprintf(tmp, sizeof tmp, "%.*s.%s.qplot-%ld.tmp", dirlen, out, slash ? slash + 1 : out, (long)getpid());
+    qp_gpv_str(&v, "out", tmp);
+    qp_gpv_str(&v, "term", term);
+    qp_gpv_str(&v, "plotsdir", qp_plots_dir());
+    rc = qp_gnuplot_run(script, &v, err, errlen);
+    struct stat st;
+    if (!rc && (stat(tmp, &st) != 0 || st.st_size == 0)) {
+        snprintf(err, errlen, "gnuplot (%s.gp) wrote no figure to %s", kind->name, tmp);
+        rc = -1;
+    }
+    if (!rc && rename(tmp, out) != 0) {
+        snprintf(err, errlen, "%s: %s", out, strerror(errno));
+        rc = -1;
+    }
+    if (rc) unlink(tmp);
+out:
+    qp_gpv_free(&v);
+    return rc;
+}

@@ -1,0 +1,78 @@
+/* qp_runread.h — read a qtrain run file (docs/runfile.md) for plotting.
+ *
+ * Owns: every HDF5 access qplot makes. A run file is opened read-only with
+ * H5F_ACC_SWMR_READ (a file qtrain is still writing, a finished one and one
+ * whose writer was killed all open that way), without HDF5's file lock (a
+ * reader must never stand in the way of the writer resuming the file), read
+ * in full and closed again: a caller that wants fresh rows loads again.
+ * While a run is live its /train (and /eval) datasets may differ in length
+ * by a row: the shortest wins, as the schema says.
+ *
+ * Failures are one line naming the file, without the program name:
+ *   "PATH: No such file or directory", "PATH: not an HDF5 file",
+ *   "PATH: not a qprec run file (no /train/loss)",
+ *   "PATH: empty run file (no /train rows)". */
+#ifndef QP_RUNREAD_H
+#define QP_RUNREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Optional parts to load (the /train and /eval series are always loaded). */
+#define QP_RUN_QERR 1u   /* /quant/error */
+#define QP_RUN_EVENTS 2u /* /events/recalib */
+
+/* Widths of the string columns plus the terminating NUL. */
+#define QP_GEMM_LEN 33
+#define QP_NAME_LEN 17
+
+typedef struct {
+    int64_t step, layer;
+    char gemm[QP_GEMM_LEN], operand[QP_NAME_LEN], pass[QP_NAME_LEN];
+    double rel_l2;
+} qp_qerr_rec;
+
+typedef struct {
+    int64_t step, layer;
+    char gemm[QP_GEMM_LEN], operand[QP_NAME_LEN], kind[QP_GEMM_LEN];
+} qp_event_rec;
+
+typedef struct {
+    char *key, *value;
+} qp_attr;
+
+typedef struct {
+    char *path;
+    qp_attr *attrs; /* every root attribute as text, sorted by key */
+    int nattrs;
+    const char *recipe; /* the "recipe" attribute (never NULL for a loaded run) */
+    long long seed;     /* the "seed" attribute, -1 when absent */
+
+    size_t n_train;     /* rows every /train series holds */
+    int64_t *step;
+    double *loss, *step_ms, *data_wait_ms, *tokens_per_s;
+
+    size_t n_eval;
+    int64_t *eval_step;
+    double *val_loss;
+
+    size_t n_qerr;      /* 0 unless QP_RUN_QERR was asked for */
+    qp_qerr_rec *qerr;
+    size_t n_events;    /* 0 unless QP_RUN_EVENTS was asked for */
+    qp_event_rec *events;
+
+    char state[QP_NAME_LEN]; /* last /status row's state, "" when there is none */
+} qp_run;
+
+/* Load path into *r (zeroed first). Returns 0, or with err set and *r
+ * holding nothing to free: QP_RUN_EMPTY for a run file without /train rows
+ * (a run that has just started, or one that never logged a step), -1 for
+ * anything else. */
+#define QP_RUN_EMPTY (-2)
+int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t errlen);
+void qp_run_free(qp_run *r);
+
+/* Value of a root attribute, NULL when absent. */
+const char *qp_run_attr(const qp_run *r, const char *key);
+
+#endif

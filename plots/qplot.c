@@ -1,0 +1,399 @@
+/* qplot.c — figures from qtrain run files, drawn by gnuplot.
+ *
+ *   qplot KIND RUN.h5... -o FIG.{png,svg,pdf} [options]
+ *   qplot all SWEEPDIR [options]        (run files DIR/runs/NAME.h5 -> DIR/fig/KIND.png and .pdf)
+ *
+ * Owns: the command line, the rounds (one, or one every --interval seconds
+ * with --follow) and exit codes: 0 drawn (or --follow stopped by SIGINT or
+ * SIGTERM), 2 anything wrong, reported as one line "qplot: ..." per
+ * problem. "all" draws what it can: a run file it cannot read, or a
+ * figure that cannot be drawn (no baseline for the gap), is reported and
+ * makes the exit 2, the other figures are still written; a run file without
+ * a row yet (a sweep still starting) is left out with a note.
+ * Every round re-opens the run files, so --follow picks up the
+ * rows a live qtrain has flushed since; a round that fails (a run that has
+ * no row yet, a file still being created) is reported once and retried. */
+#define _GNU_SOURCE /* mkdtemp, sigtimedwait */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qp_draw.h"
+#include "qp_fig.h"
+#include "qp_note.h"
+#include "qp_runread.h"
+#include "qp_sweep.h"
+
+#define ERRLEN 1024
+
+typedef struct {
+    const char *kind; /* a figure kind, or "all" */
+    char **runs;      /* KIND: the run files; all: the sweep directory */
+    int nruns;
+    const char *out;
+    qp_fig_opts fig;
+    int keep_data, follow;
+    double interval;
+} options;
+
+static void usage(FILE *f)
+{
+    fputs("usage: qplot KIND RUN.h5... -o FIGURE [options]\n"
+          "       qplot all SWEEPDIR [options]\n"
+          "Figures from qtrain run files (docs/runfile.md), drawn by gnuplot with plots/KIND.gp.\n"
+          "KIND:\n"
+          "  loss        training loss of every run (EMA-smoothed, raw faint), validation as markers\n"
+          "  gap         % loss gap to the baseline recipe per step: mean over seeds, band min..max\n"
+          "  qerr        per-layer x GEMM x pass x operand quantization error over steps (first run)\n"
+          "  events      recalibration events by step, layer and kind (a panel per run)\n"
+          "  throughput  median tokens/s (IQR bars) and data-wait share per run\n"
+          "  all         every figure of a sweep: SWEEPDIR/runs/*.h5 -> SWEEPDIR/fig/KIND.png and .pdf\n"
+          "options:\n"
+          "  -o, --output FILE   figure file; the format follows the extension: .png, .svg, .pdf\n"
+          "  --smooth A          EMA factor for training-loss curves, 0 <= A < 1 (default 0.9)\n"
+          "  --logx, --logy      logarithmic step / loss axis (loss)\n"
+          "  --baseline R        reference recipe of the gap figure (default bf16)\n"
+          "  --keep-data         write the extracted data next to the figure (FIG.dat), not to a\n"
+          "                      temporary directory\n"
+          "  --follow            redraw every --interval seconds while runs are written, until\n"
+          "                      SIGINT/SIGTERM (then exit 0); prints a line per redraw\n"
+          "  --interval S        seconds between redraws (default 5)\n"
+          "  -h, --help\n"
+          "Environment: QP_PLOTS_DIR (directory of the .gp scripts), QP_GNUPLOT (gnuplot executable).\n"
+          "Exit: 0 done, 2 bad input or a failed figure (one line on stderr each).\n",
+          f);
+}
+
+/* one line on stderr; returns the exit code for bad input */
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("qplot: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    enum { O_SMOOTH = 256, O_LOGX, O_LOGY, O_BASELINE, O_KEEP, O_FOLLOW, O_INTERVAL };
+    static const struct option longs[] = {
+        {"output", required_argument, 0, 'o'},      {"smooth", required_argument, 0, O_SMOOTH},
+        {"logx", no_argument, 0, O_LOGX},           {"logy", no_argument, 0, O_LOGY},
+        {"baseline", required_argument, 0, O_BASELINE}, {"keep-data", no_argument, 0, O_KEEP},
+        {"follow", no_argument, 0, O_FOLLOW},       {"interval", required_argument, 0, O_INTERVAL},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->fig.smooth = 0.9;
+    o->fig.baseline = "bf16";
+    o->interval = 5;
+    opterr = 0; /* our own one-line messages */
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:h", longs, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->out = optarg; break;
+        case O_SMOOTH:
+            if (parse_double(optarg, &o->fig.smooth) || o->fig.smooth < 0 || o->fig.smooth >= 1)
+                return fail("--smooth '%s': expected a number in [0, 1)", optarg);
+            break;
+        case O_LOGX: o->fig.logx = 1; break;
+        case O_LOGY: o->fig.logy = 1; break;
+        case O_BASELINE:
+            if (!*optarg) return fail("--baseline needs a recipe name");
+            o->fig.baseline = optarg;
+            break;
+        case O_KEEP: o->keep_data = 1; break;
+        case O_FOLLOW: o->follow = 1; break;
+        case O_INTERVAL:
+            if (parse_double(optarg, &o->interval) || o->interval <= 0 || o->interval > 86400)
+                return fail("--interval '%s': expected seconds > 0", optarg);
+            break;
+        case 'h': usage(stdout); exit(0);
+        case ':': return fail("%s needs a value (see qplot --help)", argv[optind - 1]);
+        default: return fail("unknown option '%s' (see qplot --help)", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc) return fail("no figure kind given (loss, gap, qerr, events, throughput, all)");
+    o->kind = argv[optind++];
+    o->runs = argv + optind;
+    o->nruns = argc - optind;
+    if (!strcmp(o->kind, "all")) {
+        if (o->nruns != 1) return fail("all takes one sweep directory");
+        if (o->out) return fail("all writes into SWEEPDIR/fig/; -o is for single figures");
+        return 0;
+    }
+    if (!qp_fig_find(o->kind))
+        return fail("unknown figure kind '%s' (loss, gap, qerr, events, throughput, all)", o->kind);
+    if (!o->nruns) return fail("%s: no run files given", o->kind);
+    if (!o->out) return fail("%s: no output file (-o FILE.png|.svg|.pdf)", o->kind);
+    if (!qp_term_for(o->out)) {
+        const char *dot = strrchr(o->out, '.'), *slash = strrchr(o->out, '/');
+        if (!dot || (slash && dot < slash)) return fail("%s: no figure format extension (use .png, .svg or .pdf)", o->out);
+        return fail("%s: unknown figure format '%s' (use .png, .svg or .pdf)", o->out, dot);
+    }
+    return 0;
+}
+
+/* ---- a round: load runs, draw ----------------------------------------- */
+
+/* One round's messages; --follow prints them only when they differ from the
+ * previous round's, so a run that stays empty for a minute says so once. */
+typedef struct {
+    char text[8192];
+    size_t len;
+} msgs;
+
+static void msg_add(msgs *m, const char *line)
+{
+    int k = snprintf(m->text + m->len, sizeof m->text - m->len, "qplot: %s\n", line);
+    if (k > 0) m->len = m->len + (size_t)k < sizeof m->text ? m->len + (size_t)k : sizeof m->text - 1;
+}
+
+typedef struct {
+    int nruns;
+    long long last_step;
+    int running;
+    int drawn, figures; /* figure files written / attempted this round */
+} round_info;
+
+static void note_runs(round_info *ri, const qp_run *runs, int n)
+{
+    ri->nruns = n;
+    ri->last_step = -1;
+    ri->running = 0;
+    for (int i = 0; i < n; i++) {
+        long long s = runs[i].step[runs[i].n_train - 1];
+        if (s > ri->last_step) ri->last_step = s;
+        ri->running += !strcmp(runs[i].state, "running");
+    }
+}
+
+static int load_all(char **paths, int n, unsigned what, qp_run *runs, int skip_empty, int *loaded, msgs *m)
+{
+    char err[ERRLEN];
+    int k = 0, rc = 0;
+    for (int i = 0; i < n; i++) {
+        int r = qp_run_load(&runs[k], paths[i], what, err, sizeof err);
+        if (r == 0)
+            k++;
+        else if (r == QP_RUN_EMPTY && skip_empty)
+            qp_note("%s left out: no /train rows yet", paths[i]);
+        else {
+            msg_add(m, err);
+            rc = -1;
+        }
+    }
+    *loaded = k;
+    return rc;
+}
+
+static void free_runs(qp_run *runs, int n)
+{
+    for (int i = 0; i < n; i++) qp_run_free(&runs[i]);
+}
+
+static int round_kind(const options *o, const char *scratch, round_info *ri, msgs *m)
+{
+    const qp_fig_kind *kind = qp_fig_find(o->kind);
+    qp_run *runs = calloc((size_t)o->nruns, sizeof *runs);
+    const qp_run **ptrs = calloc((size_t)o->nruns, sizeof *ptrs);
+    char err[ERRLEN];
+    int n = 0, rc = -1;
+    if (!runs || !ptrs) {
+        msg_add(m, "out of memory");
+        goto out;
+    }
+    if (load_all(o->runs, o->nruns, kind->load, runs, 0, &n, m)) goto out;
+    for (int i = 0; i < n; i++) ptrs[i] = &runs[i];
+    ri->figures = 1;
+    if (qp_draw(kind, ptrs, n, &o->fig, o->out, scratch, o->keep_data, err, sizeof err)) {
+        msg_add(m, err);
+        goto out;
+    }
+    ri->drawn = 1;
+    note_runs(ri, runs, n);
+    rc = 0;
+out:
+    if (runs) free_runs(runs, n);
+    free(runs);
+    free(ptrs);
+    return rc;
+}
+
+static int round_all(const options *o, const char *scratch, round_info *ri, msgs *m)
+{
+    const char *dir = o->runs[0];
+    char err[ERRLEN], figdir[4096], out[4200];
+    char **paths = NULL;
+    int npaths = qp_sweep_list(dir, &paths, err, sizeof err);
+    if (npaths < 0) {
+        msg_add(m, err);
+        return -1;
+    }
+    qp_run *runs = calloc((size_t)npaths, sizeof *runs);
+    const qp_run **ptrs = calloc((size_t)npaths, sizeof *ptrs);
+    int *pick = calloc((size_t)npaths, sizeof *pick);
+    int n = 0, rc = -1;
+    if (!runs || !ptrs || !pick) {
+        msg_add(m, "out of memory");
+        goto out;
+    }
+    /* a run file that cannot be read is reported (and fails the round), but
+     * the figures of the others are still drawn */
+    int bad = load_all(paths, npaths, QP_RUN_QERR | QP_RUN_EVENTS, runs, 1, &n, m);
+    if (!n) {
+        if (!bad) {
+            snprintf(err, sizeof err, "%.900s/runs: no run has logged a step yet", dir);
+            msg_add(m, err);
+        }
+        rc = -1;
+        goto out;
+    }
+    snprintf(figdir, sizeof figdir, "%s/fig", dir);
+    if (mkdir(figdir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, sizeof err, "%.900s: %s", figdir, strerror(errno));
+        msg_add(m, err);
+        goto out;
+    }
+    rc = bad;
+    for (int i = 0; i < n; i++) ptrs[i] = &runs[i];
+    static const char *const formats[] = {"png", "pdf"};
+    ri->figures = QP_FIG_NKINDS * (int)(sizeof formats / sizeof *formats);
+    for (int k = 0; k < QP_FIG_NKINDS; k++) {
+        const qp_fig_kind *kind = &QP_FIG_KINDS[k];
+        int np = qp_sweep_pick(kind->name, ptrs, n, o->fig.baseline, pick, err, sizeof err);
+        if (!np) {
+            msg_add(m, err);
+            rc = -1;
+            continue;
+        }
+        const qp_run **sel = calloc((size_t)np, sizeof *sel);
+        if (!sel) {
+            msg_add(m, "out of memory");
+            rc = -1;
+            break;
+        }
+        for (int i = 0; i < np; i++) sel[i] = &runs[pick[i]];
+        for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) {
+            snprintf(out, sizeof out, "%s/%s.%s", figdir, kind->name, formats[f]);
+            if (qp_draw(kind, sel, np, &o->fig, out, scratch, o->keep_data, err, sizeof err)) {
+                msg_add(m, err);
+                rc = -1;
+                break; /* the other format would fail the same way */
+            }
+            ri->drawn++;
+        }
+        free(sel);
+    }
+    note_runs(ri, runs, n);
+out:
+    if (runs) free_runs(runs, n);
+    free(runs);
+    free(ptrs);
+    free(pick);
+    for (int i = 0; i < npaths; i++) free(paths[i]);
+    free(paths);
+    return rc;
+}
+
+/* ---- scratch directory ------------------------------------------------- */
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char path[4400];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+
+    /* --follow: SIGINT/SIGTERM stay blocked and are taken by sigtimedwait
+     * between rounds, so a stop request can never cut a round in half (a
+     * half-written data file, a stray temporary figure) and never be lost
+     * between a check and a sleep. gnuplot gets the default mask back. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    if (o.follow) sigprocmask(SIG_BLOCK, &stop, NULL);
+
+    char scratch[4096] = "";
+    if (!o.keep_data) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(scratch, sizeof scratch, "%s/qplot.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(scratch)) {
+            fprintf(stderr, "qplot: %s: %s\n", scratch, strerror(errno));
+            return 2;
+        }
+    }
+    int is_all = !strcmp(o.kind, "all");
+    msgs prev = {"", 0};
+    for (;;) {
+        msgs m = {"", 0};
+        round_info ri = {0, -1, 0, 0, 0};
+        int r = is_all ? round_all(&o, scratch, &ri, &m) : round_kind(&o, scratch, &ri, &m);
+        if (!o.follow || strcmp(m.text, prev.text)) fputs(m.text, stderr);
+        prev = m;
+        if (!o.follow) {
+            rc = r ? 2 : 0;
+            break;
+        }
+        /* a sweep whose gap figure cannot be drawn yet still gets the rest */
+        if (ri.drawn) {
+            if (is_all)
+                printf("qplot: drew %s/fig (%d of %d figures; ", o.runs[0], ri.drawn, ri.figures);
+            else
+                printf("qplot: drew %s (", o.out);
+            printf("%d run%s, up to step %lld, %d still running)\n", ri.nruns, ri.nruns == 1 ? "" : "s",
+                   ri.last_step, ri.running);
+            fflush(stdout);
+        }
+        struct timespec ts;
+        ts.tv_sec = (time_t)o.interval;
+        ts.tv_nsec = (long)((o.interval - (double)ts.tv_sec) * 1e9);
+        int sig = sigtimedwait(&stop, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM) {
+            rc = 0;
+            break;
+        }
+    }
+    if (!o.keep_data) remove_dir(scratch);
+    return rc;
+}
