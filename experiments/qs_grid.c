@@ -1,0 +1,155 @@
+/* qs_grid.c — grid expansion (see qs_grid.h). */
+#include "qs_grid.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qs_opts.h"
+
+int qs_abspath(const char *path, char *buf, size_t len)
+{
+    if (path[0] == '/') return (size_t)snprintf(buf, len, "%s", path) < len ? 0 : -1;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return -1;
+    /* "./x" and "x" give the same folder name in commands and scripts */
+    while (path[0] == '.' && path[1] == '/') path += 2;
+    if (!strcmp(path, ".") || !*path) return (size_t)snprintf(buf, len, "%s", cwd) < len ? 0 : -1;
+    return (size_t)snprintf(buf, len, "%s/%s", cwd, path) < len ? 0 : -1;
+}
+
+void qs_grid_safe(const char *value, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const char *c = value; *c && n + 1 < len; c++) {
+        const char ch = *c == ',' ? '+' : *c;
+        buf[n++] = (strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.+=-", ch) && ch) ? ch : '-';
+    }
+    buf[n] = '\0';
+}
+
+const char *qs_grid_value(const qs_experiment *e, const qs_run *r, int a)
+{
+    return e->axes[a].values[r->vi[a]];
+}
+
+static int make_name(const qs_experiment *e, qs_run *r, char *err, size_t errlen)
+{
+    if (e->naxes == 0) {
+        snprintf(r->name, sizeof r->name, "base");
+        return 0;
+    }
+    /* 200 bytes at most: qtrain adds up to 16 (".ckpt.h5.prev", ".ckpt.h5.tmp") to a
+     * 255-byte file name limit */
+    char buf[1024];
+    size_t n = 0;
+    for (int a = 0; a < e->naxes; a++) {
+        char safe[256];
+        qs_grid_safe(qs_grid_value(e, r, a), safe, sizeof safe);
+        const int w = snprintf(buf + n, sizeof buf - n, "%s%s=%s", a ? "_" : "", e->axes[a].key, safe);
+        if (w < 0 || n + (size_t)w > 200) {
+            snprintf(err, errlen, "%s:%d: run name longer than 200 bytes: use fewer or shorter grid values", e->path,
+                     e->axes[a].line);
+            return -1;
+        }
+        n += (size_t)w;
+    }
+    snprintf(r->name, sizeof r->name, "%.200s", buf);
+    return 0;
+}
+
+static int push(qs_run *r, const char *s)
+{
+    char **na = realloc(r->argv, (size_t)(r->argc + 2) * sizeof *na);
+    if (!na) return -1;
+    r->argv = na;
+    if (!(na[r->argc] = strdup(s))) return -1;
+    na[++r->argc] = NULL;
+    return 0;
+}
+
+static int make_argv(const qs_experiment *e, const qs_plan *p, const char *qtrain, qs_run *r)
+{
+    char flag[64], num[32];
+    int bad = push(r, qtrain);
+    for (int i = 0; !bad && i < e->nbase; i++) {
+        qs_opt_flag(qs_opt_find(e->base[i].key), flag, sizeof flag);
+        bad = push(r, flag) || push(r, e->base[i].value);
+    }
+    for (int a = 0; !bad && a < e->naxes; a++) {
+        qs_opt_flag(qs_opt_find(e->axes[a].key), flag, sizeof flag);
+        bad = push(r, flag) || push(r, qs_grid_value(e, r, a));
+    }
+    snprintf(num, sizeof num, "%d", p->threads);
+    return bad || push(r, "--out") || push(r, r->h5) || push(r, "--resume") || push(r, "--quiet") ||
+           push(r, "--threads") || push(r, num);
+}
+
+int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, int threads, qs_plan *p, char *err,
+                   size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    p->threads = threads;
+    if (qs_abspath(dir, p->dir, sizeof p->dir)) {
+        snprintf(err, errlen, "%s: path too long or working directory unreadable", dir);
+        return -1;
+    }
+    long long total = 1;
+    for (int a = 0; a < e->naxes; a++) {
+        total *= e->axes[a].nvalues;
+        if (total > 100000) {
+            snprintf(err, errlen, "%s:%d: the grid has over 100000 runs", e->path, e->axes[a].line);
+            return -1;
+        }
+    }
+    p->runs = calloc((size_t)total, sizeof *p->runs);
+    if (!p->runs) goto oom;
+    for (long long k = 0; k < total; k++) {
+        qs_run *r = &p->runs[p->n++];
+        r->vi = calloc((size_t)(e->naxes ? e->naxes : 1), sizeof *r->vi);
+        if (!r->vi) goto oom;
+        /* mixed radix, last axis fastest: the order of nested loops */
+        long long rest = k;
+        for (int a = e->naxes - 1; a >= 0; a--) {
+            r->vi[a] = (int)(rest % e->axes[a].nvalues);
+            rest /= e->axes[a].nvalues;
+        }
+        if (make_name(e, r, err, errlen)) goto fail;
+        for (long long j = 0; j < k; j++)
+            if (!strcmp(p->runs[j].name, r->name)) {
+                /* the first axis whose values differ made the same safe text */
+                int a = 0;
+                while (a < e->naxes && p->runs[j].vi[a] == r->vi[a]) a++;
+                snprintf(err, errlen, "%s:%d: values '%s' and '%s' give the same run name '%s'", e->path,
+                         e->axes[a].line, qs_grid_value(e, &p->runs[j], a), qs_grid_value(e, r, a), r->name);
+                goto fail;
+            }
+        if ((size_t)snprintf(r->h5, sizeof r->h5, "%s/runs/%s.h5", p->dir, r->name) >= sizeof r->h5 ||
+            (size_t)snprintf(r->log, sizeof r->log, "%s/logs/%s.log", p->dir, r->name) >= sizeof r->log ||
+            (size_t)snprintf(r->exitfile, sizeof r->exitfile, "%s/runs/%s.exit", p->dir, r->name) >= sizeof r->exitfile) {
+            snprintf(err, errlen, "%s: path too long", p->dir);
+            goto fail;
+        }
+        if (make_argv(e, p, qtrain, r)) goto oom;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+fail:
+    qs_grid_free(p);
+    return -1;
+}
+
+void qs_grid_free(qs_plan *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        for (int j = 0; j < p->runs[i].argc; j++) free(p->runs[i].argv[j]);
+        free(p->runs[i].argv);
+        free(p->runs[i].vi);
+    }
+    free(p->runs);
+    p->runs = NULL, p->n = 0;
+}

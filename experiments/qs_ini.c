@@ -1,0 +1,390 @@
+/* qs_ini.c — experiment file parser (see qs_ini.h). */
+#define _GNU_SOURCE /* getline, realpath */
+#include "qs_ini.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qs_opts.h"
+
+#define MAX_LINE 8192
+
+enum { SEC_NONE, SEC_BASE, SEC_GRID, SEC_SWEEP };
+
+typedef struct {
+    qs_experiment *e;
+    const char *path;
+    char *err;
+    size_t errlen;
+    int sec_line[4];                  /* header line of each section seen */
+    int baseline_line, target_line, threads_line;
+} parser;
+
+static int fail(parser *p, int line, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(p->err, p->errlen, "%s:%d: %s", p->path, line, msg);
+    return -1;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *end = s + strlen(s);
+    while (end > s && isspace((unsigned char)end[-1])) *--end = '\0';
+    return s;
+}
+
+static void bars_to_commas(char *s)
+{
+    for (; *s; s++)
+        if (*s == '|') *s = ',';
+}
+
+static int base_index(const qs_experiment *e, const char *key)
+{
+    for (int i = 0; i < e->nbase; i++)
+        if (!strcmp(e->base[i].key, key)) return i;
+    return -1;
+}
+
+int qs_ini_axis(const qs_experiment *e, const char *key)
+{
+    for (int i = 0; i < e->naxes; i++)
+        if (!strcmp(e->axes[i].key, key)) return i;
+    return -1;
+}
+
+const char *qs_ini_base(const qs_experiment *e, const char *key)
+{
+    const int i = base_index(e, key);
+    return i < 0 ? NULL : e->base[i].value;
+}
+
+/* key: the option for a [base] or [grid] key, or an error. */
+static const qs_opt *lookup(parser *p, int line, const char *key, const char *section)
+{
+    const char *why = qs_opt_reserved(key);
+    if (why) {
+        fail(p, line, "'%s' cannot be set in [%s]: %s", key, section, why);
+        return NULL;
+    }
+    const qs_opt *o = qs_opt_find(key);
+    if (!o) fail(p, line, "unknown qtrain option '%s' in [%s] (valid: %s)", key, section, qs_opt_names());
+    return o;
+}
+
+static int add_base(parser *p, int line, const char *key, char *value)
+{
+    qs_experiment *e = p->e;
+    const qs_opt *o = lookup(p, line, key, "base");
+    if (!o) return -1;
+    const int prev = base_index(e, o->key);
+    if (prev >= 0) return fail(p, line, "'%s' set twice in [base] (first at line %d)", o->key, e->base[prev].line);
+    const int ax = qs_ini_axis(e, o->key);
+    if (ax >= 0) return fail(p, line, "'%s' is already a grid axis (line %d); set it in one place", o->key, e->axes[ax].line);
+    if (!*value) return fail(p, line, "'%s' has no value", o->key);
+    if (o->kind == QS_OPT_RECIPE) bars_to_commas(value);
+    char msg[768];
+    if (o->kind != QS_OPT_PATH && qs_opt_check(o, value, msg, sizeof msg)) return fail(p, line, "%s", msg);
+    qs_kv *nb = realloc(e->base, (size_t)(e->nbase + 1) * sizeof *nb);
+    if (!nb) return fail(p, line, "out of memory");
+    e->base = nb;
+    nb[e->nbase] = (qs_kv){strdup(o->key), strdup(value), line};
+    if (!nb[e->nbase].key || !nb[e->nbase].value) return fail(p, line, "out of memory");
+    e->nbase++;
+    return 0;
+}
+
+static int add_axis(parser *p, int line, const char *key, char *value)
+{
+    qs_experiment *e = p->e;
+    const qs_opt *o = lookup(p, line, key, "grid");
+    if (!o) return -1;
+    if (o->kind == QS_OPT_PATH)
+        return fail(p, line, "'%s' cannot be a grid axis: a sweep trains on one corpus (set it in [base])", o->key);
+    const int prev = qs_ini_axis(e, o->key);
+    if (prev >= 0) return fail(p, line, "grid axis '%s' given twice (first at line %d)", o->key, e->axes[prev].line);
+    const int b = base_index(e, o->key);
+    if (b >= 0) return fail(p, line, "'%s' is already set in [base] (line %d); set it in one place", o->key, e->base[b].line);
+    if (!*value) return fail(p, line, "grid axis '%s' has no values", o->key);
+    qs_axis *na = realloc(e->axes, (size_t)(e->naxes + 1) * sizeof *na);
+    if (!na) return fail(p, line, "out of memory");
+    e->axes = na;
+    qs_axis *a = &na[e->naxes++];
+    *a = (qs_axis){strdup(o->key), NULL, 0, line};
+    if (!a->key) return fail(p, line, "out of memory");
+    char *cur = value;
+    for (int k = 1;; k++) {
+        /* split by hand, keeping empty fields, so "1,,2" is an error */
+        char *comma = strchr(cur, ',');
+        if (comma) *comma = '\0';
+        char *v = trim(cur);
+        if (!*v) return fail(p, line, "grid axis '%s': value %d is empty", o->key, k);
+        if (o->kind == QS_OPT_RECIPE) bars_to_commas(v);
+        char msg[768];
+        if (qs_opt_check(o, v, msg, sizeof msg)) return fail(p, line, "grid axis '%s': %s", o->key, msg);
+        for (int i = 0; i < a->nvalues; i++)
+            if (!strcmp(a->values[i], v)) return fail(p, line, "grid axis '%s': value '%s' given twice", o->key, v);
+        char **nv = realloc(a->values, (size_t)(a->nvalues + 1) * sizeof *nv);
+        if (!nv) return fail(p, line, "out of memory");
+        a->values = nv;
+        if (!(nv[a->nvalues] = strdup(v))) return fail(p, line, "out of memory");
+        a->nvalues++;
+        if (!comma) break;
+        cur = comma + 1;
+    }
+    return 0;
+}
+
+static int set_sweep(parser *p, int line, const char *key, char *value)
+{
+    qs_experiment *e = p->e;
+    int *seen = !strcmp(key, "baseline") ? &p->baseline_line
+              : !strcmp(key, "target_loss") ? &p->target_line
+              : !strcmp(key, "threads_per_run") ? &p->threads_line : NULL;
+    if (!seen) return fail(p, line, "unknown key '%s' in [sweep] (valid: baseline, target_loss, threads_per_run)", key);
+    if (*seen) return fail(p, line, "'%s' set twice in [sweep] (first at line %d)", key, *seen);
+    *seen = line;
+    if (!*value) return fail(p, line, "'%s' has no value", key);
+    char *end;
+    errno = 0;
+    if (seen == &p->baseline_line) {
+        bars_to_commas(value);
+        char msg[768];
+        if (qs_opt_check(qs_opt_find("recipe"), value, msg, sizeof msg)) return fail(p, line, "baseline: %s", msg);
+        snprintf(e->baseline, sizeof e->baseline, "%s", value);
+    } else if (seen == &p->target_line) {
+        const double v = strtod(value, &end);
+        if (*end || errno || !isfinite(v) || v <= 0)
+            return fail(p, line, "target_loss expects a positive number (nats), not '%s'", value);
+        e->target_loss = v;
+    } else {
+        const long v = strtol(value, &end, 10);
+        if (*end || errno || v < 1 || v > 1024)
+            return fail(p, line, "threads_per_run expects an integer in 1..1024, not '%s'", value);
+        e->threads_per_run = (int)v;
+    }
+    return 0;
+}
+
+static int parse_line(parser *p, int line, char *raw, int *section)
+{
+    char *s = trim(raw);
+    if (!*s || *s == '#' || *s == ';') return 0;
+    if (*s == '[') {
+        char *close = strchr(s, ']');
+        if (!close || trim(close + 1)[0]) return fail(p, line, "a section header is '[name]' alone on its line");
+        *close = '\0';
+        const char *name = trim(s + 1);
+        const int sec = !strcmp(name, "base") ? SEC_BASE : !strcmp(name, "grid") ? SEC_GRID
+                      : !strcmp(name, "sweep") ? SEC_SWEEP : SEC_NONE;
+        if (sec == SEC_NONE) return fail(p, line, "unknown section [%s] (valid: [base], [grid], [sweep])", name);
+        if (p->sec_line[sec]) return fail(p, line, "section [%s] appears twice (first at line %d)", name, p->sec_line[sec]);
+        p->sec_line[sec] = line;
+        if (sec == SEC_BASE) p->e->base_line = line;
+        *section = sec;
+        return 0;
+    }
+    char *eq = strchr(s, '=');
+    if (!eq) return fail(p, line, "expected 'key = value', '[section]' or a comment, not '%s'", s);
+    *eq = '\0';
+    char *key = trim(s), *value = trim(eq + 1);
+    if (!*key) return fail(p, line, "missing key before '='");
+    if (*section == SEC_NONE) return fail(p, line, "'%s' comes before any [section]", key);
+    if (*section == SEC_BASE) return add_base(p, line, key, value);
+    if (*section == SEC_GRID) return add_axis(p, line, key, value);
+    return set_sweep(p, line, key, value);
+}
+
+/* data: absolute, relative paths taken from the experiment's folder; an
+ * override (the CLI's --data) is taken from the working directory. */
+static int resolve_data(parser *p, const char *override, int check)
+{
+    qs_experiment *e = p->e;
+    int i = base_index(e, "data");
+    const int line = i >= 0 ? e->base[i].line : (e->base_line ? e->base_line : 1);
+    char joined[PATH_MAX + 8], dir[PATH_MAX];
+    const char *given;
+    if (override) {
+        given = override;
+        if (!getcwd(dir, sizeof dir)) return fail(p, line, "cannot read the working directory: %s", strerror(errno));
+    } else {
+        if (i < 0) return fail(p, line, "no data = FILE in [base] (and no --data given)");
+        given = e->base[i].value;
+        char tmp[sizeof e->path];
+        snprintf(tmp, sizeof tmp, "%s", e->path);
+        if (!realpath(dirname(tmp), dir)) return fail(p, line, "cannot resolve the experiment's folder: %s", strerror(errno));
+    }
+    if (given[0] == '/') snprintf(joined, sizeof joined, "%s", given);
+    else if ((size_t)snprintf(joined, sizeof joined, "%s/%s", dir, given) >= sizeof joined)
+        return fail(p, line, "data path too long");
+    char real[PATH_MAX];
+    struct stat st;
+    if (check) {
+        if (stat(joined, &st) != 0) return fail(p, line, "data: cannot read '%s': %s", joined, strerror(errno));
+        if (!S_ISREG(st.st_mode)) return fail(p, line, "data: '%s' is not a regular file", joined);
+        if (access(joined, R_OK) != 0) return fail(p, line, "data: cannot read '%s': %s", joined, strerror(errno));
+    }
+    const char *abs = realpath(joined, real) ? real : joined;
+    char *copy = strdup(abs);
+    if (!copy) return fail(p, line, "out of memory");
+    if (i < 0) {
+        qs_kv *nb = realloc(e->base, (size_t)(e->nbase + 1) * sizeof *nb);
+        char *key = strdup("data");
+        if (!nb || !key) {
+            free(copy), free(key);
+            return fail(p, line, "out of memory");
+        }
+        e->base = nb;
+        i = e->nbase++;
+        nb[i] = (qs_kv){key, NULL, line};
+    } else {
+        free(e->base[i].value);
+    }
+    e->base[i].value = copy;
+    return 0;
+}
+
+static int check_baseline(parser *p)
+{
+    qs_experiment *e = p->e;
+    const int ax = qs_ini_axis(e, "recipe");
+    if (ax < 0) return 0; /* no recipe axis: every run is its own baseline or has none */
+    for (int i = 0; i < e->axes[ax].nvalues; i++)
+        if (!strcmp(e->axes[ax].values[i], e->baseline)) return 0;
+    if (p->baseline_line) return fail(p, p->baseline_line, "baseline '%s' is not a value of the recipe axis (line %d)",
+                                      e->baseline, e->axes[ax].line);
+    return fail(p, e->axes[ax].line, "the recipe axis lacks the default baseline '%s': add it, or set baseline in [sweep]",
+                e->baseline);
+}
+
+int qs_ini_load(const char *path, const char *data_override, int check_data, qs_experiment *e, char *err,
+                size_t errlen)
+{
+    memset(e, 0, sizeof *e);
+    e->target_loss = NAN;
+    snprintf(e->baseline, sizeof e->baseline, "bf16");
+    snprintf(e->path, sizeof e->path, "%s", path);
+    parser P = {.e = e, .path = path, .err = err, .errlen = errlen}, *p = &P;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int line = 0, section = SEC_NONE, rc = 0;
+    while (!rc && (n = getline(&buf, &cap, f)) >= 0) {
+        line++;
+        if (n > MAX_LINE) rc = fail(p, line, "line longer than %d bytes", MAX_LINE);
+        else if (memchr(buf, '\0', (size_t)n)) rc = fail(p, line, "NUL byte: not a text file");
+        else rc = parse_line(p, line, buf, &section);
+    }
+    if (!rc && ferror(f)) rc = fail(p, line, "read error: %s", strerror(errno));
+    free(buf);
+    fclose(f);
+    if (!rc) rc = resolve_data(p, data_override, check_data);
+    if (!rc) rc = check_baseline(p);
+    if (rc) qs_ini_free(e);
+    return rc;
+}
+
+void qs_ini_free(qs_experiment *e)
+{
+    for (int i = 0; i < e->nbase; i++) free(e->base[i].key), free(e->base[i].value);
+    for (int i = 0; i < e->naxes; i++) {
+        for (int j = 0; j < e->axes[i].nvalues; j++) free(e->axes[i].values[j]);
+        free(e->axes[i].values);
+        free(e->axes[i].key);
+    }
+    free(e->base);
+    free(e->axes);
+    e->base = NULL, e->axes = NULL, e->nbase = e->naxes = 0;
+}
+
+/* Append to a growing string; -1 on OOM. */
+static int put(char **s, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return -1;
+    if (*len + (size_t)n + 1 > *cap) {
+        const size_t nc = (*len + (size_t)n + 1) * 2;
+        char *ns = realloc(*s, nc);
+        if (!ns) return -1;
+        *s = ns, *cap = nc;
+    }
+    va_start(ap, fmt);
+    vsnprintf(*s + *len, *cap - *len, fmt, ap);
+    va_end(ap);
+    *len += (size_t)n;
+    return 0;
+}
+
+/* A recipe as the experiment file writes it: ',' back to '|'. */
+static int put_value(char **s, size_t *len, size_t *cap, const char *key, const char *v)
+{
+    const int recipe = !strcmp(key, "recipe");
+    for (const char *c = v; *c; c++)
+        if (put(s, len, cap, "%c", recipe && *c == ',' ? '|' : *c)) return -1;
+    return 0;
+}
+
+static int cmp_kv(const void *a, const void *b)
+{
+    return strcmp(((const qs_kv *)a)->key, ((const qs_kv *)b)->key);
+}
+
+char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len)
+{
+    char *s = NULL;
+    size_t len = 0, cap = 0;
+    qs_kv *sorted = malloc((size_t)(e->nbase ? e->nbase : 1) * sizeof *sorted);
+    int bad = !sorted;
+    if (!bad) {
+        /* sorted, so reordering [base] in the source file changes nothing */
+        memcpy(sorted, e->base, (size_t)e->nbase * sizeof *sorted);
+        qsort(sorted, (size_t)e->nbase, sizeof *sorted, cmp_kv);
+    }
+    bad = bad || put(&s, &len, &cap, "# written by qsweep: the experiment this folder holds; [base] and [grid]\n"
+                                     "# must stay the same for every qsweep run into it\n[base]\n");
+    for (int i = 0; !bad && i < e->nbase; i++)
+        bad = put(&s, &len, &cap, "%s = ", sorted[i].key) || put_value(&s, &len, &cap, sorted[i].key, sorted[i].value) ||
+              put(&s, &len, &cap, "\n");
+    bad = bad || put(&s, &len, &cap, "[grid]\n");
+    for (int i = 0; !bad && i < e->naxes; i++) {
+        bad = put(&s, &len, &cap, "%s = ", e->axes[i].key);
+        for (int j = 0; !bad && j < e->axes[i].nvalues; j++)
+            bad = put(&s, &len, &cap, j ? ", " : "") || put_value(&s, &len, &cap, e->axes[i].key, e->axes[i].values[j]);
+        bad = bad || put(&s, &len, &cap, "\n");
+    }
+    const size_t ident = len;
+    bad = bad || put(&s, &len, &cap, "[sweep]\nbaseline = ") || put_value(&s, &len, &cap, "recipe", e->baseline) ||
+          put(&s, &len, &cap, "\n");
+    if (!bad && !isnan(e->target_loss)) bad = put(&s, &len, &cap, "target_loss = %.17g\n", e->target_loss);
+    if (!bad && e->threads_per_run) bad = put(&s, &len, &cap, "threads_per_run = %d\n", e->threads_per_run);
+    free(sorted);
+    if (bad) {
+        free(s);
+        return NULL;
+    }
+    if (identity_len) *identity_len = ident;
+    return s;
+}

@@ -1,0 +1,60 @@
+/* qs_ini.h — the experiment file: parsing and checking.
+ *
+ * Owns: the experiment format (documented by the commented examples in
+ * experiments/ (the .ini files) and in docs/qsweep.md) and its in-memory form:
+ *   [base]   key = value         any qtrain value option (qs_opts.h), once
+ *   [grid]   key = v1, v2, ...   an axis per key, in file order
+ *   [sweep]  baseline = RECIPE, target_loss = X, threads_per_run = N
+ * Lines: `# ...` or `; ...` comments, blank lines, [section], key = value.
+ * In a recipe, `|` stands for the comma of qtrain's --recipe syntax (so a
+ * grid value can hold modifiers): `nvfp4|bf16-last=0` is --recipe
+ * nvfp4,bf16-last=0. Every error is one `FILE:LINE: message`; nothing is
+ * kept from a file with an error. A relative data path is taken from the
+ * experiment file's folder. */
+#ifndef QS_INI_H
+#define QS_INI_H
+
+#include <stddef.h>
+
+typedef struct {
+    char *key;        /* canonical option key (qs_opts.h) */
+    char *value;      /* as qtrain takes it ('|' already turned into ',') */
+    int line;
+} qs_kv;
+
+typedef struct {
+    char *key;
+    char **values;    /* as qtrain takes them */
+    int nvalues, line;
+} qs_axis;
+
+typedef struct {
+    char path[4096];          /* the file read */
+    qs_kv *base;              /* [base] in file order; data is absolute */
+    int nbase, base_line;     /* base_line: the [base] header, or 0 */
+    qs_axis *axes;
+    int naxes;
+    char baseline[160];       /* recipe; default "bf16" */
+    double target_loss;       /* NaN: not set */
+    int threads_per_run;      /* 0: not set (cores / -j) */
+} qs_experiment;
+
+/* data_override: a data file replacing [base] data (the CLI's --data), or NULL.
+ * check_data: require the data file to exist (off for --summarize, whose
+ * corpus may have moved). Returns 0, or -1 with err = "FILE:LINE: message". */
+int qs_ini_load(const char *path, const char *data_override, int check_data, qs_experiment *e, char *err,
+                size_t errlen);
+void qs_ini_free(qs_experiment *e);
+
+/* The value of a [base] key, or NULL. */
+const char *qs_ini_base(const qs_experiment *e, const char *key);
+/* The axis named key, or -1. */
+int qs_ini_axis(const qs_experiment *e, const char *key);
+
+/* The experiment as a canonical file (what runs depends on: [base] and
+ * [grid]; then [sweep]), written into DIR/qsweep.ini so --summarize and a
+ * later run know the sweep. *identity_len: bytes of the [base]+[grid] part,
+ * which must match for a rerun into the same DIR. malloc'd; NULL on OOM. */
+char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len);
+
+#endif

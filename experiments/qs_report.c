@@ -1,0 +1,356 @@
+/* qs_report.c — summary files (see qs_report.h). */
+#include "qs_report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qp_h5table.h"
+
+#define MSG_WIDTH 512
+
+/* A table in memory: columns, then nrows x ncols cells in row order. */
+typedef struct {
+    qp_h5col cols[512];
+    const char *md[512];   /* printf format of a number in Markdown, or a header note */
+    char names[512][48];
+    int ncols, nrows;
+    qp_h5cell *cells;
+    char *msgs;            /* nrows x MSG_WIDTH: messages cut to fit their column */
+} table;
+
+static void col(table *t, const char *name, qp_h5col_type type, const char *md)
+{
+    if (t->ncols >= 512) return;
+    snprintf(t->names[t->ncols], sizeof t->names[0], "%s", name);
+    t->cols[t->ncols] = (qp_h5col){t->names[t->ncols], type, 1};
+    t->md[t->ncols++] = md;
+}
+
+static qp_h5cell *cell(table *t, int r, int c)
+{
+    return &t->cells[(size_t)r * t->ncols + c];
+}
+
+/* Cut s to fewer than width bytes, never inside a UTF-8 character. */
+static void cut_utf8(const char *s, char *dst, size_t width)
+{
+    size_t n = strlen(s);
+    if (n >= width) {
+        n = width - 1;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+    }
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
+static int axis_cols(table *t, const qs_summary *s, int skip_seed)
+{
+    for (int a = 0; a < s->e->naxes; a++)
+        if (!(skip_seed && a == s->seed_axis)) col(t, s->e->axes[a].key, QP_H5COL_STR, NULL);
+    return 0;
+}
+
+static int build_runs(table *t, const qs_summary *s)
+{
+    memset(t, 0, sizeof *t);
+    col(t, "name", QP_H5COL_STR, NULL);
+    axis_cols(t, s, 0);
+    col(t, "status", QP_H5COL_STR, NULL);
+    col(t, "steps", QP_H5COL_I64, NULL);
+    col(t, "final_train_loss", QP_H5COL_F64, "%.4f");
+    col(t, "final_val_loss", QP_H5COL_F64, "%.4f");
+    col(t, "gap_abs", QP_H5COL_F64, "%+.4f");
+    col(t, "gap_pct", QP_H5COL_F64, "%+.2f");
+    col(t, "steps_to_target", QP_H5COL_I64, NULL);
+    for (int k = 0; k < QS_NKINDS; k++) {
+        char n[48];
+        snprintf(n, sizeof n, "ev_%s", qs_event_kinds[k]);
+        col(t, n, QP_H5COL_I64, NULL);
+    }
+    for (int l = 0; l < s->nlayers; l++) {
+        char n[48];
+        snprintf(n, sizeof n, "qerr_layer%d", l);
+        col(t, n, QP_H5COL_F64, "%.4g");
+    }
+    col(t, "tokens_per_s_median", QP_H5COL_F64, "%.0f");
+    col(t, "data_wait_share", QP_H5COL_F64, "%.4f");
+    col(t, "diverged", QP_H5COL_STR, NULL);
+    col(t, "message", QP_H5COL_STR, NULL);
+    t->nrows = s->p->n;
+    t->cells = calloc((size_t)(t->nrows ? t->nrows : 1) * t->ncols, sizeof *t->cells);
+    t->msgs = calloc((size_t)(t->nrows ? t->nrows : 1), MSG_WIDTH);
+    if (!t->cells || !t->msgs) return -1;
+    for (int i = 0; i < t->nrows; i++) {
+        const qs_row *r = &s->rows[i];
+        const qs_run *run = &s->p->runs[i];
+        int c = 0;
+        cell(t, i, c++)->str = run->name;
+        for (int a = 0; a < s->e->naxes; a++) cell(t, i, c++)->str = qs_grid_value(s->e, run, a);
+        cell(t, i, c++)->str = r->status;
+        cell(t, i, c++)->i64 = r->st.steps;
+        cell(t, i, c++)->f64 = r->st.final_train;
+        cell(t, i, c++)->f64 = r->st.final_val;
+        cell(t, i, c++)->f64 = r->gap_abs;
+        cell(t, i, c++)->f64 = r->gap_pct;
+        cell(t, i, c++)->i64 = r->st.steps_to_target;
+        for (int k = 0; k < QS_NKINDS; k++) cell(t, i, c++)->i64 = r->st.events[k];
+        for (int l = 0; l < s->nlayers; l++) cell(t, i, c++)->f64 = l < r->st.nqerr ? r->st.qerr[l] : NAN;
+        cell(t, i, c++)->f64 = r->st.tokps_median;
+        cell(t, i, c++)->f64 = r->st.wait_share;
+        cell(t, i, c++)->str = r->diverged ? "yes" : "no";
+        char *m = t->msgs + (size_t)i * MSG_WIDTH;
+        cut_utf8(r->message, m, MSG_WIDTH);
+        cell(t, i, c++)->str = m;
+    }
+    return 0;
+}
+
+static int build_groups(table *t, const qs_summary *s)
+{
+    memset(t, 0, sizeof *t);
+    col(t, "group", QP_H5COL_STR, NULL);
+    axis_cols(t, s, 1);
+    col(t, "n_runs", QP_H5COL_I64, NULL);
+    col(t, "n_seeds", QP_H5COL_I64, NULL);
+    col(t, "n_diverged", QP_H5COL_I64, NULL);
+    col(t, "n_failed", QP_H5COL_I64, NULL);
+    col(t, "val_loss_mean", QP_H5COL_F64, "%.4f");
+    col(t, "val_loss_std", QP_H5COL_F64, "%.4f");
+    col(t, "gap_pct_mean", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_pct_std", QP_H5COL_F64, "%.2f");
+    t->nrows = s->ngroups;
+    t->cells = calloc((size_t)(t->nrows ? t->nrows : 1) * t->ncols, sizeof *t->cells);
+    if (!t->cells) return -1;
+    for (int g = 0; g < s->ngroups; g++) {
+        const qs_group *G = &s->groups[g];
+        int c = 0;
+        cell(t, g, c++)->str = G->name;
+        for (int a = 0; a < s->e->naxes; a++)
+            if (a != s->seed_axis) cell(t, g, c++)->str = qs_grid_value(s->e, &s->p->runs[G->first], a);
+        cell(t, g, c++)->i64 = G->n_runs;
+        cell(t, g, c++)->i64 = G->n_seeds;
+        cell(t, g, c++)->i64 = G->n_diverged;
+        cell(t, g, c++)->i64 = G->n_failed;
+        cell(t, g, c++)->f64 = G->val_mean;
+        cell(t, g, c++)->f64 = G->val_std;
+        cell(t, g, c++)->f64 = G->gap_mean;
+        cell(t, g, c++)->f64 = G->gap_std;
+    }
+    return 0;
+}
+
+static void table_free(table *t)
+{
+    free(t->cells), free(t->msgs);
+}
+
+static void csv_str(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void write_csv(FILE *f, table *t)
+{
+    for (int c = 0; c < t->ncols; c++) fprintf(f, "%s%s", c ? "," : "", t->names[c]);
+    fputc('\n', f);
+    for (int r = 0; r < t->nrows; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            if (c) fputc(',', f);
+            const qp_h5cell *v = cell(t, r, c);
+            if (t->cols[c].type == QP_H5COL_STR) csv_str(f, v->str);
+            else if (t->cols[c].type == QP_H5COL_I64) fprintf(f, "%lld", (long long)v->i64);
+            else if (isnan(v->f64)) fputs("nan", f);
+            else fprintf(f, "%.10g", v->f64);
+        }
+        fputc('\n', f);
+    }
+}
+
+static void md_str(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|') fputs("\\|", f);
+        else fputc(*s == '\n' ? ' ' : *s, f);
+    }
+}
+
+/* Markdown: every column but the message (listed under the tables). */
+static void write_md_table(FILE *f, table *t, int ncols)
+{
+    for (int c = 0; c < ncols; c++) fprintf(f, "| %s ", t->names[c]);
+    fputs("|\n", f);
+    for (int c = 0; c < ncols; c++) fputs(t->cols[c].type == QP_H5COL_STR ? "|---" : "|---:", f);
+    fputs("|\n", f);
+    for (int r = 0; r < t->nrows; r++) {
+        for (int c = 0; c < ncols; c++) {
+            const qp_h5cell *v = cell(t, r, c);
+            fputs("| ", f);
+            if (t->cols[c].type == QP_H5COL_STR) md_str(f, v->str);
+            else if (t->cols[c].type == QP_H5COL_I64) fprintf(f, "%lld", (long long)v->i64);
+            else if (isnan(v->f64)) fputs("–", f);
+            else fprintf(f, t->md[c], v->f64);
+            fputc(' ', f);
+        }
+        fputs("|\n", f);
+    }
+}
+
+static void write_md(FILE *f, const qs_summary *s, table *runs)
+{
+    fprintf(f, "# qsweep summary\n\nExperiment `%s`: %d runs, baseline recipe `%s`", s->e->path, s->p->n, s->e->baseline);
+    if (!isnan(s->e->target_loss)) fprintf(f, ", target loss %g", s->e->target_loss);
+    fputs(".\n\n", f);
+    fputs("final_train_loss: mean of the last 10 steps' training loss; final_val_loss: the last validation loss; "
+          "gap: final_val_loss minus the baseline run's (same seed and other axes), absolute and in %; "
+          "steps_to_target: first step whose 10-step running mean of the training loss is <= the target (-1: "
+          "never); ev_*: recalibration events by kind; qerr_layerN: mean rel_l2 of every /quant/error row of "
+          "block N; data_wait_share: sum of data wait / sum of step time. Definitions: docs/qsweep.md.\n\n",
+          f);
+    fputs("## Runs\n\n", f);
+    write_md_table(f, runs, runs->ncols - 1);
+    fputs("\n## Groups (every axis but seed)\n\nMean ± sample standard deviation (n-1) over the group's done runs "
+          "(n_seeds); the gap over those whose baseline is done too.\n\n",
+          f);
+    /* mean ± std side by side reads better than four columns */
+    fputs("| group ", f);
+    for (int a = 0; a < s->e->naxes; a++)
+        if (a != s->seed_axis) fprintf(f, "| %s ", s->e->axes[a].key);
+    fputs("| n_runs | n_seeds | n_diverged | n_failed | val_loss | gap_pct |\n|---", f);
+    for (int a = 0; a < s->e->naxes; a++)
+        if (a != s->seed_axis) fputs("|---", f);
+    fputs("|---:|---:|---:|---:|---:|---:|\n", f);
+    for (int g = 0; g < s->ngroups; g++) {
+        const qs_group *G = &s->groups[g];
+        fputs("| ", f);
+        md_str(f, G->name);
+        fputc(' ', f);
+        for (int a = 0; a < s->e->naxes; a++)
+            if (a != s->seed_axis) {
+                fputs("| ", f);
+                md_str(f, qs_grid_value(s->e, &s->p->runs[G->first], a));
+                fputc(' ', f);
+            }
+        fprintf(f, "| %d | %d | %d | %d | ", G->n_runs, G->n_seeds, G->n_diverged, G->n_failed);
+        if (isnan(G->val_mean)) fputs("–", f);
+        else if (isnan(G->val_std)) fprintf(f, "%.4f", G->val_mean);
+        else fprintf(f, "%.4f ± %.4f", G->val_mean, G->val_std);
+        fputs(" | ", f);
+        if (isnan(G->gap_mean)) fputs("–", f);
+        else if (isnan(G->gap_std)) fprintf(f, "%+.2f%%", G->gap_mean);
+        else fprintf(f, "%+.2f%% ± %.2f%%", G->gap_mean, G->gap_std);
+        fputs(" |\n", f);
+    }
+    int any = 0;
+    for (int i = 0; i < s->p->n; i++) {
+        const qs_row *r = &s->rows[i];
+        if (!strcmp(r->status, "done")) continue;
+        if (!any++) fputs("\n## Runs not done\n\n", f);
+        fprintf(f, "- `%s`: %s%s", s->p->runs[i].name, r->status, r->message[0] ? ": " : "");
+        md_str(f, r->message);
+        fputc('\n', f);
+    }
+}
+
+static void set_widths(table *t)
+{
+    for (int c = 0; c < t->ncols; c++)
+        if (t->cols[c].type == QP_H5COL_STR) {
+            size_t w = 1;
+            for (int r = 0; r < t->nrows; r++) {
+                const size_t n = strlen(cell(t, r, c)->str);
+                if (n > w) w = n;
+            }
+            t->cols[c].width = w;
+        }
+}
+
+static int write_table(hid_t file, const char *path, table *t, char *err, size_t errlen)
+{
+    set_widths(t);
+    qp_h5table *h = qp_h5table_create(file, path, t->cols, t->ncols, 0, err, errlen);
+    if (!h) return -1;
+    for (int r = 0; r < t->nrows; r++)
+        if (qp_h5table_append(h, cell(t, r, 0), err, errlen)) {
+            qp_h5table_close(h, err, errlen);
+            return -1;
+        }
+    return qp_h5table_close(h, err, errlen);
+}
+
+static int write_h5(const char *path, const qs_summary *s, table *runs, table *groups, char *err, size_t errlen)
+{
+    const hid_t f = qp_h5file_create(path, err, errlen);
+    if (f < 0) return -1;
+    char num[64], e2[256];
+    snprintf(num, sizeof num, "%.17g", s->e->target_loss);
+    int rc = write_table(f, "runs", runs, err, errlen) || write_table(f, "recipes", groups, err, errlen) ||
+             qp_h5_set_attr_str(f, "experiment", s->e->path, err, errlen) ||
+             qp_h5_set_attr_str(f, "baseline", s->e->baseline, err, errlen) ||
+             qp_h5_set_attr_str(f, "target_loss", num, err, errlen) ||
+             qp_h5_set_attr_str(f, "definitions", "docs/qsweep.md", err, errlen);
+    if (qp_h5file_close(f, rc ? e2 : err, rc ? sizeof e2 : errlen)) rc = -1;
+    return rc ? -1 : 0;
+}
+
+/* Write to a temporary name beside the target, then rename. */
+static int finish(const char *tmp, const char *final, int rc, char *err, size_t errlen)
+{
+    if (!rc && rename(tmp, final) != 0) {
+        snprintf(err, errlen, "%s: cannot rename into place", final);
+        rc = -1;
+    }
+    if (rc) unlink(tmp);
+    return rc;
+}
+
+static int write_text(const char *dir, const char *name, const qs_summary *s, table *runs, int md,
+                      char *err, size_t errlen)
+{
+    char final[4400], tmp[4500];
+    snprintf(final, sizeof final, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", final, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot create", tmp);
+        return -1;
+    }
+    if (md) write_md(f, s, runs);
+    else write_csv(f, runs);
+    int rc = ferror(f) ? -1 : 0;
+    if (fclose(f) != 0) rc = -1;
+    if (rc) snprintf(err, errlen, "%s: write failed (disk full?)", tmp);
+    return finish(tmp, final, rc, err, errlen);
+}
+
+int qs_report_write(const qs_summary *s, const char *dir, char *err, size_t errlen)
+{
+    table *runs = calloc(1, sizeof *runs), *groups = calloc(1, sizeof *groups);
+    int rc = -1;
+    if (!runs || !groups || build_runs(runs, s) || build_groups(groups, s)) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    char final[4400], tmp[4500];
+    snprintf(final, sizeof final, "%s/summary.h5", dir);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", final, (long)getpid());
+    rc = finish(tmp, final, write_h5(tmp, s, runs, groups, err, errlen), err, errlen);
+    if (!rc) rc = write_text(dir, "summary.csv", s, runs, 0, err, errlen);
+    if (!rc) rc = write_text(dir, "summary.md", s, runs, 1, err, errlen);
+done:
+    if (runs) table_free(runs);
+    if (groups) table_free(groups);
+    free(runs), free(groups);
+    return rc;
+}

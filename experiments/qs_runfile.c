@@ -1,0 +1,263 @@
+/* qs_runfile.c — one run file to one summary row (see qs_runfile.h). */
+#define _GNU_SOURCE /* F_OFD_GETLK */
+#include "qs_runfile.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+const char *const qs_event_kinds[QS_NKINDS] = {"scale_change", "overflow", "underflow", "nonfinite"};
+
+/* qtrain holds an open-file-description write lock while it writes the file
+ * (docs/runfile.md, "One writer"); F_OFD_GETLK sees it from here. */
+static int writer_alive(const char *path)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    const int alive = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close(fd);
+    return alive;
+}
+
+static hsize_t length(hid_t file, const char *name)
+{
+    const hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+    if (ds < 0) return (hsize_t)-1;
+    const hid_t sp = H5Dget_space(ds);
+    hsize_t n = (hsize_t)-1;
+    if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1) H5Sget_simple_extent_dims(sp, &n, NULL);
+    if (sp >= 0) H5Sclose(sp);
+    H5Dclose(ds);
+    return n;
+}
+
+/* Rows [first, first+n) of a 1-D dataset (or table, with a compound mtype). */
+static int read_rows(hid_t file, const char *name, hid_t mtype, hsize_t first, hsize_t n, void *out)
+{
+    if (n == 0) return 0;
+    const hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+    if (ds < 0) return -1;
+    const hid_t fs = H5Dget_space(ds), ms = H5Screate_simple(1, &n, NULL);
+    int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, &first, NULL, &n, NULL) >= 0 &&
+             H5Dread(ds, mtype, ms, fs, H5P_DEFAULT, out) >= 0;
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    H5Dclose(ds);
+    return ok ? 0 : -1;
+}
+
+/* A NUL-terminated string member of `size` bytes (HDF5 converts the file's
+ * NUL-padded width into it, cutting what does not fit). */
+static hid_t str_type(size_t size)
+{
+    const hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, size);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    return t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int read_attr_int(hid_t file, const char *name, int *out)
+{
+    if (H5Aexists(file, name) <= 0) return -1;
+    const hid_t a = H5Aopen(file, name, H5P_DEFAULT);
+    if (a < 0) return -1;
+    const hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    char *v = NULL;
+    const int ok = H5Aread(a, t, &v) >= 0 && v;
+    if (ok) *out = atoi(v);
+    if (v) H5free_memory(v);
+    H5Tclose(t);
+    H5Aclose(a);
+    return ok ? 0 : -1;
+}
+
+static int read_train(hid_t file, double target, qs_runstats *s, const char **what)
+{
+    static const char *names[] = {"train/step", "train/loss", "train/lr", "train/grad_norm", "train/step_ms",
+                                  "train/data_wait_ms", "train/tokens_per_s", "train/batch_hash"};
+    hsize_t n = (hsize_t)-1;
+    for (int i = 0; i < 8; i++) {
+        const hsize_t m = length(file, names[i]);
+        if (m == (hsize_t)-1) {
+            *what = names[i];
+            return -1;
+        }
+        if (m < n) n = m;
+    }
+    s->steps = (int64_t)n;
+    s->final_train = s->tokps_median = s->wait_share = NAN;
+    s->steps_to_target = -1;
+    if (n == 0) return 0;
+    int64_t *step = malloc(n * sizeof *step);
+    double *loss = malloc(n * sizeof *loss), *ms = malloc(n * sizeof *ms), *wait = malloc(n * sizeof *wait),
+           *tok = malloc(n * sizeof *tok);
+    const char *bad = NULL;
+    if (!step || !loss || !ms || !wait || !tok) bad = "train (out of memory)";
+    else if (read_rows(file, "train/step", H5T_NATIVE_INT64, 0, n, step)) bad = "train/step";
+    else if (read_rows(file, "train/loss", H5T_NATIVE_DOUBLE, 0, n, loss)) bad = "train/loss";
+    else if (read_rows(file, "train/step_ms", H5T_NATIVE_DOUBLE, 0, n, ms)) bad = "train/step_ms";
+    else if (read_rows(file, "train/data_wait_ms", H5T_NATIVE_DOUBLE, 0, n, wait)) bad = "train/data_wait_ms";
+    else if (read_rows(file, "train/tokens_per_s", H5T_NATIVE_DOUBLE, 0, n, tok)) bad = "train/tokens_per_s";
+    const int rc = bad ? -1 : 0;
+    if (bad) {
+        *what = bad;
+        goto done;
+    }
+    const hsize_t k = n < 10 ? n : 10;
+    double sum = 0;
+    for (hsize_t i = n - k; i < n; i++) sum += loss[i];
+    s->final_train = sum / (double)k;
+    if (!isnan(target))
+        for (hsize_t i = 9; i < n; i++) {
+            double w = 0;
+            for (hsize_t j = i - 9; j <= i; j++) w += loss[j];
+            if (w / 10.0 <= target) {
+                s->steps_to_target = step[i];
+                break;
+            }
+        }
+    double sw = 0, sm = 0;
+    for (hsize_t i = 0; i < n; i++) sw += wait[i], sm += ms[i];
+    s->wait_share = sm > 0 ? sw / sm : NAN;
+    qsort(tok, n, sizeof *tok, cmp_double);
+    s->tokps_median = n % 2 ? tok[n / 2] : 0.5 * (tok[n / 2 - 1] + tok[n / 2]);
+done:
+    free(step), free(loss), free(ms), free(wait), free(tok);
+    return rc;
+}
+
+static int read_val(hid_t file, qs_runstats *s)
+{
+    const hsize_t n = length(file, "eval/val_loss"), ns = length(file, "eval/step");
+    if (n == (hsize_t)-1 || ns == (hsize_t)-1) return -1;
+    const hsize_t m = n < ns ? n : ns;
+    s->final_val = NAN;
+    return m ? read_rows(file, "eval/val_loss", H5T_NATIVE_DOUBLE, m - 1, 1, &s->final_val) : 0;
+}
+
+static int read_status(hid_t file, qs_runstats *s)
+{
+    const hsize_t n = length(file, "status");
+    if (n == (hsize_t)-1) return -1;
+    if (n == 0) return 0;
+    typedef struct {
+        char state[32], message[520];
+    } status_row;
+    status_row row;
+    const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof row), st = str_type(sizeof row.state), sm = str_type(sizeof row.message);
+    H5Tinsert(t, "state", offsetof(status_row, state), st);
+    H5Tinsert(t, "message", offsetof(status_row, message), sm);
+    const int rc = read_rows(file, "status", t, n - 1, 1, &row);
+    H5Tclose(t), H5Tclose(st), H5Tclose(sm);
+    if (!rc) {
+        snprintf(s->state, sizeof s->state, "%s", row.state);
+        snprintf(s->message, sizeof s->message, "%s", row.message);
+    }
+    return rc;
+}
+
+static int read_events(hid_t file, qs_runstats *s)
+{
+    const hsize_t n = length(file, "events/recalib"), nd = length(file, "events/divergence");
+    if (n == (hsize_t)-1 || nd == (hsize_t)-1) return -1;
+    s->divergences = (int64_t)nd;
+    if (n == 0) return 0;
+    typedef struct {
+        char kind[64];
+    } row;
+    row *rows = malloc(n * sizeof *rows);
+    if (!rows) return -1;
+    const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(row)), sk = str_type(sizeof rows->kind);
+    H5Tinsert(t, "kind", 0, sk);
+    const int rc = read_rows(file, "events/recalib", t, 0, n, rows);
+    H5Tclose(t), H5Tclose(sk);
+    for (hsize_t i = 0; !rc && i < n; i++)
+        for (int k = 0; k < QS_NKINDS; k++)
+            if (!strcmp(rows[i].kind, qs_event_kinds[k])) s->events[k]++;
+    free(rows);
+    return rc;
+}
+
+static int read_qerr(hid_t file, qs_runstats *s)
+{
+    const hsize_t n = length(file, "quant/error");
+    if (n == (hsize_t)-1) return -1;
+    typedef struct {
+        int64_t layer;
+        double rel_l2;
+    } row;
+    row *rows = malloc((n ? n : 1) * sizeof *rows);
+    if (!rows) return -1;
+    const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(row));
+    H5Tinsert(t, "layer", offsetof(row, layer), H5T_NATIVE_INT64);
+    H5Tinsert(t, "rel_l2", offsetof(row, rel_l2), H5T_NATIVE_DOUBLE);
+    int rc = read_rows(file, "quant/error", t, 0, n, rows);
+    H5Tclose(t);
+    int nl = s->layers > 0 ? s->layers : 0;
+    for (hsize_t i = 0; !rc && i < n; i++)
+        if (rows[i].layer >= nl && rows[i].layer < 1 << 20) nl = (int)rows[i].layer + 1;
+    double *sum = calloc((size_t)(nl ? nl : 1), sizeof *sum);
+    int64_t *cnt = calloc((size_t)(nl ? nl : 1), sizeof *cnt);
+    if (!rc && sum && cnt) {
+        for (hsize_t i = 0; i < n; i++)
+            if (rows[i].layer >= 0 && rows[i].layer < nl && isfinite(rows[i].rel_l2))
+                sum[rows[i].layer] += rows[i].rel_l2, cnt[rows[i].layer]++;
+        for (int l = 0; l < nl; l++) sum[l] = cnt[l] ? sum[l] / (double)cnt[l] : NAN;
+        s->qerr = sum, s->nqerr = nl;
+        sum = NULL;
+    } else {
+        rc = -1;
+    }
+    free(sum), free(cnt), free(rows);
+    return rc;
+}
+
+int qs_runfile_read(const char *path, double target_loss, qs_runstats *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->final_train = s->final_val = s->tokps_median = s->wait_share = NAN;
+    s->steps_to_target = -1;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    s->writer_alive = writer_alive(path);
+    const hid_t file = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    if (file < 0) {
+        snprintf(err, errlen, "%s: not a readable run file (HDF5 cannot open it%s)", path,
+                 s->writer_alive ? "; qtrain is still creating it" : "");
+        return -1;
+    }
+    const char *what = NULL;
+    read_attr_int(file, "layers", &s->layers); /* absent in a foreign file: layers come from the rows then */
+    if (read_status(file, s)) what = "status";
+    else if (read_train(file, target_loss, s, &what)) {
+    } else if (read_val(file, s)) what = "eval";
+    else if (read_events(file, s)) what = "events";
+    else if (read_qerr(file, s)) what = "quant/error";
+    H5Fclose(file);
+    if (what) {
+        snprintf(err, errlen, "%s: cannot read /%s", path, what);
+        qs_runstats_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+void qs_runstats_free(qs_runstats *s)
+{
+    free(s->qerr);
+    s->qerr = NULL, s->nqerr = 0;
+}

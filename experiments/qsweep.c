@@ -1,0 +1,455 @@
+/* qsweep.c — the command line: an experiment file in, a folder of qtrain
+ * runs and their summary out (docs/qsweep.md).
+ * Exit codes: 0 every run done or diverged, 1 a run failed (or qsweep could
+ * not write the summary), 2 bad input (experiment, options, folder in use),
+ * 130 stopped by SIGINT/SIGTERM. */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qs_grid.h"
+#include "qs_ini.h"
+#include "qs_lock.h"
+#include "qs_marker.h"
+#include "qs_opts.h"
+#include "qs_pool.h"
+#include "qs_report.h"
+#include "qs_runfile.h"
+#include "qs_shell.h"
+#include "qs_slurm.h"
+#include "qs_summary.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: qsweep EXPERIMENT.ini --out DIR [-j N] [--data FILE] [--qtrain PATH] [--dry-run | --slurm]\n"
+            "       qsweep --summarize DIR\n"
+            "Run a grid of matched qtrain runs (same seed: same initial weights and batches across recipes)\n"
+            "from one experiment file, N at a time, and summarize them. Format: docs/qsweep.md and the\n"
+            "commented examples in experiments/*.ini.\n"
+            "  --out DIR        the sweep's folder: runs/NAME.h5 (run files), logs/NAME.log (each run's\n"
+            "                   output), summary.{h5,csv,md}, qsweep.ini (the experiment as run)\n"
+            "  -j, --jobs N     runs at a time (default 1); each gets --threads threads_per_run from\n"
+            "                   [sweep], else max(1, cores / N)\n"
+            "  --data FILE      train on FILE instead of [base] data (relative to the working directory)\n"
+            "  --qtrain PATH    the trainer (default: qtrain beside this qsweep)\n"
+            "  --dry-run        print every run's name and exact qtrain command; run nothing\n"
+            "  --slurm          write DIR/qsweep.sbatch, a Slurm job array (task i = run i); run nothing\n"
+            "  --summarize DIR  rebuild DIR's summary from the run files there now\n"
+            "  -h, --help\n"
+            "Rerunning the same command skips finished runs (done or diverged) and resumes the others\n"
+            "(qtrain --resume). SIGINT/SIGTERM stop the runs (resumable) and exit 130. One qsweep per DIR.\n"
+            "Exit: 0 all runs done or diverged, 1 a run failed, 2 bad input or DIR in use, 130 stopped.\n");
+}
+
+static int cpu_count(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* qtrain beside this executable */
+static int default_qtrain(char *buf, size_t len)
+{
+    char self[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return -1;
+    self[n] = '\0';
+    return (size_t)snprintf(buf, len, "%s/qtrain", dirname(self)) < len ? 0 : -1;
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[4400];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *c = buf + 1; *c; c++)
+        if (*c == '/') {
+            *c = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+            *c = '/';
+        }
+    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, len = 0, n;
+    char chunk[4096];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        char *nb = realloc(buf, cap = len + n + 1);
+        if (!nb) break;
+        buf = nb;
+        memcpy(buf + len, chunk, n);
+        len += n;
+        buf[len] = '\0';
+    }
+    fclose(f);
+    return buf ? buf : calloc(1, 1);
+}
+
+/* DIR/qsweep.ini: the experiment this folder holds. A rerun must bring the
+ * same [base] and [grid] (else its runs would resume someone else's), and
+ * then replaces the [sweep] part. */
+static int record_experiment(const qs_experiment *e, const char *dir, char *err, size_t errlen)
+{
+    size_t ident;
+    char *text = qs_ini_canonical(e, &ident);
+    if (!text) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    char path[4400], tmp[4500];
+    snprintf(path, sizeof path, "%s/qsweep.ini", dir);
+    char *old = slurp(path);
+    if (old) {
+        const char *sw = strstr(old, "\n[sweep]\n");
+        const size_t old_ident = sw ? (size_t)(sw - old) + 1 : strlen(old);
+        const int same = old_ident == ident && !memcmp(old, text, ident);
+        free(old);
+        if (!same) {
+            snprintf(err, errlen, "%.500s holds a different experiment (its [base] or [grid] differ from %.500s); use another --out",
+                     dir, path);
+            free(text);
+            return -1;
+        }
+    }
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    int rc = f ? 0 : -1;
+    if (f) {
+        fputs(text, f);
+        if (ferror(f)) rc = -1;
+        if (fclose(f) != 0) rc = -1;
+    }
+    if (!rc && rename(tmp, path) != 0) rc = -1;
+    if (rc) {
+        unlink(tmp);
+        snprintf(err, errlen, "%.1000s: cannot write", path);
+    }
+    free(text);
+    return rc;
+}
+
+static void print_groups(const qs_summary *s, FILE *f)
+{
+    fprintf(f, "%-40s %5s %5s %22s %22s\n", "group", "runs", "seeds", "final val loss", "gap % vs baseline");
+    for (int g = 0; g < s->ngroups; g++) {
+        const qs_group *G = &s->groups[g];
+        char v[64] = "-", gp[64] = "-";
+        if (!isnan(G->val_mean)) snprintf(v, sizeof v, "%.4f ± %.4f", G->val_mean, isnan(G->val_std) ? 0.0 : G->val_std);
+        if (!isnan(G->gap_mean)) snprintf(gp, sizeof gp, "%+.2f%% ± %.2f%%", G->gap_mean, isnan(G->gap_std) ? 0.0 : G->gap_std);
+        /* the ± sign is two bytes: widen the fields by one so columns line up */
+        fprintf(f, "%-40s %5d %5d %23s %23s\n", G->name, G->n_runs, G->n_seeds, v, gp);
+    }
+}
+
+static int summarize(const qs_experiment *e, const qs_plan *p, int print, char *err, size_t errlen)
+{
+    qs_summary s;
+    if (qs_summary_build(e, p, &s, err, errlen)) return -1;
+    const int rc = qs_report_write(&s, p->dir, err, errlen);
+    if (!rc && print) {
+        print_groups(&s, stdout);
+        printf("summary: %s/summary.{md,csv,h5}\n", p->dir);
+    }
+    qs_summary_free(&s);
+    return rc;
+}
+
+/* the runs the pool was given, in its numbering */
+typedef struct {
+    const qs_plan *p;
+} sweep_ctx;
+
+static void on_start(int job, void *user)
+{
+    const sweep_ctx *c = user;
+    qs_marker_remove(c->p->runs[job].exitfile);
+}
+
+static void on_end(int job, qs_job_result *res, void *user)
+{
+    const sweep_ctx *c = user;
+    const qs_run *r = &c->p->runs[job];
+    char msg[1024] = "", err[600];
+    if (res->outcome == QS_JOB_OK) {
+        /* exit 0 must mean a finished run file */
+        qs_runstats st;
+        if (qs_runfile_read(r->h5, NAN, &st, err, sizeof err)) {
+            res->outcome = QS_JOB_FAILED;
+            snprintf(msg, sizeof msg, "qtrain exited 0 but its run file is unreadable: %s", err);
+        } else if (strcmp(st.state, "done")) {
+            res->outcome = QS_JOB_FAILED;
+            snprintf(msg, sizeof msg, "qtrain exited 0 but its run file says '%s'", st.state);
+        }
+        qs_runstats_free(&st);
+    }
+    if (res->outcome != QS_JOB_FAILED) return;
+    if (!msg[0]) {
+        if (res->why[0]) snprintf(msg, sizeof msg, "qsweep: %s", res->why);
+        else qs_last_line(r->log, msg, sizeof msg);
+        if (!msg[0] && res->exit_code > 128) snprintf(msg, sizeof msg, "killed by signal %d", res->exit_code - 128);
+    }
+    snprintf(res->why, sizeof res->why, "%.255s", msg);
+    if (qs_marker_write(r->exitfile, res->exit_code, msg))
+        fprintf(stderr, "\nqsweep: cannot write %s: %s\n", r->exitfile, strerror(errno));
+}
+
+/* finished = the run file's last state is done or diverged (a result) */
+static int finished(const qs_run *r)
+{
+    qs_runstats st;
+    char err[600];
+    if (access(r->h5, F_OK) != 0 || qs_runfile_read(r->h5, NAN, &st, err, sizeof err)) return 0;
+    const int fin = !strcmp(st.state, "done") || !strcmp(st.state, "diverged");
+    qs_runstats_free(&st);
+    return fin;
+}
+
+static int run_sweep(const qs_experiment *e, const qs_plan *p, const char *qtrain, int jobs)
+{
+    char err[1200];
+    if (access(qtrain, X_OK) != 0) {
+        fprintf(stderr, "qsweep: cannot run qtrain at %s: %s (use --qtrain PATH)\n", qtrain, strerror(errno));
+        return 2;
+    }
+    /* From here a SIGINT/SIGTERM waits (pending) for the pool, which stops
+     * cleanly on it, instead of killing qsweep between taking the lock and
+     * starting the runs. */
+    sigset_t stopsigs, pending;
+    sigemptyset(&stopsigs);
+    sigaddset(&stopsigs, SIGINT);
+    sigaddset(&stopsigs, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stopsigs, NULL);
+    char runs[4400], logs[4400];
+    snprintf(runs, sizeof runs, "%s/runs", p->dir);
+    snprintf(logs, sizeof logs, "%s/logs", p->dir);
+    if (mkdir_p(runs) || mkdir_p(logs)) {
+        fprintf(stderr, "qsweep: cannot create %s/{runs,logs}: %s\n", p->dir, strerror(errno));
+        return 2;
+    }
+    const int lock = qs_lock_take(p->dir, err, sizeof err);
+    if (lock < 0) {
+        fprintf(stderr, "qsweep: %s\n", err);
+        return 2;
+    }
+    if (record_experiment(e, p->dir, err, sizeof err)) {
+        fprintf(stderr, "qsweep: %s\n", err);
+        return 2;
+    }
+    qs_job *todo = calloc((size_t)(p->n ? p->n : 1), sizeof *todo);
+    int *index = calloc((size_t)(p->n ? p->n : 1), sizeof *index);
+    qs_job_result *res = calloc((size_t)(p->n ? p->n : 1), sizeof *res);
+    if (!todo || !index || !res) {
+        fprintf(stderr, "qsweep: out of memory\n");
+        return 1;
+    }
+    int n = 0;
+    for (int i = 0; i < p->n; i++)
+        if (!finished(&p->runs[i])) {
+            todo[n] = (qs_job){p->runs[i].name, p->runs[i].argv, p->runs[i].log};
+            index[n++] = i;
+        }
+    fprintf(stderr, "qsweep: %d runs in %s (%d finished before), %d at a time, %d thread%s each\n", p->n, p->dir,
+            p->n - n, jobs, p->threads, p->threads == 1 ? "" : "s");
+    /* the pool numbers only the jobs it runs: map back to runs for the callbacks */
+    qs_plan sub = *p;
+    qs_run *subruns = calloc((size_t)(n ? n : 1), sizeof *subruns);
+    if (!subruns) {
+        fprintf(stderr, "qsweep: out of memory\n");
+        return 1;
+    }
+    for (int k = 0; k < n; k++) subruns[k] = p->runs[index[k]];
+    sub.runs = subruns, sub.n = n;
+    sweep_ctx ctx = {.p = &sub};
+    const qs_pool_cb cb = {p->n, p->n - n, on_start, on_end, &ctx};
+    int stopped = qs_pool_run(todo, n, jobs, &cb, res);
+    int failed = 0, diverged = 0;
+    for (int k = 0; k < n; k++) failed += res[k].outcome == QS_JOB_FAILED, diverged += res[k].outcome == QS_JOB_DIVERGED;
+    int rc = 0;
+    if (summarize(e, p, !stopped, err, sizeof err)) {
+        fprintf(stderr, "qsweep: summary: %s\n", err);
+        rc = 1;
+    }
+    /* a signal during the summary: it is written; still report the stop */
+    if (sigpending(&pending) == 0 && (sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM))) stopped = 1;
+    if (diverged) fprintf(stderr, "qsweep: %d run%s diverged (qtrain exit 3; counted as results)\n", diverged, diverged == 1 ? "" : "s");
+    if (failed) {
+        fprintf(stderr, "qsweep: %d of %d runs failed:\n", failed, p->n);
+        for (int k = 0; k < n; k++)
+            if (res[k].outcome == QS_JOB_FAILED)
+                fprintf(stderr, "  %s: exit %d: %s (log: %s)\n", todo[k].name, res[k].exit_code, res[k].why, todo[k].log);
+        rc = 1;
+    }
+    if (stopped) {
+        fprintf(stderr, "qsweep: stopped; run the same command again to resume\n");
+        rc = 130;
+    }
+    free(todo), free(index), free(res), free(subruns);
+    close(lock);
+    return rc;
+}
+
+static int dry_run(const qs_experiment *e, const qs_plan *p, int jobs)
+{
+    printf("# %s: %d run%s", e->path, p->n, p->n == 1 ? "" : "s");
+    for (int a = 0; a < e->naxes; a++) printf("%s%s(%d)", a ? " x " : ": ", e->axes[a].key, e->axes[a].nvalues);
+    printf("; %d at a time, --threads %d each; folder %s\n", jobs, p->threads, p->dir);
+    for (int i = 0; i < p->n; i++) {
+        printf("%s: ", p->runs[i].name);
+        qs_shell_cmd(stdout, p->runs[i].argv);
+        putchar('\n');
+    }
+    return 0;
+}
+
+static int write_slurm(const qs_experiment *e, const qs_plan *p, const char *self)
+{
+    char err[1200], path[4400];
+    char runs[4400], logs[4400];
+    snprintf(runs, sizeof runs, "%s/runs", p->dir);
+    snprintf(logs, sizeof logs, "%s/logs", p->dir);
+    if (mkdir_p(runs) || mkdir_p(logs)) {
+        fprintf(stderr, "qsweep: cannot create %s/{runs,logs}: %s\n", p->dir, strerror(errno));
+        return 2;
+    }
+    const int lock = qs_lock_take(p->dir, err, sizeof err);
+    if (lock < 0) {
+        fprintf(stderr, "qsweep: %s\n", err);
+        return 2;
+    }
+    snprintf(path, sizeof path, "%s/qsweep.sbatch", p->dir);
+    if (record_experiment(e, p->dir, err, sizeof err) || qs_slurm_write(e, p, path, err, sizeof err)) {
+        fprintf(stderr, "qsweep: %s\n", err);
+        close(lock);
+        return 2;
+    }
+    close(lock);
+    printf("wrote %s: a job array of %d runs, %d CPUs each\n", path, p->n, p->threads);
+    printf("submit:      sbatch ");
+    qs_shell_word(stdout, path);
+    printf("\nafterwards:  ");
+    qs_shell_word(stdout, self);
+    printf(" --summarize ");
+    qs_shell_word(stdout, p->dir);
+    printf("\n(a rerun of a task resumes its run; run files land in %s/runs, logs in %s/logs)\n", p->dir, p->dir);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *file = NULL, *out = NULL, *data = NULL, *qtrain_opt = NULL, *summary_dir = NULL;
+    int jobs = 1, dry = 0, slurm = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--dry-run")) { dry = 1; continue; }
+        if (!strcmp(a, "--slurm")) { slurm = 1; continue; }
+        if (!strncmp(a, "-j", 2) && a[2]) val = a + 2; /* -j4 */
+        else if (a[0] == '-' && a[1]) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "qsweep: %s needs a value (see --help)\n", a);
+                return 2;
+            }
+            val = argv[++i];
+        }
+        if (!val) {
+            if (file) {
+                fprintf(stderr, "qsweep: one experiment file at a time ('%s' and '%s')\n", file, a);
+                return 2;
+            }
+            file = a;
+        } else if (!strncmp(a, "-j", 2) || !strcmp(a, "--jobs")) {
+            char *end;
+            errno = 0;
+            const long n = strtol(val, &end, 10);
+            if (!*val || *end || errno || n < 1 || n > 1024) {
+                fprintf(stderr, "qsweep: -j expects an integer in 1..1024, not '%s'\n", val);
+                return 2;
+            }
+            jobs = (int)n;
+        } else if (!strcmp(a, "--out")) out = val;
+        else if (!strcmp(a, "--data")) data = val;
+        else if (!strcmp(a, "--qtrain")) qtrain_opt = val;
+        else if (!strcmp(a, "--summarize")) summary_dir = val;
+        else {
+            fprintf(stderr, "qsweep: unknown option '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    char qtrain[PATH_MAX], self[PATH_MAX] = "qsweep", err[1200];
+    const ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sn > 0) self[sn] = '\0';
+    if (qtrain_opt ? qs_abspath(qtrain_opt, qtrain, sizeof qtrain) : default_qtrain(qtrain, sizeof qtrain)) {
+        fprintf(stderr, "qsweep: cannot find qtrain (use --qtrain PATH)\n");
+        return 2;
+    }
+    qs_experiment e;
+    qs_plan p;
+    if (summary_dir) {
+        if (file || out || dry || slurm || data) {
+            fprintf(stderr, "qsweep: --summarize DIR takes no experiment file or other options\n");
+            return 2;
+        }
+        char ini[4400];
+        snprintf(ini, sizeof ini, "%s/qsweep.ini", summary_dir);
+        if (access(ini, F_OK) != 0) {
+            fprintf(stderr, "qsweep: %s: no qsweep.ini: not a qsweep folder\n", summary_dir);
+            return 2;
+        }
+        if (qs_ini_load(ini, NULL, 0, &e, err, sizeof err) || qs_grid_expand(&e, qtrain, summary_dir, 1, &p, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            return 2;
+        }
+        const int rc = summarize(&e, &p, 1, err, sizeof err);
+        if (rc) fprintf(stderr, "qsweep: %s\n", err);
+        qs_grid_free(&p);
+        qs_ini_free(&e);
+        return rc ? 1 : 0;
+    }
+    if (!file) {
+        usage(stderr);
+        return 2;
+    }
+    if (!out) {
+        fprintf(stderr, "qsweep: --out DIR is required (see --help)\n");
+        return 2;
+    }
+    if (dry && slurm) {
+        fprintf(stderr, "qsweep: --dry-run and --slurm exclude each other\n");
+        return 2;
+    }
+    if (qs_ini_load(file, data, 1, &e, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    const int cores = cpu_count();
+    const int threads = e.threads_per_run ? e.threads_per_run : (cores / jobs > 1 ? cores / jobs : 1);
+    if (qs_grid_expand(&e, qtrain, out, threads, &p, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        qs_ini_free(&e);
+        return 2;
+    }
+    const int rc = dry ? dry_run(&e, &p, jobs) : slurm ? write_slurm(&e, &p, self) : run_sweep(&e, &p, qtrain, jobs);
+    qs_grid_free(&p);
+    qs_ini_free(&e);
+    return rc;
+}
