@@ -1,6 +1,7 @@
 /* qtrain.c — the command line of the trainer: options in, qp_train_run out.
  * Exit codes: 0 done, 1 runtime failure, 2 bad input, 3 diverged. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +46,17 @@ static void usage(FILE *f)
             "  --divergence-factor X   loss above X * running minimum counts as divergence (default %g)\n"
             "  --quiet            no progress line\n"
             "  -h, --help\n"
-            "Exit: 0 done, 1 runtime error, 2 bad input, 3 diverged.\n",
+            "SIGINT/SIGTERM stop at the next step boundary (status \"stopped\", exit 130; --resume continues).\n"
+            "Exit: 0 done, 1 runtime error, 2 bad input, 3 diverged, 130 stopped.\n",
             d.recipe, d.layers, d.heads, d.dim, d.seq, d.batch, (long long)d.steps, d.weight_decay, d.grad_clip,
             (unsigned long long)d.seed, (long long)d.eval_every, (long long)d.eval_batches, (long long)d.qerr_every,
             (long long)d.ckpt_every, d.val_frac, d.prefetch, d.threads, d.out, d.divergence_factor);
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    qp_train_stop_requested = 1;
 }
 
 static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -138,6 +146,13 @@ int main(int argc, char **argv)
 #undef STR
         if (bad) return 2;
     }
+    /* Stop at a step boundary on Ctrl-C / SIGTERM: the run file stays whole. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     char err[1024] = "";
     const int rc = qp_train_run(&o, err, sizeof err);
     if (rc != QP_EXIT_OK) fprintf(stderr, "qtrain: %s\n", err[0] ? err : "failed");

@@ -26,6 +26,8 @@
 #define QP_VERSION "0.2.0"
 #define N_QGEMMS 4
 
+volatile int qp_train_stop_requested;
+
 void qp_train_opts_default(qp_train_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -490,6 +492,14 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             qp_runlog_flush(r->log, err, errlen);
             goto loop_done; /* as if killed here: no status, no checkpoint */
         }
+        if (qp_train_stop_requested) {
+            char e2[256];
+            qp_runlog_status(r->log, step, "stopped", "signal", e2, sizeof e2);
+            snprintf(err, errlen, "stopped by a signal before step %lld; --resume continues from %s", (long long)step,
+                     r->ckpt_path);
+            rc = QP_EXIT_STOPPED;
+            goto loop_done;
+        }
         const double t0 = now_ms();
         const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
         qp_linear_begin_step(r->lin, step, log_qerr);
@@ -524,8 +534,12 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             qp_runlog_divergence(r->log, step, loss, reason, "stop", err, errlen);
             qp_runlog_status(r->log, step, "diverged", reason, err, errlen);
             qp_runlog_flush(r->log, err, errlen);
-            snprintf(err, errlen, "diverged at step %lld (loss %g, %s); last good checkpoint kept: %s",
-                     (long long)step, loss, reason, r->ckpt_path);
+            if (access(r->ckpt_path, F_OK) == 0)
+                snprintf(err, errlen, "diverged at step %lld (loss %g, %s); last good checkpoint kept: %s",
+                         (long long)step, loss, reason, r->ckpt_path);
+            else
+                snprintf(err, errlen, "diverged at step %lld (loss %g, %s), before the first checkpoint",
+                         (long long)step, loss, reason);
             rc = QP_EXIT_DIVERGED;
             goto loop_done;
         }

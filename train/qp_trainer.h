@@ -18,6 +18,13 @@ extern "C" {
 #define QP_EXIT_RUNTIME 1
 #define QP_EXIT_BAD_INPUT 2
 #define QP_EXIT_DIVERGED 3
+#define QP_EXIT_STOPPED 130
+
+/* Set (e.g. from a SIGINT/SIGTERM handler) to stop a run at the next step
+ * boundary: the run file gets status "stopped" and is closed cleanly (so it
+ * opens without h5clear), nothing else is lost, --resume continues from the
+ * last checkpoint. */
+extern volatile int qp_train_stop_requested;
 
 typedef struct {
     char data[1024], out[1024], recipe[160], resume_from[1024];

@@ -153,9 +153,29 @@ for recipe in ["bf16", "fp8", "nvfp4"]:
                    for k in cr["params"])
         check(same, f"{recipe}: final weights bit-identical after resume")
 
+# ---- SIGTERM stops cleanly: status "stopped", exit 130, file opens without h5clear, resume finishes ----
+import signal
+import time
+out = os.path.join(tmp, "sigterm.h5")
+proc = subprocess.Popen([QTRAIN] + TINY + ["--out", out, "--steps", "400", "--ckpt-every", "5", "--recipe", "bf16"],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+deadline = time.time() + 120
+while time.time() < deadline and not os.path.exists(out[:-3] + ".ckpt.h5"):
+    time.sleep(0.05)
+proc.send_signal(signal.SIGTERM)
+_, errtxt = proc.communicate(timeout=120)
+check(proc.returncode == 130 and "stopped by a signal" in errtxt, f"SIGTERM: exit {proc.returncode}: {errtxt}")
+with h5py.File(out, "r") as f:  # a plain (non-SWMR) open works: the file was closed
+    check(f["status"][-1]["state"] == b"stopped", "status stopped")
+    n_stopped = len(f["train/loss"])
+p5, _ = train("sigterm", ["--steps", "400", "--ckpt-every", "5", "--recipe", "bf16", "--resume"])
+with h5py.File(out, "r") as f:
+    check(p5.returncode == 0 and np.array_equal(f["train/step"][:], np.arange(400)), "resume after SIGTERM completes")
+
 # ---- divergence ---------------------------------------------------------------
 p, out = train("diverge", ["--steps", "30", "--lr", "50", "--warmup", "0", "--grad-clip", "0", "--recipe", "bf16"])
 check(p.returncode == 3, f"divergence exits 3, got {p.returncode}: {p.stderr}")
+check("before the first checkpoint" in p.stderr or "checkpoint kept" in p.stderr, f"divergence message: {p.stderr}")
 with h5py.File(out, "r") as f:
     d = f["events/divergence"][:]
     check(len(d) == 1 and f["status"][-1]["state"] == b"diverged", "divergence recorded")
