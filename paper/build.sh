@@ -31,6 +31,9 @@ out=paper/out
 mkdir -p "$out/generated" "$out/fig"
 build/bin/qplot all "$sweeps/study"
 cp "$sweeps/study/fig/"*.pdf "$out/fig/"
+# the error heatmap of the NVFP4 recipe, seed 1 (what the caption says)
+nv=$(ls "$sweeps/study/runs/"*recipe=nvfp4_seed=1*.h5 2>/dev/null | grep -v ckpt | head -1)
+[ -n "$nv" ] && build/bin/qplot qerr "$nv" -o "$out/fig/qerr.pdf"
 /usr/bin/python3 paper/gen_tables.py --study "$sweeps/study" --ablation "$sweeps/ablation" \
   --pipeline "$sweeps/pipeline" --out "$out/generated"
 cp paper/qprec.tex "$out/"
