@@ -474,8 +474,11 @@ def case_resume():
     check("stopping" in err_s and "run the same command again" in err_s, f"SIGTERM message: {err_s}")
     runs = read_csv(os.path.join(out, "summary.csv"))
     st = {r["name"]: r["status"] for r in runs}
-    check(st["recipe=bf16_seed=1"] == "interrupted", f"statuses after SIGTERM: {st}")
-    check(all(s in ("interrupted", "missing", "done") for s in st.values()), f"no run still running/failed: {st}")
+    # qtrain stops at a step boundary on SIGTERM and records it ("stopped");
+    # one killed harder would read "interrupted": both resume
+    check(st["recipe=bf16_seed=1"] in ("stopped", "interrupted"), f"statuses after SIGTERM: {st}")
+    check(all(s in ("stopped", "interrupted", "missing", "done") for s in st.values()),
+          f"no run still running/failed: {st}")
     partial = {r["name"]: int(r["steps"]) for r in runs if r["status"] == "interrupted"}
     check(all(0 < n < steps for n in partial.values()), f"interrupted runs stopped partway: {partial}")
     # the interrupted files are valid: h5py reads them, the writer is gone (qtrain can take its lock)
@@ -645,7 +648,7 @@ def case_examples():
     exp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
     shared = os.path.realpath(os.path.join(exp, "..", "..", "shared", "data", "tinyshakespeare.txt"))
     for name, n, first in [("study", 21, "recipe=bf16_seed=1"), ("ablation", 21, "recipe=nvfp4_seed=1"),
-                           ("quick", 8, "recipe=bf16_seed=1")]:
+                           ("quick", 21, "recipe=bf16_seed=1")]:
         ini = os.path.join(exp, name + ".ini")
         with open(ini) as f:
             check("data = ../../shared/data/tinyshakespeare.txt\n" in f.read(), f"{name}.ini: data path")
