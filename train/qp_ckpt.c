@@ -17,6 +17,8 @@
 
 #include <hdf5.h>
 
+#include "qp_h5err.h"
+
 #include "qp_h5table.h" /* qp_h5_set_attr_str */
 
 #define MARKER "complete"
@@ -27,45 +29,6 @@ struct qp_ckpt {
     char *path;
 };
 
-static void quiet(void)
-{
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-/* HDF5's reason for the failure that just happened: the operating system's
- * message where the library recorded one, else its innermost description.
- * Must run before any other HDF5 call, which would clear the error stack. */
-typedef struct {
-    char *dst;
-    size_t len;
-    int have_os, have_any;
-} why_ctx;
-
-static herr_t why_cb(unsigned n, const H5E_error2_t *e, void *p)
-{
-    (void)n;
-    why_ctx *w = p;
-    const char *d = e->desc ? e->desc : "";
-    const char *m = strstr(d, "error message = '");
-    if (m && !w->have_os) {
-        m += strlen("error message = '");
-        const char *q = strchr(m, '\'');
-        snprintf(w->dst, w->len, "%.*s", q ? (int)(q - m) : (int)strlen(m), m);
-        w->have_os = w->have_any = 1;
-    } else if (!w->have_any && *d) {
-        snprintf(w->dst, w->len, "%s", d);
-        w->have_any = 1;
-    }
-    return 0;
-}
-
-static const char *h5_why(char *dst, size_t len)
-{
-    why_ctx w = {dst, len, 0, 0};
-    snprintf(dst, len, "unknown HDF5 error");
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_cb, &w);
-    return dst;
-}
 
 /* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as zlib's crc32(). */
 static uint32_t crc_table[256];
@@ -185,7 +148,7 @@ static int write_i64_attr(hid_t obj, const char *name, int64_t v, char *why, siz
     const hid_t sp = H5Screate(H5S_SCALAR);
     const hid_t at = sp >= 0 ? H5Acreate2(obj, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT) : -1;
     const int ok = at >= 0 && H5Awrite(at, H5T_NATIVE_INT64, &v) >= 0;
-    if (!ok) h5_why(why, whylen);
+    if (!ok) qp_h5_why(why, whylen);
     if (at >= 0) H5Aclose(at);
     if (sp >= 0) H5Sclose(sp);
     return ok ? 0 : -1;
@@ -205,7 +168,7 @@ static int write_tensor(hid_t f, const qp_ckpt_tensor *t, char *why, size_t whyl
     ok = ok && (asp = H5Screate(H5S_SCALAR)) >= 0;
     ok = ok && (at = H5Acreate2(ds, CRC_ATTR, H5T_STD_U32LE, asp, H5P_DEFAULT, H5P_DEFAULT)) >= 0;
     ok = ok && H5Awrite(at, H5T_NATIVE_UINT32, &crc) >= 0;
-    if (!ok) h5_why(why, whylen);
+    if (!ok) qp_h5_why(why, whylen);
     if (at >= 0) H5Aclose(at);
     if (asp >= 0) H5Sclose(asp);
     if (ds >= 0) H5Dclose(ds);
@@ -223,12 +186,12 @@ static int write_h5(const char *tmp, const qp_ckpt_tensor *t, int nt, const qp_c
     char why[256], e[256];
     const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl < 0 || H5Pset_fclose_degree(fapl, H5F_CLOSE_SEMI) < 0) {
-        snprintf(err, errlen, "cannot create %s: %s", tmp, h5_why(why, sizeof why));
+        snprintf(err, errlen, "cannot create %s: %s", tmp, qp_h5_why(why, sizeof why));
         if (fapl >= 0) H5Pclose(fapl);
         return -1;
     }
     const hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    if (f < 0) h5_why(why, sizeof why);
+    if (f < 0) qp_h5_why(why, sizeof why);
     H5Pclose(fapl);
     if (f < 0) {
         snprintf(err, errlen, "cannot create %s: %s", tmp, why);
@@ -248,7 +211,7 @@ static int write_h5(const char *tmp, const qp_ckpt_tensor *t, int nt, const qp_c
         }
     }
     if (rc == 0 && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) {
-        snprintf(err, errlen, "%s: cannot flush: %s", tmp, h5_why(why, sizeof why));
+        snprintf(err, errlen, "%s: cannot flush: %s", tmp, qp_h5_why(why, sizeof why));
         rc = -1;
     }
     if (rc == 0 && write_i64_attr(f, MARKER, nt, why, sizeof why)) {
@@ -256,7 +219,7 @@ static int write_h5(const char *tmp, const qp_ckpt_tensor *t, int nt, const qp_c
         rc = -1;
     }
     if (H5Fclose(f) < 0 && rc == 0) {
-        snprintf(err, errlen, "%s: cannot close: %s", tmp, h5_why(why, sizeof why));
+        snprintf(err, errlen, "%s: cannot close: %s", tmp, qp_h5_why(why, sizeof why));
         rc = -1;
     }
     return rc;
@@ -265,7 +228,7 @@ static int write_h5(const char *tmp, const qp_ckpt_tensor *t, int nt, const qp_c
 int qp_ckpt_write(const char *path, const qp_ckpt_tensor *tensors, int ntensors, const qp_ckpt_attr *attrs,
                   int nattrs, char *err, size_t errlen)
 {
-    quiet();
+    qp_h5_quiet();
     if (check_args(path, tensors, ntensors, attrs, nattrs, err, errlen)) return -1;
     char *tmp = concat(path, ".tmp"), *prev = concat(path, ".prev"), *dir = dir_of(path);
     int rc = -1, made_tmp = 0;
@@ -371,7 +334,7 @@ static int verify_dataset(verify_ctx *v, hid_t ds, const char *name)
     }
     int rc = 0;
     if (n > 0 && H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-        snprintf(v->err, v->errlen, "%s: cannot read tensor '%s': %s", v->path, name, h5_why(why, sizeof why));
+        snprintf(v->err, v->errlen, "%s: cannot read tensor '%s': %s", v->path, name, qp_h5_why(why, sizeof why));
         rc = -1;
     }
     if (rc == 0) rc = check_crc(v->path, ds, name, buf, n, v->err, v->errlen);
@@ -386,7 +349,7 @@ static herr_t verify_cb(hid_t g, const char *name, const H5L_info_t *info, void 
     const hid_t o = H5Oopen(g, name, H5P_DEFAULT);
     if (o < 0) {
         char why[256];
-        snprintf(v->err, v->errlen, "%s: cannot open '%s': %s", v->path, name, h5_why(why, sizeof why));
+        snprintf(v->err, v->errlen, "%s: cannot open '%s': %s", v->path, name, qp_h5_why(why, sizeof why));
         v->failed = 1;
         return -1;
     }
@@ -413,7 +376,7 @@ static int read_marker(hid_t f, int64_t *v)
 
 qp_ckpt *qp_ckpt_open(const char *path, char *err, size_t errlen)
 {
-    quiet();
+    qp_h5_quiet();
     char why[256];
     /* Opening it ourselves first gives the OS's reason when it cannot be read. */
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -429,7 +392,7 @@ qp_ckpt *qp_ckpt_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     if ((c->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
-        snprintf(err, errlen, "%s: not a whole HDF5 file (torn write?): %s", path, h5_why(why, sizeof why));
+        snprintf(err, errlen, "%s: not a whole HDF5 file (torn write?): %s", path, qp_h5_why(why, sizeof why));
         goto fail;
     }
     int64_t marker;
@@ -439,7 +402,7 @@ qp_ckpt *qp_ckpt_open(const char *path, char *err, size_t errlen)
     }
     verify_ctx v = {path, err, errlen, 0, 0};
     if (H5Lvisit(c->file, H5_INDEX_NAME, H5_ITER_INC, verify_cb, &v) < 0) {
-        if (!v.failed) snprintf(err, errlen, "%s: cannot list its objects: %s", path, h5_why(why, sizeof why));
+        if (!v.failed) snprintf(err, errlen, "%s: cannot list its objects: %s", path, qp_h5_why(why, sizeof why));
         goto fail;
     }
     if (v.tensors != marker) {
@@ -476,7 +439,7 @@ qp_ckpt *qp_ckpt_open_latest(const char *path, const char **used_path, char *err
 
 int qp_ckpt_read(qp_ckpt *c, const char *name, float *dst, int64_t n, char *err, size_t errlen)
 {
-    quiet();
+    qp_h5_quiet();
     char why[256];
     const hid_t ds = H5Dopen2(c->file, name, H5P_DEFAULT);
     if (ds < 0) {
@@ -492,7 +455,7 @@ int qp_ckpt_read(qp_ckpt *c, const char *name, float *dst, int64_t n, char *err,
                  (long long)n);
         rc = -1;
     } else if (n > 0 && H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst) < 0) {
-        snprintf(err, errlen, "%s: cannot read tensor '%s': %s", c->path, name, h5_why(why, sizeof why));
+        snprintf(err, errlen, "%s: cannot read tensor '%s': %s", c->path, name, qp_h5_why(why, sizeof why));
         rc = -1;
     } else {
         /* open verified it, but the file may have changed since */
@@ -505,7 +468,7 @@ int qp_ckpt_read(qp_ckpt *c, const char *name, float *dst, int64_t n, char *err,
 /* The root attribute `name`, opened, with its type; -1 and err if missing. */
 static hid_t open_attr(qp_ckpt *c, const char *name, hid_t *type, char *err, size_t errlen)
 {
-    quiet();
+    qp_h5_quiet();
     if (!name || H5Aexists(c->file, name) <= 0) {
         snprintf(err, errlen, "%s: no attribute '%s'", c->path, name ? name : "(null)");
         return -1;
@@ -513,7 +476,7 @@ static hid_t open_attr(qp_ckpt *c, const char *name, hid_t *type, char *err, siz
     const hid_t at = H5Aopen(c->file, name, H5P_DEFAULT);
     if (at < 0 || (*type = H5Aget_type(at)) < 0) {
         char why[256];
-        snprintf(err, errlen, "%s: cannot open attribute '%s': %s", c->path, name, h5_why(why, sizeof why));
+        snprintf(err, errlen, "%s: cannot open attribute '%s': %s", c->path, name, qp_h5_why(why, sizeof why));
         if (at >= 0) H5Aclose(at);
         return -1;
     }
@@ -531,7 +494,7 @@ int qp_ckpt_attr_i64(qp_ckpt *c, const char *name, int64_t *v, char *err, size_t
         rc = -1;
     } else if (H5Aread(at, H5T_NATIVE_INT64, v) < 0) {
         char why[256];
-        snprintf(err, errlen, "%s: cannot read attribute '%s': %s", c->path, name, h5_why(why, sizeof why));
+        snprintf(err, errlen, "%s: cannot read attribute '%s': %s", c->path, name, qp_h5_why(why, sizeof why));
         rc = -1;
     }
     H5Tclose(t);
@@ -552,7 +515,7 @@ int qp_ckpt_attr_str(qp_ckpt *c, const char *name, char *dst, size_t len, char *
     } else if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
                H5Tset_cset(mt, H5Tget_cset(t)) < 0 || H5Aread(at, mt, &s) < 0) {
         char why[256];
-        snprintf(err, errlen, "%s: cannot read attribute '%s': %s", c->path, name, h5_why(why, sizeof why));
+        snprintf(err, errlen, "%s: cannot read attribute '%s': %s", c->path, name, qp_h5_why(why, sizeof why));
     } else {
         if (len > 0) snprintf(dst, len, "%s", s ? s : "");
         rc = 0;

@@ -26,6 +26,8 @@
 
 #include <hdf5.h>
 
+#include "qp_h5err.h"
+
 #include "qp_h5table.h"
 
 typedef enum { COL_I64, COL_U64, COL_F64, COL_STR } col_kind;
@@ -118,45 +120,6 @@ struct qp_runlog {
     series s[NSERIES];
 };
 
-static void quiet(void)
-{
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-/* HDF5's reason for the failure that just happened: the operating system's
- * message where the library recorded one, else its innermost description.
- * Must run before any other HDF5 call, which would clear the error stack. */
-typedef struct {
-    char *dst;
-    size_t len;
-    int have_os, have_any;
-} why_ctx;
-
-static herr_t why_cb(unsigned n, const H5E_error2_t *e, void *p)
-{
-    (void)n;
-    why_ctx *w = p;
-    const char *d = e->desc ? e->desc : "";
-    const char *m = strstr(d, "error message = '");
-    if (m && !w->have_os) {
-        m += strlen("error message = '");
-        const char *q = strchr(m, '\'');
-        snprintf(w->dst, w->len, "%.*s", q ? (int)(q - m) : (int)strlen(m), m);
-        w->have_os = w->have_any = 1;
-    } else if (!w->have_any && *d) {
-        snprintf(w->dst, w->len, "%s", d);
-        w->have_any = 1;
-    }
-    return 0;
-}
-
-static const char *h5_why(char *dst, size_t len)
-{
-    why_ctx w = {dst, len, 0, 0};
-    snprintf(dst, len, "unknown HDF5 error");
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_cb, &w);
-    return dst;
-}
 
 static hid_t latest_fapl(void)
 {
@@ -199,7 +162,7 @@ static int create_series(hid_t f, const spec *sp, char *err, size_t errlen)
     ok = ok && (ds = H5Dcreate2(f, sp->path, file_type(sp->cols[0].kind), space, lcpl, dcpl, H5P_DEFAULT)) >= 0;
     if (!ok) {
         char why[256];
-        snprintf(err, errlen, "cannot create %s: %s", sp->path, h5_why(why, sizeof why));
+        snprintf(err, errlen, "cannot create %s: %s", sp->path, qp_h5_why(why, sizeof why));
     }
     if (ds >= 0) H5Dclose(ds);
     if (lcpl >= 0) H5Pclose(lcpl);
@@ -286,7 +249,7 @@ static int write_pending(qp_runlog *l, series *s, char *err, size_t errlen)
     ok = ok && (ms = H5Screate_simple(1, &count, NULL)) >= 0;
     ok = ok && H5Dwrite(s->ds, s->mtype, ms, fs, H5P_DEFAULT, s->buf) >= 0;
     char why[256];
-    if (!ok) h5_why(why, sizeof why);
+    if (!ok) qp_h5_why(why, sizeof why);
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
     if (!ok) {
@@ -314,7 +277,7 @@ static size_t cut_utf8(const char *p, size_t len, size_t width)
  * row is valid and every series has room. */
 static int append(qp_runlog *l, int first, int count, const cell *c, char *err, size_t errlen)
 {
-    quiet();
+    qp_h5_quiet();
     series *s = &l->s[first];
     const int64_t last = s[0].last_step;
     if (c[0].i < last || (first == S_TRAIN && c[0].i == last)) {
@@ -405,7 +368,7 @@ static int start_swmr(qp_runlog *l, char *err, size_t errlen)
 {
     if (H5Fstart_swmr_write(l->file) < 0) {
         char why[256];
-        snprintf(err, errlen, "%s: cannot start SWMR writing: %s", l->path, h5_why(why, sizeof why));
+        snprintf(err, errlen, "%s: cannot start SWMR writing: %s", l->path, qp_h5_why(why, sizeof why));
         return -1;
     }
     return 0;
@@ -413,7 +376,7 @@ static int start_swmr(qp_runlog *l, char *err, size_t errlen)
 
 qp_runlog *qp_runlog_create(const char *path, const qp_kv *attrs, int nattrs, char *err, size_t errlen)
 {
-    quiet();
+    qp_h5_quiet();
     char why[256], e[384];
     if (nattrs < 0 || (nattrs > 0 && !attrs)) {
         snprintf(err, errlen, "%s: bad attribute list", path);
@@ -444,7 +407,7 @@ qp_runlog *qp_runlog_create(const char *path, const qp_kv *attrs, int nattrs, ch
     created = !existed;
     const hid_t fapl = latest_fapl();
     l->file = fapl >= 0 ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
-    if (l->file < 0) h5_why(why, sizeof why);
+    if (l->file < 0) qp_h5_why(why, sizeof why);
     if (fapl >= 0) H5Pclose(fapl);
     if (l->file < 0) {
         snprintf(err, errlen, "%s: cannot create: %s", path, why);
@@ -481,15 +444,15 @@ static hid_t open_for_resume(const char *path, char *why, size_t len)
 {
     const hid_t fapl = latest_fapl();
     if (fapl < 0) {
-        h5_why(why, len);
+        qp_h5_why(why, len);
         return -1;
     }
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, fapl);
     if (f < 0) {
-        h5_why(why, len);
+        qp_h5_why(why, len);
         hbool_t clear = 1;
         if (H5Pset(fapl, "clear_status_flags", &clear) >= 0 && (f = H5Fopen(path, H5F_ACC_RDWR, fapl)) < 0)
-            h5_why(why, len);
+            qp_h5_why(why, len);
     }
     H5Pclose(fapl);
     return f;
@@ -505,7 +468,7 @@ static int read_step(const series *s, hsize_t i, int64_t *v, char *why, size_t w
         ok = (mt = H5Tcreate(H5T_COMPOUND, sizeof *v)) >= 0 && H5Tinsert(mt, "step", 0, H5T_NATIVE_INT64) >= 0;
     ok = ok && (fs = H5Dget_space(s->ds)) >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, &i, NULL, &one, NULL) >= 0;
     ok = ok && (ms = H5Screate_simple(1, &one, NULL)) >= 0 && H5Dread(s->ds, mt, ms, fs, H5P_DEFAULT, v) >= 0;
-    if (!ok) h5_why(why, whylen);
+    if (!ok) qp_h5_why(why, whylen);
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
     if (s->sp->table && mt >= 0) H5Tclose(mt);
@@ -533,7 +496,7 @@ static int truncate_group(qp_runlog *l, int first, int count, int64_t last_step,
     for (int i = 0; i < count; i++) {
         const hsize_t keep = (hsize_t)lo;
         if (H5Dset_extent(s[i].ds, &keep) < 0) {
-            h5_why(why, sizeof why);
+            qp_h5_why(why, sizeof why);
             goto fail;
         }
         s[i].written = lo;
@@ -548,7 +511,7 @@ fail:
 
 qp_runlog *qp_runlog_resume(const char *path, int64_t last_step, char *err, size_t errlen)
 {
-    quiet();
+    qp_h5_quiet();
     char why[256];
     qp_runlog *l = new_log(path, err, errlen);
     if (!l) return NULL;
@@ -655,12 +618,12 @@ int qp_runlog_status(qp_runlog *l, int64_t step, const char *state, const char *
 
 int qp_runlog_flush(qp_runlog *l, char *err, size_t errlen)
 {
-    quiet();
+    qp_h5_quiet();
     for (int i = 0; i < NSERIES; i++)
         if (write_pending(l, &l->s[i], err, errlen)) return -1;
     if (H5Fflush(l->file, H5F_SCOPE_GLOBAL) < 0) {
         char why[256];
-        snprintf(err, errlen, "%s: cannot flush: %s", l->path, h5_why(why, sizeof why));
+        snprintf(err, errlen, "%s: cannot flush: %s", l->path, qp_h5_why(why, sizeof why));
         return -1;
     }
     return 0;
@@ -669,12 +632,12 @@ int qp_runlog_flush(qp_runlog *l, char *err, size_t errlen)
 int qp_runlog_close(qp_runlog *l, char *err, size_t errlen)
 {
     if (!l) return 0;
-    quiet();
+    qp_h5_quiet();
     int rc = qp_runlog_flush(l, err, errlen);
     for (int i = 0; i < NSERIES; i++) close_series(&l->s[i]);
     if (H5Fclose(l->file) < 0 && rc == 0) {
         char why[256];
-        snprintf(err, errlen, "%s: cannot close: %s", l->path, h5_why(why, sizeof why));
+        snprintf(err, errlen, "%s: cannot close: %s", l->path, qp_h5_why(why, sizeof why));
         rc = -1;
     }
     l->file = -1;

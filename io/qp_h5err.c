@@ -1,0 +1,40 @@
+/* qp_h5err.c — HDF5 failures as one line (see qp_h5err.h). */
+#include "qp_h5err.h"
+
+#include <hdf5.h>
+#include <stdio.h>
+#include <string.h>
+
+void qp_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+typedef struct {
+    char *dst;
+    size_t len;
+    int have_os, have_any;
+} why_ctx;
+
+static herr_t why_cb(unsigned n, const H5E_error2_t *e, void *p)
+{
+    (void)n;
+    why_ctx *w = p;
+    const char *d = e->desc ? e->desc : "";
+    const char *m = strstr(d, "error message = '");
+    if (m && !w->have_os) {
+        m += strlen("error message = '");
+        const char *q = strchr(m, '\'');
+        snprintf(w->dst, w->len, "%.*s", q ? (int)(q - m) : (int)strlen(m), m);
+        w->have_os = w->have_any = 1;
+    } else if (!w->have_any && *d) {
+        snprintf(w->dst, w->len, "%s", d);
+        w->have_any = 1;
+    }
+    return 0;
+}
+
+const char *qp_h5_why(char *dst, size_t len)
+{
+    why_ctx w = {dst, len, 0, 0};
+    snprintf(dst, len, "unknown HDF5 error");
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_cb, &w);
+    return dst;
+}

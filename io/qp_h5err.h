@@ -1,0 +1,25 @@
+/* qp_h5err.h — HDF5 failures as one readable line.
+ *
+ * Owns: turning HDF5's error stack into the reason a user should see, for
+ * every module that writes or reads HDF5 (run files, checkpoints, tables). */
+#ifndef QP_H5ERR_H
+#define QP_H5ERR_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Switch HDF5's automatic error printing off (errors are reported as lines). */
+void qp_h5_quiet(void);
+/* The reason for the HDF5 failure that just happened: the operating system's
+ * message where the library recorded one, else its innermost description.
+ * Call it before any other HDF5 call, which would clear the error stack.
+ * Returns dst. */
+const char *qp_h5_why(char *dst, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
