@@ -104,6 +104,22 @@ static char *slurp(const char *path)
 /* DIR/qsweep.ini: the experiment this folder holds. A rerun must bring the
  * same [base] and [grid] (else its runs would resume someone else's), and
  * then replaces the [sweep] part. */
+/* The sweep folder's runs/ and logs/, and its lock: the lock's fd, or -1
+ * after saying why on stderr. */
+static int open_sweep_dir(const qs_plan *p, char *err, size_t errlen)
+{
+    char runs[4400], logs[4400];
+    snprintf(runs, sizeof runs, "%s/runs", p->dir);
+    snprintf(logs, sizeof logs, "%s/logs", p->dir);
+    if (mkdir_p(runs) || mkdir_p(logs)) {
+        fprintf(stderr, "qsweep: cannot create %s/{runs,logs}: %s\n", p->dir, strerror(errno));
+        return -1;
+    }
+    const int lock = qs_lock_take(p->dir, err, errlen);
+    if (lock < 0) fprintf(stderr, "qsweep: %s\n", err);
+    return lock;
+}
+
 static int record_experiment(const qs_experiment *e, const char *dir, char *err, size_t errlen)
 {
     size_t ident;
@@ -235,18 +251,8 @@ static int run_sweep(const qs_experiment *e, const qs_plan *p, const char *qtrai
     sigaddset(&stopsigs, SIGINT);
     sigaddset(&stopsigs, SIGTERM);
     sigprocmask(SIG_BLOCK, &stopsigs, NULL);
-    char runs[4400], logs[4400];
-    snprintf(runs, sizeof runs, "%s/runs", p->dir);
-    snprintf(logs, sizeof logs, "%s/logs", p->dir);
-    if (mkdir_p(runs) || mkdir_p(logs)) {
-        fprintf(stderr, "qsweep: cannot create %s/{runs,logs}: %s\n", p->dir, strerror(errno));
-        return 2;
-    }
-    const int lock = qs_lock_take(p->dir, err, sizeof err);
-    if (lock < 0) {
-        fprintf(stderr, "qsweep: %s\n", err);
-        return 2;
-    }
+    const int lock = open_sweep_dir(p, err, sizeof err);
+    if (lock < 0) return 2;
     if (record_experiment(e, p->dir, err, sizeof err)) {
         fprintf(stderr, "qsweep: %s\n", err);
         return 2;
@@ -320,18 +326,8 @@ static int dry_run(const qs_experiment *e, const qs_plan *p, int jobs)
 static int write_slurm(const qs_experiment *e, const qs_plan *p, const char *self)
 {
     char err[1200], path[4400];
-    char runs[4400], logs[4400];
-    snprintf(runs, sizeof runs, "%s/runs", p->dir);
-    snprintf(logs, sizeof logs, "%s/logs", p->dir);
-    if (mkdir_p(runs) || mkdir_p(logs)) {
-        fprintf(stderr, "qsweep: cannot create %s/{runs,logs}: %s\n", p->dir, strerror(errno));
-        return 2;
-    }
-    const int lock = qs_lock_take(p->dir, err, sizeof err);
-    if (lock < 0) {
-        fprintf(stderr, "qsweep: %s\n", err);
-        return 2;
-    }
+    const int lock = open_sweep_dir(p, err, sizeof err);
+    if (lock < 0) return 2;
     snprintf(path, sizeof path, "%s/qsweep.sbatch", p->dir);
     if (record_experiment(e, p->dir, err, sizeof err) || qs_slurm_write(e, p, path, err, sizeof err)) {
         fprintf(stderr, "qsweep: %s\n", err);

@@ -1,9 +1,11 @@
 /* qp_h5err.c — HDF5 failures as one line (see qp_h5err.h). */
 #include "qp_h5err.h"
 
+#include <errno.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void qp_h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
@@ -37,4 +39,22 @@ const char *qp_h5_why(char *dst, size_t len)
     snprintf(dst, len, "unknown HDF5 error");
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_cb, &w);
     return dst;
+}
+
+int qp_h5_check_file(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        return -1;
+    }
+    if (H5Fis_hdf5(path) <= 0) {
+        snprintf(err, errlen, "%s: not an HDF5 file", path);
+        return -1;
+    }
+    return 0;
 }

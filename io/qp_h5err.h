@@ -18,6 +18,9 @@ void qp_h5_quiet(void);
  * Call it before any other HDF5 call, which would clear the error stack.
  * Returns dst. */
 const char *qp_h5_why(char *dst, size_t len);
+/* Is path an existing regular file with an HDF5 signature? 0, or -1 with
+ * "PATH: reason" in err (missing, not a regular file, not an HDF5 file). */
+int qp_h5_check_file(const char *path, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
 /* qp_h5read.c — HDF5 dataset walker (see qp_h5read.h). */
+#include "qp_h5err.h"
 #include "qp_h5read.h"
 
 #include <errno.h>
@@ -184,7 +185,7 @@ static herr_t visit_cb(hid_t loc, const char *name, const H5O_info_t *info, void
 
 int qp_h5_is_hdf5(const char *path)
 {
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    qp_h5_quiet();
     return H5Fis_hdf5(path) > 0;
 }
 
@@ -194,19 +195,7 @@ int qp_h5_read(const char *path, const qp_read_opts *opts, qp_tensor_list *out,
     /* A library default that prints a stack per failure would bury the one
      * line that matters. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
-        return -1;
-    }
-    if (H5Fis_hdf5(path) <= 0) {
-        snprintf(err, errlen, "%s: not an HDF5 file", path);
-        return -1;
-    }
+    if (qp_h5_check_file(path, err, errlen)) return -1;
     const hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) {
         snprintf(err, errlen, "%s: cannot open HDF5 file (corrupt?)", path);

@@ -1,4 +1,5 @@
 /* qp_runread.c — read a run file (see qp_runread.h). */
+#include "qp_h5err.h"
 #include "qp_runread.h"
 
 #include <errno.h>
@@ -319,21 +320,9 @@ int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t er
 {
     memset(r, 0, sizeof *r);
     r->seed = -1;
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    qp_h5_quiet();
 
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
-        return -1;
-    }
-    if (H5Fis_hdf5(path) <= 0) {
-        snprintf(err, errlen, "%s: not an HDF5 file", path);
-        return -1;
-    }
+    if (qp_h5_check_file(path, err, errlen)) return -1;
     r->path = dup_str(path);
     if (!r->path) {
         snprintf(err, errlen, "%s: out of memory", path);
