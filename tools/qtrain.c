@@ -6,52 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qp_recipe.h"
+#include "qp_train_args.h"
 #include "qp_trainer.h"
-
-static void usage(FILE *f)
-{
-    qp_train_opts d;
-    qp_train_opts_default(&d);
-    fprintf(f,
-            "usage: qtrain --data FILE [options]\n"
-            "Train a GPT (nanoGPT/llm.c architecture) on the CPU with every linear layer's GEMMs in a\n"
-            "chosen precision, logging to an HDF5 run file.\n"
-            "  --data FILE        text (byte tokens, vocab 256) or llm.c .bin token shard (GPT-2, 50257)\n"
-            "  --recipe R         precision recipe (default %s):\n"
-            "                       fp32, bf16, fp8 (E4M3 x/w, E5M2 grads, delayed scaling, history 1024),\n"
-            "                       fp8-current, mxfp8, nvfp4 (NVIDIA's recipe: 1x16 x/dy, 16x16 w, RHT on\n"
-            "                       wgrad, SR on grads, last ~15%% blocks BF16), nvfp4-naive, mxfp4;\n"
-            "                       modifiers after a comma: nvfp4-rht, nvfp4-sr, nvfp4-2d (drop that part),\n"
-            "                       bf16-last=N, bf16-first=N. Only the blocks' linear layers (qkv, attn proj,\n"
-            "                       fc, fc proj) are quantized: embeddings, LM head, attention's internal\n"
-            "                       products, norms and the optimizer stay FP32, as in the published recipes.\n"
-            "  --layers L --heads H --dim C --seq T   model (default %d %d %d %d)\n"
-            "  --batch B          sequences per micro-batch (default %d)\n"
-            "  --grad-accum N     micro-batches per optimizer step (default 1)\n"
-            "  --steps N          optimizer steps (default %lld)\n"
-            "  --lr X --min-lr X --warmup N   AdamW lr, cosine floor (default lr/10), warm-up steps\n"
-            "  --weight-decay X --grad-clip X (default %g, %g; clip 0 = off)\n"
-            "  --seed S           weights, batches and stochastic rounding (default %llu)\n"
-            "  --eval-every N --eval-batches N   validation loss cadence (default %lld, %lld)\n"
-            "  --qerr-every N     log per-layer quantization error every N steps (default %lld, 0 = off)\n"
-            "  --ckpt-every N     checkpoint cadence (default %lld; also at the end)\n"
-            "  --val-frac X       last fraction of the data used for validation (default %g)\n"
-            "  --prefetch N       batches the loader thread prepares ahead (default %d; 0 = none)\n"
-            "  --threads N        OpenMP threads (default %d)\n"
-            "  --out RUN.h5       run file (default %s); checkpoints go to RUN.ckpt.h5\n"
-            "  --resume           continue from RUN.ckpt.h5 (bit-identical), or start if there is none\n"
-            "  --eval-only --resume-from CKPT   evaluate a checkpoint under --recipe (post-training\n"
-            "                     quantization) and log its per-layer errors\n"
-            "  --divergence-factor X   loss above X * running minimum counts as divergence (default %g)\n"
-            "  --quiet            no progress line\n"
-            "  -h, --help\n"
-            "SIGINT/SIGTERM stop at the next step boundary (status \"stopped\", exit 130; --resume continues).\n"
-            "Exit: 0 done, 1 runtime error, 2 bad input, 3 diverged, 130 stopped.\n",
-            d.recipe, d.layers, d.heads, d.dim, d.seq, d.batch, (long long)d.steps, d.weight_decay, d.grad_clip,
-            (unsigned long long)d.seed, (long long)d.eval_every, (long long)d.eval_batches, (long long)d.qerr_every,
-            (long long)d.ckpt_every, d.val_frac, d.prefetch, d.threads, d.out, d.divergence_factor);
-}
 
 static void on_signal(int sig)
 {
@@ -59,92 +15,19 @@ static void on_signal(int sig)
     qp_train_stop_requested = 1;
 }
 
-static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    const long long v = strtoll(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "qtrain: %s expects an integer in %lld..%lld, not '%s'\n", opt, (long long)lo, (long long)hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_f64(const char *opt, const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    const double v = strtod(s, &end);
-    if (!*s || *end || errno) {
-        fprintf(stderr, "qtrain: %s expects a number, not '%s'\n", opt, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int copy_str(const char *opt, const char *s, char *dst, size_t len)
-{
-    if (strlen(s) >= len) {
-        fprintf(stderr, "qtrain: %s value too long\n", opt);
-        return -1;
-    }
-    memcpy(dst, s, strlen(s) + 1);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     qp_train_opts o;
     qp_train_opts_default(&o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--resume")) { o.resume = true; continue; }
-        if (!strcmp(a, "--eval-only")) { o.eval_only = true; continue; }
-        if (!strcmp(a, "--quiet")) { o.quiet = true; continue; }
-        if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "qtrain: unexpected argument '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "qtrain: %s needs a value (see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        int64_t n = 0;
-        int bad = 0;
-#define INT(name, field, lo, hi) else if (!strcmp(a, name)) { bad = parse_i64(a, v, lo, hi, &n); o.field = n; }
-#define DBL(name, field) else if (!strcmp(a, name)) bad = parse_f64(a, v, &o.field);
-#define STR(name, field) else if (!strcmp(a, name)) bad = copy_str(a, v, o.field, sizeof o.field);
-        if (0) {}
-        STR("--data", data) STR("--out", out) STR("--recipe", recipe) STR("--resume-from", resume_from)
-        INT("--layers", layers, -(1LL << 30), 1LL << 30) INT("--heads", heads, -(1LL << 30), 1LL << 30)
-        INT("--dim", dim, -(1LL << 30), 1LL << 30) INT("--seq", seq, -(1LL << 30), 1LL << 30)
-        INT("--batch", batch, -(1LL << 30), 1LL << 30) INT("--grad-accum", grad_accum, -(1LL << 30), 1LL << 30)
-        INT("--steps", steps, -(1LL << 40), 1LL << 40) INT("--warmup", warmup, -(1LL << 40), 1LL << 40)
-        INT("--eval-every", eval_every, -(1LL << 40), 1LL << 40) INT("--eval-batches", eval_batches, -(1LL << 40), 1LL << 40)
-        INT("--qerr-every", qerr_every, -(1LL << 40), 1LL << 40) INT("--ckpt-every", ckpt_every, -(1LL << 40), 1LL << 40)
-        INT("--stop-after", stop_after, 0, 1LL << 40)
-        INT("--threads", threads, -(1LL << 30), 1LL << 30) INT("--prefetch", prefetch, -(1LL << 30), 1LL << 30)
-        DBL("--lr", lr) DBL("--min-lr", min_lr) DBL("--weight-decay", weight_decay) DBL("--grad-clip", grad_clip)
-        DBL("--val-frac", val_frac) DBL("--divergence-factor", divergence_factor)
-        else if (!strcmp(a, "--seed")) {
-            bad = parse_i64(a, v, 0, INT64_MAX, &n);
-            o.seed = (uint64_t)n;
-        } else {
-            fprintf(stderr, "qtrain: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-#undef INT
-#undef DBL
-#undef STR
-        if (bad) return 2;
+    char err[1024] = "";
+    const int pa = qp_train_parse_args(argc, argv, &o, err, sizeof err);
+    if (pa == QP_ARGS_HELP) {
+        qp_train_usage(stdout);
+        return 0;
+    }
+    if (pa != QP_ARGS_OK) {
+        fprintf(stderr, "qtrain: %s\n", err);
+        return QP_EXIT_BAD_INPUT;
     }
     /* Stop at a step boundary on Ctrl-C / SIGTERM: the run file stays whole. */
     struct sigaction sa;
@@ -153,7 +36,6 @@ int main(int argc, char **argv)
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    char err[1024] = "";
     const int rc = qp_train_run(&o, err, sizeof err);
     if (rc != QP_EXIT_OK) fprintf(stderr, "qtrain: %s\n", err[0] ? err : "failed");
     return rc;

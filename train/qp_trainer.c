@@ -33,6 +33,9 @@ void qp_train_opts_default(qp_train_opts *o)
     memset(o, 0, sizeof *o);
     snprintf(o->recipe, sizeof o->recipe, "bf16");
     snprintf(o->out, sizeof o->out, "run.h5");
+    snprintf(o->device, sizeof o->device, "cpu");
+    snprintf(o->on_divergence, sizeof o->on_divergence, "stop");
+    snprintf(o->grad_comm, sizeof o->grad_comm, "fp32");
     o->layers = 4, o->heads = 4, o->dim = 128, o->seq = 64, o->batch = 12, o->grad_accum = 1;
     o->threads = 2, o->prefetch = 4;
     o->steps = 2000, o->warmup = 100, o->eval_every = 250, o->eval_batches = 20, o->qerr_every = 100;
@@ -65,6 +68,11 @@ int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
         BAD("--weight-decay and --grad-clip must be >= 0, --divergence-factor > 1");
     if (o->eval_only && !o->resume_from[0]) BAD("--eval-only needs --resume-from CKPT");
     if ((int64_t)o->batch * o->seq > (int64_t)1 << 28) BAD("--batch x --seq too large");
+    if (strcmp(o->device, "cpu") && strcmp(o->device, "cuda")) BAD("--device must be cpu or cuda, not '%s'", o->device);
+    if (strcmp(o->on_divergence, "stop") && strcmp(o->on_divergence, "skip-step") && strcmp(o->on_divergence, "rollback"))
+        BAD("--on-divergence must be stop, skip-step or rollback, not '%s'", o->on_divergence);
+    if (strcmp(o->grad_comm, "fp32") && strcmp(o->grad_comm, "bf16") && strcmp(o->grad_comm, "fp8"))
+        BAD("--grad-comm must be fp32, bf16 or fp8, not '%s'", o->grad_comm);
 #undef BAD
     return 0;
 }

@@ -28,6 +28,11 @@ extern volatile int qp_train_stop_requested;
 
 typedef struct {
     char data[1024], out[1024], recipe[160], resume_from[1024];
+    char device[16];         /* "cpu" (default) or "cuda" */
+    char on_divergence[16];  /* "stop" (default), "skip-step" or "rollback" */
+    char inject[128];        /* debug fault injection, e.g. "nan:grad:wte@12" (see --help); "" = none */
+    char grad_comm[16];      /* gradient all-reduce precision across ranks: "fp32" (default), "bf16", "fp8" */
+    bool grad_comm_ef;       /* error feedback for a low-precision --grad-comm */
     int layers, heads, dim, seq, batch, grad_accum, threads, prefetch;
     int64_t steps, warmup, eval_every, eval_batches, qerr_every, ckpt_every;
     int64_t stop_after;   /* > 0: stop after this many steps as if interrupted (tests resume) */

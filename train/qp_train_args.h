@@ -1,0 +1,29 @@
+/* qp_train_args.h — qtrain's command line: options in, qp_train_opts out.
+ *
+ * Owns: the option names, their value syntax and --help. Values are only
+ * parsed here; qp_train_opts_check (qp_trainer.h) judges them. A function of
+ * its own so the fuzzer and the bad-input tests can drive it without a run. */
+#ifndef QP_TRAIN_ARGS_H
+#define QP_TRAIN_ARGS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "qp_trainer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { QP_ARGS_OK = 0, QP_ARGS_HELP = 1, QP_ARGS_BAD = 2 };
+
+/* Parse argv[1..argc-1] into *o (which holds the defaults beforehand).
+ * Returns QP_ARGS_OK, QP_ARGS_HELP (-h/--help seen), or QP_ARGS_BAD with a
+ * one-line message (no program name) in err. */
+int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size_t errlen);
+void qp_train_usage(FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
