@@ -50,7 +50,8 @@ typedef union {
 static const col TRAIN_COLS[] = {
     {"step", COL_I64, 0, 0},    {"loss", COL_F64, 0, 0},         {"lr", COL_F64, 0, 0},
     {"grad_norm", COL_F64, 0, 0}, {"step_ms", COL_F64, 0, 0},    {"data_wait_ms", COL_F64, 0, 0},
-    {"tokens_per_s", COL_F64, 0, 0}, {"batch_hash", COL_U64, 0, 0},
+    {"tokens_per_s", COL_F64, 0, 0}, {"batch_hash", COL_U64, 0, 0}, {"comm_ms", COL_F64, 0, 0},
+    {"power_w", COL_F64, 0, 0},   {"energy_j", COL_F64, 0, 0},   {"gpu_util", COL_F64, 0, 0},
 };
 static const col EVAL_COLS[] = {{"step", COL_I64, 0, 0}, {"val_loss", COL_F64, 0, 0}};
 static const col QERR_COLS[] = {
@@ -77,9 +78,9 @@ typedef struct {
     size_t chunk; /* rows per chunk, and per buffered write */
 } spec;
 
-/* Series are grouped: /train's eight and /eval's two are appended in step;
+/* Series are grouped: /train's twelve and /eval's two are appended in step;
  * a group's first series holds the step. */
-enum { S_TRAIN = 0, S_EVAL = 8, S_QERR = 10, S_RECALIB, S_DIVERGENCE, S_STATUS, NSERIES };
+enum { S_TRAIN = 0, S_EVAL = 12, S_QERR = 14, S_RECALIB, S_DIVERGENCE, S_STATUS, NSERIES };
 
 static const spec SPECS[NSERIES] = {
     {"/train/step", &TRAIN_COLS[0], 1, 0, 1024},
@@ -90,6 +91,10 @@ static const spec SPECS[NSERIES] = {
     {"/train/data_wait_ms", &TRAIN_COLS[5], 1, 0, 1024},
     {"/train/tokens_per_s", &TRAIN_COLS[6], 1, 0, 1024},
     {"/train/batch_hash", &TRAIN_COLS[7], 1, 0, 1024},
+    {"/train/comm_ms", &TRAIN_COLS[8], 1, 0, 1024},
+    {"/train/power_w", &TRAIN_COLS[9], 1, 0, 1024},
+    {"/train/energy_j", &TRAIN_COLS[10], 1, 0, 1024},
+    {"/train/gpu_util", &TRAIN_COLS[11], 1, 0, 1024},
     {"/eval/step", &EVAL_COLS[0], 1, 0, 256},
     {"/eval/val_loss", &EVAL_COLS[1], 1, 0, 256},
     {"/quant/error", QERR_COLS, 11, 1, 1024},
@@ -100,7 +105,7 @@ static const spec SPECS[NSERIES] = {
 
 static const struct {
     int first, count;
-} GROUPS[] = {{S_TRAIN, 8}, {S_EVAL, 2}, {S_QERR, 1}, {S_RECALIB, 1}, {S_DIVERGENCE, 1}, {S_STATUS, 1}};
+} GROUPS[] = {{S_TRAIN, 12}, {S_EVAL, 2}, {S_QERR, 1}, {S_RECALIB, 1}, {S_DIVERGENCE, 1}, {S_STATUS, 1}};
 
 static const char *const STATES[] = {"running", "done", "diverged", "stopped", "failed"};
 
@@ -536,7 +541,7 @@ fail:
 
 int qp_runlog_train(qp_runlog *l, const qp_train_row *r, char *err, size_t errlen)
 {
-    cell c[8];
+    cell c[12];
     c[0].i = r->step;
     c[1].f = r->loss;
     c[2].f = r->lr;
@@ -545,7 +550,11 @@ int qp_runlog_train(qp_runlog *l, const qp_train_row *r, char *err, size_t errle
     c[5].f = r->data_wait_ms;
     c[6].f = r->tokens_per_s;
     c[7].u = r->batch_hash;
-    return append(l, S_TRAIN, 8, c, err, errlen);
+    c[8].f = r->comm_ms;
+    c[9].f = r->power_w;
+    c[10].f = r->energy_j;
+    c[11].f = r->gpu_util;
+    return append(l, S_TRAIN, 12, c, err, errlen);
 }
 
 int qp_runlog_eval(qp_runlog *l, int64_t step, double val_loss, char *err, size_t errlen)
@@ -575,7 +584,7 @@ int qp_runlog_qerr(qp_runlog *l, const qp_qerr_row *r, char *err, size_t errlen)
 
 int qp_runlog_event(qp_runlog *l, const qp_event_row *r, char *err, size_t errlen)
 {
-    cell c[8];
+    cell c[12];
     c[0].i = r->step;
     c[1].i = r->layer;
     c[2].s = r->gemm;

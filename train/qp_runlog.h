@@ -5,8 +5,10 @@
  * writing (a reader may open it with h5py's swmr=True while the run goes on),
  * every dataset is created up front, rows are appended and flushed.
  *   /                     attributes: the full configuration (strings)
- *   /train/{step,loss,lr,grad_norm,step_ms,data_wait_ms,tokens_per_s,batch_hash}
- *                         1-D datasets, one entry per optimizer step
+ *   /train/{step,loss,lr,grad_norm,step_ms,data_wait_ms,tokens_per_s,batch_hash,
+ *           comm_ms,power_w,energy_j,gpu_util}
+ *                         1-D datasets, one entry per optimizer step (comm_ms: 0
+ *                         in one process; power: NaN where no GPU is sampled)
  *   /eval/{step,val_loss}
  *   /quant/error          table: step, layer, gemm, operand, pass, rel_l2,
  *                         snr_db, sat_frac, zero_frac, amax, scale
@@ -34,6 +36,10 @@ typedef struct {
     int64_t step;
     double loss, lr, grad_norm, step_ms, data_wait_ms, tokens_per_s;
     uint64_t batch_hash;
+    double comm_ms;    /* gradient/amax all-reduce time (0 in one process) */
+    double power_w;    /* mean GPU board power over the step (NaN: not sampled) */
+    double energy_j;   /* GPU energy since the run started (NaN: not sampled) */
+    double gpu_util;   /* mean GPU utilization over the step, 0..100 (NaN: not sampled) */
 } qp_train_row;
 
 typedef struct {

@@ -557,7 +557,8 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         qp_adamw_step(&oc, r->model.params_memory, r->model.grads_memory, r->adam_m, r->adam_v, sizes, decays,
                       QP_GPT_NPARAMS, step + 1, lr, clip);
         const double step_ms = now_ms() - t0;
-        const qp_train_row row = {step, loss, lr, norm, step_ms, wait_ms, (double)B * T * accum / (step_ms / 1e3), bh};
+        const qp_train_row row = {step, loss, lr, norm, step_ms, wait_ms, (double)B * T * accum / (step_ms / 1e3), bh,
+                                  0.0, NAN, NAN, NAN};
         if (qp_runlog_train(r->log, &row, err, errlen)) {
             rc = QP_EXIT_RUNTIME;
             goto loop_done;

@@ -34,6 +34,10 @@ static int step_rows(qp_runlog *l, int64_t s, char *err, size_t n)
         .data_wait_ms = (double)(s % 3) * 0.25,
         .tokens_per_s = 65536.0 / (0.1 + (double)(s % 7) * 0.001),
         .batch_hash = (uint64_t)s * 0x9E3779B97F4A7C15ull,
+        .comm_ms = (double)(s % 5) * 0.5,
+        .power_w = 250.0 + (double)(s % 11),
+        .energy_j = 2.5 * d,
+        .gpu_util = (double)(s % 101),
     };
     if (qp_runlog_train(l, &r, err, n)) return -1;
     if (s % 5 == 0 && qp_runlog_eval(l, s, 3.5 + 2.0 / d, err, n)) return -1;
