@@ -1,13 +1,23 @@
 /* qp_cuda_quant.h — CUDA quantization kernels (the GPU side of quant/).
  *
- * Owns: device-side amax and per-tensor FP8 casting, bit-identical to
- * qp_quantize() for the same input (tests/test_cuda_quant.cu checks it on a
- * GPU and reports SKIP without one). The block formats, cuBLASLt GEMMs and the
- * GPU trainer build on this module. Host-callable, C linkage. */
+ * Owns: device-side amax, per-tensor FP8, MXFP8/MXFP4, NVFP4 (1x16, 16x16)
+ * quantization into quant/'s packed layout, fused quantize-dequantize (for the
+ * emulated GEMM path), the 16-point RHT and transposition — each bit-identical
+ * to its quant/ counterpart (qp_quantize, qp_qdq, qp_rht16) for the same input,
+ * options and seed. The element and block rules are shared host/device code in
+ * qp_cuda_qcore.h, which CPU tests check against quant/ without a GPU; the GPU
+ * tests (tests/kernels/) check the kernels themselves and SKIP without one.
+ *
+ * All functions are host-callable with C linkage, enqueue on `stream` (a
+ * cudaStream_t; NULL = the default stream), do not synchronise unless stated,
+ * and return 0 or a cudaError_t value (qp_cuda_error_string names it).
+ * Device pointers are prefixed d_. */
 #ifndef QP_CUDA_QUANT_H
 #define QP_CUDA_QUANT_H
 
 #include <stdint.h>
+
+#include "qp_quant.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -15,10 +25,47 @@ extern "C" {
 
 /* Number of CUDA devices, 0 when there is no driver or GPU. */
 int qp_cuda_device_count(void);
+const char *qp_cuda_error_string(int rc);
 
-/* Per-tensor current-scaling FP8 of a device array of n floats: amax over
- * finite values, s = fmax/amax (1 if amax is 0), codes[i] = fp8(x[i]*s),
- * *scale_inv = 1/s. e5m2 selects E5M2, else E4M3. Returns 0 or a cudaError_t. */
+/* What a device-side quantization saw, written to device memory so the
+ * caller's stream never waits for the host: amax over finite inputs, the
+ * per-tensor encode scale used and its decode scale (1 for formats without
+ * one), and counts as in qp_qstats. */
+typedef struct {
+    float amax, scale, scale_inv;
+    int32_t pad;
+    unsigned long long n_nonfinite, n_sat;
+} qp_cuda_tstats;
+
+/* *d_amax = max |x| over the finite values of d_x[0..n). */
+int qp_cuda_amax(const float *d_x, int64_t n, float *d_amax, void *stream);
+
+/* Quantize d_x (rows x cols, row-major) in format fmt into quant/'s packed
+ * layout (qp_row_bytes, qp_scale_shape; plain, unswizzled scale order).
+ * opts as in qp_quantize: opts->scale > 0 gives the per-tensor encode scale
+ * (delayed scaling); otherwise it is computed on the device from the amax
+ * (current scaling). d_tensor_scale_in, when not NULL, overrides both with a
+ * scale already on the device (e.g. from an all-reduced amax). d_stats may be
+ * NULL. d_scales may be NULL for formats without block scales. */
+int qp_cuda_quantize(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_qopts *opts,
+                     const float *d_tensor_scale_in, uint8_t *d_codes, uint8_t *d_scales, qp_cuda_tstats *d_stats,
+                     void *stream);
+
+/* Fused quantize-dequantize, the values qp_qdq gives (opts->unscaled included):
+ * written as FP32 to d_y and/or as BF16 bits to d_y_bf16 (either may be NULL;
+ * with opts->unscaled the BF16 copy is exact). */
+int qp_cuda_qdq(qp_fmt fmt, const float *d_x, float *d_y, uint16_t *d_y_bf16, int rows, int cols,
+                const qp_qopts *opts, const float *d_tensor_scale_in, qp_cuda_tstats *d_stats, void *stream);
+
+/* In place, x <- x R along each row's consecutive 16-blocks, as qp_rht16.
+ * cols must be a multiple of 16 (else cudaErrorInvalidValue). */
+int qp_cuda_rht16(float *d_x, int rows, int cols, uint64_t seed, void *stream);
+
+/* d_dst (cols x rows) = transpose of d_src (rows x cols). */
+int qp_cuda_transpose(const float *d_src, float *d_dst, int rows, int cols, void *stream);
+
+/* Kept for the first FP8 test: synchronous per-tensor current-scaling FP8
+ * (e5m2 selects E5M2), *scale_inv returned to the host. */
 int qp_cuda_quantize_fp8(const float *d_x, int64_t n, int e5m2, uint8_t *d_codes, float *scale_inv);
 
 #ifdef __cplusplus

@@ -1,0 +1,68 @@
+/* qp_cublaslt.h — every GPU GEMM of qprec, through cuBLASLt.
+ *
+ * Owns: choosing and running the GEMM for a pair of quantized operands on the
+ * GPU at hand, and saying which path ran:
+ *   "bf16"           BF16 x BF16, FP32 accumulate (any GPU with cuBLASLt)
+ *   "fp32"           FP32 (TF32 off) for the FP32 recipe and the LM head
+ *   "fp8"            E4M3/E5M2 operands, per-tensor scale pointers, optional
+ *                    amax of D; compute capability >= 8.9 (Hopper: native)
+ *   "mxfp8", "nvfp4" block-scaled operands (CUBLASLT_MATMUL_MATRIX_SCALE_
+ *                    VEC32_UE8M0 / VEC16_UE4M3), block scales in cuBLASLt's
+ *                    tiled layout (qp_scale_layout.h), tensor scales folded
+ *                    into alpha; compute capability >= 10.0 (Blackwell)
+ *   "emulated-bf16"  block formats on GPUs without them: operands quantized and
+ *                    dequantized unscaled to BF16 (exact), a BF16 GEMM, the
+ *                    tensor scales folded into alpha — the products are those
+ *                    of the hardware format.
+ * Layout convention (the one train/qp_linear.h uses): D[M,N] (row-major) =
+ * alpha * A[M,K] . B[N,K]^T (+ beta * D), A and B row-major with K contiguous
+ * — the "TN" form FP8 and the block formats require. Host-callable, C linkage;
+ * functions return 0 or -1 with a one-line message in qp_cublt_error(). */
+#ifndef QP_CUBLASLT_H
+#define QP_CUBLASLT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    QP_CUBLT_F32 = 0,  /* float */
+    QP_CUBLT_BF16,     /* uint16_t bf16 bits */
+    QP_CUBLT_E4M3,     /* one byte per element, per-tensor scale */
+    QP_CUBLT_E5M2,
+    QP_CUBLT_MXFP8,    /* E4M3 elements + E8M0 scale per 32 along K */
+    QP_CUBLT_NVFP4,    /* E2M1 pairs (low nibble first) + UE4M3 scale per 16 along K */
+} qp_cublt_type;
+
+typedef struct {
+    qp_cublt_type type;
+    const void *d_data;          /* rows x K elements, row-major */
+    const float *d_scale_inv;    /* per-tensor decode scale (FP8 types), device; NULL = 1 */
+    const uint8_t *d_block_scales; /* MXFP8/NVFP4: tiled layout (qp_scale_layout.h) */
+} qp_cublt_operand;
+
+typedef struct qp_cublt qp_cublt;
+
+/* One handle per device and stream; workspace allocated here. NULL + err. */
+qp_cublt *qp_cublt_create(void *stream, char *err, size_t errlen);
+void qp_cublt_destroy(qp_cublt *h);
+const char *qp_cublt_error(const qp_cublt *h);
+/* Compute capability of the handle's device, e.g. 90 or 100. */
+int qp_cublt_cc(const qp_cublt *h);
+/* 1 if the GPU runs type natively (FP8: cc >= 89; MXFP8/NVFP4: cc >= 100). */
+int qp_cublt_native(const qp_cublt *h, qp_cublt_type t);
+
+/* D[M,N] (FP32, row-major) = alpha * A . B^T + beta * D. A and B must have
+ * the same type class (both FP8 — E4M3 x E4M3 or E4M3 x E5M2 in either
+ * order —, both MXFP8, both NVFP4, or both BF16/F32). d_amax_d, if not NULL,
+ * receives max |D| (FP8 path only; otherwise ignored). *path_out, if not
+ * NULL, gets the path's name above. */
+int qp_cublt_gemm(qp_cublt *h, const qp_cublt_operand *A, const qp_cublt_operand *B, float *d_D, int M, int N,
+                  int K, float alpha, float beta, float *d_amax_d, const char **path_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
