@@ -41,7 +41,14 @@ typedef struct {
     const void *d_data;          /* rows x K elements, row-major */
     const float *d_scale_inv;    /* per-tensor decode scale (FP8 types), device; NULL = 1 */
     const uint8_t *d_block_scales; /* MXFP8/NVFP4: tiled layout (qp_scale_layout.h) */
+    int emulated;                /* BF16 operand holding a block format's values dequantized
+                                    unscaled (qp_qopts.unscaled): the path is named
+                                    "emulated-bf16" instead of "bf16" */
 } qp_cublt_operand;
+/* Tensor scales. d_scale_inv multiplies the operand's decoded values: for FP8
+ * it becomes cuBLASLt's A/B scale pointer; for every other type (NVFP4's
+ * tensor scale, an emulated operand's) it is folded into alpha on the device
+ * (alpha * sA * sB, pointer mode DEVICE), so no host synchronisation. */
 
 typedef struct qp_cublt qp_cublt;
 
@@ -61,6 +68,26 @@ int qp_cublt_native(const qp_cublt *h, qp_cublt_type t);
  * NULL, gets the path's name above. */
 int qp_cublt_gemm(qp_cublt *h, const qp_cublt_operand *A, const qp_cublt_operand *B, float *d_D, int M, int N,
                   int K, float alpha, float beta, float *d_amax_d, const char **path_out);
+
+/* Whether cuBLASLt has an algorithm for this product on this GPU (types,
+ * shape, amax wanted or not, 256-byte aligned buffers): 1 yes, 0 no (the
+ * reason in qp_cublt_error: a rule of qp_cublt_check, or the heuristic
+ * returning nothing), -1 on a CUDA/cuBLAS error. Builds and caches the
+ * descriptor the GEMM will reuse. */
+int qp_cublt_supported(qp_cublt *h, qp_cublt_type ta, qp_cublt_type tb, int M, int N, int K, int want_amax);
+
+/* The rules checked before cuBLASLt is called, as a pure host function (no
+ * GPU needed): operand classes, compute capability cc (e.g. 90), K alignment
+ * (FP8: multiple of 16; MXFP8, NVFP4: multiple of 32), positive sizes.
+ * Returns 0, or -1 with a one-line reason in err. */
+int qp_cublt_check(int cc, qp_cublt_type ta, qp_cublt_type tb, int M, int N, int K, char *err, size_t errlen);
+
+/* Name of a type ("f32", "bf16", "e4m3", "e5m2", "mxfp8", "nvfp4"). */
+const char *qp_cublt_type_name(qp_cublt_type t);
+
+/* Workspace bytes the handle gives cuBLASLt (32 MiB), and descriptors cached. */
+size_t qp_cublt_workspace_bytes(const qp_cublt *h);
+int qp_cublt_cached(const qp_cublt *h);
 
 #ifdef __cplusplus
 }
