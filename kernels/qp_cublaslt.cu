@@ -322,7 +322,13 @@ static int query_algo(qp_cublt *h, Entry *e)
              cublasLtGetStatusName(st == CUBLAS_STATUS_SUCCESS ? CUBLAS_STATUS_NOT_SUPPORTED : st));
         return 1;
     }
-    QP_LT(st);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        fail(h, "qp_cublt: cublasLtMatmulAlgoGetHeuristic failed: %s (%s x %s, M=%d N=%d K=%d)",
+             cublasLtGetStatusName(st), qp_cublt_type_name((qp_cublt_type)k.ta),
+             qp_cublt_type_name((qp_cublt_type)k.tb), k.M, k.N, k.K);
+        return -1;
+    }
+    h->err[0] = '\0';  // a failed amax_D attempt before this one is not an error
     e->algo = res.algo;
     e->ws = res.workspaceSize;
     return 0;
