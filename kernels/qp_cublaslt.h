@@ -21,6 +21,7 @@
 #ifndef QP_CUBLASLT_H
 #define QP_CUBLASLT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -39,8 +40,10 @@ typedef enum {
 typedef struct {
     qp_cublt_type type;
     const void *d_data;          /* rows x K elements, row-major */
-    const float *d_scale_inv;    /* per-tensor decode scale (FP8 types), device; NULL = 1 */
-    const uint8_t *d_block_scales; /* MXFP8/NVFP4: tiled layout (qp_scale_layout.h) */
+    const float *d_scale_inv;    /* per-tensor decode scale, device; NULL = 1 (see below) */
+    const uint8_t *d_block_scales; /* MXFP8/NVFP4: tiled layout (qp_scale_layout.h:
+                                      qp_scale_swizzle / qp_cuda_scale_swizzle of quant/'s
+                                      plain scales, rows = this operand's rows) */
     int emulated;                /* BF16 operand holding a block format's values dequantized
                                     unscaled (qp_qopts.unscaled): the path is named
                                     "emulated-bf16" instead of "bf16" */
@@ -64,8 +67,13 @@ int qp_cublt_native(const qp_cublt *h, qp_cublt_type t);
 /* D[M,N] (FP32, row-major) = alpha * A . B^T + beta * D. A and B must have
  * the same type class (both FP8 — E4M3 x E4M3 or E4M3 x E5M2 in either
  * order —, both MXFP8, both NVFP4, or both BF16/F32). d_amax_d, if not NULL,
- * receives max |D| (FP8 path only; otherwise ignored). *path_out, if not
- * NULL, gets the path's name above. */
+ * receives max |D| (FP8 path only; otherwise ignored): cuBLASLt's
+ * AMAX_D_POINTER where it has it for FP32 output, else a reduction kernel
+ * enqueued after the GEMM (either way a NaN in D gives a NaN amax). Enqueued
+ * on the handle's stream; nothing synchronises. *path_out, if not NULL, gets
+ * the path's name above. The first call of a shape builds its descriptor and
+ * algorithm (cached, 64 entries, least recently used evicted); a handle is not
+ * thread-safe. */
 int qp_cublt_gemm(qp_cublt *h, const qp_cublt_operand *A, const qp_cublt_operand *B, float *d_D, int M, int N,
                   int K, float alpha, float beta, float *d_amax_d, const char **path_out);
 
