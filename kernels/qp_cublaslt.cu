@@ -133,6 +133,7 @@ struct qp_cublt {
     float *d_consts;  // [0] = 1 (unit FP8 scale), [1] alpha, [2] beta (device pointer mode), [3] heuristic dummy
     Entry cache[kCacheSize];
     unsigned long long tick;
+    bool amax_kernel_only;  // QP_CUBLT_AMAX=kernel: never ask cuBLASLt for amax_D
     char err[384];
 };
 
@@ -215,6 +216,8 @@ extern "C" qp_cublt *qp_cublt_create(void *stream, char *err, size_t errlen)
     h->stream = (cudaStream_t)stream;
     h->device = dev;
     h->cc = major * 10 + minor;
+    const char *am = getenv("QP_CUBLT_AMAX");
+    h->amax_kernel_only = am && strcmp(am, "kernel") == 0;
     const cublasStatus_t st = cublasLtCreate(&h->lt);
     if (st != CUBLAS_STATUS_SUCCESS) {
         if (err && errlen) snprintf(err, errlen, "qp_cublt_create: cublasLtCreate failed: %s", cublasLtGetStatusName(st));
@@ -373,7 +376,7 @@ static int entry_build(qp_cublt *h, Entry *e, const Key &k)
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, dummy)) return -1;
     }
     e->amax_native = false;
-    if (k.amax) {
+    if (k.amax && !h->amax_kernel_only) {
         // Try cuBLASLt's own amax of D first; if no algorithm has it for this
         // combination, fall back to a reduction kernel after the GEMM.
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, h->d_consts + 3)) return -1;

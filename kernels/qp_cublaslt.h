@@ -69,11 +69,12 @@ int qp_cublt_native(const qp_cublt *h, qp_cublt_type t);
  * order —, both MXFP8, both NVFP4, or both BF16/F32). d_amax_d, if not NULL,
  * receives max |D| (FP8 path only; otherwise ignored): cuBLASLt's
  * AMAX_D_POINTER where it has it for FP32 output, else a reduction kernel
- * enqueued after the GEMM (either way a NaN in D gives a NaN amax). Enqueued
- * on the handle's stream; nothing synchronises. *path_out, if not NULL, gets
- * the path's name above. The first call of a shape builds its descriptor and
- * algorithm (cached, 64 entries, least recently used evicted); a handle is not
- * thread-safe. */
+ * enqueued after the GEMM (either way a NaN in D gives a NaN amax; the
+ * environment variable QP_CUBLT_AMAX=kernel, read at create, forces the
+ * kernel). Enqueued on the handle's stream; nothing synchronises. *path_out,
+ * if not NULL, gets the path's name above. The first call of a shape builds
+ * its descriptor and algorithm (cached, 64 entries, least recently used
+ * evicted); a handle is not thread-safe. */
 int qp_cublt_gemm(qp_cublt *h, const qp_cublt_operand *A, const qp_cublt_operand *B, float *d_D, int M, int N,
                   int K, float alpha, float beta, float *d_amax_d, const char **path_out);
 

@@ -387,6 +387,16 @@ int main()
         run_case(h, "fp8 e4m3 x e4m3 again", c, d, 128, 256, 256, 1.0f, 0.0f, true, fp8_tol, "fp8");
         CHECK(qp_cublt_cached(h) == before, "descriptor cache grew on a repeated shape (%d -> %d)", before,
               qp_cublt_cached(h));
+        // The amax_D reduction kernel (used where cuBLASLt has no amax for FP32 output), forced.
+        setenv("QP_CUBLT_AMAX", "kernel", 1);
+        qp_cublt *h2 = qp_cublt_create(nullptr, err, sizeof err);
+        unsetenv("QP_CUBLT_AMAX");
+        CHECK(h2 != nullptr, "second handle: %s", err);
+        if (h2) {
+            Op e = make_op(QP_CUBLT_E4M3, 257, 528), f = make_op(QP_CUBLT_E5M2, 144, 528);
+            run_case(h2, "fp8 amax by kernel", e, f, 257, 144, 528, 1.0f, 0.0f, true, fp8_tol, "fp8");
+            qp_cublt_destroy(h2);
+        }
     }
 
     // Block-scaled MXFP8 / NVFP4 (Blackwell).
