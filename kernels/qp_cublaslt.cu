@@ -197,6 +197,16 @@ extern "C" int qp_cublt_check(int cc, qp_cublt_type ta, qp_cublt_type tb, int M,
     return 0;
 }
 
+extern "C" void qp_cublt_make_plan(int M, int N, int K, qp_cublt_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->transa = 1, p->transb = 0;                    // TN
+    p->m = N, p->n = M, p->k = K;                    // D^T (N x M) = B . A^T
+    p->a_rows = K, p->a_cols = N, p->lda = K;        // our B read column-major: K x N
+    p->b_rows = K, p->b_cols = M, p->ldb = K;        // our A read column-major: K x M
+    p->d_rows = N, p->d_cols = M, p->ldd = N;        // our D read column-major: N x M
+}
+
 extern "C" qp_cublt *qp_cublt_create(void *stream, char *err, size_t errlen)
 {
     int dev = 0, major = 0, minor = 0;
@@ -350,17 +360,19 @@ static int entry_build(qp_cublt *h, Entry *e, const Key &k)
     e->key = k;
     const Klass kl = klass_of(k.ta);
     QP_LT(cublasLtMatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));  // 32F: no TF32
-    const cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
-    QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT));
-    QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN));
+    qp_cublt_plan pl;
+    qp_cublt_make_plan(k.M, k.N, k.K, &pl);
+    const cublasOperation_t opa = pl.transa ? CUBLAS_OP_T : CUBLAS_OP_N, opb = pl.transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     if (k.dev_alpha) {
         const cublasLtPointerMode_t pm = CUBLASLT_POINTER_MODE_DEVICE;
         QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm));
     }
     // cuBLASLt's A is our B, its B our A (see the comment at the top).
-    QP_LT(cublasLtMatrixLayoutCreate(&e->la, cuda_type(k.tb), (uint64_t)k.K, (uint64_t)k.N, (int64_t)k.K));
-    QP_LT(cublasLtMatrixLayoutCreate(&e->lb, cuda_type(k.ta), (uint64_t)k.K, (uint64_t)k.M, (int64_t)k.K));
-    QP_LT(cublasLtMatrixLayoutCreate(&e->ld, CUDA_R_32F, (uint64_t)k.N, (uint64_t)k.M, (int64_t)k.N));
+    QP_LT(cublasLtMatrixLayoutCreate(&e->la, cuda_type(k.tb), (uint64_t)pl.a_rows, (uint64_t)pl.a_cols, pl.lda));
+    QP_LT(cublasLtMatrixLayoutCreate(&e->lb, cuda_type(k.ta), (uint64_t)pl.b_rows, (uint64_t)pl.b_cols, pl.ldb));
+    QP_LT(cublasLtMatrixLayoutCreate(&e->ld, CUDA_R_32F, (uint64_t)pl.d_rows, (uint64_t)pl.d_cols, pl.ldd));
     // Placeholders while the heuristic looks (aligned, non-NULL); the real pointers are set per call.
     const void *dummy = h->d_ws;
     if (kl == K_FP8) {

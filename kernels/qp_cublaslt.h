@@ -91,6 +91,21 @@ int qp_cublt_supported(qp_cublt *h, qp_cublt_type ta, qp_cublt_type tb, int M, i
  * Returns 0, or -1 with a one-line reason in err. */
 int qp_cublt_check(int cc, qp_cublt_type ta, qp_cublt_type tb, int M, int N, int K, char *err, size_t errlen);
 
+/* How the row-major product maps onto cuBLASLt's column-major one (the
+ * derivation is at the top of qp_cublaslt.cu): cuBLASLt computes
+ * D'(m x n, ld ldd) = op_a(A') . op_b(B') with A' = our B buffer (a_rows x
+ * a_cols, ld lda) and B' = our A buffer. Pure host function; the GEMM builds
+ * its layouts from it, and the CPU test checks it with a column-major
+ * reference GEMM. */
+typedef struct {
+    int transa, transb;                 /* 1 = transposed (CUBLAS_OP_T) */
+    int64_t m, n, k;
+    int64_t a_rows, a_cols, lda;        /* cuBLASLt's A = our B */
+    int64_t b_rows, b_cols, ldb;        /* cuBLASLt's B = our A */
+    int64_t d_rows, d_cols, ldd;        /* C and D = our D */
+} qp_cublt_plan;
+void qp_cublt_make_plan(int M, int N, int K, qp_cublt_plan *p);
+
 /* Name of a type ("f32", "bf16", "e4m3", "e5m2", "mxfp8", "nvfp4"). */
 const char *qp_cublt_type_name(qp_cublt_type t);
 

@@ -91,6 +91,50 @@ static void check_rules()
           "bad type: %s", e);
 }
 
+// The row-major -> column-major plan, run through a column-major GEMM written
+// from cuBLAS's definitions (X(i,j) = X[i + j*ld]; op(X) = X or X^T), against
+// the row-major product D[m][n] = sum_k A[m][k] B[n][k] computed directly.
+static void check_plan()
+{
+    const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {16, 9, 32}, {37, 53, 29}};
+    for (const auto &s : shapes) {
+        const int M = s[0], N = s[1], K = s[2];
+        qp_cublt_plan p;
+        qp_cublt_make_plan(M, N, K, &p);
+        std::vector<double> A((size_t)M * K), B((size_t)N * K), D((size_t)M * N, 0.0);
+        for (auto &v : A) v = std::floor(uniform() * 17) - 8;
+        for (auto &v : B) v = std::floor(uniform() * 17) - 8;
+        const double *Ap = B.data(), *Bp = A.data();  // cuBLASLt's A is our B and vice versa
+        // shapes of op(A') (m x k) and op(B') (k x n) must agree with the stored layouts
+        bool ok = (p.transa ? p.a_cols : p.a_rows) == p.m && (p.transa ? p.a_rows : p.a_cols) == p.k &&
+                  (p.transb ? p.b_cols : p.b_rows) == p.k && (p.transb ? p.b_rows : p.b_cols) == p.n &&
+                  p.d_rows == p.m && p.d_cols == p.n && p.lda >= p.a_rows && p.ldb >= p.b_rows &&
+                  p.ldd >= p.d_rows && p.a_rows * p.a_cols == (int64_t)B.size() &&
+                  p.b_rows * p.b_cols == (int64_t)A.size();
+        CHECK(ok, "plan shapes for M=%d N=%d K=%d", M, N, K);
+        if (!ok) continue;
+        for (int64_t i = 0; i < p.m; i++)
+            for (int64_t j = 0; j < p.n; j++) {
+                double acc = 0;
+                for (int64_t l = 0; l < p.k; l++) {
+                    const double a = p.transa ? Ap[l + i * p.lda] : Ap[i + l * p.lda];
+                    const double b = p.transb ? Bp[j + l * p.ldb] : Bp[l + j * p.ldb];
+                    acc += a * b;
+                }
+                D[(size_t)(i + j * p.ldd)] = acc;
+            }
+        int bad = 0;
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                double want = 0;
+                for (int k = 0; k < K; k++) want += A[(size_t)m * K + k] * B[(size_t)n * K + k];
+                bad += D[(size_t)m * N + n] != want;
+            }
+        CHECK(bad == 0, "plan M=%d N=%d K=%d: %d elements differ from row-major A.B^T", M, N, K, bad);
+        CHECK(p.transa == 1 && p.transb == 0, "the plan must be TN (FP8 and block formats need it)");
+    }
+}
+
 // ------------------------------------------------------------- host operands
 struct Op {
     qp_cublt_type type = QP_CUBLT_F32;
@@ -320,6 +364,7 @@ static void check_device_swizzle()
 int main()
 {
     check_rules();
+    check_plan();
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         cudaGetLastError();
