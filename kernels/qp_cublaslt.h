@@ -21,6 +21,7 @@
 #ifndef QP_CUBLASLT_H
 #define QP_CUBLASLT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -39,9 +40,18 @@ typedef enum {
 typedef struct {
     qp_cublt_type type;
     const void *d_data;          /* rows x K elements, row-major */
-    const float *d_scale_inv;    /* per-tensor decode scale (FP8 types), device; NULL = 1 */
-    const uint8_t *d_block_scales; /* MXFP8/NVFP4: tiled layout (qp_scale_layout.h) */
+    const float *d_scale_inv;    /* per-tensor decode scale, device; NULL = 1 (see below) */
+    const uint8_t *d_block_scales; /* MXFP8/NVFP4: tiled layout (qp_scale_layout.h:
+                                      qp_scale_swizzle / qp_cuda_scale_swizzle of quant/'s
+                                      plain scales, rows = this operand's rows) */
+    int emulated;                /* BF16 operand holding a block format's values dequantized
+                                    unscaled (qp_qopts.unscaled): the path is named
+                                    "emulated-bf16" instead of "bf16" */
 } qp_cublt_operand;
+/* Tensor scales. d_scale_inv multiplies the operand's decoded values: for FP8
+ * it becomes cuBLASLt's A/B scale pointer; for every other type (NVFP4's
+ * tensor scale, an emulated operand's) it is folded into alpha on the device
+ * (alpha * sA * sB, pointer mode DEVICE), so no host synchronisation. */
 
 typedef struct qp_cublt qp_cublt;
 
@@ -57,10 +67,51 @@ int qp_cublt_native(const qp_cublt *h, qp_cublt_type t);
 /* D[M,N] (FP32, row-major) = alpha * A . B^T + beta * D. A and B must have
  * the same type class (both FP8 — E4M3 x E4M3 or E4M3 x E5M2 in either
  * order —, both MXFP8, both NVFP4, or both BF16/F32). d_amax_d, if not NULL,
- * receives max |D| (FP8 path only; otherwise ignored). *path_out, if not
- * NULL, gets the path's name above. */
+ * receives max |D| (FP8 path only; otherwise ignored): cuBLASLt's
+ * AMAX_D_POINTER where it has it for FP32 output, else a reduction kernel
+ * enqueued after the GEMM (either way a NaN in D gives a NaN amax; the
+ * environment variable QP_CUBLT_AMAX=kernel, read at create, forces the
+ * kernel). Enqueued on the handle's stream; nothing synchronises. *path_out,
+ * if not NULL, gets the path's name above. The first call of a shape builds
+ * its descriptor and algorithm (cached, 64 entries, least recently used
+ * evicted); a handle is not thread-safe. */
 int qp_cublt_gemm(qp_cublt *h, const qp_cublt_operand *A, const qp_cublt_operand *B, float *d_D, int M, int N,
                   int K, float alpha, float beta, float *d_amax_d, const char **path_out);
+
+/* Whether cuBLASLt has an algorithm for this product on this GPU (types,
+ * shape, amax wanted or not, 256-byte aligned buffers): 1 yes, 0 no (the
+ * reason in qp_cublt_error: a rule of qp_cublt_check, or the heuristic
+ * returning nothing), -1 on a CUDA/cuBLAS error. Builds and caches the
+ * descriptor the GEMM will reuse. */
+int qp_cublt_supported(qp_cublt *h, qp_cublt_type ta, qp_cublt_type tb, int M, int N, int K, int want_amax);
+
+/* The rules checked before cuBLASLt is called, as a pure host function (no
+ * GPU needed): operand classes, compute capability cc (e.g. 90), K alignment
+ * (FP8: multiple of 16; MXFP8, NVFP4: multiple of 32), positive sizes.
+ * Returns 0, or -1 with a one-line reason in err. */
+int qp_cublt_check(int cc, qp_cublt_type ta, qp_cublt_type tb, int M, int N, int K, char *err, size_t errlen);
+
+/* How the row-major product maps onto cuBLASLt's column-major one (the
+ * derivation is at the top of qp_cublaslt.cu): cuBLASLt computes
+ * D'(m x n, ld ldd) = op_a(A') . op_b(B') with A' = our B buffer (a_rows x
+ * a_cols, ld lda) and B' = our A buffer. Pure host function; the GEMM builds
+ * its layouts from it, and the CPU test checks it with a column-major
+ * reference GEMM. */
+typedef struct {
+    int transa, transb;                 /* 1 = transposed (CUBLAS_OP_T) */
+    int64_t m, n, k;
+    int64_t a_rows, a_cols, lda;        /* cuBLASLt's A = our B */
+    int64_t b_rows, b_cols, ldb;        /* cuBLASLt's B = our A */
+    int64_t d_rows, d_cols, ldd;        /* C and D = our D */
+} qp_cublt_plan;
+void qp_cublt_make_plan(int M, int N, int K, qp_cublt_plan *p);
+
+/* Name of a type ("f32", "bf16", "e4m3", "e5m2", "mxfp8", "nvfp4"). */
+const char *qp_cublt_type_name(qp_cublt_type t);
+
+/* Workspace bytes the handle gives cuBLASLt (32 MiB), and descriptors cached. */
+size_t qp_cublt_workspace_bytes(const qp_cublt *h);
+int qp_cublt_cached(const qp_cublt *h);
 
 #ifdef __cplusplus
 }
