@@ -284,7 +284,8 @@ static int load_checkpoint(run *r, qp_ckpt *c, int with_optimizer, char *err, si
 
 /* Recoveries (skip-step or rollback) in a row, without one good step between
  * them, before the trainer gives up and stops as with --on-divergence stop. */
-#define QP_MAX_RECOVERIES 5
+#define QP_MAX_RECOVERIES 5 /* skip-step: 5 skipped steps in a row; rollback: 5 rollbacks with no new
+                               checkpoint after a good step between them */
 
 static int is_mode(const run *r, const char *m) { return !strcmp(r->o.on_divergence, m); }
 
@@ -317,7 +318,13 @@ static int handle_divergence(run *r, int64_t step, double loss, const char *reas
 {
     char e2[256], msg[300];
     const int gave_up = !is_mode(r, "stop") && r->recoveries >= QP_MAX_RECOVERIES;
-    if (!gave_up && is_mode(r, "skip-step")) {
+    /* Skipping the update cannot mend a weight that is already NaN/Inf (and
+     * would let the next checkpoint save it): stop instead. */
+    int bad_weights = 0;
+    if (!gave_up && is_mode(r, "skip-step"))
+        for (int64_t i = 0; i < r->model.num_params && !bad_weights; i++) bad_weights = !isfinite(r->model.params_memory[i]);
+    if (bad_weights) reason = "nonfinite_weights";
+    if (!gave_up && !bad_weights && is_mode(r, "skip-step")) {
         if (r->scaling_snap)
             unpack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * r->recipe.history_len);
         if (qp_runlog_divergence(r->log, step, loss, reason, "skip_step", err, errlen)) return QP_EXIT_RUNTIME;
@@ -344,6 +351,7 @@ static int handle_divergence(run *r, int64_t step, double loss, const char *reas
     qp_runlog_divergence(r->log, step, loss, reason, "stop", e2, sizeof e2);
     char tail[64] = "";
     if (gave_up) snprintf(tail, sizeof tail, " after %d consecutive recoveries", QP_MAX_RECOVERIES);
+    if (bad_weights) snprintf(tail, sizeof tail, ": skip-step cannot mend the weights, rollback can");
     qp_runlog_status(r->log, step, "diverged", gave_up ? tail + 1 : reason, e2, sizeof e2);
     qp_runlog_flush(r->log, e2, sizeof e2);
     if (access(r->ckpt_path, F_OK) == 0)
@@ -674,8 +682,8 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         if (skipped) {
             rc = handle_divergence(r, step, loss, !finite ? "nonfinite" : "loss_spike", err, errlen);
             if (rc != QP_EXIT_OK) goto loop_done;
-        } else {
-            r->recoveries = 0;
+        } else if (!is_mode(r, "rollback")) {
+            r->recoveries = 0; /* skip-step: a good step ends a streak; rollback: a checkpoint after one (below) */
         }
         if (!skipped && loss < r->best_loss) r->best_loss = loss;
         const float clip = (r->o.grad_clip > 0 && norm > r->o.grad_clip) ? (float)(r->o.grad_clip / norm) : 1.0f;
@@ -723,6 +731,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             r->step = step + 1;
             const int crc = write_checkpoint(r, err, errlen);
             r->step = step;
+            if (!crc && !skipped) r->recoveries = 0;
             if (crc) {
                 char e2[256];
                 qp_runlog_status(r->log, step, "failed", err, e2, sizeof e2);
