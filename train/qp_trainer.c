@@ -365,6 +365,15 @@ static int handle_divergence(run *r, int64_t step, double loss, const char *reas
 
 /* ---- set-up ------------------------------------------------------------------ */
 
+/* RUN.ckpt.h5 or RUN.ckpt.h5.prev is there (whole or not). */
+static int ckpt_exists(const char *path)
+{
+    char prev[1200];
+    snprintf(prev, sizeof prev, "%.1100s.prev", path);
+    return access(path, F_OK) == 0 || access(prev, F_OK) == 0;
+}
+
+
 static void free_run(run *r)
 {
     char e[256];
@@ -578,6 +587,12 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     const char *used = NULL;
     char cerr[512] = "", resumed_from[1200] = "";
     if (r->o.resume) from = qp_ckpt_open_latest(r->ckpt_path, &used, cerr, sizeof cerr);
+    if (r->o.resume && !from && ckpt_exists(r->ckpt_path)) {
+        /* Checkpoints that do not verify are not "none": starting over would
+         * cut the run file back to nothing. */
+        snprintf(err, errlen, "--resume: no checkpoint verifies: %s", cerr);
+        goto done;
+    }
     if (from) {
         const char *keys[] = {"layers", "heads", "dim", "seq", "vocab", "batch", "grad_accum", "seed"};
         const int64_t want[] = {r->o.layers, r->o.heads, r->o.dim, T, mc.vocab, B, r->o.grad_accum, (int64_t)r->o.seed};
