@@ -85,7 +85,7 @@ def ckpt_ok(path):
 def ckpt_arrays(path):
     with h5py.File(path, "r") as f:
         out = {}
-        for g in ("params", "adam_m", "adam_v"):
+        for g in ("params", "adam_m", "adam_v", "scaling"):
             for k in f[g]:
                 out[g + "/" + k] = f[g][k][...]
         out["step"] = int(f.attrs["step"])
@@ -189,6 +189,17 @@ for action in ("stop", "skip-step", "rollback"):
             check(c2["step"] == AT + 1, f"{tag}: checkpoint after the skipped step is of step {c2['step']}")
             c2["step"] = before["step"]
             check(same(c2, before), f"{tag}: state after the skipped step differs from the clean state before it")
+
+# ---- skip-step restores the scaling states too (fp8: delayed scaling, amax histories) --------
+FP8 = ["--recipe", "fp8", "--ckpt-every", "1", "--stop-after", str(AT + 1)]
+p, c = run("fp8_clean", FP8)
+fp8_before = ckpt_arrays(c.replace(".h5", ".ckpt.h5.prev"))
+p, o = run("fp8_skip", FP8 + ["--on-divergence", "skip-step", "--inject", f"inf:grad:attprojw@{AT}"])
+fp8_after = ckpt_arrays(o.replace(".h5", ".ckpt.h5"))
+fp8_after["step"] = fp8_before["step"]
+check(p.returncode == 0 and same(fp8_after, fp8_before),
+      "fp8 skip-step: weights, moments or scaling states after the skipped step differ from before it")
+check(any(k.startswith("scaling/") for k in fp8_before), "fp8: no scaling states in the checkpoint")
 
 # ---- rollback restores exactly the checkpoint it names ------------------------------
 p, out = run("rollback_exact", ["--on-divergence", "rollback", "--inject", "inf:grad:qkvw@11", "--stop-after", "12"])
