@@ -36,6 +36,9 @@ int main(int argc, char **argv)
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* Past a file size limit (ulimit -f) a write fails with EFBIG and the run
+     * stops with a message, instead of the signal killing it mid-write. */
+    signal(SIGXFSZ, SIG_IGN);
     const int rc = qp_train_run(&o, err, sizeof err);
     if (rc != QP_EXIT_OK) fprintf(stderr, "qtrain: %s\n", err[0] ? err : "failed");
     return rc;

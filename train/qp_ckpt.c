@@ -20,6 +20,7 @@
 #include "qp_h5err.h"
 
 #include "qp_h5table.h" /* qp_h5_set_attr_str */
+#include "qp_space.h"
 
 #define MARKER "complete"
 #define CRC_ATTR "crc32"
@@ -180,8 +181,8 @@ static int write_tensor(hid_t f, const qp_ckpt_tensor *t, char *why, size_t whyl
 /* The HDF5 part: every tensor with its checksum, the attributes, a flush,
  * then the marker. SEMI makes H5Fclose fail rather than leave the file open
  * (and unflushed) if some handle were still open. */
-static int write_h5(const char *tmp, const qp_ckpt_tensor *t, int nt, const qp_ckpt_attr *a, int na, char *err,
-                    size_t errlen)
+static int write_h5(const char *tmp, int fd, int64_t need, const qp_ckpt_tensor *t, int nt, const qp_ckpt_attr *a,
+                    int na, char *err, size_t errlen)
 {
     char why[256], e[256];
     const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -198,9 +199,15 @@ static int write_h5(const char *tmp, const qp_ckpt_tensor *t, int nt, const qp_c
         return -1;
     }
     int rc = 0;
+    /* H5Fcreate truncated the file, and with it the room reserved before:
+     * take it again before writing (see qp_space.h). */
+    if (qp_space_reserve(fd, need, why, sizeof why)) {
+        snprintf(err, errlen, "%s: no room for %lld bytes: %s", tmp, (long long)need, why);
+        rc = -1;
+    }
     for (int i = 0; rc == 0 && i < nt; i++)
         if (write_tensor(f, &t[i], why, sizeof why)) {
-            snprintf(err, errlen, "%s: cannot write tensor '%s' (name used twice?): %s", tmp, t[i].name, why);
+            snprintf(err, errlen, "%s: cannot write tensor '%s': %s", tmp, t[i].name, why);
             rc = -1;
         }
     for (int i = 0; rc == 0 && i < na; i++) {
@@ -231,20 +238,30 @@ int qp_ckpt_write(const char *path, const qp_ckpt_tensor *tensors, int ntensors,
     qp_h5_quiet();
     if (check_args(path, tensors, ntensors, attrs, nattrs, err, errlen)) return -1;
     char *tmp = concat(path, ".tmp"), *prev = concat(path, ".prev"), *dir = dir_of(path);
-    int rc = -1, made_tmp = 0;
+    int rc = -1, made_tmp = 0, fd = -1;
     if (!tmp || !prev || !dir) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto done;
     }
-    /* Creating it ourselves first gives the OS's reason when it cannot be. */
-    const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    /* Creating it ourselves first gives the OS's reason when it cannot be;
+     * reserving the room it needs first makes a full disk (or ulimit -f) fail
+     * here, before HDF5 writes anything (see qp_space.h). */
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
         snprintf(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
         goto done;
     }
-    close(fd);
     made_tmp = 1;
-    if (write_h5(tmp, tensors, ntensors, attrs, nattrs, err, errlen)) goto done;
+    int64_t need = (1 << 20) + (int64_t)ntensors * 4096;
+    for (int i = 0; i < ntensors; i++) need += count_of(&tensors[i]) * 4;
+    char why[256];
+    if (qp_space_reserve(fd, need, why, sizeof why)) {
+        snprintf(err, errlen, "%s: no room for a %lld-byte checkpoint: %s; the previous one is kept", path,
+                 (long long)need, why);
+        goto done;
+    }
+    if (write_h5(tmp, fd, need, tensors, ntensors, attrs, nattrs, err, errlen)) goto done;
+    qp_space_release(fd);
     if (sync_path(tmp, 0) || sync_path(dir, 1)) {
         snprintf(err, errlen, "%s: cannot sync %s: %s", path, tmp, strerror(errno));
         goto done;
@@ -268,6 +285,7 @@ int qp_ckpt_write(const char *path, const qp_ckpt_tensor *tensors, int ntensors,
     }
     rc = 0;
 done:
+    if (fd >= 0) close(fd);
     if (made_tmp) unlink(tmp);
     free(tmp);
     free(prev);

@@ -29,6 +29,7 @@
 #include "qp_h5err.h"
 
 #include "qp_h5table.h"
+#include "qp_space.h"
 
 typedef enum { COL_I64, COL_U64, COL_F64, COL_STR } col_kind;
 
@@ -122,8 +123,26 @@ struct qp_runlog {
     char *path;
     hid_t file;
     int lockfd;
+    int64_t margin; /* bytes reserved past the end before each write (see room) */
     series s[NSERIES];
 };
+
+/* Reserve room for what the next write can add (rows, a new chunk of every
+ * series, metadata) before HDF5 writes anything: on a full disk or past
+ * ulimit -f the run then stops here with the file as of its last flush,
+ * instead of HDF5 failing half-way and leaving a file that does not open. */
+static int room(qp_runlog *l, char *err, size_t errlen)
+{
+    hsize_t size = 0;
+    char why[256];
+    if (l->file < 0 || l->lockfd < 0 || H5Fget_filesize(l->file, &size) < 0) return 0;
+    if (qp_space_reserve(l->lockfd, (int64_t)size + l->margin, why, sizeof why)) {
+        snprintf(err, errlen, "%s: no room for the next rows (%lld bytes past its %lld): %s; it holds every row "
+                 "flushed before", l->path, (long long)l->margin, (long long)size, why);
+        return -1;
+    }
+    return 0;
+}
 
 
 static hid_t latest_fapl(void)
@@ -246,6 +265,7 @@ static void close_series(series *s)
 static int write_pending(qp_runlog *l, series *s, char *err, size_t errlen)
 {
     if (s->pending == 0) return 0;
+    if (room(l, err, errlen)) return -1;
     const hsize_t start = (hsize_t)s->written, count = s->pending, total = start + count;
     hid_t fs = -1, ms = -1;
     int ok = H5Dset_extent(s->ds, &total) >= 0;
@@ -361,11 +381,14 @@ static int lock_run_file(qp_runlog *l, char *err, size_t errlen)
 static int open_all(qp_runlog *l, char *err, size_t errlen)
 {
     char e[384];
-    for (int i = 0; i < NSERIES; i++)
+    l->margin = 1 << 20;
+    for (int i = 0; i < NSERIES; i++) {
         if (open_series(l->file, &l->s[i], &SPECS[i], e, sizeof e)) {
             snprintf(err, errlen, "%s: %s", l->path, e);
             return -1;
         }
+        l->margin += 2 * (int64_t)(l->s[i].cap * l->s[i].rsize);
+    }
     return 0;
 }
 
@@ -529,7 +552,7 @@ qp_runlog *qp_runlog_resume(const char *path, int64_t last_step, char *err, size
         snprintf(err, errlen, "%s: cannot open: %s", path, why);
         goto fail;
     }
-    if (open_all(l, err, errlen)) goto fail;
+    if (open_all(l, err, errlen) || room(l, err, errlen)) goto fail;
     for (size_t g = 0; g < sizeof GROUPS / sizeof GROUPS[0]; g++)
         if (truncate_group(l, GROUPS[g].first, GROUPS[g].count, last_step, err, errlen)) goto fail;
     if (start_swmr(l, err, errlen)) goto fail;
@@ -628,6 +651,7 @@ int qp_runlog_status(qp_runlog *l, int64_t step, const char *state, const char *
 int qp_runlog_flush(qp_runlog *l, char *err, size_t errlen)
 {
     qp_h5_quiet();
+    if (room(l, err, errlen)) return -1;
     for (int i = 0; i < NSERIES; i++)
         if (write_pending(l, &l->s[i], err, errlen)) return -1;
     if (H5Fflush(l->file, H5F_SCOPE_GLOBAL) < 0) {
@@ -650,6 +674,7 @@ int qp_runlog_close(qp_runlog *l, char *err, size_t errlen)
         rc = -1;
     }
     l->file = -1;
+    qp_space_release(l->lockfd); /* what room() reserved past the end */
     free_log(l);
     return rc;
 }

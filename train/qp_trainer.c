@@ -16,6 +16,7 @@
 
 #include "qp_ckpt.h"
 #include "qp_data.h"
+#include "qp_faults.h"
 #include "qp_gemm.h"
 #include "qp_linear.h"
 #include "qp_model.h"
@@ -73,6 +74,8 @@ int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
         BAD("--on-divergence must be stop, skip-step or rollback, not '%s'", o->on_divergence);
     if (strcmp(o->grad_comm, "fp32") && strcmp(o->grad_comm, "bf16") && strcmp(o->grad_comm, "fp8"))
         BAD("--grad-comm must be fp32, bf16 or fp8, not '%s'", o->grad_comm);
+    qp_inject inj;
+    if (qp_inject_parse(o->inject, &inj, err, errlen)) return -1;
 #undef BAD
     return 0;
 }
@@ -102,6 +105,9 @@ typedef struct {
     int32_t *eval_in, *eval_tg;
     char log_err[256];   /* first failure of a record callback */
     int64_t n_qerr_rows;
+    qp_inject inject;    /* --inject */
+    int recoveries;      /* consecutive divergences recovered from (skip-step, rollback) */
+    float *scaling_snap; /* skip-step: every scaling state before the step (pack_scaling) */
 } run;
 
 static double now_ms(void)
@@ -153,6 +159,39 @@ static void split3(double x, float f[3])
     f[2] = (float)(r1 - f[1]);
 }
 
+/* Every scaling state into hist (N_STATES x history_len floats) and st
+ * (N_STATES x STATE_COLS), and back: what a checkpoint stores, and what
+ * skip-step restores after a step it drops. */
+static void pack_scaling(run *r, float *hist, float *st)
+{
+    const int ns = N_STATES(r->o.layers), H = r->recipe.history_len;
+    for (int i = 0; i < ns; i++) {
+        const qp_scaling_state *s = state_at(r, i);
+        if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)H * sizeof(float));
+        float *row = st + (int64_t)i * STATE_COLS;
+        row[0] = s->scale, row[1] = s->last_scale, row[2] = (float)s->hist_pos, row[3] = (float)s->hist_count;
+        row[4] = (float)s->n_updates;
+        for (int k = 0; k < QP_EV_COUNT; k++) row[5 + k] = (float)s->n_events[k];
+        split3(s->underflow_ema, row + 9);
+        split3(s->overflow_ema, row + 12);
+    }
+}
+
+static void unpack_scaling(run *r, const float *hist, const float *st)
+{
+    const int ns = N_STATES(r->o.layers), H = r->recipe.history_len;
+    for (int i = 0; i < ns; i++) {
+        qp_scaling_state *s = state_at(r, i);
+        if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)H * sizeof(float));
+        const float *row = st + (int64_t)i * STATE_COLS;
+        s->scale = row[0], s->last_scale = row[1], s->hist_pos = (int)row[2], s->hist_count = (int)row[3];
+        s->n_updates = (int64_t)row[4];
+        for (int k = 0; k < QP_EV_COUNT; k++) s->n_events[k] = (int64_t)row[5 + k];
+        s->underflow_ema = (double)row[9] + (double)row[10] + (double)row[11];
+        s->overflow_ema = (double)row[12] + (double)row[13] + (double)row[14];
+    }
+}
+
 static int write_checkpoint(run *r, char *err, size_t errlen)
 {
     const int L = r->o.layers, ns = N_STATES(L), H = r->recipe.history_len;
@@ -179,16 +218,7 @@ static int write_checkpoint(run *r, char *err, size_t errlen)
             p += sizes[i];
         }
     }
-    for (int i = 0; i < ns; i++) {
-        const qp_scaling_state *s = state_at(r, i);
-        if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)H * sizeof(float));
-        float *row = st + (int64_t)i * STATE_COLS;
-        row[0] = s->scale, row[1] = s->last_scale, row[2] = (float)s->hist_pos, row[3] = (float)s->hist_count;
-        row[4] = (float)s->n_updates;
-        for (int k = 0; k < QP_EV_COUNT; k++) row[5 + k] = (float)s->n_events[k];
-        split3(s->underflow_ema, row + 9);
-        split3(s->overflow_ema, row + 12);
-    }
+    pack_scaling(r, hist, st);
     t[nt++] = (qp_ckpt_tensor){"scaling/amax_history", hist, 2, {ns, H, 0, 0}};
     t[nt++] = (qp_ckpt_tensor){"scaling/state", st, 2, {ns, STATE_COLS, 0, 0}};
     int64_t best_bits;
@@ -243,23 +273,106 @@ static int load_checkpoint(run *r, qp_ckpt *c, int with_optimizer, char *err, si
         free(hist), free(st);
         return -1;
     }
-    for (int i = 0; i < ns; i++) {
-        qp_scaling_state *s = state_at(r, i);
-        if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)H * sizeof(float));
-        const float *row = st + (int64_t)i * STATE_COLS;
-        s->scale = row[0], s->last_scale = row[1], s->hist_pos = (int)row[2], s->hist_count = (int)row[3];
-        s->n_updates = (int64_t)row[4];
-        for (int k = 0; k < QP_EV_COUNT; k++) s->n_events[k] = (int64_t)row[5 + k];
-        s->underflow_ema = (double)row[9] + (double)row[10] + (double)row[11];
-        s->overflow_ema = (double)row[12] + (double)row[13] + (double)row[14];
-    }
+    unpack_scaling(r, hist, st);
     free(hist), free(st);
     r->step = step;
     memcpy(&r->best_loss, &best_bits, sizeof best_bits);
     return 0;
 }
 
+/* ---- divergence ------------------------------------------------------------ */
+
+/* Recoveries (skip-step or rollback) in a row, without one good step between
+ * them, before the trainer gives up and stops as with --on-divergence stop. */
+#define QP_MAX_RECOVERIES 5 /* skip-step: 5 skipped steps in a row; rollback: 5 rollbacks with no new
+                               checkpoint after a good step between them */
+
+static int is_mode(const run *r, const char *m) { return !strcmp(r->o.on_divergence, m); }
+
+/* Back to the last checkpoint on disk (RUN.ckpt.h5, or .prev if that one does
+ * not verify): weights, Adam moments, scaling states, running-minimum loss.
+ * The step counter and the data are not rewound (see --help). *from gets the
+ * checkpoint's step. */
+static int rollback(run *r, int64_t *from, char *err, size_t errlen)
+{
+    const char *used = NULL;
+    char e[512];
+    qp_ckpt *c = qp_ckpt_open_latest(r->ckpt_path, &used, e, sizeof e);
+    if (!c) {
+        snprintf(err, errlen, "rollback: no usable checkpoint: %s", e);
+        return -1;
+    }
+    const int64_t now = r->step;
+    const int rc = load_checkpoint(r, c, 1, e, sizeof e);
+    *from = r->step;
+    r->step = now;
+    qp_ckpt_close(c);
+    if (rc) snprintf(err, errlen, "rollback: %s", e);
+    return rc;
+}
+
+/* A divergence at `step`: log it and act on --on-divergence. QP_EXIT_OK means
+ * the run goes on without this step's update; anything else ends it (err says
+ * why). */
+static int handle_divergence(run *r, int64_t step, double loss, const char *reason, char *err, size_t errlen)
+{
+    char e2[256], msg[300];
+    const int gave_up = !is_mode(r, "stop") && r->recoveries >= QP_MAX_RECOVERIES;
+    /* Skipping the update cannot mend a weight that is already NaN/Inf (and
+     * would let the next checkpoint save it): stop instead. */
+    int bad_weights = 0;
+    if (!gave_up && is_mode(r, "skip-step"))
+        for (int64_t i = 0; i < r->model.num_params && !bad_weights; i++) bad_weights = !isfinite(r->model.params_memory[i]);
+    if (bad_weights) reason = "nonfinite_weights";
+    if (!gave_up && !bad_weights && is_mode(r, "skip-step")) {
+        if (r->scaling_snap)
+            unpack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * r->recipe.history_len);
+        if (qp_runlog_divergence(r->log, step, loss, reason, "skip_step", err, errlen)) return QP_EXIT_RUNTIME;
+        r->recoveries++;
+        if (!r->o.quiet) fprintf(stderr, "\nqtrain: step %lld diverged (loss %g, %s): update skipped\n", (long long)step, loss, reason);
+        return QP_EXIT_OK;
+    }
+    if (!gave_up && is_mode(r, "rollback")) {
+        int64_t from = 0;
+        if (rollback(r, &from, err, errlen)) {
+            qp_runlog_divergence(r->log, step, loss, reason, "stop", e2, sizeof e2);
+            qp_runlog_status(r->log, step, "failed", err, e2, sizeof e2);
+            return QP_EXIT_RUNTIME;
+        }
+        snprintf(msg, sizeof msg, "rolled back to the checkpoint of step %lld after divergence at step %lld (%s)",
+                 (long long)from, (long long)step, reason);
+        if (qp_runlog_divergence(r->log, step, loss, reason, "rollback", err, errlen) ||
+            qp_runlog_status(r->log, step, "running", msg, err, errlen))
+            return QP_EXIT_RUNTIME;
+        r->recoveries++;
+        if (!r->o.quiet) fprintf(stderr, "\nqtrain: step %lld diverged (loss %g): %s\n", (long long)step, loss, msg);
+        return QP_EXIT_OK;
+    }
+    qp_runlog_divergence(r->log, step, loss, reason, "stop", e2, sizeof e2);
+    char tail[64] = "";
+    if (gave_up) snprintf(tail, sizeof tail, " after %d consecutive recoveries", QP_MAX_RECOVERIES);
+    if (bad_weights) snprintf(tail, sizeof tail, ": skip-step cannot mend the weights, rollback can");
+    qp_runlog_status(r->log, step, "diverged", gave_up ? tail + 1 : reason, e2, sizeof e2);
+    qp_runlog_flush(r->log, e2, sizeof e2);
+    if (access(r->ckpt_path, F_OK) == 0)
+        snprintf(err, errlen, "diverged at step %lld (loss %g, %s)%s; last good checkpoint kept: %s", (long long)step,
+                 loss, reason, tail, r->ckpt_path);
+    else
+        snprintf(err, errlen, "diverged at step %lld (loss %g, %s)%s, before the first checkpoint", (long long)step,
+                 loss, reason, tail);
+    return QP_EXIT_DIVERGED;
+}
+
 /* ---- set-up ------------------------------------------------------------------ */
+
+/* RUN.ckpt.h5 or RUN.ckpt.h5.prev is there (whole or not). */
+static int ckpt_exists(const char *path)
+{
+    char prev[1200];
+    snprintf(prev, sizeof prev, "%.1100s.prev", path);
+    return access(path, F_OK) == 0 || access(prev, F_OK) == 0;
+}
+
 
 static void free_run(run *r)
 {
@@ -269,7 +382,7 @@ static void free_run(run *r)
     qp_gemm_destroy(r->gemm);
     if (r->model_ok) qp_gpt_free(&r->model);
     qp_dataset_close(r->data);
-    free(r->adam_m), free(r->adam_v), free(r->eval_in), free(r->eval_tg);
+    free(r->adam_m), free(r->adam_v), free(r->eval_in), free(r->eval_tg), free(r->scaling_snap);
 }
 
 static int create_runlog(run *r, const char *host, char *err, size_t errlen)
@@ -313,6 +426,8 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     KV("simd", "%s", qp_simd_name());
     KV("model_kernels", "%s", qp_gpt_kernel_isa());
     KV("mode", "%s", r->o.eval_only ? "eval-only" : "train");
+    KV("on_divergence", "%s", r->o.on_divergence);
+    KV("inject", "%s", r->o.inject);
     KV("recipe_description", "%.150s", desc);
 #undef KV
     r->log = qp_runlog_create(r->o.out, kv, n, err, errlen);
@@ -345,6 +460,27 @@ static void fmt_eta(double ms, char *buf, size_t n)
     else snprintf(buf, n, "%ldm%02lds", s / 60, s % 60);
 }
 
+/* What a recovery needs before the first step: skip-step a buffer for the
+ * scaling states; rollback a checkpoint to go back to, so a fresh run writes
+ * one of its initial state (a resumed run has the one it loaded). */
+static int prepare_recovery(run *r, int resumed, char *err, size_t errlen)
+{
+    if (is_mode(r, "skip-step")) {
+        const int64_t ns = N_STATES(r->o.layers);
+        r->scaling_snap = malloc((size_t)(ns * (r->recipe.history_len + STATE_COLS)) * sizeof(float) + 1);
+        if (!r->scaling_snap) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    if (is_mode(r, "rollback") && !resumed && write_checkpoint(r, err, errlen)) {
+        char e2[256];
+        qp_runlog_status(r->log, r->step, "failed", err, e2, sizeof e2);
+        return -1;
+    }
+    return 0;
+}
+
 int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
 {
     run R, *r = &R;
@@ -353,6 +489,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     if (r->o.min_lr < 0) r->o.min_lr = r->o.lr / 10.0;
     if (qp_train_opts_check(&r->o, err, errlen)) return QP_EXIT_BAD_INPUT;
     if (qp_recipe_parse(r->o.recipe, &r->recipe, err, errlen)) return QP_EXIT_BAD_INPUT;
+    if (qp_inject_parse(r->o.inject, &r->inject, err, errlen)) return QP_EXIT_BAD_INPUT;
 #if QP_HAVE_OPENMP
     omp_set_num_threads(r->o.threads);
 #endif
@@ -403,6 +540,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     }
     if (qp_gpt_init(&r->model, &mc, B, T, r->o.seed, err, errlen)) goto done;
     r->model_ok = 1;
+    if (qp_inject_check(&r->inject, r->model.param_sizes, err, errlen)) {
+        rc = QP_EXIT_BAD_INPUT;
+        goto done;
+    }
     const qp_linear_cfg lc = {r->o.layers, qp_gpt_max_gemm_elems(&mc, B, T), r->o.seed, &r->recipe, r->gemm,
                               on_event, on_qerr, r};
     r->lin = qp_linear_create(&lc, err, errlen);
@@ -444,8 +585,14 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
 
     /* Resume if a checkpoint exists; otherwise start from scratch. */
     const char *used = NULL;
-    char cerr[512] = "";
+    char cerr[512] = "", resumed_from[1200] = "";
     if (r->o.resume) from = qp_ckpt_open_latest(r->ckpt_path, &used, cerr, sizeof cerr);
+    if (r->o.resume && !from && ckpt_exists(r->ckpt_path)) {
+        /* Checkpoints that do not verify are not "none": starting over would
+         * cut the run file back to nothing. */
+        snprintf(err, errlen, "--resume: no checkpoint verifies: %s", cerr);
+        goto done;
+    }
     if (from) {
         const char *keys[] = {"layers", "heads", "dim", "seq", "vocab", "batch", "grad_accum", "seed"};
         const int64_t want[] = {r->o.layers, r->o.heads, r->o.dim, T, mc.vocab, B, r->o.grad_accum, (int64_t)r->o.seed};
@@ -471,6 +618,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         r->log = qp_runlog_resume(r->o.out, r->step - 1, err, errlen);
         if (!r->log) goto done;
         if (!r->o.quiet) fprintf(stderr, "qtrain: resuming from %s at step %lld\n", used, (long long)r->step);
+        snprintf(resumed_from, sizeof resumed_from, "resumed from %s", used);
     } else {
         if (create_runlog(r, host, err, errlen)) {
             rc = QP_EXIT_BAD_INPUT;
@@ -490,7 +638,8 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     int decays[QP_GPT_NPARAMS];
     qp_gpt_param_shapes(&mc, sizes, NULL, NULL);
     for (int i = 0; i < QP_GPT_NPARAMS; i++) decays[i] = qp_gpt_param_decays(i);
-    if (qp_runlog_status(r->log, r->step, "running", "", err, errlen)) goto loop_done;
+    if (qp_runlog_status(r->log, r->step, "running", resumed_from, err, errlen)) goto loop_done;
+    if (prepare_recovery(r, resumed_from[0] != 0, err, errlen)) goto loop_done;
     const double t_start = now_ms();
     const int64_t first_step = r->step;
     rc = QP_EXIT_OK;
@@ -510,8 +659,11 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         }
         const double t0 = now_ms();
         const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
+        if (r->scaling_snap)
+            pack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * r->recipe.history_len);
         qp_linear_begin_step(r->lin, step, log_qerr);
         qp_gpt_zero_grad(&r->model);
+        qp_inject_fire(&r->inject, QP_INJ_PARAM, step, r->model.params_memory, sizes, NULL);
         double loss = 0.0, wait_ms = 0.0;
         uint64_t bh = 1469598103934665603ull;
         for (int micro = 0; micro < accum; micro++) {
@@ -534,32 +686,30 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             }
             loss += r->model.mean_loss / accum;
         }
+        qp_inject_fire(&r->inject, QP_INJ_GRAD, step, r->model.grads_memory, sizes, NULL);
+        qp_inject_fire(&r->inject, QP_INJ_LOSS, step, NULL, sizes, &loss);
         const double norm = qp_grad_norm(r->model.grads_memory, r->model.num_params);
         const int finite = isfinite(loss) && isfinite(norm);
         const int blew_up = finite && step >= r->o.warmup && loss > r->best_loss * r->o.divergence_factor;
-        if (!finite || blew_up) {
-            const char *reason = !finite ? "nonfinite" : "loss_spike";
-            qp_runlog_divergence(r->log, step, loss, reason, "stop", err, errlen);
-            qp_runlog_status(r->log, step, "diverged", reason, err, errlen);
-            qp_runlog_flush(r->log, err, errlen);
-            if (access(r->ckpt_path, F_OK) == 0)
-                snprintf(err, errlen, "diverged at step %lld (loss %g, %s); last good checkpoint kept: %s",
-                         (long long)step, loss, reason, r->ckpt_path);
-            else
-                snprintf(err, errlen, "diverged at step %lld (loss %g, %s), before the first checkpoint",
-                         (long long)step, loss, reason);
-            rc = QP_EXIT_DIVERGED;
-            goto loop_done;
+        /* A divergence the run survives (skip-step, rollback) applies no update
+         * and logs no /train row: /events/divergence has it. */
+        const int skipped = !finite || blew_up;
+        if (skipped) {
+            rc = handle_divergence(r, step, loss, !finite ? "nonfinite" : "loss_spike", err, errlen);
+            if (rc != QP_EXIT_OK) goto loop_done;
+        } else if (!is_mode(r, "rollback")) {
+            r->recoveries = 0; /* skip-step: a good step ends a streak; rollback: a checkpoint after one (below) */
         }
-        if (loss < r->best_loss) r->best_loss = loss;
+        if (!skipped && loss < r->best_loss) r->best_loss = loss;
         const float clip = (r->o.grad_clip > 0 && norm > r->o.grad_clip) ? (float)(r->o.grad_clip / norm) : 1.0f;
         const double lr = qp_lr_at(&oc, step);
-        qp_adamw_step(&oc, r->model.params_memory, r->model.grads_memory, r->adam_m, r->adam_v, sizes, decays,
-                      QP_GPT_NPARAMS, step + 1, lr, clip);
+        if (!skipped)
+            qp_adamw_step(&oc, r->model.params_memory, r->model.grads_memory, r->adam_m, r->adam_v, sizes, decays,
+                          QP_GPT_NPARAMS, step + 1, lr, clip);
         const double step_ms = now_ms() - t0;
         const qp_train_row row = {step, loss, lr, norm, step_ms, wait_ms, (double)B * T * accum / (step_ms / 1e3), bh,
                                   0.0, NAN, NAN, NAN};
-        if (qp_runlog_train(r->log, &row, err, errlen)) {
+        if (!skipped && qp_runlog_train(r->log, &row, err, errlen)) {
             rc = QP_EXIT_RUNTIME;
             goto loop_done;
         }
@@ -587,9 +737,16 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             }
         }
         if ((r->o.ckpt_every > 0 && (step + 1) % r->o.ckpt_every == 0) || last_step) {
+            /* The log first: a checkpoint of step s is only ever on disk with
+             * every row up to s in the run file, so a resume leaves no gap. */
+            if (qp_runlog_flush(r->log, err, errlen)) {
+                rc = QP_EXIT_RUNTIME;
+                goto loop_done;
+            }
             r->step = step + 1;
             const int crc = write_checkpoint(r, err, errlen);
             r->step = step;
+            if (!crc && !skipped) r->recoveries = 0;
             if (crc) {
                 char e2[256];
                 qp_runlog_status(r->log, step, "failed", err, e2, sizeof e2);

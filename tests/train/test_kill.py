@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""test_kill.py — SIGKILL qtrain at random (seeded) moments, --resume after each, lose nothing.
+
+One run (4 layers, 192 wide, fp8 with delayed scaling, a 22 MB checkpoint after every step,
+so checkpoint writes are most of the wall time) is killed KILLS times: about half at a random
+delay after its start (start-up, resume, steps, log flushes, checkpoint writes), the rest
+a random 0-30 ms after a checkpoint's .tmp file appears (inside a checkpoint write). After
+every kill:
+  - the run file opens with h5py (swmr=True) and, after `h5clear -s` on a copy, with h5dump;
+    /train/step is 0..n-1 with no gap, and n >= the checkpoint's step (the log is flushed
+    before each checkpoint);
+  - RUN.ckpt.h5, if present, is whole: its "complete" marker and every tensor's CRC-32 check
+    (computed here with zlib, not by qtrain); if a kill fell between the two renames, .prev is;
+  - three times, on a copy of the folder: a torn checkpoint (truncated) and a corrupt one
+    (a byte of a tensor flipped) are refused by this checker and by qtrain, which resumes
+    from .prev; with both bad, --resume refuses to start rather than start over.
+Finally the killed-and-resumed run, once complete, has bit for bit the weights, Adam moments,
+scaling states, losses, batch hashes, validation losses, quantization-error rows and recalib
+events of an uninterrupted run."""
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+import h5py
+import numpy as np
+
+QTRAIN = sys.argv[1]
+CORPUS = sys.argv[2] if len(sys.argv) > 2 else ""
+KILLS = 24
+STEPS = 64
+SEED = 20261129
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, flush=True)
+
+
+if not shutil.which("h5clear") or not shutil.which("h5dump"):
+    print("SKIP: h5clear/h5dump not installed")
+    sys.exit(77)
+tmp = tempfile.mkdtemp(prefix="qtrain_kill_")
+data = os.path.join(tmp, "corpus.txt")
+if CORPUS and os.path.exists(CORPUS):
+    with open(CORPUS, "rb") as f:
+        text = f.read()[:300000]
+else:
+    rng = np.random.default_rng(0)
+    words = [b"the", b"quick", b"brown", b"fox", b"jumps", b"over", b"lazy", b"dog", b"and", b"cat"]
+    text = b" ".join(words[i] for i in rng.integers(0, len(words), 60000))
+with open(data, "wb") as f:
+    f.write(text)
+
+ARGS = ["--data", data, "--layers", "4", "--heads", "4", "--dim", "192", "--seq", "32", "--batch", "4",
+        "--threads", "1", "--steps", str(STEPS), "--warmup", "4", "--eval-every", "8", "--eval-batches", "2",
+        "--qerr-every", "5", "--ckpt-every", "1", "--recipe", "fp8"]
+
+
+def cmd(out, extra=()):
+    return [QTRAIN] + ARGS + ["--out", out, "--resume"] + list(extra)
+
+
+def ckpt_ok(path):
+    """The checkpoint's marker and every tensor's CRC-32, checked independently of qtrain."""
+    try:
+        with h5py.File(path, "r") as f:
+            n, bad = 0, []
+
+            def visit(name, obj):
+                nonlocal n
+                if isinstance(obj, h5py.Dataset):
+                    n += 1
+                    if zlib.crc32(obj[...].astype("<f4").tobytes()) != int(obj.attrs["crc32"]):
+                        bad.append(name)
+            f.visititems(visit)
+            return "complete" in f.attrs and int(f.attrs["complete"]) == n and not bad
+    except Exception:
+        return False
+
+
+def ckpt_step(path):
+    with h5py.File(path, "r") as f:
+        return int(f.attrs["step"])
+
+
+def everything(ckpt):
+    with h5py.File(ckpt, "r") as f:
+        out = {}
+        f.visititems(lambda n, o: out.__setitem__(n, o[...]) if isinstance(o, h5py.Dataset) else None)
+        out["@step"] = int(f.attrs["step"])
+        return out
+
+
+def log_tables(path):
+    with h5py.File(path, "r", libver="latest", swmr=True) as f:
+        return {k: f[k][...] for k in ("train/step", "train/loss", "train/lr", "train/grad_norm", "train/batch_hash",
+                                        "eval/step", "eval/val_loss", "quant/error", "events/recalib")}
+
+
+def bits_equal(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def check_log(run, ck_step, tag):
+    """The run file after a kill: opens (h5py SWMR, and h5dump after h5clear -s), no gap."""
+    if not os.path.exists(run):
+        check(ck_step is None, f"{tag}: no run file but a checkpoint of step {ck_step}")
+        return
+    try:
+        with h5py.File(run, "r", libver="latest", swmr=True) as f:
+            n = min(len(f["train/" + k]) for k in ("step", "loss", "lr", "grad_norm", "step_ms", "data_wait_ms",
+                                                   "tokens_per_s", "batch_hash"))
+            steps = f["train/step"][:n]
+    except Exception as e:  # a run file killed while being created holds nothing worth keeping
+        check(ck_step is None, f"{tag}: run file does not open ({e}) but a checkpoint of step {ck_step} exists")
+        return
+    check(np.array_equal(steps, np.arange(n)), f"{tag}: /train/step is not 0..{n - 1}: {steps}")
+    if ck_step is not None:
+        check(n >= ck_step, f"{tag}: log has {n} rows, the checkpoint is of step {ck_step}")
+    cp = os.path.join(tmp, "h5dump_copy.h5")
+    shutil.copy(run, cp)
+    subprocess.run(["h5clear", "-s", cp], capture_output=True)
+    d = subprocess.run(["h5dump", cp], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    check(d.returncode == 0, f"{tag}: h5dump after h5clear -s: {d.stderr[-300:]}")
+
+
+def corrupt_copies(run, tag):
+    """Torn and corrupt checkpoints in a copy of the folder: detected, .prev used."""
+    ck = run.replace(".h5", ".ckpt.h5")
+    if not (os.path.exists(ck) and os.path.exists(ck + ".prev")):
+        return 0
+    prev_step = ckpt_step(ck + ".prev")
+    n = 0
+    for how in ("truncate", "flip", "both"):
+        d = os.path.join(tmp, f"copy_{tag}_{how}")
+        os.makedirs(d)
+        for p in (run, ck, ck + ".prev"):
+            shutil.copy(p, d)
+        cr, cc = os.path.join(d, os.path.basename(run)), os.path.join(d, os.path.basename(ck))
+        victims = [cc] + ([cc + ".prev"] if how == "both" else [])
+        for v in victims:
+            if how == "truncate" or v == cc + ".prev":
+                with open(v, "r+b") as f:
+                    f.truncate(os.path.getsize(v) // 2)
+            else:
+                with h5py.File(v, "r") as f:
+                    off = f["params/fcw"].id.get_offset() + 1234
+                with open(v, "r+b") as f:
+                    f.seek(off)
+                    b = f.read(1)
+                    f.seek(off)
+                    f.write(bytes([b[0] ^ 0x40]))
+        check(not ckpt_ok(cc), f"{tag}/{how}: the damaged checkpoint passes the CRC check")
+        p = subprocess.run(cmd(cr, ["--stop-after", str(prev_step + 1)]), capture_output=True, text=True, timeout=120)
+        if how == "both":
+            check(p.returncode == 1 and "no checkpoint verifies" in p.stderr and p.stderr.count("\n") == 1,
+                  f"{tag}/{how}: --resume with no whole checkpoint: exit {p.returncode}: {p.stderr!r}")
+            with h5py.File(cr, "r", libver="latest", swmr=True) as f:
+                check(len(f["train/step"]) >= prev_step, f"{tag}/{how}: the run file was cut back")
+        else:
+            check(p.returncode == 0 and f"resuming from {cc}.prev at step {prev_step}" in p.stderr,
+                  f"{tag}/{how}: qtrain did not fall back to .prev: exit {p.returncode}: {p.stderr[-400:]}")
+        n += 1
+        shutil.rmtree(d)
+    return n
+
+
+# ---- the uninterrupted reference -----------------------------------------------------
+t0 = time.time()
+ref = os.path.join(tmp, "ref", "run.h5")
+os.makedirs(os.path.dirname(ref))
+p = subprocess.run(cmd(ref, ["--quiet"]), capture_output=True, text=True, timeout=600)
+check(p.returncode == 0, f"reference run: {p.stderr}")
+t_ref = time.time() - t0
+
+# ---- the killed one --------------------------------------------------------------------
+rnd = random.Random(SEED)
+run = os.path.join(tmp, "killed", "run.h5")
+os.makedirs(os.path.dirname(run))
+ck = run.replace(".h5", ".ckpt.h5")
+tmpf = ck + ".tmp"
+kills = in_ckpt = torn_tmp = between = at_start = resumes = damaged = 0
+segments = []
+while True:
+    mode = "ckpt" if kills < KILLS and rnd.random() < 0.5 else "time"
+    # ckpt: inside the nth checkpoint write of this segment (a write takes ~100-200 ms here)
+    nth = rnd.randint(1, 3)
+    delay = rnd.uniform(0.0, 0.1) if mode == "ckpt" else rnd.uniform(0.05, 1.5)
+    before = os.stat(tmpf) if os.path.exists(tmpf) else None
+    had_ckpt = os.path.exists(ck) or os.path.exists(ck + ".prev")
+    resumes += had_ckpt
+    proc = subprocess.Popen(cmd(run, ["--quiet"]), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if kills >= KILLS:
+        _, err = proc.communicate(timeout=600)
+        check(proc.returncode == 0, f"final segment: exit {proc.returncode}: {err}")
+        break
+    if mode == "ckpt":
+        deadline, seen, last = time.time() + 20, 0, before
+        while time.time() < deadline and proc.poll() is None:
+            st = os.stat(tmpf) if os.path.exists(tmpf) else None
+            key = (st.st_ino, st.st_mtime_ns) if st else None
+            if st is not None and (last is None or key != (last.st_ino, last.st_mtime_ns)):
+                seen += 1
+                if seen >= nth:
+                    break
+            last = st if st is not None else last
+            time.sleep(0.0005)
+    time.sleep(delay)
+    if proc.poll() is not None:  # finished before the kill: the run is complete
+        _, err = proc.communicate()
+        check(proc.returncode == 0, f"segment ended on its own: exit {proc.returncode}: {err}")
+        break
+    proc.kill()
+    proc.communicate()
+    kills += 1
+    st = os.stat(tmpf) if os.path.exists(tmpf) else None
+    fresh_tmp = st is not None and (before is None or (st.st_ino, st.st_mtime_ns) != (before.st_ino, before.st_mtime_ns))
+    in_ckpt += fresh_tmp
+    tag = f"kill {kills} ({mode} {nth if mode == 'ckpt' else ''}, {delay * 1000:.0f} ms)"
+    # the newest whole checkpoint
+    ck_step = None
+    if os.path.exists(ck):
+        check(ckpt_ok(ck), f"{tag}: {ck} is not whole")
+        ck_step = ckpt_step(ck)
+    elif os.path.exists(ck + ".prev"):
+        between += 1
+        check(ckpt_ok(ck + ".prev"), f"{tag}: between renames and .prev is not whole")
+        ck_step = ckpt_step(ck + ".prev")
+    if ck_step is None or (segments and ck_step == segments[-1]):
+        at_start += 1  # killed before this segment wrote a checkpoint
+    segments.append(ck_step)
+    torn_tmp += fresh_tmp and not ckpt_ok(tmpf)  # else killed between its close and its rename
+    check_log(run, ck_step, tag)
+    if kills in (6, 12, 18):
+        damaged += corrupt_copies(run, f"k{kills}")
+
+check(kills >= 20, f"only {kills} kills before the run completed")
+check(in_ckpt >= 5, f"only {in_ckpt} kills inside a checkpoint write")
+
+# ---- same result as the uninterrupted run, bit for bit ------------------------------
+a, b = everything(ref.replace(".h5", ".ckpt.h5")), everything(ck)
+check(a.keys() == b.keys(), "checkpoint tensors differ")
+for k in a:
+    check(bits_equal(a[k], b[k]), f"final checkpoint: {k} differs from the uninterrupted run")
+la, lb = log_tables(ref), log_tables(run)
+for k in la:
+    check(bits_equal(la[k], lb[k]), f"run file: {k} differs from the uninterrupted run ({len(la[k])} vs {len(lb[k])} rows)")
+with h5py.File(run, "r") as f:  # closed cleanly at the end: opens without SWMR and without h5clear
+    st = f["status"][:]
+    check(st[-1]["state"] == b"done", f"final status {st[-1]}")
+check(np.array_equal(lb["train/step"], np.arange(STEPS)), "final /train/step is not 0..STEPS-1")
+
+print(f"test_kill: {kills} SIGKILLs (seed {SEED}): {in_ckpt} inside a checkpoint write ({torn_tmp} leaving a torn .tmp), "
+      f"{between} between its two renames, {at_start} before the segment wrote a new checkpoint; {resumes} resumes "
+      f"from a checkpoint; "
+      f"{damaged} damaged-checkpoint copies; reference {t_ref:.1f} s; {passed} checks passed, {failed} failed")
+shutil.rmtree(tmp, ignore_errors=True) if not failed else print("kept", tmp)
+sys.exit(1 if failed else 0)
