@@ -6,9 +6,10 @@
  * every dataset is created up front, rows are appended and flushed.
  *   /                     attributes: the full configuration (strings)
  *   /train/{step,loss,lr,grad_norm,step_ms,data_wait_ms,tokens_per_s,batch_hash,
- *           comm_ms,power_w,energy_j,gpu_util}
+ *           comm_ms,power_w,energy_j,gpu_util,grad_comm_rel_err}
  *                         1-D datasets, one entry per optimizer step (comm_ms: 0
- *                         in one process; power: NaN where no GPU is sampled)
+ *                         in one process; power: NaN where no GPU is sampled;
+ *                         grad_comm_rel_err: NaN for an FP32 gradient all-reduce)
  *   /eval/{step,val_loss}
  *   /quant/error          table: step, layer, gemm, operand, pass, rel_l2,
  *                         snr_db, sat_frac, zero_frac, amax, scale
@@ -40,6 +41,7 @@ typedef struct {
     double power_w;    /* mean GPU board power over the step (NaN: not sampled) */
     double energy_j;   /* GPU energy since the run started (NaN: not sampled) */
     double gpu_util;   /* mean GPU utilization over the step, 0..100 (NaN: not sampled) */
+    double grad_comm_rel_err; /* |g_comm - g_fp32| / |g_fp32| of a low-precision gradient all-reduce (NaN: fp32) */
 } qp_train_row;
 
 typedef struct {
