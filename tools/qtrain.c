@@ -30,7 +30,15 @@ static int finish(int rc, const char *err)
 
 int main(int argc, char **argv)
 {
-    if (qp_dist_init(&argc, &argv)) {
+    const int di = qp_dist_init(&argc, &argv);
+    if (di == -2) {
+        const char *r = getenv("OMPI_COMM_WORLD_RANK") ? getenv("OMPI_COMM_WORLD_RANK") : getenv("PMI_RANK");
+        if (!r || atoi(r) == 0)
+            fprintf(stderr, "qtrain: started by mpirun with several ranks, but built without MPI "
+                            "(install libopenmpi-dev and rebuild)\n");
+        return QP_EXIT_BAD_INPUT;
+    }
+    if (di) {
         fprintf(stderr, "qtrain: MPI failed to start\n");
         return QP_EXIT_RUNTIME;
     }

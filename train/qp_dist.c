@@ -10,6 +10,20 @@
 
 static double comm_ms;
 
+double qp_dist_comm_ms(void) { return comm_ms; }
+
+/* The world size a launcher announces (0: none). */
+static int launcher_size(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 0) return atoi(v);
+    }
+    return getenv("PMIX_RANK") || getenv("PMI_RANK") ? 1 : 0;
+}
+
+#if QP_HAVE_MPI
 static double now_ms(void)
 {
     struct timespec t;
@@ -17,9 +31,6 @@ static double now_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-double qp_dist_comm_ms(void) { return comm_ms; }
-
-#if QP_HAVE_MPI
 static int started; /* we called MPI_Init */
 
 static int active(void)
@@ -32,20 +43,11 @@ static int active(void)
 
 int qp_dist_have_mpi(void) { return 1; }
 
-/* Started by mpirun (Open MPI, MPICH/Hydra, PMIx launchers)? A plain process
- * stays one rank without touching MPI (no singleton start-up). */
-static int launched(void)
-{
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i])) return 1;
-    return 0;
-}
-
 int qp_dist_init(int *argc, char ***argv)
 {
     if (active()) return 0;
-    if (!launched()) return 0;
+    /* A plain process (no mpirun) stays one rank without touching MPI. */
+    if (!launcher_size()) return 0;
     if (MPI_Init(argc, argv) != MPI_SUCCESS) return -1;
     started = 1;
     return 0;
@@ -139,7 +141,11 @@ void qp_dist_allgather(const void *send, void *recv, int64_t bytes)
 #else /* one process */
 
 int qp_dist_have_mpi(void) { return 0; }
-int qp_dist_init(int *argc, char ***argv) { (void)argc, (void)argv; return 0; }
+int qp_dist_init(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    return launcher_size() > 1 ? -2 : 0; /* N copies of one process would share one run file */
+}
 void qp_dist_finalize(void) {}
 void qp_dist_abort(int code) { (void)code; }
 int qp_dist_rank(void) { return 0; }

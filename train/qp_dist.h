@@ -17,8 +17,9 @@
 extern "C" {
 #endif
 
-/* Initialise MPI when built with it (idempotent). Returns 0, or -1 when MPI
- * is there but failed to start. */
+/* Initialise MPI when built with it and started by a launcher (idempotent).
+ * Returns 0; -1 when MPI failed to start; -2 when built without MPI but
+ * started by mpirun with more than one rank. */
 int qp_dist_init(int *argc, char ***argv);
 /* Finalise MPI if qp_dist_init started it. */
 void qp_dist_finalize(void);
