@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh — everything from a fresh Debian 12 machine: dependencies, Release
-# build in build/, the full ctest suite (the exhaustive 2^32 codec test
+# build in build/, the full ctest suite (the exhaustive 2^32 codec test and
+# the "mpi" label — mpirun -np 2 with the root flags in the test definitions —
 # included), then the unit tests again under ASan+UBSan (build-asan/) and the
 # fuzz targets for a bounded time (build-fuzz/, clang).
 set -euo pipefail

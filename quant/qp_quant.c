@@ -214,7 +214,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
     if (bc <= 1) {
         for (int64_t r = r0; r < r1; r++)
             k->encode_row(p, x + r * cols, cols, NULL, 1, codes ? codes + r * row_bytes : NULL,
-                          y ? y + r * cols : NULL, (uint64_t)(r * cols), &res->cnt);
+                          y ? y + r * cols : NULL, p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
         return;
     }
     const int64_t nb = (cols + bc - 1) / bc;
@@ -234,7 +234,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         if (scales) memcpy(scales + (r0 / t->block_rows) * scale_cols, bs->code, (size_t)nb);
         for (int64_t r = r0; r < r1; r++)
             k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL,
-                          y ? y + r * cols : NULL, (uint64_t)(r * cols), &res->cnt);
+                          y ? y + r * cols : NULL, p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
         return;
     }
     for (int64_t r = r0; r < r1; r++) {
@@ -243,7 +243,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         k->block_scales(p, amax_buf, nf_buf, nb, bs, &res->bst);
         if (scales) memcpy(scales + r * scale_cols, bs->code, (size_t)nb);
         k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL,
-                      y ? y + r * cols : NULL, (uint64_t)(r * cols), &res->cnt);
+                      y ? y + r * cols : NULL, p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
     }
 }
 
@@ -295,7 +295,8 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
     static const qp_qopts defaults;
     if (!o) o = &defaults;
     const qp_format_traits *t = &qp_formats[fmt];
-    qp_plan p = {t, 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream};
+    qp_plan p = {t, 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream, (uint64_t)o->sr_offset,
+                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols)};
     const int64_t n = rows * cols;
     float amax = 0.0f;
     const int blocky = t->block_cols > 1;

@@ -93,6 +93,10 @@ typedef struct {
     bool stochastic;   /* stochastic rounding of elements */
     uint64_t seed;     /* SR: generator key */
     uint64_t stream;   /* SR: stream (e.g. tensor id x step), element i uses word i */
+    int64_t sr_offset;     /* SR: element (r, c) uses word sr_offset + r * sr_row_stride + c,  */
+    int64_t sr_row_stride; /*   stride 0 meaning cols (so zeroes give "element i uses word i"):  */
+                           /*   a slice of a bigger tensor draws the words the whole tensor's    */
+                           /*   quantization draws for the same elements (data-parallel ranks) */
     float scale;       /* > 0: use this per-tensor encode scale instead of the current one
                           (fp8: s; nvfp4: S); ignored by formats without a tensor scale */
     bool unscaled;     /* qp_qdq only: output decode(code) * block scale, leaving the

@@ -18,6 +18,7 @@ typedef struct {
     float out_mul;    /* what decoded values are multiplied by last: scale_inv, or 1 (unscaled) */
     bool sr;
     uint64_t seed, stream;
+    uint64_t sr_offset, sr_stride; /* global index of row r's first element: sr_offset + r * sr_stride */
 } qp_plan;
 
 /* The block scales of one row (or one band of 2D tiles), as arrays: the

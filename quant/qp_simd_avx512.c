@@ -301,15 +301,16 @@ AVX512 void philox64(uint64_t seed, uint64_t stream, uint64_t g, __m512i out[4])
     out[3] = _mm512_shuffle_i32x4(x2, y2, _MM_SHUFFLE(3, 1, 3, 1));
 }
 
-/* The random words of 16 elements starting at global index idx (a multiple
- * of 16), generated 64 at a time. */
+/* The random words of 16 elements starting at global index idx, generated 64
+ * at a time; an idx that is not a multiple of 16 (a slice of a bigger tensor,
+ * qp_qopts.sr_offset / sr_row_stride) takes its words from two aligned runs. */
 typedef struct {
     uint64_t seed, stream, group;
     int valid;
     __m512i words[4];
 } rng_cache;
 
-AVX512 __m512i rng16(rng_cache *rc, uint64_t idx)
+AVX512 __m512i rng16_aligned(rng_cache *rc, uint64_t idx)
 {
     const uint64_t g = idx / 64;
     if (!rc->valid || rc->group != g) {
@@ -318,6 +319,16 @@ AVX512 __m512i rng16(rng_cache *rc, uint64_t idx)
         rc->valid = 1;
     }
     return rc->words[(idx % 64) / 16];
+}
+
+AVX512 __m512i rng16(rng_cache *rc, uint64_t idx)
+{
+    const int sh = (int)(idx % 16);
+    if (!sh) return rng16_aligned(rc, idx);
+    const __m512i lo = rng16_aligned(rc, idx - (uint64_t)sh), hi = rng16_aligned(rc, idx - (uint64_t)sh + 16);
+    const __m512i sel = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(sh));
+    return _mm512_permutex2var_epi32(lo, sel, hi);
 }
 
 /* Stochastic rounding of v onto the grid of f, as qp_format.c's sr_magnitude:
@@ -477,11 +488,6 @@ AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t col
 AVX512_FN void v_encode_row(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                             uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt)
 {
-    /* The vector generator works on runs of 16 elements starting at a multiple of 16. */
-    if (p->sr && gidx0 % 16 != 0) {
-        qp_kernels_ref.encode_row(p, x, cols, bs, bc, codes, y, gidx0, cnt);
-        return;
-    }
     switch (p->t->elem) {
     case QP_ELEM_E4M3: encode_row_fmt(p, V_E4M3, x, cols, bs, bc, codes, y, cnt, gidx0); break;
     case QP_ELEM_E5M2: encode_row_fmt(p, V_E5M2, x, cols, bs, bc, codes, y, cnt, gidx0); break;

@@ -9,6 +9,7 @@ QP_PACKAGES=(
   build-essential cmake pkg-config
   libhdf5-dev hdf5-tools        # run logs, checkpoints, qerr --h5; h5dump
   libdnnl-dev                   # oneDNN: the trainer's GEMMs
+  libopenmpi-dev openmpi-bin    # data-parallel qtrain (mpirun) and its "mpi" tests
   gnuplot-nox                   # figures
   python3 python3-numpy python3-h5py python3-torch   # independent oracles in tests
   clang libclang-rt-14-dev      # libFuzzer targets

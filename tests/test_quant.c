@@ -236,6 +236,52 @@ static void test_stochastic(void)
     free(x), free(y), free(y2), free(mean);
 }
 
+/* qp_qopts.sr_offset / sr_row_stride: a row slice and a column slice of a
+ * tensor, quantized alone with the whole tensor's per-tensor scale, give the
+ * whole quantization's elements bit for bit (what a data-parallel rank relies
+ * on: its rows of X, its token columns of dY^T), in the reference and the
+ * fast path. Column slices start block-aligned for block formats and anywhere
+ * (unaligned word index) for per-tensor ones. */
+static void test_sr_slices(void)
+{
+    const int64_t R = 32, C = 96;
+    float *x = randn(R * C, 91, 1.0f), *whole = malloc(R * C * 4), *part = malloc(R * C * 4),
+          *src = malloc(R * C * 4);
+    for (int f = QP_FMT_BF16; f < QP_FMT_COUNT; f++) {
+        const qp_format_traits *t = &qp_formats[f];
+        for (int path = 0; path < 2; path++) {
+            void (*qdq)(qp_fmt, const float *, float *, int64_t, int64_t, const qp_qopts *, qp_qstats *) =
+                path ? qp_qdq : qp_qdq_ref;
+            qp_qopts o = {.stochastic = true, .seed = 7, .stream = 123, .unscaled = true};
+            qp_qstats st;
+            qdq((qp_fmt)f, x, whole, R, C, &o, &st);
+            if (t->tensor_scale) o.scale = st.scale;
+            /* rows [16, 32): a constant offset */
+            qp_qopts ro = o;
+            ro.sr_offset = 16 * C;
+            qdq((qp_fmt)f, x + 16 * C, part, 16, C, &ro, NULL);
+            CHECK(memcmp(part, whole + 16 * C, 16 * C * 4) == 0, "%s %s: row slice", t->name, path ? "fast" : "ref");
+            /* columns [c0, c0 + 32) of every row: offset c0, row stride C */
+            const int64_t c0 = t->block_cols > 1 ? 32 : 5, w = 32;
+            for (int64_t r = 0; r < R; r++) memcpy(src + r * w, x + r * C + c0, w * 4);
+            qp_qopts co = o;
+            co.sr_offset = c0;
+            co.sr_row_stride = C;
+            qdq((qp_fmt)f, src, part, R, w, &co, NULL);
+            int same = 1;
+            for (int64_t r = 0; r < R; r++) same &= memcmp(part + r * w, whole + r * C + c0, w * 4) == 0;
+            CHECK(same, "%s %s: column slice at %lld", t->name, path ? "fast" : "ref", (long long)c0);
+            /* and the stride matters: without it the slice draws other words */
+            co.sr_row_stride = 0;
+            qdq((qp_fmt)f, src, part, R, w, &co, NULL);
+            same = 1;
+            for (int64_t r = 0; r < R; r++) same &= memcmp(part + r * w, whole + r * C + c0, w * 4) == 0;
+            CHECK(!same, "%s %s: column slice without the row stride differs", t->name, path ? "fast" : "ref");
+        }
+    }
+    free(x), free(whole), free(part), free(src);
+}
+
 static void test_threads(void)
 {
 #if QP_HAVE_OPENMP
@@ -302,6 +348,7 @@ int main(void)
     test_padding();
     test_zero_and_nonfinite();
     test_stochastic();
+    test_sr_slices();
     test_threads();
     test_unscaled();
     test_table();

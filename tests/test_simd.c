@@ -120,6 +120,10 @@ int main(void)
                 }
                 qp_qopts sr = {.stochastic = true, .seed = 9, .stream = 4};
                 compare((qp_fmt)f, x, rows, cols, &sr, "stochastic");
+                /* A slice of a bigger tensor: rows start at unaligned word indices. */
+                qp_qopts slice = {.stochastic = true, .seed = 9, .stream = 4, .sr_offset = 5 + 16 * s,
+                                  .sr_row_stride = cols + 3};
+                compare((qp_fmt)f, x, rows, cols, &slice, "stochastic-slice");
             }
             free(x);
         }

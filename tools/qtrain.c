@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qp_dist.h"
 #include "qp_train_args.h"
 #include "qp_trainer.h"
 
@@ -15,20 +16,41 @@ static void on_signal(int sig)
     qp_train_stop_requested = 1;
 }
 
+/* Under mpirun every rank runs this; rank 0 speaks for all when they agree
+ * (bad input, divergence: every rank sees the same), a runtime failure of
+ * one rank takes the others down (MPI_Abort) rather than leave them waiting. */
+static int finish(int rc, const char *err)
+{
+    if (rc != QP_EXIT_OK && (qp_dist_rank() == 0 || rc == QP_EXIT_RUNTIME))
+        fprintf(stderr, "qtrain: %s\n", err[0] ? err : "failed");
+    if (rc == QP_EXIT_RUNTIME) qp_dist_abort(rc);
+    qp_dist_finalize();
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    const int di = qp_dist_init(&argc, &argv);
+    if (di == -2) {
+        const char *r = getenv("OMPI_COMM_WORLD_RANK") ? getenv("OMPI_COMM_WORLD_RANK") : getenv("PMI_RANK");
+        if (!r || atoi(r) == 0)
+            fprintf(stderr, "qtrain: started by mpirun with several ranks, but built without MPI "
+                            "(install libopenmpi-dev and rebuild)\n");
+        return QP_EXIT_BAD_INPUT;
+    }
+    if (di) {
+        fprintf(stderr, "qtrain: MPI failed to start\n");
+        return QP_EXIT_RUNTIME;
+    }
     qp_train_opts o;
     qp_train_opts_default(&o);
     char err[1024] = "";
     const int pa = qp_train_parse_args(argc, argv, &o, err, sizeof err);
     if (pa == QP_ARGS_HELP) {
-        qp_train_usage(stdout);
-        return 0;
+        if (qp_dist_rank() == 0) qp_train_usage(stdout);
+        return finish(0, err);
     }
-    if (pa != QP_ARGS_OK) {
-        fprintf(stderr, "qtrain: %s\n", err);
-        return QP_EXIT_BAD_INPUT;
-    }
+    if (pa != QP_ARGS_OK) return finish(QP_EXIT_BAD_INPUT, err);
     /* Stop at a step boundary on Ctrl-C / SIGTERM: the run file stays whole. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -40,6 +62,5 @@ int main(int argc, char **argv)
      * stops with a message, instead of the signal killing it mid-write. */
     signal(SIGXFSZ, SIG_IGN);
     const int rc = qp_train_run(&o, err, sizeof err);
-    if (rc != QP_EXIT_OK) fprintf(stderr, "qtrain: %s\n", err[0] ? err : "failed");
-    return rc;
+    return finish(rc, err);
 }

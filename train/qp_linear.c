@@ -8,6 +8,7 @@
 
 #include "qp_hadamard.h"
 #include "qp_metrics.h"
+#include "qp_scaling.h"
 
 static const char *gemm_names[QP_GEMM_COUNT] = {"qkv", "attproj", "fc", "fcproj", "head"};
 const char *qp_gemm_name(qp_gemm_id g) { return (unsigned)g < QP_GEMM_COUNT ? gemm_names[g] : "?"; }
@@ -188,8 +189,38 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         else if (plan->scaling == QP_SCALING_DELAYED) opts.scale = st->last_scale;
     }
     const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
+    /* Data parallel: this rank holds a token slice of an activation. */
+    const int sliced = o != QP_OPND_W && l->cfg.dp_size > 1;
+    float gamax = 0.0f;
+    if (sliced) {
+        /* tokens run along the quantized rows, except in wgrad once transposed */
+        const int tokens_are_cols = pass == QP_PASS_WGRAD && !trans;
+        const int64_t m = pass == QP_PASS_WGRAD ? cols : rows; /* this rank's tokens */
+        if (tokens_are_cols) {
+            opts.sr_offset = (int64_t)l->cfg.dp_rank * m;
+            opts.sr_row_stride = (int64_t)l->cfg.dp_size * m;
+        } else {
+            opts.sr_offset = (int64_t)l->cfg.dp_rank * m * qcols;
+        }
+        const int current = plan->scaling != QP_SCALING_DELAYED;
+        if (l->cfg.reduce_max && (update || (t->tensor_scale && current))) {
+            gamax = qp_amax(in, (int64_t)qrows * qcols);
+            l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
+            if (t->tensor_scale && current) opts.scale = qp_scale_from_amax(qp_tensor_scale_range(fmt), gamax, 0);
+        }
+    }
     qp_qstats qs;
     qp_qdq(fmt, in, l->qbuf[side], qrows, qcols, &opts, &qs);
+    if (update && sliced && l->cfg.reduce_max) {
+        qs.amax = gamax;
+        if (l->cfg.reduce_sum) {
+            double c[5] = {(double)qs.n, (double)qs.n_nonfinite, (double)qs.n_nonzero, (double)qs.n_sat,
+                           (double)qs.n_flushed};
+            l->cfg.reduce_sum(c, 5, l->cfg.reduce_user);
+            qs.n = (int64_t)c[0], qs.n_nonfinite = (int64_t)c[1], qs.n_nonzero = (int64_t)c[2];
+            qs.n_sat = (int64_t)c[3], qs.n_flushed = (int64_t)c[4];
+        }
+    }
     if (update) qp_scaling_update(st, l->step, &qs);
     if (l->log_qerr && l->cfg.on_qerr) {
         const int64_t n = (int64_t)rows * cols;

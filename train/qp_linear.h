@@ -44,6 +44,27 @@ typedef struct {
     void (*on_event)(const qp_event_row *row, void *user);
     void (*on_qerr)(const qp_qerr_row *row, void *user);
     void *user;
+    /* Data parallelism (all zero/NULL for one process). This process holds
+     * token slice dp_rank of dp_size equal slices of every activation (x, dy):
+     * rows [dp_rank*M, (dp_rank+1)*M) of the global dp_size*M tokens. Then
+     *  - every per-tensor scale of an activation (FP8 current and delayed
+     *    scaling, NVFP4's tensor scale, after the RHT too) comes from the max
+     *    of the ranks' amaxes: reduce_max(v, n) must replace v[0..n) by the
+     *    element-wise max over ranks (every rank calls it in the same order);
+     *    reduce_sum does the same with sums, for the counts a scaling update
+     *    records (saturated, flushed, ...), so every rank's scaling state, and
+     *    its events, are the single process's;
+     *  - stochastic rounding draws, for each element, the word the single
+     *    process draws for the same element of the whole tensor (qp_qopts
+     *    sr_offset/sr_row_stride: a row offset for x and dy, a column slice of
+     *    dy^T and x^T in wgrad).
+     * With block-aligned slices (tokens per rank a multiple of 32) each rank
+     * then quantizes its rows exactly as the single process does. Quantization
+     * error records (on_qerr) describe this rank's slice. */
+    int dp_rank, dp_size;
+    void (*reduce_max)(float *v, int n, void *user);
+    void (*reduce_sum)(double *v, int n, void *user);
+    void *reduce_user;
 } qp_linear_cfg;
 
 typedef struct qp_linear qp_linear;

@@ -53,6 +53,7 @@ static const col TRAIN_COLS[] = {
     {"grad_norm", COL_F64, 0, 0}, {"step_ms", COL_F64, 0, 0},    {"data_wait_ms", COL_F64, 0, 0},
     {"tokens_per_s", COL_F64, 0, 0}, {"batch_hash", COL_U64, 0, 0}, {"comm_ms", COL_F64, 0, 0},
     {"power_w", COL_F64, 0, 0},   {"energy_j", COL_F64, 0, 0},   {"gpu_util", COL_F64, 0, 0},
+    {"grad_comm_rel_err", COL_F64, 0, 0},
 };
 static const col EVAL_COLS[] = {{"step", COL_I64, 0, 0}, {"val_loss", COL_F64, 0, 0}};
 static const col QERR_COLS[] = {
@@ -79,9 +80,9 @@ typedef struct {
     size_t chunk; /* rows per chunk, and per buffered write */
 } spec;
 
-/* Series are grouped: /train's twelve and /eval's two are appended in step;
+/* Series are grouped: /train's thirteen and /eval's two are appended in step;
  * a group's first series holds the step. */
-enum { S_TRAIN = 0, S_EVAL = 12, S_QERR = 14, S_RECALIB, S_DIVERGENCE, S_STATUS, NSERIES };
+enum { S_TRAIN = 0, S_EVAL = 13, S_QERR = 15, S_RECALIB, S_DIVERGENCE, S_STATUS, NSERIES };
 
 static const spec SPECS[NSERIES] = {
     {"/train/step", &TRAIN_COLS[0], 1, 0, 1024},
@@ -96,6 +97,7 @@ static const spec SPECS[NSERIES] = {
     {"/train/power_w", &TRAIN_COLS[9], 1, 0, 1024},
     {"/train/energy_j", &TRAIN_COLS[10], 1, 0, 1024},
     {"/train/gpu_util", &TRAIN_COLS[11], 1, 0, 1024},
+    {"/train/grad_comm_rel_err", &TRAIN_COLS[12], 1, 0, 1024},
     {"/eval/step", &EVAL_COLS[0], 1, 0, 256},
     {"/eval/val_loss", &EVAL_COLS[1], 1, 0, 256},
     {"/quant/error", QERR_COLS, 11, 1, 1024},
@@ -106,7 +108,7 @@ static const spec SPECS[NSERIES] = {
 
 static const struct {
     int first, count;
-} GROUPS[] = {{S_TRAIN, 12}, {S_EVAL, 2}, {S_QERR, 1}, {S_RECALIB, 1}, {S_DIVERGENCE, 1}, {S_STATUS, 1}};
+} GROUPS[] = {{S_TRAIN, 13}, {S_EVAL, 2}, {S_QERR, 1}, {S_RECALIB, 1}, {S_DIVERGENCE, 1}, {S_STATUS, 1}};
 
 static const char *const STATES[] = {"running", "done", "diverged", "stopped", "failed"};
 
@@ -564,7 +566,8 @@ fail:
 
 int qp_runlog_train(qp_runlog *l, const qp_train_row *r, char *err, size_t errlen)
 {
-    cell c[12];
+    if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
+    cell c[13];
     c[0].i = r->step;
     c[1].f = r->loss;
     c[2].f = r->lr;
@@ -577,11 +580,13 @@ int qp_runlog_train(qp_runlog *l, const qp_train_row *r, char *err, size_t errle
     c[9].f = r->power_w;
     c[10].f = r->energy_j;
     c[11].f = r->gpu_util;
-    return append(l, S_TRAIN, 12, c, err, errlen);
+    c[12].f = r->grad_comm_rel_err;
+    return append(l, S_TRAIN, 13, c, err, errlen);
 }
 
 int qp_runlog_eval(qp_runlog *l, int64_t step, double val_loss, char *err, size_t errlen)
 {
+    if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
     cell c[2];
     c[0].i = step;
     c[1].f = val_loss;
@@ -590,6 +595,7 @@ int qp_runlog_eval(qp_runlog *l, int64_t step, double val_loss, char *err, size_
 
 int qp_runlog_qerr(qp_runlog *l, const qp_qerr_row *r, char *err, size_t errlen)
 {
+    if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
     cell c[11];
     c[0].i = r->step;
     c[1].i = r->layer;
@@ -607,7 +613,8 @@ int qp_runlog_qerr(qp_runlog *l, const qp_qerr_row *r, char *err, size_t errlen)
 
 int qp_runlog_event(qp_runlog *l, const qp_event_row *r, char *err, size_t errlen)
 {
-    cell c[12];
+    if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
+    cell c[13];
     c[0].i = r->step;
     c[1].i = r->layer;
     c[2].s = r->gemm;
@@ -624,6 +631,7 @@ int qp_runlog_event(qp_runlog *l, const qp_event_row *r, char *err, size_t errle
 int qp_runlog_divergence(qp_runlog *l, int64_t step, double loss, const char *reason, const char *action, char *err,
                          size_t errlen)
 {
+    if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
     cell c[4];
     c[0].i = step;
     c[1].f = loss;
@@ -634,6 +642,7 @@ int qp_runlog_divergence(qp_runlog *l, int64_t step, double loss, const char *re
 
 int qp_runlog_status(qp_runlog *l, int64_t step, const char *state, const char *message, char *err, size_t errlen)
 {
+    if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
     int known = 0;
     for (size_t i = 0; i < sizeof STATES / sizeof STATES[0]; i++) known |= state && !strcmp(state, STATES[i]);
     if (!known) {
@@ -650,6 +659,7 @@ int qp_runlog_status(qp_runlog *l, int64_t step, const char *state, const char *
 
 int qp_runlog_flush(qp_runlog *l, char *err, size_t errlen)
 {
+    if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
     qp_h5_quiet();
     if (room(l, err, errlen)) return -1;
     for (int i = 0; i < NSERIES; i++)

@@ -6,9 +6,10 @@
  * every dataset is created up front, rows are appended and flushed.
  *   /                     attributes: the full configuration (strings)
  *   /train/{step,loss,lr,grad_norm,step_ms,data_wait_ms,tokens_per_s,batch_hash,
- *           comm_ms,power_w,energy_j,gpu_util}
+ *           comm_ms,power_w,energy_j,gpu_util,grad_comm_rel_err}
  *                         1-D datasets, one entry per optimizer step (comm_ms: 0
- *                         in one process; power: NaN where no GPU is sampled)
+ *                         in one process; power: NaN where no GPU is sampled;
+ *                         grad_comm_rel_err: NaN for an FP32 gradient all-reduce)
  *   /eval/{step,val_loss}
  *   /quant/error          table: step, layer, gemm, operand, pass, rel_l2,
  *                         snr_db, sat_frac, zero_frac, amax, scale
@@ -40,6 +41,7 @@ typedef struct {
     double power_w;    /* mean GPU board power over the step (NaN: not sampled) */
     double energy_j;   /* GPU energy since the run started (NaN: not sampled) */
     double gpu_util;   /* mean GPU utilization over the step, 0..100 (NaN: not sampled) */
+    double grad_comm_rel_err; /* |g_comm - g_fp32| / |g_fp32| of a low-precision gradient all-reduce (NaN: fp32) */
 } qp_train_row;
 
 typedef struct {
@@ -64,6 +66,8 @@ qp_runlog *qp_runlog_create(const char *path, const qp_kv *attrs, int nattrs, ch
  * step > last_step are dropped (they are about to be recomputed); attributes stay. */
 qp_runlog *qp_runlog_resume(const char *path, int64_t last_step, char *err, size_t errlen);
 
+/* The record functions and qp_runlog_flush do nothing (and succeed) when l is
+ * NULL: a data-parallel rank other than 0 has no run file. */
 int qp_runlog_train(qp_runlog *l, const qp_train_row *r, char *err, size_t errlen);
 int qp_runlog_eval(qp_runlog *l, int64_t step, double val_loss, char *err, size_t errlen);
 int qp_runlog_qerr(qp_runlog *l, const qp_qerr_row *r, char *err, size_t errlen);

@@ -24,7 +24,11 @@ void qp_train_usage(FILE *f)
             "                       fc, fc proj) are quantized: embeddings, LM head, attention's internal\n"
             "                       products, norms and the optimizer stay FP32, as in the published recipes.\n"
             "  --layers L --heads H --dim C --seq T   model (default %d %d %d %d)\n"
-            "  --batch B          sequences per micro-batch (default %d)\n"
+            "  --batch B          sequences per micro-batch (default %d); under mpirun -np N the global\n"
+            "                     batch: each rank takes B/N of the same sequences\n"
+            "  --grad-comm P      gradient all-reduce across ranks: fp32 (default), bf16 or fp8 (E4M3,\n"
+            "                     per-tensor scale from the global amax); logs grad_comm_rel_err\n"
+            "  --grad-comm-ef     error feedback for --grad-comm bf16|fp8 (residual not checkpointed)\n"
             "  --grad-accum N     micro-batches per optimizer step (default 1)\n"
             "  --steps N          optimizer steps (default %lld)\n"
             "  --lr X --min-lr X --warmup N   AdamW lr, cosine floor (default lr/10), warm-up steps\n"
@@ -118,6 +122,7 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         if (!strcmp(a, "--resume")) { o->resume = true; continue; }
         if (!strcmp(a, "--eval-only")) { o->eval_only = true; continue; }
         if (!strcmp(a, "--quiet")) { o->quiet = true; continue; }
+        if (!strcmp(a, "--grad-comm-ef")) { o->grad_comm_ef = true; continue; }
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, errlen, "unexpected argument '%s' (see --help)", a);
             return QP_ARGS_BAD;

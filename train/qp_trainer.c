@@ -17,12 +17,15 @@
 #include "qp_ckpt.h"
 #include "qp_data.h"
 #include "qp_faults.h"
+#include "qp_dist.h"
+#include "qp_format.h"
 #include "qp_gemm.h"
 #include "qp_linear.h"
 #include "qp_model.h"
 #include "qp_optim.h"
 #include "qp_recipe.h"
 #include "qp_runlog.h"
+#include "qp_scaling.h"
 
 #define QP_VERSION "0.2.0"
 #define N_QGEMMS 4
@@ -108,6 +111,14 @@ typedef struct {
     qp_inject inject;    /* --inject */
     int recoveries;      /* consecutive divergences recovered from (skip-step, rollback) */
     float *scaling_snap; /* skip-step: every scaling state before the step (pack_scaling) */
+    /* data parallelism: this rank takes rows [rank*Bl, (rank+1)*Bl) of every global batch */
+    int rank, world, Bl;
+    /* low-precision gradient exchange (--grad-comm bf16|fp8) */
+    int comm_kind;          /* 0 fp32, 1 bf16, 2 fp8 */
+    float *g_ref, *g_send;  /* FP32 all-reduce for the error measurement; what this rank sends */
+    float *ef;              /* error-feedback residual (--grad-comm-ef), NULL without */
+    uint8_t *payload, *gathered;
+    int64_t comm_bytes;     /* payload bytes one rank sends per step */
 } run;
 
 static double now_ms(void)
@@ -116,6 +127,9 @@ static double now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
+
+static void dist_max(float *v, int n, void *user) { (void)user, qp_dist_max_f32(v, n); }
+static void dist_sum(double *v, int n, void *user) { (void)user, qp_dist_sum_f64(v, n); }
 
 static void on_event(const qp_event_row *row, void *user)
 {
@@ -194,6 +208,7 @@ static void unpack_scaling(run *r, const float *hist, const float *st)
 
 static int write_checkpoint(run *r, char *err, size_t errlen)
 {
+    if (r->rank != 0) return 0; /* rank 0 writes; every rank holds the same state */
     const int L = r->o.layers, ns = N_STATES(L), H = r->recipe.history_len;
     int ndim[QP_GPT_NPARAMS];
     int64_t sizes[QP_GPT_NPARAMS], shape[QP_GPT_NPARAMS][3];
@@ -383,6 +398,7 @@ static void free_run(run *r)
     if (r->model_ok) qp_gpt_free(&r->model);
     qp_dataset_close(r->data);
     free(r->adam_m), free(r->adam_v), free(r->eval_in), free(r->eval_tg), free(r->scaling_snap);
+    free(r->g_ref), free(r->g_send), free(r->ef), free(r->payload), free(r->gathered);
 }
 
 static int create_runlog(run *r, const char *host, char *err, size_t errlen)
@@ -429,6 +445,10 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     KV("on_divergence", "%s", r->o.on_divergence);
     KV("inject", "%s", r->o.inject);
     KV("recipe_description", "%.150s", desc);
+    KV("world_size", "%d", r->world);
+    KV("grad_comm", "%s", r->o.grad_comm);
+    KV("grad_comm_ef", "%d", r->o.grad_comm_ef ? 1 : 0);
+    KV("grad_comm_bytes", "%lld", (long long)r->comm_bytes);
 #undef KV
     r->log = qp_runlog_create(r->o.out, kv, n, err, errlen);
     return r->log ? 0 : -1;
@@ -436,21 +456,112 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
 
 static int evaluate(run *r, double *val_loss, char *err, size_t errlen)
 {
-    const int B = r->o.batch, T = r->o.seq;
+    const int B = r->o.batch, T = r->o.seq, Bl = r->Bl;
     double sum = 0.0;
     for (int64_t i = 0; i < r->o.eval_batches; i++) {
         if (qp_dataset_batch(r->data, QP_SPLIT_VAL, r->o.seed, i, B, T, r->eval_in, r->eval_tg)) {
             snprintf(err, errlen, "validation split too short for --seq %d", T);
             return -1;
         }
-        if (qp_gpt_forward(&r->model, r->lin, r->eval_in, r->eval_tg, B, T)) {
+        const int64_t off = (int64_t)r->rank * Bl * T;
+        if (qp_gpt_forward(&r->model, r->lin, r->eval_in + off, r->eval_tg + off, Bl, T)) {
             snprintf(err, errlen, "forward failed: %s", qp_linear_error(r->lin));
             return -1;
         }
         sum += r->model.mean_loss;
     }
-    *val_loss = sum / (double)r->o.eval_batches;
+    qp_dist_sum_f64(&sum, 1); /* the global batch's mean: equal slices */
+    *val_loss = sum / (double)r->o.eval_batches / (double)r->world;
     return 0;
+}
+
+/* ---- gradient exchange ------------------------------------------------------ */
+
+/* Buffers of a low-precision exchange; bytes per step. */
+static int setup_grad_comm(run *r)
+{
+    const int64_t P = r->model.num_params;
+    r->comm_kind = !strcmp(r->o.grad_comm, "bf16") ? 1 : !strcmp(r->o.grad_comm, "fp8") ? 2 : 0;
+    const int64_t esize = r->comm_kind == 1 ? 2 : 1;
+    r->comm_bytes = r->comm_kind == 0 ? 4 * P : esize * P + (r->comm_kind == 2 ? 4 * QP_GPT_NPARAMS : 0);
+    if (!r->comm_kind) return 0;
+    r->g_ref = malloc((size_t)P * sizeof(float));
+    r->g_send = malloc((size_t)P * sizeof(float));
+    r->payload = malloc((size_t)(P * esize));
+    r->gathered = malloc((size_t)(P * esize) * (size_t)r->world);
+    if (r->o.grad_comm_ef) r->ef = calloc((size_t)P, sizeof(float));
+    return r->g_ref && r->g_send && r->payload && r->gathered && (!r->o.grad_comm_ef || r->ef) ? 0 : -1;
+}
+
+/* Sum the ranks' gradients into every rank's grads_memory, identically on
+ * every rank. fp32: MPI_Allreduce. bf16 / fp8: each rank rounds its gradient
+ * (plus the error-feedback residual) — BF16 round-to-nearest-even, or FP8
+ * E4M3 round-to-nearest with one scale per parameter tensor from the max over
+ * ranks of its amax (448 / amax: E4M3 rather than E5M2 because a per-tensor
+ * scale already covers the range, and E4M3's extra mantissa bit halves the
+ * error) — the payloads are all-gathered and summed in FP32 in rank order.
+ * *rel_err: the relative L2 error of the result against an FP32 all-reduce
+ * of the same gradients (NaN for fp32); *meas_ms: the time of that extra
+ * all-reduce, which is measurement, not part of the exchange. */
+static void exchange_grads(run *r, const int64_t *sizes, double *rel_err, double *meas_ms)
+{
+    const int64_t P = r->model.num_params;
+    float *g = r->model.grads_memory;
+    *rel_err = NAN;
+    *meas_ms = 0.0;
+    if (!r->comm_kind) {
+        qp_dist_sum_f32(g, P);
+        return;
+    }
+    memcpy(r->g_ref, g, (size_t)P * sizeof(float));
+    const double c0 = qp_dist_comm_ms();
+    qp_dist_sum_f32(r->g_ref, P);
+    *meas_ms = qp_dist_comm_ms() - c0;
+    float *x = r->g_send;
+    for (int64_t i = 0; i < P; i++) x[i] = g[i] + (r->ef ? r->ef[i] : 0.0f);
+    float scale_inv[QP_GPT_NPARAMS];
+    if (r->comm_kind == 1) {
+        uint16_t *pl = (uint16_t *)r->payload;
+        for (int64_t i = 0; i < P; i++) pl[i] = qp_f32_to_bf16(x[i]);
+        if (r->ef)
+            for (int64_t i = 0; i < P; i++) r->ef[i] = x[i] - qp_bf16_to_f32(pl[i]);
+        qp_dist_allgather(r->payload, r->gathered, P * 2);
+    } else {
+        float amax[QP_GPT_NPARAMS], scale[QP_GPT_NPARAMS];
+        int64_t off = 0;
+        for (int t = 0; t < QP_GPT_NPARAMS; t++) amax[t] = qp_amax(x + off, sizes[t]), off += sizes[t];
+        qp_dist_max_f32(amax, QP_GPT_NPARAMS);
+        off = 0;
+        for (int t = 0; t < QP_GPT_NPARAMS; t++) {
+            scale[t] = qp_scale_from_amax(448.0f, amax[t], 0);
+            scale_inv[t] = 1.0f / scale[t];
+            for (int64_t i = off; i < off + sizes[t]; i++) {
+                r->payload[i] = qp_f32_to_e4m3(x[i] * scale[t]);
+                if (r->ef) r->ef[i] = x[i] - qp_e4m3_to_f32(r->payload[i]) * scale_inv[t];
+            }
+            off += sizes[t];
+        }
+        qp_dist_allgather(r->payload, r->gathered, P);
+    }
+    /* the sum, in rank order */
+    int64_t off = 0;
+    for (int t = 0; t < QP_GPT_NPARAMS; t++) {
+        for (int64_t i = off; i < off + sizes[t]; i++) {
+            float acc = 0.0f;
+            for (int k = 0; k < r->world; k++)
+                acc += r->comm_kind == 1 ? qp_bf16_to_f32(((const uint16_t *)r->gathered)[(int64_t)k * P + i])
+                                         : qp_e4m3_to_f32(r->gathered[(int64_t)k * P + i]) * scale_inv[t];
+            g[i] = acc;
+        }
+        off += sizes[t];
+    }
+    double num = 0.0, den = 0.0;
+    for (int64_t i = 0; i < P; i++) {
+        const double d = (double)g[i] - (double)r->g_ref[i];
+        num += d * d;
+        den += (double)r->g_ref[i] * r->g_ref[i];
+    }
+    *rel_err = den > 0 ? sqrt(num / den) : 0.0;
 }
 
 static void fmt_eta(double ms, char *buf, size_t n)
@@ -490,6 +601,13 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     if (qp_train_opts_check(&r->o, err, errlen)) return QP_EXIT_BAD_INPUT;
     if (qp_recipe_parse(r->o.recipe, &r->recipe, err, errlen)) return QP_EXIT_BAD_INPUT;
     if (qp_inject_parse(r->o.inject, &r->inject, err, errlen)) return QP_EXIT_BAD_INPUT;
+    r->rank = qp_dist_rank(), r->world = qp_dist_size();
+    if (r->o.batch % r->world) {
+        snprintf(err, errlen, "--batch %d is not divisible by the %d ranks (--batch is the global batch)",
+                 r->o.batch, r->world);
+        return QP_EXIT_BAD_INPUT;
+    }
+    r->Bl = r->o.batch / r->world;
 #if QP_HAVE_OPENMP
     omp_set_num_threads(r->o.threads);
 #endif
@@ -517,12 +635,13 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
                      split ? "validation" : "training", r->o.data, (long long)qp_dataset_tokens(r->data, split));
             goto done;
         }
-    const int B = r->o.batch, T = r->o.seq;
+    const int B = r->o.batch, T = r->o.seq, Bl = r->Bl;
     int first, last;
     qp_recipe_bf16_blocks(&r->recipe, r->o.layers, &first, &last);
-    if (r->recipe.plan.rht_wgrad && first + last < r->o.layers && ((int64_t)B * T) % 16) {
+    if (r->recipe.plan.rht_wgrad && first + last < r->o.layers && ((int64_t)Bl * T) % 16) {
         snprintf(err, errlen, "recipe %s applies the 16-point Hadamard transform over batch x seq tokens: "
-                 "--batch x --seq must be a multiple of 16", r->recipe.spec);
+                 "--batch x --seq must be a multiple of 16%s", r->recipe.spec,
+                 r->world > 1 ? " on every rank (--batch / ranks x --seq)" : "");
         goto done;
     }
     rc = QP_EXIT_RUNTIME;
@@ -538,20 +657,24 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             goto done;
         }
     }
-    if (qp_gpt_init(&r->model, &mc, B, T, r->o.seed, err, errlen)) goto done;
+    if (qp_gpt_init(&r->model, &mc, Bl, T, r->o.seed, err, errlen)) goto done;
     r->model_ok = 1;
     if (qp_inject_check(&r->inject, r->model.param_sizes, err, errlen)) {
         rc = QP_EXIT_BAD_INPUT;
         goto done;
     }
-    const qp_linear_cfg lc = {r->o.layers, qp_gpt_max_gemm_elems(&mc, B, T), r->o.seed, &r->recipe, r->gemm,
-                              on_event, on_qerr, r};
+    qp_linear_cfg lc = {.n_layers = r->o.layers, .max_elems = qp_gpt_max_gemm_elems(&mc, Bl, T), .seed = r->o.seed,
+                        .recipe = &r->recipe, .gemm = r->gemm, .on_event = on_event, .on_qerr = on_qerr, .user = r};
+    if (r->world > 1) {
+        lc.dp_rank = r->rank, lc.dp_size = r->world;
+        lc.reduce_max = dist_max, lc.reduce_sum = dist_sum;
+    }
     r->lin = qp_linear_create(&lc, err, errlen);
     r->adam_m = calloc((size_t)r->model.num_params, sizeof(float));
     r->adam_v = calloc((size_t)r->model.num_params, sizeof(float));
     r->eval_in = malloc((size_t)B * T * sizeof(int32_t));
     r->eval_tg = malloc((size_t)B * T * sizeof(int32_t));
-    if (!r->lin || !r->adam_m || !r->adam_v || !r->eval_in || !r->eval_tg) {
+    if (!r->lin || !r->adam_m || !r->adam_v || !r->eval_in || !r->eval_tg || setup_grad_comm(r)) {
         if (r->lin) snprintf(err, errlen, "out of memory");
         goto done;
     }
@@ -562,8 +685,11 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
 
     if (r->o.eval_only) {
         if (load_checkpoint(r, from, 0, err, errlen)) goto done;
-        if (create_runlog(r, host, err, errlen)) {
-            rc = QP_EXIT_BAD_INPUT;
+        int lrc = r->rank == 0 && create_runlog(r, host, err, errlen) ? QP_EXIT_BAD_INPUT : 0;
+        qp_dist_bcast(&lrc, sizeof lrc, 0);
+        if (lrc) {
+            if (r->rank) snprintf(err, errlen, "rank 0 could not create the run file");
+            rc = lrc;
             goto done;
         }
         double val;
@@ -575,10 +701,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         qp_linear_set_frozen(r->lin, 1);
         qp_linear_begin_step(r->lin, 0, 1);
         if (evaluate(r, &val, err, errlen)) goto done;
-        if (qp_runlog_eval(r->log, 0, val, err, errlen) ||
-            qp_runlog_status(r->log, 0, "done", "eval-only", err, errlen))
+        if (r->log && (qp_runlog_eval(r->log, 0, val, err, errlen) ||
+                       qp_runlog_status(r->log, 0, "done", "eval-only", err, errlen)))
             goto done;
-        printf("val_loss %.6f (recipe %s, checkpoint %s)\n", val, r->recipe.spec, r->o.resume_from);
+        if (r->rank == 0) printf("val_loss %.6f (recipe %s, checkpoint %s)\n", val, r->recipe.spec, r->o.resume_from);
         rc = QP_EXIT_OK;
         goto done;
     }
@@ -615,15 +741,24 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             goto done;
         }
         if (load_checkpoint(r, from, 1, err, errlen)) goto done;
-        r->log = qp_runlog_resume(r->o.out, r->step - 1, err, errlen);
-        if (!r->log) goto done;
-        if (!r->o.quiet) fprintf(stderr, "qtrain: resuming from %s at step %lld\n", used, (long long)r->step);
         snprintf(resumed_from, sizeof resumed_from, "resumed from %s", used);
-    } else {
-        if (create_runlog(r, host, err, errlen)) {
-            rc = QP_EXIT_BAD_INPUT;
-            goto done;
+    }
+    /* Rank 0 alone writes the run file (and checkpoints). */
+    int lrc = 0;
+    if (r->rank == 0) {
+        if (from) {
+            r->log = qp_runlog_resume(r->o.out, r->step - 1, err, errlen);
+            if (!r->log) lrc = QP_EXIT_RUNTIME;
+            else if (!r->o.quiet) fprintf(stderr, "qtrain: resuming from %s at step %lld\n", used, (long long)r->step);
+        } else if (create_runlog(r, host, err, errlen)) {
+            lrc = QP_EXIT_BAD_INPUT;
         }
+    }
+    qp_dist_bcast(&lrc, sizeof lrc, 0);
+    if (lrc) {
+        if (r->rank) snprintf(err, errlen, "rank 0 could not open the run file");
+        rc = lrc;
+        goto done;
     }
     qp_ckpt_close(from);
     from = NULL;
@@ -646,18 +781,24 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     for (; r->step < r->o.steps; r->step++) {
         const int64_t step = r->step;
         if (r->o.stop_after > 0 && step >= r->o.stop_after) {
-            qp_runlog_flush(r->log, err, errlen);
+            if (r->log) qp_runlog_flush(r->log, err, errlen);
             goto loop_done; /* as if killed here: no status, no checkpoint */
         }
-        if (qp_train_stop_requested) {
+        int stop = qp_train_stop_requested;
+        if (r->world > 1) { /* every rank stops at the same step */
+            float f = (float)stop;
+            qp_dist_max_f32(&f, 1);
+            stop = f > 0.0f;
+        }
+        if (stop) {
             char e2[256];
-            qp_runlog_status(r->log, step, "stopped", "signal", e2, sizeof e2);
+            if (r->log) qp_runlog_status(r->log, step, "stopped", "signal", e2, sizeof e2);
             snprintf(err, errlen, "stopped by a signal before step %lld; --resume continues from %s", (long long)step,
                      r->ckpt_path);
             rc = QP_EXIT_STOPPED;
             goto loop_done;
         }
-        const double t0 = now_ms();
+        const double t0 = now_ms(), comm0 = qp_dist_comm_ms();
         const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
         if (r->scaling_snap)
             pack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * r->recipe.history_len);
@@ -677,14 +818,21 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             }
             wait_ms += w;
             qp_linear_begin_micro(r->lin, micro);
-            bh = fnv1a(&(uint64_t){qp_batch_hash(in, (int64_t)B * T)}, 8, bh);
-            if (qp_gpt_forward(&r->model, r->lin, in, tg, B, T) ||
-                qp_gpt_backward(&r->model, r->lin, in, tg, 1.0f / (float)accum)) {
+            bh = fnv1a(&(uint64_t){qp_batch_hash(in, (int64_t)B * T)}, 8, bh); /* the global batch */
+            const int64_t off = (int64_t)r->rank * Bl * T;
+            if (qp_gpt_forward(&r->model, r->lin, in + off, tg + off, Bl, T) ||
+                qp_gpt_backward(&r->model, r->lin, in + off, tg + off, 1.0f / (float)(accum * r->world))) {
                 snprintf(err, errlen, "step %lld: %s", (long long)step, qp_linear_error(r->lin));
                 rc = QP_EXIT_RUNTIME;
                 goto loop_done;
             }
             loss += r->model.mean_loss / accum;
+        }
+        double comm_rel_err = NAN, meas_ms = 0.0;
+        if (r->world > 1 || r->comm_kind) {
+            exchange_grads(r, sizes, &comm_rel_err, &meas_ms);
+            qp_dist_sum_f64(&loss, 1); /* the global batch's mean loss: equal slices */
+            loss /= r->world;
         }
         qp_inject_fire(&r->inject, QP_INJ_GRAD, step, r->model.grads_memory, sizes, NULL);
         qp_inject_fire(&r->inject, QP_INJ_LOSS, step, NULL, sizes, &loss);
@@ -707,8 +855,9 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             qp_adamw_step(&oc, r->model.params_memory, r->model.grads_memory, r->adam_m, r->adam_v, sizes, decays,
                           QP_GPT_NPARAMS, step + 1, lr, clip);
         const double step_ms = now_ms() - t0;
+        const double comm_ms = qp_dist_comm_ms() - comm0 - meas_ms;
         const qp_train_row row = {step, loss, lr, norm, step_ms, wait_ms, (double)B * T * accum / (step_ms / 1e3), bh,
-                                  0.0, NAN, NAN, NAN};
+                                  comm_ms, NAN, NAN, NAN, comm_rel_err};
         if (!skipped && qp_runlog_train(r->log, &row, err, errlen)) {
             rc = QP_EXIT_RUNTIME;
             goto loop_done;
@@ -725,12 +874,12 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             qp_linear_begin_step(r->lin, step, 0);
             const int erc = evaluate(r, &val, err, errlen);
             qp_linear_set_frozen(r->lin, 0);
-            if (erc || qp_runlog_eval(r->log, step, val, err, errlen)) {
+            if (erc || (r->log && qp_runlog_eval(r->log, step, val, err, errlen))) {
                 rc = QP_EXIT_RUNTIME;
                 goto loop_done;
             }
         }
-        if (!isnan(val) || log_qerr || step % 50 == 0) {
+        if (r->log && (!isnan(val) || log_qerr || step % 50 == 0)) {
             if (qp_runlog_flush(r->log, err, errlen)) {
                 rc = QP_EXIT_RUNTIME;
                 goto loop_done;
@@ -754,7 +903,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
                 goto loop_done;
             }
         }
-        if (!r->o.quiet) {
+        if (!r->o.quiet && r->rank == 0) {
             const double el = now_ms() - t_start, per = el / (double)(step + 1 - first_step);
             char eta[32];
             fmt_eta(per * (double)(r->o.steps - step - 1), eta, sizeof eta);
@@ -763,10 +912,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             if (!isnan(val)) fprintf(stderr, "\n  step %lld: val_loss %.4f\n", (long long)step + 1, val);
         }
     }
-    if (qp_runlog_status(r->log, r->step, "done", "", err, errlen)) rc = QP_EXIT_RUNTIME;
+    if (r->log && qp_runlog_status(r->log, r->step, "done", "", err, errlen)) rc = QP_EXIT_RUNTIME;
 loop_done:
     qp_loader_destroy(loader);
-    if (!r->o.quiet) fprintf(stderr, "\n");
+    if (!r->o.quiet && r->rank == 0) fprintf(stderr, "\n");
 done:
     qp_ckpt_close(from);
     free_run(r);

@@ -2,7 +2,10 @@
  *
  * Owns: the run loop shared by qtrain and the tests: option validation, the
  * model and dispatch set-up, data, the optimizer step, evaluation, the run
- * file, checkpoints, --resume and divergence handling. */
+ * file, checkpoints, --resume and divergence handling. Under mpirun (see
+ * qp_dist.h) every rank runs qp_train_run: each takes its slice of the global
+ * --batch, gradients/loss/eval and scaling statistics are reduced across
+ * ranks, rank 0 alone writes the run file and checkpoints. */
 #ifndef QP_TRAINER_H
 #define QP_TRAINER_H
 

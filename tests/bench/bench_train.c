@@ -90,7 +90,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_train: %s\n", err);
                 return 1;
             }
-            const qp_linear_cfg lc = {c->L, qp_gpt_max_gemm_elems(&mc, c->B, c->T), 1337, &r, g, NULL, NULL, NULL};
+            const qp_linear_cfg lc = {.n_layers = c->L, .max_elems = qp_gpt_max_gemm_elems(&mc, c->B, c->T),
+                                      .seed = 1337, .recipe = &r, .gemm = g};
             qp_linear *lin = qp_linear_create(&lc, err, sizeof err);
             qp_loader *ld = qp_loader_create(d, QP_SPLIT_TRAIN, 1337, c->B, c->T, 4, 0, err, sizeof err);
             float *am = calloc((size_t)m.num_params, 4), *av = calloc((size_t)m.num_params, 4);

@@ -37,7 +37,7 @@ static qp_train_row trow(int64_t s)
 {
     const double d = (double)s;
     return (qp_train_row){s, 2.0 + 1.0 / d, 1e-3 * d, 0.25 * d, 10.0 + d, 0.5, 1e5 / d, (uint64_t)s * 0xD1B54A32D192ED03ull,
-                          0.125 * d, 300.0 + d, 1e3 * d, 50.0};
+                          0.125 * d, 300.0 + d, 1e3 * d, 50.0, 1e-3 * d};
 }
 
 /* ---- reading the file back ---- */

@@ -39,7 +39,7 @@ FAILED = 0
 WAIT_S = 60  # bound on any single wait; never an assertion
 
 TRAIN = ["step", "loss", "lr", "grad_norm", "step_ms", "data_wait_ms", "tokens_per_s", "batch_hash", "comm_ms",
-         "power_w", "energy_j", "gpu_util"]
+         "power_w", "energy_j", "gpu_util", "grad_comm_rel_err"]
 QERR = ["step", "layer", "gemm", "operand", "pass", "rel_l2", "snr_db", "sat_frac", "zero_frac", "amax", "scale"]
 RECALIB = ["step", "layer", "gemm", "operand", "kind", "old_scale", "new_scale", "amax"]
 DIVERGENCE = ["step", "loss", "reason", "action"]
@@ -69,7 +69,8 @@ def expected_rows(steps):
                    step_ms=100.0 + float(s % 7), data_wait_ms=float(s % 3) * 0.25,
                    tokens_per_s=65536.0 / (0.1 + float(s % 7) * 0.001),
                    batch_hash=(s * 0x9E3779B97F4A7C15) % (1 << 64), comm_ms=float(s % 5) * 0.5,
-                   power_w=250.0 + float(s % 11), energy_j=2.5 * d, gpu_util=float(s % 101))
+                   power_w=250.0 + float(s % 11), energy_j=2.5 * d, gpu_util=float(s % 101),
+                   grad_comm_rel_err=float(s % 4) * 0.001)
         for k in TRAIN:
             train[k].append(row[k])
         if s % 5 == 0:

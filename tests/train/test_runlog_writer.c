@@ -38,6 +38,7 @@ static int step_rows(qp_runlog *l, int64_t s, char *err, size_t n)
         .power_w = 250.0 + (double)(s % 11),
         .energy_j = 2.5 * d,
         .gpu_util = (double)(s % 101),
+        .grad_comm_rel_err = (double)(s % 4) * 0.001,
     };
     if (qp_runlog_train(l, &r, err, n)) return -1;
     if (s % 5 == 0 && qp_runlog_eval(l, s, 3.5 + 2.0 / d, err, n)) return -1;
