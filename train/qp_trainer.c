@@ -14,11 +14,13 @@
 #include <omp.h>
 #endif
 
+#include "qp_backend.h"
 #include "qp_ckpt.h"
 #include "qp_data.h"
 #include "qp_gemm.h"
 #include "qp_linear.h"
 #include "qp_model.h"
+#include "qp_nvml.h"
 #include "qp_optim.h"
 #include "qp_recipe.h"
 #include "qp_runlog.h"
@@ -102,6 +104,9 @@ typedef struct {
     int32_t *eval_in, *eval_tg;
     char log_err[256];   /* first failure of a record callback */
     int64_t n_qerr_rows;
+    qp_backend be;       /* where the step runs (--device) */
+    qp_nvml *nvml;       /* GPU power sampling, NULL if unavailable */
+    char power_why[200];
 } run;
 
 static double now_ms(void)
@@ -155,6 +160,10 @@ static void split3(double x, float f[3])
 
 static int write_checkpoint(run *r, char *err, size_t errlen)
 {
+    if (r->be.to_host && r->be.to_host(&r->be)) {
+        snprintf(err, errlen, "checkpoint: %s", r->be.error(&r->be));
+        return -1;
+    }
     const int L = r->o.layers, ns = N_STATES(L), H = r->recipe.history_len;
     int ndim[QP_GPT_NPARAMS];
     int64_t sizes[QP_GPT_NPARAMS], shape[QP_GPT_NPARAMS][3];
@@ -265,6 +274,8 @@ static void free_run(run *r)
 {
     char e[256];
     if (r->log) qp_runlog_close(r->log, e, sizeof e);
+    qp_nvml_close(r->nvml);
+    if (r->be.destroy) r->be.destroy(&r->be);
     qp_linear_destroy(r->lin);
     qp_gemm_destroy(r->gemm);
     if (r->model_ok) qp_gpt_free(&r->model);
@@ -314,6 +325,11 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     KV("model_kernels", "%s", qp_gpt_kernel_isa());
     KV("mode", "%s", r->o.eval_only ? "eval-only" : "train");
     KV("recipe_description", "%.150s", desc);
+    KV("device", "%s", r->be.name ? r->be.name : r->o.device);
+    KV("device_name", "%s", r->be.device_name);
+    KV("gemm_path", "%s", r->be.gemm_path ? r->be.gemm_path : "cpu");
+    if (!r->nvml) KV("power", "unavailable: %.130s", r->power_why);
+    else KV("power", "nvml");
 #undef KV
     r->log = qp_runlog_create(r->o.out, kv, n, err, errlen);
     return r->log ? 0 : -1;
@@ -328,11 +344,12 @@ static int evaluate(run *r, double *val_loss, char *err, size_t errlen)
             snprintf(err, errlen, "validation split too short for --seq %d", T);
             return -1;
         }
-        if (qp_gpt_forward(&r->model, r->lin, r->eval_in, r->eval_tg, B, T)) {
-            snprintf(err, errlen, "forward failed: %s", qp_linear_error(r->lin));
+        float loss;
+        if (r->be.forward(&r->be, r->eval_in, r->eval_tg, &loss)) {
+            snprintf(err, errlen, "forward failed: %s", r->be.error(&r->be));
             return -1;
         }
-        sum += r->model.mean_loss;
+        sum += loss;
     }
     *val_loss = sum / (double)r->o.eval_batches;
     return 0;
@@ -353,6 +370,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     if (r->o.min_lr < 0) r->o.min_lr = r->o.lr / 10.0;
     if (qp_train_opts_check(&r->o, err, errlen)) return QP_EXIT_BAD_INPUT;
     if (qp_recipe_parse(r->o.recipe, &r->recipe, err, errlen)) return QP_EXIT_BAD_INPUT;
+    const int on_gpu = strcmp(r->o.device, "cuda") == 0;
+    if (on_gpu && !qp_backend_cuda_built()) return snprintf(err, errlen, "--device cuda: built without CUDA"), QP_EXIT_BAD_INPUT;
+    if (on_gpu && qp_backend_cuda_devices() < 1)
+        return snprintf(err, errlen, "--device cuda: no CUDA device found"), QP_EXIT_BAD_INPUT;
 #if QP_HAVE_OPENMP
     omp_set_num_threads(r->o.threads);
 #endif
@@ -414,6 +435,20 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         if (r->lin) snprintf(err, errlen, "out of memory");
         goto done;
     }
+    if (on_gpu) {
+        char be_err[400];
+        if (qp_backend_cuda(&r->be, &r->model, r->lin, &lc, r->adam_m, r->adam_v, be_err, sizeof be_err)) {
+            snprintf(err, errlen, "--device cuda: %s", be_err);
+            goto done;
+        }
+        r->nvml = qp_nvml_open(NULL, 0, 20, r->power_why, sizeof r->power_why);
+    } else {
+        if (qp_backend_cpu(&r->be, &r->model, r->lin, r->adam_m, r->adam_v)) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+        snprintf(r->power_why, sizeof r->power_why, "CPU run");
+    }
     r->best_loss = INFINITY;
     qp_ckpt_path_for(r->o.out, r->ckpt_path, sizeof r->ckpt_path);
     char host[256] = "unknown";
@@ -421,6 +456,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
 
     if (r->o.eval_only) {
         if (load_checkpoint(r, from, 0, err, errlen)) goto done;
+        if (r->be.from_host(&r->be)) {
+            snprintf(err, errlen, "%s", r->be.error(&r->be));
+            goto done;
+        }
         if (create_runlog(r, host, err, errlen)) {
             rc = QP_EXIT_BAD_INPUT;
             goto done;
@@ -428,11 +467,11 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         double val;
         /* Delayed scaling needs an amax history: one calibration pass first. */
         if (r->recipe.plan.scaling == QP_SCALING_DELAYED) {
-            qp_linear_begin_step(r->lin, 0, 0);
+            r->be.begin_step(&r->be, 0, 0);
             if (evaluate(r, &val, err, errlen)) goto done;
         }
-        qp_linear_set_frozen(r->lin, 1);
-        qp_linear_begin_step(r->lin, 0, 1);
+        r->be.set_frozen(&r->be, 1);
+        r->be.begin_step(&r->be, 0, 1);
         if (evaluate(r, &val, err, errlen)) goto done;
         if (qp_runlog_eval(r->log, 0, val, err, errlen) ||
             qp_runlog_status(r->log, 0, "done", "eval-only", err, errlen))
@@ -468,6 +507,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             goto done;
         }
         if (load_checkpoint(r, from, 1, err, errlen)) goto done;
+        if (r->be.from_host(&r->be)) {
+            snprintf(err, errlen, "%s", r->be.error(&r->be));
+            goto done;
+        }
         r->log = qp_runlog_resume(r->o.out, r->step - 1, err, errlen);
         if (!r->log) goto done;
         if (!r->o.quiet) fprintf(stderr, "qtrain: resuming from %s at step %lld\n", used, (long long)r->step);
@@ -486,10 +529,6 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     if (!loader) goto done;
     const qp_optim_cfg oc = {r->o.lr, r->o.min_lr, r->o.beta1, r->o.beta2, r->o.eps, r->o.weight_decay,
                              r->o.grad_clip, r->o.warmup, r->o.steps};
-    int64_t sizes[QP_GPT_NPARAMS];
-    int decays[QP_GPT_NPARAMS];
-    qp_gpt_param_shapes(&mc, sizes, NULL, NULL);
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) decays[i] = qp_gpt_param_decays(i);
     if (qp_runlog_status(r->log, r->step, "running", "", err, errlen)) goto loop_done;
     const double t_start = now_ms();
     const int64_t first_step = r->step;
@@ -510,8 +549,12 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         }
         const double t0 = now_ms();
         const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
-        qp_linear_begin_step(r->lin, step, log_qerr);
-        qp_gpt_zero_grad(&r->model);
+        r->be.begin_step(&r->be, step, log_qerr);
+        if (r->be.zero_grad(&r->be)) {
+            snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+            rc = QP_EXIT_RUNTIME;
+            goto loop_done;
+        }
         double loss = 0.0, wait_ms = 0.0;
         uint64_t bh = 1469598103934665603ull;
         for (int micro = 0; micro < accum; micro++) {
@@ -524,17 +567,23 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
                 goto loop_done;
             }
             wait_ms += w;
-            qp_linear_begin_micro(r->lin, micro);
+            r->be.begin_micro(&r->be, micro);
             bh = fnv1a(&(uint64_t){qp_batch_hash(in, (int64_t)B * T)}, 8, bh);
-            if (qp_gpt_forward(&r->model, r->lin, in, tg, B, T) ||
-                qp_gpt_backward(&r->model, r->lin, in, tg, 1.0f / (float)accum)) {
-                snprintf(err, errlen, "step %lld: %s", (long long)step, qp_linear_error(r->lin));
+            float micro_loss;
+            if (r->be.forward(&r->be, in, tg, &micro_loss) ||
+                r->be.backward(&r->be, in, tg, 1.0f / (float)accum)) {
+                snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
                 rc = QP_EXIT_RUNTIME;
                 goto loop_done;
             }
-            loss += r->model.mean_loss / accum;
+            loss += micro_loss / accum;
         }
-        const double norm = qp_grad_norm(r->model.grads_memory, r->model.num_params);
+        double norm;
+        if (r->be.grad_norm(&r->be, &norm)) {
+            snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+            rc = QP_EXIT_RUNTIME;
+            goto loop_done;
+        }
         const int finite = isfinite(loss) && isfinite(norm);
         const int blew_up = finite && step >= r->o.warmup && loss > r->best_loss * r->o.divergence_factor;
         if (!finite || blew_up) {
@@ -554,11 +603,16 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         if (loss < r->best_loss) r->best_loss = loss;
         const float clip = (r->o.grad_clip > 0 && norm > r->o.grad_clip) ? (float)(r->o.grad_clip / norm) : 1.0f;
         const double lr = qp_lr_at(&oc, step);
-        qp_adamw_step(&oc, r->model.params_memory, r->model.grads_memory, r->adam_m, r->adam_v, sizes, decays,
-                      QP_GPT_NPARAMS, step + 1, lr, clip);
+        if (r->be.adamw(&r->be, &oc, step + 1, lr, clip)) {
+            snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+            rc = QP_EXIT_RUNTIME;
+            goto loop_done;
+        }
         const double step_ms = now_ms() - t0;
+        qp_nvml_window pw = {NAN, NAN, NAN, NAN, 0, 0};
+        if (r->nvml) qp_nvml_take(r->nvml, &pw);
         const qp_train_row row = {step, loss, lr, norm, step_ms, wait_ms, (double)B * T * accum / (step_ms / 1e3), bh,
-                                  0.0, NAN, NAN, NAN};
+                                  0.0, pw.power_w, pw.energy_j, pw.gpu_util};
         if (qp_runlog_train(r->log, &row, err, errlen)) {
             rc = QP_EXIT_RUNTIME;
             goto loop_done;
@@ -571,10 +625,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         const int last_step = step + 1 == r->o.steps;
         double val = NAN;
         if ((r->o.eval_every > 0 && (step + 1) % r->o.eval_every == 0) || last_step) {
-            qp_linear_set_frozen(r->lin, 1);
-            qp_linear_begin_step(r->lin, step, 0);
+            r->be.set_frozen(&r->be, 1);
+            r->be.begin_step(&r->be, step, 0);
             const int erc = evaluate(r, &val, err, errlen);
-            qp_linear_set_frozen(r->lin, 0);
+            r->be.set_frozen(&r->be, 0);
             if (erc || qp_runlog_eval(r->log, step, val, err, errlen)) {
                 rc = QP_EXIT_RUNTIME;
                 goto loop_done;
