@@ -111,10 +111,11 @@ qp_nvml *qp_nvml_open(const char *lib, unsigned index, int period_ms, char *why,
         return NULL;
     }
     nvml_ret rc = init();
-    if (rc == NVML_OK) rc = handle(index, &n->dev);
+    const int inited = rc == NVML_OK;
+    if (inited) rc = handle(index, &n->dev);
     if (rc != NVML_OK) {
-        snprintf(why, whylen, "NVML: %s", errstr ? errstr(rc) : "initialisation failed");
-        if (rc != NVML_OK && n->dev == NULL) n->shutdown();
+        snprintf(why, whylen, "NVML: %s%s", inited ? "no device: " : "", errstr ? errstr(rc) : "initialisation failed");
+        if (inited) n->shutdown();
         dlclose(dl);
         free(n);
         return NULL;

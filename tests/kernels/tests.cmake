@@ -23,3 +23,29 @@ if(TARGET qpmodel)
   add_test(NAME test_cuda_model_math COMMAND test_cuda_model_math)
   set_tests_properties(test_cuda_model_math PROPERTIES LABELS "unit" ENVIRONMENT "OMP_NUM_THREADS=2")
 endif()
+
+if(TARGET qpcudatrain)
+  add_executable(test_cuda_train ${QP_KTEST_DIR}/test_cuda_train.c)
+  target_include_directories(test_cuda_train PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_cuda_train PRIVATE qpcudatrain qpmodel m)
+  add_test(NAME test_cuda_train COMMAND test_cuda_train)
+  set_tests_properties(test_cuda_train PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77 TIMEOUT 600
+                       ENVIRONMENT "OMP_NUM_THREADS=2")
+endif()
+
+if(TARGET qtrain AND QP_PYTHON)
+  add_test(NAME test_qtrain_device
+           COMMAND ${QP_PYTHON} ${QP_KTEST_DIR}/test_qtrain_device.py $<TARGET_FILE:qtrain>
+                   ${PROJECT_SOURCE_DIR}/../shared/data/tinyshakespeare.txt ${CMAKE_CURRENT_BINARY_DIR}/qtrain_device)
+  set_tests_properties(test_qtrain_device PROPERTIES LABELS "unit;train" TIMEOUT 600)
+endif()
+
+if(TARGET qpnvml)
+  add_library(fake_nvml MODULE ${QP_KTEST_DIR}/fake_nvml.c)
+  add_executable(test_nvml ${QP_KTEST_DIR}/test_nvml.c)
+  target_include_directories(test_nvml PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_nvml PRIVATE qpnvml m)
+  add_dependencies(test_nvml fake_nvml)
+  add_test(NAME test_nvml COMMAND test_nvml $<TARGET_FILE:fake_nvml>)
+  set_tests_properties(test_nvml PROPERTIES LABELS "unit")
+endif()
