@@ -69,7 +69,8 @@ static int cuda_fail(qp_cuda_linear *l, int rc, const char *what)
 __global__ void k_f32_to_bf16(const float *x, uint16_t *y, int64_t n)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = (uint16_t)(__float_as_uint(x[i]) >> 16); // exact: unscaled quantized values are BF16 values
+        // exact: unscaled quantized values are BF16 values (NaN kept a NaN)
+        y[i] = isnan(x[i]) ? (uint16_t)0x7FC0u : (uint16_t)(__float_as_uint(x[i]) >> 16);
 }
 
 __global__ void k_transpose(const float *src, float *dst, int rows, int cols)

@@ -18,7 +18,7 @@ constexpr int NT = 256;             // threads per block
 constexpr int RED_BLOCKS = 256;     // gradient-norm partials
 }
 
-static unsigned blocks_for(int64_t n, int64_t cap = 65535)
+static unsigned blocks_for(int64_t n, int64_t cap = 2147483647)
 {
     const int64_t g = (n + NT - 1) / NT;
     return (unsigned)(g < 1 ? 1 : g > cap ? cap : g);
@@ -259,7 +259,6 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     batch_io *io = (batch_io *)std::calloc(1, sizeof(batch_io));
     cudaError_t e = io ? cudaSuccess : cudaErrorMemoryAllocation;
     if (e == cudaSuccess) e = cudaMalloc(&m->mem, bytes);
-    if (e == cudaSuccess) e = cudaMemset(m->mem, 0, bytes);
     if (e == cudaSuccess) e = cudaMallocHost((void **)&m->h_stage, 2 * 2 * BT * sizeof(int32_t));
     if (e == cudaSuccess && !stream) {
         e = cudaStreamCreateWithFlags((cudaStream_t *)&m->stream, cudaStreamNonBlocking);
@@ -267,6 +266,8 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     } else {
         m->stream = stream;
     }
+    // zeroed on the compute stream (a non-blocking stream does not wait for the legacy default stream)
+    if (e == cudaSuccess) e = cudaMemsetAsync(m->mem, 0, bytes, (cudaStream_t)m->stream);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&io->copy, cudaStreamNonBlocking);
     for (int s = 0; s < 2 && e == cudaSuccess; s++) {
         e = cudaEventCreateWithFlags(&io->copied[s], cudaEventDisableTiming);

@@ -80,7 +80,8 @@ static void *sampler(void *arg)
     return NULL;
 }
 
-qp_nvml *qp_nvml_open(const char *lib, unsigned index, int period_ms, char *why, size_t whylen)
+qp_nvml *qp_nvml_open(const char *lib, const char *pci_bus_id, unsigned index, int period_ms, char *why,
+                      size_t whylen)
 {
     const char *name = lib ? lib : "libnvidia-ml.so.1";
     void *dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
@@ -91,6 +92,8 @@ qp_nvml *qp_nvml_open(const char *lib, unsigned index, int period_ms, char *why,
     }
     nvml_ret (*init)(void) = (nvml_ret(*)(void))dlsym(dl, "nvmlInit_v2");
     nvml_ret (*handle)(unsigned, nvml_device *) = (nvml_ret(*)(unsigned, nvml_device *))dlsym(dl, "nvmlDeviceGetHandleByIndex_v2");
+    nvml_ret (*by_pci)(const char *, nvml_device *) =
+        (nvml_ret(*)(const char *, nvml_device *))dlsym(dl, "nvmlDeviceGetHandleByPciBusId_v2");
     const char *(*errstr)(nvml_ret) = (const char *(*)(nvml_ret))dlsym(dl, "nvmlErrorString");
     qp_nvml *n = calloc(1, sizeof *n);
     if (!n) {
@@ -112,7 +115,7 @@ qp_nvml *qp_nvml_open(const char *lib, unsigned index, int period_ms, char *why,
     }
     nvml_ret rc = init();
     const int inited = rc == NVML_OK;
-    if (inited) rc = handle(index, &n->dev);
+    if (inited) rc = (pci_bus_id && pci_bus_id[0] && by_pci) ? by_pci(pci_bus_id, &n->dev) : handle(index, &n->dev);
     if (rc != NVML_OK) {
         snprintf(why, whylen, "NVML: %s%s", inited ? "no device: " : "", errstr ? errstr(rc) : "initialisation failed");
         if (inited) n->shutdown();

@@ -29,9 +29,13 @@ typedef struct {
     int energy_counter; /* 1: energy from the driver's counter; 0: integrated power */
 } qp_nvml_window;
 
-/* Start sampling device `index` (lib: NULL = "libnvidia-ml.so.1"). NULL with
- * a one-line reason in why when NVML or the device is not available. */
-qp_nvml *qp_nvml_open(const char *lib, unsigned index, int period_ms, char *why, size_t whylen);
+/* Start sampling the GPU with PCI bus id pci_bus_id (as cudaDeviceGetPCIBusId
+ * gives it: CUDA and NVML number devices differently under
+ * CUDA_VISIBLE_DEVICES), or NVML's device `index` when pci_bus_id is NULL or
+ * "" (lib: NULL = "libnvidia-ml.so.1"). NULL with a one-line reason in why
+ * when NVML or the device is not available. */
+qp_nvml *qp_nvml_open(const char *lib, const char *pci_bus_id, unsigned index, int period_ms, char *why,
+                      size_t whylen);
 /* The window since the previous take (or since open). */
 void qp_nvml_take(qp_nvml *n, qp_nvml_window *w);
 /* Stop the thread, shut NVML down, free. */

@@ -29,6 +29,7 @@ struct qp_backend {
     const char *name;       /* "cpu" or "cuda" */
     const char *gemm_path;  /* run file attribute gemm_path */
     char device_name[128];  /* e.g. the GPU's name, "host CPU" */
+    char pci_bus_id[32];    /* the GPU's, for NVML ("" on the CPU) */
     void *impl;
     void (*begin_step)(qp_backend *b, int64_t step, int log_qerr);
     void (*begin_micro)(qp_backend *b, int micro);

@@ -131,6 +131,7 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
     int dev = 0;
     if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess)
         snprintf(b->device_name, sizeof b->device_name, "%.100s (cc %d.%d)", p.name, p.major, p.minor);
+    if (cudaDeviceGetPCIBusId(b->pci_bus_id, (int)sizeof b->pci_bus_id, dev) != cudaSuccess) b->pci_bus_id[0] = 0;
     b->name = "cuda";
     b->gemm_path = qp_cuda_linear_path(g->lin);
     b->begin_step = g_begin_step;

@@ -441,7 +441,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             snprintf(err, errlen, "--device cuda: %s", be_err);
             goto done;
         }
-        r->nvml = qp_nvml_open(NULL, 0, 20, r->power_why, sizeof r->power_why);
+        r->nvml = qp_nvml_open(NULL, r->be.pci_bus_id, 0, 20, r->power_why, sizeof r->power_why);
     } else {
         if (qp_backend_cpu(&r->be, &r->model, r->lin, r->adam_m, r->adam_v)) {
             snprintf(err, errlen, "out of memory");

@@ -20,7 +20,7 @@ static void sleep_ms(int ms)
 static void windows(const char *lib, int counter)
 {
     char why[256] = "";
-    qp_nvml *n = qp_nvml_open(lib, 0, 5, why, sizeof why);
+    qp_nvml *n = qp_nvml_open(lib, NULL, 0, 5, why, sizeof why);
     CHECK(n != NULL, "open %s: %s", lib, why);
     if (!n) return;
     sleep_ms(200);
@@ -40,8 +40,11 @@ static void windows(const char *lib, int counter)
     qp_nvml_take(n, &w); /* an immediate take still has its closing sample */
     CHECK(w.samples >= 1 && fabs(w.power_w - 150.0) < 1e-9, "short window: %lld samples", (long long)w.samples);
     qp_nvml_close(n);
-    n = qp_nvml_open(lib, 3, 5, why, sizeof why);
+    n = qp_nvml_open(lib, NULL, 3, 5, why, sizeof why);
     CHECK(n == NULL && strstr(why, "NVML") && !strchr(why, '\n'), "device 3 of a one-GPU NVML: '%s'", why);
+    qp_nvml_close(n);
+    n = qp_nvml_open(lib, "00000000:07:00.0", 0, 5, why, sizeof why); /* by bus id */
+    CHECK(n != NULL, "open by PCI bus id: %s", why);
     qp_nvml_close(n);
 }
 
@@ -53,7 +56,7 @@ int main(int argc, char **argv)
     setenv("FAKE_NVML_NO_ENERGY", "1", 1);
     windows(argv[1], 0);
     char why[256] = "";
-    qp_nvml *n = qp_nvml_open("/nonexistent/libnvidia-ml.so.1", 0, 20, why, sizeof why);
+    qp_nvml *n = qp_nvml_open("/nonexistent/libnvidia-ml.so.1", NULL, 0, 20, why, sizeof why);
     CHECK(n == NULL && why[0] && !strchr(why, '\n'), "missing library: '%s'", why);
     return qp_test_finish("test_nvml");
 }
