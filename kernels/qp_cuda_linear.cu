@@ -1,6 +1,7 @@
 // qp_cuda_linear.cu — the GPU precision dispatch (see qp_cuda_linear.h). Each
 // step mirrors a step of train/qp_linear.c's prepare()/run(); read them side
 // by side.
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -46,6 +47,7 @@ struct qp_cuda_linear {
     void *mem;                 // the one allocation behind every buffer above
     int64_t step;
     int micro, log_qerr, frozen;
+    int fp8_native;            // per-tensor FP8 GEMMs on FP8 tensor cores (cc >= 8.9 and a GEMM that runs them)
     const char *path;
     char err[256];
 };
@@ -73,10 +75,10 @@ __global__ void k_f32_to_bf16(const float *x, uint16_t *y, int64_t n)
         y[i] = isnan(x[i]) ? (uint16_t)0x7FC0u : (uint16_t)(__float_as_uint(x[i]) >> 16);
 }
 
-__global__ void k_transpose(const float *src, float *dst, int rows, int cols)
+template <typename T> __global__ void k_transpose(const T *src, T *dst, int rows, int cols)
 {
     // dst (cols x rows) = src (rows x cols)^T
-    __shared__ float tile[32][33];
+    __shared__ T tile[32][33];
     const int c = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * 32;
     for (int j = threadIdx.y; j < 32; j += blockDim.y)
         if (r0 + j < rows && c < cols) tile[j][threadIdx.x] = src[(int64_t)(r0 + j) * cols + c];
@@ -103,9 +105,25 @@ __global__ void k_bias_grad(float *db, const float *dY, int M, int N)
     db[n] += s;
 }
 
-// Partial sums over x (input) and y (unscaled quantize-dequantize): ||x||^2,
+// The unscaled value of element i of a quantized operand: the FP32 output of
+// a quantize-dequantize, or the decoded FP8 code.
+struct from_f32 {
+    const float *y;
+    __device__ float operator()(int64_t i) const { return y[i]; }
+};
+struct from_fp8 {
+    const uint8_t *c;
+    int e5m2;
+    __device__ float operator()(int64_t i) const
+    {
+        return __half2float(__half(__nv_cvt_fp8_to_halfraw(c[i], e5m2 ? __NV_E5M2 : __NV_E4M3)));
+    }
+};
+
+// Partial sums over x (input) and y (unscaled quantized values): ||x||^2,
 // ||x - y*scale_inv||^2 over finite x, non-zeros and flushed non-zeros.
-__global__ void k_qstats_partial(const float *x, const float *y, int64_t n, const qp_cuda_tstats *ts, red_out *part)
+template <typename Y>
+__global__ void k_qstats_partial(const float *x, Y y, int64_t n, const qp_cuda_tstats *ts, red_out *part)
 {
     __shared__ double sxx[RED_THREADS], see[RED_THREADS];
     __shared__ unsigned long long snz[RED_THREADS], sfl[RED_THREADS];
@@ -115,7 +133,7 @@ __global__ void k_qstats_partial(const float *x, const float *y, int64_t n, cons
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const float a = x[i];
         if (!isfinite(a)) continue;
-        const float q = y[i], m = q * sinv;
+        const float q = y(i), m = q * sinv;
         const double e = (double)a - (double)m;
         xx += (double)a * a;
         ee += e * e;
@@ -186,6 +204,13 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
         }
     }
     l->path = any_emul ? "emulated-bf16" : any_bf16 ? "bf16" : "fp32";
+    int only_fp8 = any_emul;
+    for (int layer = 0; layer < L; layer++)
+        for (int o = 0; o < QP_OPND_COUNT; o++) {
+            const qp_fmt f = l->plans[layer].fmt[o];
+            if (f != QP_FMT_FP32 && f != QP_FMT_BF16 && f != QP_FMT_FP8_E4M3 && f != QP_FMT_FP8_E5M2) only_fp8 = 0;
+            if (l->plans[layer].rht_wgrad) only_fp8 = 0;
+        }
     const int64_t n = cfg->max_elems > 0 ? cfg->max_elems : 1;
     const size_t f32 = (size_t)n * sizeof(float), b16 = ((size_t)n * 2 + 255) / 256 * 256;
     const size_t bytes = 2 * (2 * f32 + b16) + 2 * sizeof(dev_scratch) + 2 * RED_BLOCKS * sizeof(red_out) + 1024;
@@ -210,6 +235,11 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
         qp_cuda_linear_destroy(l);
         return nullptr;
     }
+    // QP_CUDA_EMULATE=1 keeps the emulated path on FP8 hardware (for comparisons)
+    const char *emu = std::getenv("QP_CUDA_EMULATE");
+    l->fp8_native = only_fp8 && !(emu && emu[0] == '1') && qp_cublt_native(l->blt, QP_CUBLT_E4M3) &&
+                    qp_cublt_native(l->blt, QP_CUBLT_E5M2);
+    if (l->fp8_native) l->path = "fp8-native";
     return l;
 }
 
@@ -252,19 +282,55 @@ struct operand {
 };
 } // namespace
 
-static int transpose(qp_cuda_linear *l, const float *src, float *dst, int src_rows, int src_cols)
+template <typename T> static int transpose(qp_cuda_linear *l, const T *src, T *dst, int src_rows, int src_cols)
 {
     const dim3 grid((unsigned)((src_cols + 31) / 32), (unsigned)((src_rows + 31) / 32)), block(32, 8);
-    k_transpose<<<grid, block, 0, l->stream>>>(src, dst, src_rows, src_cols);
+    k_transpose<T><<<grid, block, 0, l->stream>>>(src, dst, src_rows, src_cols);
     const cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : cuda_fail(l, (int)e, "transpose");
+}
+
+// Bring one quantization's statistics to the host (one small copy): the
+// scaling state's update, the qerr row, and the decode scale for alpha.
+static int finish_stats(qp_cuda_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o,
+                        qp_scaling_state *st, int update, int have_red, int64_t n, const dev_scratch *scr,
+                        float *scale_inv)
+{
+    dev_scratch h;
+    cudaError_t e = cudaMemcpyAsync(&h, scr, sizeof h, cudaMemcpyDeviceToHost, l->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(l->stream);
+    if (e != cudaSuccess) return cuda_fail(l, (int)e, "quantization statistics");
+    *scale_inv = h.tstats.scale_inv;
+    if (!have_red) return 0;
+    qp_qstats qs;
+    std::memset(&qs, 0, sizeof qs);
+    qs.n = n;
+    qs.n_nonfinite = (int64_t)h.tstats.n_nonfinite;
+    qs.n_nonzero = (int64_t)h.red.n_nonzero;
+    qs.n_sat = (int64_t)h.tstats.n_sat;
+    qs.n_flushed = (int64_t)h.red.n_flushed;
+    qs.amax = h.tstats.amax;
+    qs.scale = h.tstats.scale;
+    qs.scale_inv = h.tstats.scale_inv;
+    if (update) qp_scaling_update(st, l->step, &qs);
+    if (l->log_qerr && l->cfg.on_qerr) {
+        const double xx = h.red.xx, ee = h.red.ee;
+        const double rel = ee == 0.0 ? 0.0 : (xx == 0.0 ? INFINITY : std::sqrt(ee / xx));
+        const double snr = ee == 0.0 ? INFINITY : (xx == 0.0 ? -INFINITY : 10.0 * std::log10(xx / ee));
+        const double sat = n ? (double)qs.n_sat / (double)n : 0.0;
+        const double zero = qs.n_nonzero ? (double)qs.n_flushed / (double)qs.n_nonzero : 0.0;
+        qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
+                           rel, snr, sat, zero, qs.amax, qs.scale};
+        l->cfg.on_qerr(&row, l->cfg.user);
+    }
+    return 0;
 }
 
 // Quantize one GEMM operand (rows x cols, contraction along cols; src stored
 // cols x rows when src_trans) for `pass`: qp_linear.c's prepare() on the GPU.
 // The operand handed to the GEMM is always rows x cols, K contiguous.
 static int prepare(qp_cuda_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side,
-                   const float *src, int src_trans, int rows, int cols, operand *out)
+                   const float *src, int src_trans, int rows, int cols, int native, operand *out)
 {
     if (g == QP_GEMM_HEAD || l->plans[layer].fmt[o] == QP_FMT_FP32) {
         const float *d = src;
@@ -320,6 +386,26 @@ static int prepare(qp_cuda_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_
     const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
     const int64_t n = (int64_t)rows * cols;
     dev_scratch *scr = &l->d_scr[side];
+    const int want_stats = update || (l->log_qerr && l->cfg.on_qerr);
+    if (native) {
+        // FP8 codes in stored order (the CPU's SR words), transposed as bytes when stored transposed;
+        // the decode scale stays on the device and reaches the GEMM as a pointer
+        uint8_t *codes = trans ? (uint8_t *)l->ybuf[side] : (uint8_t *)l->bbuf[side];
+        int rc = qp_cuda_quantize(fmt, in, qrows, qcols, &opts, nullptr, codes, nullptr, &scr->tstats, l->stream);
+        if (rc) return cuda_fail(l, rc, "FP8 quantize");
+        if (want_stats) {
+            k_qstats_partial<<<RED_BLOCKS, RED_THREADS, 0, l->stream>>>(in, from_fp8{codes, fmt == QP_FMT_FP8_E5M2},
+                                                                       n, &scr->tstats,
+                                                                       l->d_partial + side * RED_BLOCKS);
+            k_qstats_final<<<1, 1, 0, l->stream>>>(l->d_partial + side * RED_BLOCKS, RED_BLOCKS, &scr->red);
+        }
+        if (trans && transpose(l, (const uint8_t *)codes, (uint8_t *)l->bbuf[side], qrows, qcols)) return -1;
+        out->op = {fmt == QP_FMT_FP8_E5M2 ? QP_CUBLT_E5M2 : QP_CUBLT_E4M3, l->bbuf[side], &scr->tstats.scale_inv,
+                   nullptr};
+        out->scale_inv = 1.0f;
+        float unused;
+        return want_stats ? finish_stats(l, layer, g, pass, o, st, update, 1, n, scr, &unused) : 0;
+    }
     // FP32 copy always (statistics, transposition); BF16 straight from the quantizer when no transpose follows
     int rc = qp_cuda_qdq(fmt, in, l->ybuf[side], trans ? nullptr : l->bbuf[side], qrows, qcols, &opts, nullptr,
                          &scr->tstats, l->stream);
@@ -329,43 +415,17 @@ static int prepare(qp_cuda_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_
         if (transpose(l, l->ybuf[side], l->tbuf[side], qrows, qcols)) return -1;
         k_f32_to_bf16<<<grid_for(n), 256, 0, l->stream>>>(l->tbuf[side], l->bbuf[side], n);
     }
-    const int need_host = t->tensor_scale || update || (l->log_qerr && l->cfg.on_qerr);
-    dev_scratch h;
-    std::memset(&h, 0, sizeof h);
-    h.tstats.scale = h.tstats.scale_inv = 1.0f;
-    if (need_host) {
-        if (update || (l->log_qerr && l->cfg.on_qerr)) {
-            k_qstats_partial<<<RED_BLOCKS, RED_THREADS, 0, l->stream>>>(in, l->ybuf[side], n, &scr->tstats,
+    float scale_inv = 1.0f;
+    if (t->tensor_scale || want_stats) {
+        if (want_stats) {
+            k_qstats_partial<<<RED_BLOCKS, RED_THREADS, 0, l->stream>>>(in, from_f32{l->ybuf[side]}, n, &scr->tstats,
                                                                        l->d_partial + side * RED_BLOCKS);
             k_qstats_final<<<1, 1, 0, l->stream>>>(l->d_partial + side * RED_BLOCKS, RED_BLOCKS, &scr->red);
         }
-        cudaError_t e = cudaMemcpyAsync(&h, scr, sizeof h, cudaMemcpyDeviceToHost, l->stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(l->stream);
-        if (e != cudaSuccess) return cuda_fail(l, (int)e, "quantization statistics");
-    }
-    qp_qstats qs;
-    std::memset(&qs, 0, sizeof qs);
-    qs.n = n;
-    qs.n_nonfinite = (int64_t)h.tstats.n_nonfinite;
-    qs.n_nonzero = (int64_t)h.red.n_nonzero;
-    qs.n_sat = (int64_t)h.tstats.n_sat;
-    qs.n_flushed = (int64_t)h.red.n_flushed;
-    qs.amax = h.tstats.amax;
-    qs.scale = h.tstats.scale;
-    qs.scale_inv = h.tstats.scale_inv;
-    if (update) qp_scaling_update(st, l->step, &qs);
-    if (l->log_qerr && l->cfg.on_qerr) {
-        const double xx = h.red.xx, ee = h.red.ee;
-        const double rel = ee == 0.0 ? 0.0 : (xx == 0.0 ? INFINITY : std::sqrt(ee / xx));
-        const double snr = ee == 0.0 ? INFINITY : (xx == 0.0 ? -INFINITY : 10.0 * std::log10(xx / ee));
-        const double sat = n ? (double)qs.n_sat / (double)n : 0.0;
-        const double zero = qs.n_nonzero ? (double)qs.n_flushed / (double)qs.n_nonzero : 0.0;
-        qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
-                           rel, snr, sat, zero, qs.amax, qs.scale};
-        l->cfg.on_qerr(&row, l->cfg.user);
+        if (finish_stats(l, layer, g, pass, o, st, update, want_stats, n, scr, &scale_inv)) return -1;
     }
     out->op = {QP_CUBLT_BF16, l->bbuf[side], nullptr, nullptr};
-    out->scale_inv = qs.scale_inv;
+    out->scale_inv = scale_inv;
     return 0;
 }
 
@@ -377,6 +437,14 @@ static int run(qp_cuda_linear *l, const operand *a, const operand *b, float *C, 
         return -1;
     }
     return 0;
+}
+
+// 1 when both operands of a GEMM are per-tensor FP8 and the GPU runs FP8 natively.
+static int native_pair(const qp_cuda_linear *l, int layer, qp_gemm_id g, qp_operand a, qp_operand b)
+{
+    if (!l->fp8_native || g == QP_GEMM_HEAD || layer < 0 || layer >= l->cfg.n_layers) return 0;
+    const qp_fmt fa = l->plans[layer].fmt[a], fb = l->plans[layer].fmt[b];
+    return (fa == QP_FMT_FP8_E4M3 || fa == QP_FMT_FP8_E5M2) && (fb == QP_FMT_FP8_E4M3 || fb == QP_FMT_FP8_E5M2);
 }
 
 static int check(qp_cuda_linear *l, int layer, qp_gemm_id g, int M, int IC, int OC)
@@ -401,8 +469,9 @@ extern "C" int qp_cuda_linear_forward(qp_cuda_linear *l, int layer, qp_gemm_id g
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
     operand a, w;
-    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, d_X, 0, M, IC, &a) ||
-        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, d_W, 0, OC, IC, &w) || run(l, &a, &w, d_Y, M, OC, IC, 0))
+    const int nat = native_pair(l, layer, g, QP_OPND_X, QP_OPND_W);
+    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, d_X, 0, M, IC, nat, &a) ||
+        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, d_W, 0, OC, IC, nat, &w) || run(l, &a, &w, d_Y, M, OC, IC, 0))
         return -1;
     if (d_b) k_add_bias<<<grid_for((int64_t)M * OC), 256, 0, l->stream>>>(d_Y, d_b, M, OC);
     const cudaError_t e = cudaGetLastError();
@@ -416,12 +485,14 @@ extern "C" int qp_cuda_linear_backward(qp_cuda_linear *l, int layer, qp_gemm_id 
     if (check(l, layer, g, M, IC, OC)) return -1;
     operand a, b;
     // dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC
-    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, d_dY, 0, M, OC, &a) ||
-        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, d_W, 1, IC, OC, &b) || run(l, &a, &b, d_dX, M, IC, OC, 1))
+    int nat = native_pair(l, layer, g, QP_OPND_DY, QP_OPND_W);
+    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, d_dY, 0, M, OC, nat, &a) ||
+        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, d_W, 1, IC, OC, nat, &b) || run(l, &a, &b, d_dX, M, IC, OC, 1))
         return -1;
     // wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T
-    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, d_dY, 1, OC, M, &a) ||
-        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, d_X, 1, IC, M, &b) || run(l, &a, &b, d_dW, OC, IC, M, 1))
+    nat = native_pair(l, layer, g, QP_OPND_DY, QP_OPND_X);
+    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, d_dY, 1, OC, M, nat, &a) ||
+        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, d_X, 1, IC, M, nat, &b) || run(l, &a, &b, d_dW, OC, IC, M, 1))
         return -1;
     if (d_db) k_bias_grad<<<(unsigned)((OC + 127) / 128), 128, 0, l->stream>>>(d_db, d_dY, M, OC);
     const cudaError_t e = cudaGetLastError();

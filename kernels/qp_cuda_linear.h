@@ -13,12 +13,20 @@
  * qerr rows (rel_l2, snr_db, sat_frac, zero_frac) are computed by a device
  * reduction when the step logs them and go through cfg->on_qerr.
  *
- * Products: operands quantize-dequantized unscaled to BF16 on the device
- * (qp_cuda_qdq) and multiplied by qp_cublt_gemm "bf16" with the tensor decode
- * scales in alpha — exactly the hardware formats' products on any GPU
- * ("emulated-bf16"); FP32 plans and the LM head run "fp32". Native FP8 /
- * MXFP8 / NVFP4 GEMMs are not used by this dispatch yet (qp_cuda_linear_path
- * says which path ran).
+ * Products, by recipe (qp_cuda_linear_path names the one chosen):
+ *   "fp8-native"     per-tensor FP8 recipes (fp8, fp8-current) on a GPU whose
+ *                    GEMM runs FP8 (qp_cublt_native: cc >= 8.9): codes from
+ *                    qp_cuda_quantize, decode scales passed as device
+ *                    pointers, no host round trip except for statistics
+ *                    (scaling updates, qerr). QP_CUDA_EMULATE=1 turns it off.
+ *   "emulated-bf16"  every other quantized recipe (and FP8 elsewhere):
+ *                    operands quantize-dequantized unscaled to BF16 on the
+ *                    device (qp_cuda_qdq), qp_cublt_gemm "bf16" with the tensor
+ *                    decode scales in alpha — exactly the hardware formats'
+ *                    products on any GPU. MXFP8/NVFP4 stay here even on
+ *                    cc >= 10.0 until the swizzled block-scale layout
+ *                    (kernels/qp_scale_layout.h) is in the tree.
+ *   "bf16", "fp32"   the bf16 and fp32 recipes; the LM head is always FP32.
  *
  * Pointers d_* are device memory; all work is enqueued on the stream given at
  * creation. Functions return 0, or -1 with qp_cuda_linear_error(). */
@@ -45,7 +53,7 @@ void qp_cuda_linear_begin_step(qp_cuda_linear *l, int64_t step, int log_qerr);
 void qp_cuda_linear_begin_micro(qp_cuda_linear *l, int micro);
 void qp_cuda_linear_set_frozen(qp_cuda_linear *l, int frozen);
 const char *qp_cuda_linear_error(const qp_cuda_linear *l);
-/* The GEMM path of the transformer blocks' GEMMs: "fp32", "bf16" or "emulated-bf16". */
+/* The GEMM path of the transformer blocks' GEMMs: "fp32", "bf16", "emulated-bf16" or "fp8-native". */
 const char *qp_cuda_linear_path(const qp_cuda_linear *l);
 
 int qp_cuda_linear_forward(qp_cuda_linear *l, int layer, qp_gemm_id g, float *d_Y, const float *d_X,
