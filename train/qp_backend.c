@@ -29,7 +29,7 @@ static int cpu_forward(qp_backend *b, const int32_t *in, const int32_t *tg, floa
 {
     cpu *c = C(b);
     if (qp_gpt_forward(c->model, c->lin, in, tg, c->model->B, c->model->T)) {
-        snprintf(c->err, sizeof c->err, "%s", qp_linear_error(c->lin)[0] ? qp_linear_error(c->lin) : "forward failed");
+        snprintf(c->err, sizeof c->err, "%s", qp_linear_error(c->lin)); /* the messages qtrain always gave */
         return -1;
     }
     *mean_loss = c->model->mean_loss;

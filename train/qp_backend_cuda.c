@@ -65,7 +65,8 @@ static int g_grad_norm(qp_backend *b, double *norm)
 static int g_adamw(qp_backend *b, const qp_optim_cfg *c, int64_t t, double lr, float clip)
 {
     gpu *g = G(b);
-    return qp_cuda_gpt_adamw(&g->m, c, t, lr, clip) ? gfail(g, g->m.err) : 0;
+    /* waits for the step to finish, so step_ms and the power window are the step's */
+    return qp_cuda_gpt_adamw(&g->m, c, t, lr, clip) || qp_cuda_gpt_sync(&g->m) ? gfail(g, g->m.err) : 0;
 }
 
 static int g_to_host(qp_backend *b)

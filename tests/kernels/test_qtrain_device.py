@@ -66,6 +66,30 @@ else:
                 check(np.all(np.isfinite(pw)) and np.all(pw > 0), f"power_w {pw}")
                 e = f["train/energy_j"][:]
                 check(np.all(np.diff(e) >= 0), f"energy not cumulative {e}")
+        # the same run on the CPU: the same losses to 1e-3 (the GEMMs differ in summation order only)
+        cpu = os.path.join(work, "cpu.h5")
+        rc, out, err = run("--device", "cpu", *small, "--out", cpu)
+        check(rc == 0, f"cpu run: exit {rc}: {err}")
+        with h5py.File(cpu, "r") as f:
+            lc = f["train/loss"][:]
+        check(np.allclose(lc, loss, rtol=1e-3, atol=0), f"cpu losses {lc} vs cuda {loss}")
+        # checkpoint and resume on the GPU: stopped after 2 of 4 steps, resumed, the same losses
+        for name in ("full.h5", "resumed.h5"):
+            for p in (os.path.join(work, name), os.path.join(work, name[:-3] + ".ckpt.h5")):
+                if os.path.exists(p):
+                    os.remove(p)
+        four = [a if a != "3" else "4" for a in small]
+        full, res = os.path.join(work, "full.h5"), os.path.join(work, "resumed.h5")
+        rc, _, err = run("--device", "cuda", *four, "--ckpt-every", "2", "--out", full)
+        check(rc == 0, f"4-step cuda run: exit {rc}: {err}")
+        rc, _, err = run("--device", "cuda", *four, "--ckpt-every", "2", "--stop-after", "2", "--out", res)
+        check(rc == 0, f"stopped cuda run: exit {rc}: {err}")
+        rc, _, err = run("--device", "cuda", *four, "--ckpt-every", "2", "--resume", "--out", res)
+        check(rc == 0, f"resumed cuda run: exit {rc}: {err}")
+        with h5py.File(full, "r") as f, h5py.File(res, "r") as g:
+            a, b = f["train/loss"][:], g["train/loss"][:]
+            check(len(a) == 4 and len(b) == 4 and np.allclose(a, b, rtol=1e-6, atol=0),
+                  f"resume on the GPU: {a} vs {b}")
     except ImportError:
         print("no h5py: run file not inspected")
 print("FAILED" if failed else "ok")
