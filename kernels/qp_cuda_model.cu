@@ -1,6 +1,6 @@
-// qp_cuda_model.cu — the GPT on the GPU (see qp_cuda_model.h). The forward and
-// backward passes follow train/qp_model_kernels.c line by line; each kernel
-// runs one formula of qp_cuda_model_math.h per thread (a row, a head, a
+// qp_cuda_model.cu — the GPT on the GPU (see qp_cuda_model.h). The order of
+// the passes is qp_cuda_model_pass.h's (shared with a CPU test); each kernel
+// here runs one formula of qp_cuda_model_math.h per thread (a row, a head, a
 // channel or an element), in the CPU's order of operations. Correctness
 // first: rows are one thread each, not yet tiled.
 #include <cuda_runtime.h>
@@ -12,6 +12,7 @@
 
 #include "qp_cuda_model.h"
 #include "qp_cuda_model_math.h"
+#include "qp_cuda_model_pass.h"
 
 namespace {
 constexpr int NT = 256;             // threads per block
@@ -43,11 +44,7 @@ __global__ void k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const
 {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    for (int bt = 0; bt < BT; bt++) {
-        const float d = dout[(int64_t)bt * C + c];
-        dwte[(int64_t)inp[bt] * C + c] += d;
-        dwpe[(int64_t)(bt % T) * C + c] += d;
-    }
+    qpm_encoder_bwd_channel(dwte, dwpe, dout, inp, BT, T, C, c);
 }
 
 __global__ void k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
@@ -380,59 +377,145 @@ extern "C" int qp_cuda_gpt_set_batch(qp_cuda_gpt *m, const int32_t *inputs, cons
     return 0;
 }
 
+// ---- the layer operations of qp_cuda_model_pass.h, as kernel launches ------------
+
+namespace {
+struct dev_ctx {
+    qp_cuda_gpt *m;
+    qp_cuda_linear *lin;
+    cudaStream_t s;
+};
+} // namespace
+
+static int op_check(void *x, const char *what)
+{
+    dev_ctx *c = (dev_ctx *)x;
+    return launched(c->m, what);
+}
+#define S_ (((dev_ctx *)x)->s)
+
+static int op_encoder_fwd(void *x, float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T,
+                          int C)
+{
+    k_encoder_fwd<<<blocks_for((int64_t)B * T * C), NT, 0, S_>>>(out, inp, wte, wpe, B * T, T, C);
+    return op_check(x, "encoder forward");
+}
+static int op_encoder_bwd(void *x, float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C)
+{
+    k_encoder_bwd<<<blocks_for(C), NT, 0, S_>>>(dwte, dwpe, dout, inp, B * T, T, C);
+    return op_check(x, "encoder backward");
+}
+static int op_layernorm_fwd(void *x, float *out, float *mean, float *rstd, const float *inp, const float *w,
+                            const float *b, int N, int C)
+{
+    k_layernorm_fwd<<<blocks_for(N), NT, 0, S_>>>(out, mean, rstd, inp, w, b, N, C);
+    return op_check(x, "layernorm forward");
+}
+static int op_layernorm_bwd(void *x, float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                            const float *w, const float *mean, const float *rstd, int N, int C)
+{
+    k_layernorm_bwd_rows<<<blocks_for(N), NT, 0, S_>>>(dinp, dout, inp, w, mean, rstd, N, C);
+    k_layernorm_bwd_channels<<<blocks_for(C), NT, 0, S_>>>(dw, db, dout, inp, mean, rstd, N, C);
+    return op_check(x, "layernorm backward");
+}
+static int op_attention_fwd(void *x, float *out, float *preatt, float *att, const float *qkv, int B, int T, int C,
+                            int NH)
+{
+    k_attention_fwd<<<blocks_for((int64_t)B * T * NH), NT, 0, S_>>>(out, preatt, att, qkv, B, T, C, NH);
+    return op_check(x, "attention forward");
+}
+static int op_attention_bwd(void *x, float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
+                            const float *att, int B, int T, int C, int NH)
+{
+    k_attention_bwd<<<blocks_for((int64_t)B * NH), NT, 0, S_>>>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    return op_check(x, "attention backward");
+}
+static int op_gelu_fwd(void *x, float *out, const float *inp, int64_t n)
+{
+    k_gelu_fwd<<<blocks_for(n), NT, 0, S_>>>(out, inp, n);
+    return op_check(x, "gelu forward");
+}
+static int op_gelu_bwd(void *x, float *dinp, const float *inp, const float *dout, int64_t n)
+{
+    k_gelu_bwd<<<blocks_for(n), NT, 0, S_>>>(dinp, inp, dout, n);
+    return op_check(x, "gelu backward");
+}
+static int op_residual_fwd(void *x, float *out, const float *a, const float *b, int64_t n)
+{
+    k_residual_fwd<<<blocks_for(n), NT, 0, S_>>>(out, a, b, n);
+    return op_check(x, "residual forward");
+}
+static int op_residual_bwd(void *x, float *da, float *db, const float *dout, int64_t n)
+{
+    k_residual_bwd<<<blocks_for(n), NT, 0, S_>>>(da, db, dout, n);
+    return op_check(x, "residual backward");
+}
+static int op_softmax_ce_fwd(void *x, float *probs, float *losses, const float *logits, const int32_t *targets, int N,
+                             int V)
+{
+    k_softmax_ce_fwd<<<blocks_for(N), NT, 0, S_>>>(probs, losses, logits, targets, N, V);
+    return op_check(x, "softmax forward");
+}
+static int op_softmax_ce_bwd(void *x, float *dlogits, const float *probs, const int32_t *targets, float dloss, int N,
+                             int V)
+{
+    k_softmax_ce_bwd<<<blocks_for((int64_t)N * V), NT, 0, S_>>>(dlogits, probs, targets, dloss, N, V);
+    return op_check(x, "softmax backward");
+}
+static int op_linear_fwd(void *x, int layer, qp_gemm_id g, float *Y, const float *X, const float *W, const float *b,
+                         int M, int IC, int OC)
+{
+    dev_ctx *c = (dev_ctx *)x;
+    if (!qp_cuda_linear_forward(c->lin, layer, g, Y, X, W, b, M, IC, OC)) return 0;
+    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_cuda_linear_error(c->lin));
+    return -1;
+}
+static int op_linear_bwd(void *x, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
+                         const float *X, const float *W, int M, int IC, int OC)
+{
+    dev_ctx *c = (dev_ctx *)x;
+    if (!qp_cuda_linear_backward(c->lin, layer, g, dX, dW, db, dY, X, W, M, IC, OC)) return 0;
+    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_cuda_linear_error(c->lin));
+    return -1;
+}
+static int op_zero(void *x, float *p, int64_t n)
+{
+    const cudaError_t e = cudaMemsetAsync(p, 0, (size_t)n * sizeof(float), S_);
+    return e == cudaSuccess ? 0 : fail(((dev_ctx *)x)->m, e, "memset");
+}
+#undef S_
+
+static qpm_ops device_ops(dev_ctx *c)
+{
+    qpm_ops o;
+    o.ctx = c;
+    o.encoder_fwd = op_encoder_fwd, o.encoder_bwd = op_encoder_bwd;
+    o.layernorm_fwd = op_layernorm_fwd, o.layernorm_bwd = op_layernorm_bwd;
+    o.attention_fwd = op_attention_fwd, o.attention_bwd = op_attention_bwd;
+    o.gelu_fwd = op_gelu_fwd, o.gelu_bwd = op_gelu_bwd;
+    o.residual_fwd = op_residual_fwd, o.residual_bwd = op_residual_bwd;
+    o.softmax_ce_fwd = op_softmax_ce_fwd, o.softmax_ce_bwd = op_softmax_ce_bwd;
+    o.linear_fwd = op_linear_fwd, o.linear_bwd = op_linear_bwd;
+    o.zero = op_zero;
+    return o;
+}
+
 extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_cuda_linear *lin)
 {
-    const int B = m->B, T = m->T, L = m->cfg.layers, C = m->cfg.dim, NH = m->cfg.heads, V = m->cfg.vocab, BT = B * T;
+    const int BT = m->B * m->T;
     cudaStream_t s = (cudaStream_t)m->stream;
-    qp_gpt_params *p = &m->params;
-    qp_gpt_acts *a = &m->acts;
+    dev_ctx c = {m, lin, s};
+    const qpm_ops ops = device_ops(&c);
     const int32_t *tg = m->has_targets ? m->d_targets : nullptr;
-#define LINERR(...)                                                                       \
-    do {                                                                                  \
-        if (__VA_ARGS__) {                                                                \
-            std::snprintf(m->err, sizeof m->err, "%s", qp_cuda_linear_error(lin));       \
-            return -1;                                                                    \
-        }                                                                                 \
-    } while (0)
-    k_encoder_fwd<<<blocks_for((int64_t)BT * C), NT, 0, s>>>(a->encoded, m->d_inputs, p->wte, p->wpe, BT, T, C);
-    for (int l = 0; l < L; l++) {
-        const int64_t o = (int64_t)l * BT;
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
-        float *ln1 = a->ln1 + o * C, *qkv = a->qkv + o * 3 * C, *atty = a->atty + o * C;
-        float *attproj = a->attproj + o * C, *res2 = a->residual2 + o * C, *ln2 = a->ln2 + o * C;
-        float *fch = a->fch + o * 4 * C, *fchg = a->fch_gelu + o * 4 * C, *fcproj = a->fcproj + o * C;
-        const int64_t att_off = (int64_t)l * B * NH * T * T;
-        k_layernorm_fwd<<<blocks_for(BT), NT, 0, s>>>(ln1, a->ln1_mean + o, a->ln1_rstd + o, residual,
-                                                       p->ln1w + l * C, p->ln1b + l * C, BT, C);
-        LINERR(qp_cuda_linear_forward(lin, l, QP_GEMM_QKV, qkv, ln1, p->qkvw + (int64_t)l * 3 * C * C,
-                                      p->qkvb + l * 3 * C, BT, C, 3 * C));
-        k_attention_fwd<<<blocks_for((int64_t)BT * NH), NT, 0, s>>>(atty, a->preatt + att_off, a->att + att_off, qkv,
-                                                                     B, T, C, NH);
-        LINERR(qp_cuda_linear_forward(lin, l, QP_GEMM_ATTPROJ, attproj, atty, p->attprojw + (int64_t)l * C * C,
-                                      p->attprojb + l * C, BT, C, C));
-        k_residual_fwd<<<blocks_for((int64_t)BT * C), NT, 0, s>>>(res2, residual, attproj, (int64_t)BT * C);
-        k_layernorm_fwd<<<blocks_for(BT), NT, 0, s>>>(ln2, a->ln2_mean + o, a->ln2_rstd + o, res2, p->ln2w + l * C,
-                                                       p->ln2b + l * C, BT, C);
-        LINERR(qp_cuda_linear_forward(lin, l, QP_GEMM_FC, fch, ln2, p->fcw + (int64_t)l * 4 * C * C,
-                                      p->fcb + l * 4 * C, BT, C, 4 * C));
-        k_gelu_fwd<<<blocks_for((int64_t)BT * 4 * C), NT, 0, s>>>(fchg, fch, (int64_t)BT * 4 * C);
-        LINERR(qp_cuda_linear_forward(lin, l, QP_GEMM_FCPROJ, fcproj, fchg, p->fcprojw + (int64_t)l * 4 * C * C,
-                                      p->fcprojb + l * C, BT, 4 * C, C));
-        k_residual_fwd<<<blocks_for((int64_t)BT * C), NT, 0, s>>>(a->residual3 + o * C, res2, fcproj,
-                                                                   (int64_t)BT * C);
-    }
-    k_layernorm_fwd<<<blocks_for(BT), NT, 0, s>>>(a->lnf, a->lnf_mean, a->lnf_rstd,
-                                                   a->residual3 + (int64_t)(L - 1) * BT * C, p->lnfw, p->lnfb, BT, C);
-    LINERR(qp_cuda_linear_forward(lin, L, QP_GEMM_HEAD, a->logits, a->lnf, p->wte, nullptr, BT, C, V));
-    k_softmax_ce_fwd<<<blocks_for(BT), NT, 0, s>>>(a->probs, a->losses, a->logits, tg, BT, V);
-    if (launched(m, "forward")) return -1;
+    if (qpm_forward(&ops, &m->cfg, m->B, m->T, &m->params, &m->acts, m->d_inputs, tg)) return -1;
     if (!tg) {
         m->mean_loss = -1.0f;
         return 0;
     }
-    k_loss_mean<<<1, 1, 0, s>>>(a->losses, BT, m->d_red + RED_BLOCKS);
+    k_loss_mean<<<1, 1, 0, s>>>(m->acts.losses, BT, m->d_red + RED_BLOCKS);
     double mean = 0.0;
-    cudaError_t e = cudaMemcpyAsync(&mean, m->d_red + RED_BLOCKS, sizeof mean, cudaMemcpyDeviceToHost, s);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpyAsync(&mean, m->d_red + RED_BLOCKS, sizeof mean, cudaMemcpyDeviceToHost, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     if (e != cudaSuccess) return fail(m, e, "forward");
     m->mean_loss = (float)mean;
@@ -448,62 +531,14 @@ extern "C" int qp_cuda_gpt_zero_grad(qp_cuda_gpt *m)
 
 extern "C" int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_cuda_linear *lin, float loss_scale)
 {
-    const int B = m->B, T = m->T, L = m->cfg.layers, C = m->cfg.dim, NH = m->cfg.heads, V = m->cfg.vocab, BT = B * T;
-    cudaStream_t s = (cudaStream_t)m->stream;
     if (!m->has_targets) {
         std::snprintf(m->err, sizeof m->err, "backward without targets");
         return -1;
     }
-    qp_gpt_params *p = &m->params, *g = &m->grads;
-    qp_gpt_acts *a = &m->acts, *d = &m->grads_acts;
-    const int32_t *inputs = m->d_inputs, *targets = m->d_targets;
-    cudaError_t e = cudaMemsetAsync(m->grads_acts_memory, 0, (size_t)m->num_acts * sizeof(float), s);
-    if (e != cudaSuccess) return fail(m, e, "backward");
-    k_softmax_ce_bwd<<<blocks_for((int64_t)BT * V), NT, 0, s>>>(d->logits, a->probs, targets, loss_scale / (float)BT,
-                                                                 BT, V);
-    LINERR(qp_cuda_linear_backward(lin, L, QP_GEMM_HEAD, d->lnf, g->wte, nullptr, d->logits, a->lnf, p->wte, BT, C,
-                                   V));
-    const int64_t last = (int64_t)(L - 1) * BT * C;
-    const unsigned cb = blocks_for(C);
-    k_layernorm_bwd_rows<<<blocks_for(BT), NT, 0, s>>>(d->residual3 + last, d->lnf, a->residual3 + last, p->lnfw,
-                                                        a->lnf_mean, a->lnf_rstd, BT, C);
-    k_layernorm_bwd_channels<<<cb, NT, 0, s>>>(g->lnfw, g->lnfb, d->lnf, a->residual3 + last, a->lnf_mean,
-                                                a->lnf_rstd, BT, C);
-    for (int l = L - 1; l >= 0; l--) {
-        const int64_t o = (int64_t)l * BT, n = (int64_t)BT * C, n4 = (int64_t)BT * 4 * C;
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
-        float *dresidual = l == 0 ? d->encoded : d->residual3 + (o - BT) * C;
-        const int64_t att_off = (int64_t)l * B * NH * T * T;
-        k_residual_bwd<<<blocks_for(n), NT, 0, s>>>(d->residual2 + o * C, d->fcproj + o * C, d->residual3 + o * C, n);
-        LINERR(qp_cuda_linear_backward(lin, l, QP_GEMM_FCPROJ, d->fch_gelu + o * 4 * C,
-                                       g->fcprojw + (int64_t)l * 4 * C * C, g->fcprojb + l * C, d->fcproj + o * C,
-                                       a->fch_gelu + o * 4 * C, p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C, C));
-        k_gelu_bwd<<<blocks_for(n4), NT, 0, s>>>(d->fch + o * 4 * C, a->fch + o * 4 * C, d->fch_gelu + o * 4 * C, n4);
-        LINERR(qp_cuda_linear_backward(lin, l, QP_GEMM_FC, d->ln2 + o * C, g->fcw + (int64_t)l * 4 * C * C,
-                                       g->fcb + l * 4 * C, d->fch + o * 4 * C, a->ln2 + o * C,
-                                       p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C));
-        k_layernorm_bwd_rows<<<blocks_for(BT), NT, 0, s>>>(d->residual2 + o * C, d->ln2 + o * C, a->residual2 + o * C,
-                                                            p->ln2w + l * C, a->ln2_mean + o, a->ln2_rstd + o, BT, C);
-        k_layernorm_bwd_channels<<<cb, NT, 0, s>>>(g->ln2w + l * C, g->ln2b + l * C, d->ln2 + o * C,
-                                                    a->residual2 + o * C, a->ln2_mean + o, a->ln2_rstd + o, BT, C);
-        k_residual_bwd<<<blocks_for(n), NT, 0, s>>>(dresidual, d->attproj + o * C, d->residual2 + o * C, n);
-        LINERR(qp_cuda_linear_backward(lin, l, QP_GEMM_ATTPROJ, d->atty + o * C, g->attprojw + (int64_t)l * C * C,
-                                       g->attprojb + l * C, d->attproj + o * C, a->atty + o * C,
-                                       p->attprojw + (int64_t)l * C * C, BT, C, C));
-        k_attention_bwd<<<blocks_for((int64_t)B * NH), NT, 0, s>>>(d->qkv + o * 3 * C, d->preatt + att_off,
-                                                                    d->att + att_off, d->atty + o * C,
-                                                                    a->qkv + o * 3 * C, a->att + att_off, B, T, C, NH);
-        LINERR(qp_cuda_linear_backward(lin, l, QP_GEMM_QKV, d->ln1 + o * C, g->qkvw + (int64_t)l * 3 * C * C,
-                                       g->qkvb + l * 3 * C, d->qkv + o * 3 * C, a->ln1 + o * C,
-                                       p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C));
-        k_layernorm_bwd_rows<<<blocks_for(BT), NT, 0, s>>>(dresidual, d->ln1 + o * C, residual, p->ln1w + l * C,
-                                                            a->ln1_mean + o, a->ln1_rstd + o, BT, C);
-        k_layernorm_bwd_channels<<<cb, NT, 0, s>>>(g->ln1w + l * C, g->ln1b + l * C, d->ln1 + o * C, residual,
-                                                    a->ln1_mean + o, a->ln1_rstd + o, BT, C);
-    }
-    k_encoder_bwd<<<cb, NT, 0, s>>>(g->wte, g->wpe, d->encoded, inputs, BT, T, C);
-#undef LINERR
-    return launched(m, "backward");
+    dev_ctx c = {m, lin, (cudaStream_t)m->stream};
+    const qpm_ops ops = device_ops(&c);
+    return qpm_backward(&ops, &m->cfg, m->B, m->T, &m->params, &m->grads, &m->acts, &m->grads_acts,
+                        m->grads_acts_memory, m->num_acts, m->d_inputs, m->d_targets, loss_scale);
 }
 
 extern "C" int qp_cuda_gpt_grad_norm(qp_cuda_gpt *m, double *norm)

@@ -76,6 +76,18 @@ QPM_FN float qpm_gelu_grad(float x)
     return 0.5f * (1.0f + th) + 0.5f * x * sech2 * QPM_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
+/* Token + position embedding gradients of channel c, tokens in (b,t) order
+ * (the CPU's scatter-add order; one owner per channel, no atomics). */
+QPM_FN void qpm_encoder_bwd_channel(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int BT, int T,
+                                    int C, int c)
+{
+    for (int bt = 0; bt < BT; bt++) {
+        const float d = dout[(int64_t)bt * C + c];
+        dwte[(int64_t)inp[bt] * C + c] += d;
+        dwpe[(int64_t)(bt % T) * C + c] += d;
+    }
+}
+
 /* LayerNorm of one row x[C] into o[C]; its mean and 1/std. */
 QPM_FN void qpm_layernorm_fwd_row(float *o, float *mean, float *rstd, const float *x, const float *w, const float *b,
                                   int C)

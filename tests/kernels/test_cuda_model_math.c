@@ -4,16 +4,23 @@
  * The CPU kernels are the static functions of train/qp_model_kernels.c,
  * compiled into this test (a third copy, suffix _mathtest); each is run on
  * random data and compared with the loop of per-row / per-element functions
- * the GPU kernels call, to 1e-6 relative. The GPU differs from this host
- * build of the same functions only in libm (expf/logf ulps), which the GPU
- * test (test_cuda_train) bounds end to end. */
+ * the GPU kernels call, to 1e-6 relative. Then the GPU's pass order
+ * (qp_cuda_model_pass.h, the code qp_cuda_model.cu runs) is run with host
+ * operations over the same formulas and the CPU dispatch, and the whole
+ * forward and backward (losses, probabilities, every parameter gradient,
+ * with gradient accumulation) compared with the CPU model's. The GPU differs
+ * from this host build of the same code only in libm (expf/logf ulps) and
+ * its GEMMs, which the GPU test (test_cuda_train) bounds end to end. */
 #define QP_KERNEL_SUFFIX _mathtest
 #include "../../train/qp_model_kernels.c"
 
 #include <stdlib.h>
 
 #include "qp_cuda_model_math.h"
+#include "qp_cuda_model_pass.h"
+#include "qp_gemm.h"
 #include "qp_optim.h"
+#include "qp_recipe.h"
 #include "qp_test.h"
 
 static unsigned long long rng = 0x9E3779B97F4A7C15ull;
@@ -52,7 +59,7 @@ static double max_rel(const float *a, const float *b, int64_t n, int64_t *worst)
         int64_t w_;                                                                                      \
         const double e_ = max_rel(a, b, n, &w_);                                                         \
         CHECK(e_ <= 1e-6, "%s: max relative difference %.3g at %lld (cpu %.9g, shared %.9g)", name, e_, \
-              (long long)w_, w_ >= 0 ? a[w_] : 0.0, w_ >= 0 ? b[w_] : 0.0);                             \
+              (long long)w_, w_ >= 0 ? (a)[w_] : 0.0, w_ >= 0 ? (b)[w_] : 0.0);                             \
     } while (0)
 
 static void test_gelu(void)
@@ -204,6 +211,189 @@ static void test_dot8(void)
     }
 }
 
+
+/* ---- the pass order of qp_cuda_model_pass.h with host operations ------------ */
+
+typedef struct {
+    qp_linear *lin;
+} host_ctx;
+
+static int h_encoder_fwd(void *x, float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T,
+                         int C)
+{
+    (void)x;
+    for (int64_t i = 0; i < (int64_t)B * T * C; i++) {
+        const int64_t bt = i / C, c = i % C;
+        out[i] = wte[(int64_t)inp[bt] * C + c] + wpe[(bt % T) * C + c];
+    }
+    return 0;
+}
+static int h_encoder_bwd(void *x, float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C)
+{
+    (void)x;
+    for (int c = 0; c < C; c++) qpm_encoder_bwd_channel(dwte, dwpe, dout, inp, B * T, T, C, c);
+    return 0;
+}
+static int h_layernorm_fwd(void *x, float *out, float *mean, float *rstd, const float *inp, const float *w,
+                           const float *b, int N, int C)
+{
+    (void)x;
+    for (int i = 0; i < N; i++)
+        qpm_layernorm_fwd_row(out + (int64_t)i * C, mean + i, rstd + i, inp + (int64_t)i * C, w, b, C);
+    return 0;
+}
+static int h_layernorm_bwd(void *x, float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                           const float *w, const float *mean, const float *rstd, int N, int C)
+{
+    (void)x;
+    for (int i = 0; i < N; i++)
+        qpm_layernorm_bwd_row(dinp + (int64_t)i * C, dout + (int64_t)i * C, inp + (int64_t)i * C, w, mean[i], rstd[i],
+                              C);
+    for (int c = 0; c < C; c++) qpm_layernorm_bwd_channel(dw, db, dout, inp, mean, rstd, N, C, c);
+    return 0;
+}
+static int h_attention_fwd(void *x, float *out, float *preatt, float *att, const float *qkv, int B, int T, int C,
+                           int NH)
+{
+    (void)x;
+    const int hs = C / NH;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < NH; h++) {
+                const int64_t row = (((int64_t)b * NH + h) * T + t) * T;
+                qpm_attention_fwd_row(out + ((int64_t)b * T + t) * C + h * hs, preatt + row, att + row, qkv, b, t, h,
+                                      T, C, NH);
+            }
+    return 0;
+}
+static int h_attention_bwd(void *x, float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
+                           const float *att, int B, int T, int C, int NH)
+{
+    (void)x;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) qpm_attention_bwd_head(dqkv, dpreatt, datt, dout, qkv, att, b, h, T, C, NH);
+    return 0;
+}
+static int h_gelu_fwd(void *x, float *out, const float *inp, int64_t n)
+{
+    (void)x;
+    for (int64_t i = 0; i < n; i++) out[i] = qpm_gelu_fwd(inp[i]);
+    return 0;
+}
+static int h_gelu_bwd(void *x, float *dinp, const float *inp, const float *dout, int64_t n)
+{
+    (void)x;
+    for (int64_t i = 0; i < n; i++) dinp[i] += qpm_gelu_grad(inp[i]) * dout[i];
+    return 0;
+}
+static int h_residual_fwd(void *x, float *out, const float *a, const float *b, int64_t n)
+{
+    (void)x;
+    for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+    return 0;
+}
+static int h_residual_bwd(void *x, float *da, float *db, const float *dout, int64_t n)
+{
+    (void)x;
+    for (int64_t i = 0; i < n; i++) da[i] += dout[i], db[i] += dout[i];
+    return 0;
+}
+static int h_softmax_ce_fwd(void *x, float *probs, float *losses, const float *logits, const int32_t *targets, int N,
+                            int V)
+{
+    (void)x;
+    for (int i = 0; i < N; i++) {
+        const float l = qpm_softmax_ce_row(probs + (int64_t)i * V, logits + (int64_t)i * V, targets ? targets[i] : -1, V);
+        if (targets) losses[i] = l;
+    }
+    return 0;
+}
+static int h_softmax_ce_bwd(void *x, float *dlogits, const float *probs, const int32_t *targets, float dloss, int N,
+                            int V)
+{
+    (void)x;
+    for (int64_t i = 0; i < (int64_t)N * V; i++)
+        dlogits[i] += qpm_softmax_ce_grad(probs[i], (int)(i % V) == targets[i / V], dloss);
+    return 0;
+}
+static int h_linear_fwd(void *x, int layer, qp_gemm_id g, float *Y, const float *X, const float *W, const float *b,
+                        int M, int IC, int OC)
+{
+    return qp_linear_forward(((host_ctx *)x)->lin, layer, g, Y, X, W, b, M, IC, OC);
+}
+static int h_linear_bwd(void *x, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
+                        const float *X, const float *W, int M, int IC, int OC)
+{
+    return qp_linear_backward(((host_ctx *)x)->lin, layer, g, dX, dW, db, dY, X, W, M, IC, OC);
+}
+static int h_zero(void *x, float *p, int64_t n)
+{
+    (void)x;
+    memset(p, 0, (size_t)n * sizeof(float));
+    return 0;
+}
+
+static void test_pass(const char *recipe, int L, int NH, int C, int B, int T, int accum)
+{
+    const qp_gpt_config mc = {67, T + 3, L, NH, C};
+    char err[256];
+    qp_recipe rec;
+    qp_gpt ref, own;
+    CHECK(qp_recipe_parse(recipe, &rec, err, sizeof err) == 0, "%s", err);
+    CHECK(qp_gpt_init(&ref, &mc, B, T, 7, err, sizeof err) == 0 && qp_gpt_init(&own, &mc, B, T, 7, err, sizeof err) == 0,
+          "%s", err);
+    qp_gemm *gemm = qp_gemm_create(err, sizeof err);
+    const qp_linear_cfg lc = {L, qp_gpt_max_gemm_elems(&mc, B, T), 7, &rec, gemm, NULL, NULL, NULL};
+    qp_linear *lref = qp_linear_create(&lc, err, sizeof err), *lown = qp_linear_create(&lc, err, sizeof err);
+    CHECK(gemm && lref && lown, "%s", err);
+    host_ctx hc = {lown};
+    const qpm_ops ops = {&hc, h_encoder_fwd, h_encoder_bwd, h_layernorm_fwd, h_layernorm_bwd, h_attention_fwd,
+                         h_attention_bwd, h_gelu_fwd, h_gelu_bwd, h_residual_fwd, h_residual_bwd, h_softmax_ce_fwd,
+                         h_softmax_ce_bwd, h_linear_fwd, h_linear_bwd, h_zero};
+    const int BT = B * T;
+    int32_t *in = malloc(BT * sizeof(int32_t)), *tg = malloc(BT * sizeof(int32_t));
+    qp_linear_begin_step(lref, 0, 0);
+    qp_linear_begin_step(lown, 0, 0);
+    qp_gpt_zero_grad(&ref);
+    qp_gpt_zero_grad(&own);
+    char name[160];
+    for (int micro = 0; micro < accum; micro++) {
+        for (int i = 0; i < BT; i++) in[i] = (int32_t)(qp_test_next(&rng) % 67), tg[i] = (int32_t)(qp_test_next(&rng) % 67);
+        qp_linear_begin_micro(lref, micro);
+        qp_linear_begin_micro(lown, micro);
+        CHECK(qp_gpt_forward(&ref, lref, in, tg, B, T) == 0 && qp_gpt_backward(&ref, lref, in, tg, 1.0f / accum) == 0,
+              "CPU model");
+        CHECK(qpm_forward(&ops, &mc, B, T, &own.params, &own.acts, in, tg) == 0, "pass forward");
+        double sum = 0.0;
+        for (int i = 0; i < BT; i++) sum += own.acts.losses[i];
+        const float mean = (float)(sum / BT);
+        CHECK(fabsf(mean - ref.mean_loss) <= 1e-6f * fabsf(ref.mean_loss), "%s: mean loss %.9g vs %.9g", recipe, mean,
+              ref.mean_loss);
+        snprintf(name, sizeof name, "%s L%d NH%d C%d B%d T%d: probabilities", recipe, L, NH, C, B, T);
+        SAME(name, ref.acts.probs, own.acts.probs, (int64_t)BT * mc.vocab);
+        SAME("losses", ref.acts.losses, own.acts.losses, BT);
+        CHECK(qpm_backward(&ops, &mc, B, T, &own.params, &own.grads, &own.acts, &own.grads_acts, own.grads_acts_memory,
+                           own.num_acts, in, tg, 1.0f / accum) == 0,
+              "pass backward");
+    }
+    /* every parameter gradient, tensor by tensor */
+    int64_t off = 0;
+    for (int i = 0; i < QP_GPT_NPARAMS; i++) {
+        snprintf(name, sizeof name, "%s: gradient of %s (accum %d)", recipe, qp_gpt_param_names[i], accum);
+        SAME(name, ref.grads_memory + off, own.grads_memory + off, ref.param_sizes[i]);
+        off += ref.param_sizes[i];
+    }
+    /* evaluation: no targets, probabilities only */
+    CHECK(qp_gpt_forward(&ref, lref, in, NULL, B, T) == 0 &&
+              qpm_forward(&ops, &mc, B, T, &own.params, &own.acts, in, NULL) == 0,
+          "forward without targets");
+    SAME("probabilities without targets", ref.acts.probs, own.acts.probs, (int64_t)BT * mc.vocab);
+    free(in), free(tg);
+    qp_linear_destroy(lref), qp_linear_destroy(lown);
+    qp_gemm_destroy(gemm);
+    qp_gpt_free(&ref), qp_gpt_free(&own);
+}
+
 int main(void)
 {
     test_dot8();
@@ -214,5 +404,9 @@ int main(void)
     test_attention(3, 5, 10, 5);  /* head size 2: only dot8's tail */
     test_softmax_ce();
     test_adamw();
+    test_pass("fp32", 2, 4, 32, 2, 16, 1);
+    test_pass("fp32", 1, 2, 24, 3, 7, 2); /* odd shapes, gradient accumulation */
+    test_pass("bf16", 2, 2, 32, 2, 8, 2);
+    test_pass("nvfp4", 2, 2, 32, 2, 8, 1); /* quantized dispatch: the same code on both sides */
     return qp_test_finish("test_cuda_model_math");
 }
