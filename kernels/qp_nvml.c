@@ -145,6 +145,8 @@ qp_nvml *qp_nvml_open(const char *lib, const char *pci_bus_id, unsigned index, i
     return n;
 }
 
+int qp_nvml_energy_counter(const qp_nvml *n) { return n->have_energy; }
+
 void qp_nvml_take(qp_nvml *n, qp_nvml_window *w)
 {
     sample(n); /* the window's end, however short the step */

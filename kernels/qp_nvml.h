@@ -36,6 +36,8 @@ typedef struct {
  * when NVML or the device is not available. */
 qp_nvml *qp_nvml_open(const char *lib, const char *pci_bus_id, unsigned index, int period_ms, char *why,
                       size_t whylen);
+/* 1 when energy comes from the driver's counter, 0 when integrated from samples. */
+int qp_nvml_energy_counter(const qp_nvml *n);
 /* The window since the previous take (or since open). */
 void qp_nvml_take(qp_nvml *n, qp_nvml_window *w);
 /* Stop the thread, shut NVML down, free. */

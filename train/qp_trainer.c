@@ -329,7 +329,7 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     KV("device_name", "%s", r->be.device_name);
     KV("gemm_path", "%s", r->be.gemm_path ? r->be.gemm_path : "cpu");
     if (!r->nvml) KV("power", "unavailable: %.130s", r->power_why);
-    else KV("power", "nvml");
+    else KV("power", "nvml, energy %s", qp_nvml_energy_counter(r->nvml) ? "from the driver's counter" : "integrated from 20 ms power samples");
 #undef KV
     r->log = qp_runlog_create(r->o.out, kv, n, err, errlen);
     return r->log ? 0 : -1;

@@ -23,6 +23,7 @@ static void windows(const char *lib, int counter)
     qp_nvml *n = qp_nvml_open(lib, NULL, 0, 5, why, sizeof why);
     CHECK(n != NULL, "open %s: %s", lib, why);
     if (!n) return;
+    CHECK(qp_nvml_energy_counter(n) == counter, "energy counter %d, want %d", qp_nvml_energy_counter(n), counter);
     sleep_ms(200);
     qp_nvml_window w;
     qp_nvml_take(n, &w);
