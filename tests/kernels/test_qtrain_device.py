@@ -56,13 +56,14 @@ else:
         with h5py.File(path, "r") as f:
             a = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()}
             check(a.get("device") == "cuda", f"device attribute {a.get('device')}")
-            check(a.get("gemm_path") in ("bf16", "emulated-bf16", "fp32", "fp8-native"), f"gemm_path {a.get("gemm_path")}")
+            check(a.get("gemm_path") in ("bf16", "emulated-bf16", "fp32", "fp8-native"), f"gemm_path {a.get('gemm_path')}")
             loss = f["train/loss"][:]
             check(len(loss) == 3 and np.all(np.isfinite(loss)), f"losses {loss}")
             pw = f["train/power_w"][:]
             if a.get("power", "").startswith("unavailable"):
                 check(np.all(np.isnan(pw)), "power NaN when unavailable")
             else:
+                check(a["power"].startswith("nvml, energy "), f"power attribute {a['power']!r}")
                 check(np.all(np.isfinite(pw)) and np.all(pw > 0), f"power_w {pw}")
                 e = f["train/energy_j"][:]
                 check(np.all(np.diff(e) >= 0), f"energy not cumulative {e}")
