@@ -198,10 +198,14 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
     return 0;
 }
 
-/* 1 when both operands of a GEMM are per-tensor FP8 and the GPU runs FP8 natively. */
-static inline int qpl_native_pair(const qpl_state *l, int layer, qp_gemm_id g, qp_operand a, qp_operand b)
+/* 1 when both operands of a GEMM (M x N x K) are per-tensor FP8 and the GPU
+ * runs FP8 natively; cuBLASLt's FP8 kernels want every dimension a multiple
+ * of 16, so other shapes take the emulated path. */
+static inline int qpl_native_pair(const qpl_state *l, int layer, qp_gemm_id g, qp_operand a, qp_operand b, int M,
+                                  int N, int K)
 {
     if (!l->fp8_native || g == QP_GEMM_HEAD || layer < 0 || layer >= l->cfg.n_layers) return 0;
+    if (M % 16 || N % 16 || K % 16) return 0;
     const qp_fmt fa = l->plans[layer].fmt[a], fb = l->plans[layer].fmt[b];
     return (fa == QP_FMT_FP8_E4M3 || fa == QP_FMT_FP8_E5M2) && (fb == QP_FMT_FP8_E4M3 || fb == QP_FMT_FP8_E5M2);
 }
@@ -235,7 +239,7 @@ static inline int qpl_forward(qpl_state *l, const qpl_ops *op, int layer, qp_gem
 {
     if (qpl_check(l, layer, g, M, IC, OC)) return -1;
     qpl_operand a, w;
-    const int nat = qpl_native_pair(l, layer, g, QP_OPND_X, QP_OPND_W);
+    const int nat = qpl_native_pair(l, layer, g, QP_OPND_X, QP_OPND_W, M, OC, IC);
     if (qpl_prepare(l, op, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, nat, &a) ||
         qpl_prepare(l, op, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, nat, &w) ||
         qpl_run(op, &a, &w, Y, M, OC, IC, 0))
@@ -250,13 +254,13 @@ static inline int qpl_backward(qpl_state *l, const qpl_ops *op, int layer, qp_ge
     if (qpl_check(l, layer, g, M, IC, OC)) return -1;
     qpl_operand a, b;
     /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC */
-    int nat = qpl_native_pair(l, layer, g, QP_OPND_DY, QP_OPND_W);
+    int nat = qpl_native_pair(l, layer, g, QP_OPND_DY, QP_OPND_W, M, IC, OC);
     if (qpl_prepare(l, op, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, nat, &a) ||
         qpl_prepare(l, op, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, nat, &b) ||
         qpl_run(op, &a, &b, dX, M, IC, OC, 1))
         return -1;
     /* wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T */
-    nat = qpl_native_pair(l, layer, g, QP_OPND_DY, QP_OPND_X);
+    nat = qpl_native_pair(l, layer, g, QP_OPND_DY, QP_OPND_X, OC, IC, M);
     if (qpl_prepare(l, op, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, nat, &a) ||
         qpl_prepare(l, op, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, nat, &b) ||
         qpl_run(op, &a, &b, dW, OC, IC, M, 1))

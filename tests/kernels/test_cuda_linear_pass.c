@@ -213,9 +213,9 @@ static float *randv(int64_t n, float s)
     return v;
 }
 
-static void run(const char *spec, int native)
+static void run(const char *spec, int native, int M, int IC, int OC)
 {
-    const int L = 3, M = 32, IC = 48, OC = 64;
+    const int L = 3;
     char err[256];
     qp_recipe recipe;
     CHECK(qp_recipe_parse(spec, &recipe, err, sizeof err) == 0, "%s", err);
@@ -340,8 +340,10 @@ int main(void)
 {
     const char *recipes[] = {"fp32", "bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4-naive",
                              "nvfp4,nvfp4-2d", "nvfp4,bf16-last=1,bf16-first=1"};
-    for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++) run(recipes[i], 0);
-    run("fp8", 1);
-    run("fp8-current", 1);
+    for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++) run(recipes[i], 0, 32, 48, 64);
+    run("fp8", 1, 32, 48, 64);
+    run("fp8-current", 1, 32, 48, 64);
+    run("fp8", 1, 24, 40, 56); /* not multiples of 16: emulated GEMMs under a native plan */
+    run("fp8-current", 0, 20, 36, 52);
     return qp_test_finish("test_cuda_linear_pass");
 }
