@@ -270,7 +270,7 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
         e = cudaEventCreateWithFlags(&io->copied[s], cudaEventDisableTiming);
         if (e == cudaSuccess) e = cudaEventCreateWithFlags(&io->used[s], cudaEventDisableTiming);
     }
-    m->copied = io;
+    m->io = io;
     if (e != cudaSuccess) {
         std::snprintf(err, errlen, "GPU model of %lld parameters and %lld activations: %s", (long long)m->num_params,
                       (long long)m->num_acts, cudaGetErrorString(e));
@@ -302,7 +302,7 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
 
 extern "C" void qp_cuda_gpt_free(qp_cuda_gpt *m)
 {
-    batch_io *io = (batch_io *)m->copied;
+    batch_io *io = (batch_io *)m->io;
     if (m->stream) cudaStreamSynchronize((cudaStream_t)m->stream);
     if (io) {
         if (io->copy) cudaStreamSynchronize(io->copy), cudaStreamDestroy(io->copy);
@@ -347,7 +347,7 @@ extern "C" int qp_cuda_gpt_upload(qp_cuda_gpt *m, const float *params, const flo
 
 extern "C" int qp_cuda_gpt_set_batch(qp_cuda_gpt *m, const int32_t *inputs, const int32_t *targets)
 {
-    batch_io *io = (batch_io *)m->copied;
+    batch_io *io = (batch_io *)m->io;
     const int64_t BT = (int64_t)m->B * m->T;
     const int V = m->cfg.vocab;
     for (int64_t i = 0; i < BT; i++)

@@ -42,8 +42,9 @@ typedef struct {
     int has_targets;
     double *d_red;                    /* reduction partials and results */
     void *mem;                        /* the one device allocation */
-    int32_t *h_stage;                 /* pinned: inputs then targets */
-    void *stream, *copy_stream, *copied; /* cudaStream_t x2, cudaEvent_t */
+    int32_t *h_stage;                 /* pinned, two slots: inputs then targets */
+    void *stream;                     /* cudaStream_t: the compute stream */
+    void *io;                         /* batch copies: copy stream, events, two device slots */
     float mean_loss;
     char err[256];
 } qp_cuda_gpt;
