@@ -14,6 +14,7 @@
 #include <omp.h>
 #endif
 
+#include "qp_backend.h"
 #include "qp_ckpt.h"
 #include "qp_data.h"
 #include "qp_faults.h"
@@ -22,6 +23,7 @@
 #include "qp_gemm.h"
 #include "qp_linear.h"
 #include "qp_model.h"
+#include "qp_nvml.h"
 #include "qp_optim.h"
 #include "qp_recipe.h"
 #include "qp_runlog.h"
@@ -119,6 +121,9 @@ typedef struct {
     float *ef;              /* error-feedback residual (--grad-comm-ef), NULL without */
     uint8_t *payload, *gathered;
     int64_t comm_bytes;     /* payload bytes one rank sends per step */
+    qp_backend be;       /* where the step runs (--device) */
+    qp_nvml *nvml;       /* GPU power sampling, NULL if unavailable */
+    char power_why[200];
 } run;
 
 static double now_ms(void)
@@ -209,6 +214,10 @@ static void unpack_scaling(run *r, const float *hist, const float *st)
 static int write_checkpoint(run *r, char *err, size_t errlen)
 {
     if (r->rank != 0) return 0; /* rank 0 writes; every rank holds the same state */
+    if (r->be.to_host && r->be.to_host(&r->be)) {
+        snprintf(err, errlen, "checkpoint: %s", r->be.error(&r->be));
+        return -1;
+    }
     const int L = r->o.layers, ns = N_STATES(L), H = r->recipe.history_len;
     int ndim[QP_GPT_NPARAMS];
     int64_t sizes[QP_GPT_NPARAMS], shape[QP_GPT_NPARAMS][3];
@@ -318,7 +327,8 @@ static int rollback(run *r, int64_t *from, char *err, size_t errlen)
         return -1;
     }
     const int64_t now = r->step;
-    const int rc = load_checkpoint(r, c, 1, e, sizeof e);
+    int rc = load_checkpoint(r, c, 1, e, sizeof e);
+    if (!rc && r->be.from_host(&r->be)) rc = -1, snprintf(e, sizeof e, "%s", r->be.error(&r->be));
     *from = r->step;
     r->step = now;
     qp_ckpt_close(c);
@@ -336,7 +346,7 @@ static int handle_divergence(run *r, int64_t step, double loss, const char *reas
     /* Skipping the update cannot mend a weight that is already NaN/Inf (and
      * would let the next checkpoint save it): stop instead. */
     int bad_weights = 0;
-    if (!gave_up && is_mode(r, "skip-step"))
+    if (!gave_up && is_mode(r, "skip-step") && r->be.to_host(&r->be) == 0)
         for (int64_t i = 0; i < r->model.num_params && !bad_weights; i++) bad_weights = !isfinite(r->model.params_memory[i]);
     if (bad_weights) reason = "nonfinite_weights";
     if (!gave_up && !bad_weights && is_mode(r, "skip-step")) {
@@ -393,6 +403,8 @@ static void free_run(run *r)
 {
     char e[256];
     if (r->log) qp_runlog_close(r->log, e, sizeof e);
+    qp_nvml_close(r->nvml);
+    if (r->be.destroy) r->be.destroy(&r->be);
     qp_linear_destroy(r->lin);
     qp_gemm_destroy(r->gemm);
     if (r->model_ok) qp_gpt_free(&r->model);
@@ -449,6 +461,11 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     KV("grad_comm", "%s", r->o.grad_comm);
     KV("grad_comm_ef", "%d", r->o.grad_comm_ef ? 1 : 0);
     KV("grad_comm_bytes", "%lld", (long long)r->comm_bytes);
+    KV("device", "%s", r->be.name ? r->be.name : r->o.device);
+    KV("device_name", "%s", r->be.device_name);
+    KV("gemm_path", "%s", r->be.gemm_path ? r->be.gemm_path : "cpu");
+    if (!r->nvml) KV("power", "unavailable: %.130s", r->power_why);
+    else KV("power", "nvml, energy %s", qp_nvml_energy_counter(r->nvml) ? "from the driver's counter" : "integrated from 20 ms power samples");
 #undef KV
     r->log = qp_runlog_create(r->o.out, kv, n, err, errlen);
     return r->log ? 0 : -1;
@@ -464,11 +481,12 @@ static int evaluate(run *r, double *val_loss, char *err, size_t errlen)
             return -1;
         }
         const int64_t off = (int64_t)r->rank * Bl * T;
-        if (qp_gpt_forward(&r->model, r->lin, r->eval_in + off, r->eval_tg + off, Bl, T)) {
-            snprintf(err, errlen, "forward failed: %s", qp_linear_error(r->lin));
+        float loss;
+        if (r->be.forward(&r->be, r->eval_in + off, r->eval_tg + off, &loss)) {
+            snprintf(err, errlen, "forward failed: %s", r->be.error(&r->be));
             return -1;
         }
-        sum += r->model.mean_loss;
+        sum += loss;
     }
     qp_dist_sum_f64(&sum, 1); /* the global batch's mean: equal slices */
     *val_loss = sum / (double)r->o.eval_batches / (double)r->world;
@@ -608,6 +626,13 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         return QP_EXIT_BAD_INPUT;
     }
     r->Bl = r->o.batch / r->world;
+    const int on_gpu = strcmp(r->o.device, "cuda") == 0;
+    if (on_gpu && !qp_backend_cuda_built()) return snprintf(err, errlen, "--device cuda: built without CUDA"), QP_EXIT_BAD_INPUT;
+    if (on_gpu && qp_backend_cuda_devices() < 1)
+        return snprintf(err, errlen, "--device cuda: no CUDA device found"), QP_EXIT_BAD_INPUT;
+    if (on_gpu && (r->world > 1 || r->o.inject[0] || strcmp(r->o.grad_comm, "fp32") != 0))
+        return snprintf(err, errlen, "--device cuda runs one process without --inject or --grad-comm: the GPU "
+                        "all-reduce (NCCL) and fault injection on the device are not built yet"), QP_EXIT_BAD_INPUT;
 #if QP_HAVE_OPENMP
     omp_set_num_threads(r->o.threads);
 #endif
@@ -678,6 +703,20 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         if (r->lin) snprintf(err, errlen, "out of memory");
         goto done;
     }
+    if (on_gpu) {
+        char be_err[400];
+        if (qp_backend_cuda(&r->be, &r->model, r->lin, &lc, r->adam_m, r->adam_v, be_err, sizeof be_err)) {
+            snprintf(err, errlen, "--device cuda: %s", be_err);
+            goto done;
+        }
+        r->nvml = qp_nvml_open(NULL, r->be.pci_bus_id, 0, 20, r->power_why, sizeof r->power_why);
+    } else {
+        if (qp_backend_cpu(&r->be, &r->model, r->lin, r->adam_m, r->adam_v)) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+        snprintf(r->power_why, sizeof r->power_why, "CPU run");
+    }
     r->best_loss = INFINITY;
     qp_ckpt_path_for(r->o.out, r->ckpt_path, sizeof r->ckpt_path);
     char host[256] = "unknown";
@@ -685,6 +724,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
 
     if (r->o.eval_only) {
         if (load_checkpoint(r, from, 0, err, errlen)) goto done;
+        if (r->be.from_host(&r->be)) {
+            snprintf(err, errlen, "%s", r->be.error(&r->be));
+            goto done;
+        }
         int lrc = r->rank == 0 && create_runlog(r, host, err, errlen) ? QP_EXIT_BAD_INPUT : 0;
         qp_dist_bcast(&lrc, sizeof lrc, 0);
         if (lrc) {
@@ -695,11 +738,11 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         double val;
         /* Delayed scaling needs an amax history: one calibration pass first. */
         if (r->recipe.plan.scaling == QP_SCALING_DELAYED) {
-            qp_linear_begin_step(r->lin, 0, 0);
+            r->be.begin_step(&r->be, 0, 0);
             if (evaluate(r, &val, err, errlen)) goto done;
         }
-        qp_linear_set_frozen(r->lin, 1);
-        qp_linear_begin_step(r->lin, 0, 1);
+        r->be.set_frozen(&r->be, 1);
+        r->be.begin_step(&r->be, 0, 1);
         if (evaluate(r, &val, err, errlen)) goto done;
         if (r->log && (qp_runlog_eval(r->log, 0, val, err, errlen) ||
                        qp_runlog_status(r->log, 0, "done", "eval-only", err, errlen)))
@@ -741,6 +784,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             goto done;
         }
         if (load_checkpoint(r, from, 1, err, errlen)) goto done;
+        if (r->be.from_host(&r->be)) {
+            snprintf(err, errlen, "%s", r->be.error(&r->be));
+            goto done;
+        }
         snprintf(resumed_from, sizeof resumed_from, "resumed from %s", used);
     }
     /* Rank 0 alone writes the run file (and checkpoints). */
@@ -770,9 +817,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     const qp_optim_cfg oc = {r->o.lr, r->o.min_lr, r->o.beta1, r->o.beta2, r->o.eps, r->o.weight_decay,
                              r->o.grad_clip, r->o.warmup, r->o.steps};
     int64_t sizes[QP_GPT_NPARAMS];
-    int decays[QP_GPT_NPARAMS];
     qp_gpt_param_shapes(&mc, sizes, NULL, NULL);
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) decays[i] = qp_gpt_param_decays(i);
     if (qp_runlog_status(r->log, r->step, "running", resumed_from, err, errlen)) goto loop_done;
     if (prepare_recovery(r, resumed_from[0] != 0, err, errlen)) goto loop_done;
     const double t_start = now_ms();
@@ -802,8 +847,12 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
         if (r->scaling_snap)
             pack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * r->recipe.history_len);
-        qp_linear_begin_step(r->lin, step, log_qerr);
-        qp_gpt_zero_grad(&r->model);
+        r->be.begin_step(&r->be, step, log_qerr);
+        if (r->be.zero_grad(&r->be)) {
+            snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+            rc = QP_EXIT_RUNTIME;
+            goto loop_done;
+        }
         qp_inject_fire(&r->inject, QP_INJ_PARAM, step, r->model.params_memory, sizes, NULL);
         double loss = 0.0, wait_ms = 0.0;
         uint64_t bh = 1469598103934665603ull;
@@ -817,16 +866,17 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
                 goto loop_done;
             }
             wait_ms += w;
-            qp_linear_begin_micro(r->lin, micro);
+            r->be.begin_micro(&r->be, micro);
             bh = fnv1a(&(uint64_t){qp_batch_hash(in, (int64_t)B * T)}, 8, bh); /* the global batch */
             const int64_t off = (int64_t)r->rank * Bl * T;
-            if (qp_gpt_forward(&r->model, r->lin, in + off, tg + off, Bl, T) ||
-                qp_gpt_backward(&r->model, r->lin, in + off, tg + off, 1.0f / (float)(accum * r->world))) {
-                snprintf(err, errlen, "step %lld: %s", (long long)step, qp_linear_error(r->lin));
+            float micro_loss;
+            if (r->be.forward(&r->be, in + off, tg + off, &micro_loss) ||
+                r->be.backward(&r->be, in + off, tg + off, 1.0f / (float)(accum * r->world))) {
+                snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
                 rc = QP_EXIT_RUNTIME;
                 goto loop_done;
             }
-            loss += r->model.mean_loss / accum;
+            loss += micro_loss / accum;
         }
         double comm_rel_err = NAN, meas_ms = 0.0;
         if (r->world > 1 || r->comm_kind) {
@@ -836,7 +886,12 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         }
         qp_inject_fire(&r->inject, QP_INJ_GRAD, step, r->model.grads_memory, sizes, NULL);
         qp_inject_fire(&r->inject, QP_INJ_LOSS, step, NULL, sizes, &loss);
-        const double norm = qp_grad_norm(r->model.grads_memory, r->model.num_params);
+        double norm;
+        if (r->be.grad_norm(&r->be, &norm)) {
+            snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+            rc = QP_EXIT_RUNTIME;
+            goto loop_done;
+        }
         const int finite = isfinite(loss) && isfinite(norm);
         const int blew_up = finite && step >= r->o.warmup && loss > r->best_loss * r->o.divergence_factor;
         /* A divergence the run survives (skip-step, rollback) applies no update
@@ -851,13 +906,17 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         if (!skipped && loss < r->best_loss) r->best_loss = loss;
         const float clip = (r->o.grad_clip > 0 && norm > r->o.grad_clip) ? (float)(r->o.grad_clip / norm) : 1.0f;
         const double lr = qp_lr_at(&oc, step);
-        if (!skipped)
-            qp_adamw_step(&oc, r->model.params_memory, r->model.grads_memory, r->adam_m, r->adam_v, sizes, decays,
-                          QP_GPT_NPARAMS, step + 1, lr, clip);
+        if (!skipped && r->be.adamw(&r->be, &oc, step + 1, lr, clip)) {
+            snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+            rc = QP_EXIT_RUNTIME;
+            goto loop_done;
+        }
         const double step_ms = now_ms() - t0;
         const double comm_ms = qp_dist_comm_ms() - comm0 - meas_ms;
+        qp_nvml_window pw = {NAN, NAN, NAN, NAN, 0, 0};
+        if (r->nvml) qp_nvml_take(r->nvml, &pw);
         const qp_train_row row = {step, loss, lr, norm, step_ms, wait_ms, (double)B * T * accum / (step_ms / 1e3), bh,
-                                  comm_ms, NAN, NAN, NAN, comm_rel_err};
+                                  comm_ms, pw.power_w, pw.energy_j, pw.gpu_util, comm_rel_err};
         if (!skipped && qp_runlog_train(r->log, &row, err, errlen)) {
             rc = QP_EXIT_RUNTIME;
             goto loop_done;
@@ -870,11 +929,11 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         const int last_step = step + 1 == r->o.steps;
         double val = NAN;
         if ((r->o.eval_every > 0 && (step + 1) % r->o.eval_every == 0) || last_step) {
-            qp_linear_set_frozen(r->lin, 1);
-            qp_linear_begin_step(r->lin, step, 0);
+            r->be.set_frozen(&r->be, 1);
+            r->be.begin_step(&r->be, step, 0);
             const int erc = evaluate(r, &val, err, errlen);
-            qp_linear_set_frozen(r->lin, 0);
-            if (erc || (r->log && qp_runlog_eval(r->log, step, val, err, errlen))) {
+            r->be.set_frozen(&r->be, 0);
+            if (erc || qp_runlog_eval(r->log, step, val, err, errlen)) {
                 rc = QP_EXIT_RUNTIME;
                 goto loop_done;
             }

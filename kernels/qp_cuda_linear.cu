@@ -1,0 +1,380 @@
+// qp_cuda_linear.cu — the GPU precision dispatch (see qp_cuda_linear.h): the
+// device operations (kernel launches, the quantizer, the GEMM) that
+// qp_cuda_linear_pass.h's decisions — train/qp_linear.c's prepare()/run(),
+// step for step — are made of.
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "qp_cublaslt.h"
+#include "qp_cuda_linear.h"
+#include "qp_cuda_linear_pass.h"
+#include "qp_cuda_quant.h"
+
+namespace {
+
+// What the reduction kernel gives the host about one quantization: the counts
+// the device quantizer does not keep (non-zeros, flushed non-zeros) and the
+// sums of the error metrics, in double.
+struct red_out {
+    double xx, ee;
+    unsigned long long n_nonzero, n_flushed;
+};
+
+constexpr int RED_BLOCKS = 128, RED_THREADS = 256;
+
+struct dev_scratch {
+    qp_cuda_tstats tstats;
+    red_out red;
+};
+
+} // namespace
+
+struct qp_cuda_linear {
+    qpl_state st;              // the dispatch's state (qp_cuda_linear_pass.h)
+    qpl_ops ops;               // its operations: the launches below
+    qp_cublt *blt;
+    cudaStream_t stream;
+    dev_scratch *d_scr;        // per side
+    red_out *d_partial;        // RED_BLOCKS per side
+    void *mem;                 // the one allocation behind every buffer
+    const char *path;
+};
+
+static int cuda_fail(qp_cuda_linear *l, int rc, const char *what)
+{
+    std::snprintf(l->st.err, sizeof l->st.err, "%s: %s", what, cudaGetErrorString((cudaError_t)rc));
+    return -1;
+}
+
+// ---- kernels ------------------------------------------------------------------
+
+__global__ void k_f32_to_bf16(const float *x, uint16_t *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        // exact: unscaled quantized values are BF16 values (NaN kept a NaN)
+        y[i] = isnan(x[i]) ? (uint16_t)0x7FC0u : (uint16_t)(__float_as_uint(x[i]) >> 16);
+}
+
+template <typename T> __global__ void k_transpose(const T *src, T *dst, int rows, int cols)
+{
+    // dst (cols x rows) = src (rows x cols)^T
+    __shared__ T tile[32][33];
+    const int c = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * 32;
+    for (int j = threadIdx.y; j < 32; j += blockDim.y)
+        if (r0 + j < rows && c < cols) tile[j][threadIdx.x] = src[(int64_t)(r0 + j) * cols + c];
+    __syncthreads();
+    const int r = r0 + threadIdx.x, c0 = blockIdx.x * 32;
+    for (int j = threadIdx.y; j < 32; j += blockDim.y)
+        if (c0 + j < cols && r < rows) dst[(int64_t)(c0 + j) * rows + r] = tile[threadIdx.x][j];
+}
+
+__global__ void k_add_bias(float *Y, const float *b, int M, int N)
+{
+    const int64_t n = (int64_t)M * N;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        Y[i] += b[i % N];
+}
+
+// db[n] += sum over rows of dY[:, n], rows in order (as the CPU).
+__global__ void k_bias_grad(float *db, const float *dY, int M, int N)
+{
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= N) return;
+    float s = 0.0f;
+    for (int m = 0; m < M; m++) s += dY[(int64_t)m * N + n];
+    db[n] += s;
+}
+
+// The unscaled value of element i of a quantized operand: the FP32 output of
+// a quantize-dequantize, or the decoded FP8 code.
+struct from_f32 {
+    const float *y;
+    __device__ float operator()(int64_t i) const { return y[i]; }
+};
+struct from_fp8 {
+    const uint8_t *c;
+    int e5m2;
+    __device__ float operator()(int64_t i) const
+    {
+        return __half2float(__half(__nv_cvt_fp8_to_halfraw(c[i], e5m2 ? __NV_E5M2 : __NV_E4M3)));
+    }
+};
+
+// Partial sums over x (input) and y (unscaled quantized values): ||x||^2,
+// ||x - y*scale_inv||^2 over finite x, non-zeros and flushed non-zeros.
+template <typename Y>
+__global__ void k_qstats_partial(const float *x, Y y, int64_t n, const qp_cuda_tstats *ts, red_out *part)
+{
+    __shared__ double sxx[RED_THREADS], see[RED_THREADS];
+    __shared__ unsigned long long snz[RED_THREADS], sfl[RED_THREADS];
+    const float sinv = ts->scale_inv;
+    double xx = 0.0, ee = 0.0;
+    unsigned long long nz = 0, fl = 0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const float a = x[i];
+        if (!isfinite(a)) continue;
+        const float q = y(i), m = q * sinv;
+        const double e = (double)a - (double)m;
+        xx += (double)a * a;
+        ee += e * e;
+        if (a != 0.0f) {
+            nz++;
+            if (q == 0.0f) fl++;
+        }
+    }
+    sxx[threadIdx.x] = xx, see[threadIdx.x] = ee, snz[threadIdx.x] = nz, sfl[threadIdx.x] = fl;
+    __syncthreads();
+    for (int s = RED_THREADS / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) {
+            sxx[threadIdx.x] += sxx[threadIdx.x + s];
+            see[threadIdx.x] += see[threadIdx.x + s];
+            snz[threadIdx.x] += snz[threadIdx.x + s];
+            sfl[threadIdx.x] += sfl[threadIdx.x + s];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) part[blockIdx.x] = {sxx[0], see[0], snz[0], sfl[0]};
+}
+
+__global__ void k_qstats_final(const red_out *part, int nparts, red_out *out)
+{
+    red_out r = {0.0, 0.0, 0, 0};
+    for (int i = 0; i < nparts; i++) { // fixed order: deterministic
+        r.xx += part[i].xx;
+        r.ee += part[i].ee;
+        r.n_nonzero += part[i].n_nonzero;
+        r.n_flushed += part[i].n_flushed;
+    }
+    *out = r;
+}
+
+static unsigned grid_for(int64_t n)
+{
+    const int64_t g = (n + 255) / 256;
+    return (unsigned)(g < 1 ? 1 : g > 4096 ? 4096 : g);
+}
+
+// ---- the device operations of qp_cuda_linear_pass.h ------------------------------
+
+#define L_ ((qp_cuda_linear *)x)
+
+static int launched(void *x, const char *what)
+{
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : cuda_fail(L_, (int)e, what);
+}
+
+template <typename T> static int transpose_t(void *x, const T *src, T *dst, int src_rows, int src_cols)
+{
+    const dim3 grid((unsigned)((src_cols + 31) / 32), (unsigned)((src_rows + 31) / 32)), block(32, 8);
+    k_transpose<T><<<grid, block, 0, L_->stream>>>(src, dst, src_rows, src_cols);
+    return launched(x, "transpose");
+}
+static int op_transpose(void *x, const float *src, float *dst, int r, int c) { return transpose_t(x, src, dst, r, c); }
+static int op_transpose_u8(void *x, const uint8_t *src, uint8_t *dst, int r, int c)
+{
+    return transpose_t(x, src, dst, r, c);
+}
+
+static int op_copy(void *x, float *dst, const float *src, int64_t n)
+{
+    const cudaError_t e = cudaMemcpyAsync(dst, src, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, L_->stream);
+    return e == cudaSuccess ? 0 : cuda_fail(L_, (int)e, "copy");
+}
+
+static int op_rht16(void *x, float *d, int rows, int cols, uint64_t seed)
+{
+    const int rc = qp_cuda_rht16(d, rows, cols, seed, L_->stream);
+    return rc ? cuda_fail(L_, rc, "RHT") : 0;
+}
+
+static int op_qdq(void *x, qp_fmt fmt, const float *in, float *y, uint16_t *y_bf16, int rows, int cols,
+                  const qp_qopts *o, int side)
+{
+    const int rc = qp_cuda_qdq(fmt, in, y, y_bf16, rows, cols, o, nullptr, &L_->d_scr[side].tstats, L_->stream);
+    return rc ? cuda_fail(L_, rc, "quantize") : 0;
+}
+
+static int op_quantize(void *x, qp_fmt fmt, const float *in, int rows, int cols, const qp_qopts *o, uint8_t *codes,
+                       int side)
+{
+    const int rc = qp_cuda_quantize(fmt, in, rows, cols, o, nullptr, codes, nullptr, &L_->d_scr[side].tstats,
+                                    L_->stream);
+    return rc ? cuda_fail(L_, rc, "FP8 quantize") : 0;
+}
+
+static int op_to_bf16(void *x, const float *in, uint16_t *y, int64_t n)
+{
+    k_f32_to_bf16<<<grid_for(n), 256, 0, L_->stream>>>(in, y, n);
+    return launched(x, "BF16 conversion");
+}
+
+static int op_reduce(void *x, const float *in, const float *y, const uint8_t *codes, int e5m2, int64_t n, int side)
+{
+    qp_cuda_linear *l = L_;
+    red_out *part = l->d_partial + side * RED_BLOCKS;
+    const qp_cuda_tstats *ts = &l->d_scr[side].tstats;
+    if (codes)
+        k_qstats_partial<<<RED_BLOCKS, RED_THREADS, 0, l->stream>>>(in, from_fp8{codes, e5m2}, n, ts, part);
+    else
+        k_qstats_partial<<<RED_BLOCKS, RED_THREADS, 0, l->stream>>>(in, from_f32{y}, n, ts, part);
+    k_qstats_final<<<1, 1, 0, l->stream>>>(part, RED_BLOCKS, &l->d_scr[side].red);
+    return launched(x, "quantization statistics");
+}
+
+static int op_fetch(void *x, int side, qpl_stats *out)
+{
+    dev_scratch h;
+    cudaError_t e = cudaMemcpyAsync(&h, &L_->d_scr[side], sizeof h, cudaMemcpyDeviceToHost, L_->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(L_->stream);
+    if (e != cudaSuccess) return cuda_fail(L_, (int)e, "quantization statistics");
+    out->amax = h.tstats.amax, out->scale = h.tstats.scale, out->scale_inv = h.tstats.scale_inv;
+    out->n_nonfinite = h.tstats.n_nonfinite, out->n_sat = h.tstats.n_sat;
+    out->n_nonzero = h.red.n_nonzero, out->n_flushed = h.red.n_flushed;
+    out->xx = h.red.xx, out->ee = h.red.ee;
+    return 0;
+}
+
+static const float *op_scale_inv_ptr(void *x, int side) { return &L_->d_scr[side].tstats.scale_inv; }
+
+static int op_gemm(void *x, const qp_cublt_operand *A, const qp_cublt_operand *B, float *D, int M, int N, int K,
+                   float alpha, float beta)
+{
+    if (!qp_cublt_gemm(L_->blt, A, B, D, M, N, K, alpha, beta, nullptr, nullptr)) return 0;
+    std::snprintf(L_->st.err, sizeof L_->st.err, "%s", qp_cublt_error(L_->blt));
+    return -1;
+}
+
+static int op_bias_add(void *x, float *Y, const float *b, int M, int N)
+{
+    k_add_bias<<<grid_for((int64_t)M * N), 256, 0, L_->stream>>>(Y, b, M, N);
+    return launched(x, "bias");
+}
+
+static int op_bias_grad(void *x, float *db, const float *dY, int M, int N)
+{
+    k_bias_grad<<<(unsigned)((N + 127) / 128), 128, 0, L_->stream>>>(db, dY, M, N);
+    return launched(x, "bias gradient");
+}
+#undef L_
+
+// ---- the dispatch -----------------------------------------------------------------
+
+extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_linear *host, void *stream, char *err,
+                                                 size_t errlen)
+{
+    qp_cuda_linear *l = (qp_cuda_linear *)std::calloc(1, sizeof *l);
+    if (!l) {
+        std::snprintf(err, errlen, "out of memory for the GPU GEMM dispatch");
+        return nullptr;
+    }
+    qpl_state *st = &l->st;
+    st->cfg = *cfg;
+    st->host = host;
+    l->stream = (cudaStream_t)stream;
+    const int L = cfg->n_layers;
+    st->plans = (qp_linear_plan *)std::calloc((size_t)L, sizeof *st->plans);
+    if (!st->plans) {
+        std::snprintf(err, errlen, "out of memory for the GPU GEMM dispatch");
+        qp_cuda_linear_destroy(l);
+        return nullptr;
+    }
+    int any_bf16 = 0, any_emul = 0, only_fp8 = 1;
+    for (int layer = 0; layer < L; layer++) {
+        st->plans[layer] = qp_recipe_plan(cfg->recipe, layer, L);
+        for (int o = 0; o < QP_OPND_COUNT; o++) {
+            const qp_fmt f = st->plans[layer].fmt[o];
+            if (f == QP_FMT_BF16) any_bf16 = 1;
+            else if (f != QP_FMT_FP32) any_emul = 1;
+            if (f != QP_FMT_FP32 && f != QP_FMT_BF16 && f != QP_FMT_FP8_E4M3 && f != QP_FMT_FP8_E5M2) only_fp8 = 0;
+        }
+        if (st->plans[layer].rht_wgrad) only_fp8 = 0;
+    }
+    l->path = any_emul ? "emulated-bf16" : any_bf16 ? "bf16" : "fp32";
+    const int64_t n = cfg->max_elems > 0 ? cfg->max_elems : 1;
+    const size_t f32 = (size_t)n * sizeof(float), b16 = ((size_t)n * 2 + 255) / 256 * 256;
+    const size_t bytes = 2 * (2 * f32 + b16) + 2 * sizeof(dev_scratch) + 2 * RED_BLOCKS * sizeof(red_out) + 1024;
+    cudaError_t e = cudaMalloc(&l->mem, bytes);
+    if (e != cudaSuccess) {
+        std::snprintf(err, errlen, "GPU GEMM dispatch: %s", cudaGetErrorString(e));
+        qp_cuda_linear_destroy(l);
+        return nullptr;
+    }
+    char *p = (char *)l->mem;
+    for (int s = 0; s < 2; s++) {
+        st->tbuf[s] = (float *)p, p += f32;
+        st->ybuf[s] = (float *)p, p += f32;
+        st->bbuf[s] = (uint16_t *)p, p += b16;
+    }
+    p = (char *)(((uintptr_t)p + 255) / 256 * 256);
+    l->d_scr = (dev_scratch *)p, p += 2 * sizeof(dev_scratch);
+    p = (char *)(((uintptr_t)p + 255) / 256 * 256);
+    l->d_partial = (red_out *)p;
+    l->blt = qp_cublt_create(stream, err, errlen);
+    if (!l->blt) {
+        qp_cuda_linear_destroy(l);
+        return nullptr;
+    }
+    // QP_CUDA_EMULATE=1 keeps the emulated path on FP8 hardware (for comparisons)
+    const char *emu = std::getenv("QP_CUDA_EMULATE");
+    st->fp8_native = any_emul && only_fp8 && !(emu && emu[0] == '1') && qp_cublt_native(l->blt, QP_CUBLT_E4M3) &&
+                     qp_cublt_native(l->blt, QP_CUBLT_E5M2);
+    if (st->fp8_native) l->path = "fp8-native";
+    qpl_ops *o = &l->ops;
+    o->ctx = l;
+    o->transpose = op_transpose, o->transpose_u8 = op_transpose_u8, o->copy = op_copy, o->rht16 = op_rht16;
+    o->qdq = op_qdq, o->quantize = op_quantize, o->to_bf16 = op_to_bf16, o->reduce = op_reduce;
+    o->fetch = op_fetch, o->scale_inv_ptr = op_scale_inv_ptr, o->gemm = op_gemm;
+    o->bias_add = op_bias_add, o->bias_grad = op_bias_grad;
+    return l;
+}
+
+extern "C" void qp_cuda_linear_destroy(qp_cuda_linear *l)
+{
+    if (!l) return;
+    if (l->blt) qp_cublt_destroy(l->blt);
+    if (l->mem) cudaFree(l->mem);
+    std::free(l->st.plans);
+    std::free(l);
+}
+
+extern "C" void qp_cuda_linear_begin_step(qp_cuda_linear *l, int64_t step, int log_qerr)
+{
+    l->st.step = step;
+    l->st.micro = 0;
+    l->st.log_qerr = log_qerr;
+    qp_linear_begin_step(l->st.host, step, log_qerr);
+}
+
+extern "C" void qp_cuda_linear_begin_micro(qp_cuda_linear *l, int micro)
+{
+    l->st.micro = micro;
+    qp_linear_begin_micro(l->st.host, micro);
+}
+
+extern "C" void qp_cuda_linear_set_frozen(qp_cuda_linear *l, int frozen)
+{
+    l->st.frozen = frozen;
+    qp_linear_set_frozen(l->st.host, frozen);
+}
+
+extern "C" const char *qp_cuda_linear_error(const qp_cuda_linear *l) { return l->st.err; }
+extern "C" const char *qp_cuda_linear_path(const qp_cuda_linear *l) { return l->path; }
+
+extern "C" int qp_cuda_linear_forward(qp_cuda_linear *l, int layer, qp_gemm_id g, float *d_Y, const float *d_X,
+                                      const float *d_W, const float *d_b, int M, int IC, int OC)
+{
+    return qpl_forward(&l->st, &l->ops, layer, g, d_Y, d_X, d_W, d_b, M, IC, OC);
+}
+
+extern "C" int qp_cuda_linear_backward(qp_cuda_linear *l, int layer, qp_gemm_id g, float *d_dX, float *d_dW,
+                                       float *d_db, const float *d_dY, const float *d_X, const float *d_W, int M,
+                                       int IC, int OC)
+{
+    return qpl_backward(&l->st, &l->ops, layer, g, d_dX, d_dW, d_db, d_dY, d_X, d_W, M, IC, OC);
+}

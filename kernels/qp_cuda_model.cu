@@ -1,0 +1,580 @@
+// qp_cuda_model.cu — the GPT on the GPU (see qp_cuda_model.h). The order of
+// the passes is qp_cuda_model_pass.h's (shared with a CPU test); each kernel
+// here runs one formula of qp_cuda_model_math.h per thread (a row, a head, a
+// channel or an element), in the CPU's order of operations. Correctness
+// first: rows are one thread each, not yet tiled.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "qp_cuda_model.h"
+#include "qp_cuda_model_math.h"
+#include "qp_cuda_model_pass.h"
+
+namespace {
+constexpr int NT = 256;             // threads per block
+constexpr int RED_BLOCKS = 256;     // gradient-norm partials
+}
+
+static unsigned blocks_for(int64_t n, int64_t cap = 2147483647)
+{
+    const int64_t g = (n + NT - 1) / NT;
+    return (unsigned)(g < 1 ? 1 : g > cap ? cap : g);
+}
+
+#define GRID_STRIDE(i, n) \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+// ---- kernels ------------------------------------------------------------------
+
+__global__ void k_encoder_fwd(float *out, const int32_t *inp, const float *wte, const float *wpe, int BT, int T, int C)
+{
+    GRID_STRIDE(i, (int64_t)BT * C)
+    {
+        const int64_t bt = i / C, c = i % C;
+        out[i] = wte[(int64_t)inp[bt] * C + c] + wpe[(bt % T) * C + c];
+    }
+}
+
+// One thread per channel, tokens in (b,t) order: the CPU's scatter-add order.
+__global__ void k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int BT, int T, int C)
+{
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    qpm_encoder_bwd_channel(dwte, dwpe, dout, inp, BT, T, C, c);
+}
+
+__global__ void k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
+                                int N, int C)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    qpm_layernorm_fwd_row(out + (int64_t)i * C, mean + i, rstd + i, inp + (int64_t)i * C, w, b, C);
+}
+
+__global__ void k_layernorm_bwd_rows(float *dinp, const float *dout, const float *inp, const float *w,
+                                     const float *mean, const float *rstd, int N, int C)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    qpm_layernorm_bwd_row(dinp + (int64_t)i * C, dout + (int64_t)i * C, inp + (int64_t)i * C, w, mean[i], rstd[i], C);
+}
+
+__global__ void k_layernorm_bwd_channels(float *dw, float *db, const float *dout, const float *inp, const float *mean,
+                                         const float *rstd, int N, int C)
+{
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    qpm_layernorm_bwd_channel(dw, db, dout, inp, mean, rstd, N, C, c);
+}
+
+__global__ void k_attention_fwd(float *out, float *preatt, float *att, const float *qkv, int B, int T, int C, int NH)
+{
+    const int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)B * T * NH) return;
+    const int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / NH / T);
+    const int hs = C / NH;
+    const int64_t row = (((int64_t)b * NH + h) * T + t) * T;
+    qpm_attention_fwd_row(out + ((int64_t)b * T + t) * C + h * hs, preatt + row, att + row, qkv, b, t, h, T, C, NH);
+}
+
+__global__ void k_attention_bwd(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
+                                const float *att, int B, int T, int C, int NH)
+{
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= B * NH) return;
+    qpm_attention_bwd_head(dqkv, dpreatt, datt, dout, qkv, att, idx / NH, idx % NH, T, C, NH);
+}
+
+__global__ void k_gelu_fwd(float *out, const float *inp, int64_t n)
+{
+    GRID_STRIDE(i, n) out[i] = qpm_gelu_fwd(inp[i]);
+}
+
+__global__ void k_gelu_bwd(float *dinp, const float *inp, const float *dout, int64_t n)
+{
+    GRID_STRIDE(i, n) dinp[i] += qpm_gelu_grad(inp[i]) * dout[i];
+}
+
+__global__ void k_residual_fwd(float *out, const float *a, const float *b, int64_t n)
+{
+    GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+}
+
+__global__ void k_residual_bwd(float *da, float *db, const float *dout, int64_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        da[i] += dout[i];
+        db[i] += dout[i];
+    }
+}
+
+__global__ void k_softmax_ce_fwd(float *probs, float *losses, const float *logits, const int32_t *targets, int N, int V)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    const float l = qpm_softmax_ce_row(probs + (int64_t)i * V, logits + (int64_t)i * V, targets ? targets[i] : -1, V);
+    if (targets) losses[i] = l;
+}
+
+// The mean loss, summed in double in row order like the CPU.
+__global__ void k_loss_mean(const float *losses, int N, double *out)
+{
+    double s = 0.0;
+    for (int i = 0; i < N; i++) s += losses[i];
+    *out = s / N;
+}
+
+__global__ void k_softmax_ce_bwd(float *dlogits, const float *probs, const int32_t *targets, float dloss, int N, int V)
+{
+    GRID_STRIDE(i, (int64_t)N * V)
+    {
+        const int64_t row = i / V;
+        const int v = (int)(i % V);
+        dlogits[i] += qpm_softmax_ce_grad(probs[i], v == targets[row], dloss);
+    }
+}
+
+__global__ void k_sumsq_partial(const float *g, int64_t n, double *part)
+{
+    __shared__ double s[NT];
+    double acc = 0.0;
+    GRID_STRIDE(i, n) acc += (double)g[i] * g[i];
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (int k = NT / 2; k > 0; k >>= 1) {
+        if ((int)threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) part[blockIdx.x] = s[0];
+}
+
+__global__ void k_sum_final(const double *part, int n, double *out)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += part[i]; // fixed order: deterministic
+    *out = s;
+}
+
+__global__ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float clip, float b1, float b2,
+                        float eps, float bc1, float bc2, float lr, float wd)
+{
+    GRID_STRIDE(i, n) qpm_adamw_elem(p + i, m + i, v + i, g[i], clip, b1, b2, eps, bc1, bc2, lr, wd);
+}
+
+// ---- memory -------------------------------------------------------------------
+
+static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])
+{
+    // the order of qp_gpt_acts (as train/qp_model.c)
+    const int64_t L = c->layers, C = c->dim, NH = c->heads, V = c->vocab, BT = (int64_t)B * T;
+    const int64_t v[QP_GPT_NACTS] = {BT * C,      L * BT * C,  L * BT,     L * BT,     L * BT * 3 * C, L * BT * C,
+                                     L * B * NH * T * T, L * B * NH * T * T, L * BT * C, L * BT * C, L * BT * C,
+                                     L * BT,      L * BT,      L * BT * 4 * C, L * BT * 4 * C, L * BT * C, L * BT * C,
+                                     BT * C,      BT,          BT,         BT * V,     BT * V,     BT};
+    std::memcpy(s, v, sizeof v);
+}
+
+static void carve_params(qp_gpt_params *p, float *mem, const int64_t *sizes)
+{
+    float **ptrs = (float **)p; // qp_gpt_params is QP_GPT_NPARAMS float pointers in tensor order
+    for (int i = 0; i < QP_GPT_NPARAMS; i++) ptrs[i] = mem, mem += sizes[i];
+}
+
+static void carve_acts(qp_gpt_acts *a, float *mem, const int64_t *sizes)
+{
+    float **ptrs = (float **)a; // QP_GPT_NACTS float pointers in order
+    for (int i = 0; i < QP_GPT_NACTS; i++) ptrs[i] = mem, mem += sizes[i];
+}
+static_assert(sizeof(qp_gpt_params) == QP_GPT_NPARAMS * sizeof(float *), "qp_gpt_params is pointers only");
+static_assert(sizeof(qp_gpt_acts) == QP_GPT_NACTS * sizeof(float *), "qp_gpt_acts is pointers only");
+
+static int fail(qp_cuda_gpt *m, cudaError_t e, const char *what)
+{
+    std::snprintf(m->err, sizeof m->err, "%s: %s", what, cudaGetErrorString(e));
+    return -1;
+}
+
+static int launched(qp_cuda_gpt *m, const char *what)
+{
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : fail(m, e, what);
+}
+
+extern "C" int qp_cuda_gpt_devices(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+extern "C" int64_t qp_cuda_gpt_linear_elems(const qp_gpt_config *c, int B, int T)
+{
+    const int64_t BT = (int64_t)B * T, V = c->vocab, C = c->dim;
+    int64_t n = qp_gpt_max_gemm_elems(c, B, T);
+    if (BT * V > n) n = BT * V;
+    if (V * C > n) n = V * C;
+    return n;
+}
+
+// The batch has two slots: the copy of the next batch only waits for the
+// compute that read the same slot two batches ago.
+struct batch_io {
+    cudaStream_t copy;
+    cudaEvent_t copied[2], used[2];
+    int32_t *d_tok[2]; // inputs then targets, 2 x BT
+    int slot;
+    bool own_stream;
+};
+
+extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, int T, const float *host_params,
+                                void *stream, char *err, size_t errlen)
+{
+    std::memset(m, 0, sizeof *m);
+    if (qp_cuda_gpt_devices() < 1) {
+        std::snprintf(err, errlen, "no CUDA device found");
+        return -1;
+    }
+    m->cfg = *c;
+    m->B = B, m->T = T;
+    qp_gpt_param_shapes(c, m->param_sizes, nullptr, nullptr);
+    for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
+    int64_t as[QP_GPT_NACTS];
+    act_sizes(c, B, T, as);
+    for (int i = 0; i < QP_GPT_NACTS; i++) m->num_acts += as[i];
+    const int64_t BT = (int64_t)B * T;
+    const size_t floats = (size_t)(4 * m->num_params + 2 * m->num_acts);
+    const size_t bytes = floats * sizeof(float) + 2 * 2 * BT * sizeof(int32_t) + (RED_BLOCKS + 8) * sizeof(double) +
+                         256;
+    batch_io *io = (batch_io *)std::calloc(1, sizeof(batch_io));
+    cudaError_t e = io ? cudaSuccess : cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) e = cudaMalloc(&m->mem, bytes);
+    if (e == cudaSuccess) e = cudaMallocHost((void **)&m->h_stage, 2 * 2 * BT * sizeof(int32_t));
+    if (e == cudaSuccess && !stream) {
+        e = cudaStreamCreateWithFlags((cudaStream_t *)&m->stream, cudaStreamNonBlocking);
+        io->own_stream = true;
+    } else {
+        m->stream = stream;
+    }
+    // zeroed on the compute stream (a non-blocking stream does not wait for the legacy default stream)
+    if (e == cudaSuccess) e = cudaMemsetAsync(m->mem, 0, bytes, (cudaStream_t)m->stream);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&io->copy, cudaStreamNonBlocking);
+    for (int s = 0; s < 2 && e == cudaSuccess; s++) {
+        e = cudaEventCreateWithFlags(&io->copied[s], cudaEventDisableTiming);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&io->used[s], cudaEventDisableTiming);
+    }
+    m->io = io;
+    if (e != cudaSuccess) {
+        std::snprintf(err, errlen, "GPU model of %lld parameters and %lld activations: %s", (long long)m->num_params,
+                      (long long)m->num_acts, cudaGetErrorString(e));
+        qp_cuda_gpt_free(m);
+        return -1;
+    }
+    float *f = (float *)m->mem;
+    m->params_memory = f, f += m->num_params;
+    m->grads_memory = f, f += m->num_params;
+    m->adam_m = f, f += m->num_params;
+    m->adam_v = f, f += m->num_params;
+    m->acts_memory = f, f += m->num_acts;
+    m->grads_acts_memory = f, f += m->num_acts;
+    int32_t *tok = (int32_t *)f;
+    for (int s = 0; s < 2; s++) io->d_tok[s] = tok + s * 2 * BT;
+    m->d_red = (double *)(((uintptr_t)(tok + 4 * BT) + 255) / 256 * 256);
+    carve_params(&m->params, m->params_memory, m->param_sizes);
+    carve_params(&m->grads, m->grads_memory, m->param_sizes);
+    carve_acts(&m->acts, m->acts_memory, as);
+    carve_acts(&m->grads_acts, m->grads_acts_memory, as);
+    m->d_inputs = io->d_tok[0], m->d_targets = io->d_tok[0] + BT;
+    if (host_params && qp_cuda_gpt_upload(m, host_params, nullptr, nullptr)) {
+        std::snprintf(err, errlen, "%s", m->err);
+        qp_cuda_gpt_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" void qp_cuda_gpt_free(qp_cuda_gpt *m)
+{
+    batch_io *io = (batch_io *)m->io;
+    if (m->stream) cudaStreamSynchronize((cudaStream_t)m->stream);
+    if (io) {
+        if (io->copy) cudaStreamSynchronize(io->copy), cudaStreamDestroy(io->copy);
+        for (int s = 0; s < 2; s++) {
+            if (io->copied[s]) cudaEventDestroy(io->copied[s]);
+            if (io->used[s]) cudaEventDestroy(io->used[s]);
+        }
+        if (io->own_stream && m->stream) cudaStreamDestroy((cudaStream_t)m->stream);
+        std::free(io);
+    }
+    if (m->h_stage) cudaFreeHost(m->h_stage);
+    if (m->mem) cudaFree(m->mem);
+    std::memset(m, 0, sizeof *m);
+}
+
+static int copy_params(qp_cuda_gpt *m, float *h_params, float *h_m, float *h_v, const float *u_params,
+                       const float *u_m, const float *u_v)
+{
+    cudaStream_t s = (cudaStream_t)m->stream;
+    const size_t n = (size_t)m->num_params * sizeof(float);
+    cudaError_t e = cudaSuccess;
+    float *dev[3] = {m->params_memory, m->adam_m, m->adam_v};
+    float *down[3] = {h_params, h_m, h_v};
+    const float *up[3] = {u_params, u_m, u_v};
+    for (int k = 0; k < 3 && e == cudaSuccess; k++) {
+        if (down[k]) e = cudaMemcpyAsync(down[k], dev[k], n, cudaMemcpyDeviceToHost, s);
+        if (up[k] && e == cudaSuccess) e = cudaMemcpyAsync(dev[k], up[k], n, cudaMemcpyHostToDevice, s);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    return e == cudaSuccess ? 0 : fail(m, e, "parameter copy");
+}
+
+extern "C" int qp_cuda_gpt_download(qp_cuda_gpt *m, float *params, float *adam_m, float *adam_v)
+{
+    return copy_params(m, params, adam_m, adam_v, nullptr, nullptr, nullptr);
+}
+
+extern "C" int qp_cuda_gpt_upload(qp_cuda_gpt *m, const float *params, const float *adam_m, const float *adam_v)
+{
+    return copy_params(m, nullptr, nullptr, nullptr, params, adam_m, adam_v);
+}
+
+extern "C" int qp_cuda_gpt_set_batch(qp_cuda_gpt *m, const int32_t *inputs, const int32_t *targets)
+{
+    batch_io *io = (batch_io *)m->io;
+    const int64_t BT = (int64_t)m->B * m->T;
+    const int V = m->cfg.vocab;
+    for (int64_t i = 0; i < BT; i++)
+        if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V))) {
+            std::snprintf(m->err, sizeof m->err, "token out of the vocabulary of %d", V);
+            return -1;
+        }
+    cudaStream_t s = (cudaStream_t)m->stream;
+    cudaError_t e = cudaEventRecord(io->used[io->slot], s); // the compute queued so far read the current slot
+    const int k = io->slot ^ 1;
+    int32_t *stage = m->h_stage + k * 2 * BT;
+    if (e == cudaSuccess) e = cudaEventSynchronize(io->copied[k]); // its staging buffer is free again
+    if (e != cudaSuccess) return fail(m, e, "batch copy");
+    std::memcpy(stage, inputs, (size_t)BT * sizeof(int32_t));
+    if (targets) std::memcpy(stage + BT, targets, (size_t)BT * sizeof(int32_t));
+    e = cudaStreamWaitEvent(io->copy, io->used[k], 0);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(io->d_tok[k], stage, (size_t)(targets ? 2 : 1) * BT * sizeof(int32_t),
+                            cudaMemcpyHostToDevice, io->copy);
+    if (e == cudaSuccess) e = cudaEventRecord(io->copied[k], io->copy);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(s, io->copied[k], 0);
+    if (e != cudaSuccess) return fail(m, e, "batch copy");
+    io->slot = k;
+    m->d_inputs = io->d_tok[k];
+    m->d_targets = io->d_tok[k] + BT;
+    m->has_targets = targets != nullptr;
+    return 0;
+}
+
+// ---- the layer operations of qp_cuda_model_pass.h, as kernel launches ------------
+
+namespace {
+struct dev_ctx {
+    qp_cuda_gpt *m;
+    qp_cuda_linear *lin;
+    cudaStream_t s;
+};
+} // namespace
+
+static int op_check(void *x, const char *what)
+{
+    dev_ctx *c = (dev_ctx *)x;
+    return launched(c->m, what);
+}
+#define S_ (((dev_ctx *)x)->s)
+
+static int op_encoder_fwd(void *x, float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T,
+                          int C)
+{
+    k_encoder_fwd<<<blocks_for((int64_t)B * T * C), NT, 0, S_>>>(out, inp, wte, wpe, B * T, T, C);
+    return op_check(x, "encoder forward");
+}
+static int op_encoder_bwd(void *x, float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C)
+{
+    k_encoder_bwd<<<blocks_for(C), NT, 0, S_>>>(dwte, dwpe, dout, inp, B * T, T, C);
+    return op_check(x, "encoder backward");
+}
+static int op_layernorm_fwd(void *x, float *out, float *mean, float *rstd, const float *inp, const float *w,
+                            const float *b, int N, int C)
+{
+    k_layernorm_fwd<<<blocks_for(N), NT, 0, S_>>>(out, mean, rstd, inp, w, b, N, C);
+    return op_check(x, "layernorm forward");
+}
+static int op_layernorm_bwd(void *x, float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                            const float *w, const float *mean, const float *rstd, int N, int C)
+{
+    k_layernorm_bwd_rows<<<blocks_for(N), NT, 0, S_>>>(dinp, dout, inp, w, mean, rstd, N, C);
+    k_layernorm_bwd_channels<<<blocks_for(C), NT, 0, S_>>>(dw, db, dout, inp, mean, rstd, N, C);
+    return op_check(x, "layernorm backward");
+}
+static int op_attention_fwd(void *x, float *out, float *preatt, float *att, const float *qkv, int B, int T, int C,
+                            int NH)
+{
+    k_attention_fwd<<<blocks_for((int64_t)B * T * NH), NT, 0, S_>>>(out, preatt, att, qkv, B, T, C, NH);
+    return op_check(x, "attention forward");
+}
+static int op_attention_bwd(void *x, float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
+                            const float *att, int B, int T, int C, int NH)
+{
+    k_attention_bwd<<<blocks_for((int64_t)B * NH), NT, 0, S_>>>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    return op_check(x, "attention backward");
+}
+static int op_gelu_fwd(void *x, float *out, const float *inp, int64_t n)
+{
+    k_gelu_fwd<<<blocks_for(n), NT, 0, S_>>>(out, inp, n);
+    return op_check(x, "gelu forward");
+}
+static int op_gelu_bwd(void *x, float *dinp, const float *inp, const float *dout, int64_t n)
+{
+    k_gelu_bwd<<<blocks_for(n), NT, 0, S_>>>(dinp, inp, dout, n);
+    return op_check(x, "gelu backward");
+}
+static int op_residual_fwd(void *x, float *out, const float *a, const float *b, int64_t n)
+{
+    k_residual_fwd<<<blocks_for(n), NT, 0, S_>>>(out, a, b, n);
+    return op_check(x, "residual forward");
+}
+static int op_residual_bwd(void *x, float *da, float *db, const float *dout, int64_t n)
+{
+    k_residual_bwd<<<blocks_for(n), NT, 0, S_>>>(da, db, dout, n);
+    return op_check(x, "residual backward");
+}
+static int op_softmax_ce_fwd(void *x, float *probs, float *losses, const float *logits, const int32_t *targets, int N,
+                             int V)
+{
+    k_softmax_ce_fwd<<<blocks_for(N), NT, 0, S_>>>(probs, losses, logits, targets, N, V);
+    return op_check(x, "softmax forward");
+}
+static int op_softmax_ce_bwd(void *x, float *dlogits, const float *probs, const int32_t *targets, float dloss, int N,
+                             int V)
+{
+    k_softmax_ce_bwd<<<blocks_for((int64_t)N * V), NT, 0, S_>>>(dlogits, probs, targets, dloss, N, V);
+    return op_check(x, "softmax backward");
+}
+static int op_linear_fwd(void *x, int layer, qp_gemm_id g, float *Y, const float *X, const float *W, const float *b,
+                         int M, int IC, int OC)
+{
+    dev_ctx *c = (dev_ctx *)x;
+    if (!qp_cuda_linear_forward(c->lin, layer, g, Y, X, W, b, M, IC, OC)) return 0;
+    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_cuda_linear_error(c->lin));
+    return -1;
+}
+static int op_linear_bwd(void *x, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
+                         const float *X, const float *W, int M, int IC, int OC)
+{
+    dev_ctx *c = (dev_ctx *)x;
+    if (!qp_cuda_linear_backward(c->lin, layer, g, dX, dW, db, dY, X, W, M, IC, OC)) return 0;
+    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_cuda_linear_error(c->lin));
+    return -1;
+}
+static int op_zero(void *x, float *p, int64_t n)
+{
+    const cudaError_t e = cudaMemsetAsync(p, 0, (size_t)n * sizeof(float), S_);
+    return e == cudaSuccess ? 0 : fail(((dev_ctx *)x)->m, e, "memset");
+}
+#undef S_
+
+static qpm_ops device_ops(dev_ctx *c)
+{
+    qpm_ops o;
+    o.ctx = c;
+    o.encoder_fwd = op_encoder_fwd, o.encoder_bwd = op_encoder_bwd;
+    o.layernorm_fwd = op_layernorm_fwd, o.layernorm_bwd = op_layernorm_bwd;
+    o.attention_fwd = op_attention_fwd, o.attention_bwd = op_attention_bwd;
+    o.gelu_fwd = op_gelu_fwd, o.gelu_bwd = op_gelu_bwd;
+    o.residual_fwd = op_residual_fwd, o.residual_bwd = op_residual_bwd;
+    o.softmax_ce_fwd = op_softmax_ce_fwd, o.softmax_ce_bwd = op_softmax_ce_bwd;
+    o.linear_fwd = op_linear_fwd, o.linear_bwd = op_linear_bwd;
+    o.zero = op_zero;
+    return o;
+}
+
+extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_cuda_linear *lin)
+{
+    const int BT = m->B * m->T;
+    cudaStream_t s = (cudaStream_t)m->stream;
+    dev_ctx c = {m, lin, s};
+    const qpm_ops ops = device_ops(&c);
+    const int32_t *tg = m->has_targets ? m->d_targets : nullptr;
+    if (qpm_forward(&ops, &m->cfg, m->B, m->T, &m->params, &m->acts, m->d_inputs, tg)) return -1;
+    if (!tg) {
+        m->mean_loss = -1.0f;
+        return 0;
+    }
+    k_loss_mean<<<1, 1, 0, s>>>(m->acts.losses, BT, m->d_red + RED_BLOCKS);
+    double mean = 0.0;
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpyAsync(&mean, m->d_red + RED_BLOCKS, sizeof mean, cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) return fail(m, e, "forward");
+    m->mean_loss = (float)mean;
+    return 0;
+}
+
+extern "C" int qp_cuda_gpt_zero_grad(qp_cuda_gpt *m)
+{
+    const cudaError_t e = cudaMemsetAsync(m->grads_memory, 0, (size_t)m->num_params * sizeof(float),
+                                          (cudaStream_t)m->stream);
+    return e == cudaSuccess ? 0 : fail(m, e, "zero grad");
+}
+
+extern "C" int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_cuda_linear *lin, float loss_scale)
+{
+    if (!m->has_targets) {
+        std::snprintf(m->err, sizeof m->err, "backward without targets");
+        return -1;
+    }
+    dev_ctx c = {m, lin, (cudaStream_t)m->stream};
+    const qpm_ops ops = device_ops(&c);
+    return qpm_backward(&ops, &m->cfg, m->B, m->T, &m->params, &m->grads, &m->acts, &m->grads_acts,
+                        m->grads_acts_memory, m->num_acts, m->d_inputs, m->d_targets, loss_scale);
+}
+
+extern "C" int qp_cuda_gpt_grad_norm(qp_cuda_gpt *m, double *norm)
+{
+    cudaStream_t s = (cudaStream_t)m->stream;
+    k_sumsq_partial<<<RED_BLOCKS, NT, 0, s>>>(m->grads_memory, m->num_params, m->d_red);
+    k_sum_final<<<1, 1, 0, s>>>(m->d_red, RED_BLOCKS, m->d_red + RED_BLOCKS + 1);
+    double ss = 0.0;
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpyAsync(&ss, m->d_red + RED_BLOCKS + 1, sizeof ss, cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) return fail(m, e, "gradient norm");
+    *norm = std::sqrt(ss);
+    return 0;
+}
+
+extern "C" int qp_cuda_gpt_adamw(qp_cuda_gpt *m, const qp_optim_cfg *c, int64_t t, double lr, float clip_scale)
+{
+    // the host-side constants exactly as qp_adamw_step computes them
+    const float b1 = (float)c->beta1, b2 = (float)c->beta2, eps = (float)c->eps;
+    const float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
+    const float flr = (float)lr;
+    cudaStream_t s = (cudaStream_t)m->stream;
+    int64_t off = 0;
+    for (int k = 0; k < QP_GPT_NPARAMS; k++) {
+        const float wd = qp_gpt_param_decays(k) ? (float)c->weight_decay : 0.0f;
+        const int64_t n = m->param_sizes[k];
+        k_adamw<<<blocks_for(n, 4096), NT, 0, s>>>(m->params_memory + off, m->grads_memory + off, m->adam_m + off,
+                                                   m->adam_v + off, n, clip_scale, b1, b2, eps, bc1, bc2, flr, wd);
+        off += n;
+    }
+    return launched(m, "AdamW");
+}
+
+extern "C" int qp_cuda_gpt_sync(qp_cuda_gpt *m)
+{
+    const cudaError_t e = cudaStreamSynchronize((cudaStream_t)m->stream);
+    return e == cudaSuccess ? 0 : fail(m, e, "synchronize");
+}

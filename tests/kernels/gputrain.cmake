@@ -1,0 +1,60 @@
+# Tests of the GPU trainer (kernels/qp_cuda_model*, qp_cuda_linear, qp_nvml,
+# train/qp_backend*). Included from tests/CMakeLists.txt.
+#   test_cuda_model_math  the shared host/device formulas against the CPU
+#                         model's kernels (no GPU needed; label unit)
+#   test_nvml             the power sampler against a fake NVML library, and
+#                         its one-line reason without NVML (label unit)
+#   test_qtrain_device    qtrain --device: bad values and no GPU exit 2 with one
+#                         line (SKIP 77 when a GPU is present; label unit)
+#   test_cuda_train       20 steps of a small model, fp32 and bf16, CPU vs GPU
+#                         losses within 1e-3 relative (label gpu, SKIP 77
+#                         without a device)
+set(QP_KTEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+if(TARGET qpmodel)
+  add_executable(test_cuda_model_math ${QP_KTEST_DIR}/test_cuda_model_math.c)
+  target_include_directories(test_cuda_model_math PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/kernels
+                             ${PROJECT_SOURCE_DIR}/train)
+  target_link_libraries(test_cuda_model_math PRIVATE qpmodel m)
+  if(OpenMP_C_FOUND)
+    target_link_libraries(test_cuda_model_math PRIVATE OpenMP::OpenMP_C)
+  else()
+    target_compile_options(test_cuda_model_math PRIVATE -Wno-unknown-pragmas)
+  endif()
+  add_test(NAME test_cuda_model_math COMMAND test_cuda_model_math)
+  set_tests_properties(test_cuda_model_math PROPERTIES LABELS "unit" ENVIRONMENT "OMP_NUM_THREADS=2")
+endif()
+
+if(TARGET qpcudatrain)
+  add_executable(test_cuda_train ${QP_KTEST_DIR}/test_cuda_train.c)
+  target_include_directories(test_cuda_train PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_cuda_train PRIVATE qpcudatrain qpmodel m)
+  add_test(NAME test_cuda_train COMMAND test_cuda_train)
+  set_tests_properties(test_cuda_train PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77 TIMEOUT 600
+                       ENVIRONMENT "OMP_NUM_THREADS=2")
+endif()
+
+if(TARGET qtrain AND QP_PYTHON)
+  add_test(NAME test_qtrain_device
+           COMMAND ${QP_PYTHON} ${QP_KTEST_DIR}/test_qtrain_device.py $<TARGET_FILE:qtrain>
+                   ${PROJECT_SOURCE_DIR}/../shared/data/tinyshakespeare.txt ${CMAKE_CURRENT_BINARY_DIR}/qtrain_device)
+  set_tests_properties(test_qtrain_device PROPERTIES LABELS "unit;train" TIMEOUT 600)
+endif()
+
+if(TARGET qpnvml)
+  add_library(fake_nvml MODULE ${QP_KTEST_DIR}/fake_nvml.c)
+  add_executable(test_nvml ${QP_KTEST_DIR}/test_nvml.c)
+  target_include_directories(test_nvml PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_nvml PRIVATE qpnvml m)
+  add_dependencies(test_nvml fake_nvml)
+  add_test(NAME test_nvml COMMAND test_nvml $<TARGET_FILE:fake_nvml>)
+  set_tests_properties(test_nvml PROPERTIES LABELS "unit")
+endif()
+
+# the GPU dispatch's decisions with host operations against qp_linear (no GPU needed)
+if(TARGET qpmodel)
+  add_executable(test_cuda_linear_pass ${QP_KTEST_DIR}/test_cuda_linear_pass.c)
+  target_include_directories(test_cuda_linear_pass PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/kernels)
+  target_link_libraries(test_cuda_linear_pass PRIVATE qpmodel m)
+  add_test(NAME test_cuda_linear_pass COMMAND test_cuda_linear_pass)
+  set_tests_properties(test_cuda_linear_pass PROPERTIES LABELS "unit" ENVIRONMENT "OMP_NUM_THREADS=2")
+endif()

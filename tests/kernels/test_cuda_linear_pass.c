@@ -1,0 +1,350 @@
+/* test_cuda_linear_pass.c — the GPU precision dispatch's decisions
+ * (kernels/qp_cuda_linear_pass.h, the code qp_cuda_linear.cu runs) with host
+ * operations, against the CPU dispatch (train/qp_linear.c), without a GPU.
+ *
+ * Host operations: quant/'s qp_qdq / qp_quantize for the device quantizer
+ * (bit-identical to it by its own tests), qp_rht16, plain transposes, and the
+ * CPU GEMM on the operands the GPU GEMM would get (BF16 bits, FP32, or FP8
+ * codes with a decode-scale pointer). For every recipe, both paths (emulated
+ * and FP8-native for the FP8 recipes), several layers, three steps and two
+ * micro-batches: Y, dX, dW and db to 1e-5 of their largest magnitude (the
+ * GEMMs sum in other orders), the scaling states exactly, the same events and
+ * the same qerr rows. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp_cuda_linear_pass.h"
+#include "qp_format.h"
+#include "qp_gemm.h"
+#include "qp_hadamard.h"
+#include "qp_linear.h"
+#include "qp_recipe.h"
+#include "qp_test.h"
+
+static unsigned long long rng = 0x1234567887654321ull;
+
+typedef struct {
+    qpl_state *st;
+    qp_gemm *gemm;
+    qpl_stats stats[2];
+    float scale_inv[2];
+    float *fa, *fb; /* GEMM operands as FP32 */
+} host;
+
+#define H ((host *)x)
+
+static int h_transpose(void *x, const float *src, float *dst, int r, int c)
+{
+    (void)x;
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < c; j++) dst[(int64_t)j * r + i] = src[(int64_t)i * c + j];
+    return 0;
+}
+static int h_transpose_u8(void *x, const uint8_t *src, uint8_t *dst, int r, int c)
+{
+    (void)x;
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < c; j++) dst[(int64_t)j * r + i] = src[(int64_t)i * c + j];
+    return 0;
+}
+static int h_copy(void *x, float *dst, const float *src, int64_t n)
+{
+    (void)x;
+    memcpy(dst, src, (size_t)n * sizeof(float));
+    return 0;
+}
+static int h_rht16(void *x, float *d, int rows, int cols, uint64_t seed)
+{
+    (void)x;
+    return qp_rht16(d, rows, cols, seed);
+}
+static void put_stats(host *h, int side, const qp_qstats *qs)
+{
+    qpl_stats *s = &h->stats[side];
+    memset(s, 0, sizeof *s);
+    s->amax = qs->amax, s->scale = qs->scale, s->scale_inv = qs->scale_inv;
+    s->n_nonfinite = (uint64_t)qs->n_nonfinite, s->n_sat = (uint64_t)qs->n_sat;
+    h->scale_inv[side] = qs->scale_inv;
+}
+static int h_qdq(void *x, qp_fmt fmt, const float *in, float *y, uint16_t *y_bf16, int rows, int cols,
+                 const qp_qopts *o, int side)
+{
+    qp_qstats qs;
+    qp_qdq(fmt, in, y, rows, cols, o, &qs);
+    for (int64_t i = 0; y_bf16 && i < (int64_t)rows * cols; i++) y_bf16[i] = (uint16_t)(qp_f32_bits(y[i]) >> 16);
+    put_stats(H, side, &qs);
+    return 0;
+}
+static int h_quantize(void *x, qp_fmt fmt, const float *in, int rows, int cols, const qp_qopts *o, uint8_t *codes,
+                      int side)
+{
+    qp_qtensor q;
+    if (qp_qtensor_alloc(&q, fmt, rows, cols)) return -1;
+    qp_qstats qs;
+    qp_quantize(in, &q, o, &qs);
+    for (int r = 0; r < rows; r++) memcpy(codes + (int64_t)r * cols, q.codes + r * q.row_bytes, (size_t)cols);
+    qp_qtensor_free(&q);
+    put_stats(H, side, &qs);
+    return 0;
+}
+static int h_to_bf16(void *x, const float *in, uint16_t *y, int64_t n)
+{
+    (void)x;
+    for (int64_t i = 0; i < n; i++) y[i] = (uint16_t)(qp_f32_bits(in[i]) >> 16);
+    return 0;
+}
+static float decode(const uint8_t *codes, int e5m2, int64_t i)
+{
+    return e5m2 ? qp_e5m2_to_f32(codes[i]) : qp_e4m3_to_f32(codes[i]);
+}
+static int h_reduce(void *x, const float *in, const float *y, const uint8_t *codes, int e5m2, int64_t n, int side)
+{
+    qpl_stats *s = &H->stats[side];
+    double xx = 0, ee = 0;
+    uint64_t nz = 0, fl = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float a = in[i];
+        if (!isfinite(a)) continue;
+        const float q = codes ? decode(codes, e5m2, i) : y[i], m = q * s->scale_inv;
+        const double e = (double)a - (double)m;
+        xx += (double)a * a, ee += e * e;
+        if (a != 0.0f) nz++, fl += q == 0.0f;
+    }
+    s->xx = xx, s->ee = ee, s->n_nonzero = nz, s->n_flushed = fl;
+    return 0;
+}
+static int h_fetch(void *x, int side, qpl_stats *out)
+{
+    *out = H->stats[side];
+    return 0;
+}
+static const float *h_scale_inv_ptr(void *x, int side) { return &H->scale_inv[side]; }
+static int to_f32(const qp_cublt_operand *o, float *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        switch (o->type) {
+        case QP_CUBLT_F32: dst[i] = ((const float *)o->d_data)[i]; break;
+        case QP_CUBLT_BF16: dst[i] = qp_bf16_to_f32(((const uint16_t *)o->d_data)[i]); break;
+        case QP_CUBLT_E4M3:
+        case QP_CUBLT_E5M2:
+            dst[i] = decode(o->d_data, o->type == QP_CUBLT_E5M2, i) * (o->d_scale_inv ? *o->d_scale_inv : 1.0f);
+            break;
+        default: return -1;
+        }
+    }
+    return 0;
+}
+static int h_gemm(void *x, const qp_cublt_operand *A, const qp_cublt_operand *B, float *D, int M, int N, int K,
+                  float alpha, float beta)
+{
+    const int fp8 = A->type == QP_CUBLT_E4M3 || A->type == QP_CUBLT_E5M2;
+    const int bclass = B->type == QP_CUBLT_E4M3 || B->type == QP_CUBLT_E5M2;
+    if (fp8 != bclass || (!fp8 && A->type != B->type) || (fp8 && (!A->d_scale_inv || !B->d_scale_inv))) {
+        snprintf(H->st->err, sizeof H->st->err, "GEMM of types %d x %d", (int)A->type, (int)B->type);
+        return -1;
+    }
+    if (to_f32(A, H->fa, (int64_t)M * K) || to_f32(B, H->fb, (int64_t)N * K)) return -1;
+    return qp_gemm_run(H->gemm, H->fa, 0, H->fb, 0, D, M, N, K, alpha, beta != 0.0f, A->type == QP_CUBLT_BF16);
+}
+static int h_bias_add(void *x, float *Y, const float *b, int M, int N)
+{
+    (void)x;
+    for (int64_t i = 0; i < (int64_t)M * N; i++) Y[i] += b[i % N];
+    return 0;
+}
+static int h_bias_grad(void *x, float *db, const float *dY, int M, int N)
+{
+    (void)x;
+    for (int n = 0; n < N; n++) {
+        float s = 0.0f;
+        for (int m = 0; m < M; m++) s += dY[(int64_t)m * N + n];
+        db[n] += s;
+    }
+    return 0;
+}
+#undef H
+
+/* ---- records ------------------------------------------------------------------- */
+
+#define MAXR 20000
+typedef struct {
+    int n, nev;
+    qp_qerr_row q[MAXR];
+    qp_event_row ev[MAXR];
+} rec;
+static void on_qerr(const qp_qerr_row *r, void *u)
+{
+    rec *x = u;
+    if (x->n < MAXR) x->q[x->n++] = *r;
+}
+static void on_event(const qp_event_row *r, void *u)
+{
+    rec *x = u;
+    if (x->nev < MAXR) x->ev[x->nev++] = *r;
+}
+
+static double max_abs(const float *a, int64_t n)
+{
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) m = fabs(a[i]) > m ? fabs(a[i]) : m;
+    return m;
+}
+
+static void close_to(const char *what, const char *spec, const float *ref, const float *own, int64_t n)
+{
+    const double scale = max_abs(ref, n) + 1e-30;
+    double worst = 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = isnan(ref[i]) || isnan(own[i]) ? (isnan(ref[i]) && isnan(own[i]) ? 0 : INFINITY)
+                                                         : fabs((double)ref[i] - own[i]) / scale;
+        if (d > worst) worst = d, at = i;
+    }
+    CHECK(worst <= 1e-5, "%s %s: %.3g of the largest magnitude at %lld (cpu %.9g, pass %.9g)", spec, what, worst,
+          (long long)at, ref[at], own[at]);
+}
+
+static float *randv(int64_t n, float s)
+{
+    float *v = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++) v[i] = s * qp_test_normal(&rng);
+    return v;
+}
+
+static void run(const char *spec, int native, int M, int IC, int OC)
+{
+    const int L = 3;
+    char err[256];
+    qp_recipe recipe;
+    CHECK(qp_recipe_parse(spec, &recipe, err, sizeof err) == 0, "%s", err);
+    static rec rref, rown;
+    memset(&rref, 0, sizeof rref);
+    memset(&rown, 0, sizeof rown);
+    qp_gemm *gemm = qp_gemm_create(err, sizeof err);
+    const int64_t max_elems = (int64_t)(M > OC ? M : OC) * (IC > OC ? IC : OC);
+    const qp_linear_cfg cr = {.n_layers = L, .max_elems = max_elems, .seed = 99, .recipe = &recipe, .gemm = gemm,
+                              .on_event = on_event, .on_qerr = on_qerr, .user = &rref};
+    qp_linear_cfg co = cr;
+    co.user = &rown;
+    qp_linear *ref = qp_linear_create(&cr, err, sizeof err), *states = qp_linear_create(&co, err, sizeof err);
+    CHECK(gemm && ref && states, "%s", err);
+    qpl_state st;
+    memset(&st, 0, sizeof st);
+    st.cfg = co;
+    st.host = states;
+    st.plans = calloc(L, sizeof *st.plans);
+    for (int l = 0; l < L; l++) st.plans[l] = qp_recipe_plan(&recipe, l, L);
+    for (int s = 0; s < 2; s++) {
+        st.tbuf[s] = malloc(max_elems * sizeof(float));
+        st.ybuf[s] = malloc(max_elems * sizeof(float));
+        st.bbuf[s] = malloc(max_elems * sizeof(uint16_t));
+    }
+    st.fp8_native = native;
+    host h;
+    memset(&h, 0, sizeof h);
+    h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
+    h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
+    const qpl_ops ops = {&h,          h_transpose, h_transpose_u8, h_copy, h_rht16, h_qdq, h_quantize,
+                         h_to_bf16,   h_reduce,    h_fetch,        h_scale_inv_ptr, h_gemm, h_bias_add,
+                         h_bias_grad};
+    float *W = randv((int64_t)OC * IC, 0.05f), *b = randv(OC, 0.1f);
+    float *Y0 = malloc(sizeof(float) * M * OC), *Y1 = malloc(sizeof(float) * M * OC);
+    float *dX0 = calloc((size_t)M * IC, sizeof(float)), *dX1 = calloc((size_t)M * IC, sizeof(float));
+    float *dW0 = calloc((size_t)OC * IC, sizeof(float)), *dW1 = calloc((size_t)OC * IC, sizeof(float));
+    float *db0 = calloc(OC, sizeof(float)), *db1 = calloc(OC, sizeof(float));
+    char what[96];
+    for (int64_t step = 0; step < 3; step++) {
+        qp_linear_begin_step(ref, step, step != 1);
+        qp_linear_begin_step(states, step, step != 1);
+        st.step = step, st.micro = 0, st.log_qerr = step != 1;
+        for (int micro = 0; micro < 2; micro++) {
+            qp_linear_begin_micro(ref, micro);
+            st.micro = micro;
+            float *X = randv((int64_t)M * IC, 1.0f + step), *dY = randv((int64_t)M * OC, 0.01f * (1 + micro));
+            if (step == 2 && micro == 1) X[5] = 3000.0f; /* an outlier: saturation, a scale change */
+            for (int layer = 0; layer < L; layer++)
+                for (int g = 0; g < 4; g++) {
+                    snprintf(what, sizeof what, "step %lld micro %d layer %d %s", (long long)step, micro, layer,
+                             qp_gemm_name((qp_gemm_id)g));
+                    const int r0 = qp_linear_forward(ref, layer, (qp_gemm_id)g, Y0, X, W, b, M, IC, OC);
+                    const int r1 = qpl_forward(&st, &ops, layer, (qp_gemm_id)g, Y1, X, W, b, M, IC, OC);
+                    CHECK(r0 == 0 && r1 == 0, "%s %s forward: %s / %s", spec, what, qp_linear_error(ref), st.err);
+                    close_to("Y", what, Y0, Y1, (int64_t)M * OC);
+                    const int s0 = qp_linear_backward(ref, layer, (qp_gemm_id)g, dX0, dW0, db0, dY, X, W, M, IC, OC);
+                    const int s1 = qpl_backward(&st, &ops, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, W, M, IC, OC);
+                    CHECK(s0 == 0 && s1 == 0, "%s %s backward: %s / %s", spec, what, qp_linear_error(ref), st.err);
+                }
+            char full[160];
+            snprintf(full, sizeof full, "%s%s", spec, native ? " (fp8-native)" : "");
+            close_to("dX", full, dX0, dX1, (int64_t)M * IC);
+            close_to("dW", full, dW0, dW1, (int64_t)OC * IC);
+            close_to("db", full, db0, db1, OC);
+            free(X), free(dY);
+        }
+    }
+    /* the LM head: FP32, transposed operands through tbuf */
+    {
+        const int V = 40, C = 24;
+        float *Xh = randv((int64_t)M * C, 1.0f), *Wh = randv((int64_t)V * C, 0.1f), *dYh = randv((int64_t)M * V, 0.1f);
+        float *Yh0 = malloc(sizeof(float) * M * V), *Yh1 = malloc(sizeof(float) * M * V);
+        float *dXh0 = calloc((size_t)M * C, sizeof(float)), *dXh1 = calloc((size_t)M * C, sizeof(float));
+        float *dWh0 = calloc((size_t)V * C, sizeof(float)), *dWh1 = calloc((size_t)V * C, sizeof(float));
+        CHECK(qp_linear_forward(ref, L, QP_GEMM_HEAD, Yh0, Xh, Wh, NULL, M, C, V) == 0 &&
+                  qpl_forward(&st, &ops, L, QP_GEMM_HEAD, Yh1, Xh, Wh, NULL, M, C, V) == 0 &&
+                  qp_linear_backward(ref, L, QP_GEMM_HEAD, dXh0, dWh0, NULL, dYh, Xh, Wh, M, C, V) == 0 &&
+                  qpl_backward(&st, &ops, L, QP_GEMM_HEAD, dXh1, dWh1, NULL, dYh, Xh, Wh, M, C, V) == 0,
+              "%s head: %s", spec, st.err);
+        close_to("head Y", spec, Yh0, Yh1, (int64_t)M * V);
+        close_to("head dX", spec, dXh0, dXh1, (int64_t)M * C);
+        close_to("head dW", spec, dWh0, dWh1, (int64_t)V * C);
+        free(Xh), free(Wh), free(dYh), free(Yh0), free(Yh1), free(dXh0), free(dXh1), free(dWh0), free(dWh1);
+    }
+    /* scaling states, events, qerr rows */
+    for (int layer = 0; layer < L; layer++)
+        for (int g = 0; g < 4; g++)
+            for (int o = 0; o < QP_OPND_COUNT; o++) {
+                const qp_scaling_state *a = qp_linear_scaling(ref, layer, g, o), *c = qp_linear_scaling(states, layer, g, o);
+                CHECK(qp_same_float(a->scale, c->scale) && qp_same_float(a->last_scale, c->last_scale) &&
+                          a->n_updates == c->n_updates && a->hist_count == c->hist_count,
+                      "%s: scaling state of layer %d %s %s: scale %g / %g, last %g / %g, updates %lld / %lld", spec,
+                      layer, qp_gemm_name(g), qp_operand_name(o), a->scale, c->scale, a->last_scale, c->last_scale,
+                      (long long)a->n_updates, (long long)c->n_updates);
+            }
+    int64_t e0[QP_EV_COUNT], e1[QP_EV_COUNT];
+    qp_linear_event_counts(ref, e0);
+    qp_linear_event_counts(states, e1);
+    CHECK(!memcmp(e0, e1, sizeof e0) && rref.nev == rown.nev, "%s: events %lld/%lld/%lld/%lld vs %lld/%lld/%lld/%lld",
+          spec, (long long)e0[0], (long long)e0[1], (long long)e0[2], (long long)e0[3], (long long)e1[0],
+          (long long)e1[1], (long long)e1[2], (long long)e1[3]);
+    CHECK(rref.n == rown.n, "%s: %d qerr rows on the CPU, %d in the pass", spec, rref.n, rown.n);
+    for (int i = 0; i < rref.n && i < rown.n; i++) {
+        const qp_qerr_row *a = &rref.q[i], *c = &rown.q[i];
+        CHECK(a->step == c->step && a->layer == c->layer && !strcmp(a->gemm, c->gemm) &&
+                  !strcmp(a->operand, c->operand) && !strcmp(a->pass, c->pass) &&
+                  fabs(a->rel_l2 - c->rel_l2) <= 1e-9 * (1 + a->rel_l2) && a->sat_frac == c->sat_frac &&
+                  a->zero_frac == c->zero_frac && a->amax == c->amax && a->scale == c->scale,
+              "%s qerr row %d (%s %s %s): rel_l2 %.12g / %.12g, sat %g / %g, zero %g / %g, amax %g / %g", spec, i,
+              a->gemm, a->operand, a->pass, a->rel_l2, c->rel_l2, a->sat_frac, c->sat_frac, a->zero_frac,
+              c->zero_frac, a->amax, c->amax);
+    }
+    printf("%-28s%s: %d qerr rows, %d events, outputs match\n", spec, native ? " (fp8-native)" : "", rown.n, rown.nev);
+    free(W), free(b), free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
+    for (int s = 0; s < 2; s++) free(st.tbuf[s]), free(st.ybuf[s]), free(st.bbuf[s]);
+    free(st.plans), free(h.fa), free(h.fb);
+    qp_linear_destroy(ref), qp_linear_destroy(states);
+    qp_gemm_destroy(gemm);
+}
+
+int main(void)
+{
+    const char *recipes[] = {"fp32", "bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4-naive",
+                             "nvfp4,nvfp4-2d", "nvfp4,bf16-last=1,bf16-first=1"};
+    for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++) run(recipes[i], 0, 32, 48, 64);
+    run("fp8", 1, 32, 48, 64);
+    run("fp8-current", 1, 32, 48, 64);
+    run("fp8", 1, 24, 40, 56); /* not multiples of 16: emulated GEMMs under a native plan */
+    run("fp8-current", 0, 20, 36, 52);
+    return qp_test_finish("test_cuda_linear_pass");
+}

@@ -1,0 +1,66 @@
+/* qp_backend.h — where the training step runs: the seam between the run loop
+ * (qp_trainer.c) and the model's compute.
+ *
+ * Owns: one table of functions the loop calls for zero-grad, forward,
+ * backward, gradient norm, AdamW and evaluation, so the loop, the run file
+ * and the checkpoint code exist once. The CPU backend wraps qp_gpt_* and
+ * qp_linear_* on the host model. The CUDA backend (built with CUDA) runs the
+ * same model on the GPU (kernels/qp_cuda_model.h, qp_cuda_linear.h) and keeps
+ * the host model's parameters and the host Adam moments only as mirrors for
+ * checkpoints: to_host before writing one, from_host after loading one. The
+ * host qp_linear keeps the scaling states and events in both backends, so
+ * checkpoints and the run file's /events are the same code. */
+#ifndef QP_BACKEND_H
+#define QP_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qp_linear.h"
+#include "qp_model.h"
+#include "qp_optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qp_backend qp_backend;
+struct qp_backend {
+    const char *name;       /* "cpu" or "cuda" */
+    const char *gemm_path;  /* run file attribute gemm_path */
+    char device_name[128];  /* e.g. the GPU's name, "host CPU" */
+    char pci_bus_id[32];    /* the GPU's, for NVML ("" on the CPU) */
+    void *impl;
+    void (*begin_step)(qp_backend *b, int64_t step, int log_qerr);
+    void (*begin_micro)(qp_backend *b, int micro);
+    void (*set_frozen)(qp_backend *b, int frozen);
+    int (*zero_grad)(qp_backend *b);
+    /* targets may be NULL (no loss); *mean_loss as qp_gpt's mean_loss */
+    int (*forward)(qp_backend *b, const int32_t *inputs, const int32_t *targets, float *mean_loss);
+    /* of the batch of the last forward */
+    int (*backward)(qp_backend *b, const int32_t *inputs, const int32_t *targets, float loss_scale);
+    int (*grad_norm)(qp_backend *b, double *norm);
+    int (*adamw)(qp_backend *b, const qp_optim_cfg *c, int64_t t, double lr, float clip_scale);
+    /* parameters and Adam moments: device -> host mirrors, host -> device */
+    int (*to_host)(qp_backend *b);
+    int (*from_host)(qp_backend *b);
+    const char *(*error)(qp_backend *b);
+    void (*destroy)(qp_backend *b);
+};
+
+/* The CPU: model, dispatch and moment buffers stay the caller's. 0, or -1 (no memory). */
+int qp_backend_cpu(qp_backend *b, qp_gpt *model, qp_linear *lin, float *adam_m, float *adam_v);
+
+/* 1 if this build has the CUDA backend; the number of CUDA devices (0 without). */
+int qp_backend_cuda_built(void);
+int qp_backend_cuda_devices(void);
+/* The GPU, for the host model (its parameters are copied up) with lc the
+ * configuration host_lin was created with. Returns 0, or -1 with err
+ * ("no CUDA device found", "built without CUDA", or a CUDA failure). */
+int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,
+                    float *adam_v, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

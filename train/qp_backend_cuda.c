@@ -1,0 +1,151 @@
+/* qp_backend_cuda.c — the CUDA backend (see qp_backend.h): the GPU model and
+ * dispatch of kernels/, with the host model's parameters and the host Adam
+ * moments as checkpoint mirrors. Built only with CUDA. */
+#include "qp_backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "qp_cuda_linear.h"
+#include "qp_cuda_model.h"
+
+typedef struct {
+    qp_gpt *host;
+    float *adam_m, *adam_v;
+    qp_cuda_gpt m;
+    qp_cuda_linear *lin;
+    int m_ok;
+    const int32_t *last_in, *last_tg;
+    char err[512];
+} gpu;
+
+static gpu *G(qp_backend *b) { return (gpu *)b->impl; }
+
+static int gfail(gpu *g, const char *msg)
+{
+    snprintf(g->err, sizeof g->err, "%s", msg && msg[0] ? msg : "CUDA failure");
+    return -1;
+}
+
+static void g_begin_step(qp_backend *b, int64_t step, int log_qerr) { qp_cuda_linear_begin_step(G(b)->lin, step, log_qerr); }
+static void g_begin_micro(qp_backend *b, int micro) { qp_cuda_linear_begin_micro(G(b)->lin, micro); }
+static void g_set_frozen(qp_backend *b, int frozen) { qp_cuda_linear_set_frozen(G(b)->lin, frozen); }
+
+static int g_zero_grad(qp_backend *b)
+{
+    gpu *g = G(b);
+    return qp_cuda_gpt_zero_grad(&g->m) ? gfail(g, g->m.err) : 0;
+}
+
+static int g_forward(qp_backend *b, const int32_t *in, const int32_t *tg, float *mean_loss)
+{
+    gpu *g = G(b);
+    if (qp_cuda_gpt_set_batch(&g->m, in, tg) || qp_cuda_gpt_forward(&g->m, g->lin)) return gfail(g, g->m.err);
+    g->last_in = in, g->last_tg = tg;
+    *mean_loss = g->m.mean_loss;
+    return 0;
+}
+
+static int g_backward(qp_backend *b, const int32_t *in, const int32_t *tg, float loss_scale)
+{
+    gpu *g = G(b);
+    if (in != g->last_in || tg != g->last_tg || !tg) return gfail(g, "backward of a batch the last forward did not see");
+    return qp_cuda_gpt_backward(&g->m, g->lin, loss_scale) ? gfail(g, g->m.err) : 0;
+}
+
+static int g_grad_norm(qp_backend *b, double *norm)
+{
+    gpu *g = G(b);
+    return qp_cuda_gpt_grad_norm(&g->m, norm) ? gfail(g, g->m.err) : 0;
+}
+
+static int g_adamw(qp_backend *b, const qp_optim_cfg *c, int64_t t, double lr, float clip)
+{
+    gpu *g = G(b);
+    /* waits for the step to finish, so step_ms and the power window are the step's */
+    return qp_cuda_gpt_adamw(&g->m, c, t, lr, clip) || qp_cuda_gpt_sync(&g->m) ? gfail(g, g->m.err) : 0;
+}
+
+static int g_to_host(qp_backend *b)
+{
+    gpu *g = G(b);
+    return qp_cuda_gpt_download(&g->m, g->host->params_memory, g->adam_m, g->adam_v) ? gfail(g, g->m.err) : 0;
+}
+
+static int g_from_host(qp_backend *b)
+{
+    gpu *g = G(b);
+    return qp_cuda_gpt_upload(&g->m, g->host->params_memory, g->adam_m, g->adam_v) ? gfail(g, g->m.err) : 0;
+}
+
+static const char *g_error(qp_backend *b) { return G(b)->err; }
+
+static void g_destroy(qp_backend *b)
+{
+    gpu *g = G(b);
+    if (g) {
+        qp_cuda_linear_destroy(g->lin);
+        if (g->m_ok) qp_cuda_gpt_free(&g->m);
+        free(g);
+    }
+    memset(b, 0, sizeof *b);
+}
+
+int qp_backend_cuda_built(void) { return 1; }
+int qp_backend_cuda_devices(void) { return qp_cuda_gpt_devices(); }
+
+int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,
+                    float *adam_v, char *err, size_t errlen)
+{
+    memset(b, 0, sizeof *b);
+    if (qp_cuda_gpt_devices() < 1) {
+        snprintf(err, errlen, "no CUDA device found");
+        return -1;
+    }
+    gpu *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    g->host = model, g->adam_m = adam_m, g->adam_v = adam_v;
+    b->impl = g;
+    b->destroy = g_destroy;
+    if (qp_cuda_gpt_init(&g->m, &model->cfg, model->B, model->T, model->params_memory, NULL, err, errlen)) {
+        free(g);
+        memset(b, 0, sizeof *b);
+        return -1;
+    }
+    g->m_ok = 1;
+    qp_linear_cfg c = *lc;
+    c.max_elems = qp_cuda_gpt_linear_elems(&model->cfg, model->B, model->T);
+    c.gemm = NULL;
+    g->lin = qp_cuda_linear_create(&c, host_lin, g->m.stream, err, errlen);
+    if (!g->lin || qp_cuda_gpt_upload(&g->m, NULL, adam_m, adam_v)) {
+        if (g->lin) snprintf(err, errlen, "%s", g->m.err);
+        g_destroy(b);
+        return -1;
+    }
+    struct cudaDeviceProp p;
+    int dev = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess)
+        snprintf(b->device_name, sizeof b->device_name, "%.100s (cc %d.%d)", p.name, p.major, p.minor);
+    if (cudaDeviceGetPCIBusId(b->pci_bus_id, (int)sizeof b->pci_bus_id, dev) != cudaSuccess) b->pci_bus_id[0] = 0;
+    b->name = "cuda";
+    b->gemm_path = qp_cuda_linear_path(g->lin);
+    b->begin_step = g_begin_step;
+    b->begin_micro = g_begin_micro;
+    b->set_frozen = g_set_frozen;
+    b->zero_grad = g_zero_grad;
+    b->forward = g_forward;
+    b->backward = g_backward;
+    b->grad_norm = g_grad_norm;
+    b->adamw = g_adamw;
+    b->to_host = g_to_host;
+    b->from_host = g_from_host;
+    b->error = g_error;
+    b->destroy = g_destroy;
+    return 0;
+}
