@@ -1,0 +1,389 @@
+/* test_qcore.c — kernels/qp_cuda_qcore.h (the element and block rules the CUDA
+ * kernels run) against quant/, bit for bit, on the CPU: no GPU or nvcc needed.
+ *
+ * 1. Codecs: every encoder on a dense sweep of float bit patterns (RN, and SR
+ *    with random words), every decoder on every code, Philox and the SR word.
+ * 2. The format table: qc_format(f) agrees with qp_formats[f] for every f.
+ * 3. Whole tensors: a driver that walks a tensor exactly as the kernels do
+ *    (per-tensor formats in flat chunks of 16 elements, 1D formats one block
+ *    at a time, NVFP4-2D one 16x16 tile at a time, global index r*cols + c for
+ *    SR) is compared with qp_quantize (codes, scales, scale_inv, statistics)
+ *    and qp_qdq (values, scaled and unscaled, and their BF16 bits) for every
+ *    format in qp_formats[], RN and SR, current and given scales, on random
+ *    and adversarial data and ragged shapes.
+ * 4. RHT: qc_rht16_vec over every 16-vector against qp_rht16. */
+#include <float.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "qp_cuda_qcore.h"
+#include "qp_format.h"
+#include "qp_hadamard.h"
+#include "qp_quant.h"
+#include "qp_rng.h"
+#include "qp_test.h"
+
+/* ---- 1. codecs ------------------------------------------------------------ */
+
+static void test_codecs(void)
+{
+    unsigned long long s = 99;
+    int64_t bad[12] = {0};
+    /* every pattern of the top 20 bits with assorted low 12 bits: all
+     * exponents, signs, NaN/Inf, subnormals, and the rounding-relevant bits */
+    static const uint32_t lows[] = {0x000, 0x001, 0x7FF, 0x800, 0x801, 0xFFF, 0x400, 0x3FF};
+    for (uint32_t hi = 0; hi < (1u << 20); hi++) {
+        for (unsigned k = 0; k < sizeof lows / sizeof lows[0] + 1; k++) {
+            const uint32_t low = k < sizeof lows / sizeof lows[0] ? lows[k] : (uint32_t)qp_test_next(&s) & 0xFFF;
+            const float x = qp_bits_f32(hi << 12 | low);
+            const uint32_t r = (uint32_t)qp_test_next(&s);
+            bad[0] += qc_f32_to_e4m3(x) != qp_f32_to_e4m3(x);
+            bad[1] += qc_f32_to_e5m2(x) != qp_f32_to_e5m2(x);
+            bad[2] += qc_f32_to_e2m1(x) != qp_f32_to_e2m1(x);
+            bad[3] += qc_f32_to_bf16(x) != qp_f32_to_bf16(x);
+            bad[4] += qc_f32_to_ue4m3(x) != qp_f32_to_ue4m3(x);
+            bad[5] += qc_f32_to_e4m3_sr(x, r) != qp_f32_to_e4m3_sr(x, r);
+            bad[6] += qc_f32_to_e5m2_sr(x, r) != qp_f32_to_e5m2_sr(x, r);
+            bad[7] += qc_f32_to_e2m1_sr(x, r) != qp_f32_to_e2m1_sr(x, r);
+            bad[8] += qc_f32_to_bf16_sr(x, r) != qp_f32_to_bf16_sr(x, r);
+            if (qc_isfinite(x) && x != 0.0f) bad[9] += qc_floor_log2(x) != qp_floor_log2(x);
+        }
+    }
+    static const char *names[] = {"e4m3", "e5m2", "e2m1", "bf16", "ue4m3", "e4m3_sr", "e5m2_sr", "e2m1_sr",
+                                  "bf16_sr", "floor_log2"};
+    for (int i = 0; i < 10; i++) CHECK(bad[i] == 0, "encoder %s: %lld mismatches", names[i], (long long)bad[i]);
+
+    /* SR near the rounding points: the threshold compare (r < frac*2^32) */
+    int64_t srbad = 0;
+    for (int i = 0; i < 200000; i++) {
+        const float x = (float)qp_test_normal(&s) * ldexpf(1.0f, (int)(qp_test_next(&s) % 24) - 12);
+        const float ulpfrac = (float)(qp_test_next(&s) % 64) / 64.0f;
+        const float y = x + ulpfrac * ldexpf(1.0f, qp_floor_log2(x == 0.0f ? 1.0f : x) - 3);
+        const uint32_t r = (uint32_t)(qp_test_next(&s) % 5 == 0 ? (uint32_t)(ulpfrac * 4294967296.0) + (i % 3) - 1
+                                                                   : (uint32_t)qp_test_next(&s));
+        srbad += qc_f32_to_e4m3_sr(y, r) != qp_f32_to_e4m3_sr(y, r);
+        srbad += qc_f32_to_e5m2_sr(y, r) != qp_f32_to_e5m2_sr(y, r);
+        srbad += qc_f32_to_e2m1_sr(y, r) != qp_f32_to_e2m1_sr(y, r);
+    }
+    CHECK(srbad == 0, "SR near thresholds: %lld mismatches", (long long)srbad);
+
+    int dbad = 0;
+    for (int c = 0; c < 256; c++) {
+        dbad += !qp_same_float(qc_e4m3_to_f32((uint8_t)c), qp_e4m3_to_f32((uint8_t)c));
+        dbad += !qp_same_float(qc_e5m2_to_f32((uint8_t)c), qp_e5m2_to_f32((uint8_t)c));
+        dbad += !qp_same_float(qc_e2m1_to_f32((uint8_t)c), qp_e2m1_to_f32((uint8_t)c));
+        dbad += !qp_same_float(qc_ue4m3_to_f32((uint8_t)c), qp_ue4m3_to_f32((uint8_t)c));
+        dbad += !qp_same_float(qc_e8m0_to_f32((uint8_t)c), qp_e8m0_to_f32((uint8_t)c));
+    }
+    for (int e = -300; e <= 300; e++) dbad += qc_e8m0_from_exp(e) != qp_e8m0_from_exp(e);
+    for (uint32_t c = 0; c < 65536; c++) dbad += !qp_same_float(qc_bf16_to_f32((uint16_t)c), qp_bf16_to_f32((uint16_t)c));
+    CHECK(dbad == 0, "decoders: %d mismatches", dbad);
+
+    int rbad = 0;
+    for (int i = 0; i < 2000; i++) {
+        const uint64_t seed = qp_test_next(&s), stream = i % 7 == 0 ? 0 : qp_test_next(&s);
+        const uint64_t lo = i % 3 == 0 ? (uint64_t)i : qp_test_next(&s);
+        uint32_t a[4], b[4];
+        qp_philox4x32(seed, lo, stream, a);
+        qc_philox4x32(seed, lo, stream, b);
+        rbad += memcmp(a, b, sizeof a) != 0;
+        qc_rng g;
+        qc_rng_init(&g, seed, stream);
+        const uint64_t i0 = i % 2 ? (uint64_t)i : qp_test_next(&s) >> 2;
+        for (uint64_t k = i0; k < i0 + 9; k++) rbad += qc_rng_word(&g, k) != qp_rng_u32(seed, stream, k);
+    }
+    CHECK(rbad == 0, "philox / SR words: %d mismatches", rbad);
+}
+
+/* ---- 2. format table -------------------------------------------------------- */
+
+static void test_format_table(void)
+{
+    for (int f = 0; f < QP_FMT_COUNT; f++) {
+        const qp_format_traits *t = &qp_formats[f];
+        const qc_fmt_info q = qc_format(f);
+        CHECK(q.fmt == (int)t->fmt && q.elem == (int)t->elem && q.elem_bits == t->elem_bits &&
+                  q.elem_max == t->elem_max && q.elem_emax == t->elem_emax && q.block_rows == t->block_rows &&
+                  q.block_cols == t->block_cols && q.block_scale == (int)t->block_scale &&
+                  q.tensor_scale == (int)t->tensor_scale,
+              "qc_format(%s) differs from qp_formats[]", t->name);
+        CHECK(qc_tensor_scale_range(&q) == qp_tensor_scale_range((qp_fmt)f), "%s: tensor scale range", t->name);
+    }
+}
+
+/* ---- 3. whole tensors ----------------------------------------------------- */
+
+/* Elements per thread of the per-tensor kernels (flat index chunks). */
+#define TENSOR_CHUNK 16
+
+typedef struct {
+    float amax, scale, scale_inv;
+    qc_counts cnt;
+} drv_stats;
+
+/* Quantize as the kernels decompose the work. given > 0: that tensor scale. */
+static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, float given, int sr,
+                           uint64_t seed, uint64_t stream, int unscaled, uint8_t *codes, uint8_t *scales, float *y,
+                           drv_stats *st)
+{
+    const qc_fmt_info f = qc_format(fmt);
+    const int64_t n = rows * cols;
+    /* the amax pass (max over finite |x|; any grouping gives the same max) */
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; i += 37) {
+        float a;
+        int nf;
+        qc_block_amax(x + i, (int)(n - i < 37 ? n - i : 37), &a, &nf);
+        if (a > amax) amax = a;
+    }
+    const qc_plan p = qc_make_plan(&f, given, amax, unscaled, sr, seed, stream);
+    st->amax = amax;
+    st->scale = p.scale;
+    st->scale_inv = p.scale_inv;
+    qc_counts_zero(&st->cnt);
+    const int64_t row_bytes = qp_row_bytes(fmt, cols);
+    int64_t srows, scols;
+    qp_scale_shape(fmt, rows, cols, &srows, &scols);
+    if (f.block_cols == 1) {
+        for (int64_t i = 0; i < n; i += TENSOR_CHUNK) {
+            const int m = (int)(n - i < TENSOR_CHUNK ? n - i : TENSOR_CHUNK);
+            qc_encode_block(&f, &p, x + i, m, m, NULL, (uint64_t)i, codes ? codes + i * f.elem_bits / 8 : NULL,
+                            y ? y + i : NULL, &st->cnt);
+        }
+    } else if (f.block_rows == 1) {
+        const int bc = f.block_cols;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t b = 0; b < scols; b++) {
+                const int64_t c0 = b * bc;
+                const int m = (int)(cols - c0 < bc ? cols - c0 : bc);
+                uint8_t sc;
+                qc_quantize_block(&f, &p, x + r * cols + c0, m, (uint64_t)(r * cols + c0),
+                                  codes ? codes + r * row_bytes + c0 * f.elem_bits / 8 : NULL, &sc,
+                                  y ? y + r * cols + c0 : NULL, &st->cnt);
+                if (scales) scales[r * scols + b] = sc;
+            }
+    } else {
+        for (int64_t tr = 0; tr < srows; tr++)
+            for (int64_t tc = 0; tc < scols; tc++) {
+                const int64_t r0 = tr * 16, c0 = tc * 16;
+                const int nr = (int)(rows - r0 < 16 ? rows - r0 : 16), nc = (int)(cols - c0 < 16 ? cols - c0 : 16);
+                uint8_t sc;
+                qc_quantize_tile16(&f, &p, x + r0 * cols + c0, cols, nr, nc, (uint64_t)(r0 * cols + c0),
+                                   codes ? codes + r0 * row_bytes + c0 / 2 : NULL, row_bytes, &sc,
+                                   y ? y + r0 * cols + c0 : NULL, &st->cnt);
+                if (scales) scales[tr * scols + tc] = sc;
+            }
+    }
+}
+
+enum { RANDOM, TIES, SUBNORMAL, BOUNDARY, SPECIAL, ZEROS, HUGE_AMAX, TINY_AMAX, NKINDS };
+static const char *kind_names[NKINDS] = {"random", "ties", "subnormal", "boundary", "special", "zeros", "huge", "tiny"};
+
+/* Exact midpoints of the E4M3 / E5M2 / E2M1 grids (normal and subnormal),
+ * times a power of two (MX scales and scale 1 keep them ties). */
+static float tie_value(unsigned long long *s)
+{
+    static const float ties[] = {
+        /* E4M3: between 1 and 1.125, 1.125 and 1.25, 240/256 (even/odd), subnormal 1/512 steps */
+        1.0625f, 1.1875f, 1.9375f, 248.0f, 464.0f, 432.0f, 3.0f / 1024.0f, 1.0f / 1024.0f, 0.0146484375f,
+        /* E5M2 */ 1.125f, 1.375f, 1.875f, 61440.0f, 53248.0f,
+        /* E2M1 */ 0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    const float v = ties[qp_test_next(s) % (sizeof ties / sizeof ties[0])];
+    const int e = qp_test_next(s) % 4 == 0 ? (int)(qp_test_next(s) % 9) - 4 : 0;
+    const float t = ldexpf(v, e);
+    return qp_test_next(s) & 1 ? -t : t;
+}
+
+static void fill(float *x, int64_t n, int64_t cols, int kind, unsigned long long seed)
+{
+    unsigned long long s = seed;
+    for (int64_t i = 0; i < n; i++) {
+        const float g = qp_test_normal(&s);
+        const uint32_t r = (uint32_t)qp_test_next(&s);
+        switch (kind) {
+        case RANDOM: x[i] = g * (i % 13 == 0 ? 30.0f : 1.0f); break;
+        case TIES: x[i] = r % 4 ? tie_value(&s) : g; break;
+        case SUBNORMAL:
+            x[i] = (r & 3) == 0 ? qp_bits_f32(r & 0x807FFFFFu) : g * ldexpf(1.0f, -(int)(r % 30) - 5);
+            if ((i / 32) % 3 == 1) x[i] = qp_bits_f32(r & (0x800FFFFFu >> (r % 8)));
+            break;
+        case BOUNDARY: {
+            /* at and just above the element maxima, the power-of-two edges */
+            static const float edges[] = {448.0f,  448.00003f, 449.0f,  480.0f,   6.0f,     6.0000005f, 6.5f,
+                                          57344.0f, 57344.004f, 61439.996f, 1.0f, 0.99999994f, 2688.0f, 2688.0002f,
+                                          7.0f,    3.5f};
+            const float e = edges[r % (sizeof edges / sizeof edges[0])];
+            x[i] = ldexpf(e, (int)(qp_test_next(&s) % 9) - 4) * (g < 0 ? -1.0f : 1.0f);
+            if (i % 3 == 1) x[i] = e * (g < 0 ? -1.0f : 1.0f);
+            if (i % 3 == 2) x[i] *= 0.25f * g;
+            break;
+        }
+        case SPECIAL: {
+            static const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, FLT_MAX, -FLT_MAX, FLT_MIN,
+                                             1e-45f, 1.0f};
+            x[i] = (r % 6 == 0) ? specials[qp_test_next(&s) % (sizeof specials / sizeof specials[0])] : g;
+            break;
+        }
+        case ZEROS: {
+            /* whole zero blocks and rows, -0 rows, some live values */
+            const int64_t row = i / cols, blk = (i % cols) / 16;
+            x[i] = (row % 3 == 0 || blk % 2 == 0) ? ((row % 5 == 1) ? -0.0f : 0.0f) : g;
+            break;
+        }
+        case HUGE_AMAX:
+            x[i] = g * 3e37f;
+            if (r % 50 == 0) x[i] = r & 1 ? FLT_MAX : -FLT_MAX;
+            if (r % 50 == 1) x[i] = 3.4e38f;
+            break;
+        default: /* TINY_AMAX: amax around 1e-40 .. 1e-36 */
+            x[i] = g * ldexpf(1.0f, -125 - (int)(r % 20));
+            break;
+        }
+    }
+}
+
+static int same_bits(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
+
+static int64_t first_diff_f(const float *a, const float *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!same_bits(&a[i], &b[i], 4)) return i;
+    return -1;
+}
+
+static void one_case(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, const qp_qopts *o, const char *what)
+{
+    const char *name = qp_formats[fmt].name;
+    const int64_t n = rows * cols;
+    qp_qtensor q;
+    if (qp_qtensor_alloc(&q, fmt, rows, cols)) abort();
+    qp_qstats ref;
+    qp_quantize(x, &q, o, &ref);
+    const size_t cbytes = (size_t)(rows * q.row_bytes), sbytes = (size_t)(q.scale_rows * q.scale_cols);
+    uint8_t *codes = calloc(cbytes + 1, 1), *scales = calloc(sbytes + 1, 1);
+    memset(codes, 0xA5, cbytes); /* every byte must be written, padding included */
+    memset(scales, 0xA5, sbytes);
+    drv_stats st;
+    qcore_quantize(fmt, x, rows, cols, o->scale, o->stochastic, o->seed, o->stream, 0, codes, scales, NULL, &st);
+    CHECK(same_bits(codes, q.codes, cbytes), "%s %s %lldx%lld: codes differ", name, what, (long long)rows,
+          (long long)cols);
+    CHECK(same_bits(scales, q.scales, sbytes), "%s %s %lldx%lld: block scales differ", name, what, (long long)rows,
+          (long long)cols);
+    CHECK(same_bits(&st.scale_inv, &q.scale_inv, 4) && same_bits(&st.scale, &ref.scale, 4) &&
+              same_bits(&st.amax, &ref.amax, 4),
+          "%s %s: amax/scale %g/%g/%g vs %g/%g/%g", name, what, st.amax, st.scale, st.scale_inv, ref.amax, ref.scale,
+          q.scale_inv);
+    CHECK(st.cnt.n_nonfinite == ref.n_nonfinite && st.cnt.n_nonzero == ref.n_nonzero && st.cnt.n_sat == ref.n_sat &&
+              st.cnt.n_flushed == ref.n_flushed,
+          "%s %s: counts nonfinite %u/%lld nonzero %u/%lld sat %u/%lld flushed %u/%lld", name, what,
+          st.cnt.n_nonfinite, (long long)ref.n_nonfinite, st.cnt.n_nonzero, (long long)ref.n_nonzero, st.cnt.n_sat,
+          (long long)ref.n_sat, st.cnt.n_flushed, (long long)ref.n_flushed);
+
+    /* qdq, scaled and unscaled, and the BF16 bits of the values */
+    float *y = malloc((size_t)n * sizeof *y + 4), *yr = malloc((size_t)n * sizeof *yr + 4);
+    for (int unscaled = 0; unscaled < 2; unscaled++) {
+        qp_qopts oo = *o;
+        oo.unscaled = unscaled;
+        qp_qdq(fmt, x, yr, rows, cols, &oo, NULL);
+        drv_stats st2;
+        qcore_quantize(fmt, x, rows, cols, o->scale, o->stochastic, o->seed, o->stream, unscaled, NULL, NULL, y,
+                       &st2);
+        const int64_t d = first_diff_f(y, yr, n);
+        CHECK(d < 0, "%s %s unscaled=%d: qdq differs at %lld: %a vs %a (x=%a)", name, what, unscaled, (long long)d,
+              d >= 0 ? y[d] : 0.0, d >= 0 ? yr[d] : 0.0, d >= 0 ? x[d] : 0.0);
+        int64_t bb = 0;
+        for (int64_t i = 0; i < n; i++) bb += qc_f32_to_bf16(y[i]) != qp_f32_to_bf16(yr[i]);
+        CHECK(bb == 0, "%s %s: bf16 of qdq differs", name, what);
+    }
+    free(y);
+    free(yr);
+    free(codes);
+    free(scales);
+    qp_qtensor_free(&q);
+}
+
+static void test_tensors(void)
+{
+    static const int64_t shapes[][2] = {{1, 1},  {1, 7},   {3, 17},  {16, 16}, {17, 33},
+                                        {33, 50}, {20, 64}, {5, 200}, {48, 96}, {31, 47}};
+    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+    unsigned long long s = 7;
+    for (int kind = 0; kind < NKINDS; kind++)
+        for (int si = 0; si < nshapes; si++) {
+            const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+            float *x = malloc((size_t)n * sizeof *x);
+            fill(x, n, cols, kind, 1000 + 17 * (unsigned long long)kind + (unsigned long long)si);
+            for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++)
+                for (int sr = 0; sr < 2; sr++)
+                    for (int gi = 0; gi < 3; gi++) {
+                        static const float given[] = {0.0f, 1.0f, 0.3f};
+                        qp_qopts o;
+                        memset(&o, 0, sizeof o);
+                        o.stochastic = sr;
+                        o.seed = qp_test_next(&s);
+                        o.stream = gi == 2 ? qp_test_next(&s) : (uint64_t)si;
+                        o.scale = given[gi];
+                        if (gi == 2 && fmt >= QP_FMT_NVFP4) o.scale = 37.5f; /* a given NVFP4 global scale */
+                        char what[96];
+                        snprintf(what, sizeof what, "%s %s scale=%g", kind_names[kind], sr ? "SR" : "RN", o.scale);
+                        one_case((qp_fmt)fmt, x, rows, cols, &o, what);
+                    }
+            free(x);
+        }
+}
+
+/* A bigger tensor (several 16-row chunks of quant/'s driver, its threads). */
+static void test_large(void)
+{
+    const int64_t rows = 100, cols = 1000, n = rows * cols;
+    float *x = malloc((size_t)n * sizeof *x);
+    fill(x, n, cols, RANDOM, 4242);
+    x[5] = NAN, x[1234] = INFINITY, x[77777] = -0.0f, x[99999] = 1e-42f;
+    for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++)
+        for (int sr = 0; sr < 2; sr++) {
+            qp_qopts o;
+            memset(&o, 0, sizeof o);
+            o.stochastic = sr;
+            o.seed = 0x1234567890ABCDEFull;
+            o.stream = 0xFEDCBA0987654321ull;
+            one_case((qp_fmt)fmt, x, rows, cols, &o, sr ? "large SR" : "large RN");
+        }
+    free(x);
+}
+
+/* ---- 4. RHT ------------------------------------------------------------------ */
+
+static void test_rht(void)
+{
+    const int64_t rows = 37, cols = 96, n = rows * cols;
+    float *x = malloc((size_t)n * sizeof *x), *ref = malloc((size_t)n * sizeof *ref);
+    unsigned long long s = 5;
+    for (int trial = 0; trial < 4; trial++) {
+        const uint64_t seed = trial == 0 ? 0 : qp_test_next(&s);
+        fill(x, n, cols, trial == 3 ? SPECIAL : trial == 2 ? SUBNORMAL : RANDOM, 300 + (unsigned long long)trial);
+        memcpy(ref, x, (size_t)n * sizeof *x);
+        CHECK(qp_rht16(ref, rows, cols, seed) == 0, "qp_rht16");
+        float sg[16];
+        qp_rht_signs(seed, sg);
+        const uint32_t mask = qc_rht_sign_mask(seed);
+        int sbad = 0;
+        for (int j = 0; j < 16; j++) sbad += ((mask >> j) & 1u) != (sg[j] < 0.0f);
+        CHECK(sbad == 0, "RHT signs for seed %llu", (unsigned long long)seed);
+        for (int64_t i = 0; i < n; i += 16) qc_rht16_vec(x + i, mask);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += !qp_same_float(x[i], ref[i]);
+        CHECK(bad == 0, "RHT trial %d: %lld values differ", trial, (long long)bad);
+    }
+    free(x);
+    free(ref);
+}
+
+int main(void)
+{
+    test_format_table();
+    test_codecs();
+    test_rht();
+    test_tensors();
+    test_large();
+    return qp_test_finish("test_qcore");
+}
