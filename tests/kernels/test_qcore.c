@@ -351,6 +351,43 @@ static void test_large(void)
     free(x);
 }
 
+/* NVFP4 block amaxes where amax*S/6 and amax*(S*(1/6)) (TE's order, quant/'s)
+ * round to different UE4M3 scales: the block rule's float order must match. */
+static void test_nvfp4_order(void)
+{
+    unsigned long long s = 31;
+    const int64_t rows = 4, cols = 16 * 64, n = rows * cols;
+    float *x = malloc((size_t)n * sizeof *x);
+    int found = 0;
+    for (int trial = 0; trial < 8; trial++) {
+        const float S = (float)(1.0 + qp_test_uniform(&s) * 1000.0);
+        for (int64_t b = 0; b < n / 16; b++) {
+            float a = 0.0f;
+            for (int tries = 0; tries < 100000; tries++) {
+                /* an E4M3 midpoint (normal binades) divided back by S/6, nudged by a few ulps */
+                const uint32_t m = (uint32_t)(qp_test_next(&s) % 8), e = (uint32_t)(qp_test_next(&s) % 14);
+                const float tie = ldexpf(1.0f + (2.0f * (float)m + 1.0f) / 16.0f, (int)e - 6);
+                float c = tie / (S / 6.0f);
+                c = qp_bits_f32(qp_f32_bits(c) + (uint32_t)(qp_test_next(&s) % 5) - 2u);
+                if (qp_f32_to_ue4m3(c * S / 6.0f) != qp_f32_to_ue4m3(c * (S * (1.0f / 6.0f)))) {
+                    a = c;
+                    break;
+                }
+            }
+            found += a > 0.0f;
+            for (int j = 0; j < 16; j++) x[b * 16 + j] = a * (j == (int)(b % 16) ? 1.0f : (float)j / 17.0f);
+        }
+        for (int fmt = QP_FMT_NVFP4; fmt <= QP_FMT_NVFP4_2D; fmt++) {
+            qp_qopts o;
+            memset(&o, 0, sizeof o);
+            o.scale = S;
+            one_case((qp_fmt)fmt, x, rows, cols, &o, "TE-order blocks");
+        }
+    }
+    CHECK(found > 1000, "found only %d blocks where the two orders differ", found);
+    free(x);
+}
+
 /* ---- 4. RHT ------------------------------------------------------------------ */
 
 static void test_rht(void)
@@ -385,5 +422,6 @@ int main(void)
     test_rht();
     test_tensors();
     test_large();
+    test_nvfp4_order();
     return qp_test_finish("test_qcore");
 }
