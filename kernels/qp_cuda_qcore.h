@@ -34,6 +34,11 @@
 #else
 #define QC_FN static inline
 #endif
+#ifdef __CUDA_ARCH__
+#define QC_UNROLL _Pragma("unroll")
+#else
+#define QC_UNROLL
+#endif
 
 /* ---- bits ---------------------------------------------------------------- */
 
@@ -286,7 +291,8 @@ QC_FN uint32_t qc_rng_word(qc_rng *g, uint64_t i)
         g->ctr = i >> 2;
         qc_philox4x32(g->seed, g->ctr, g->stream, g->w);
     }
-    return g->w[i & 3];
+    const uint32_t k = (uint32_t)(i & 3);  /* a select, not an indexed load: w stays in registers */
+    return k == 0 ? g->w[0] : k == 1 ? g->w[1] : k == 2 ? g->w[2] : g->w[3];
 }
 
 /* ---- formats (qp_formats[] as plain values, usable on the device) -------- */
@@ -396,12 +402,17 @@ typedef struct {
     uint8_t code, flag;
 } qc_bscale;
 
-/* Finite amax and a non-finite flag of x[0..n). */
-QC_FN void qc_block_amax(const float *x, int n, float *amax, int *nonfinite)
+/* Finite amax and a non-finite flag of x[0..n). The loops of this file run
+ * to a bound that is a compile-time constant in the kernels (npad, the block
+ * size) and skip i >= n, so that nvcc unrolls them and keeps the per-thread
+ * arrays in registers; x[i] is never read for i >= n. */
+QC_FN void qc_block_amax_pad(const float *x, int n, int npad, float *amax, int *nonfinite)
 {
     float m = 0.0f;
     int nf = 0;
-    for (int i = 0; i < n; i++) {
+    QC_UNROLL
+    for (int i = 0; i < npad; i++) {
+        if (i >= n) break;
         const float a = qc_fabs(x[i]);
         if (!qc_isfinite(a)) nf = 1;
         else if (a > m) m = a;
@@ -409,6 +420,8 @@ QC_FN void qc_block_amax(const float *x, int n, float *amax, int *nonfinite)
     *amax = m;
     *nonfinite = nf;
 }
+
+QC_FN void qc_block_amax(const float *x, int n, float *amax, int *nonfinite) { qc_block_amax_pad(x, n, n, amax, nonfinite); }
 
 /* The block-scale rule: OCP MX (E8M0) or NVFP4 (UE4M3, Transformer Engine's
  * float order). nonfinite only matters for MX. */
@@ -513,9 +526,12 @@ QC_FN void qc_encode_block(const qc_fmt_info *f, const qc_plan *p, const float *
     qc_rng_init(&g, p->seed, p->stream);
     if (codes) {
         const int nbytes = (npad * f->elem_bits + 7) / 8;
+        QC_UNROLL
         for (int i = 0; i < nbytes; i++) codes[i] = 0;
     }
-    for (int i = 0; i < n; i++) {
+    QC_UNROLL
+    for (int i = 0; i < npad; i++) {
+        if (i >= n) break;
         const float xv = x[i];
         const int finite = qc_isfinite(xv);
         if (!finite) cnt->n_nonfinite++;
@@ -551,7 +567,7 @@ QC_FN float qc_quantize_block(const qc_fmt_info *f, const qc_plan *p, const floa
 {
     float amax;
     int nf;
-    qc_block_amax(x, n, &amax, &nf);
+    qc_block_amax_pad(x, n, f->block_cols, &amax, &nf);
     const qc_bscale bs = qc_block_scale(f, p, amax, f->block_scale == QP_SCALE_E8M0 && nf);
     if (scale_code) *scale_code = bs.code;
     qc_encode_block(f, p, x, n, f->block_cols, &bs, gidx0, codes, y, cnt);

@@ -89,12 +89,16 @@ __device__ __forceinline__ qc_plan device_plan(const QArgs &a, const qc_fmt_info
     return qc_make_plan(&f, given, amax, a.unscaled, a.sr, a.seed, a.stream);
 }
 
-// Per-tensor formats: one thread per 16 consecutive elements.
+// The per-thread arrays below are only indexed inside loops whose bound is a
+// compile-time constant (qc_*_pad, npad = the block size; elements i >= m are
+// skipped), so they stay in registers, ragged blocks included.
+
+// Per-tensor formats: one thread per 16 consecutive elements of the flat tensor.
 template <int FMT>
 __global__ void __launch_bounds__(kThreads) tensor_kernel(QArgs a)
 {
-    const qc_fmt_info f = qc_format(FMT);
     constexpr int E = 16, EB = FMT == QP_FMT_FP32 ? 4 : FMT == QP_FMT_BF16 ? 2 : 1;
+    const qc_fmt_info f = qc_format(FMT);
     const qc_plan p = device_plan<FMT>(a, f);
     const int64_t i0 = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) * E;
     qc_counts cnt;
@@ -103,14 +107,18 @@ __global__ void __launch_bounds__(kThreads) tensor_kernel(QArgs a)
     if (i0 < a.n) {
         const int m = (int)(a.n - i0 < E ? a.n - i0 : E);
         float v[E], y[E];
-        uint8_t c[E * EB];
         load_block<E>(a.x + i0, m, a.vec, v);
         if (!a.amax_done) {
             int nf;
-            qc_block_amax(v, m, &amax, &nf);
+            qc_block_amax_pad(v, m, E, &amax, &nf);
         }
-        qc_encode_block(&f, &p, v, m, m, nullptr, (uint64_t)i0, a.codes ? c : nullptr, y, &cnt);
-        if (a.codes) store_bytes<E * EB>(a.codes + i0 * EB, m * EB, a.vec, c);
+        if (a.codes) {
+            uint8_t c[E * EB];
+            qc_encode_block(&f, &p, v, m, E, nullptr, (uint64_t)i0, c, y, &cnt);
+            store_bytes<E * EB>(a.codes + i0 * EB, m * EB, a.vec, c);
+        } else {
+            qc_encode_block(&f, &p, v, m, E, nullptr, (uint64_t)i0, nullptr, y, &cnt);
+        }
         if (a.y) store_floats<E>(a.y + i0, m, a.vec, y);
         if (a.ybf) store_bf16<E>(a.ybf + i0, m, a.vec, y);
     }
@@ -121,34 +129,36 @@ __global__ void __launch_bounds__(kThreads) tensor_kernel(QArgs a)
 template <int FMT>
 __global__ void __launch_bounds__(kThreads) block_kernel(QArgs a)
 {
-    const qc_fmt_info f = qc_format(FMT);
     constexpr int BC = FMT == QP_FMT_NVFP4 ? QK_NVFP4 : QK_MX;
     constexpr int NB = FMT == QP_FMT_MXFP4 || FMT == QP_FMT_NVFP4 ? BC / 2 : BC;
+    const qc_fmt_info f = qc_format(FMT);
     const qc_plan p = device_plan<FMT>(a, f);
     const int64_t id = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     qc_counts cnt;
     qc_counts_zero(&cnt);
     float amax = 0.0f;
     if (id < a.rows * a.scale_cols) {
-        const int64_t r = id / a.scale_cols, b = id % a.scale_cols, c0 = b * BC;
+        const int64_t r = id / a.scale_cols, b = id % a.scale_cols, c0 = b * BC, off = r * a.cols + c0;
         const int m = (int)(a.cols - c0 < BC ? a.cols - c0 : BC);
         const bool vx = a.vec && (a.cols % 4) == 0;
         float v[BC], y[BC];
-        uint8_t c[NB];
-        uint8_t sc;
-        load_block<BC>(a.x + r * a.cols + c0, m, vx, v);
-        amax = qc_quantize_block(&f, &p, v, m, (uint64_t)(r * a.cols + c0), a.codes ? c : nullptr, &sc, y, &cnt);
+        load_block<BC>(a.x + off, m, vx, v);
         if (a.codes) {
+            uint8_t c[NB], sc;
+            amax = qc_quantize_block(&f, &p, v, m, (uint64_t)off, c, &sc, y, &cnt);
             store_bytes<NB>(a.codes + r * a.row_bytes + b * NB, NB, a.vec, c);
             a.scales[r * a.scale_cols + b] = sc;
+        } else {
+            amax = qc_quantize_block(&f, &p, v, m, (uint64_t)off, nullptr, nullptr, y, &cnt);
         }
-        if (a.y) store_floats<BC>(a.y + r * a.cols + c0, m, vx, y);
-        if (a.ybf) store_bf16<BC>(a.ybf + r * a.cols + c0, m, vx && (a.cols % 8) == 0, y);
+        if (a.y) store_floats<BC>(a.y + off, m, vx, y);
+        if (a.ybf) store_bf16<BC>(a.ybf + off, m, vx && (a.cols % 8) == 0, y);
     }
     add_stats(a.st, cnt, amax, !a.amax_done);
 }
 
-// NVFP4-2D: sixteen lanes per 16x16 tile (a half warp), lane = tile row.
+// NVFP4-2D: sixteen lanes per 16x16 tile (a half warp), lane = tile row; the
+// tile amax is reduced across the half warp with shuffles.
 __global__ void __launch_bounds__(kThreads) tile_kernel(QArgs a)
 {
     const qc_fmt_info f = qc_format(QP_FMT_NVFP4_2D);
@@ -158,32 +168,34 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(QArgs a)
     const int lr = (int)(gid & 15);
     const int64_t ntiles = a.scale_rows * a.scale_cols;
     const int64_t tr = tile / a.scale_cols, tc = tile % a.scale_cols;
-    const int64_t r = tr * 16 + lr, c0 = tc * 16;
+    const int64_t r = tr * 16 + lr, c0 = tc * 16, off = r * a.cols + c0;
     const bool live = tile < ntiles && r < a.rows;
     const int m = live ? (int)(a.cols - c0 < 16 ? a.cols - c0 : 16) : 0;
     const bool vx = a.vec && (a.cols % 4) == 0;
     float v[16], y[16];
     float amax = 0.0f;
     if (live) {
-        load_block<16>(a.x + r * a.cols + c0, m, vx, v);
+        load_block<16>(a.x + off, m, vx, v);
         int nf;
-        qc_block_amax(v, m, &amax, &nf);
+        qc_block_amax_pad(v, m, 16, &amax, &nf);
     }
     // the tile amax: max over the half warp (all 32 lanes take part)
     float ta = amax;
-    for (int off = 8; off > 0; off >>= 1) ta = fmaxf(ta, __shfl_xor_sync(0xFFFFFFFFu, ta, off, 16));
+    for (int o = 8; o > 0; o >>= 1) ta = fmaxf(ta, __shfl_xor_sync(0xFFFFFFFFu, ta, o, 16));
     qc_counts cnt;
     qc_counts_zero(&cnt);
     if (live) {
         const qc_bscale bs = qc_block_scale(&f, &p, ta, 0);
-        uint8_t c[8];
-        qc_encode_block(&f, &p, v, m, 16, &bs, (uint64_t)(r * a.cols + c0), a.codes ? c : nullptr, y, &cnt);
         if (a.codes) {
+            uint8_t c[8];
+            qc_encode_block(&f, &p, v, m, 16, &bs, (uint64_t)off, c, y, &cnt);
             store_bytes<8>(a.codes + r * a.row_bytes + tc * 8, 8, a.vec, c);
             if (lr == 0) a.scales[tr * a.scale_cols + tc] = bs.code;
+        } else {
+            qc_encode_block(&f, &p, v, m, 16, &bs, (uint64_t)off, nullptr, y, &cnt);
         }
-        if (a.y) store_floats<16>(a.y + r * a.cols + c0, m, vx, y);
-        if (a.ybf) store_bf16<16>(a.ybf + r * a.cols + c0, m, vx && (a.cols % 8) == 0, y);
+        if (a.y) store_floats<16>(a.y + off, m, vx, y);
+        if (a.ybf) store_bf16<16>(a.ybf + off, m, vx && (a.cols % 8) == 0, y);
     }
     add_stats(a.st, cnt, amax, !a.amax_done);
 }
