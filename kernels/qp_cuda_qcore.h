@@ -283,6 +283,7 @@ QC_FN void qc_rng_init(qc_rng *g, uint64_t seed, uint64_t stream)
     g->seed = seed;
     g->stream = stream;
     g->ctr = UINT64_MAX;
+    g->w[0] = g->w[1] = g->w[2] = g->w[3] = 0;
 }
 
 QC_FN uint32_t qc_rng_word(qc_rng *g, uint64_t i)
