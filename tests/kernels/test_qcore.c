@@ -66,6 +66,25 @@ static void test_codecs(void)
         srbad += qc_f32_to_e5m2_sr(y, r) != qp_f32_to_e5m2_sr(y, r);
         srbad += qc_f32_to_e2m1_sr(y, r) != qp_f32_to_e2m1_sr(y, r);
     }
+    /* r exactly at the rounding threshold floor(frac * 2^32) and next to it
+     * (computed here in double, independently): "up iff r < threshold" */
+    static const struct { int mbits, emin; } grid[3] = {{3, -6}, {2, -14}, {1, 0}};
+    for (int i = 0; i < 300000; i++) {
+        const int k = i % 3;
+        const float x = (float)qp_test_normal(&s) * ldexpf(1.0f, (int)(qp_test_next(&s) % 16) - 8 - (k == 1) * 8);
+        const float ax = fabsf(x);
+        if (ax == 0.0f || ax >= (k == 0 ? 448.0f : k == 1 ? 57344.0f : 6.0f)) continue;
+        int e = qp_floor_log2(ax);
+        if (e < grid[k].emin) e = grid[k].emin;
+        const double q = (double)ax / ldexp(1.0, e - grid[k].mbits);
+        const uint32_t t = (uint32_t)((q - floor(q)) * 4294967296.0);
+        for (int d = -1; d <= 1; d++) {
+            const uint32_t r = t + (uint32_t)d;
+            if (k == 0) srbad += qc_f32_to_e4m3_sr(x, r) != qp_f32_to_e4m3_sr(x, r);
+            if (k == 1) srbad += qc_f32_to_e5m2_sr(x, r) != qp_f32_to_e5m2_sr(x, r);
+            if (k == 2) srbad += qc_f32_to_e2m1_sr(x, r) != qp_f32_to_e2m1_sr(x, r);
+        }
+    }
     CHECK(srbad == 0, "SR near thresholds: %lld mismatches", (long long)srbad);
 
     int dbad = 0;
