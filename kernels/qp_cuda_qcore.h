@@ -598,6 +598,64 @@ QC_FN float qc_quantize_tile16(const qc_fmt_info *f, const qc_plan *p, const flo
     return amax;
 }
 
+/* ---- work split: which elements, codes and scale one thread owns ------- */
+
+/* What one kernel thread (t, its global index) works on: m real elements at
+ * x + x_off (x_off is also the SR global index of the first), the codes from
+ * byte code_off, the block scale at scale_idx (-1: none). The kernels and
+ * test_qcore's driver both walk tensors through these functions. */
+typedef struct {
+    int64_t x_off, code_off, scale_idx;
+    int m;
+    int lane; /* nvfp4-2d: the row within the tile */
+} qc_job;
+
+/* Per-tensor formats: thread t owns elements [16t, 16t + 16) of the flat tensor. */
+#define QC_TENSOR_CHUNK 16
+QC_FN int qc_tensor_job(const qc_fmt_info *f, int64_t n, int64_t t, qc_job *j)
+{
+    const int64_t i0 = t * QC_TENSOR_CHUNK;
+    if (i0 >= n) return 0;
+    j->x_off = i0;
+    j->m = (int)(n - i0 < QC_TENSOR_CHUNK ? n - i0 : QC_TENSOR_CHUNK);
+    j->code_off = i0 * (f->elem_bits / 8);
+    j->scale_idx = -1;
+    j->lane = 0;
+    return 1;
+}
+
+/* 1D block formats: thread t owns block t % scale_cols of row t / scale_cols. */
+QC_FN int qc_block_job(const qc_fmt_info *f, int64_t rows, int64_t cols, int64_t row_bytes, int64_t scale_cols,
+                       int64_t t, qc_job *j)
+{
+    if (t >= rows * scale_cols) return 0;
+    const int64_t r = t / scale_cols, b = t % scale_cols, c0 = b * f->block_cols;
+    j->x_off = r * cols + c0;
+    j->m = (int)(cols - c0 < f->block_cols ? cols - c0 : f->block_cols);
+    j->code_off = r * row_bytes + c0 * f->elem_bits / 8;
+    j->scale_idx = t;
+    j->lane = 0;
+    return 1;
+}
+
+/* NVFP4-2D: threads 16k .. 16k+15 own tile k (row-major over scale_rows x
+ * scale_cols), one tile row each; returns 0 for a lane past the last row or
+ * tile (it still takes part in the tile's amax reduction, with amax 0). */
+QC_FN int qc_tile_job(int64_t rows, int64_t cols, int64_t row_bytes, int64_t scale_rows, int64_t scale_cols,
+                      int64_t t, qc_job *j)
+{
+    const int64_t tile = t >> 4, tr = tile / scale_cols, tc = tile % scale_cols;
+    const int lane = (int)(t & 15);
+    const int64_t r = tr * QK_NVFP4 + lane, c0 = tc * QK_NVFP4;
+    j->lane = lane;
+    j->scale_idx = tile;
+    if (tile >= scale_rows * scale_cols || r >= rows) return 0;
+    j->x_off = r * cols + c0;
+    j->m = (int)(cols - c0 < QK_NVFP4 ? cols - c0 : QK_NVFP4);
+    j->code_off = r * row_bytes + c0 / 2;
+    return 1;
+}
+
 /* ---- 16-point RHT (qp_hadamard.c) ---------------------------------------- */
 
 /* The sign mask: bit i set means s_i = -1. */

@@ -93,34 +93,36 @@ __device__ __forceinline__ qc_plan device_plan(const QArgs &a, const qc_fmt_info
 // compile-time constant (qc_*_pad, npad = the block size; elements i >= m are
 // skipped), so they stay in registers, ragged blocks included.
 
+// Which elements, codes and scale a thread owns comes from qc_tensor_job /
+// qc_block_job / qc_tile_job, the functions test_qcore's driver walks too.
+
 // Per-tensor formats: one thread per 16 consecutive elements of the flat tensor.
 template <int FMT>
 __global__ void __launch_bounds__(kThreads) tensor_kernel(QArgs a)
 {
-    constexpr int E = 16, EB = FMT == QP_FMT_FP32 ? 4 : FMT == QP_FMT_BF16 ? 2 : 1;
+    constexpr int E = QC_TENSOR_CHUNK, EB = FMT == QP_FMT_FP32 ? 4 : FMT == QP_FMT_BF16 ? 2 : 1;
     const qc_fmt_info f = qc_format(FMT);
     const qc_plan p = device_plan<FMT>(a, f);
-    const int64_t i0 = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) * E;
     qc_counts cnt;
     qc_counts_zero(&cnt);
     float amax = 0.0f;
-    if (i0 < a.n) {
-        const int m = (int)(a.n - i0 < E ? a.n - i0 : E);
+    qc_job j;
+    if (qc_tensor_job(&f, a.n, blockIdx.x * (int64_t)blockDim.x + threadIdx.x, &j)) {
         float v[E], y[E];
-        load_block<E>(a.x + i0, m, a.vec, v);
+        load_block<E>(a.x + j.x_off, j.m, a.vec, v);
         if (!a.amax_done) {
             int nf;
-            qc_block_amax_pad(v, m, E, &amax, &nf);
+            qc_block_amax_pad(v, j.m, E, &amax, &nf);
         }
         if (a.codes) {
             uint8_t c[E * EB];
-            qc_encode_block(&f, &p, v, m, E, nullptr, (uint64_t)i0, c, y, &cnt);
-            store_bytes<E * EB>(a.codes + i0 * EB, m * EB, a.vec, c);
+            qc_encode_block(&f, &p, v, j.m, E, nullptr, (uint64_t)j.x_off, c, y, &cnt);
+            store_bytes<E * EB>(a.codes + j.code_off, j.m * EB, a.vec, c);
         } else {
-            qc_encode_block(&f, &p, v, m, E, nullptr, (uint64_t)i0, nullptr, y, &cnt);
+            qc_encode_block(&f, &p, v, j.m, E, nullptr, (uint64_t)j.x_off, nullptr, y, &cnt);
         }
-        if (a.y) store_floats<E>(a.y + i0, m, a.vec, y);
-        if (a.ybf) store_bf16<E>(a.ybf + i0, m, a.vec, y);
+        if (a.y) store_floats<E>(a.y + j.x_off, j.m, a.vec, y);
+        if (a.ybf) store_bf16<E>(a.ybf + j.x_off, j.m, a.vec, y);
     }
     add_stats(a.st, cnt, amax, !a.amax_done);
 }
@@ -133,26 +135,25 @@ __global__ void __launch_bounds__(kThreads) block_kernel(QArgs a)
     constexpr int NB = FMT == QP_FMT_MXFP4 || FMT == QP_FMT_NVFP4 ? BC / 2 : BC;
     const qc_fmt_info f = qc_format(FMT);
     const qc_plan p = device_plan<FMT>(a, f);
-    const int64_t id = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     qc_counts cnt;
     qc_counts_zero(&cnt);
     float amax = 0.0f;
-    if (id < a.rows * a.scale_cols) {
-        const int64_t r = id / a.scale_cols, b = id % a.scale_cols, c0 = b * BC, off = r * a.cols + c0;
-        const int m = (int)(a.cols - c0 < BC ? a.cols - c0 : BC);
+    qc_job j;
+    if (qc_block_job(&f, a.rows, a.cols, a.row_bytes, a.scale_cols, blockIdx.x * (int64_t)blockDim.x + threadIdx.x,
+                     &j)) {
         const bool vx = a.vec && (a.cols % 4) == 0;
         float v[BC], y[BC];
-        load_block<BC>(a.x + off, m, vx, v);
+        load_block<BC>(a.x + j.x_off, j.m, vx, v);
         if (a.codes) {
             uint8_t c[NB], sc;
-            amax = qc_quantize_block(&f, &p, v, m, (uint64_t)off, c, &sc, y, &cnt);
-            store_bytes<NB>(a.codes + r * a.row_bytes + b * NB, NB, a.vec, c);
-            a.scales[r * a.scale_cols + b] = sc;
+            amax = qc_quantize_block(&f, &p, v, j.m, (uint64_t)j.x_off, c, &sc, y, &cnt);
+            store_bytes<NB>(a.codes + j.code_off, NB, a.vec, c);
+            a.scales[j.scale_idx] = sc;
         } else {
-            amax = qc_quantize_block(&f, &p, v, m, (uint64_t)off, nullptr, nullptr, y, &cnt);
+            amax = qc_quantize_block(&f, &p, v, j.m, (uint64_t)j.x_off, nullptr, nullptr, y, &cnt);
         }
-        if (a.y) store_floats<BC>(a.y + off, m, vx, y);
-        if (a.ybf) store_bf16<BC>(a.ybf + off, m, vx && (a.cols % 8) == 0, y);
+        if (a.y) store_floats<BC>(a.y + j.x_off, j.m, vx, y);
+        if (a.ybf) store_bf16<BC>(a.ybf + j.x_off, j.m, vx && (a.cols % 8) == 0, y);
     }
     add_stats(a.st, cnt, amax, !a.amax_done);
 }
@@ -163,21 +164,16 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(QArgs a)
 {
     const qc_fmt_info f = qc_format(QP_FMT_NVFP4_2D);
     const qc_plan p = device_plan<QP_FMT_NVFP4_2D>(a, f);
-    const int64_t gid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    const int64_t tile = gid >> 4;
-    const int lr = (int)(gid & 15);
-    const int64_t ntiles = a.scale_rows * a.scale_cols;
-    const int64_t tr = tile / a.scale_cols, tc = tile % a.scale_cols;
-    const int64_t r = tr * 16 + lr, c0 = tc * 16, off = r * a.cols + c0;
-    const bool live = tile < ntiles && r < a.rows;
-    const int m = live ? (int)(a.cols - c0 < 16 ? a.cols - c0 : 16) : 0;
+    qc_job j;
+    const bool live = qc_tile_job(a.rows, a.cols, a.row_bytes, a.scale_rows, a.scale_cols,
+                                  blockIdx.x * (int64_t)blockDim.x + threadIdx.x, &j);
     const bool vx = a.vec && (a.cols % 4) == 0;
     float v[16], y[16];
     float amax = 0.0f;
     if (live) {
-        load_block<16>(a.x + off, m, vx, v);
+        load_block<16>(a.x + j.x_off, j.m, vx, v);
         int nf;
-        qc_block_amax_pad(v, m, 16, &amax, &nf);
+        qc_block_amax_pad(v, j.m, 16, &amax, &nf);
     }
     // the tile amax: max over the half warp (all 32 lanes take part)
     float ta = amax;
@@ -188,14 +184,14 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(QArgs a)
         const qc_bscale bs = qc_block_scale(&f, &p, ta, 0);
         if (a.codes) {
             uint8_t c[8];
-            qc_encode_block(&f, &p, v, m, 16, &bs, (uint64_t)off, c, y, &cnt);
-            store_bytes<8>(a.codes + r * a.row_bytes + tc * 8, 8, a.vec, c);
-            if (lr == 0) a.scales[tr * a.scale_cols + tc] = bs.code;
+            qc_encode_block(&f, &p, v, j.m, 16, &bs, (uint64_t)j.x_off, c, y, &cnt);
+            store_bytes<8>(a.codes + j.code_off, 8, a.vec, c);
+            if (j.lane == 0) a.scales[j.scale_idx] = bs.code;
         } else {
-            qc_encode_block(&f, &p, v, m, 16, &bs, (uint64_t)off, nullptr, y, &cnt);
+            qc_encode_block(&f, &p, v, j.m, 16, &bs, (uint64_t)j.x_off, nullptr, y, &cnt);
         }
-        if (a.y) store_floats<16>(a.y + off, m, vx, y);
-        if (a.ybf) store_bf16<16>(a.ybf + off, m, vx && (a.cols % 8) == 0, y);
+        if (a.y) store_floats<16>(a.y + j.x_off, j.m, vx, y);
+        if (a.ybf) store_bf16<16>(a.ybf + j.x_off, j.m, vx && (a.cols % 8) == 0, y);
     }
     add_stats(a.st, cnt, amax, !a.amax_done);
 }
@@ -216,7 +212,7 @@ int launch_fmt(QArgs a, cudaStream_t s)
     const qc_fmt_info f = qc_format(FMT);
     if (a.n > 0) {
         if (f.block_cols == 1)
-            tensor_kernel<FMT><<<grid_for((a.n + 15) / 16), kThreads, 0, s>>>(a);
+            tensor_kernel<FMT><<<grid_for((a.n + QC_TENSOR_CHUNK - 1) / QC_TENSOR_CHUNK), kThreads, 0, s>>>(a);
         else if (f.block_rows == 1)
             block_kernel<FMT><<<grid_for((int64_t)a.rows * a.scale_cols), kThreads, 0, s>>>(a);
         else

@@ -133,15 +133,13 @@ static void test_format_table(void)
 
 /* ---- 3. whole tensors ----------------------------------------------------- */
 
-/* Elements per thread of the per-tensor kernels (flat index chunks). */
-#define TENSOR_CHUNK 16
-
 typedef struct {
     float amax, scale, scale_inv;
     qc_counts cnt;
 } drv_stats;
 
-/* Quantize as the kernels decompose the work. given > 0: that tensor scale. */
+/* Quantize as the kernels split the work (qc_*_job: which thread owns which
+ * elements, codes and scale), sequentially. given > 0: that tensor scale. */
 static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, float given, int sr,
                            uint64_t seed, uint64_t stream, int unscaled, uint8_t *codes, uint8_t *scales, float *y,
                            drv_stats *st)
@@ -164,35 +162,60 @@ static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t col
     const int64_t row_bytes = qp_row_bytes(fmt, cols);
     int64_t srows, scols;
     qp_scale_shape(fmt, rows, cols, &srows, &scols);
+    qc_job j;
     if (f.block_cols == 1) {
-        for (int64_t i = 0; i < n; i += TENSOR_CHUNK) {
-            const int m = (int)(n - i < TENSOR_CHUNK ? n - i : TENSOR_CHUNK);
-            qc_encode_block(&f, &p, x + i, m, m, NULL, (uint64_t)i, codes ? codes + i * f.elem_bits / 8 : NULL,
-                            y ? y + i : NULL, &st->cnt);
-        }
+        /* tensor_kernel: one thread per 16 elements */
+        for (int64_t t = 0; qc_tensor_job(&f, n, t, &j); t++)
+            qc_encode_block(&f, &p, x + j.x_off, j.m, j.m, NULL, (uint64_t)j.x_off, codes ? codes + j.code_off : NULL,
+                            y ? y + j.x_off : NULL, &st->cnt);
     } else if (f.block_rows == 1) {
-        const int bc = f.block_cols;
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t b = 0; b < scols; b++) {
-                const int64_t c0 = b * bc;
-                const int m = (int)(cols - c0 < bc ? cols - c0 : bc);
-                uint8_t sc;
-                qc_quantize_block(&f, &p, x + r * cols + c0, m, (uint64_t)(r * cols + c0),
-                                  codes ? codes + r * row_bytes + c0 * f.elem_bits / 8 : NULL, &sc,
-                                  y ? y + r * cols + c0 : NULL, &st->cnt);
-                if (scales) scales[r * scols + b] = sc;
-            }
+        /* block_kernel: one thread per block */
+        for (int64_t t = 0; qc_block_job(&f, rows, cols, row_bytes, scols, t, &j); t++) {
+            uint8_t sc;
+            qc_quantize_block(&f, &p, x + j.x_off, j.m, (uint64_t)j.x_off, codes ? codes + j.code_off : NULL, &sc,
+                              y ? y + j.x_off : NULL, &st->cnt);
+            if (scales) scales[j.scale_idx] = sc;
+        }
     } else {
-        for (int64_t tr = 0; tr < srows; tr++)
-            for (int64_t tc = 0; tc < scols; tc++) {
-                const int64_t r0 = tr * 16, c0 = tc * 16;
-                const int nr = (int)(rows - r0 < 16 ? rows - r0 : 16), nc = (int)(cols - c0 < 16 ? cols - c0 : 16);
-                uint8_t sc;
-                qc_quantize_tile16(&f, &p, x + r0 * cols + c0, cols, nr, nc, (uint64_t)(r0 * cols + c0),
-                                   codes ? codes + r0 * row_bytes + c0 / 2 : NULL, row_bytes, &sc,
-                                   y ? y + r0 * cols + c0 : NULL, &st->cnt);
-                if (scales) scales[tr * scols + tc] = sc;
+        /* tile_kernel: sixteen threads per tile, the tile amax reduced over them */
+        for (int64_t t0 = 0; t0 < srows * scols * 16; t0 += 16) {
+            qc_job jl[16];
+            int live[16];
+            float ta = 0.0f;
+            for (int l = 0; l < 16; l++) {
+                live[l] = qc_tile_job(rows, cols, row_bytes, srows, scols, t0 + l, &jl[l]);
+                if (!live[l]) continue;
+                float a;
+                int nf;
+                qc_block_amax_pad(x + jl[l].x_off, jl[l].m, 16, &a, &nf);
+                if (a > ta) ta = a;
             }
+            const qc_bscale bs = qc_block_scale(&f, &p, ta, 0);
+            for (int l = 0; l < 16; l++) {
+                if (!live[l]) continue;
+                qc_encode_block(&f, &p, x + jl[l].x_off, jl[l].m, 16, &bs, (uint64_t)jl[l].x_off,
+                                codes ? codes + jl[l].code_off : NULL, y ? y + jl[l].x_off : NULL, &st->cnt);
+                if (scales && jl[l].lane == 0) scales[jl[l].scale_idx] = bs.code;
+            }
+        }
+        /* the reference for the same split: qc_quantize_tile16 per tile */
+        if (codes && scales) {
+            const int64_t nb = rows * row_bytes;
+            uint8_t *c2 = malloc((size_t)nb + 1), *s2 = malloc((size_t)(srows * scols) + 1);
+            qc_counts cnt2;
+            qc_counts_zero(&cnt2);
+            for (int64_t tr = 0; tr < srows; tr++)
+                for (int64_t tc = 0; tc < scols; tc++) {
+                    const int64_t r0 = tr * 16, c0 = tc * 16;
+                    const int nr = (int)(rows - r0 < 16 ? rows - r0 : 16), nc = (int)(cols - c0 < 16 ? cols - c0 : 16);
+                    qc_quantize_tile16(&f, &p, x + r0 * cols + c0, cols, nr, nc, (uint64_t)(r0 * cols + c0),
+                                       c2 + r0 * row_bytes + c0 / 2, row_bytes, &s2[tr * scols + tc], NULL, &cnt2);
+                }
+            CHECK(memcmp(c2, codes, (size_t)nb) == 0 && memcmp(s2, scales, (size_t)(srows * scols)) == 0,
+                  "qc_quantize_tile16 differs from the tile-kernel split");
+            free(c2);
+            free(s2);
+        }
     }
 }
 
