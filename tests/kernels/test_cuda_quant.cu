@@ -38,8 +38,19 @@ struct Dev {
     void *p = nullptr;
     explicit Dev(size_t bytes) { CUDA_OK(cudaMalloc(&p, bytes + 64)); }
     ~Dev() { cudaFree(p); }
+    Dev(const Dev &) = delete;
+    Dev &operator=(const Dev &) = delete;
     template <class T> T *as(size_t byte_off = 0) { return reinterpret_cast<T *>((char *)p + byte_off); }
 };
+
+/* Device buffers of one_case, allocated once (cudaMalloc/cudaFree per case
+ * would dominate the run time). */
+constexpr size_t kMaxElems = 1000 * 4096;
+struct Pool {
+    Dev x{kMaxElems * 4}, codes{kMaxElems * 4}, scales{kMaxElems / 16 + 64}, st{sizeof(qp_cuda_tstats)}, scale{4},
+        y{kMaxElems * 4}, yb{kMaxElems * 2};
+};
+Pool *g_pool;
 
 bool same_f(float a, float b) { return qp_same_float(a, b); }
 
@@ -64,11 +75,14 @@ void one_case(qp_fmt fmt, const std::vector<float> &x, int rows, int cols, const
     qp_quantize(x.data(), &q, &o, &ref);
     const size_t cbytes = (size_t)(rows * q.row_bytes), sbytes = (size_t)(q.scale_rows * q.scale_cols);
 
-    Dev dx(n * 4), dcodes(cbytes), dscales(sbytes), dst(sizeof(qp_cuda_tstats)), dscale(4), dy(n * 4), dyb(n * 2);
+    if ((size_t)n > kMaxElems) std::abort();
+    Dev &dx = g_pool->x, &dcodes = g_pool->codes, &dscales = g_pool->scales, &dst = g_pool->st,
+        &dscale = g_pool->scale, &dy = g_pool->y, &dyb = g_pool->yb;
     float *d_x = dx.as<float>(off);
     CUDA_OK(cudaMemcpy(d_x, x.data(), n * 4, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(dcodes.p, 0xA5, cbytes + 64));
     CUDA_OK(cudaMemset(dscales.p, 0xA5, sbytes + 64));
+    CUDA_OK(cudaMemset(dst.p, 0xA5, sizeof(qp_cuda_tstats)));
     qp_qopts od = o;
     const float *d_scale_in = nullptr;
     if (dev_scale) {
@@ -95,7 +109,7 @@ void one_case(qp_fmt fmt, const std::vector<float> &x, int rows, int cols, const
         codes_ok = std::memcmp(codes.data(), q.codes, cbytes) == 0;
     }
     CHECK(codes_ok, "%s %s %dx%d: codes differ", name, what, rows, cols);
-    CHECK(std::memcmp(scales.data(), q.scales, sbytes) == 0, "%s %s %dx%d: block scales differ", name, what, rows,
+    CHECK(sbytes == 0 || std::memcmp(scales.data(), q.scales, sbytes) == 0, "%s %s %dx%d: block scales differ", name, what, rows,
           cols);
     CHECK(same_f(st.amax, ref.amax) && same_f(st.scale, ref.scale) && same_f(st.scale_inv, q.scale_inv),
           "%s %s: stats amax/scale/scale_inv %a/%a/%a vs %a/%a/%a", name, what, st.amax, st.scale, st.scale_inv,
@@ -127,6 +141,7 @@ void one_case(qp_fmt fmt, const std::vector<float> &x, int rows, int cols, const
     }
     /* BF16 alone (no FP32 copy) */
     CUDA_OK(qp_cuda_qdq(fmt, d_x, nullptr, dyb.as<uint16_t>(), rows, cols, &od, d_scale_in, nullptr, g_stream));
+    CUDA_OK(cudaStreamSynchronize(g_stream));
     CUDA_OK(cudaMemcpy(yb.data(), dyb.p, n * 2, cudaMemcpyDeviceToHost));
     {
         qp_qopts oo = o;
@@ -259,10 +274,12 @@ int main()
         return 77;
     }
     CUDA_OK(cudaStreamCreate(&g_stream));
+    g_pool = new Pool;
     test_legacy_fp8();
     test_amax_rht_transpose();
     test_tensors();
     test_large();
+    delete g_pool;
     CUDA_OK(cudaStreamDestroy(g_stream));
     return qp_test_finish("test_cuda_quant");
 }
