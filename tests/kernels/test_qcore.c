@@ -219,7 +219,7 @@ static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t col
     }
 }
 
-static int same_bits(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
+static int same_bits(const void *a, const void *b, size_t n) { return n == 0 || memcmp(a, b, n) == 0; }
 
 static int64_t first_diff_f(const float *a, const float *b, int64_t n)
 {
