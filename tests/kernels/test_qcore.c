@@ -201,7 +201,7 @@ static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t col
         /* the reference for the same split: qc_quantize_tile16 per tile */
         if (codes && scales) {
             const int64_t nb = rows * row_bytes;
-            uint8_t *c2 = malloc((size_t)nb + 1), *s2 = malloc((size_t)(srows * scols) + 1);
+            uint8_t *c2 = (uint8_t *)malloc((size_t)nb + 1), *s2 = (uint8_t *)malloc((size_t)(srows * scols) + 1);
             qc_counts cnt2;
             qc_counts_zero(&cnt2);
             for (int64_t tr = 0; tr < srows; tr++)
@@ -237,7 +237,7 @@ static void one_case(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, con
     qp_qstats ref;
     qp_quantize(x, &q, o, &ref);
     const size_t cbytes = (size_t)(rows * q.row_bytes), sbytes = (size_t)(q.scale_rows * q.scale_cols);
-    uint8_t *codes = calloc(cbytes + 1, 1), *scales = calloc(sbytes + 1, 1);
+    uint8_t *codes = (uint8_t *)calloc(cbytes + 1, 1), *scales = (uint8_t *)calloc(sbytes + 1, 1);
     memset(codes, 0xA5, cbytes); /* every byte must be written, padding included */
     memset(scales, 0xA5, sbytes);
     drv_stats st;
@@ -257,7 +257,7 @@ static void one_case(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, con
           (long long)ref.n_sat, st.cnt.n_flushed, (long long)ref.n_flushed);
 
     /* qdq, scaled and unscaled, and the BF16 bits of the values */
-    float *y = malloc((size_t)n * sizeof *y + 4), *yr = malloc((size_t)n * sizeof *yr + 4);
+    float *y = (float *)malloc((size_t)n * sizeof *y + 4), *yr = (float *)malloc((size_t)n * sizeof *yr + 4);
     for (int unscaled = 0; unscaled < 2; unscaled++) {
         qp_qopts oo = *o;
         oo.unscaled = unscaled;
@@ -288,7 +288,7 @@ static void test_tensors(void)
     for (int kind = 0; kind < NKINDS; kind++)
         for (int si = 0; si < nshapes; si++) {
             const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
-            float *x = malloc((size_t)n * sizeof *x);
+            float *x = (float *)malloc((size_t)n * sizeof *x);
             fill(x, n, cols, kind, 1000 + 17 * (unsigned long long)kind + (unsigned long long)si);
             for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++)
                 for (int sr = 0; sr < 2; sr++)
@@ -313,7 +313,7 @@ static void test_tensors(void)
 static void test_large(void)
 {
     const int64_t rows = 100, cols = 1000, n = rows * cols;
-    float *x = malloc((size_t)n * sizeof *x);
+    float *x = (float *)malloc((size_t)n * sizeof *x);
     fill(x, n, cols, RANDOM, 4242);
     x[5] = NAN, x[1234] = INFINITY, x[77777] = -0.0f, x[99999] = 1e-42f;
     for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++)
@@ -334,7 +334,7 @@ static void test_nvfp4_order(void)
 {
     unsigned long long s = 31;
     const int64_t rows = 4, cols = 16 * 64, n = rows * cols;
-    float *x = malloc((size_t)n * sizeof *x);
+    float *x = (float *)malloc((size_t)n * sizeof *x);
     int found = 0;
     for (int trial = 0; trial < 8; trial++) {
         const float S = (float)(1.0 + qp_test_uniform(&s) * 1000.0);
@@ -370,7 +370,7 @@ static void test_nvfp4_order(void)
 static void test_rht(void)
 {
     const int64_t rows = 37, cols = 96, n = rows * cols;
-    float *x = malloc((size_t)n * sizeof *x), *ref = malloc((size_t)n * sizeof *ref);
+    float *x = (float *)malloc((size_t)n * sizeof *x), *ref = (float *)malloc((size_t)n * sizeof *ref);
     unsigned long long s = 5;
     for (int trial = 0; trial < 4; trial++) {
         const uint64_t seed = trial == 0 ? 0 : qp_test_next(&s);
