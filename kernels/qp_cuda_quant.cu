@@ -1,6 +1,14 @@
-// qp_cuda_quant.cu — amax and per-tensor FP8 cast kernels (see qp_cuda_quant.h).
-// The scale is computed on the host from the device amax with the same float
-// expression as quant/qp_scaling.c's qp_scale_from_amax, so codes match bit for bit.
+// qp_cuda_quant.cu — amax, quantization and fused quantize-dequantize kernels
+// (see qp_cuda_quant.h). Every element and block rule comes from
+// qp_cuda_qcore.h, the code tests/kernels/test_qcore.c checks against quant/
+// on the CPU; the kernels only decide who does which block:
+//   per-tensor formats (fp32, bf16, fp8): one thread per 16 consecutive
+//     elements of the flat tensor (no row padding in their layout);
+//   1D block formats (mxfp8, mxfp8-e5m2, mxfp4, nvfp4): one thread per block;
+//   nvfp4-2d: sixteen threads per 16x16 tile, one per tile row, the tile amax
+//     reduced across them with warp shuffles.
+// Current scaling runs an amax kernel first and each thread derives the tensor
+// scale from that device amax itself (qc_make_plan): no host sync anywhere.
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
@@ -8,25 +16,286 @@
 #include <cmath>
 #include <cstring>
 
+#include "qp_cuda_internal.cuh"
 #include "qp_cuda_quant.h"
 
+using namespace qpc;
+
+namespace {
+
 // Max of |x| over finite values, as unsigned bits (order-preserving for non-negative floats).
-__global__ void amax_kernel(const float *x, int64_t n, unsigned int *out)
+__global__ void amax_kernel(const float *x, int64_t n, bool vec, unsigned int *out)
 {
     unsigned int m = 0;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const int64_t t0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    int64_t tail = 0;
+    if (vec) {
+        const int64_t n4 = n / 4;
+        const float4 *x4 = reinterpret_cast<const float4 *>(x);
+        for (int64_t i = t0; i < n4; i += stride) {
+            const float4 q = __ldg(x4 + i);
+            const unsigned int a[4] = {__float_as_uint(q.x) & 0x7FFFFFFFu, __float_as_uint(q.y) & 0x7FFFFFFFu,
+                                       __float_as_uint(q.z) & 0x7FFFFFFFu, __float_as_uint(q.w) & 0x7FFFFFFFu};
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                if (a[k] < 0x7F800000u && a[k] > m) m = a[k];
+        }
+        tail = n4 * 4;
+    }
+    for (int64_t i = tail + t0; i < n; i += stride) {
         const unsigned int a = __float_as_uint(x[i]) & 0x7FFFFFFFu;
         if (a < 0x7F800000u && a > m) m = a;
     }
     for (int off = 16; off > 0; off >>= 1) m = max(m, __shfl_down_sync(0xFFFFFFFFu, m, off));
-    if ((threadIdx.x & 31) == 0) atomicMax(out, m);
+    if ((threadIdx.x & 31) == 0 && m) atomicMax(out, m);
 }
 
+unsigned int amax_grid(int64_t n)
+{
+    const int64_t b = (n / 4 + kThreads - 1) / kThreads;
+    return (unsigned int)(b < 1 ? 1 : b > 4096 ? 4096 : b);
+}
+
+// What one quantization kernel needs.
+struct QArgs {
+    const float *x;
+    int rows, cols;
+    int64_t n;
+    uint8_t *codes;  // NULL for qdq
+    int64_t row_bytes;
+    uint8_t *scales;
+    int64_t scale_rows, scale_cols;
+    float *y;        // qdq outputs, either may be NULL
+    uint16_t *ybf;
+    float given;               // > 0: the host's tensor scale
+    const float *d_scale_in;   // not NULL: the device's tensor scale
+    int unscaled, sr;
+    uint64_t seed, stream;
+    qp_cuda_tstats *st;        // always set: holds the amax of current scaling
+    bool amax_done;            // st->amax already holds the tensor amax (current scaling)
+    bool vec;                  // all pointers 16-byte aligned
+};
+
+template <int FMT>
+__device__ __forceinline__ qc_plan device_plan(const QArgs &a, const qc_fmt_info &f)
+{
+    float given = a.given;
+    if (f.tensor_scale && a.d_scale_in) {
+        given = *a.d_scale_in;
+        if (!(given > 0.0f)) given = 1.0f;
+    }
+    const float amax = a.amax_done ? a.st->amax : 0.0f;
+    return qc_make_plan(&f, given, amax, a.unscaled, a.sr, a.seed, a.stream);
+}
+
+// The per-thread arrays below are only indexed inside loops whose bound is a
+// compile-time constant (qc_*_pad, npad = the block size; elements i >= m are
+// skipped), so they stay in registers, ragged blocks included.
+
+// Which elements, codes and scale a thread owns comes from qc_tensor_job /
+// qc_block_job / qc_tile_job, the functions test_qcore's driver walks too.
+
+// Per-tensor formats: one thread per 16 consecutive elements of the flat tensor.
+template <int FMT>
+__global__ void __launch_bounds__(kThreads) tensor_kernel(QArgs a)
+{
+    constexpr int E = QC_TENSOR_CHUNK, EB = FMT == QP_FMT_FP32 ? 4 : FMT == QP_FMT_BF16 ? 2 : 1;
+    const qc_fmt_info f = qc_format(FMT);
+    const qc_plan p = device_plan<FMT>(a, f);
+    qc_counts cnt;
+    qc_counts_zero(&cnt);
+    float amax = 0.0f;
+    qc_job j;
+    if (qc_tensor_job(&f, a.n, blockIdx.x * (int64_t)blockDim.x + threadIdx.x, &j)) {
+        float v[E], y[E];
+        load_block<E>(a.x + j.x_off, j.m, a.vec, v);
+        if (!a.amax_done) {
+            int nf;
+            qc_block_amax_pad(v, j.m, E, &amax, &nf);
+        }
+        if (a.codes) {
+            uint8_t c[E * EB];
+            qc_encode_block(&f, &p, v, j.m, E, nullptr, (uint64_t)j.x_off, c, y, &cnt);
+            store_bytes<E * EB>(a.codes + j.code_off, j.m * EB, a.vec, c);
+        } else {
+            qc_encode_block(&f, &p, v, j.m, E, nullptr, (uint64_t)j.x_off, nullptr, y, &cnt);
+        }
+        if (a.y) store_floats<E>(a.y + j.x_off, j.m, a.vec, y);
+        if (a.ybf) store_bf16<E>(a.ybf + j.x_off, j.m, a.vec, y);
+    }
+    add_stats(a.st, cnt, amax, !a.amax_done);
+}
+
+// 1D block formats: one thread per block of a row.
+template <int FMT>
+__global__ void __launch_bounds__(kThreads) block_kernel(QArgs a)
+{
+    constexpr int BC = FMT == QP_FMT_NVFP4 ? QK_NVFP4 : QK_MX;
+    constexpr int NB = FMT == QP_FMT_MXFP4 || FMT == QP_FMT_NVFP4 ? BC / 2 : BC;
+    const qc_fmt_info f = qc_format(FMT);
+    const qc_plan p = device_plan<FMT>(a, f);
+    qc_counts cnt;
+    qc_counts_zero(&cnt);
+    float amax = 0.0f;
+    qc_job j;
+    if (qc_block_job(&f, a.rows, a.cols, a.row_bytes, a.scale_cols, blockIdx.x * (int64_t)blockDim.x + threadIdx.x,
+                     &j)) {
+        const bool vx = a.vec && (a.cols % 4) == 0;
+        float v[BC], y[BC];
+        load_block<BC>(a.x + j.x_off, j.m, vx, v);
+        if (a.codes) {
+            uint8_t c[NB], sc;
+            amax = qc_quantize_block(&f, &p, v, j.m, (uint64_t)j.x_off, c, &sc, y, &cnt);
+            store_bytes<NB>(a.codes + j.code_off, NB, a.vec, c);
+            a.scales[j.scale_idx] = sc;
+        } else {
+            amax = qc_quantize_block(&f, &p, v, j.m, (uint64_t)j.x_off, nullptr, nullptr, y, &cnt);
+        }
+        if (a.y) store_floats<BC>(a.y + j.x_off, j.m, vx, y);
+        if (a.ybf) store_bf16<BC>(a.ybf + j.x_off, j.m, vx && (a.cols % 8) == 0, y);
+    }
+    add_stats(a.st, cnt, amax, !a.amax_done);
+}
+
+// NVFP4-2D: sixteen lanes per 16x16 tile (a half warp), lane = tile row; the
+// tile amax is reduced across the half warp with shuffles.
+__global__ void __launch_bounds__(kThreads) tile_kernel(QArgs a)
+{
+    const qc_fmt_info f = qc_format(QP_FMT_NVFP4_2D);
+    const qc_plan p = device_plan<QP_FMT_NVFP4_2D>(a, f);
+    qc_job j;
+    const bool live = qc_tile_job(a.rows, a.cols, a.row_bytes, a.scale_rows, a.scale_cols,
+                                  blockIdx.x * (int64_t)blockDim.x + threadIdx.x, &j);
+    const bool vx = a.vec && (a.cols % 4) == 0;
+    float v[16], y[16];
+    float amax = 0.0f;
+    if (live) {
+        load_block<16>(a.x + j.x_off, j.m, vx, v);
+        int nf;
+        qc_block_amax_pad(v, j.m, 16, &amax, &nf);
+    }
+    // the tile amax: max over the half warp (all 32 lanes take part)
+    float ta = amax;
+    for (int o = 8; o > 0; o >>= 1) ta = fmaxf(ta, __shfl_xor_sync(0xFFFFFFFFu, ta, o, 16));
+    qc_counts cnt;
+    qc_counts_zero(&cnt);
+    if (live) {
+        const qc_bscale bs = qc_block_scale(&f, &p, ta, 0);
+        if (a.codes) {
+            uint8_t c[8];
+            qc_encode_block(&f, &p, v, j.m, 16, &bs, (uint64_t)j.x_off, c, y, &cnt);
+            store_bytes<8>(a.codes + j.code_off, 8, a.vec, c);
+            if (j.lane == 0) a.scales[j.scale_idx] = bs.code;
+        } else {
+            qc_encode_block(&f, &p, v, j.m, 16, &bs, (uint64_t)j.x_off, nullptr, y, &cnt);
+        }
+        if (a.y) store_floats<16>(a.y + j.x_off, j.m, vx, y);
+        if (a.ybf) store_bf16<16>(a.ybf + j.x_off, j.m, vx && (a.cols % 8) == 0, y);
+    }
+    add_stats(a.st, cnt, amax, !a.amax_done);
+}
+
+// The tensor scale used, into the stats (one thread).
+template <int FMT>
+__global__ void finish_kernel(QArgs a)
+{
+    const qc_fmt_info f = qc_format(FMT);
+    const qc_plan p = device_plan<FMT>(a, f);
+    a.st->scale = p.scale;
+    a.st->scale_inv = p.scale_inv;
+}
+
+template <int FMT>
+int launch_fmt(QArgs a, bool want_stats, cudaStream_t s)
+{
+    const qc_fmt_info f = qc_format(FMT);
+    if (a.n > 0) {
+        if (f.block_cols == 1)
+            tensor_kernel<FMT><<<grid_for((a.n + QC_TENSOR_CHUNK - 1) / QC_TENSOR_CHUNK), kThreads, 0, s>>>(a);
+        else if (f.block_rows == 1)
+            block_kernel<FMT><<<grid_for((int64_t)a.rows * a.scale_cols), kThreads, 0, s>>>(a);
+        else
+            tile_kernel<<<grid_for(a.scale_rows * a.scale_cols * 16), kThreads, 0, s>>>(a);
+    }
+    if (want_stats) finish_kernel<FMT><<<1, 1, 0, s>>>(a);
+    return last_error();
+}
+
+int run(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_qopts *opts, const float *d_scale_in,
+        uint8_t *d_codes, uint8_t *d_scales, float *d_y, uint16_t *d_ybf, qp_cuda_tstats *d_stats, void *stream)
+{
+    if ((unsigned)fmt >= QP_FMT_COUNT || rows < 0 || cols < 0) return (int)cudaErrorInvalidValue;
+    const qc_fmt_info f = qc_format(fmt);
+    if (d_codes && f.block_scale != QP_SCALE_NONE && f.block_scale != QP_SCALE_TENSOR && !d_scales)
+        return (int)cudaErrorInvalidValue;
+    static const qp_qopts defaults = {};
+    if (!opts) opts = &defaults;
+    cudaStream_t s = (cudaStream_t)stream;
+    QArgs a = {};
+    a.x = d_x;
+    a.rows = rows;
+    a.cols = cols;
+    a.n = (int64_t)rows * cols;
+    a.codes = d_codes;
+    a.row_bytes = qp_row_bytes(fmt, cols);
+    a.scales = d_scales;
+    int64_t sr = 0, sc = 0;
+    qp_scale_shape(fmt, rows, cols, &sr, &sc);
+    a.scale_rows = sr;
+    a.scale_cols = sc;
+    a.y = d_y;
+    a.ybf = d_ybf;
+    a.given = opts->scale;
+    a.d_scale_in = d_scale_in;
+    a.unscaled = opts->unscaled;
+    a.sr = opts->stochastic;
+    a.seed = opts->seed;
+    a.stream = opts->stream;
+    a.vec = aligned16(d_x) && aligned16(d_codes) && aligned16(d_y) && aligned16(d_ybf);
+
+    qp_cuda_tstats *st = d_stats;
+    cudaError_t e;
+    if (!st) {
+        e = cudaMallocAsync(reinterpret_cast<void **>(&st), sizeof *st, s);
+        if (e != cudaSuccess) return (int)e;
+    }
+    a.st = st;
+    e = cudaMemsetAsync(st, 0, sizeof *st, s);
+    if (e != cudaSuccess) return (int)e;
+    const bool current = f.tensor_scale && !d_scale_in && !(opts->scale > 0.0f);
+    if (current && a.n > 0) {
+        amax_kernel<<<amax_grid(a.n), kThreads, 0, s>>>(d_x, a.n, aligned16(d_x),
+                                                         reinterpret_cast<unsigned int *>(&st->amax));
+        a.amax_done = true;
+    }
+    int rc;
+    switch (fmt) {
+    case QP_FMT_FP32: rc = launch_fmt<QP_FMT_FP32>(a, d_stats != nullptr, s); break;
+    case QP_FMT_BF16: rc = launch_fmt<QP_FMT_BF16>(a, d_stats != nullptr, s); break;
+    case QP_FMT_FP8_E4M3: rc = launch_fmt<QP_FMT_FP8_E4M3>(a, d_stats != nullptr, s); break;
+    case QP_FMT_FP8_E5M2: rc = launch_fmt<QP_FMT_FP8_E5M2>(a, d_stats != nullptr, s); break;
+    case QP_FMT_MXFP8: rc = launch_fmt<QP_FMT_MXFP8>(a, d_stats != nullptr, s); break;
+    case QP_FMT_MXFP8_E5M2: rc = launch_fmt<QP_FMT_MXFP8_E5M2>(a, d_stats != nullptr, s); break;
+    case QP_FMT_MXFP4: rc = launch_fmt<QP_FMT_MXFP4>(a, d_stats != nullptr, s); break;
+    case QP_FMT_NVFP4: rc = launch_fmt<QP_FMT_NVFP4>(a, d_stats != nullptr, s); break;
+    default: rc = launch_fmt<QP_FMT_NVFP4_2D>(a, d_stats != nullptr, s); break;
+    }
+    if (!d_stats) {
+        e = cudaFreeAsync(st, s);
+        if (!rc && e != cudaSuccess) rc = (int)e;
+    }
+    return rc;
+}
+
+// The first FP8 test's cast (kept as it was).
 __global__ void cast_fp8_kernel(const float *x, int64_t n, float s, int e5m2, uint8_t *codes)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         codes[i] = __nv_cvt_float_to_fp8(x[i] * s, __NV_SATFINITE, e5m2 ? __NV_E5M2 : __NV_E4M3);
 }
+
+}  // namespace
 
 extern "C" int qp_cuda_device_count(void)
 {
@@ -38,6 +307,35 @@ extern "C" int qp_cuda_device_count(void)
     return n;
 }
 
+extern "C" const char *qp_cuda_error_string(int rc) { return rc ? cudaGetErrorString((cudaError_t)rc) : "no error"; }
+
+extern "C" int qp_cuda_amax(const float *d_x, int64_t n, float *d_amax, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    const cudaError_t e = cudaMemsetAsync(d_amax, 0, sizeof(float), s);
+    if (e != cudaSuccess) return (int)e;
+    if (n > 0)
+        amax_kernel<<<amax_grid(n), kThreads, 0, s>>>(d_x, n, aligned16(d_x), reinterpret_cast<unsigned int *>(d_amax));
+    return last_error();
+}
+
+extern "C" int qp_cuda_quantize(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_qopts *opts,
+                                const float *d_tensor_scale_in, uint8_t *d_codes, uint8_t *d_scales,
+                                qp_cuda_tstats *d_stats, void *stream)
+{
+    if (!d_codes) return (int)cudaErrorInvalidValue;
+    qp_qopts o = opts ? *opts : qp_qopts{};
+    o.unscaled = false;
+    return run(fmt, d_x, rows, cols, &o, d_tensor_scale_in, d_codes, d_scales, nullptr, nullptr, d_stats, stream);
+}
+
+extern "C" int qp_cuda_qdq(qp_fmt fmt, const float *d_x, float *d_y, uint16_t *d_y_bf16, int rows, int cols,
+                           const qp_qopts *opts, const float *d_tensor_scale_in, qp_cuda_tstats *d_stats,
+                           void *stream)
+{
+    return run(fmt, d_x, rows, cols, opts, d_tensor_scale_in, nullptr, nullptr, d_y, d_y_bf16, d_stats, stream);
+}
+
 extern "C" int qp_cuda_quantize_fp8(const float *d_x, int64_t n, int e5m2, uint8_t *d_codes, float *scale_inv)
 {
     unsigned int *d_amax = nullptr;
@@ -45,20 +343,14 @@ extern "C" int qp_cuda_quantize_fp8(const float *d_x, int64_t n, int e5m2, uint8
     if (err != cudaSuccess) return (int)err;
     cudaMemset(d_amax, 0, sizeof(unsigned int));
     const int threads = 256, blocks = 1024;
-    amax_kernel<<<blocks, threads>>>(d_x, n, d_amax);
+    amax_kernel<<<blocks, threads>>>(d_x, n, aligned16(d_x), d_amax);
     unsigned int bits = 0;
     err = cudaMemcpy(&bits, d_amax, sizeof bits, cudaMemcpyDeviceToHost);
     cudaFree(d_amax);
     if (err != cudaSuccess) return (int)err;
     float amax;
     std::memcpy(&amax, &bits, sizeof amax);
-    const float fmax = e5m2 ? 57344.0f : 448.0f;
-    float s = 1.0f;
-    if (amax > 0.0f && std::isfinite(amax)) {
-        s = fmax / amax;
-        if (!(s <= FLT_MAX)) s = FLT_MAX;
-        if (s == 0.0f) s = 1.0f;
-    }
+    const float s = qc_scale_from_amax(e5m2 ? 57344.0f : 448.0f, amax);
     cast_fp8_kernel<<<blocks, threads>>>(d_x, n, s, e5m2, d_codes);
     err = cudaDeviceSynchronize();
     *scale_inv = 1.0f / s;

@@ -45,8 +45,9 @@ int qp_cuda_amax(const float *d_x, int64_t n, float *d_amax, void *stream);
  * opts as in qp_quantize: opts->scale > 0 gives the per-tensor encode scale
  * (delayed scaling); otherwise it is computed on the device from the amax
  * (current scaling). d_tensor_scale_in, when not NULL, overrides both with a
- * scale already on the device (e.g. from an all-reduced amax). d_stats may be
- * NULL. d_scales may be NULL for formats without block scales. */
+ * scale already on the device (e.g. from an all-reduced amax; a value <= 0
+ * there means 1). d_stats may be NULL. d_scales may be NULL for formats without
+ * block scales. */
 int qp_cuda_quantize(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_qopts *opts,
                      const float *d_tensor_scale_in, uint8_t *d_codes, uint8_t *d_scales, qp_cuda_tstats *d_stats,
                      void *stream);

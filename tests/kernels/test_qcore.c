@@ -1,0 +1,404 @@
+/* test_qcore.c — kernels/qp_cuda_qcore.h (the element and block rules the CUDA
+ * kernels run) against quant/, bit for bit, on the CPU: no GPU or nvcc needed.
+ *
+ * 1. Codecs: every encoder on a dense sweep of float bit patterns (RN, and SR
+ *    with random words), every decoder on every code, Philox and the SR word.
+ * 2. The format table: qc_format(f) agrees with qp_formats[f] for every f.
+ * 3. Whole tensors: a driver that walks a tensor exactly as the kernels do
+ *    (per-tensor formats in flat chunks of 16 elements, 1D formats one block
+ *    at a time, NVFP4-2D one 16x16 tile at a time, global index r*cols + c for
+ *    SR) is compared with qp_quantize (codes, scales, scale_inv, statistics)
+ *    and qp_qdq (values, scaled and unscaled, and their BF16 bits) for every
+ *    format in qp_formats[], RN and SR, current and given scales, on random
+ *    and adversarial data and ragged shapes.
+ * 4. RHT: qc_rht16_vec over every 16-vector against qp_rht16. */
+#include <float.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "qp_cuda_qcore.h"
+#include "qp_format.h"
+#include "qp_hadamard.h"
+#include "qp_quant.h"
+#include "qp_rng.h"
+#include "qp_test.h"
+#include "qc_testdata.h"
+
+/* ---- 1. codecs ------------------------------------------------------------ */
+
+static void test_codecs(void)
+{
+    unsigned long long s = 99;
+    int64_t bad[12] = {0};
+    /* every pattern of the top 20 bits with assorted low 12 bits: all
+     * exponents, signs, NaN/Inf, subnormals, and the rounding-relevant bits */
+    static const uint32_t lows[] = {0x000, 0x001, 0x7FF, 0x800, 0x801, 0xFFF, 0x400, 0x3FF};
+    for (uint32_t hi = 0; hi < (1u << 20); hi++) {
+        for (unsigned k = 0; k < sizeof lows / sizeof lows[0] + 1; k++) {
+            const uint32_t low = k < sizeof lows / sizeof lows[0] ? lows[k] : (uint32_t)qp_test_next(&s) & 0xFFF;
+            const float x = qp_bits_f32(hi << 12 | low);
+            const uint32_t r = (uint32_t)qp_test_next(&s);
+            bad[0] += qc_f32_to_e4m3(x) != qp_f32_to_e4m3(x);
+            bad[1] += qc_f32_to_e5m2(x) != qp_f32_to_e5m2(x);
+            bad[2] += qc_f32_to_e2m1(x) != qp_f32_to_e2m1(x);
+            bad[3] += qc_f32_to_bf16(x) != qp_f32_to_bf16(x);
+            bad[4] += qc_f32_to_ue4m3(x) != qp_f32_to_ue4m3(x);
+            bad[5] += qc_f32_to_e4m3_sr(x, r) != qp_f32_to_e4m3_sr(x, r);
+            bad[6] += qc_f32_to_e5m2_sr(x, r) != qp_f32_to_e5m2_sr(x, r);
+            bad[7] += qc_f32_to_e2m1_sr(x, r) != qp_f32_to_e2m1_sr(x, r);
+            bad[8] += qc_f32_to_bf16_sr(x, r) != qp_f32_to_bf16_sr(x, r);
+            if (qc_isfinite(x) && x != 0.0f) bad[9] += qc_floor_log2(x) != qp_floor_log2(x);
+        }
+    }
+    static const char *names[] = {"e4m3", "e5m2", "e2m1", "bf16", "ue4m3", "e4m3_sr", "e5m2_sr", "e2m1_sr",
+                                  "bf16_sr", "floor_log2"};
+    for (int i = 0; i < 10; i++) CHECK(bad[i] == 0, "encoder %s: %lld mismatches", names[i], (long long)bad[i]);
+
+    /* SR near the rounding points: the threshold compare (r < frac*2^32) */
+    int64_t srbad = 0;
+    for (int i = 0; i < 200000; i++) {
+        const float x = (float)qp_test_normal(&s) * ldexpf(1.0f, (int)(qp_test_next(&s) % 24) - 12);
+        const float ulpfrac = (float)(qp_test_next(&s) % 64) / 64.0f;
+        const float y = x + ulpfrac * ldexpf(1.0f, qp_floor_log2(x == 0.0f ? 1.0f : x) - 3);
+        const uint32_t r = (uint32_t)(qp_test_next(&s) % 5 == 0 ? (uint32_t)(ulpfrac * 4294967296.0) + (i % 3) - 1
+                                                                   : (uint32_t)qp_test_next(&s));
+        srbad += qc_f32_to_e4m3_sr(y, r) != qp_f32_to_e4m3_sr(y, r);
+        srbad += qc_f32_to_e5m2_sr(y, r) != qp_f32_to_e5m2_sr(y, r);
+        srbad += qc_f32_to_e2m1_sr(y, r) != qp_f32_to_e2m1_sr(y, r);
+    }
+    /* r exactly at the rounding threshold floor(frac * 2^32) and next to it
+     * (computed here in double, independently): "up iff r < threshold" */
+    static const struct { int mbits, emin; } grid[3] = {{3, -6}, {2, -14}, {1, 0}};
+    for (int i = 0; i < 300000; i++) {
+        const int k = i % 3;
+        const float x = (float)qp_test_normal(&s) * ldexpf(1.0f, (int)(qp_test_next(&s) % 16) - 8 - (k == 1) * 8);
+        const float ax = fabsf(x);
+        if (ax == 0.0f || ax >= (k == 0 ? 448.0f : k == 1 ? 57344.0f : 6.0f)) continue;
+        int e = qp_floor_log2(ax);
+        if (e < grid[k].emin) e = grid[k].emin;
+        const double q = (double)ax / ldexp(1.0, e - grid[k].mbits);
+        const uint32_t t = (uint32_t)((q - floor(q)) * 4294967296.0);
+        for (int d = -1; d <= 1; d++) {
+            const uint32_t r = t + (uint32_t)d;
+            if (k == 0) srbad += qc_f32_to_e4m3_sr(x, r) != qp_f32_to_e4m3_sr(x, r);
+            if (k == 1) srbad += qc_f32_to_e5m2_sr(x, r) != qp_f32_to_e5m2_sr(x, r);
+            if (k == 2) srbad += qc_f32_to_e2m1_sr(x, r) != qp_f32_to_e2m1_sr(x, r);
+        }
+    }
+    CHECK(srbad == 0, "SR near thresholds: %lld mismatches", (long long)srbad);
+
+    int dbad = 0;
+    for (int c = 0; c < 256; c++) {
+        dbad += !qp_same_float(qc_e4m3_to_f32((uint8_t)c), qp_e4m3_to_f32((uint8_t)c));
+        dbad += !qp_same_float(qc_e5m2_to_f32((uint8_t)c), qp_e5m2_to_f32((uint8_t)c));
+        dbad += !qp_same_float(qc_e2m1_to_f32((uint8_t)c), qp_e2m1_to_f32((uint8_t)c));
+        dbad += !qp_same_float(qc_ue4m3_to_f32((uint8_t)c), qp_ue4m3_to_f32((uint8_t)c));
+        dbad += !qp_same_float(qc_e8m0_to_f32((uint8_t)c), qp_e8m0_to_f32((uint8_t)c));
+    }
+    for (int e = -300; e <= 300; e++) dbad += qc_e8m0_from_exp(e) != qp_e8m0_from_exp(e);
+    for (uint32_t c = 0; c < 65536; c++) dbad += !qp_same_float(qc_bf16_to_f32((uint16_t)c), qp_bf16_to_f32((uint16_t)c));
+    CHECK(dbad == 0, "decoders: %d mismatches", dbad);
+
+    int rbad = 0;
+    for (int i = 0; i < 2000; i++) {
+        const uint64_t seed = qp_test_next(&s), stream = i % 7 == 0 ? 0 : qp_test_next(&s);
+        const uint64_t lo = i % 3 == 0 ? (uint64_t)i : qp_test_next(&s);
+        uint32_t a[4], b[4];
+        qp_philox4x32(seed, lo, stream, a);
+        qc_philox4x32(seed, lo, stream, b);
+        rbad += memcmp(a, b, sizeof a) != 0;
+        qc_rng g;
+        qc_rng_init(&g, seed, stream);
+        const uint64_t i0 = i % 2 ? (uint64_t)i : qp_test_next(&s) >> 2;
+        for (uint64_t k = i0; k < i0 + 9; k++) rbad += qc_rng_word(&g, k) != qp_rng_u32(seed, stream, k);
+    }
+    CHECK(rbad == 0, "philox / SR words: %d mismatches", rbad);
+}
+
+/* ---- 2. format table -------------------------------------------------------- */
+
+static void test_format_table(void)
+{
+    for (int f = 0; f < QP_FMT_COUNT; f++) {
+        const qp_format_traits *t = &qp_formats[f];
+        const qc_fmt_info q = qc_format(f);
+        CHECK(q.fmt == (int)t->fmt && q.elem == (int)t->elem && q.elem_bits == t->elem_bits &&
+                  q.elem_max == t->elem_max && q.elem_emax == t->elem_emax && q.block_rows == t->block_rows &&
+                  q.block_cols == t->block_cols && q.block_scale == (int)t->block_scale &&
+                  q.tensor_scale == (int)t->tensor_scale,
+              "qc_format(%s) differs from qp_formats[]", t->name);
+        CHECK(qc_tensor_scale_range(&q) == qp_tensor_scale_range((qp_fmt)f), "%s: tensor scale range", t->name);
+    }
+}
+
+/* ---- 3. whole tensors ----------------------------------------------------- */
+
+typedef struct {
+    float amax, scale, scale_inv;
+    qc_counts cnt;
+} drv_stats;
+
+/* Quantize as the kernels split the work (qc_*_job: which thread owns which
+ * elements, codes and scale), sequentially. given > 0: that tensor scale. */
+static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, float given, int sr,
+                           uint64_t seed, uint64_t stream, int unscaled, uint8_t *codes, uint8_t *scales, float *y,
+                           drv_stats *st)
+{
+    const qc_fmt_info f = qc_format(fmt);
+    const int64_t n = rows * cols;
+    /* the amax pass (max over finite |x|; any grouping gives the same max) */
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; i += 37) {
+        float a;
+        int nf;
+        qc_block_amax(x + i, (int)(n - i < 37 ? n - i : 37), &a, &nf);
+        if (a > amax) amax = a;
+    }
+    const qc_plan p = qc_make_plan(&f, given, amax, unscaled, sr, seed, stream);
+    st->amax = amax;
+    st->scale = p.scale;
+    st->scale_inv = p.scale_inv;
+    qc_counts_zero(&st->cnt);
+    const int64_t row_bytes = qp_row_bytes(fmt, cols);
+    int64_t srows, scols;
+    qp_scale_shape(fmt, rows, cols, &srows, &scols);
+    qc_job j;
+    if (f.block_cols == 1) {
+        /* tensor_kernel: one thread per 16 elements */
+        for (int64_t t = 0; qc_tensor_job(&f, n, t, &j); t++)
+            qc_encode_block(&f, &p, x + j.x_off, j.m, j.m, NULL, (uint64_t)j.x_off, codes ? codes + j.code_off : NULL,
+                            y ? y + j.x_off : NULL, &st->cnt);
+    } else if (f.block_rows == 1) {
+        /* block_kernel: one thread per block */
+        for (int64_t t = 0; qc_block_job(&f, rows, cols, row_bytes, scols, t, &j); t++) {
+            uint8_t sc;
+            qc_quantize_block(&f, &p, x + j.x_off, j.m, (uint64_t)j.x_off, codes ? codes + j.code_off : NULL, &sc,
+                              y ? y + j.x_off : NULL, &st->cnt);
+            if (scales) scales[j.scale_idx] = sc;
+        }
+    } else {
+        /* tile_kernel: sixteen threads per tile, the tile amax reduced over them */
+        for (int64_t t0 = 0; t0 < srows * scols * 16; t0 += 16) {
+            qc_job jl[16];
+            int live[16];
+            float ta = 0.0f;
+            for (int l = 0; l < 16; l++) {
+                live[l] = qc_tile_job(rows, cols, row_bytes, srows, scols, t0 + l, &jl[l]);
+                if (!live[l]) continue;
+                float a;
+                int nf;
+                qc_block_amax_pad(x + jl[l].x_off, jl[l].m, 16, &a, &nf);
+                if (a > ta) ta = a;
+            }
+            const qc_bscale bs = qc_block_scale(&f, &p, ta, 0);
+            for (int l = 0; l < 16; l++) {
+                if (!live[l]) continue;
+                qc_encode_block(&f, &p, x + jl[l].x_off, jl[l].m, 16, &bs, (uint64_t)jl[l].x_off,
+                                codes ? codes + jl[l].code_off : NULL, y ? y + jl[l].x_off : NULL, &st->cnt);
+                if (scales && jl[l].lane == 0) scales[jl[l].scale_idx] = bs.code;
+            }
+        }
+        /* the reference for the same split: qc_quantize_tile16 per tile */
+        if (codes && scales) {
+            const int64_t nb = rows * row_bytes;
+            uint8_t *c2 = (uint8_t *)malloc((size_t)nb + 1), *s2 = (uint8_t *)malloc((size_t)(srows * scols) + 1);
+            qc_counts cnt2;
+            qc_counts_zero(&cnt2);
+            for (int64_t tr = 0; tr < srows; tr++)
+                for (int64_t tc = 0; tc < scols; tc++) {
+                    const int64_t r0 = tr * 16, c0 = tc * 16;
+                    const int nr = (int)(rows - r0 < 16 ? rows - r0 : 16), nc = (int)(cols - c0 < 16 ? cols - c0 : 16);
+                    qc_quantize_tile16(&f, &p, x + r0 * cols + c0, cols, nr, nc, (uint64_t)(r0 * cols + c0),
+                                       c2 + r0 * row_bytes + c0 / 2, row_bytes, &s2[tr * scols + tc], NULL, &cnt2);
+                }
+            CHECK(memcmp(c2, codes, (size_t)nb) == 0 && memcmp(s2, scales, (size_t)(srows * scols)) == 0,
+                  "qc_quantize_tile16 differs from the tile-kernel split");
+            free(c2);
+            free(s2);
+        }
+    }
+}
+
+static int same_bits(const void *a, const void *b, size_t n) { return n == 0 || memcmp(a, b, n) == 0; }
+
+static int64_t first_diff_f(const float *a, const float *b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!same_bits(&a[i], &b[i], 4)) return i;
+    return -1;
+}
+
+static void one_case(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, const qp_qopts *o, const char *what)
+{
+    const char *name = qp_formats[fmt].name;
+    const int64_t n = rows * cols;
+    qp_qtensor q;
+    if (qp_qtensor_alloc(&q, fmt, rows, cols)) abort();
+    qp_qstats ref;
+    qp_quantize(x, &q, o, &ref);
+    const size_t cbytes = (size_t)(rows * q.row_bytes), sbytes = (size_t)(q.scale_rows * q.scale_cols);
+    uint8_t *codes = (uint8_t *)calloc(cbytes + 1, 1), *scales = (uint8_t *)calloc(sbytes + 1, 1);
+    memset(codes, 0xA5, cbytes); /* every byte must be written, padding included */
+    memset(scales, 0xA5, sbytes);
+    drv_stats st;
+    qcore_quantize(fmt, x, rows, cols, o->scale, o->stochastic, o->seed, o->stream, 0, codes, scales, NULL, &st);
+    CHECK(same_bits(codes, q.codes, cbytes), "%s %s %lldx%lld: codes differ", name, what, (long long)rows,
+          (long long)cols);
+    CHECK(same_bits(scales, q.scales, sbytes), "%s %s %lldx%lld: block scales differ", name, what, (long long)rows,
+          (long long)cols);
+    CHECK(same_bits(&st.scale_inv, &q.scale_inv, 4) && same_bits(&st.scale, &ref.scale, 4) &&
+              same_bits(&st.amax, &ref.amax, 4),
+          "%s %s: amax/scale %g/%g/%g vs %g/%g/%g", name, what, st.amax, st.scale, st.scale_inv, ref.amax, ref.scale,
+          q.scale_inv);
+    CHECK(st.cnt.n_nonfinite == ref.n_nonfinite && st.cnt.n_nonzero == ref.n_nonzero && st.cnt.n_sat == ref.n_sat &&
+              st.cnt.n_flushed == ref.n_flushed,
+          "%s %s: counts nonfinite %u/%lld nonzero %u/%lld sat %u/%lld flushed %u/%lld", name, what,
+          st.cnt.n_nonfinite, (long long)ref.n_nonfinite, st.cnt.n_nonzero, (long long)ref.n_nonzero, st.cnt.n_sat,
+          (long long)ref.n_sat, st.cnt.n_flushed, (long long)ref.n_flushed);
+
+    /* qdq, scaled and unscaled, and the BF16 bits of the values */
+    float *y = (float *)malloc((size_t)n * sizeof *y + 4), *yr = (float *)malloc((size_t)n * sizeof *yr + 4);
+    for (int unscaled = 0; unscaled < 2; unscaled++) {
+        qp_qopts oo = *o;
+        oo.unscaled = unscaled;
+        qp_qdq(fmt, x, yr, rows, cols, &oo, NULL);
+        drv_stats st2;
+        qcore_quantize(fmt, x, rows, cols, o->scale, o->stochastic, o->seed, o->stream, unscaled, NULL, NULL, y,
+                       &st2);
+        const int64_t d = first_diff_f(y, yr, n);
+        CHECK(d < 0, "%s %s unscaled=%d: qdq differs at %lld: %a vs %a (x=%a)", name, what, unscaled, (long long)d,
+              d >= 0 ? y[d] : 0.0, d >= 0 ? yr[d] : 0.0, d >= 0 ? x[d] : 0.0);
+        int64_t bb = 0;
+        for (int64_t i = 0; i < n; i++) bb += qc_f32_to_bf16(y[i]) != qp_f32_to_bf16(yr[i]);
+        CHECK(bb == 0, "%s %s: bf16 of qdq differs", name, what);
+    }
+    free(y);
+    free(yr);
+    free(codes);
+    free(scales);
+    qp_qtensor_free(&q);
+}
+
+static void test_tensors(void)
+{
+    static const int64_t shapes[][2] = {{1, 1},  {1, 7},   {3, 17},  {16, 16}, {17, 33},
+                                        {33, 50}, {20, 64}, {5, 200}, {48, 96}, {31, 47}};
+    const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
+    unsigned long long s = 7;
+    for (int kind = 0; kind < NKINDS; kind++)
+        for (int si = 0; si < nshapes; si++) {
+            const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+            float *x = (float *)malloc((size_t)n * sizeof *x);
+            fill(x, n, cols, kind, 1000 + 17 * (unsigned long long)kind + (unsigned long long)si);
+            for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++)
+                for (int sr = 0; sr < 2; sr++)
+                    for (int gi = 0; gi < 3; gi++) {
+                        static const float given[] = {0.0f, 1.0f, 0.3f};
+                        qp_qopts o;
+                        memset(&o, 0, sizeof o);
+                        o.stochastic = sr;
+                        o.seed = qp_test_next(&s);
+                        o.stream = gi == 2 ? qp_test_next(&s) : (uint64_t)si;
+                        o.scale = given[gi];
+                        if (gi == 2 && fmt >= QP_FMT_NVFP4) o.scale = 37.5f; /* a given NVFP4 global scale */
+                        char what[96];
+                        snprintf(what, sizeof what, "%s %s scale=%g", kind_names[kind], sr ? "SR" : "RN", o.scale);
+                        one_case((qp_fmt)fmt, x, rows, cols, &o, what);
+                    }
+            free(x);
+        }
+}
+
+/* A bigger tensor (several 16-row chunks of quant/'s driver, its threads). */
+static void test_large(void)
+{
+    const int64_t rows = 100, cols = 1000, n = rows * cols;
+    float *x = (float *)malloc((size_t)n * sizeof *x);
+    fill(x, n, cols, RANDOM, 4242);
+    x[5] = NAN, x[1234] = INFINITY, x[77777] = -0.0f, x[99999] = 1e-42f;
+    for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++)
+        for (int sr = 0; sr < 2; sr++) {
+            qp_qopts o;
+            memset(&o, 0, sizeof o);
+            o.stochastic = sr;
+            o.seed = 0x1234567890ABCDEFull;
+            o.stream = 0xFEDCBA0987654321ull;
+            one_case((qp_fmt)fmt, x, rows, cols, &o, sr ? "large SR" : "large RN");
+        }
+    free(x);
+}
+
+/* NVFP4 block amaxes where amax*S/6 and amax*(S*(1/6)) (TE's order, quant/'s)
+ * round to different UE4M3 scales: the block rule's float order must match. */
+static void test_nvfp4_order(void)
+{
+    unsigned long long s = 31;
+    const int64_t rows = 4, cols = 16 * 64, n = rows * cols;
+    float *x = (float *)malloc((size_t)n * sizeof *x);
+    int found = 0;
+    for (int trial = 0; trial < 8; trial++) {
+        const float S = (float)(1.0 + qp_test_uniform(&s) * 1000.0);
+        for (int64_t b = 0; b < n / 16; b++) {
+            float a = 0.0f;
+            for (int tries = 0; tries < 100000; tries++) {
+                /* an E4M3 midpoint (normal binades) divided back by S/6, nudged by a few ulps */
+                const uint32_t m = (uint32_t)(qp_test_next(&s) % 8), e = (uint32_t)(qp_test_next(&s) % 14);
+                const float tie = ldexpf(1.0f + (2.0f * (float)m + 1.0f) / 16.0f, (int)e - 6);
+                float c = tie / (S / 6.0f);
+                c = qp_bits_f32(qp_f32_bits(c) + (uint32_t)(qp_test_next(&s) % 5) - 2u);
+                if (qp_f32_to_ue4m3(c * S / 6.0f) != qp_f32_to_ue4m3(c * (S * (1.0f / 6.0f)))) {
+                    a = c;
+                    break;
+                }
+            }
+            found += a > 0.0f;
+            for (int j = 0; j < 16; j++) x[b * 16 + j] = a * (j == (int)(b % 16) ? 1.0f : (float)j / 17.0f);
+        }
+        for (int fmt = QP_FMT_NVFP4; fmt <= QP_FMT_NVFP4_2D; fmt++) {
+            qp_qopts o;
+            memset(&o, 0, sizeof o);
+            o.scale = S;
+            one_case((qp_fmt)fmt, x, rows, cols, &o, "TE-order blocks");
+        }
+    }
+    CHECK(found > 1000, "found only %d blocks where the two orders differ", found);
+    free(x);
+}
+
+/* ---- 4. RHT ------------------------------------------------------------------ */
+
+static void test_rht(void)
+{
+    const int64_t rows = 37, cols = 96, n = rows * cols;
+    float *x = (float *)malloc((size_t)n * sizeof *x), *ref = (float *)malloc((size_t)n * sizeof *ref);
+    unsigned long long s = 5;
+    for (int trial = 0; trial < 4; trial++) {
+        const uint64_t seed = trial == 0 ? 0 : qp_test_next(&s);
+        fill(x, n, cols, trial == 3 ? SPECIAL : trial == 2 ? SUBNORMAL : RANDOM, 300 + (unsigned long long)trial);
+        memcpy(ref, x, (size_t)n * sizeof *x);
+        CHECK(qp_rht16(ref, rows, cols, seed) == 0, "qp_rht16");
+        float sg[16];
+        qp_rht_signs(seed, sg);
+        const uint32_t mask = qc_rht_sign_mask(seed);
+        int sbad = 0;
+        for (int j = 0; j < 16; j++) sbad += ((mask >> j) & 1u) != (sg[j] < 0.0f);
+        CHECK(sbad == 0, "RHT signs for seed %llu", (unsigned long long)seed);
+        for (int64_t i = 0; i < n; i += 16) qc_rht16_vec(x + i, mask);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += !qp_same_float(x[i], ref[i]);
+        CHECK(bad == 0, "RHT trial %d: %lld values differ", trial, (long long)bad);
+    }
+    free(x);
+    free(ref);
+}
+
+int main(void)
+{
+    test_format_table();
+    test_codecs();
+    test_rht();
+    test_tensors();
+    test_large();
+    test_nvfp4_order();
+    return qp_test_finish("test_qcore");
+}
