@@ -303,6 +303,11 @@ int qs_ini_load(const char *path, const char *data_override, int check_data, qs_
                 size_t errlen)
 {
     memset(e, 0, sizeof *e);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        return -1;
+    }
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));

@@ -412,7 +412,7 @@ int main(int argc, char **argv)
             return 2;
         }
         if (qs_ini_load(ini, NULL, 0, &e, err, sizeof err) || qs_grid_expand(&e, qtrain, summary_dir, 1, &p, err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
+            fprintf(stderr, "qsweep: %s\n", err);
             return 2;
         }
         const int rc = summarize(&e, &p, 1, err, sizeof err);
@@ -422,7 +422,7 @@ int main(int argc, char **argv)
         return rc ? 1 : 0;
     }
     if (!file) {
-        usage(stderr);
+        fprintf(stderr, "qsweep: no experiment file (see --help)\n");
         return 2;
     }
     if (!out) {
@@ -434,13 +434,19 @@ int main(int argc, char **argv)
         return 2;
     }
     if (qs_ini_load(file, data, 1, &e, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "qsweep: %s\n", err);
         return 2;
     }
     const int cores = cpu_count();
     const int threads = e.threads_per_run ? e.threads_per_run : (cores / jobs > 1 ? cores / jobs : 1);
     if (qs_grid_expand(&e, qtrain, out, threads, &p, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "qsweep: %s\n", err);
+        qs_ini_free(&e);
+        return 2;
+    }
+    if (!dry && !slurm && access(qtrain, X_OK) != 0) {
+        fprintf(stderr, "qsweep: %s: %s (use --qtrain PATH)\n", qtrain, strerror(errno));
+        qs_grid_free(&p);
         qs_ini_free(&e);
         return 2;
     }
