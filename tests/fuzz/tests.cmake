@@ -19,7 +19,7 @@ function(qp_fuzz_target name seconds max_len)
   target_link_libraries(fuzz_replay_${name} PRIVATE ${F_LIBS})
   add_test(NAME fuzz_replay_${name}
            COMMAND fuzz_replay_${name} ${QP_FUZZ_DIR}/corpus_${name} ${QP_FUZZ_DIR}/crashes_${name})
-  set_tests_properties(fuzz_replay_${name} PROPERTIES LABELS "unit;fuzzreplay" TIMEOUT 120)
+  set_tests_properties(fuzz_replay_${name} PROPERTIES LABELS "unit;replay" TIMEOUT 120)
   if(QP_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     add_executable(fuzz_${name} ${_src})
     target_include_directories(fuzz_${name} PRIVATE ${F_INCLUDES})
