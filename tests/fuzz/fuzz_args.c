@@ -1,8 +1,9 @@
-/* fuzz_args.c — libFuzzer target for qtrain's command line: argv built from
- * the input (NUL- or newline-separated words, at most 64) goes through
- * qp_train_parse_args, then qp_train_opts_check and qp_recipe_parse on the
- * result, as qtrain does before any file is touched; each word is also tried
- * as a recipe on its own.
+/* fuzz_args.c — libFuzzer target for the command lines of qtrain, qsweep
+ * and qerr: argv built from the input (NUL- or newline-separated words, at
+ * most 64) goes through qp_train_parse_args, then qp_train_opts_check and
+ * qp_recipe_parse on the result, as qtrain does before any file is touched,
+ * and through qsweep's qs_cli_parse and qerr's qerr_parse_args; each word is also tried as a recipe on
+ * its own.
  *
  * Contract: every refusal is one non-empty line; accepted options are in
  * the ranges the trainer relies on, and an accepted recipe describes itself
@@ -13,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qerr.h"
 #include "qp_recipe.h"
+#include "qs_cli.h"
 #include "qp_train_args.h"
 #include "qp_trainer.h"
 
@@ -86,6 +89,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     for (int i = 1; i < argc; i++) check_recipe(argv[i], 1 + i % 7);
+
+    qs_cli c;
+    const int qc = qs_cli_parse(argc, argv, &c, err, sizeof err);
+    if (qc == QS_CLI_BAD) one_line(err);
+    else if (qc == QS_CLI_OK) {
+        if (c.jobs < 1 || c.jobs > 1024) abort();
+        if (c.summarize ? (c.file || c.out || c.data || c.dry_run || c.slurm) : (!c.file || !c.out ||
+                                                                               (c.dry_run && c.slurm)))
+            abort();
+    } else if (qc != QS_CLI_HELP) {
+        abort();
+    }
+
+    qerr_opts q;
+    const int ec = qerr_parse_args(argc, argv, &q, err, sizeof err);
+    if (ec == QERR_ARGS_BAD) {
+        one_line(err);
+        if (q.in || q.command) abort(); /* nothing left to free */
+    } else if (ec == QERR_ARGS_OK) {
+        if (q.nvar < 1 || q.nvar > QERR_MAX_VARIANTS || q.nin < 1 || q.threads < 1 || q.threads > 256 ||
+            (q.csv && q.json) || !q.command)
+            abort();
+        for (int i = 0; i < q.nin; i++)
+            if (!q.in[i].path || (q.in[i].kind == QERR_IN_RAW && (q.in[i].rows < 1 || q.in[i].cols < 1))) abort();
+        qerr_opts_free(&q);
+    } else if (ec != QERR_ARGS_HELP && ec != QERR_ARGS_VERSION) {
+        abort();
+    }
     free(buf);
     return 0;
 }

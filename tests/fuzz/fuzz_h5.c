@@ -6,8 +6,8 @@
  * Fuzzing raw HDF5 bytes mostly finds bugs inside libhdf5, which we cannot
  * fix. So the input is decoded into a description — datasets (names from
  * the checkpoint and run-file schemas, right and wrong dtypes, scalar/null/
- * rank 1..9 spaces, dims 0 to 2^62, contiguous or chunked, data written or
- * not), per-dataset crc32 attributes (right, wrong, missing, wrong type or
+ * rank 1..9 spaces, dims 0 to 2^62, contiguous, chunked, deflated or
+ * compact, data written or not), per-dataset crc32 attributes (right, wrong, missing, wrong type or
  * shape) and root attributes (the 'complete' marker, shape keys, recipe;
  * integers, floats, strings fixed and variable, arrays, null spaces) and an
  * optional cut of the file's tail — which the HDF5 library writes, and the
@@ -330,7 +330,10 @@ static int build(const char *path, in_t *in, made_ds *made, int *nmade, int64_t 
             sp = H5Screate_simple(rank, dims, NULL);
         }
         if (overflow) numel = UINT64_MAX;
-        if (rank > 0 && (lk & 1)) H5Pset_chunk(dcpl, rank, chunk);
+        /* layout: contiguous, chunked, chunked + deflate, compact (small ones) */
+        if (rank > 0 && lk % 4 == 1) H5Pset_chunk(dcpl, rank, chunk);
+        if (rank > 0 && lk % 4 == 2) H5Pset_chunk(dcpl, rank, chunk), H5Pset_deflate(dcpl, 1);
+        if (lk % 4 == 3 && !overflow && numel <= 1024) H5Pset_layout(dcpl, H5D_COMPACT);
         hid_t ds = -1;
         if (sp >= 0 && t >= 0 && H5Lexists(f, name, H5P_DEFAULT) <= 0) /* < 0: a parent group is missing */
             ds = H5Dcreate2(f, name, t, sp, lcpl, dcpl, H5P_DEFAULT);

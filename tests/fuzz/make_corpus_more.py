@@ -90,3 +90,8 @@ put("args", "numbers", "--data\nx\n--lr\nnan\n--weight-decay\n-0\n--val-frac\n1e
 put("args", "eval", "--eval-only\n--resume-from\nc.h5\n--recipe\nmxfp4\n--device\ncuda\n--grad-comm\nfp8")
 put("args", "missing_value", "--data\nx\n--dim")
 put("args", "unknown", "--data\nx\n--frobnicate\n1\n--help")
+put("args", "qsweep_ok", "exp.ini\n--out\ns\n-j4\n--dry-run")
+put("args", "qsweep_bad", "--summarize\nd\n--jobs\n0")
+put("args", "qerr_ok", "w.safetensors\n--formats=nvfp4,mxfp4,nvfp4\n--rht\n--sr\n--raw\nf32:2x3\nr.bin\n--match\n^a\n"
+    "--sort\nrel_l2\n--top\n3")
+put("args", "qerr_bad_regex", "--match\n(\nx")

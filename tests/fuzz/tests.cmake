@@ -72,10 +72,12 @@ if(TARGET qprunlog)
     LIBS qpio ${HDF5_LIBRARIES} m)
 endif()
 
-# (d) qtrain's command line: qp_train_parse_args, qp_train_opts_check, qp_recipe_parse.
+# (d) command lines: qtrain's qp_train_parse_args, qp_train_opts_check,
+# qp_recipe_parse; qsweep's qs_cli_parse; qerr's qerr_parse_args.
 if(TARGET qptrainer)
   qp_fuzz_target(args 15 1024
-    SOURCES ${_src_root}/train/qp_train_args.c ${_src_root}/train/qp_recipe.c
-    INCLUDES ${_src_root}/train
-    LIBS qptrainer)
+    SOURCES ${_src_root}/train/qp_train_args.c ${_src_root}/train/qp_recipe.c ${_src_root}/experiments/qs_cli.c
+            ${_src_root}/tools/qerr_args.c ${_src_root}/tools/qerr_cols.c
+    INCLUDES ${_src_root}/train ${_src_root}/experiments ${_src_root}/tools
+    LIBS qptrainer qpio qpquant m)
 endif()
