@@ -1,7 +1,7 @@
 /* fuzz_h5.c — structure-aware fuzz target for every HDF5 reader of ours:
  * checkpoints (train/qp_ckpt.c: qp_ckpt_open, qp_ckpt_read, the attribute
- * getters), the tensor reader qerr uses (io/qp_h5read.c) and qplot's run
- * file reader (plots/qp_runread.c).
+ * getters), the tensor reader qerr uses (io/qp_h5read.c), qplot's run
+ * file reader (plots/qp_runread.c) and qsweep's (experiments/qs_runfile.c).
  *
  * Fuzzing raw HDF5 bytes mostly finds bugs inside libhdf5, which we cannot
  * fix. So the input is decoded into a description — datasets (names from
@@ -26,6 +26,7 @@
 #include "qp_ckpt.h"
 #include "qp_h5read.h"
 #include "qp_runread.h"
+#include "qs_runfile.h"
 
 typedef struct {
     const uint8_t *p;
@@ -42,7 +43,7 @@ static unsigned byte(in_t *in)
 static const char *const DS_NAMES[] = {
     "params/wte", "params/h0/qkv_w", "adam/m", "x", "train/step", "train/loss", "train/lr", "train/grad_norm",
     "train/step_ms", "train/data_wait_ms", "train/tokens_per_s", "train/batch_hash", "eval/step",
-    "eval/val_loss", "quant/error", "events/recalib", "status", "g/h/deep",
+    "eval/val_loss", "quant/error", "events/recalib", "status", "g/h/deep", "events/divergence",
 };
 #define N_DS_NAMES (sizeof DS_NAMES / sizeof *DS_NAMES)
 
@@ -125,14 +126,15 @@ static hid_t make_type(unsigned k)
         return t;
     }
     case 12: { /* /status and /events/recalib-like */
-        hid_t t = H5Tcreate(H5T_COMPOUND, 17 + 8 + 8 + 33 + 17 + 33), g = str_t(33), s = str_t(17);
+        hid_t t = H5Tcreate(H5T_COMPOUND, 17 + 8 + 8 + 33 + 17 + 33 + 40), g = str_t(33), s = str_t(17), m = str_t(40);
         H5Tinsert(t, "state", 0, s);
         H5Tinsert(t, "step", 17, H5T_STD_I64LE);
         H5Tinsert(t, "layer", 25, H5T_STD_I64LE);
         H5Tinsert(t, "gemm", 33, g);
         H5Tinsert(t, "operand", 66, s);
         H5Tinsert(t, "kind", 83, g);
-        H5Tclose(g), H5Tclose(s);
+        H5Tinsert(t, "message", 116, m);
+        H5Tclose(g), H5Tclose(s), H5Tclose(m);
         return t;
     }
     default: { /* a compound with none of the expected columns */
@@ -247,8 +249,10 @@ static void add_attr(hid_t f, const char *name, unsigned kind, int64_t v)
         H5Awrite(at, H5T_NATIVE_DOUBLE, &x);
         break;
     }
-    case 5: case 6: { /* variable-length string */
-        const char *s = (v & 3) == 0 ? "" : (v & 3) == 1 ? "nvfp4" : (v & 3) == 2 ? "bf16" : "fp8,nvfp4-rht";
+    case 5: case 6: { /* variable-length string: a recipe, or v in decimal */
+        char num[32];
+        snprintf(num, sizeof num, "%lld", (long long)v);
+        const char *s = kind % 11 == 6 ? num : (v & 3) == 0 ? "" : (v & 3) == 1 ? "nvfp4" : (v & 3) == 2 ? "bf16" : "fp8,nvfp4-rht";
         t = str_t(H5T_VARIABLE);
         sp = H5Screate(H5S_SCALAR);
         at = H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
@@ -304,7 +308,7 @@ static int build(const char *path, in_t *in, made_ds *made, int *nmade, int64_t 
     if (f < 0) return -1;
     const hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
-    const int nds = (int)(byte(in) % 13);
+    const int nds = (int)(byte(in) % 17);
     int created = 0;
     *nmade = 0;
     static float vals[4096];
@@ -474,6 +478,26 @@ static void read_run(const char *path)
     qp_run_free(&r);
 }
 
+static void read_sweep_row(const char *path)
+{
+    char err[1024];
+    qs_runstats s;
+    err[0] = '\0';
+    const int rc = qs_runfile_read(path, 3.0, &s, err, sizeof err);
+    say("qs_runfile_read", rc ? err : "ok");
+    if (rc) {
+        check_err(err, path);
+        if (s.qerr || s.nqerr) abort();
+        return;
+    }
+    if (s.steps < 0 || s.nqerr < 0 || s.nqerr > (1 << 20) || (s.nqerr > 0) != (s.qerr != NULL)) abort();
+    if (memchr(s.state, '\0', sizeof s.state) == NULL || memchr(s.message, '\0', sizeof s.message) == NULL) abort();
+    volatile double sink = 0;
+    for (int i = 0; i < s.nqerr; i++) sink += s.qerr[i];
+    (void)sink;
+    qs_runstats_free(&s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -486,7 +510,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  (int)getpid());
     }
     in_t in = {data, size};
-    made_ds made[16];
+    made_ds made[20];
     int nmade = 0;
     int64_t attr_vals[N_ATTR_NAMES] = {0};
     if (build(path, &in, made, &nmade, attr_vals)) {
@@ -506,6 +530,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     read_ckpt(path, made, nmade);
     read_tensors(path);
     read_run(path);
+    read_sweep_row(path);
     unlink(path);
     return 0;
 }

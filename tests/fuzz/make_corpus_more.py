@@ -79,6 +79,10 @@ run = [ds(4, 7, 2, 0, 1, 4, (4,))] + [ds(n, 2, 2, 0, 1, 4, (4,)) for n in (5, 6,
        ds(14, 11, 2, 1, 1, 4, (3,)), ds(16, 12, 2, 0, 1, 4, (2,))]
 put("h5", "run_ok", desc(run, [(8, 5, 3), (6, 0, 10), (9, 8, 7)]))
 put("h5", "run_events", desc(run[:8] + [ds(15, 12, 2, 0, 1, 4, (3,))], [(8, 5, 3), (11, 7, 0), (10, 9, 0)]))
+full = run + [ds(15, 12, 2, 0, 1, 4, (3,)), ds(18, 12, 2, 1, 1, 4, (1,))]
+put("h5", "run_full", desc(full, [(8, 5, 3), (1, 6, 3), (6, 0, 10)]))
+put("h5", "run_full_layers_huge", desc(full, [(8, 5, 3), (1, 6, 93)]))
+put("h5", "run_full_layers_array", desc(full, [(8, 5, 3), (1, 7, 3)]))
 put("h5", "run_empty", desc([ds(n, 2, 2, 1, 0, 4, (0,)) for n in range(4, 12)], [(8, 5, 3)]))
 put("h5", "run_huge", desc([ds(n, 2, 2, 1, 0, 4, (8,)) for n in range(4, 12)], [(8, 5, 3), (8, 7, 0)]))
 

@@ -62,13 +62,14 @@ if(TARGET qpdata)
     LIBS qpquant Threads::Threads m)
 endif()
 
-# (c) HDF5 readers, structure-aware: checkpoints, qerr's tensor reader, qplot's run reader.
+# (c) HDF5 readers, structure-aware: checkpoints, qerr's tensor reader, qplot's and qsweep's run readers.
 if(TARGET qprunlog)
   find_package(HDF5 REQUIRED COMPONENTS C)
   qp_fuzz_target(h5 30 256
     SOURCES ${_src_root}/train/qp_ckpt.c ${_src_root}/plots/qp_runread.c ${_src_root}/io/qp_h5read.c
             ${_src_root}/io/qp_h5err.c ${_src_root}/io/qp_h5table.c ${_src_root}/io/qp_tensor_file.c
-    INCLUDES ${_src_root}/train ${_src_root}/plots ${_src_root}/io ${HDF5_INCLUDE_DIRS}
+            ${_src_root}/experiments/qs_runfile.c
+    INCLUDES ${_src_root}/train ${_src_root}/plots ${_src_root}/io ${_src_root}/experiments ${HDF5_INCLUDE_DIRS}
     LIBS qpio ${HDF5_LIBRARIES} m)
 endif()
 
