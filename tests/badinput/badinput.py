@@ -157,6 +157,10 @@ def qtrain_cases():
         ("--out unwritable (/proc)", ["--data", D, "--out", "/proc/qprec-run.h5"] + SMALL, DATA, 2,
          "/proc/qprec-run.h5"),
         ("--out is a directory", ["--data", D, "--out", "sub"] + SMALL, dict(DATA, sub=DIR), 2, "sub"),
+        ("existing --out kept on bad input", ["--data", D, "--out", "run.h5", "--dim", "-4"],
+         dict(DATA, **{"run.h5": b"an earlier run\n"}), 2, "--dim must be"),
+        ("existing --out kept on bad data", ["--data", "e.txt", "--out", "run.h5"] + SMALL,
+         {"e.txt": b"", "run.h5": b"an earlier run\n"}, 2, "too few tokens"),
         ("--data through a regular file", ["--data", "data.txt/x"] + SMALL, DATA, 2, "data.txt/x"),
         ("--steps huge", ["--data", D, "--steps", "1e99"], DATA, 2, "--steps expects"),
         ("--val-frac leaves one token", ["--data", "s.txt", "--val-frac", "0.01"] + SMALL, {"s.txt": b"0123456789"},
@@ -198,6 +202,8 @@ def qerr_cases():
         ("--h5 through a regular file", ["--h5", "w.safetensors/o.h5", "w.safetensors"], G, 2, "o.h5"),
         ("--h5 unwritable (/proc)", ["--h5", "/proc/qprec-o.h5", "w.safetensors"], G, 2, "/proc/qprec-o.h5"),
         ("--h5 is a directory", ["--h5", "sub", "w.safetensors"], dict(G, sub=DIR), 2, "sub"),
+        ("existing --h5 kept on bad input", ["--h5", "o.h5", "w.safetensors", "t.safetensors"],
+         dict(G, **{"t.safetensors": b"xx", "o.h5": b"an earlier report\n"}), 2, "t.safetensors"),
         ("one bad file among good ones", ["w.safetensors", "t.safetensors", "--h5", "o.h5"],
          dict(G, **{"t.safetensors": GOOD_ST[:20]}), 2, "t.safetensors"),
         ("HDF5 dataset with absurd shape", ["x.h5"],
@@ -260,6 +266,9 @@ def qsweep_cases():
                        "\nsteps = " + ", ".join(map(str, range(300))) + "\n"}), 2, "over 100000 runs"),
         ("baseline not on the recipe axis", ["x.ini", "--out", "s"],
          dict(DATA, **{"x.ini": "[base]\ndata = data.txt\n[grid]\nrecipe = fp8, nvfp4\n"}), 2, "baseline"),
+        ("existing sweep folder kept on a bad file", ["x.ini", "--out", "s"],
+         dict(DATA, **{"x.ini": "[base]\ndata = data.txt\nfoo = 1\n", "s": DIR, "s/qsweep.ini": GOOD_INI}), 2,
+         "unknown qtrain option"),
         ("--summarize missing folder", ["--summarize", "nope"], {}, 2, "nope"),
         ("--summarize a broken qsweep.ini", ["--summarize", "sub"], {"sub": DIR, "sub/qsweep.ini": "[base\n"}, 2,
          "section header"),
@@ -295,11 +304,15 @@ def qplot_cases(have_run):
         ("-o under a missing folder", ["loss", "r.h5", "-o", "nodir/f.png"], R, 2, "nodir/f.png"),
         ("-o through a regular file", ["loss", "r.h5", "-o", "r.h5/f.png"], R, 2, "r.h5/f.png"),
         ("-o unwritable (/proc)", ["loss", "r.h5", "-o", "/proc/qprec-f.png"], R, 2, "/proc/qprec-f.png"),
+        ("existing figure kept on a bad run file", ["loss", "t.h5", "-o", "f.png"],
+         {"t.h5": b"text\n", "f.png": b"an earlier figure"}, 2, "not an HDF5 file"),
+        ("existing figure kept on a bad option", ["loss", "r.h5", "-o", "f.png", "--smooth", "2"],
+         dict(R, **{"f.png": b"an earlier figure"}), 2, "--smooth"),
         ("all on a missing folder", ["all", "nope"], {}, 2, "nope"),
         ("all on a folder without runs", ["all", "sub"], {"sub": DIR}, 2, "sub"),
     ]
     if not have_run:  # cases needing the real run file are left out without qtrain
-        cases = [c for c in cases if not any(k in ("r.h5", "c.h5") for k in c[2]) or c[2].get("r.h5") is None]
+        cases = [c for c in cases if not any(a.startswith(("r.h5", "c.h5")) for a in c[1])]
     return cases
 
 
