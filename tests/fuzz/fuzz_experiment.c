@@ -36,7 +36,7 @@ static void check_grid(const qs_experiment *e)
     for (int a = 0; a < e->naxes; a++) {
         if (e->axes[a].nvalues < 1) abort();
         total *= e->axes[a].nvalues;
-        if (total > 2000) return; /* the name check is quadratic: big grids cost seconds, not bugs */
+        if (total > 2000) return; /* a big grid costs time (argv per run), not coverage */
     }
     qs_plan p;
     char err[1024];
