@@ -88,6 +88,45 @@ static int make_argv(const qs_experiment *e, const qs_plan *p, const char *qtrai
            push(r, "--threads") || push(r, num);
 }
 
+static const qs_plan *sort_plan; /* qsort has no context argument */
+
+static int cmp_by_name(const void *a, const void *b)
+{
+    const int i = *(const int *)a, j = *(const int *)b;
+    const int c = strcmp(sort_plan->runs[i].name, sort_plan->runs[j].name);
+    return c ? c : (i > j) - (i < j);
+}
+
+/* Two runs with one name: an error naming the values that collide. Sorted,
+ * not pairwise (a 100000-run grid took minutes); reports the same pair the
+ * pairwise scan in run order would: the earliest run whose name an earlier
+ * run already has, and the first run with that name. */
+static int check_names(const qs_experiment *e, const qs_plan *p, char *err, size_t errlen)
+{
+    int *idx = malloc((size_t)(p->n ? p->n : 1) * sizeof *idx);
+    if (!idx) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < p->n; i++) idx[i] = i;
+    sort_plan = p;
+    qsort(idx, (size_t)p->n, sizeof *idx, cmp_by_name);
+    int bj = -1, bk = -1;
+    for (int i = 1; i < p->n; i++)
+        if (!strcmp(p->runs[idx[i - 1]].name, p->runs[idx[i]].name) &&
+            (i < 2 || strcmp(p->runs[idx[i - 2]].name, p->runs[idx[i]].name)) && (bk < 0 || idx[i] < bk))
+            bj = idx[i - 1], bk = idx[i]; /* the first two of a group, in run order */
+    free(idx);
+    if (bk < 0) return 0;
+    const qs_run *rj = &p->runs[bj], *rk = &p->runs[bk];
+    /* the first axis whose values differ made the same safe text */
+    int a = 0;
+    while (a < e->naxes && rj->vi[a] == rk->vi[a]) a++;
+    snprintf(err, errlen, "%s:%d: values '%s' and '%s' give the same run name '%s'", e->path, e->axes[a].line,
+             qs_grid_value(e, rj, a), qs_grid_value(e, rk, a), rk->name);
+    return -1;
+}
+
 int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, int threads, qs_plan *p, char *err,
                    size_t errlen)
 {
@@ -118,15 +157,6 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
             rest /= e->axes[a].nvalues;
         }
         if (make_name(e, r, err, errlen)) goto fail;
-        for (long long j = 0; j < k; j++)
-            if (!strcmp(p->runs[j].name, r->name)) {
-                /* the first axis whose values differ made the same safe text */
-                int a = 0;
-                while (a < e->naxes && p->runs[j].vi[a] == r->vi[a]) a++;
-                snprintf(err, errlen, "%s:%d: values '%s' and '%s' give the same run name '%s'", e->path,
-                         e->axes[a].line, qs_grid_value(e, &p->runs[j], a), qs_grid_value(e, r, a), r->name);
-                goto fail;
-            }
         if ((size_t)snprintf(r->h5, sizeof r->h5, "%s/runs/%s.h5", p->dir, r->name) >= sizeof r->h5 ||
             (size_t)snprintf(r->log, sizeof r->log, "%s/logs/%s.log", p->dir, r->name) >= sizeof r->log ||
             (size_t)snprintf(r->exitfile, sizeof r->exitfile, "%s/runs/%s.exit", p->dir, r->name) >= sizeof r->exitfile) {
@@ -135,6 +165,7 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
         }
         if (make_argv(e, p, qtrain, r)) goto oom;
     }
+    if (check_names(e, p, err, errlen)) goto fail;
     return 0;
 oom:
     snprintf(err, errlen, "out of memory");

@@ -272,19 +272,15 @@ static int check_baseline(parser *p)
                 e->baseline);
 }
 
-int qs_ini_load(const char *path, const char *data_override, int check_data, qs_experiment *e, char *err,
-                size_t errlen)
+/* Parse an opened stream; path names it in messages and anchors relative data. */
+static int load_stream(FILE *f, const char *path, const char *data_override, int check_data, qs_experiment *e,
+                       char *err, size_t errlen)
 {
     memset(e, 0, sizeof *e);
     e->target_loss = NAN;
     snprintf(e->baseline, sizeof e->baseline, "bf16");
     snprintf(e->path, sizeof e->path, "%s", path);
     parser P = {.e = e, .path = path, .err = err, .errlen = errlen}, *p = &P;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return -1;
-    }
     char *buf = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -297,10 +293,43 @@ int qs_ini_load(const char *path, const char *data_override, int check_data, qs_
     }
     if (!rc && ferror(f)) rc = fail(p, line, "read error: %s", strerror(errno));
     free(buf);
-    fclose(f);
     if (!rc) rc = resolve_data(p, data_override, check_data);
     if (!rc) rc = check_baseline(p);
     if (rc) qs_ini_free(e);
+    return rc;
+}
+
+int qs_ini_load(const char *path, const char *data_override, int check_data, qs_experiment *e, char *err,
+                size_t errlen)
+{
+    memset(e, 0, sizeof *e);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        return -1;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    const int rc = load_stream(f, path, data_override, check_data, e, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+int qs_ini_parse(const char *path, const char *text, size_t len, const char *data_override, int check_data,
+                 qs_experiment *e, char *err, size_t errlen)
+{
+    memset(e, 0, sizeof *e);
+    /* fmemopen refuses an empty buffer; a lone newline parses the same */
+    FILE *f = len ? fmemopen((void *)text, len, "r") : fmemopen("\n", 1, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    const int rc = load_stream(f, path, data_override, check_data, e, err, errlen);
+    fclose(f);
     return rc;
 }
 

@@ -44,6 +44,10 @@ typedef struct {
  * corpus may have moved). Returns 0, or -1 with err = "FILE:LINE: message". */
 int qs_ini_load(const char *path, const char *data_override, int check_data, qs_experiment *e, char *err,
                 size_t errlen);
+/* The same from text in memory (len bytes, NUL bytes included); path names
+ * it in messages and anchors a relative data path. */
+int qs_ini_parse(const char *path, const char *text, size_t len, const char *data_override, int check_data,
+                 qs_experiment *e, char *err, size_t errlen);
 void qs_ini_free(qs_experiment *e);
 
 /* The value of a [base] key, or NULL. */

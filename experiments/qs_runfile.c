@@ -12,6 +12,8 @@
 
 #include <hdf5.h>
 
+#include "qp_h5err.h"
+
 const char *const qs_event_kinds[QS_NKINDS] = {"scale_change", "overflow", "underflow", "nonfinite"};
 
 /* qtrain holds an open-file-description write lock while it writes the file
@@ -30,9 +32,12 @@ static hsize_t length(hid_t file, const char *name)
 {
     const hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
     if (ds < 0) return (hsize_t)-1;
-    const hid_t sp = H5Dget_space(ds);
+    const hid_t sp = H5Dget_space(ds), ft = H5Dget_type(ds);
     hsize_t n = (hsize_t)-1;
     if (sp >= 0 && H5Sget_simple_extent_ndims(sp) == 1) H5Sget_simple_extent_dims(sp, &n, NULL);
+    /* a length the file does not hold is not read (nor allocated for) */
+    if (n != (hsize_t)-1 && (ft < 0 || !qp_h5_data_present(ds, n, H5Tget_size(ft), 1ull << 26))) n = (hsize_t)-1;
+    if (ft >= 0) H5Tclose(ft);
     if (sp >= 0) H5Sclose(sp);
     H5Dclose(ds);
     return n;
@@ -74,12 +79,22 @@ static int read_attr_int(hid_t file, const char *name, int *out)
     if (H5Aexists(file, name) <= 0) return -1;
     const hid_t a = H5Aopen(file, name, H5P_DEFAULT);
     if (a < 0) return -1;
+    /* one string only: H5Aread writes every element of an array attribute */
+    const hid_t sp = H5Aget_space(a);
+    const int one = sp >= 0 && H5Sget_simple_extent_type(sp) != H5S_NULL && H5Sget_simple_extent_npoints(sp) == 1;
+    if (sp >= 0) H5Sclose(sp);
+    if (!one) {
+        H5Aclose(a);
+        return -1;
+    }
     const hid_t t = H5Tcopy(H5T_C_S1);
     H5Tset_size(t, H5T_VARIABLE);
     H5Tset_cset(t, H5T_CSET_UTF8);
     char *v = NULL;
     const int ok = H5Aread(a, t, &v) >= 0 && v;
-    if (ok) *out = atoi(v);
+    char *end = NULL;
+    const long n = ok ? strtol(v, &end, 10) : 0;
+    if (ok && end != v && n >= 0 && n <= 1 << 20) *out = (int)n; /* a layer count, not an allocation size */
     if (v) H5free_memory(v);
     H5Tclose(t);
     H5Aclose(a);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qs_cli.h"
 #include "qs_grid.h"
 #include "qs_ini.h"
 #include "qs_lock.h"
@@ -348,50 +349,20 @@ static int write_slurm(const qs_experiment *e, const qs_plan *p, const char *sel
 
 int main(int argc, char **argv)
 {
-    const char *file = NULL, *out = NULL, *data = NULL, *qtrain_opt = NULL, *summary_dir = NULL;
-    int jobs = 1, dry = 0, slurm = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--dry-run")) { dry = 1; continue; }
-        if (!strcmp(a, "--slurm")) { slurm = 1; continue; }
-        if (!strncmp(a, "-j", 2) && a[2]) val = a + 2; /* -j4 */
-        else if (a[0] == '-' && a[1]) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "qsweep: %s needs a value (see --help)\n", a);
-                return 2;
-            }
-            val = argv[++i];
-        }
-        if (!val) {
-            if (file) {
-                fprintf(stderr, "qsweep: one experiment file at a time ('%s' and '%s')\n", file, a);
-                return 2;
-            }
-            file = a;
-        } else if (!strncmp(a, "-j", 2) || !strcmp(a, "--jobs")) {
-            char *end;
-            errno = 0;
-            const long n = strtol(val, &end, 10);
-            if (!*val || *end || errno || n < 1 || n > 1024) {
-                fprintf(stderr, "qsweep: -j expects an integer in 1..1024, not '%s'\n", val);
-                return 2;
-            }
-            jobs = (int)n;
-        } else if (!strcmp(a, "--out")) out = val;
-        else if (!strcmp(a, "--data")) data = val;
-        else if (!strcmp(a, "--qtrain")) qtrain_opt = val;
-        else if (!strcmp(a, "--summarize")) summary_dir = val;
-        else {
-            fprintf(stderr, "qsweep: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
+    qs_cli cli;
     char qtrain[PATH_MAX], self[PATH_MAX] = "qsweep", err[1200];
+    const int pa = qs_cli_parse(argc, argv, &cli, err, sizeof err);
+    if (pa == QS_CLI_HELP) {
+        usage(stdout);
+        return 0;
+    }
+    if (pa != QS_CLI_OK) {
+        fprintf(stderr, "qsweep: %s\n", err);
+        return 2;
+    }
+    const char *file = cli.file, *out = cli.out, *data = cli.data, *qtrain_opt = cli.qtrain,
+               *summary_dir = cli.summarize;
+    const int jobs = cli.jobs, dry = cli.dry_run, slurm = cli.slurm;
     const ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
     if (sn > 0) self[sn] = '\0';
     if (qtrain_opt ? qs_abspath(qtrain_opt, qtrain, sizeof qtrain) : default_qtrain(qtrain, sizeof qtrain)) {
@@ -401,10 +372,6 @@ int main(int argc, char **argv)
     qs_experiment e;
     qs_plan p;
     if (summary_dir) {
-        if (file || out || dry || slurm || data) {
-            fprintf(stderr, "qsweep: --summarize DIR takes no experiment file or other options\n");
-            return 2;
-        }
         char ini[4400];
         snprintf(ini, sizeof ini, "%s/qsweep.ini", summary_dir);
         if (access(ini, F_OK) != 0) {
@@ -412,7 +379,7 @@ int main(int argc, char **argv)
             return 2;
         }
         if (qs_ini_load(ini, NULL, 0, &e, err, sizeof err) || qs_grid_expand(&e, qtrain, summary_dir, 1, &p, err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
+            fprintf(stderr, "qsweep: %s\n", err);
             return 2;
         }
         const int rc = summarize(&e, &p, 1, err, sizeof err);
@@ -421,26 +388,20 @@ int main(int argc, char **argv)
         qs_ini_free(&e);
         return rc ? 1 : 0;
     }
-    if (!file) {
-        usage(stderr);
-        return 2;
-    }
-    if (!out) {
-        fprintf(stderr, "qsweep: --out DIR is required (see --help)\n");
-        return 2;
-    }
-    if (dry && slurm) {
-        fprintf(stderr, "qsweep: --dry-run and --slurm exclude each other\n");
-        return 2;
-    }
     if (qs_ini_load(file, data, 1, &e, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "qsweep: %s\n", err);
         return 2;
     }
     const int cores = cpu_count();
     const int threads = e.threads_per_run ? e.threads_per_run : (cores / jobs > 1 ? cores / jobs : 1);
     if (qs_grid_expand(&e, qtrain, out, threads, &p, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "qsweep: %s\n", err);
+        qs_ini_free(&e);
+        return 2;
+    }
+    if (!dry && !slurm && access(qtrain, X_OK) != 0) {
+        fprintf(stderr, "qsweep: %s: %s (use --qtrain PATH)\n", qtrain, strerror(errno));
+        qs_grid_free(&p);
         qs_ini_free(&e);
         return 2;
     }

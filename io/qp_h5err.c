@@ -58,3 +58,15 @@ int qp_h5_check_file(const char *path, char *err, size_t errlen)
     }
     return 0;
 }
+
+int qp_h5_data_present(long long ds, unsigned long long count, size_t elsize, unsigned long long small_ok)
+{
+    if (elsize && count > ~0ull / elsize) return 0; /* more bytes than 64 bits count */
+    const unsigned long long bytes = count * elsize;
+    if (bytes <= small_ok) return 1;
+    const unsigned long long stored = H5Dget_storage_size((hid_t)ds);
+    const hid_t dcpl = H5Dget_create_plist((hid_t)ds);
+    const int filters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : 0;
+    if (dcpl >= 0) H5Pclose(dcpl);
+    return filters > 0 ? stored >= bytes / 1024 : stored >= bytes;
+}

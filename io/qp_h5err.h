@@ -22,6 +22,13 @@ const char *qp_h5_why(char *dst, size_t len);
  * "PATH: reason" in err (missing, not a regular file, not an HDF5 file). */
 int qp_h5_check_file(const char *path, char *err, size_t errlen);
 
+/* Does the file plausibly hold count elements of elsize bytes of dataset
+ * ds's data (ds: its hid_t)? Datasets up to small_ok bytes always pass (unwritten chunks read as fill values);
+ * beyond that the stored size must cover them (with a filter, such as
+ * compression: 1/1024 of them). So a few bytes of header declaring 2^40
+ * elements is refused before anything is allocated. 1 or 0. */
+int qp_h5_data_present(long long ds, unsigned long long count, size_t elsize, unsigned long long small_ok);
+
 #ifdef __cplusplus
 }
 #endif

@@ -145,6 +145,11 @@ static int visit_dataset(walk *w, hid_t loc, const char *rel)
     }
     const qp_dtype dt = classify(ft);
     float *data = NULL;
+    if (numel > 0 && !qp_h5_data_present(ds, (unsigned long long)numel, H5Tget_size(ft), 1ull << 26)) {
+        snprintf(w->err, w->errlen, "%s: dataset '%s': declares %lld elements but the file does not hold them",
+                 w->path, nb, (long long)numel);
+        goto done;
+    }
     if (numel > 0) {
         data = malloc((size_t)numel * sizeof *data);
         if (!data) {

@@ -65,11 +65,15 @@ void qp_shape_rows_cols(int ndim, const int64_t *shape, int64_t *rows, int64_t *
         return;
     }
     *cols = shape[ndim - 1];
+    /* An empty tensor's other dimensions are unchecked (their product may
+     * overflow): it has 0 rows. */
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) {
+            *rows = 0;
+            return;
+        }
     int64_t r = 1;
     for (int i = 0; i < ndim - 1; i++) r *= shape[i];
-    /* A zero last dimension leaves the leading product unchecked; it is an
-     * empty tensor either way, so report 0 rows rather than an overflow. */
-    if (*cols == 0) r = 0;
     *rows = r;
 }
 

@@ -2,6 +2,7 @@
 #include "qp_draw.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +49,17 @@ int qp_draw(const qp_fig_kind *kind, const qp_run *const *runs, int n, const qp_
     char dir[4096];
     const char *sl = strrchr(out, '/');
     snprintf(dir, sizeof dir, "%.*s", sl ? (int)(sl - out) + 1 : 1, sl ? out : ".");
-    if (access(dir, W_OK) != 0) {
+    /* create a file there rather than ask access(): root passes access() even
+     * where nothing can be created (/proc) */
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s%s.qplot-probe-%ld", dir, sl ? "" : "/", (long)getpid());
+    const int pfd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (pfd < 0) {
         snprintf(err, errlen, "%s: cannot write there (%s)", out, strerror(errno));
         return -1;
     }
+    close(pfd);
+    unlink(probe);
     char script[4096];
     snprintf(script, sizeof script, "%s/%s.gp", qp_plots_dir(), kind->name);
     if (access(script, R_OK) != 0) {

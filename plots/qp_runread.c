@@ -73,6 +73,11 @@ static int read_1d(hid_t f, const char *file, const char *name, hid_t mtype, siz
     }
     hsize_t dim;
     H5Sget_simple_extent_dims(sp, &dim, NULL);
+    if (!qp_h5_data_present(ds, (unsigned long long)dim, el, 1ull << 26)) {
+        snprintf(err, errlen, "%s: %s declares %llu rows but the file does not hold them", file, name,
+                 (unsigned long long)dim);
+        goto out;
+    }
     /* calloc(0) may return NULL; keep one element so a valid empty read has a buffer */
     *buf = calloc(dim ? (size_t)dim : 1, el);
     if (!*buf) {
@@ -108,6 +113,11 @@ static char *attr_text(hid_t a)
     if (t < 0) return NULL;
     char *out = NULL;
     H5T_class_t c = H5Tget_class(t);
+    /* one value only: H5Aread writes every element of an array attribute */
+    hid_t asp = H5Aget_space(a);
+    const int one = asp >= 0 && H5Sget_simple_extent_type(asp) != H5S_NULL && H5Sget_simple_extent_npoints(asp) == 1;
+    if (asp >= 0) H5Sclose(asp);
+    if (!one) c = H5T_NO_CLASS;
     if (c == H5T_STRING && H5Tis_variable_str(t) > 0) {
         hid_t m = H5Tcopy(H5T_C_S1);
         H5Tset_size(m, H5T_VARIABLE);

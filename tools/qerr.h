@@ -2,7 +2,7 @@
  *
  * Owns: qerr's row (one tensor in one format variant), its column table (the
  * single list every output, --sort and the HDF5 table are driven by), and the
- * options. Files: qerr.c (command line, main), qerr_run.c (reading inputs,
+ * options. Files: qerr.c (main), qerr_args.c (command line), qerr_run.c (reading inputs,
  * computing metrics on N threads), qerr_cols.c (columns, sort, summary),
  * qerr_out.c (text, CSV, JSON), qerr_h5.c (--h5). */
 #ifndef QERR_H
@@ -48,6 +48,16 @@ typedef struct {
     regex_t match;
     const char *command;   /* the command line, for the --h5 attributes */
 } qerr_opts;
+
+#define QERR_DEFAULT_FORMATS "bf16,fp8-e4m3,mxfp8,mxfp4,nvfp4"
+
+enum { QERR_ARGS_OK = 0, QERR_ARGS_HELP = 1, QERR_ARGS_VERSION = 3, QERR_ARGS_BAD = 2 };
+
+/* qerr_args.c: parse argv[1..argc-1] into *o (defaults first). QERR_ARGS_OK,
+ * QERR_ARGS_HELP, QERR_ARGS_VERSION, or QERR_ARGS_BAD with a one-line message
+ * (without "qerr: ") in err and nothing left to free. */
+int qerr_parse_args(int argc, char **argv, qerr_opts *o, char *err, size_t errlen);
+void qerr_opts_free(qerr_opts *o);
 
 typedef struct {
     const char *file;          /* the input's path (not owned) */

@@ -303,12 +303,23 @@ typedef struct {
     int failed; /* err holds why */
 } verify_ctx;
 
+/* An attribute holds one value (scalar, or a 1-element array)? H5Aread
+ * writes every element, so reading an array into one variable overflows it. */
+static int one_value(hid_t at)
+{
+    const hid_t sp = H5Aget_space(at);
+    const hssize_t n = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+    const int simple = sp >= 0 && H5Sget_simple_extent_type(sp) != H5S_NULL;
+    if (sp >= 0) H5Sclose(sp);
+    return simple && n == 1;
+}
+
 static int read_crc(hid_t ds, uint32_t *crc)
 {
     if (H5Aexists(ds, CRC_ATTR) <= 0) return -1;
     const hid_t at = H5Aopen(ds, CRC_ATTR, H5P_DEFAULT);
     const hid_t t = at >= 0 ? H5Aget_type(at) : -1;
-    const int ok = t >= 0 && H5Tget_class(t) == H5T_INTEGER && H5Aread(at, H5T_NATIVE_UINT32, crc) >= 0;
+    const int ok = t >= 0 && H5Tget_class(t) == H5T_INTEGER && one_value(at) && H5Aread(at, H5T_NATIVE_UINT32, crc) >= 0;
     if (t >= 0) H5Tclose(t);
     if (at >= 0) H5Aclose(at);
     return ok ? 0 : -1;
@@ -343,6 +354,13 @@ static int verify_dataset(verify_ctx *v, hid_t ds, const char *name)
     if (sp >= 0) H5Sclose(sp);
     if (!is_f32 || n < 0) {
         snprintf(v->err, v->errlen, "%s: '%s' is not a float32 tensor", v->path, name);
+        return -1;
+    }
+    /* a tensor's bytes are all in the file (ours are never compressed or
+     * sparse): a shape alone must not make us allocate */
+    if (!qp_h5_data_present(ds, (unsigned long long)n, 4, 0)) {
+        snprintf(v->err, v->errlen, "%s: tensor '%s' declares %lld elements but the file does not hold them",
+                 v->path, name, (long long)n);
         return -1;
     }
     float *buf = malloc((size_t)(n > 0 ? n : 1) * sizeof *buf);
@@ -386,7 +404,7 @@ static int read_marker(hid_t f, int64_t *v)
     if (H5Aexists(f, MARKER) <= 0) return -1;
     const hid_t at = H5Aopen(f, MARKER, H5P_DEFAULT);
     const hid_t t = at >= 0 ? H5Aget_type(at) : -1;
-    const int ok = t >= 0 && H5Tget_class(t) == H5T_INTEGER && H5Aread(at, H5T_NATIVE_INT64, v) >= 0;
+    const int ok = t >= 0 && H5Tget_class(t) == H5T_INTEGER && one_value(at) && H5Aread(at, H5T_NATIVE_INT64, v) >= 0;
     if (t >= 0) H5Tclose(t);
     if (at >= 0) H5Aclose(at);
     return ok ? 0 : -1;
@@ -507,8 +525,8 @@ int qp_ckpt_attr_i64(qp_ckpt *c, const char *name, int64_t *v, char *err, size_t
     const hid_t at = open_attr(c, name, &t, err, errlen);
     if (at < 0) return -1;
     int rc = 0;
-    if (H5Tget_class(t) != H5T_INTEGER) {
-        snprintf(err, errlen, "%s: attribute '%s' is not an integer", c->path, name);
+    if (H5Tget_class(t) != H5T_INTEGER || !one_value(at)) {
+        snprintf(err, errlen, "%s: attribute '%s' is not an integer scalar", c->path, name);
         rc = -1;
     } else if (H5Aread(at, H5T_NATIVE_INT64, v) < 0) {
         char why[256];
@@ -528,8 +546,8 @@ int qp_ckpt_attr_str(qp_ckpt *c, const char *name, char *dst, size_t len, char *
     int rc = -1;
     hid_t mt = -1;
     char *s = NULL;
-    if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0) {
-        snprintf(err, errlen, "%s: attribute '%s' is not a (variable-length) string", c->path, name);
+    if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) <= 0 || !one_value(at)) {
+        snprintf(err, errlen, "%s: attribute '%s' is not a (variable-length) string scalar", c->path, name);
     } else if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
                H5Tset_cset(mt, H5Tget_cset(t)) < 0 || H5Aread(at, mt, &s) < 0) {
         char why[256];

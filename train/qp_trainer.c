@@ -70,7 +70,9 @@ int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
     if (o->threads < 1 || o->threads > 1024) BAD("--threads must be in 1..1024, not %d", o->threads);
     if (o->prefetch < 0 || o->prefetch > 1024) BAD("--prefetch must be in 0..1024, not %d", o->prefetch);
     if (!(o->val_frac > 0 && o->val_frac < 1)) BAD("--val-frac must be in (0, 1)");
-    if (o->weight_decay < 0 || o->grad_clip < 0 || !(o->divergence_factor > 1))
+    if (!isfinite(o->min_lr)) BAD("--min-lr must be a finite number");
+    if (!(o->weight_decay >= 0) || !(o->grad_clip >= 0) || !isfinite(o->weight_decay) || !isfinite(o->grad_clip) ||
+        !(o->divergence_factor > 1))
         BAD("--weight-decay and --grad-clip must be >= 0, --divergence-factor > 1");
     if (o->eval_only && !o->resume_from[0]) BAD("--eval-only needs --resume-from CKPT");
     if ((int64_t)o->batch * o->seq > (int64_t)1 << 28) BAD("--batch x --seq too large");
@@ -646,7 +648,14 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         const char *keys[6] = {"layers", "heads", "dim", "seq", "vocab", "seed"};
         for (int i = 0; i < 6; i++)
             if (qp_ckpt_attr_i64(from, keys[i], &v[i], err, errlen)) goto done;
+        for (int i = 0; i < 4; i++)
+            if (v[i] < 1 || v[i] > 1 << 20) {
+                snprintf(err, errlen, "%s: attribute '%s' is %lld, not a model size", r->o.resume_from, keys[i],
+                         (long long)v[i]);
+                goto done;
+            }
         r->o.layers = (int)v[0], r->o.heads = (int)v[1], r->o.dim = (int)v[2], r->o.seq = (int)v[3];
+        if (qp_train_opts_check(&r->o, err, errlen)) goto done; /* the checkpoint's shape, judged like options */
         if (!r->o.data[0]) {
             snprintf(err, errlen, "--eval-only needs --data for the validation split");
             goto done;

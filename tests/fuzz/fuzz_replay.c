@@ -75,7 +75,7 @@ int main(int argc, char **argv)
             sprintf(names[n++], "%s/%s", argv[i], e->d_name);
         }
         closedir(d);
-        qsort(names, n, sizeof *names, cmp_str);
+        if (n) qsort(names, n, sizeof *names, cmp_str); /* names is NULL for an empty folder */
         for (size_t k = 0; k < n; k++) {
             if (stat(names[k], &st) == 0 && S_ISREG(st.st_mode)) {
                 if (run_file(names[k])) return 1;

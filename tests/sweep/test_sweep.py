@@ -256,8 +256,8 @@ threads_per_run = 3
         p = qsweep(path, "--out", dest, "-j", "2")
         lines = p.stderr.splitlines()
         check(p.returncode == 2, f"bad{i}: exit {p.returncode}, want 2 ({p.stderr.strip()})")
-        check(len(lines) == 1 and lines[0].startswith(f"{path}:{line}: ") and frag in lines[0],
-              f"bad{i}: stderr {p.stderr!r}, want '{path}:{line}: ...{frag}...'")
+        check(len(lines) == 1 and lines[0].startswith(f"qsweep: {path}:{line}: ") and frag in lines[0],
+              f"bad{i}: stderr {p.stderr!r}, want 'qsweep: {path}:{line}: ...{frag}...'")
         check(p.stdout == "", f"bad{i}: printed on stdout")
         check(not os.path.exists(dest), f"bad{i}: created {dest} (something ran)")
 
