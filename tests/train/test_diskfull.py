@@ -20,36 +20,21 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zlib
 
 import h5py
 import numpy as np
 
 QTRAIN = sys.argv[1]
 CORPUS = sys.argv[2] if len(sys.argv) > 2 else ""
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, ckpt_ok, write_corpus  # noqa: E402
 
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
+check = Checks()
 
 
 tmp = tempfile.mkdtemp(prefix="qtrain_full_")
 data = os.path.join(tmp, "corpus.txt")
-if CORPUS and os.path.exists(CORPUS):
-    with open(CORPUS, "rb") as f:
-        text = f.read()[:200000]
-else:
-    rng = np.random.default_rng(0)
-    words = [b"the", b"quick", b"brown", b"fox", b"jumps", b"over", b"lazy", b"dog", b"and", b"cat"]
-    text = b" ".join(words[i] for i in rng.integers(0, len(words), 40000))
-with open(data, "wb") as f:
-    f.write(text)
+write_corpus(data, CORPUS, 200000)
 
 BASE = ["--data", data, "--layers", "2", "--heads", "4", "--dim", "64", "--seq", "32", "--batch", "4",
         "--threads", "1", "--quiet", "--warmup", "2", "--eval-every", "10", "--eval-batches", "2"]
@@ -60,20 +45,6 @@ def qtrain(out, extra, fsize=None):
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     return subprocess.run([QTRAIN] + BASE + ["--out", out] + extra, capture_output=True, text=True, timeout=300,
                           preexec_fn=limit if fsize else None)
-
-
-def ckpt_ok(path):
-    with h5py.File(path, "r") as f:
-        n, bad = 0, []
-
-        def visit(name, obj):
-            nonlocal n
-            if isinstance(obj, h5py.Dataset):
-                n += 1
-                if zlib.crc32(obj[...].astype("<f4").tobytes()) != int(obj.attrs["crc32"]):
-                    bad.append(name)
-        f.visititems(visit)
-        return "complete" in f.attrs and int(f.attrs["complete"]) == n and not bad
 
 
 def tensors(path):
@@ -194,7 +165,7 @@ check(p.returncode != 0 and len(lines) == 1 and "No space left on device" in lin
 check(os.path.islink(os.path.join(d, "run.h5")), "dev-full: the link was removed")
 cases += 1
 
-print(f"test_diskfull: {cases} cases{'' if mounted else ' (tmpfs cases skipped)'}, {passed} checks passed, {failed} failed")
-if not failed:
+print(f"test_diskfull: {cases} cases{'' if mounted else ' (tmpfs cases skipped)'}, {check.passed} checks passed, {check.failed} failed")
+if not check.failed:
     shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failed else 0)
+sys.exit(1 if check.failed else 0)

@@ -19,36 +19,21 @@ import os
 import subprocess
 import sys
 import tempfile
-import zlib
 
 import h5py
 import numpy as np
 
 QTRAIN = sys.argv[1]
 CORPUS = sys.argv[2] if len(sys.argv) > 2 else ""
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, ckpt_ok, write_corpus  # noqa: E402
 
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
+check = Checks()
 
 
 tmp = tempfile.mkdtemp(prefix="qtrain_div_")
 data = os.path.join(tmp, "corpus.txt")
-if CORPUS and os.path.exists(CORPUS):
-    with open(CORPUS, "rb") as f:
-        text = f.read()[:200000]
-else:
-    rng = np.random.default_rng(0)
-    words = [b"the", b"quick", b"brown", b"fox", b"jumps", b"over", b"lazy", b"dog", b"and", b"cat"]
-    text = b" ".join(words[i] for i in rng.integers(0, len(words), 40000))
-with open(data, "wb") as f:
-    f.write(text)
+write_corpus(data, CORPUS, 200000)
 
 BASE = ["--data", data, "--layers", "2", "--heads", "4", "--dim", "64", "--seq", "32", "--batch", "4",
         "--threads", "1", "--quiet", "--steps", "24", "--warmup", "2", "--eval-every", "8",
@@ -64,22 +49,6 @@ def run(name, extra):
 
 def h5(path):
     return h5py.File(path, "r", libver="latest", swmr=True)
-
-
-def ckpt_ok(path):
-    """Independent check of a checkpoint: the marker and every tensor's CRC-32."""
-    with h5py.File(path, "r") as f:
-        n = 0
-        bad = []
-
-        def visit(name, obj):
-            nonlocal n
-            if isinstance(obj, h5py.Dataset):
-                n += 1
-                if zlib.crc32(obj[...].astype("<f4").tobytes()) != int(obj.attrs["crc32"]):
-                    bad.append(name)
-        f.visititems(visit)
-        return "complete" in f.attrs and int(f.attrs["complete"]) == n and not bad
 
 
 def ckpt_arrays(path):
@@ -240,5 +209,5 @@ for spec, frag in bad:
 p, _ = run("bad", ["--on-divergence", "retry"])
 check(p.returncode == 2 and "--on-divergence must be" in p.stderr, f"--on-divergence retry: {p.stderr!r}")
 
-print(f"test_divergence: {cases} injected cases, {passed} checks passed, {failed} failed")
-sys.exit(1 if failed else 0)
+print(f"test_divergence: {cases} injected cases, {check.passed} checks passed, {check.failed} failed")
+sys.exit(1 if check.failed else 0)

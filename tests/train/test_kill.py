@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 
 import h5py
 import numpy as np
@@ -34,16 +33,10 @@ CORPUS = sys.argv[2] if len(sys.argv) > 2 else ""
 KILLS = 24
 STEPS = 64
 SEED = 20261129
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, ckpt_ok, write_corpus  # noqa: E402
 
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
+check = Checks()
 
 
 if not shutil.which("h5clear") or not shutil.which("h5dump"):
@@ -51,15 +44,7 @@ if not shutil.which("h5clear") or not shutil.which("h5dump"):
     sys.exit(77)
 tmp = tempfile.mkdtemp(prefix="qtrain_kill_")
 data = os.path.join(tmp, "corpus.txt")
-if CORPUS and os.path.exists(CORPUS):
-    with open(CORPUS, "rb") as f:
-        text = f.read()[:300000]
-else:
-    rng = np.random.default_rng(0)
-    words = [b"the", b"quick", b"brown", b"fox", b"jumps", b"over", b"lazy", b"dog", b"and", b"cat"]
-    text = b" ".join(words[i] for i in rng.integers(0, len(words), 60000))
-with open(data, "wb") as f:
-    f.write(text)
+write_corpus(data, CORPUS, 300000)
 
 ARGS = ["--data", data, "--layers", "4", "--heads", "4", "--dim", "192", "--seq", "32", "--batch", "4",
         "--threads", "1", "--steps", str(STEPS), "--warmup", "4", "--eval-every", "8", "--eval-batches", "2",
@@ -68,24 +53,6 @@ ARGS = ["--data", data, "--layers", "4", "--heads", "4", "--dim", "192", "--seq"
 
 def cmd(out, extra=()):
     return [QTRAIN] + ARGS + ["--out", out, "--resume"] + list(extra)
-
-
-def ckpt_ok(path):
-    """The checkpoint's marker and every tensor's CRC-32, checked independently of qtrain."""
-    try:
-        with h5py.File(path, "r") as f:
-            n, bad = 0, []
-
-            def visit(name, obj):
-                nonlocal n
-                if isinstance(obj, h5py.Dataset):
-                    n += 1
-                    if zlib.crc32(obj[...].astype("<f4").tobytes()) != int(obj.attrs["crc32"]):
-                        bad.append(name)
-            f.visititems(visit)
-            return "complete" in f.attrs and int(f.attrs["complete"]) == n and not bad
-    except Exception:
-        return False
 
 
 def ckpt_step(path):
@@ -264,6 +231,6 @@ check(np.array_equal(lb["train/step"], np.arange(STEPS)), "final /train/step is 
 print(f"test_kill: {kills} SIGKILLs (seed {SEED}): {in_ckpt} inside a checkpoint write ({torn_tmp} leaving a torn .tmp), "
       f"{between} between its two renames, {at_start} before the segment wrote a new checkpoint; {resumes} resumes "
       f"from a checkpoint; "
-      f"{damaged} damaged-checkpoint copies; reference {t_ref:.1f} s; {passed} checks passed, {failed} failed")
-shutil.rmtree(tmp, ignore_errors=True) if not failed else print("kept", tmp)
-sys.exit(1 if failed else 0)
+      f"{damaged} damaged-checkpoint copies; reference {t_ref:.1f} s; {check.passed} checks passed, {check.failed} failed")
+shutil.rmtree(tmp, ignore_errors=True) if not check.failed else print("kept", tmp)
+sys.exit(1 if check.failed else 0)

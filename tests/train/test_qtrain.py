@@ -12,16 +12,10 @@ import numpy as np
 
 QTRAIN = sys.argv[1]
 CORPUS = sys.argv[2] if len(sys.argv) > 2 else ""
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, write_corpus  # noqa: E402
 
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
+check = Checks()
 
 
 def run(args, env=None):
@@ -32,15 +26,7 @@ def run(args, env=None):
 
 tmp = tempfile.mkdtemp(prefix="qtrain_test_")
 data = os.path.join(tmp, "corpus.txt")
-if CORPUS and os.path.exists(CORPUS):
-    with open(CORPUS, "rb") as f:
-        text = f.read()[:200000]
-else:  # the product must work without the shared corpus
-    rng = np.random.default_rng(0)
-    words = [b"the", b"quick", b"brown", b"fox", b"jumps", b"over", b"lazy", b"dog", b"and", b"cat"]
-    text = b" ".join(words[i] for i in rng.integers(0, len(words), 40000))
-with open(data, "wb") as f:
-    f.write(text)
+write_corpus(data, CORPUS, 200000)
 
 TINY = ["--data", data, "--layers", "2", "--heads", "2", "--dim", "32", "--seq", "32", "--batch", "4",
         "--threads", "2", "--quiet", "--eval-every", "4", "--eval-batches", "2", "--warmup", "2"]
@@ -190,5 +176,5 @@ with h5py.File(os.path.join(tmp, "ptq.h5"), "r") as f:
     check(len(f["eval/val_loss"]) == 1 and len(f["quant/error"]) > 0, "eval-only logs val loss and errors")
     check(set(f["quant/error"][:]["pass"]) == {b"fprop"}, "eval-only quantizes forward GEMMs only")
 
-print(f"test_qtrain: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+print(f"test_qtrain: {check.passed} passed, {check.failed} failed")
+sys.exit(1 if check.failed else 0)

@@ -14,16 +14,10 @@ import h5py
 import numpy as np
 
 QTRAIN, CORPUS, MPIRUN, MPIFLAGS = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, write_corpus  # noqa: E402
 
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
+check = Checks()
 
 
 def run(args, ranks):
@@ -34,15 +28,7 @@ def run(args, ranks):
 
 tmp = tempfile.mkdtemp(prefix="qtrain_mpi_")
 data = os.path.join(tmp, "corpus.txt")
-if os.path.exists(CORPUS):
-    with open(CORPUS, "rb") as f:
-        text = f.read()[:200000]
-else:  # the product must work without the shared corpus
-    rng = np.random.default_rng(0)
-    words = [b"the", b"quick", b"brown", b"fox", b"jumps", b"over", b"lazy", b"dog", b"and", b"cat"]
-    text = b" ".join(words[i] for i in rng.integers(0, len(words), 40000))
-with open(data, "wb") as f:
-    f.write(text)
+write_corpus(data, CORPUS, 200000)
 
 SMALL = ["--data", data, "--layers", "2", "--heads", "4", "--dim", "64", "--seq", "32", "--batch", "8",
          "--steps", "20", "--warmup", "5", "--threads", "1", "--quiet", "--eval-every", "10", "--eval-batches", "2",
@@ -129,5 +115,5 @@ lines = [l for l in p.stderr.splitlines() if l.strip()]
 check(p.returncode == 2, "--batch 7 on 2 ranks exits 2, not %d" % p.returncode)
 check(len(lines) == 1 and "not divisible" in lines[0], "one line: %r" % p.stderr)
 
-print("test_qtrain_mpi: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+print("test_qtrain_mpi: %d passed, %d failed" % (check.passed, check.failed))
+sys.exit(1 if check.failed else 0)
