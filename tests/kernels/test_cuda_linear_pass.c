@@ -11,6 +11,7 @@
  * GEMMs sum in other orders), the scaling states exactly, the same events and
  * the same qerr rows. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "qp_hadamard.h"
 #include "qp_linear.h"
 #include "qp_recipe.h"
+#include "qp_scale_layout.h"
 #include "qp_test.h"
 
 static unsigned long long rng = 0x1234567887654321ull;
@@ -31,6 +33,9 @@ typedef struct {
     qpl_stats stats[2];
     float scale_inv[2];
     float *fa, *fb; /* GEMM operands as FP32 */
+    uint8_t *tiled[2];  /* per side: block scales in cuBLASLt's tiled layout */
+    int kinds[4];       /* GEMMs run, by QPL_* kind */
+    int n_amax;         /* amax operations (data parallelism) */
 } host;
 
 #define H ((host *)x)
@@ -84,7 +89,12 @@ static int h_quantize(void *x, qp_fmt fmt, const float *in, int rows, int cols, 
     if (qp_qtensor_alloc(&q, fmt, rows, cols)) return -1;
     qp_qstats qs;
     qp_quantize(in, &q, o, &qs);
-    for (int r = 0; r < rows; r++) memcpy(codes + (int64_t)r * cols, q.codes + r * q.row_bytes, (size_t)cols);
+    memcpy(codes, q.codes, (size_t)(rows * q.row_bytes)); /* packed: row_bytes per row */
+    if (qp_formats[fmt].block_cols > 1) {
+        free(H->tiled[side]);
+        H->tiled[side] = malloc((size_t)qp_scale_tiled_size(rows, q.scale_cols) + 1);
+        if (qp_scale_swizzle(q.scales, rows, q.scale_cols, qp_formats[fmt].block_rows, H->tiled[side])) return -1;
+    }
     qp_qtensor_free(&q);
     put_stats(H, side, &qs);
     return 0;
@@ -121,8 +131,36 @@ static int h_fetch(void *x, int side, qpl_stats *out)
     return 0;
 }
 static const float *h_scale_inv_ptr(void *x, int side) { return &H->scale_inv[side]; }
-static int to_f32(const qp_cublt_operand *o, float *dst, int64_t n)
+static const uint8_t *h_block_scales_ptr(void *x, int side) { return H->tiled[side]; }
+static int h_amax(void *x, const float *in, int64_t n, float *out)
 {
+    H->n_amax++;
+    *out = qp_amax(in, n);
+    return 0;
+}
+/* rows x K operand as FP32 values (block formats: element x block scale x
+ * tensor decode scale, the scales read back from the tiled layout) */
+static int to_f32(const qp_cublt_operand *o, float *dst, int64_t rows, int64_t K)
+{
+    const int64_t n = rows * K;
+    if (o->type == QP_CUBLT_MXFP8 || o->type == QP_CUBLT_NVFP4) {
+        const int mx = o->type == QP_CUBLT_MXFP8, bc = mx ? 32 : 16;
+        const int64_t sc = K / bc;
+        uint8_t *plain = malloc((size_t)(rows * sc) + 1);
+        if (!o->d_block_scales || qp_scale_unswizzle(o->d_block_scales, rows, sc, plain)) return -1;
+        const uint8_t *c = o->d_data;
+        const float sinv = o->d_scale_inv ? *o->d_scale_inv : 1.0f;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k = 0; k < K; k++) {
+                const uint8_t s8 = plain[r * sc + k / bc];
+                const float v = mx ? qp_e4m3_to_f32(c[r * K + k]) * qp_e8m0_to_f32(s8)
+                                   : qp_e2m1_to_f32((uint8_t)(c[r * (K / 2) + k / 2] >> (4 * (k & 1)))) *
+                                         qp_ue4m3_to_f32(s8);
+                dst[r * K + k] = v * sinv;
+            }
+        free(plain);
+        return 0;
+    }
     for (int64_t i = 0; i < n; i++) {
         switch (o->type) {
         case QP_CUBLT_F32: dst[i] = ((const float *)o->d_data)[i]; break;
@@ -141,11 +179,16 @@ static int h_gemm(void *x, const qp_cublt_operand *A, const qp_cublt_operand *B,
 {
     const int fp8 = A->type == QP_CUBLT_E4M3 || A->type == QP_CUBLT_E5M2;
     const int bclass = B->type == QP_CUBLT_E4M3 || B->type == QP_CUBLT_E5M2;
-    if (fp8 != bclass || (!fp8 && A->type != B->type) || (fp8 && (!A->d_scale_inv || !B->d_scale_inv))) {
-        snprintf(H->st->err, sizeof H->st->err, "GEMM of types %d x %d", (int)A->type, (int)B->type);
+    if (fp8 != bclass || (!fp8 && A->type != B->type) || (fp8 && (!A->d_scale_inv || !B->d_scale_inv)) ||
+        (A->type == QP_CUBLT_NVFP4 && (!A->d_scale_inv || !B->d_scale_inv)) ||
+        ((A->type == QP_CUBLT_MXFP8 || A->type == QP_CUBLT_NVFP4) && (K % 32 || !A->d_block_scales ||
+                                                                     !B->d_block_scales))) {
+        snprintf(H->st->err, sizeof H->st->err, "GEMM of types %d x %d (%dx%dx%d)", (int)A->type, (int)B->type, M, N,
+                 K);
         return -1;
     }
-    if (to_f32(A, H->fa, (int64_t)M * K) || to_f32(B, H->fb, (int64_t)N * K)) return -1;
+    H->kinds[A->type == QP_CUBLT_MXFP8 ? QPL_MXFP8 : A->type == QP_CUBLT_NVFP4 ? QPL_NVFP4 : fp8 ? QPL_FP8 : QPL_EMULATED]++;
+    if (to_f32(A, H->fa, M, K) || to_f32(B, H->fb, N, K)) return -1;
     return qp_gemm_run(H->gemm, H->fa, 0, H->fb, 0, D, M, N, K, alpha, beta != 0.0f, A->type == QP_CUBLT_BF16);
 }
 static int h_bias_add(void *x, float *Y, const float *b, int M, int N)
@@ -213,8 +256,11 @@ static float *randv(int64_t n, float s)
     return v;
 }
 
-static void run(const char *spec, int native, int M, int IC, int OC)
+/* cc: the fake GPU's compute capability (0: none, every GEMM emulated);
+ * expect: the path name qpl_set_device must give. */
+static void run(const char *spec, int cc, int M, int IC, int OC, const char *expect)
 {
+    const int native = cc > 0;
     const int L = 3;
     char err[256];
     qp_recipe recipe;
@@ -241,14 +287,16 @@ static void run(const char *spec, int native, int M, int IC, int OC)
         st.ybuf[s] = malloc(max_elems * sizeof(float));
         st.bbuf[s] = malloc(max_elems * sizeof(uint16_t));
     }
-    st.fp8_native = native;
+    qpl_set_device(&st, cc, 0);
+    CHECK(!strcmp(st.path, expect), "%s on cc %d: path %s, expected %s", spec, cc, st.path, expect);
     host h;
     memset(&h, 0, sizeof h);
     h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
     h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
-    const qpl_ops ops = {&h,          h_transpose, h_transpose_u8, h_copy, h_rht16, h_qdq, h_quantize,
-                         h_to_bf16,   h_reduce,    h_fetch,        h_scale_inv_ptr, h_gemm, h_bias_add,
-                         h_bias_grad};
+    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht16,
+                         h_qdq,     h_quantize,  h_to_bf16,      h_reduce,        h_fetch,
+                         h_scale_inv_ptr, h_gemm, h_bias_add,    h_bias_grad,     h_amax,
+                         h_block_scales_ptr};
     float *W = randv((int64_t)OC * IC, 0.05f), *b = randv(OC, 0.1f);
     float *Y0 = malloc(sizeof(float) * M * OC), *Y1 = malloc(sizeof(float) * M * OC);
     float *dX0 = calloc((size_t)M * IC, sizeof(float)), *dX1 = calloc((size_t)M * IC, sizeof(float));
@@ -277,7 +325,7 @@ static void run(const char *spec, int native, int M, int IC, int OC)
                     CHECK(s0 == 0 && s1 == 0, "%s %s backward: %s / %s", spec, what, qp_linear_error(ref), st.err);
                 }
             char full[160];
-            snprintf(full, sizeof full, "%s%s", spec, native ? " (fp8-native)" : "");
+            snprintf(full, sizeof full, "%s%s%s", spec, native ? " " : "", native ? st.path : "");
             close_to("dX", full, dX0, dX1, (int64_t)M * IC);
             close_to("dW", full, dW0, dW1, (int64_t)OC * IC);
             close_to("db", full, db0, db1, OC);
@@ -329,7 +377,15 @@ static void run(const char *spec, int native, int M, int IC, int OC)
               a->gemm, a->operand, a->pass, a->rel_l2, c->rel_l2, a->sat_frac, c->sat_frac, a->zero_frac,
               c->zero_frac, a->amax, c->amax);
     }
-    printf("%-28s%s: %d qerr rows, %d events, outputs match\n", spec, native ? " (fp8-native)" : "", rown.n, rown.nev);
+    /* the GEMMs ran as the path says: native kinds only on a native path */
+    const int want = !strcmp(st.path, "fp8-native") ? QPL_FP8 : !strcmp(st.path, "mxfp8-native") ? QPL_MXFP8
+                   : !strcmp(st.path, "nvfp4-native") ? QPL_NVFP4 : QPL_EMULATED;
+    for (int k = 1; k < 4; k++)
+        CHECK(k == want ? h.kinds[k] > 0 || (M % 16 || IC % 32 || OC % 32) : h.kinds[k] == 0,
+              "%s on cc %d: %d GEMMs of kind %d", spec, cc, h.kinds[k], k);
+    printf("%-28s cc %3d %-14s: %d qerr rows, %d events, GEMMs %d emulated / %d fp8 / %d mxfp8 / %d nvfp4, "
+           "outputs match\n", spec, cc, st.path, rown.n, rown.nev, h.kinds[0], h.kinds[1], h.kinds[2], h.kinds[3]);
+    free(h.tiled[0]), free(h.tiled[1]);
     free(W), free(b), free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
     for (int s = 0; s < 2; s++) free(st.tbuf[s]), free(st.ybuf[s]), free(st.bbuf[s]);
     free(st.plans), free(h.fa), free(h.fb);
@@ -337,14 +393,73 @@ static void run(const char *spec, int native, int M, int IC, int OC)
     qp_gemm_destroy(gemm);
 }
 
+/* The decisions alone: path names by recipe, cc and QP_CUDA_EMULATE, and the
+ * kind of each GEMM by formats and shape. */
+static void test_decisions(void)
+{
+    static const struct {
+        const char *spec;
+        int cc, emulate;
+        const char *path;
+    } cases[] = {
+        {"fp32", 100, 0, "fp32"},          {"bf16", 100, 0, "bf16"},
+        {"fp8", 80, 0, "emulated-bf16"},   {"fp8", 89, 0, "fp8-native"},
+        {"fp8", 90, 1, "emulated-bf16"},   {"mxfp8", 90, 0, "emulated-bf16"},
+        {"mxfp8", 100, 0, "mxfp8-native"}, {"mxfp8", 100, 1, "emulated-bf16"},
+        {"nvfp4", 100, 0, "nvfp4-native"}, {"nvfp4", 120, 0, "nvfp4-native"},
+        {"nvfp4", 100, 1, "emulated-bf16"}, {"mxfp4", 100, 0, "emulated-bf16"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[256];
+        qp_recipe recipe;
+        CHECK(qp_recipe_parse(cases[i].spec, &recipe, err, sizeof err) == 0, "%s", err);
+        qpl_state st;
+        memset(&st, 0, sizeof st);
+        st.cfg.n_layers = 2;
+        qp_linear_plan plans[2] = {qp_recipe_plan(&recipe, 0, 2), qp_recipe_plan(&recipe, 1, 2)};
+        st.plans = plans;
+        qpl_set_device(&st, cases[i].cc, cases[i].emulate);
+        CHECK(!strcmp(st.path, cases[i].path), "%s cc %d emulate %d: %s, expected %s", cases[i].spec, cases[i].cc,
+              cases[i].emulate, st.path, cases[i].path);
+        const int want = !strcmp(st.path, "fp8-native")     ? QPL_FP8
+                         : !strcmp(st.path, "mxfp8-native") ? QPL_MXFP8
+                         : !strcmp(st.path, "nvfp4-native") ? QPL_NVFP4
+                                                            : QPL_EMULATED;
+
+
+        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_FC, QP_OPND_X, QP_OPND_W, 64, 128, 256) == want,
+              "%s cc %d: kind of a 64x128x256 GEMM", cases[i].spec, cases[i].cc);
+        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_HEAD, QP_OPND_X, QP_OPND_W, 64, 128, 256) == QPL_EMULATED,
+              "%s: the head is never native", cases[i].spec);
+        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_FC, QP_OPND_X, QP_OPND_W, 64, 120, 256) == QPL_EMULATED,
+              "%s: N = 120 is not native", cases[i].spec);
+        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_FC, QP_OPND_X, QP_OPND_W, 64, 128, 48) ==
+                  (want == QPL_FP8 ? QPL_FP8 : QPL_EMULATED),
+              "%s: K = 48 is native for FP8 only", cases[i].spec);
+    }
+}
+
 int main(void)
 {
     const char *recipes[] = {"fp32", "bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4-naive",
                              "nvfp4,nvfp4-2d", "nvfp4,bf16-last=1,bf16-first=1"};
-    for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++) run(recipes[i], 0, 32, 48, 64);
-    run("fp8", 1, 32, 48, 64);
-    run("fp8-current", 1, 32, 48, 64);
-    run("fp8", 1, 24, 40, 56); /* not multiples of 16: emulated GEMMs under a native plan */
-    run("fp8-current", 0, 20, 36, 52);
+    const char *paths[] = {"fp32", "bf16", "emulated-bf16", "emulated-bf16", "emulated-bf16", "emulated-bf16",
+                           "emulated-bf16", "emulated-bf16", "emulated-bf16", "emulated-bf16"};
+    for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++) run(recipes[i], 0, 32, 48, 64, paths[i]);
+    run("fp8", 90, 32, 48, 64, "fp8-native");
+    run("fp8-current", 90, 32, 48, 64, "fp8-native");
+    run("fp8", 90, 24, 40, 56, "fp8-native"); /* not multiples of 16: emulated GEMMs under a native plan */
+    run("fp8-current", 0, 20, 36, 52, "emulated-bf16");
+    /* Blackwell (cc 10.0): MXFP8 and NVFP4 block-scaled natively, MXFP4 emulated */
+    run("mxfp8", 100, 32, 64, 96, "mxfp8-native");
+    run("nvfp4", 100, 32, 64, 96, "nvfp4-native");
+    run("nvfp4-naive", 100, 32, 64, 96, "nvfp4-native");
+    run("nvfp4,nvfp4-2d", 100, 32, 64, 96, "nvfp4-native");
+    run("nvfp4,bf16-last=1,bf16-first=1", 100, 32, 64, 96, "nvfp4-native");
+    run("nvfp4", 100, 32, 48, 64, "nvfp4-native"); /* K = 48: fprop emulated */
+    run("mxfp4", 100, 32, 64, 96, "emulated-bf16");
+    run("mxfp8", 90, 32, 64, 96, "emulated-bf16"); /* Hopper: no block scaling */
+    run("fp8", 100, 32, 64, 96, "fp8-native");
+    test_decisions();
     return qp_test_finish("test_cuda_linear_pass");
 }
