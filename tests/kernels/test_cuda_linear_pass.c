@@ -9,7 +9,13 @@
  * and FP8-native for the FP8 recipes), several layers, three steps and two
  * micro-batches: Y, dX, dW and db to 1e-5 of their largest magnitude (the
  * GEMMs sum in other orders), the scaling states exactly, the same events and
- * the same qerr rows. */
+ * the same qerr rows. Native paths by a fake compute capability (qpl_set_device:
+ * 90 FP8, 100 MXFP8/NVFP4 block-scaled, the host GEMM decoding codes and
+ * cuBLASLt-tiled block scales) and the decisions alone (path names, the kind
+ * of each GEMM by formats and shape, QP_CUDA_EMULATE). Data parallelism: two
+ * ranks (threads whose reduce hooks all-reduce through a barrier) each
+ * running qp_linear's data-parallel cfg and the pass on its token slice —
+ * same outputs, scaling states, events and number of amax all-reduces. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -393,6 +399,210 @@ static void run(const char *spec, int cc, int M, int IC, int OC, const char *exp
     qp_gemm_destroy(gemm);
 }
 
+/* ---- data parallelism: two "ranks" (threads) -------------------------------- */
+
+/* The all-reduces of one group of ranks: each rank posts, a barrier, each
+ * takes the max (sum) of both, a barrier. */
+typedef struct {
+    pthread_barrier_t bar;
+    float fv[2][8];
+    double dv[2][8];
+    int calls;
+} world;
+typedef struct {
+    world *w;
+    int rank;
+} rank_user;
+static void w_max(float *v, int n, void *u)
+{
+    rank_user *ru = u;
+    world *w = ru->w;
+    memcpy(w->fv[ru->rank], v, (size_t)n * sizeof *v);
+    pthread_barrier_wait(&w->bar);
+    for (int i = 0; i < n; i++) v[i] = w->fv[0][i] > w->fv[1][i] ? w->fv[0][i] : w->fv[1][i];
+    if (ru->rank == 0) w->calls++;
+    pthread_barrier_wait(&w->bar);
+}
+static void w_sum(double *v, int n, void *u)
+{
+    rank_user *ru = u;
+    world *w = ru->w;
+    memcpy(w->dv[ru->rank], v, (size_t)n * sizeof *v);
+    pthread_barrier_wait(&w->bar);
+    for (int i = 0; i < n; i++) v[i] = w->dv[0][i] + w->dv[1][i];
+    pthread_barrier_wait(&w->bar);
+}
+
+#define DP_STEPS 3
+typedef struct {
+    const char *spec;
+    int cc, rank, M, IC, OC;
+    const float *X[DP_STEPS * 2], *dY[DP_STEPS * 2], *W, *b; /* both ranks' tokens (2M rows) */
+    world *wref, *wpass;
+    /* results (checked by the main thread) */
+    double worst;
+    int failed, state_bad, events_bad, kinds[4];
+    float scales[3 * 4 * QP_OPND_COUNT];
+    char msg[600];
+} dp_job;
+
+static double worst_rel(const float *ref, const float *own, int64_t n)
+{
+    const double scale = max_abs(ref, n) + 1e-30;
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = isnan(ref[i]) || isnan(own[i]) ? (isnan(ref[i]) && isnan(own[i]) ? 0 : INFINITY)
+                                                         : fabs((double)ref[i] - own[i]) / scale;
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+/* One rank: qp_linear with the data-parallel cfg (the CPU's behaviour) and
+ * the pass with the same cfg, on this rank's token slice. */
+static void *dp_rank(void *arg)
+{
+    dp_job *j = arg;
+    const int L = 3, M = j->M, IC = j->IC, OC = j->OC;
+    char err[256];
+    qp_recipe recipe;
+    if (qp_recipe_parse(j->spec, &recipe, err, sizeof err)) {
+        j->failed = 1;
+        snprintf(j->msg, sizeof j->msg, "%s", err);
+        return NULL;
+    }
+    qp_gemm *gemm = qp_gemm_create(err, sizeof err);
+    const int64_t max_elems = (int64_t)(M > OC ? M : OC) * (IC > OC ? IC : OC);
+    rank_user uref = {j->wref, j->rank}, upass = {j->wpass, j->rank};
+    const qp_linear_cfg cr = {.n_layers = L, .max_elems = max_elems, .seed = 99, .recipe = &recipe, .gemm = gemm,
+                              .dp_rank = j->rank, .dp_size = 2, .reduce_max = w_max, .reduce_sum = w_sum,
+                              .reduce_user = &uref};
+    qp_linear_cfg co = cr;
+    co.reduce_user = &upass;
+    qp_linear *ref = qp_linear_create(&cr, err, sizeof err), *states = qp_linear_create(&co, err, sizeof err);
+    qpl_state st;
+    memset(&st, 0, sizeof st);
+    st.cfg = co;
+    st.host = states;
+    st.plans = calloc(L, sizeof *st.plans);
+    for (int l = 0; l < L; l++) st.plans[l] = qp_recipe_plan(&recipe, l, L);
+    for (int s = 0; s < 2; s++) {
+        st.tbuf[s] = malloc(max_elems * sizeof(float));
+        st.ybuf[s] = malloc(max_elems * sizeof(float));
+        st.bbuf[s] = malloc(max_elems * sizeof(uint16_t));
+    }
+    qpl_set_device(&st, j->cc, 0);
+    host h;
+    memset(&h, 0, sizeof h);
+    h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
+    h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
+    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht16,
+                         h_qdq,     h_quantize,  h_to_bf16,      h_reduce,        h_fetch,
+                         h_scale_inv_ptr, h_gemm, h_bias_add,    h_bias_grad,     h_amax,
+                         h_block_scales_ptr};
+    float *Y0 = malloc(sizeof(float) * M * OC), *Y1 = malloc(sizeof(float) * M * OC);
+    float *dX0 = calloc((size_t)M * IC, sizeof(float)), *dX1 = calloc((size_t)M * IC, sizeof(float));
+    float *dW0 = calloc((size_t)OC * IC, sizeof(float)), *dW1 = calloc((size_t)OC * IC, sizeof(float));
+    float *db0 = calloc(OC, sizeof(float)), *db1 = calloc(OC, sizeof(float));
+    for (int64_t step = 0; step < DP_STEPS && !j->failed; step++) {
+        qp_linear_begin_step(ref, step, 0);
+        qp_linear_begin_step(states, step, 0);
+        st.step = step, st.micro = 0, st.log_qerr = 0;
+        for (int micro = 0; micro < 2 && !j->failed; micro++) {
+            qp_linear_begin_micro(ref, micro);
+            st.micro = micro;
+            const float *X = j->X[step * 2 + micro] + (int64_t)j->rank * M * IC;
+            const float *dY = j->dY[step * 2 + micro] + (int64_t)j->rank * M * OC;
+            for (int layer = 0; layer < L && !j->failed; layer++)
+                for (int g = 0; g < 4; g++) {
+                    if (qp_linear_forward(ref, layer, (qp_gemm_id)g, Y0, X, j->W, j->b, M, IC, OC) ||
+                        qpl_forward(&st, &ops, layer, (qp_gemm_id)g, Y1, X, j->W, j->b, M, IC, OC) ||
+                        qp_linear_backward(ref, layer, (qp_gemm_id)g, dX0, dW0, db0, dY, X, j->W, M, IC, OC) ||
+                        qpl_backward(&st, &ops, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, j->W, M, IC, OC)) {
+                        /* the other rank may wait in a reduce: this one failing ends the test anyway */
+                        j->failed = 1;
+                        snprintf(j->msg, sizeof j->msg, "%s / %s", qp_linear_error(ref), st.err);
+                        break;
+                    }
+                    const double w = worst_rel(Y0, Y1, (int64_t)M * OC);
+                    if (w > j->worst) j->worst = w;
+                }
+        }
+    }
+    const double w[3] = {worst_rel(dX0, dX1, (int64_t)M * IC), worst_rel(dW0, dW1, (int64_t)OC * IC),
+                         worst_rel(db0, db1, OC)};
+    for (int i = 0; i < 3; i++)
+        if (w[i] > j->worst) j->worst = w[i];
+    for (int layer = 0; layer < L; layer++)
+        for (int g = 0; g < 4; g++)
+            for (int o = 0; o < QP_OPND_COUNT; o++) {
+                const qp_scaling_state *a = qp_linear_scaling(ref, layer, g, o), *c = qp_linear_scaling(states, layer, g, o);
+                j->state_bad += !(qp_same_float(a->scale, c->scale) && qp_same_float(a->last_scale, c->last_scale) &&
+                                  a->n_updates == c->n_updates && a->hist_count == c->hist_count);
+                j->scales[(layer * 4 + g) * QP_OPND_COUNT + o] = c->scale;
+            }
+    int64_t e0[QP_EV_COUNT], e1[QP_EV_COUNT];
+    qp_linear_event_counts(ref, e0);
+    qp_linear_event_counts(states, e1);
+    j->events_bad = memcmp(e0, e1, sizeof e0) != 0;
+    memcpy(j->kinds, h.kinds, sizeof h.kinds);
+    free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
+    for (int s = 0; s < 2; s++) free(st.tbuf[s]), free(st.ybuf[s]), free(st.bbuf[s]);
+    free(st.plans), free(h.fa), free(h.fb), free(h.tiled[0]), free(h.tiled[1]);
+    qp_linear_destroy(ref), qp_linear_destroy(states);
+    qp_gemm_destroy(gemm);
+    return NULL;
+}
+
+/* Two ranks of M tokens each: on every rank the pass gives what qp_linear's
+ * data parallelism gives (outputs to 1e-5, scaling states and events
+ * exactly), both ranks end with the same scaling states, and the amaxes went
+ * through the reduce hooks as often in the pass as on the CPU. */
+static void run_dp(const char *spec, int cc, int M, int IC, int OC)
+{
+    world wref, wpass;
+    memset(&wref, 0, sizeof wref);
+    memset(&wpass, 0, sizeof wpass);
+    pthread_barrier_init(&wref.bar, NULL, 2);
+    pthread_barrier_init(&wpass.bar, NULL, 2);
+    float *X[DP_STEPS * 2], *dY[DP_STEPS * 2];
+    for (int i = 0; i < DP_STEPS * 2; i++) {
+        X[i] = randv((int64_t)2 * M * IC, 1.0f + i / 2);
+        dY[i] = randv((int64_t)2 * M * OC, 0.01f * (1 + i % 2));
+    }
+    X[5][(int64_t)M * IC + 7] = 3000.0f; /* an outlier on rank 1 only: rank 0's scale must see it */
+    float *W = randv((int64_t)OC * IC, 0.05f), *b = randv(OC, 0.1f);
+    dp_job jobs[2];
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++) {
+        memset(&jobs[r], 0, sizeof jobs[r]);
+        dp_job *j = &jobs[r];
+        j->spec = spec, j->cc = cc, j->rank = r, j->M = M, j->IC = IC, j->OC = OC, j->W = W, j->b = b;
+        j->wref = &wref, j->wpass = &wpass;
+        for (int i = 0; i < DP_STEPS * 2; i++) j->X[i] = X[i], j->dY[i] = dY[i];
+        pthread_create(&th[r], NULL, dp_rank, j);
+    }
+    for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < 2; r++) {
+        const dp_job *j = &jobs[r];
+        CHECK(!j->failed, "%s dp rank %d: %s", spec, r, j->msg);
+        CHECK(j->worst <= 1e-5, "%s dp rank %d (cc %d): outputs differ from qp_linear's by %.3g of the largest", spec,
+              r, cc, j->worst);
+        CHECK(j->state_bad == 0, "%s dp rank %d: %d scaling states differ from qp_linear's", spec, r, j->state_bad);
+        CHECK(!j->events_bad, "%s dp rank %d: event counts differ", spec, r);
+    }
+    CHECK(!memcmp(jobs[0].scales, jobs[1].scales, sizeof jobs[0].scales), "%s dp: the ranks' scales differ", spec);
+    CHECK(wref.calls == wpass.calls, "%s dp: %d amax all-reduces on the CPU, %d in the pass", spec, wref.calls,
+          wpass.calls);
+    printf("%-28s dp 2 ranks, cc %3d: %d amax all-reduces, GEMMs %d emulated / %d fp8 / %d mxfp8 / %d nvfp4, "
+           "match qp_linear\n", spec, cc, wpass.calls, jobs[0].kinds[0], jobs[0].kinds[1], jobs[0].kinds[2],
+           jobs[0].kinds[3]);
+    for (int i = 0; i < DP_STEPS * 2; i++) free(X[i]), free(dY[i]);
+    free(W), free(b);
+    pthread_barrier_destroy(&wref.bar);
+    pthread_barrier_destroy(&wpass.bar);
+}
+
 /* The decisions alone: path names by recipe, cc and QP_CUDA_EMULATE, and the
  * kind of each GEMM by formats and shape. */
 static void test_decisions(void)
@@ -461,5 +671,11 @@ int main(void)
     run("mxfp8", 90, 32, 64, 96, "emulated-bf16"); /* Hopper: no block scaling */
     run("fp8", 100, 32, 64, 96, "fp8-native");
     test_decisions();
+    const char *dp[] = {"bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4,nvfp4-2d"};
+    for (size_t i = 0; i < sizeof dp / sizeof dp[0]; i++) run_dp(dp[i], 0, 32, 64, 96);
+    run_dp("fp8", 90, 32, 64, 96);
+    run_dp("fp8-current", 90, 32, 64, 96);
+    run_dp("mxfp8", 100, 32, 64, 96);
+    run_dp("nvfp4", 100, 32, 64, 96);
     return qp_test_finish("test_cuda_linear_pass");
 }
