@@ -630,9 +630,12 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     if (on_gpu && !qp_backend_cuda_built()) return snprintf(err, errlen, "--device cuda: built without CUDA"), QP_EXIT_BAD_INPUT;
     if (on_gpu && qp_backend_cuda_devices() < 1)
         return snprintf(err, errlen, "--device cuda: no CUDA device found"), QP_EXIT_BAD_INPUT;
-    if (on_gpu && (r->world > 1 || r->o.inject[0] || strcmp(r->o.grad_comm, "fp32") != 0))
-        return snprintf(err, errlen, "--device cuda runs one process without --inject or --grad-comm: the GPU "
-                        "all-reduce (NCCL) and fault injection on the device are not built yet"), QP_EXIT_BAD_INPUT;
+    if (on_gpu && (r->o.inject[0] || strcmp(r->o.grad_comm, "fp32") != 0))
+        return snprintf(err, errlen, "--device cuda runs without --inject or --grad-comm: fault injection and "
+                        "low-precision gradient exchange on the device are not built yet"), QP_EXIT_BAD_INPUT;
+    if (on_gpu && r->world > 1 && !qp_backend_cuda_nccl())
+        return snprintf(err, errlen, "--device cuda with %d ranks needs NCCL: this qtrain was built without it "
+                        "(NCCL, CUDA and MPI must all be found by CMake)", r->world), QP_EXIT_BAD_INPUT;
 #if QP_HAVE_OPENMP
     omp_set_num_threads(r->o.threads);
 #endif
@@ -880,7 +883,15 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         }
         double comm_rel_err = NAN, meas_ms = 0.0;
         if (r->world > 1 || r->comm_kind) {
-            exchange_grads(r, sizes, &comm_rel_err, &meas_ms);
+            if (r->be.allreduce_grads) { /* on the device (NCCL), FP32 */
+                if (r->be.allreduce_grads(&r->be)) {
+                    snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+                    rc = QP_EXIT_RUNTIME;
+                    goto loop_done;
+                }
+            } else {
+                exchange_grads(r, sizes, &comm_rel_err, &meas_ms);
+            }
             qp_dist_sum_f64(&loss, 1); /* the global batch's mean loss: equal slices */
             loss /= r->world;
         }

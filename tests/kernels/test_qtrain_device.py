@@ -56,7 +56,8 @@ else:
         with h5py.File(path, "r") as f:
             a = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()}
             check(a.get("device") == "cuda", f"device attribute {a.get('device')}")
-            check(a.get("gemm_path") in ("bf16", "emulated-bf16", "fp32", "fp8-native"), f"gemm_path {a.get('gemm_path')}")
+            check(a.get("gemm_path") in ("bf16", "emulated-bf16", "fp32", "fp8-native", "mxfp8-native", "nvfp4-native"),
+                  f"gemm_path {a.get('gemm_path')}")
             loss = f["train/loss"][:]
             check(len(loss) == 3 and np.all(np.isfinite(loss)), f"losses {loss}")
             pw = f["train/power_w"][:]
