@@ -50,6 +50,14 @@ struct qp_backend {
      * gradients itself): every rank's gradients <- their sum over the ranks,
      * in place, finished when it returns; its time goes to qp_dist_comm_ms. */
     int (*allreduce_grads)(qp_backend *b);
+    /* The device's buffers from the host (NULL on the CPU, whose buffers are
+     * the host model's): the gradients to the host model's grads_memory and
+     * back (a --grad-comm exchange runs on the host), and one float written
+     * into the device parameters (grads 0) or gradients (grads 1) at a flat
+     * offset (--inject). Each finishes before it returns. */
+    int (*grads_to_host)(qp_backend *b);
+    int (*grads_from_host)(qp_backend *b);
+    int (*poke)(qp_backend *b, int grads, int64_t offset, float value);
 };
 
 /* The CPU: model, dispatch and moment buffers stay the caller's. 0, or -1 (no memory). */

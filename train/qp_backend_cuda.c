@@ -90,6 +90,39 @@ static int g_from_host(qp_backend *b)
 
 static const char *g_error(qp_backend *b) { return G(b)->err; }
 
+/* n floats between device and host on the compute stream, waited for */
+static int g_copy(gpu *g, void *dst, const void *src, int64_t n, enum cudaMemcpyKind kind)
+{
+    cudaStream_t s = (cudaStream_t)g->m.stream;
+    cudaError_t e = cudaMemcpyAsync(dst, src, (size_t)n * sizeof(float), kind, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) {
+        snprintf(g->err, sizeof g->err, "copy: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+static int g_grads_to_host(qp_backend *b)
+{
+    gpu *g = G(b);
+    return g_copy(g, g->host->grads_memory, g->m.grads_memory, g->m.num_params, cudaMemcpyDeviceToHost);
+}
+
+static int g_grads_from_host(qp_backend *b)
+{
+    gpu *g = G(b);
+    return g_copy(g, g->m.grads_memory, g->host->grads_memory, g->m.num_params, cudaMemcpyHostToDevice);
+}
+
+static int g_poke(qp_backend *b, int grads, int64_t offset, float value)
+{
+    gpu *g = G(b);
+    if (offset < 0 || offset >= g->m.num_params) return gfail(g, "injection outside the parameters");
+    float *dst = (grads ? g->m.grads_memory : g->m.params_memory) + offset;
+    return g_copy(g, dst, &value, 1, cudaMemcpyHostToDevice);
+}
+
 #if QP_HAVE_NCCL
 static int g_allreduce_grads(qp_backend *b)
 {
@@ -209,6 +242,9 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
     b->from_host = g_from_host;
     b->error = g_error;
     b->destroy = g_destroy;
+    b->grads_to_host = g_grads_to_host;
+    b->grads_from_host = g_grads_from_host;
+    b->poke = g_poke;
 #if QP_HAVE_NCCL
     if (g->nccl) b->allreduce_grads = g_allreduce_grads;
 #endif

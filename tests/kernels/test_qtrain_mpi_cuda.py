@@ -2,7 +2,8 @@
 """test_qtrain_mpi_cuda.py — data-parallel qtrain on GPUs (mpirun -np 2
 qtrain --device cuda, NCCL all-reduce) against one GPU process: the same loss
 curve over 20 steps (1e-5 relative for fp32, 1e-3 for fp8 and nvfp4), the same
-batch hashes, comm_ms logged. SKIP (77) with fewer than two GPUs. Has not run
+batch hashes, comm_ms logged; --grad-comm bf16|fp8 (exchanged on the host)
+with a small non-zero error; --inject of a NaN gradient stopping the run. SKIP (77) with fewer than two GPUs. Has not run
 on a GPU machine yet.
 usage: test_qtrain_mpi_cuda.py QTRAIN CORPUS MPIRUN [MPIRUN FLAGS...]"""
 import os
@@ -89,11 +90,23 @@ for recipe, tol in [("fp32", 1e-5), ("fp8", 1e-3), ("nvfp4", 1e-3)]:
     cm = col(two, "train/comm_ms")
     check(np.all(np.isfinite(cm)) and np.all(cm > 0), "%s: comm_ms of the 2-rank run %s" % (recipe, cm))
 
-# the low-precision gradient exchange stays refused on the device: exit 2, one line
+# --grad-comm on the device: the gradients go to the host, are exchanged there, and come back
+ref = os.path.join(tmp, "two_fp32.h5")
+for comm, hi in [("bf16", 0.01), ("fp8", 0.1)]:
+    out = train("comm_" + comm, ["--recipe", "fp32", "--grad-comm", comm], 2)
+    if not (os.path.exists(out) and os.path.exists(ref)):
+        continue
+    err = col(out, "train/grad_comm_rel_err")
+    check(np.all(np.isfinite(err)) and np.all(err > 0) and float(np.median(err)) < hi,
+          "--grad-comm %s on GPUs: rel err %s" % (comm, err[:5]))
+    check(np.all(np.abs(col(out, "train/loss") - col(ref, "train/loss")) / col(ref, "train/loss") < 0.05),
+          "--grad-comm %s on GPUs: loss near the fp32 exchange's" % comm)
+
+# --inject on two GPU ranks: a NaN gradient at step 3 stops the run (exit 3, one line)
 p = subprocess.run([MPIRUN] + MPIFLAGS + ["-np", "2", QTRAIN] + SMALL +
-                   ["--out", os.path.join(tmp, "gc.h5"), "--grad-comm", "bf16"], capture_output=True, text=True,
-                   timeout=300)
-check(p.returncode == 2 and "--grad-comm" in p.stderr, "--grad-comm bf16 on cuda: exit %d %r" % (p.returncode,
-                                                                                                 p.stderr[-500:]))
+                   ["--out", os.path.join(tmp, "inj.h5"), "--inject", "nan:grad:wte@3"], capture_output=True,
+                   text=True, timeout=600)
+check(p.returncode == 3 and "diverged at step 3" in p.stderr, "--inject on GPUs: exit %d %r" % (p.returncode,
+                                                                                                p.stderr[-500:]))
 print("test_qtrain_mpi_cuda: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
