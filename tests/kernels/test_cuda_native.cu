@@ -5,7 +5,8 @@
 // QP_CUDA_EMULATE=1 ("emulated-bf16") run the same forward and backward passes
 // of a few layers over three steps; Y, dX, dW and db must agree to 1e-5 of
 // their largest magnitude (the products are the same, exact in FP32; only the
-// summation order differs), the scaling states exactly. SKIP (77) without a
+// summation order differs; 1e-3 for FP8 below cc 10.0, whose tensor cores
+// accumulate FP8 products with reduced precision), the scaling states exactly. SKIP (77) without a
 // device or below cc 8.9. Label gpu. Has not run on a GPU yet.
 #include <cuda_runtime.h>
 
@@ -73,7 +74,10 @@ double worst_rel(const std::vector<float> &a, const std::vector<float> &b)
     return w;
 }
 
-void run(const char *spec, const char *want_path, cudaStream_t s)
+// tol: of the largest magnitude; FP8 on cc 8.9/9.0 adds products with reduced
+// precision between FP32 promotions (test_cublaslt allows 2^-12 of sum|a.b|
+// there), so its comparison is looser.
+void run(const char *spec, const char *want_path, double tol, cudaStream_t s)
 {
     const int L = 2, M = 256, IC = 128, OC = 384;
     char err[512];
@@ -122,8 +126,9 @@ void run(const char *spec, const char *want_path, cudaStream_t s)
     const double wx = worst_rel(down(dX[1], (int64_t)M * IC), down(dX[0], (int64_t)M * IC));
     const double ww = worst_rel(down(dW[1], (int64_t)OC * IC), down(dW[0], (int64_t)OC * IC));
     const double wb = worst_rel(down(db[1], OC), down(db[0], OC));
-    CHECK(worst <= 1e-5 && wx <= 1e-5 && ww <= 1e-5 && wb <= 1e-5,
-          "%s: native vs emulated Y %.3g dX %.3g dW %.3g db %.3g of the largest", spec, worst, wx, ww, wb);
+    CHECK(worst <= tol && wx <= tol && ww <= tol && wb <= tol,
+          "%s: native vs emulated Y %.3g dX %.3g dW %.3g db %.3g of the largest (tolerance %g)", spec, worst, wx, ww,
+          wb, tol);
     int bad = 0;
     for (int layer = 0; layer < L; layer++)
         for (int g = 0; g < 4; g++)
@@ -161,13 +166,14 @@ int main()
         std::printf("test_cuda_native: compute capability %d: no native low-precision GEMM, SKIP\n", cc);
         return 77;
     }
-    run("fp8", "fp8-native", s);
-    run("fp8-current", "fp8-native", s);
+    const double fp8_tol = cc >= 100 ? 1e-5 : 1e-3;
+    run("fp8", "fp8-native", fp8_tol, s);
+    run("fp8-current", "fp8-native", fp8_tol, s);
     if (cc >= 100) {
-        run("mxfp8", "mxfp8-native", s);
-        run("nvfp4", "nvfp4-native", s);
-        run("nvfp4,nvfp4-2d", "nvfp4-native", s);
-        run("nvfp4-naive", "nvfp4-native", s);
+        run("mxfp8", "mxfp8-native", 1e-5, s);
+        run("nvfp4", "nvfp4-native", 1e-5, s);
+        run("nvfp4,nvfp4-2d", "nvfp4-native", 1e-5, s);
+        run("nvfp4-naive", "nvfp4-native", 1e-5, s);
     } else {
         std::printf("test_cuda_native: compute capability %d.%d: MXFP8/NVFP4 native checks skipped\n", cc / 10,
                     cc % 10);

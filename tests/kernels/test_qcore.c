@@ -5,7 +5,7 @@
  *    with random words), every decoder on every code, Philox and the SR word.
  * 2. The format table: qc_format(f) agrees with qp_formats[f] for every f.
  * 3. Whole tensors: a driver that walks a tensor exactly as the kernels do
- *    (per-tensor formats in flat chunks of 16 elements, 1D formats one block
+ *    (per-tensor formats in chunks of 16 elements of a row, 1D formats one block
  *    at a time, NVFP4-2D one 16x16 tile at a time, global index
  *    sr_offset + r*sr_row_stride + c for SR) is compared with qp_quantize (codes, scales, scale_inv, statistics)
  *    and qp_qdq (values, scaled and unscaled, and their BF16 bits) for every
