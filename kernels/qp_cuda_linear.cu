@@ -14,6 +14,7 @@
 #include "qp_cuda_linear.h"
 #include "qp_cuda_linear_pass.h"
 #include "qp_cuda_quant.h"
+#include "qp_scale_layout.h"
 
 namespace {
 
@@ -30,6 +31,7 @@ constexpr int RED_BLOCKS = 128, RED_THREADS = 256;
 struct dev_scratch {
     qp_cuda_tstats tstats;
     red_out red;
+    float amax; // data parallelism: this rank's amax of an operand
 };
 
 } // namespace
@@ -42,7 +44,8 @@ struct qp_cuda_linear {
     dev_scratch *d_scr;        // per side
     red_out *d_partial;        // RED_BLOCKS per side
     void *mem;                 // the one allocation behind every buffer
-    const char *path;
+    uint8_t *d_plain[2], *d_tiled[2]; // per side: block scales, plain and tiled (grown on demand)
+    size_t plain_cap[2], tiled_cap[2];
 };
 
 static int cuda_fail(qp_cuda_linear *l, int rc, const char *what)
@@ -200,12 +203,52 @@ static int op_qdq(void *x, qp_fmt fmt, const float *in, float *y, uint16_t *y_bf
     return rc ? cuda_fail(L_, rc, "quantize") : 0;
 }
 
+// Device buffer *p of at least `need` bytes (the stream is drained before a
+// buffer in use is replaced; shapes repeat, so this happens in the first step).
+static int grow(qp_cuda_linear *l, uint8_t **p, size_t *cap, size_t need)
+{
+    if (need <= *cap) return 0;
+    cudaError_t e = cudaStreamSynchronize(l->stream);
+    if (e == cudaSuccess && *p) e = cudaFree(*p);
+    *p = nullptr;
+    *cap = 0;
+    if (e == cudaSuccess) e = cudaMalloc((void **)p, need);
+    if (e != cudaSuccess) return cuda_fail(l, (int)e, "block-scale buffer");
+    *cap = need;
+    return 0;
+}
+
 static int op_quantize(void *x, qp_fmt fmt, const float *in, int rows, int cols, const qp_qopts *o, uint8_t *codes,
                        int side)
 {
-    const int rc = qp_cuda_quantize(fmt, in, rows, cols, o, nullptr, codes, nullptr, &L_->d_scr[side].tstats,
-                                    L_->stream);
-    return rc ? cuda_fail(L_, rc, "FP8 quantize") : 0;
+    qp_cuda_linear *l = L_;
+    const qp_format_traits *t = &qp_formats[fmt];
+    uint8_t *plain = nullptr;
+    int64_t sr = 0, sc = 0;
+    if (t->block_cols > 1) {
+        qp_scale_shape(fmt, rows, cols, &sr, &sc);
+        if (grow(l, &l->d_plain[side], &l->plain_cap[side], (size_t)(sr * sc) + 1) ||
+            grow(l, &l->d_tiled[side], &l->tiled_cap[side], (size_t)qp_scale_tiled_size(rows, sc) + 1))
+            return -1;
+        plain = l->d_plain[side];
+    }
+    int rc = qp_cuda_quantize(fmt, in, rows, cols, o, nullptr, codes, plain, &l->d_scr[side].tstats, l->stream);
+    // cuBLASLt's tiled layout, one scale row per operand row (16x16 tiles expanded)
+    if (!rc && plain) rc = qp_cuda_scale_swizzle(plain, rows, sc, t->block_rows, l->d_tiled[side], l->stream);
+    return rc ? cuda_fail(l, rc, "quantize") : 0;
+}
+
+static const uint8_t *op_block_scales_ptr(void *x, int side) { return L_->d_tiled[side]; }
+
+static int op_amax(void *x, const float *in, int64_t n, float *out)
+{
+    qp_cuda_linear *l = L_;
+    int rc = qp_cuda_amax(in, n, &l->d_scr[0].amax, l->stream);
+    cudaError_t e = cudaSuccess;
+    if (!rc) e = cudaMemcpyAsync(out, &l->d_scr[0].amax, sizeof *out, cudaMemcpyDeviceToHost, l->stream);
+    if (!rc && e == cudaSuccess) e = cudaStreamSynchronize(l->stream);
+    if (!rc && e != cudaSuccess) rc = (int)e;
+    return rc ? cuda_fail(l, rc, "amax") : 0;
 }
 
 static int op_to_bf16(void *x, const float *in, uint16_t *y, int64_t n)
@@ -284,18 +327,7 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
         qp_cuda_linear_destroy(l);
         return nullptr;
     }
-    int any_bf16 = 0, any_emul = 0, only_fp8 = 1;
-    for (int layer = 0; layer < L; layer++) {
-        st->plans[layer] = qp_recipe_plan(cfg->recipe, layer, L);
-        for (int o = 0; o < QP_OPND_COUNT; o++) {
-            const qp_fmt f = st->plans[layer].fmt[o];
-            if (f == QP_FMT_BF16) any_bf16 = 1;
-            else if (f != QP_FMT_FP32) any_emul = 1;
-            if (f != QP_FMT_FP32 && f != QP_FMT_BF16 && f != QP_FMT_FP8_E4M3 && f != QP_FMT_FP8_E5M2) only_fp8 = 0;
-        }
-        if (st->plans[layer].rht_wgrad) only_fp8 = 0;
-    }
-    l->path = any_emul ? "emulated-bf16" : any_bf16 ? "bf16" : "fp32";
+    for (int layer = 0; layer < L; layer++) st->plans[layer] = qp_recipe_plan(cfg->recipe, layer, L);
     const int64_t n = cfg->max_elems > 0 ? cfg->max_elems : 1;
     const size_t f32 = (size_t)n * sizeof(float), b16 = ((size_t)n * 2 + 255) / 256 * 256;
     const size_t bytes = 2 * (2 * f32 + b16) + 2 * sizeof(dev_scratch) + 2 * RED_BLOCKS * sizeof(red_out) + 1024;
@@ -320,17 +352,16 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
         qp_cuda_linear_destroy(l);
         return nullptr;
     }
-    // QP_CUDA_EMULATE=1 keeps the emulated path on FP8 hardware (for comparisons)
+    // QP_CUDA_EMULATE=1 keeps the emulated path on FP8/FP4 hardware (for comparisons)
     const char *emu = std::getenv("QP_CUDA_EMULATE");
-    st->fp8_native = any_emul && only_fp8 && !(emu && emu[0] == '1') && qp_cublt_native(l->blt, QP_CUBLT_E4M3) &&
-                     qp_cublt_native(l->blt, QP_CUBLT_E5M2);
-    if (st->fp8_native) l->path = "fp8-native";
+    qpl_set_device(st, qp_cublt_cc(l->blt), emu && emu[0] == '1');
     qpl_ops *o = &l->ops;
     o->ctx = l;
     o->transpose = op_transpose, o->transpose_u8 = op_transpose_u8, o->copy = op_copy, o->rht16 = op_rht16;
     o->qdq = op_qdq, o->quantize = op_quantize, o->to_bf16 = op_to_bf16, o->reduce = op_reduce;
     o->fetch = op_fetch, o->scale_inv_ptr = op_scale_inv_ptr, o->gemm = op_gemm;
     o->bias_add = op_bias_add, o->bias_grad = op_bias_grad;
+    o->amax = op_amax, o->block_scales_ptr = op_block_scales_ptr;
     return l;
 }
 
@@ -339,6 +370,10 @@ extern "C" void qp_cuda_linear_destroy(qp_cuda_linear *l)
     if (!l) return;
     if (l->blt) qp_cublt_destroy(l->blt);
     if (l->mem) cudaFree(l->mem);
+    for (int s = 0; s < 2; s++) {
+        if (l->d_plain[s]) cudaFree(l->d_plain[s]);
+        if (l->d_tiled[s]) cudaFree(l->d_tiled[s]);
+    }
     std::free(l->st.plans);
     std::free(l);
 }
@@ -364,7 +399,7 @@ extern "C" void qp_cuda_linear_set_frozen(qp_cuda_linear *l, int frozen)
 }
 
 extern "C" const char *qp_cuda_linear_error(const qp_cuda_linear *l) { return l->st.err; }
-extern "C" const char *qp_cuda_linear_path(const qp_cuda_linear *l) { return l->path; }
+extern "C" const char *qp_cuda_linear_path(const qp_cuda_linear *l) { return l->st.path; }
 
 extern "C" int qp_cuda_linear_forward(qp_cuda_linear *l, int layer, qp_gemm_id g, float *d_Y, const float *d_X,
                                       const float *d_W, const float *d_b, int M, int IC, int OC)

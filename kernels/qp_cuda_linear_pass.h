@@ -38,7 +38,9 @@ typedef struct {
     /* unscaled quantize-dequantize into y (FP32) and, when y_bf16, BF16 */
     int (*qdq)(void *ctx, qp_fmt fmt, const float *x, float *y, uint16_t *y_bf16, int rows, int cols,
                const qp_qopts *o, int side);
-    /* per-tensor FP8 codes; the decode scale stays in scratch `side` */
+    /* codes in quant/'s packed layout; the decode scale stays in scratch
+     * `side`; block formats (MXFP8, NVFP4, NVFP4-2D) also leave their block
+     * scales there in cuBLASLt's tiled layout (block_scales_ptr) */
     int (*quantize)(void *ctx, qp_fmt fmt, const float *x, int rows, int cols, const qp_qopts *o, uint8_t *codes,
                     int side);
     int (*to_bf16)(void *ctx, const float *x, uint16_t *y, int64_t n);
@@ -50,6 +52,11 @@ typedef struct {
                 float alpha, float beta);
     int (*bias_add)(void *ctx, float *Y, const float *b, int M, int N);
     int (*bias_grad)(void *ctx, float *db, const float *dY, int M, int N);
+    /* max |x| over the finite values of x[0..n), to the host (waits); only
+     * data parallelism needs it (the ranks' amaxes are all-reduced there) */
+    int (*amax)(void *ctx, const float *x, int64_t n, float *out);
+    /* the tiled block scales of the last block-format quantize of `side` */
+    const uint8_t *(*block_scales_ptr)(void *ctx, int side);
 } qpl_ops;
 
 typedef struct {
@@ -60,9 +67,14 @@ typedef struct {
     uint16_t *bbuf[2];         /* per side: the GEMM operand (BF16, or FP8 codes) (max_elems) */
     int64_t step;
     int micro, log_qerr, frozen;
-    int fp8_native;
+    int fp8_native;   /* per-tensor FP8 GEMMs run natively (qpl_set_device) */
+    int block_native; /* MXFP8 and NVFP4 GEMMs run natively, block-scaled */
+    const char *path; /* qp_cuda_linear_path's name */
     char err[256];
 } qpl_state;
+
+/* How one GEMM runs (qpl_gemm_kind). */
+enum { QPL_EMULATED = 0, QPL_FP8, QPL_MXFP8, QPL_NVFP4 };
 
 typedef struct {
     qp_cublt_operand op;
@@ -77,10 +89,13 @@ static inline uint64_t qpl_mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* Statistics to the host: the scaling update, the qerr row, the decode scale. */
+/* Statistics to the host: the scaling update, the qerr row, the decode scale.
+ * gamax >= 0: data parallel, the ranks' max amax (this operand is a token
+ * slice): the update sees it and the counts summed over ranks through the
+ * cfg's reduce_sum, as qp_linear.c's prepare() does. */
 static inline int qpl_finish_stats(qpl_state *l, const qpl_ops *op, int layer, qp_gemm_id g, qp_pass pass,
                                    qp_operand o, qp_scaling_state *st, int update, int have_red, int64_t n, int side,
-                                   float *scale_inv)
+                                   float gamax, float *scale_inv)
 {
     qpl_stats h;
     if (op->fetch(op->ctx, side, &h)) return -1;
@@ -96,12 +111,22 @@ static inline int qpl_finish_stats(qpl_state *l, const qpl_ops *op, int layer, q
     qs.amax = h.amax;
     qs.scale = h.scale;
     qs.scale_inv = h.scale_inv;
+    if (update && gamax >= 0.0f) {
+        qs.amax = gamax;
+        if (l->cfg.reduce_sum) {
+            double c[5] = {(double)qs.n, (double)qs.n_nonfinite, (double)qs.n_nonzero, (double)qs.n_sat,
+                           (double)qs.n_flushed};
+            l->cfg.reduce_sum(c, 5, l->cfg.reduce_user);
+            qs.n = (int64_t)c[0], qs.n_nonfinite = (int64_t)c[1], qs.n_nonzero = (int64_t)c[2];
+            qs.n_sat = (int64_t)c[3], qs.n_flushed = (int64_t)c[4];
+        }
+    }
     if (update) qp_scaling_update(st, l->step, &qs);
     if (l->log_qerr && l->cfg.on_qerr) {
         const double xx = h.xx, ee = h.ee;
         const double rel = ee == 0.0 ? 0.0 : (xx == 0.0 ? INFINITY : sqrt(ee / xx));
         const double snr = ee == 0.0 ? INFINITY : (xx == 0.0 ? -INFINITY : 10.0 * log10(xx / ee));
-        const double sat = n ? (double)qs.n_sat / (double)n : 0.0;
+        const double sat = qs.n ? (double)qs.n_sat / (double)qs.n : 0.0;
         const double zero = qs.n_nonzero ? (double)qs.n_flushed / (double)qs.n_nonzero : 0.0;
         qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
                            rel, snr, sat, zero, qs.amax, qs.scale};
@@ -115,7 +140,7 @@ static inline int qpl_finish_stats(qpl_state *l, const qpl_ops *op, int layer, q
  * operand handed to the GEMM is always rows x cols, K contiguous (the TN form). */
 static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gemm_id g, qp_pass pass, qp_operand o,
                               int side, const float *src, int src_trans, int rows, int cols, int native,
-                              qpl_operand *out)
+                              qpl_operand *out) /* native: a QPL_* kind */
 {
     void *x = op->ctx;
     if (g == QP_GEMM_HEAD || l->plans[layer].fmt[o] == QP_FMT_FP32) {
@@ -167,7 +192,53 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
     const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
     const int64_t n = (int64_t)rows * cols;
     const int want_stats = update || (l->log_qerr && l->cfg.on_qerr);
-    if (native) {
+    /* Data parallel (qp_linear.h): this rank holds a token slice of x and dy;
+     * SR draws the words of the elements' global positions, and the tensor
+     * scale of current scaling and the scaling update see every rank's amax. */
+    const int sliced = o != QP_OPND_W && l->cfg.dp_size > 1;
+    float gamax = -1.0f;
+    if (sliced) {
+        /* tokens run along the quantized rows, except in wgrad once transposed */
+        const int tokens_are_cols = pass == QP_PASS_WGRAD && !trans;
+        const int64_t m = pass == QP_PASS_WGRAD ? cols : rows; /* this rank's tokens */
+        if (tokens_are_cols) {
+            opts.sr_offset = (int64_t)l->cfg.dp_rank * m;
+            opts.sr_row_stride = (int64_t)l->cfg.dp_size * m;
+        } else {
+            opts.sr_offset = (int64_t)l->cfg.dp_rank * m * qcols;
+        }
+        const int current = plan->scaling != QP_SCALING_DELAYED;
+        if (l->cfg.reduce_max && (update || (t->tensor_scale && current))) {
+            float a = 0.0f;
+            if (!op->amax) {
+                snprintf(l->err, sizeof l->err, "data parallelism needs the device amax operation");
+                return -1;
+            }
+            if (op->amax(x, in, n, &a)) return -1;
+            l->cfg.reduce_max(&a, 1, l->cfg.reduce_user);
+            if (update) gamax = a;
+            if (t->tensor_scale && current) opts.scale = qp_scale_from_amax(qp_tensor_scale_range(fmt), a, 0);
+        }
+    }
+    if (native == QPL_MXFP8 || native == QPL_NVFP4) {
+        /* block formats are quantized along K (transposed above): codes and
+         * tiled block scales straight to the GEMM, NVFP4's tensor decode scale
+         * as a device pointer (folded into alpha on the device). Statistics
+         * come from a quantize-dequantize of the same operand (same options,
+         * so the same values) reduced as on the emulated path. */
+        if (op->quantize(x, fmt, in, rows, cols, &opts, (uint8_t *)l->bbuf[side], side)) return -1;
+        out->op = (qp_cublt_operand){native == QPL_MXFP8 ? QP_CUBLT_MXFP8 : QP_CUBLT_NVFP4, l->bbuf[side],
+                                     native == QPL_NVFP4 ? op->scale_inv_ptr(x, side) : NULL,
+                                     op->block_scales_ptr(x, side), 0};
+        out->scale_inv = 1.0f;
+        if (!want_stats) return 0;
+        float unused;
+        if (op->qdq(x, fmt, in, l->ybuf[side], NULL, rows, cols, &opts, side) ||
+            op->reduce(x, in, l->ybuf[side], NULL, 0, n, side))
+            return -1;
+        return qpl_finish_stats(l, op, layer, g, pass, o, st, update, 1, n, side, gamax, &unused);
+    }
+    if (native == QPL_FP8) {
         /* FP8 codes in stored order (the CPU's SR words), transposed as bytes
          * when stored transposed; the decode scale reaches the GEMM as a
          * device pointer */
@@ -179,7 +250,7 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
                                      op->scale_inv_ptr(x, side), NULL, 0};
         out->scale_inv = 1.0f;
         float unused;
-        return want_stats ? qpl_finish_stats(l, op, layer, g, pass, o, st, update, 1, n, side, &unused) : 0;
+        return want_stats ? qpl_finish_stats(l, op, layer, g, pass, o, st, update, 1, n, side, gamax, &unused) : 0;
     }
     /* FP32 copy always (statistics, transposition); BF16 straight from the
      * quantizer when no transpose follows, else a per-tensor format quantized
@@ -191,23 +262,67 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
     float scale_inv = 1.0f;
     if (t->tensor_scale || want_stats) {
         if (want_stats && op->reduce(x, in, l->ybuf[side], NULL, 0, n, side)) return -1;
-        if (qpl_finish_stats(l, op, layer, g, pass, o, st, update, want_stats, n, side, &scale_inv)) return -1;
+        if (qpl_finish_stats(l, op, layer, g, pass, o, st, update, want_stats, n, side, gamax, &scale_inv))
+            return -1;
     }
     out->op = (qp_cublt_operand){QP_CUBLT_BF16, l->bbuf[side], NULL, NULL, fmt != QP_FMT_BF16};
     out->scale_inv = scale_inv;
     return 0;
 }
 
-/* 1 when both operands of a GEMM (M x N x K) are per-tensor FP8 and the GPU
- * runs FP8 natively; cuBLASLt's FP8 kernels want every dimension a multiple
- * of 16, so other shapes take the emulated path. */
-static inline int qpl_native_pair(const qpl_state *l, int layer, qp_gemm_id g, qp_operand a, qp_operand b, int M,
-                                  int N, int K)
+/* The GPU the dispatch runs on: compute capability cc (e.g. 90, 100) and
+ * QP_CUDA_EMULATE (emulate != 0: every quantized GEMM emulated). Sets which
+ * GEMMs run natively and the path's name (qp_cuda_linear_path):
+ *   "fp8-native"    recipes whose quantized operands are all per-tensor FP8,
+ *                   cc >= 8.9;
+ *   "mxfp8-native"  MXFP8 (E4M3 elements) operands, cc >= 10.0;
+ *   "nvfp4-native"  NVFP4 (1x16 or 16x16) operands, cc >= 10.0;
+ *   "emulated-bf16" every other quantized recipe (MXFP4, MXFP8-E5M2, ...);
+ *   "bf16", "fp32"  the unquantized recipes.
+ * A native recipe's GEMMs of other formats or shapes (qpl_gemm_kind) still run
+ * emulated; the name is that of its quantized GEMMs where they can. */
+static inline void qpl_set_device(qpl_state *l, int cc, int emulate)
 {
-    if (!l->fp8_native || g == QP_GEMM_HEAD || layer < 0 || layer >= l->cfg.n_layers) return 0;
-    if (M % 16 || N % 16 || K % 16) return 0;
+    int any_bf16 = 0, any_emul = 0, only_fp8 = 1, any_mx = 0, any_nv = 0;
+    for (int layer = 0; layer < l->cfg.n_layers; layer++) {
+        for (int o = 0; o < QP_OPND_COUNT; o++) {
+            const qp_fmt f = l->plans[layer].fmt[o];
+            if (f == QP_FMT_BF16) any_bf16 = 1;
+            else if (f != QP_FMT_FP32) any_emul = 1;
+            if (f != QP_FMT_FP32 && f != QP_FMT_BF16 && f != QP_FMT_FP8_E4M3 && f != QP_FMT_FP8_E5M2) only_fp8 = 0;
+            any_mx |= f == QP_FMT_MXFP8;
+            any_nv |= f == QP_FMT_NVFP4 || f == QP_FMT_NVFP4_2D;
+        }
+        if (l->plans[layer].rht_wgrad) only_fp8 = 0;
+    }
+    l->fp8_native = any_emul && only_fp8 && !emulate && cc >= 89;
+    l->block_native = any_emul && !emulate && cc >= 100;
+    l->path = any_emul ? "emulated-bf16" : any_bf16 ? "bf16" : "fp32";
+    if (l->fp8_native) l->path = "fp8-native";
+    else if (l->block_native && any_nv) l->path = "nvfp4-native";
+    else if (l->block_native && any_mx) l->path = "mxfp8-native";
+}
+
+/* How a GEMM (M x N x K) of operands a, b runs: QPL_FP8 when both are
+ * per-tensor FP8 and the GPU runs FP8; QPL_MXFP8 when both are MXFP8 (E4M3)
+ * and QPL_NVFP4 when both are NVFP4 (1x16 or 16x16) on a block-scaling GPU;
+ * else QPL_EMULATED. cuBLASLt's FP8 kernels want every dimension a multiple
+ * of 16, its block-scaled ones K a multiple of 32 (and M, N of 16 here):
+ * other shapes are emulated. */
+static inline int qpl_gemm_kind(const qpl_state *l, int layer, qp_gemm_id g, qp_operand a, qp_operand b, int M,
+                                int N, int K)
+{
+    if (g == QP_GEMM_HEAD || layer < 0 || layer >= l->cfg.n_layers) return QPL_EMULATED;
+    if (M % 16 || N % 16 || K % 16) return QPL_EMULATED;
     const qp_fmt fa = l->plans[layer].fmt[a], fb = l->plans[layer].fmt[b];
-    return (fa == QP_FMT_FP8_E4M3 || fa == QP_FMT_FP8_E5M2) && (fb == QP_FMT_FP8_E4M3 || fb == QP_FMT_FP8_E5M2);
+    if (l->fp8_native && (fa == QP_FMT_FP8_E4M3 || fa == QP_FMT_FP8_E5M2) &&
+        (fb == QP_FMT_FP8_E4M3 || fb == QP_FMT_FP8_E5M2))
+        return QPL_FP8;
+    if (!l->block_native || K % 32) return QPL_EMULATED;
+    if (fa == QP_FMT_MXFP8 && fb == QP_FMT_MXFP8) return QPL_MXFP8;
+    if ((fa == QP_FMT_NVFP4 || fa == QP_FMT_NVFP4_2D) && (fb == QP_FMT_NVFP4 || fb == QP_FMT_NVFP4_2D))
+        return QPL_NVFP4;
+    return QPL_EMULATED;
 }
 
 static inline int qpl_check(qpl_state *l, int layer, qp_gemm_id g, int M, int IC, int OC)
@@ -239,7 +354,7 @@ static inline int qpl_forward(qpl_state *l, const qpl_ops *op, int layer, qp_gem
 {
     if (qpl_check(l, layer, g, M, IC, OC)) return -1;
     qpl_operand a, w;
-    const int nat = qpl_native_pair(l, layer, g, QP_OPND_X, QP_OPND_W, M, OC, IC);
+    const int nat = qpl_gemm_kind(l, layer, g, QP_OPND_X, QP_OPND_W, M, OC, IC);
     if (qpl_prepare(l, op, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, nat, &a) ||
         qpl_prepare(l, op, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, nat, &w) ||
         qpl_run(op, &a, &w, Y, M, OC, IC, 0))
@@ -254,13 +369,13 @@ static inline int qpl_backward(qpl_state *l, const qpl_ops *op, int layer, qp_ge
     if (qpl_check(l, layer, g, M, IC, OC)) return -1;
     qpl_operand a, b;
     /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC */
-    int nat = qpl_native_pair(l, layer, g, QP_OPND_DY, QP_OPND_W, M, IC, OC);
+    int nat = qpl_gemm_kind(l, layer, g, QP_OPND_DY, QP_OPND_W, M, IC, OC);
     if (qpl_prepare(l, op, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, nat, &a) ||
         qpl_prepare(l, op, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, nat, &b) ||
         qpl_run(op, &a, &b, dX, M, IC, OC, 1))
         return -1;
     /* wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T */
-    nat = qpl_native_pair(l, layer, g, QP_OPND_DY, QP_OPND_X, OC, IC, M);
+    nat = qpl_gemm_kind(l, layer, g, QP_OPND_DY, QP_OPND_X, OC, IC, M);
     if (qpl_prepare(l, op, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, nat, &a) ||
         qpl_prepare(l, op, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, nat, &b) ||
         qpl_run(op, &a, &b, dW, OC, IC, M, 1))

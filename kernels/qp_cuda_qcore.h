@@ -14,9 +14,10 @@
  * -fmad=false), no fast-math.
  *
  * Indexing (as quant/): a tensor is rows x cols row-major; element (r, c) has
- * global index g = r*cols + c (unpadded), and stochastic rounding of it uses
- * word g%4 of philox(seed, counter = (g/4, stream)). Padding elements of a
- * partial block are never read, count nowhere and are stored as code 0. */
+ * global index g = sr_offset + r*sr_stride + c (qp_qopts; stride 0 meaning
+ * cols, so the default is r*cols + c, unpadded), and stochastic rounding of it
+ * uses word g%4 of philox(seed, counter = (g/4, stream)). Padding elements of
+ * a partial block are never read, count nowhere and are stored as code 0. */
 #ifndef QP_CUDA_QCORE_H
 #define QP_CUDA_QCORE_H
 
@@ -372,6 +373,7 @@ typedef struct {
     float scale, scale_inv, out_mul;
     int sr;
     uint64_t seed, stream;
+    uint64_t sr_offset, sr_stride; /* qp_qopts' (stride 0: cols); qc_make_plan sets 0, 0 */
 } qc_plan;
 
 /* The tensor scale as quant/'s driver picks it: a given scale (> 0) wins,
@@ -390,7 +392,22 @@ QC_FN qc_plan qc_make_plan(const qc_fmt_info *f, float given_scale, float amax, 
     p.sr = sr;
     p.seed = seed;
     p.stream = stream;
+    p.sr_offset = 0;
+    p.sr_stride = 0;
     return p;
+}
+
+/* qp_qopts.sr_offset / sr_row_stride into the plan (as quant/'s driver). */
+QC_FN void qc_plan_sr_map(qc_plan *p, int64_t sr_offset, int64_t sr_row_stride)
+{
+    p->sr_offset = (uint64_t)sr_offset;
+    p->sr_stride = sr_row_stride > 0 ? (uint64_t)sr_row_stride : 0;
+}
+
+/* The SR global index of element (r, c) of a tensor with cols columns. */
+QC_FN uint64_t qc_sr_gidx(const qc_plan *p, int64_t cols, int64_t r, int64_t c)
+{
+    return p->sr_offset + (uint64_t)r * (p->sr_stride ? p->sr_stride : (uint64_t)cols) + (uint64_t)c;
 }
 
 /* ---- block rules (qp_quant.c) -------------------------------------------- */
@@ -577,11 +594,12 @@ QC_FN float qc_quantize_block(const qc_fmt_info *f, const qc_plan *p, const floa
 
 /* One NVFP4-2D tile: nr x nc real elements (<= 16 x 16) at x with row stride
  * ld (elements); the tile's first element has global index gidx0 and row r of
- * the tile starts at gidx0 + r*ld (ld = the tensor's cols). codes row r at
- * codes + r*code_ld (8 bytes written per row), y row r at y + r*ld. */
+ * the tile starts at gidx0 + r*g_ld (g_ld: the SR row stride, the tensor's
+ * cols by default). codes row r at codes + r*code_ld (8 bytes written per
+ * row), y row r at y + r*ld. */
 QC_FN float qc_quantize_tile16(const qc_fmt_info *f, const qc_plan *p, const float *x, int64_t ld, int nr, int nc,
-                               uint64_t gidx0, uint8_t *codes, int64_t code_ld, uint8_t *scale_code, float *y,
-                               qc_counts *cnt)
+                               uint64_t gidx0, uint64_t g_ld, uint8_t *codes, int64_t code_ld, uint8_t *scale_code,
+                               float *y, qc_counts *cnt)
 {
     float amax = 0.0f;
     for (int r = 0; r < nr; r++) {
@@ -593,7 +611,7 @@ QC_FN float qc_quantize_tile16(const qc_fmt_info *f, const qc_plan *p, const flo
     const qc_bscale bs = qc_block_scale(f, p, amax, 0);
     if (scale_code) *scale_code = bs.code;
     for (int r = 0; r < nr; r++)
-        qc_encode_block(f, p, x + r * ld, nc, QK_NVFP4, &bs, gidx0 + (uint64_t)(r * ld),
+        qc_encode_block(f, p, x + r * ld, nc, QK_NVFP4, &bs, gidx0 + (uint64_t)r * g_ld,
                         codes ? codes + r * code_ld : NULL, y ? y + r * ld : NULL, cnt);
     return amax;
 }
@@ -601,24 +619,37 @@ QC_FN float qc_quantize_tile16(const qc_fmt_info *f, const qc_plan *p, const flo
 /* ---- work split: which elements, codes and scale one thread owns ------- */
 
 /* What one kernel thread (t, its global index) works on: m real elements at
- * x + x_off (x_off is also the SR global index of the first), the codes from
- * byte code_off, the block scale at scale_idx (-1: none). The kernels and
- * test_qcore's driver both walk tensors through these functions. */
+ * x + x_off, all in row `row` from column `col` (the SR global index of the
+ * first is qc_sr_gidx(p, cols, row, col)), the codes from byte code_off, the
+ * block scale at scale_idx (-1: none). The kernels and test_qcore's driver
+ * both walk tensors through these functions. */
 typedef struct {
     int64_t x_off, code_off, scale_idx;
+    int64_t row, col;
     int m;
     int lane; /* nvfp4-2d: the row within the tile */
 } qc_job;
 
-/* Per-tensor formats: thread t owns elements [16t, 16t + 16) of the flat tensor. */
+/* Per-tensor formats: thread t owns chunk t % cpr of row t / cpr, cpr =
+ * ceil(cols / 16) chunks of 16 elements per row (a chunk never crosses a row,
+ * so a row stride of SR indices other than cols splits nothing; with cols a
+ * multiple of 16 this is the flat tensor in chunks of 16). */
 #define QC_TENSOR_CHUNK 16
-QC_FN int qc_tensor_job(const qc_fmt_info *f, int64_t n, int64_t t, qc_job *j)
+QC_FN int64_t qc_tensor_jobs(int64_t rows, int64_t cols)
 {
-    const int64_t i0 = t * QC_TENSOR_CHUNK;
-    if (i0 >= n) return 0;
-    j->x_off = i0;
-    j->m = (int)(n - i0 < QC_TENSOR_CHUNK ? n - i0 : QC_TENSOR_CHUNK);
-    j->code_off = i0 * (f->elem_bits / 8);
+    return rows * ((cols + QC_TENSOR_CHUNK - 1) / QC_TENSOR_CHUNK);
+}
+
+QC_FN int qc_tensor_job(const qc_fmt_info *f, int64_t rows, int64_t cols, int64_t t, qc_job *j)
+{
+    if (cols <= 0 || t >= qc_tensor_jobs(rows, cols)) return 0;
+    const int64_t cpr = (cols + QC_TENSOR_CHUNK - 1) / QC_TENSOR_CHUNK;
+    const int64_t r = t / cpr, c0 = (t % cpr) * QC_TENSOR_CHUNK;
+    j->row = r;
+    j->col = c0;
+    j->x_off = r * cols + c0;
+    j->m = (int)(cols - c0 < QC_TENSOR_CHUNK ? cols - c0 : QC_TENSOR_CHUNK);
+    j->code_off = j->x_off * (f->elem_bits / 8);
     j->scale_idx = -1;
     j->lane = 0;
     return 1;
@@ -630,6 +661,8 @@ QC_FN int qc_block_job(const qc_fmt_info *f, int64_t rows, int64_t cols, int64_t
 {
     if (t >= rows * scale_cols) return 0;
     const int64_t r = t / scale_cols, b = t % scale_cols, c0 = b * f->block_cols;
+    j->row = r;
+    j->col = c0;
     j->x_off = r * cols + c0;
     j->m = (int)(cols - c0 < f->block_cols ? cols - c0 : f->block_cols);
     j->code_off = r * row_bytes + c0 * f->elem_bits / 8;
@@ -649,6 +682,8 @@ QC_FN int qc_tile_job(int64_t rows, int64_t cols, int64_t row_bytes, int64_t sca
     const int64_t r = tr * QK_NVFP4 + lane, c0 = tc * QK_NVFP4;
     j->lane = lane;
     j->scale_idx = tile;
+    j->row = r;
+    j->col = c0;
     if (tile >= scale_rows * scale_cols || r >= rows) return 0;
     j->x_off = r * cols + c0;
     j->m = (int)(cols - c0 < QK_NVFP4 ? cols - c0 : QK_NVFP4);

@@ -3,7 +3,7 @@
 // qp_cuda_qcore.h, the code tests/kernels/test_qcore.c checks against quant/
 // on the CPU; the kernels only decide who does which block:
 //   per-tensor formats (fp32, bf16, fp8): one thread per 16 consecutive
-//     elements of the flat tensor (no row padding in their layout);
+//     elements of a row (no row padding in their layout);
 //   1D block formats (mxfp8, mxfp8-e5m2, mxfp4, nvfp4): one thread per block;
 //   nvfp4-2d: sixteen threads per 16x16 tile, one per tile row, the tile amax
 //     reduced across them with warp shuffles.
@@ -72,6 +72,7 @@ struct QArgs {
     const float *d_scale_in;   // not NULL: the device's tensor scale
     int unscaled, sr;
     uint64_t seed, stream;
+    int64_t sr_offset, sr_stride;  // qp_qopts' SR index map
     qp_cuda_tstats *st;        // always set: holds the amax of current scaling
     bool amax_done;            // st->amax already holds the tensor amax (current scaling)
     bool vec;                  // all pointers 16-byte aligned
@@ -86,7 +87,9 @@ __device__ __forceinline__ qc_plan device_plan(const QArgs &a, const qc_fmt_info
         if (!(given > 0.0f)) given = 1.0f;
     }
     const float amax = a.amax_done ? a.st->amax : 0.0f;
-    return qc_make_plan(&f, given, amax, a.unscaled, a.sr, a.seed, a.stream);
+    qc_plan p = qc_make_plan(&f, given, amax, a.unscaled, a.sr, a.seed, a.stream);
+    qc_plan_sr_map(&p, a.sr_offset, a.sr_stride);
+    return p;
 }
 
 // The per-thread arrays below are only indexed inside loops whose bound is a
@@ -96,7 +99,7 @@ __device__ __forceinline__ qc_plan device_plan(const QArgs &a, const qc_fmt_info
 // Which elements, codes and scale a thread owns comes from qc_tensor_job /
 // qc_block_job / qc_tile_job, the functions test_qcore's driver walks too.
 
-// Per-tensor formats: one thread per 16 consecutive elements of the flat tensor.
+// Per-tensor formats: one thread per 16 consecutive elements of a row.
 template <int FMT>
 __global__ void __launch_bounds__(kThreads) tensor_kernel(QArgs a)
 {
@@ -107,22 +110,25 @@ __global__ void __launch_bounds__(kThreads) tensor_kernel(QArgs a)
     qc_counts_zero(&cnt);
     float amax = 0.0f;
     qc_job j;
-    if (qc_tensor_job(&f, a.n, blockIdx.x * (int64_t)blockDim.x + threadIdx.x, &j)) {
+    // chunks are 16-aligned only when rows are
+    const bool vx = a.vec && (a.cols % QC_TENSOR_CHUNK) == 0;
+    if (qc_tensor_job(&f, a.rows, a.cols, blockIdx.x * (int64_t)blockDim.x + threadIdx.x, &j)) {
+        const uint64_t g0 = qc_sr_gidx(&p, a.cols, j.row, j.col);
         float v[E], y[E];
-        load_block<E>(a.x + j.x_off, j.m, a.vec, v);
+        load_block<E>(a.x + j.x_off, j.m, vx, v);
         if (!a.amax_done) {
             int nf;
             qc_block_amax_pad(v, j.m, E, &amax, &nf);
         }
         if (a.codes) {
             uint8_t c[E * EB];
-            qc_encode_block(&f, &p, v, j.m, E, nullptr, (uint64_t)j.x_off, c, y, &cnt);
-            store_bytes<E * EB>(a.codes + j.code_off, j.m * EB, a.vec, c);
+            qc_encode_block(&f, &p, v, j.m, E, nullptr, g0, c, y, &cnt);
+            store_bytes<E * EB>(a.codes + j.code_off, j.m * EB, vx, c);
         } else {
-            qc_encode_block(&f, &p, v, j.m, E, nullptr, (uint64_t)j.x_off, nullptr, y, &cnt);
+            qc_encode_block(&f, &p, v, j.m, E, nullptr, g0, nullptr, y, &cnt);
         }
-        if (a.y) store_floats<E>(a.y + j.x_off, j.m, a.vec, y);
-        if (a.ybf) store_bf16<E>(a.ybf + j.x_off, j.m, a.vec, y);
+        if (a.y) store_floats<E>(a.y + j.x_off, j.m, vx, y);
+        if (a.ybf) store_bf16<E>(a.ybf + j.x_off, j.m, vx, y);
     }
     add_stats(a.st, cnt, amax, !a.amax_done);
 }
@@ -146,11 +152,12 @@ __global__ void __launch_bounds__(kThreads) block_kernel(QArgs a)
         load_block<BC>(a.x + j.x_off, j.m, vx, v);
         if (a.codes) {
             uint8_t c[NB], sc;
-            amax = qc_quantize_block(&f, &p, v, j.m, (uint64_t)j.x_off, c, &sc, y, &cnt);
+            amax = qc_quantize_block(&f, &p, v, j.m, qc_sr_gidx(&p, a.cols, j.row, j.col), c, &sc, y, &cnt);
             store_bytes<NB>(a.codes + j.code_off, NB, a.vec, c);
             a.scales[j.scale_idx] = sc;
         } else {
-            amax = qc_quantize_block(&f, &p, v, j.m, (uint64_t)j.x_off, nullptr, nullptr, y, &cnt);
+            amax = qc_quantize_block(&f, &p, v, j.m, qc_sr_gidx(&p, a.cols, j.row, j.col), nullptr, nullptr, y,
+                                     &cnt);
         }
         if (a.y) store_floats<BC>(a.y + j.x_off, j.m, vx, y);
         if (a.ybf) store_bf16<BC>(a.ybf + j.x_off, j.m, vx && (a.cols % 8) == 0, y);
@@ -184,11 +191,11 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(QArgs a)
         const qc_bscale bs = qc_block_scale(&f, &p, ta, 0);
         if (a.codes) {
             uint8_t c[8];
-            qc_encode_block(&f, &p, v, j.m, 16, &bs, (uint64_t)j.x_off, c, y, &cnt);
+            qc_encode_block(&f, &p, v, j.m, 16, &bs, qc_sr_gidx(&p, a.cols, j.row, j.col), c, y, &cnt);
             store_bytes<8>(a.codes + j.code_off, 8, a.vec, c);
             if (j.lane == 0) a.scales[j.scale_idx] = bs.code;
         } else {
-            qc_encode_block(&f, &p, v, j.m, 16, &bs, (uint64_t)j.x_off, nullptr, y, &cnt);
+            qc_encode_block(&f, &p, v, j.m, 16, &bs, qc_sr_gidx(&p, a.cols, j.row, j.col), nullptr, y, &cnt);
         }
         if (a.y) store_floats<16>(a.y + j.x_off, j.m, vx, y);
         if (a.ybf) store_bf16<16>(a.ybf + j.x_off, j.m, vx && (a.cols % 8) == 0, y);
@@ -212,7 +219,7 @@ int launch_fmt(QArgs a, bool want_stats, cudaStream_t s)
     const qc_fmt_info f = qc_format(FMT);
     if (a.n > 0) {
         if (f.block_cols == 1)
-            tensor_kernel<FMT><<<grid_for((a.n + QC_TENSOR_CHUNK - 1) / QC_TENSOR_CHUNK), kThreads, 0, s>>>(a);
+            tensor_kernel<FMT><<<grid_for(qc_tensor_jobs(a.rows, a.cols)), kThreads, 0, s>>>(a);
         else if (f.block_rows == 1)
             block_kernel<FMT><<<grid_for((int64_t)a.rows * a.scale_cols), kThreads, 0, s>>>(a);
         else
@@ -252,6 +259,8 @@ int run(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_qopts *opts, 
     a.sr = opts->stochastic;
     a.seed = opts->seed;
     a.stream = opts->stream;
+    a.sr_offset = opts->sr_offset;
+    a.sr_stride = opts->sr_row_stride;
     a.vec = aligned16(d_x) && aligned16(d_codes) && aligned16(d_y) && aligned16(d_ybf);
 
     qp_cuda_tstats *st = d_stats;

@@ -42,7 +42,8 @@ int qp_cuda_amax(const float *d_x, int64_t n, float *d_amax, void *stream);
 
 /* Quantize d_x (rows x cols, row-major) in format fmt into quant/'s packed
  * layout (qp_row_bytes, qp_scale_shape; plain, unswizzled scale order).
- * opts as in qp_quantize: opts->scale > 0 gives the per-tensor encode scale
+ * opts as in qp_quantize (sr_offset/sr_row_stride included: element (r, c)
+ * draws SR word sr_offset + r*sr_row_stride + c): opts->scale > 0 gives the per-tensor encode scale
  * (delayed scaling); otherwise it is computed on the device from the amax
  * (current scaling). d_tensor_scale_in, when not NULL, overrides both with a
  * scale already on the device (e.g. from an all-reduced amax; a value <= 0

@@ -46,6 +46,18 @@ struct qp_backend {
     int (*from_host)(qp_backend *b);
     const char *(*error)(qp_backend *b);
     void (*destroy)(qp_backend *b);
+    /* Data parallelism on the device (NULL where the trainer sums the host
+     * gradients itself): every rank's gradients <- their sum over the ranks,
+     * in place, finished when it returns; its time goes to qp_dist_comm_ms. */
+    int (*allreduce_grads)(qp_backend *b);
+    /* The device's buffers from the host (NULL on the CPU, whose buffers are
+     * the host model's): the gradients to the host model's grads_memory and
+     * back (a --grad-comm exchange runs on the host), and one float written
+     * into the device parameters (grads 0) or gradients (grads 1) at a flat
+     * offset (--inject). Each finishes before it returns. */
+    int (*grads_to_host)(qp_backend *b);
+    int (*grads_from_host)(qp_backend *b);
+    int (*poke)(qp_backend *b, int grads, int64_t offset, float value);
 };
 
 /* The CPU: model, dispatch and moment buffers stay the caller's. 0, or -1 (no memory). */
@@ -54,9 +66,15 @@ int qp_backend_cpu(qp_backend *b, qp_gpt *model, qp_linear *lin, float *adam_m, 
 /* 1 if this build has the CUDA backend; the number of CUDA devices (0 without). */
 int qp_backend_cuda_built(void);
 int qp_backend_cuda_devices(void);
+/* 1 if the CUDA backend was built with NCCL (data parallelism on GPUs). */
+int qp_backend_cuda_nccl(void);
 /* The GPU, for the host model (its parameters are copied up) with lc the
  * configuration host_lin was created with. Returns 0, or -1 with err
- * ("no CUDA device found", "built without CUDA", or a CUDA failure). */
+ * ("no CUDA device found", "built without CUDA", or a CUDA failure). With
+ * lc->dp_size > 1 (an MPI job; needs NCCL) each rank takes device
+ * local rank % devices (qp_dist_local_rank), rank 0 makes an NCCL unique id
+ * that qp_dist_bcast hands to the others, and allreduce_grads sums the
+ * device gradients with ncclAllReduce on the compute stream. */
 int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,
                     float *adam_v, char *err, size_t errlen);
 

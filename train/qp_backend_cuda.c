@@ -11,6 +11,10 @@
 
 #include "qp_cuda_linear.h"
 #include "qp_cuda_model.h"
+#include "qp_dist.h"
+#if QP_HAVE_NCCL
+#include "qp_nccl.h"
+#endif
 
 typedef struct {
     qp_gpt *host;
@@ -19,6 +23,9 @@ typedef struct {
     qp_cuda_linear *lin;
     int m_ok;
     const int32_t *last_in, *last_tg;
+#if QP_HAVE_NCCL
+    qp_nccl *nccl; /* data parallelism: the ranks' communicator */
+#endif
     char err[512];
 } gpu;
 
@@ -83,11 +90,73 @@ static int g_from_host(qp_backend *b)
 
 static const char *g_error(qp_backend *b) { return G(b)->err; }
 
+/* n floats between device and host on the compute stream, waited for */
+static int g_copy(gpu *g, void *dst, const void *src, int64_t n, enum cudaMemcpyKind kind)
+{
+    cudaStream_t s = (cudaStream_t)g->m.stream;
+    cudaError_t e = cudaMemcpyAsync(dst, src, (size_t)n * sizeof(float), kind, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) {
+        snprintf(g->err, sizeof g->err, "copy: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+static int g_grads_to_host(qp_backend *b)
+{
+    gpu *g = G(b);
+    return g_copy(g, g->host->grads_memory, g->m.grads_memory, g->m.num_params, cudaMemcpyDeviceToHost);
+}
+
+static int g_grads_from_host(qp_backend *b)
+{
+    gpu *g = G(b);
+    return g_copy(g, g->m.grads_memory, g->host->grads_memory, g->m.num_params, cudaMemcpyHostToDevice);
+}
+
+static int g_poke(qp_backend *b, int grads, int64_t offset, float value)
+{
+    gpu *g = G(b);
+    if (offset < 0 || offset >= g->m.num_params) return gfail(g, "injection outside the parameters");
+    float *dst = (grads ? g->m.grads_memory : g->m.params_memory) + offset;
+    return g_copy(g, dst, &value, 1, cudaMemcpyHostToDevice);
+}
+
+#if QP_HAVE_NCCL
+static int g_allreduce_grads(qp_backend *b)
+{
+    gpu *g = G(b);
+    double ms = 0.0;
+    const int rc = qp_nccl_sum_f32(g->nccl, g->m.grads_memory, g->m.num_params, &ms, g->err, sizeof g->err);
+    qp_dist_add_comm_ms(ms);
+    return rc;
+}
+
+/* This rank's device, and the communicator over the ranks. */
+static int setup_nccl(gpu *g, const qp_linear_cfg *lc, char *err, size_t errlen)
+{
+    uint8_t id[QP_NCCL_ID_BYTES + 1];
+    memset(id, 0, sizeof id);
+    if (lc->dp_rank == 0 && qp_nccl_unique_id(id + 1, err, errlen) == 0) id[0] = 1;
+    qp_dist_bcast(id, (int64_t)sizeof id, 0);
+    if (!id[0]) {
+        if (lc->dp_rank) snprintf(err, errlen, "rank 0 could not make an NCCL unique id");
+        return -1;
+    }
+    g->nccl = qp_nccl_create(id + 1, lc->dp_rank, lc->dp_size, g->m.stream, err, errlen);
+    return g->nccl ? 0 : -1;
+}
+#endif
+
 static void g_destroy(qp_backend *b)
 {
     gpu *g = G(b);
     if (g) {
         qp_cuda_linear_destroy(g->lin);
+#if QP_HAVE_NCCL
+        qp_nccl_destroy(g->nccl);
+#endif
         if (g->m_ok) qp_cuda_gpt_free(&g->m);
         free(g);
     }
@@ -96,14 +165,34 @@ static void g_destroy(qp_backend *b)
 
 int qp_backend_cuda_built(void) { return 1; }
 int qp_backend_cuda_devices(void) { return qp_cuda_gpt_devices(); }
+#if QP_HAVE_NCCL
+int qp_backend_cuda_nccl(void) { return 1; }
+#else
+int qp_backend_cuda_nccl(void) { return 0; }
+#endif
 
 int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,
                     float *adam_v, char *err, size_t errlen)
 {
     memset(b, 0, sizeof *b);
-    if (qp_cuda_gpt_devices() < 1) {
+    const int ndev = qp_cuda_gpt_devices();
+    if (ndev < 1) {
         snprintf(err, errlen, "no CUDA device found");
         return -1;
+    }
+    if (lc->dp_size > 1) {
+#if QP_HAVE_NCCL
+        /* one GPU per rank of a node */
+        const int dev = qp_nccl_pick_device(qp_dist_local_rank(), ndev);
+        const cudaError_t e = cudaSetDevice(dev);
+        if (e != cudaSuccess) {
+            snprintf(err, errlen, "cudaSetDevice(%d): %s", dev, cudaGetErrorString(e));
+            return -1;
+        }
+#else
+        snprintf(err, errlen, "%d ranks need NCCL, and this build has none", lc->dp_size);
+        return -1;
+#endif
     }
     gpu *g = calloc(1, sizeof *g);
     if (!g) {
@@ -119,6 +208,12 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
         return -1;
     }
     g->m_ok = 1;
+#if QP_HAVE_NCCL
+    if (lc->dp_size > 1 && setup_nccl(g, lc, err, errlen)) {
+        g_destroy(b);
+        return -1;
+    }
+#endif
     qp_linear_cfg c = *lc;
     c.max_elems = qp_cuda_gpt_linear_elems(&model->cfg, model->B, model->T);
     c.gemm = NULL;
@@ -147,5 +242,11 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
     b->from_host = g_from_host;
     b->error = g_error;
     b->destroy = g_destroy;
+    b->grads_to_host = g_grads_to_host;
+    b->grads_from_host = g_grads_from_host;
+    b->poke = g_poke;
+#if QP_HAVE_NCCL
+    if (g->nccl) b->allreduce_grads = g_allreduce_grads;
+#endif
     return 0;
 }

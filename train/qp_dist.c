@@ -11,6 +11,20 @@
 static double comm_ms;
 
 double qp_dist_comm_ms(void) { return comm_ms; }
+void qp_dist_add_comm_ms(double ms) { comm_ms += ms; }
+
+#if QP_HAVE_MPI
+/* The node-local rank a launcher announces (-1: none). */
+static int launcher_local_rank(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v);
+    }
+    return -1;
+}
+#endif
 
 /* The world size a launcher announces (0: none). */
 static int launcher_size(void)
@@ -92,6 +106,20 @@ static void allreduce(void *v, int64_t n, MPI_Datatype t, size_t esize, MPI_Op o
     comm_ms += now_ms() - t0;
 }
 
+int qp_dist_local_rank(void)
+{
+    const int env = launcher_local_rank();
+    if (env >= 0) return env;
+    if (!active() || qp_dist_size() < 2) return 0;
+    MPI_Comm node;
+    int r = 0;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, qp_dist_rank(), MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return 0;
+    MPI_Comm_rank(node, &r);
+    MPI_Comm_free(&node);
+    return r;
+}
+
 void qp_dist_sum_f32(float *v, int64_t n) { allreduce(v, n, MPI_FLOAT, sizeof *v, MPI_SUM); }
 void qp_dist_sum_f64(double *v, int64_t n) { allreduce(v, n, MPI_DOUBLE, sizeof *v, MPI_SUM); }
 void qp_dist_max_f32(float *v, int64_t n) { allreduce(v, n, MPI_FLOAT, sizeof *v, MPI_MAX); }
@@ -150,6 +178,7 @@ void qp_dist_finalize(void) {}
 void qp_dist_abort(int code) { (void)code; }
 int qp_dist_rank(void) { return 0; }
 int qp_dist_size(void) { return 1; }
+int qp_dist_local_rank(void) { return 0; }
 void qp_dist_barrier(void) {}
 void qp_dist_sum_f32(float *v, int64_t n) { (void)v, (void)n; }
 void qp_dist_sum_f64(double *v, int64_t n) { (void)v, (void)n; }

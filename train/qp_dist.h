@@ -42,6 +42,12 @@ void qp_dist_allgather(const void *send, void *recv, int64_t bytes);
 
 /* Milliseconds spent in the collectives above since the start. */
 double qp_dist_comm_ms(void);
+/* Adds time spent in collectives outside this module (the GPU all-reduce). */
+void qp_dist_add_comm_ms(double ms);
+/* This rank's index among the ranks on its node: OMPI_COMM_WORLD_LOCAL_RANK
+ * (or MPI_LOCALRANKID, SLURM_LOCALID) when the launcher sets it, else the
+ * rank in MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); 0 in one process. */
+int qp_dist_local_rank(void);
 
 #ifdef __cplusplus
 }

@@ -584,6 +584,22 @@ static void exchange_grads(run *r, const int64_t *sizes, double *rel_err, double
     *rel_err = den > 0 ? sqrt(num / den) : 0.0;
 }
 
+/* --inject into the parameters or gradients: the host model's buffer (the
+ * step's own on the CPU) and, when the step runs on the device, the device's
+ * copy of the same element. */
+static int inject_tensor(run *r, qp_inject_where where, int64_t step, const int64_t *sizes, char *err, size_t errlen)
+{
+    float *base = where == QP_INJ_GRAD ? r->model.grads_memory : r->model.params_memory;
+    if (!qp_inject_fire(&r->inject, where, step, base, sizes, NULL) || !r->be.poke) return 0;
+    int64_t off = r->inject.index;
+    for (int t = 0; t < r->inject.tensor; t++) off += sizes[t];
+    if (r->be.poke(&r->be, where == QP_INJ_GRAD, off, r->inject.value)) {
+        snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+        return -1;
+    }
+    return 0;
+}
+
 static void fmt_eta(double ms, char *buf, size_t n)
 {
     const long s = (long)(ms / 1000.0);
@@ -632,9 +648,9 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     if (on_gpu && !qp_backend_cuda_built()) return snprintf(err, errlen, "--device cuda: built without CUDA"), QP_EXIT_BAD_INPUT;
     if (on_gpu && qp_backend_cuda_devices() < 1)
         return snprintf(err, errlen, "--device cuda: no CUDA device found"), QP_EXIT_BAD_INPUT;
-    if (on_gpu && (r->world > 1 || r->o.inject[0] || strcmp(r->o.grad_comm, "fp32") != 0))
-        return snprintf(err, errlen, "--device cuda runs one process without --inject or --grad-comm: the GPU "
-                        "all-reduce (NCCL) and fault injection on the device are not built yet"), QP_EXIT_BAD_INPUT;
+    if (on_gpu && r->world > 1 && !qp_backend_cuda_nccl())
+        return snprintf(err, errlen, "--device cuda with %d ranks needs NCCL: this qtrain was built without it "
+                        "(NCCL, CUDA and MPI must all be found by CMake)", r->world), QP_EXIT_BAD_INPUT;
 #if QP_HAVE_OPENMP
     omp_set_num_threads(r->o.threads);
 #endif
@@ -862,7 +878,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             rc = QP_EXIT_RUNTIME;
             goto loop_done;
         }
-        qp_inject_fire(&r->inject, QP_INJ_PARAM, step, r->model.params_memory, sizes, NULL);
+        if (inject_tensor(r, QP_INJ_PARAM, step, sizes, err, errlen)) {
+            rc = QP_EXIT_RUNTIME;
+            goto loop_done;
+        }
         double loss = 0.0, wait_ms = 0.0;
         uint64_t bh = 1469598103934665603ull;
         for (int micro = 0; micro < accum; micro++) {
@@ -889,11 +908,33 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         }
         double comm_rel_err = NAN, meas_ms = 0.0;
         if (r->world > 1 || r->comm_kind) {
-            exchange_grads(r, sizes, &comm_rel_err, &meas_ms);
+            if (r->be.allreduce_grads && !r->comm_kind) { /* on the device (NCCL), FP32 */
+                if (r->be.allreduce_grads(&r->be)) {
+                    snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+                    rc = QP_EXIT_RUNTIME;
+                    goto loop_done;
+                }
+            } else {
+                /* on the host; a device's gradients go there and back (--grad-comm) */
+                if ((r->be.grads_to_host && r->be.grads_to_host(&r->be))) {
+                    snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+                    rc = QP_EXIT_RUNTIME;
+                    goto loop_done;
+                }
+                exchange_grads(r, sizes, &comm_rel_err, &meas_ms);
+                if (r->be.grads_from_host && r->be.grads_from_host(&r->be)) {
+                    snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+                    rc = QP_EXIT_RUNTIME;
+                    goto loop_done;
+                }
+            }
             qp_dist_sum_f64(&loss, 1); /* the global batch's mean loss: equal slices */
             loss /= r->world;
         }
-        qp_inject_fire(&r->inject, QP_INJ_GRAD, step, r->model.grads_memory, sizes, NULL);
+        if (inject_tensor(r, QP_INJ_GRAD, step, sizes, err, errlen)) {
+            rc = QP_EXIT_RUNTIME;
+            goto loop_done;
+        }
         qp_inject_fire(&r->inject, QP_INJ_LOSS, step, NULL, sizes, &loss);
         double norm;
         if (r->be.grad_norm(&r->be, &norm)) {

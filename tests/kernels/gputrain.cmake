@@ -52,9 +52,31 @@ endif()
 
 # the GPU dispatch's decisions with host operations against qp_linear (no GPU needed)
 if(TARGET qpmodel)
+  find_package(Threads REQUIRED)
   add_executable(test_cuda_linear_pass ${QP_KTEST_DIR}/test_cuda_linear_pass.c)
   target_include_directories(test_cuda_linear_pass PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/kernels)
-  target_link_libraries(test_cuda_linear_pass PRIVATE qpmodel m)
+  target_link_libraries(test_cuda_linear_pass PRIVATE qpmodel qpscalelayout m Threads::Threads)
   add_test(NAME test_cuda_linear_pass COMMAND test_cuda_linear_pass)
-  set_tests_properties(test_cuda_linear_pass PROPERTIES LABELS "unit" ENVIRONMENT "OMP_NUM_THREADS=2")
+  # passive OpenMP waits: the two data-parallel "ranks" are threads that block in
+  # a barrier, and spinning workers would starve them on a small machine
+  set_tests_properties(test_cuda_linear_pass PROPERTIES LABELS "unit"
+                       ENVIRONMENT "OMP_NUM_THREADS=2;OMP_WAIT_POLICY=passive")
+endif()
+
+# the GPU dispatch's native GEMMs (fp8, mxfp8, nvfp4) against its emulated path (label gpu, SKIP 77)
+if(TARGET qpcudatrain)
+  add_executable(test_cuda_native ${QP_KTEST_DIR}/test_cuda_native.cu)
+  target_include_directories(test_cuda_native PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(test_cuda_native PRIVATE qpcudatrain)
+  add_test(NAME test_cuda_native COMMAND test_cuda_native)
+  set_tests_properties(test_cuda_native PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
+endif()
+
+# kernels/qp_nccl without a GPU: device choice, library version (label unit)
+if(TARGET qpnccl)
+  add_executable(test_nccl ${QP_KTEST_DIR}/test_nccl.c)
+  target_include_directories(test_nccl PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(test_nccl PRIVATE qpnccl)
+  add_test(NAME test_nccl COMMAND test_nccl)
+  set_tests_properties(test_nccl PROPERTIES LABELS "unit")
 endif()

@@ -9,8 +9,15 @@
  * and FP8-native for the FP8 recipes), several layers, three steps and two
  * micro-batches: Y, dX, dW and db to 1e-5 of their largest magnitude (the
  * GEMMs sum in other orders), the scaling states exactly, the same events and
- * the same qerr rows. */
+ * the same qerr rows. Native paths by a fake compute capability (qpl_set_device:
+ * 90 FP8, 100 MXFP8/NVFP4 block-scaled, the host GEMM decoding codes and
+ * cuBLASLt-tiled block scales) and the decisions alone (path names, the kind
+ * of each GEMM by formats and shape, QP_CUDA_EMULATE). Data parallelism: two
+ * ranks (threads whose reduce hooks all-reduce through a barrier) each
+ * running qp_linear's data-parallel cfg and the pass on its token slice —
+ * same outputs, scaling states, events and number of amax all-reduces. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +28,7 @@
 #include "qp_hadamard.h"
 #include "qp_linear.h"
 #include "qp_recipe.h"
+#include "qp_scale_layout.h"
 #include "qp_test.h"
 
 static unsigned long long rng = 0x1234567887654321ull;
@@ -31,6 +39,9 @@ typedef struct {
     qpl_stats stats[2];
     float scale_inv[2];
     float *fa, *fb; /* GEMM operands as FP32 */
+    uint8_t *tiled[2];  /* per side: block scales in cuBLASLt's tiled layout */
+    int kinds[4];       /* GEMMs run, by QPL_* kind */
+    int n_amax;         /* amax operations (data parallelism) */
 } host;
 
 #define H ((host *)x)
@@ -84,7 +95,12 @@ static int h_quantize(void *x, qp_fmt fmt, const float *in, int rows, int cols, 
     if (qp_qtensor_alloc(&q, fmt, rows, cols)) return -1;
     qp_qstats qs;
     qp_quantize(in, &q, o, &qs);
-    for (int r = 0; r < rows; r++) memcpy(codes + (int64_t)r * cols, q.codes + r * q.row_bytes, (size_t)cols);
+    memcpy(codes, q.codes, (size_t)(rows * q.row_bytes)); /* packed: row_bytes per row */
+    if (qp_formats[fmt].block_cols > 1) {
+        free(H->tiled[side]);
+        H->tiled[side] = malloc((size_t)qp_scale_tiled_size(rows, q.scale_cols) + 1);
+        if (qp_scale_swizzle(q.scales, rows, q.scale_cols, qp_formats[fmt].block_rows, H->tiled[side])) return -1;
+    }
     qp_qtensor_free(&q);
     put_stats(H, side, &qs);
     return 0;
@@ -121,8 +137,36 @@ static int h_fetch(void *x, int side, qpl_stats *out)
     return 0;
 }
 static const float *h_scale_inv_ptr(void *x, int side) { return &H->scale_inv[side]; }
-static int to_f32(const qp_cublt_operand *o, float *dst, int64_t n)
+static const uint8_t *h_block_scales_ptr(void *x, int side) { return H->tiled[side]; }
+static int h_amax(void *x, const float *in, int64_t n, float *out)
 {
+    H->n_amax++;
+    *out = qp_amax(in, n);
+    return 0;
+}
+/* rows x K operand as FP32 values (block formats: element x block scale x
+ * tensor decode scale, the scales read back from the tiled layout) */
+static int to_f32(const qp_cublt_operand *o, float *dst, int64_t rows, int64_t K)
+{
+    const int64_t n = rows * K;
+    if (o->type == QP_CUBLT_MXFP8 || o->type == QP_CUBLT_NVFP4) {
+        const int mx = o->type == QP_CUBLT_MXFP8, bc = mx ? 32 : 16;
+        const int64_t sc = K / bc;
+        uint8_t *plain = malloc((size_t)(rows * sc) + 1);
+        if (!o->d_block_scales || qp_scale_unswizzle(o->d_block_scales, rows, sc, plain)) return -1;
+        const uint8_t *c = o->d_data;
+        const float sinv = o->d_scale_inv ? *o->d_scale_inv : 1.0f;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k = 0; k < K; k++) {
+                const uint8_t s8 = plain[r * sc + k / bc];
+                const float v = mx ? qp_e4m3_to_f32(c[r * K + k]) * qp_e8m0_to_f32(s8)
+                                   : qp_e2m1_to_f32((uint8_t)(c[r * (K / 2) + k / 2] >> (4 * (k & 1)))) *
+                                         qp_ue4m3_to_f32(s8);
+                dst[r * K + k] = v * sinv;
+            }
+        free(plain);
+        return 0;
+    }
     for (int64_t i = 0; i < n; i++) {
         switch (o->type) {
         case QP_CUBLT_F32: dst[i] = ((const float *)o->d_data)[i]; break;
@@ -141,11 +185,16 @@ static int h_gemm(void *x, const qp_cublt_operand *A, const qp_cublt_operand *B,
 {
     const int fp8 = A->type == QP_CUBLT_E4M3 || A->type == QP_CUBLT_E5M2;
     const int bclass = B->type == QP_CUBLT_E4M3 || B->type == QP_CUBLT_E5M2;
-    if (fp8 != bclass || (!fp8 && A->type != B->type) || (fp8 && (!A->d_scale_inv || !B->d_scale_inv))) {
-        snprintf(H->st->err, sizeof H->st->err, "GEMM of types %d x %d", (int)A->type, (int)B->type);
+    if (fp8 != bclass || (!fp8 && A->type != B->type) || (fp8 && (!A->d_scale_inv || !B->d_scale_inv)) ||
+        (A->type == QP_CUBLT_NVFP4 && (!A->d_scale_inv || !B->d_scale_inv)) ||
+        ((A->type == QP_CUBLT_MXFP8 || A->type == QP_CUBLT_NVFP4) && (K % 32 || !A->d_block_scales ||
+                                                                     !B->d_block_scales))) {
+        snprintf(H->st->err, sizeof H->st->err, "GEMM of types %d x %d (%dx%dx%d)", (int)A->type, (int)B->type, M, N,
+                 K);
         return -1;
     }
-    if (to_f32(A, H->fa, (int64_t)M * K) || to_f32(B, H->fb, (int64_t)N * K)) return -1;
+    H->kinds[A->type == QP_CUBLT_MXFP8 ? QPL_MXFP8 : A->type == QP_CUBLT_NVFP4 ? QPL_NVFP4 : fp8 ? QPL_FP8 : QPL_EMULATED]++;
+    if (to_f32(A, H->fa, M, K) || to_f32(B, H->fb, N, K)) return -1;
     return qp_gemm_run(H->gemm, H->fa, 0, H->fb, 0, D, M, N, K, alpha, beta != 0.0f, A->type == QP_CUBLT_BF16);
 }
 static int h_bias_add(void *x, float *Y, const float *b, int M, int N)
@@ -213,8 +262,11 @@ static float *randv(int64_t n, float s)
     return v;
 }
 
-static void run(const char *spec, int native, int M, int IC, int OC)
+/* cc: the fake GPU's compute capability (0: none, every GEMM emulated);
+ * expect: the path name qpl_set_device must give. */
+static void run(const char *spec, int cc, int M, int IC, int OC, const char *expect)
 {
+    const int native = cc > 0;
     const int L = 3;
     char err[256];
     qp_recipe recipe;
@@ -241,14 +293,16 @@ static void run(const char *spec, int native, int M, int IC, int OC)
         st.ybuf[s] = malloc(max_elems * sizeof(float));
         st.bbuf[s] = malloc(max_elems * sizeof(uint16_t));
     }
-    st.fp8_native = native;
+    qpl_set_device(&st, cc, 0);
+    CHECK(!strcmp(st.path, expect), "%s on cc %d: path %s, expected %s", spec, cc, st.path, expect);
     host h;
     memset(&h, 0, sizeof h);
     h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
     h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
-    const qpl_ops ops = {&h,          h_transpose, h_transpose_u8, h_copy, h_rht16, h_qdq, h_quantize,
-                         h_to_bf16,   h_reduce,    h_fetch,        h_scale_inv_ptr, h_gemm, h_bias_add,
-                         h_bias_grad};
+    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht16,
+                         h_qdq,     h_quantize,  h_to_bf16,      h_reduce,        h_fetch,
+                         h_scale_inv_ptr, h_gemm, h_bias_add,    h_bias_grad,     h_amax,
+                         h_block_scales_ptr};
     float *W = randv((int64_t)OC * IC, 0.05f), *b = randv(OC, 0.1f);
     float *Y0 = malloc(sizeof(float) * M * OC), *Y1 = malloc(sizeof(float) * M * OC);
     float *dX0 = calloc((size_t)M * IC, sizeof(float)), *dX1 = calloc((size_t)M * IC, sizeof(float));
@@ -277,7 +331,7 @@ static void run(const char *spec, int native, int M, int IC, int OC)
                     CHECK(s0 == 0 && s1 == 0, "%s %s backward: %s / %s", spec, what, qp_linear_error(ref), st.err);
                 }
             char full[160];
-            snprintf(full, sizeof full, "%s%s", spec, native ? " (fp8-native)" : "");
+            snprintf(full, sizeof full, "%s%s%s", spec, native ? " " : "", native ? st.path : "");
             close_to("dX", full, dX0, dX1, (int64_t)M * IC);
             close_to("dW", full, dW0, dW1, (int64_t)OC * IC);
             close_to("db", full, db0, db1, OC);
@@ -329,7 +383,15 @@ static void run(const char *spec, int native, int M, int IC, int OC)
               a->gemm, a->operand, a->pass, a->rel_l2, c->rel_l2, a->sat_frac, c->sat_frac, a->zero_frac,
               c->zero_frac, a->amax, c->amax);
     }
-    printf("%-28s%s: %d qerr rows, %d events, outputs match\n", spec, native ? " (fp8-native)" : "", rown.n, rown.nev);
+    /* the GEMMs ran as the path says: native kinds only on a native path */
+    const int want = !strcmp(st.path, "fp8-native") ? QPL_FP8 : !strcmp(st.path, "mxfp8-native") ? QPL_MXFP8
+                   : !strcmp(st.path, "nvfp4-native") ? QPL_NVFP4 : QPL_EMULATED;
+    for (int k = 1; k < 4; k++)
+        CHECK(k == want ? h.kinds[k] > 0 || (M % 16 || IC % 32 || OC % 32) : h.kinds[k] == 0,
+              "%s on cc %d: %d GEMMs of kind %d", spec, cc, h.kinds[k], k);
+    printf("%-28s cc %3d %-14s: %d qerr rows, %d events, GEMMs %d emulated / %d fp8 / %d mxfp8 / %d nvfp4, "
+           "outputs match\n", spec, cc, st.path, rown.n, rown.nev, h.kinds[0], h.kinds[1], h.kinds[2], h.kinds[3]);
+    free(h.tiled[0]), free(h.tiled[1]);
     free(W), free(b), free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
     for (int s = 0; s < 2; s++) free(st.tbuf[s]), free(st.ybuf[s]), free(st.bbuf[s]);
     free(st.plans), free(h.fa), free(h.fb);
@@ -337,14 +399,283 @@ static void run(const char *spec, int native, int M, int IC, int OC)
     qp_gemm_destroy(gemm);
 }
 
+/* ---- data parallelism: two "ranks" (threads) -------------------------------- */
+
+/* The all-reduces of one group of ranks: each rank posts, a barrier, each
+ * takes the max (sum) of both, a barrier. */
+typedef struct {
+    pthread_barrier_t bar;
+    float fv[2][8];
+    double dv[2][8];
+    int calls;
+} world;
+typedef struct {
+    world *w;
+    int rank;
+} rank_user;
+static void w_max(float *v, int n, void *u)
+{
+    rank_user *ru = u;
+    world *w = ru->w;
+    memcpy(w->fv[ru->rank], v, (size_t)n * sizeof *v);
+    pthread_barrier_wait(&w->bar);
+    for (int i = 0; i < n; i++) v[i] = w->fv[0][i] > w->fv[1][i] ? w->fv[0][i] : w->fv[1][i];
+    if (ru->rank == 0) w->calls++;
+    pthread_barrier_wait(&w->bar);
+}
+static void w_sum(double *v, int n, void *u)
+{
+    rank_user *ru = u;
+    world *w = ru->w;
+    memcpy(w->dv[ru->rank], v, (size_t)n * sizeof *v);
+    pthread_barrier_wait(&w->bar);
+    for (int i = 0; i < n; i++) v[i] = w->dv[0][i] + w->dv[1][i];
+    pthread_barrier_wait(&w->bar);
+}
+
+#define DP_STEPS 3
+typedef struct {
+    const char *spec;
+    int cc, rank, M, IC, OC;
+    const float *X[DP_STEPS * 2], *dY[DP_STEPS * 2], *W, *b; /* both ranks' tokens (2M rows) */
+    world *wref, *wpass;
+    /* results (checked by the main thread) */
+    double worst;
+    int failed, state_bad, events_bad, kinds[4];
+    float scales[3 * 4 * QP_OPND_COUNT];
+    char msg[600];
+} dp_job;
+
+static double worst_rel(const float *ref, const float *own, int64_t n)
+{
+    const double scale = max_abs(ref, n) + 1e-30;
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = isnan(ref[i]) || isnan(own[i]) ? (isnan(ref[i]) && isnan(own[i]) ? 0 : INFINITY)
+                                                         : fabs((double)ref[i] - own[i]) / scale;
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+/* One rank: qp_linear with the data-parallel cfg (the CPU's behaviour) and
+ * the pass with the same cfg, on this rank's token slice. */
+static void *dp_rank(void *arg)
+{
+    dp_job *j = arg;
+    const int L = 3, M = j->M, IC = j->IC, OC = j->OC;
+    char err[256];
+    qp_recipe recipe;
+    if (qp_recipe_parse(j->spec, &recipe, err, sizeof err)) {
+        j->failed = 1;
+        snprintf(j->msg, sizeof j->msg, "%s", err);
+        return NULL;
+    }
+    qp_gemm *gemm = qp_gemm_create(err, sizeof err);
+    const int64_t max_elems = (int64_t)(M > OC ? M : OC) * (IC > OC ? IC : OC);
+    rank_user uref = {j->wref, j->rank}, upass = {j->wpass, j->rank};
+    const qp_linear_cfg cr = {.n_layers = L, .max_elems = max_elems, .seed = 99, .recipe = &recipe, .gemm = gemm,
+                              .dp_rank = j->rank, .dp_size = 2, .reduce_max = w_max, .reduce_sum = w_sum,
+                              .reduce_user = &uref};
+    qp_linear_cfg co = cr;
+    co.reduce_user = &upass;
+    qp_linear *ref = qp_linear_create(&cr, err, sizeof err), *states = qp_linear_create(&co, err, sizeof err);
+    qpl_state st;
+    memset(&st, 0, sizeof st);
+    st.cfg = co;
+    st.host = states;
+    st.plans = calloc(L, sizeof *st.plans);
+    for (int l = 0; l < L; l++) st.plans[l] = qp_recipe_plan(&recipe, l, L);
+    for (int s = 0; s < 2; s++) {
+        st.tbuf[s] = malloc(max_elems * sizeof(float));
+        st.ybuf[s] = malloc(max_elems * sizeof(float));
+        st.bbuf[s] = malloc(max_elems * sizeof(uint16_t));
+    }
+    qpl_set_device(&st, j->cc, 0);
+    host h;
+    memset(&h, 0, sizeof h);
+    h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
+    h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
+    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht16,
+                         h_qdq,     h_quantize,  h_to_bf16,      h_reduce,        h_fetch,
+                         h_scale_inv_ptr, h_gemm, h_bias_add,    h_bias_grad,     h_amax,
+                         h_block_scales_ptr};
+    float *Y0 = malloc(sizeof(float) * M * OC), *Y1 = malloc(sizeof(float) * M * OC);
+    float *dX0 = calloc((size_t)M * IC, sizeof(float)), *dX1 = calloc((size_t)M * IC, sizeof(float));
+    float *dW0 = calloc((size_t)OC * IC, sizeof(float)), *dW1 = calloc((size_t)OC * IC, sizeof(float));
+    float *db0 = calloc(OC, sizeof(float)), *db1 = calloc(OC, sizeof(float));
+    for (int64_t step = 0; step < DP_STEPS && !j->failed; step++) {
+        qp_linear_begin_step(ref, step, 0);
+        qp_linear_begin_step(states, step, 0);
+        st.step = step, st.micro = 0, st.log_qerr = 0;
+        for (int micro = 0; micro < 2 && !j->failed; micro++) {
+            qp_linear_begin_micro(ref, micro);
+            st.micro = micro;
+            const float *X = j->X[step * 2 + micro] + (int64_t)j->rank * M * IC;
+            const float *dY = j->dY[step * 2 + micro] + (int64_t)j->rank * M * OC;
+            for (int layer = 0; layer < L && !j->failed; layer++)
+                for (int g = 0; g < 4; g++) {
+                    if (qp_linear_forward(ref, layer, (qp_gemm_id)g, Y0, X, j->W, j->b, M, IC, OC) ||
+                        qpl_forward(&st, &ops, layer, (qp_gemm_id)g, Y1, X, j->W, j->b, M, IC, OC) ||
+                        qp_linear_backward(ref, layer, (qp_gemm_id)g, dX0, dW0, db0, dY, X, j->W, M, IC, OC) ||
+                        qpl_backward(&st, &ops, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, j->W, M, IC, OC)) {
+                        /* the other rank may wait in a reduce: this one failing ends the test anyway */
+                        j->failed = 1;
+                        snprintf(j->msg, sizeof j->msg, "%s / %s", qp_linear_error(ref), st.err);
+                        break;
+                    }
+                    const double w = worst_rel(Y0, Y1, (int64_t)M * OC);
+                    if (w > j->worst) j->worst = w;
+                }
+        }
+    }
+    const double w[3] = {worst_rel(dX0, dX1, (int64_t)M * IC), worst_rel(dW0, dW1, (int64_t)OC * IC),
+                         worst_rel(db0, db1, OC)};
+    for (int i = 0; i < 3; i++)
+        if (w[i] > j->worst) j->worst = w[i];
+    for (int layer = 0; layer < L; layer++)
+        for (int g = 0; g < 4; g++)
+            for (int o = 0; o < QP_OPND_COUNT; o++) {
+                const qp_scaling_state *a = qp_linear_scaling(ref, layer, g, o), *c = qp_linear_scaling(states, layer, g, o);
+                j->state_bad += !(qp_same_float(a->scale, c->scale) && qp_same_float(a->last_scale, c->last_scale) &&
+                                  a->n_updates == c->n_updates && a->hist_count == c->hist_count);
+                j->scales[(layer * 4 + g) * QP_OPND_COUNT + o] = c->scale;
+            }
+    int64_t e0[QP_EV_COUNT], e1[QP_EV_COUNT];
+    qp_linear_event_counts(ref, e0);
+    qp_linear_event_counts(states, e1);
+    j->events_bad = memcmp(e0, e1, sizeof e0) != 0;
+    memcpy(j->kinds, h.kinds, sizeof h.kinds);
+    free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
+    for (int s = 0; s < 2; s++) free(st.tbuf[s]), free(st.ybuf[s]), free(st.bbuf[s]);
+    free(st.plans), free(h.fa), free(h.fb), free(h.tiled[0]), free(h.tiled[1]);
+    qp_linear_destroy(ref), qp_linear_destroy(states);
+    qp_gemm_destroy(gemm);
+    return NULL;
+}
+
+/* Two ranks of M tokens each: on every rank the pass gives what qp_linear's
+ * data parallelism gives (outputs to 1e-5, scaling states and events
+ * exactly), both ranks end with the same scaling states, and the amaxes went
+ * through the reduce hooks as often in the pass as on the CPU. */
+static void run_dp(const char *spec, int cc, int M, int IC, int OC)
+{
+    world wref, wpass;
+    memset(&wref, 0, sizeof wref);
+    memset(&wpass, 0, sizeof wpass);
+    pthread_barrier_init(&wref.bar, NULL, 2);
+    pthread_barrier_init(&wpass.bar, NULL, 2);
+    float *X[DP_STEPS * 2], *dY[DP_STEPS * 2];
+    for (int i = 0; i < DP_STEPS * 2; i++) {
+        X[i] = randv((int64_t)2 * M * IC, 1.0f + i / 2);
+        dY[i] = randv((int64_t)2 * M * OC, 0.01f * (1 + i % 2));
+    }
+    X[5][(int64_t)M * IC + 7] = 3000.0f; /* an outlier on rank 1 only: rank 0's scale must see it */
+    float *W = randv((int64_t)OC * IC, 0.05f), *b = randv(OC, 0.1f);
+    dp_job jobs[2];
+    pthread_t th[2];
+    for (int r = 0; r < 2; r++) {
+        memset(&jobs[r], 0, sizeof jobs[r]);
+        dp_job *j = &jobs[r];
+        j->spec = spec, j->cc = cc, j->rank = r, j->M = M, j->IC = IC, j->OC = OC, j->W = W, j->b = b;
+        j->wref = &wref, j->wpass = &wpass;
+        for (int i = 0; i < DP_STEPS * 2; i++) j->X[i] = X[i], j->dY[i] = dY[i];
+        pthread_create(&th[r], NULL, dp_rank, j);
+    }
+    for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+    for (int r = 0; r < 2; r++) {
+        const dp_job *j = &jobs[r];
+        CHECK(!j->failed, "%s dp rank %d: %s", spec, r, j->msg);
+        CHECK(j->worst <= 1e-5, "%s dp rank %d (cc %d): outputs differ from qp_linear's by %.3g of the largest", spec,
+              r, cc, j->worst);
+        CHECK(j->state_bad == 0, "%s dp rank %d: %d scaling states differ from qp_linear's", spec, r, j->state_bad);
+        CHECK(!j->events_bad, "%s dp rank %d: event counts differ", spec, r);
+    }
+    CHECK(!memcmp(jobs[0].scales, jobs[1].scales, sizeof jobs[0].scales), "%s dp: the ranks' scales differ", spec);
+    CHECK(wref.calls == wpass.calls, "%s dp: %d amax all-reduces on the CPU, %d in the pass", spec, wref.calls,
+          wpass.calls);
+    printf("%-28s dp 2 ranks, cc %3d: %d amax all-reduces, GEMMs %d emulated / %d fp8 / %d mxfp8 / %d nvfp4, "
+           "match qp_linear\n", spec, cc, wpass.calls, jobs[0].kinds[0], jobs[0].kinds[1], jobs[0].kinds[2],
+           jobs[0].kinds[3]);
+    for (int i = 0; i < DP_STEPS * 2; i++) free(X[i]), free(dY[i]);
+    free(W), free(b);
+    pthread_barrier_destroy(&wref.bar);
+    pthread_barrier_destroy(&wpass.bar);
+}
+
+/* The decisions alone: path names by recipe, cc and QP_CUDA_EMULATE, and the
+ * kind of each GEMM by formats and shape. */
+static void test_decisions(void)
+{
+    static const struct {
+        const char *spec;
+        int cc, emulate;
+        const char *path;
+    } cases[] = {
+        {"fp32", 100, 0, "fp32"},          {"bf16", 100, 0, "bf16"},
+        {"fp8", 80, 0, "emulated-bf16"},   {"fp8", 89, 0, "fp8-native"},
+        {"fp8", 90, 1, "emulated-bf16"},   {"mxfp8", 90, 0, "emulated-bf16"},
+        {"mxfp8", 100, 0, "mxfp8-native"}, {"mxfp8", 100, 1, "emulated-bf16"},
+        {"nvfp4", 100, 0, "nvfp4-native"}, {"nvfp4", 120, 0, "nvfp4-native"},
+        {"nvfp4", 100, 1, "emulated-bf16"}, {"mxfp4", 100, 0, "emulated-bf16"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[256];
+        qp_recipe recipe;
+        CHECK(qp_recipe_parse(cases[i].spec, &recipe, err, sizeof err) == 0, "%s", err);
+        qpl_state st;
+        memset(&st, 0, sizeof st);
+        st.cfg.n_layers = 2;
+        qp_linear_plan plans[2] = {qp_recipe_plan(&recipe, 0, 2), qp_recipe_plan(&recipe, 1, 2)};
+        st.plans = plans;
+        qpl_set_device(&st, cases[i].cc, cases[i].emulate);
+        CHECK(!strcmp(st.path, cases[i].path), "%s cc %d emulate %d: %s, expected %s", cases[i].spec, cases[i].cc,
+              cases[i].emulate, st.path, cases[i].path);
+        const int want = !strcmp(st.path, "fp8-native")     ? QPL_FP8
+                         : !strcmp(st.path, "mxfp8-native") ? QPL_MXFP8
+                         : !strcmp(st.path, "nvfp4-native") ? QPL_NVFP4
+                                                            : QPL_EMULATED;
+
+
+        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_FC, QP_OPND_X, QP_OPND_W, 64, 128, 256) == want,
+              "%s cc %d: kind of a 64x128x256 GEMM", cases[i].spec, cases[i].cc);
+        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_HEAD, QP_OPND_X, QP_OPND_W, 64, 128, 256) == QPL_EMULATED,
+              "%s: the head is never native", cases[i].spec);
+        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_FC, QP_OPND_X, QP_OPND_W, 64, 120, 256) == QPL_EMULATED,
+              "%s: N = 120 is not native", cases[i].spec);
+        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_FC, QP_OPND_X, QP_OPND_W, 64, 128, 48) ==
+                  (want == QPL_FP8 ? QPL_FP8 : QPL_EMULATED),
+              "%s: K = 48 is native for FP8 only", cases[i].spec);
+    }
+}
+
 int main(void)
 {
     const char *recipes[] = {"fp32", "bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4-naive",
                              "nvfp4,nvfp4-2d", "nvfp4,bf16-last=1,bf16-first=1"};
-    for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++) run(recipes[i], 0, 32, 48, 64);
-    run("fp8", 1, 32, 48, 64);
-    run("fp8-current", 1, 32, 48, 64);
-    run("fp8", 1, 24, 40, 56); /* not multiples of 16: emulated GEMMs under a native plan */
-    run("fp8-current", 0, 20, 36, 52);
+    const char *paths[] = {"fp32", "bf16", "emulated-bf16", "emulated-bf16", "emulated-bf16", "emulated-bf16",
+                           "emulated-bf16", "emulated-bf16", "emulated-bf16", "emulated-bf16"};
+    for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++) run(recipes[i], 0, 32, 48, 64, paths[i]);
+    run("fp8", 90, 32, 48, 64, "fp8-native");
+    run("fp8-current", 90, 32, 48, 64, "fp8-native");
+    run("fp8", 90, 24, 40, 56, "fp8-native"); /* not multiples of 16: emulated GEMMs under a native plan */
+    run("fp8-current", 0, 20, 36, 52, "emulated-bf16");
+    /* Blackwell (cc 10.0): MXFP8 and NVFP4 block-scaled natively, MXFP4 emulated */
+    run("mxfp8", 100, 32, 64, 96, "mxfp8-native");
+    run("nvfp4", 100, 32, 64, 96, "nvfp4-native");
+    run("nvfp4-naive", 100, 32, 64, 96, "nvfp4-native");
+    run("nvfp4,nvfp4-2d", 100, 32, 64, 96, "nvfp4-native");
+    run("nvfp4,bf16-last=1,bf16-first=1", 100, 32, 64, 96, "nvfp4-native");
+    run("nvfp4", 100, 32, 48, 64, "nvfp4-native"); /* K = 48: fprop emulated */
+    run("mxfp4", 100, 32, 64, 96, "emulated-bf16");
+    run("mxfp8", 90, 32, 64, 96, "emulated-bf16"); /* Hopper: no block scaling */
+    run("fp8", 100, 32, 64, 96, "fp8-native");
+    test_decisions();
+    const char *dp[] = {"bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4,nvfp4-2d"};
+    for (size_t i = 0; i < sizeof dp / sizeof dp[0]; i++) run_dp(dp[i], 0, 32, 64, 96);
+    run_dp("fp8", 90, 32, 64, 96);
+    run_dp("fp8-current", 90, 32, 64, 96);
+    run_dp("mxfp8", 100, 32, 64, 96);
+    run_dp("nvfp4", 100, 32, 64, 96);
     return qp_test_finish("test_cuda_linear_pass");
 }

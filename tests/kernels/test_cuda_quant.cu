@@ -198,6 +198,32 @@ void test_large()
         }
 }
 
+/* SR index maps (qp_qopts.sr_offset / sr_row_stride): row and column slices
+ * of a data-parallel rank, and arbitrary pairs, every format. */
+void test_sr_map()
+{
+    static const int shapes[][2] = {{3, 17}, {33, 50}, {48, 96}, {64, 512}};
+    static const int64_t maps[][2] = {{16 * 96, 0}, {48, 1024}, {7, 601}, {123457, 4096}};
+    unsigned long long s = 77;
+    for (const auto &sh : shapes) {
+        const int rows = sh[0], cols = sh[1];
+        std::vector<float> x((size_t)rows * cols);
+        fill(x.data(), (int64_t)rows * cols, cols, RANDOM, 900ull + (unsigned long long)cols);
+        for (const auto &m : maps)
+            for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++) {
+                qp_qopts o = {};
+                o.stochastic = 1;
+                o.seed = qp_test_next(&s);
+                o.stream = qp_test_next(&s);
+                o.sr_offset = m[0];
+                o.sr_row_stride = m[1];
+                char what[128];
+                std::snprintf(what, sizeof what, "SR offset %lld stride %lld", (long long)m[0], (long long)m[1]);
+                one_case((qp_fmt)fmt, x, rows, cols, o, 0, false, what);
+            }
+    }
+}
+
 void test_amax_rht_transpose()
 {
     unsigned long long s = 3;
@@ -279,6 +305,7 @@ int main()
     test_amax_rht_transpose();
     test_tensors();
     test_large();
+    test_sr_map();
     delete g_pool;
     CUDA_OK(cudaStreamDestroy(g_stream));
     return qp_test_finish("test_cuda_quant");

@@ -5,12 +5,14 @@
  *    with random words), every decoder on every code, Philox and the SR word.
  * 2. The format table: qc_format(f) agrees with qp_formats[f] for every f.
  * 3. Whole tensors: a driver that walks a tensor exactly as the kernels do
- *    (per-tensor formats in flat chunks of 16 elements, 1D formats one block
- *    at a time, NVFP4-2D one 16x16 tile at a time, global index r*cols + c for
- *    SR) is compared with qp_quantize (codes, scales, scale_inv, statistics)
+ *    (per-tensor formats in chunks of 16 elements of a row, 1D formats one block
+ *    at a time, NVFP4-2D one 16x16 tile at a time, global index
+ *    sr_offset + r*sr_row_stride + c for SR) is compared with qp_quantize (codes, scales, scale_inv, statistics)
  *    and qp_qdq (values, scaled and unscaled, and their BF16 bits) for every
  *    format in qp_formats[], RN and SR, current and given scales, on random
- *    and adversarial data and ragged shapes.
+ *    and adversarial data and ragged shapes; SR with row offsets and strides
+ *    (qp_qopts.sr_offset/sr_row_stride, the data-parallel slices) too, and a
+ *    driver given a wrong stride must differ.
  * 4. RHT: qc_rht16_vec over every 16-vector against qp_rht16. */
 #include <float.h>
 #include <stdint.h>
@@ -141,8 +143,8 @@ typedef struct {
 /* Quantize as the kernels split the work (qc_*_job: which thread owns which
  * elements, codes and scale), sequentially. given > 0: that tensor scale. */
 static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, float given, int sr,
-                           uint64_t seed, uint64_t stream, int unscaled, uint8_t *codes, uint8_t *scales, float *y,
-                           drv_stats *st)
+                           uint64_t seed, uint64_t stream, int64_t sr_off, int64_t sr_stride, int unscaled,
+                           uint8_t *codes, uint8_t *scales, float *y, drv_stats *st)
 {
     const qc_fmt_info f = qc_format(fmt);
     const int64_t n = rows * cols;
@@ -154,7 +156,8 @@ static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t col
         qc_block_amax(x + i, (int)(n - i < 37 ? n - i : 37), &a, &nf);
         if (a > amax) amax = a;
     }
-    const qc_plan p = qc_make_plan(&f, given, amax, unscaled, sr, seed, stream);
+    qc_plan p = qc_make_plan(&f, given, amax, unscaled, sr, seed, stream);
+    qc_plan_sr_map(&p, sr_off, sr_stride);
     st->amax = amax;
     st->scale = p.scale;
     st->scale_inv = p.scale_inv;
@@ -164,16 +167,18 @@ static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t col
     qp_scale_shape(fmt, rows, cols, &srows, &scols);
     qc_job j;
     if (f.block_cols == 1) {
-        /* tensor_kernel: one thread per 16 elements */
-        for (int64_t t = 0; qc_tensor_job(&f, n, t, &j); t++)
-            qc_encode_block(&f, &p, x + j.x_off, j.m, j.m, NULL, (uint64_t)j.x_off, codes ? codes + j.code_off : NULL,
-                            y ? y + j.x_off : NULL, &st->cnt);
+        /* tensor_kernel: one thread per 16 elements of a row */
+        int64_t t = 0;
+        for (; qc_tensor_job(&f, rows, cols, t, &j); t++)
+            qc_encode_block(&f, &p, x + j.x_off, j.m, j.m, NULL, qc_sr_gidx(&p, cols, j.row, j.col),
+                            codes ? codes + j.code_off : NULL, y ? y + j.x_off : NULL, &st->cnt);
+        CHECK(t == qc_tensor_jobs(rows, cols), "qc_tensor_jobs");
     } else if (f.block_rows == 1) {
         /* block_kernel: one thread per block */
         for (int64_t t = 0; qc_block_job(&f, rows, cols, row_bytes, scols, t, &j); t++) {
             uint8_t sc;
-            qc_quantize_block(&f, &p, x + j.x_off, j.m, (uint64_t)j.x_off, codes ? codes + j.code_off : NULL, &sc,
-                              y ? y + j.x_off : NULL, &st->cnt);
+            qc_quantize_block(&f, &p, x + j.x_off, j.m, qc_sr_gidx(&p, cols, j.row, j.col),
+                              codes ? codes + j.code_off : NULL, &sc, y ? y + j.x_off : NULL, &st->cnt);
             if (scales) scales[j.scale_idx] = sc;
         }
     } else {
@@ -193,7 +198,7 @@ static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t col
             const qc_bscale bs = qc_block_scale(&f, &p, ta, 0);
             for (int l = 0; l < 16; l++) {
                 if (!live[l]) continue;
-                qc_encode_block(&f, &p, x + jl[l].x_off, jl[l].m, 16, &bs, (uint64_t)jl[l].x_off,
+                qc_encode_block(&f, &p, x + jl[l].x_off, jl[l].m, 16, &bs, qc_sr_gidx(&p, cols, jl[l].row, jl[l].col),
                                 codes ? codes + jl[l].code_off : NULL, y ? y + jl[l].x_off : NULL, &st->cnt);
                 if (scales && jl[l].lane == 0) scales[jl[l].scale_idx] = bs.code;
             }
@@ -208,8 +213,8 @@ static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t col
                 for (int64_t tc = 0; tc < scols; tc++) {
                     const int64_t r0 = tr * 16, c0 = tc * 16;
                     const int nr = (int)(rows - r0 < 16 ? rows - r0 : 16), nc = (int)(cols - c0 < 16 ? cols - c0 : 16);
-                    qc_quantize_tile16(&f, &p, x + r0 * cols + c0, cols, nr, nc, (uint64_t)(r0 * cols + c0),
-                                       c2 + r0 * row_bytes + c0 / 2, row_bytes, &s2[tr * scols + tc], NULL, &cnt2);
+                    qc_quantize_tile16(&f, &p, x + r0 * cols + c0, cols, nr, nc, qc_sr_gidx(&p, cols, r0, c0),
+                                       sr_stride > 0 ? (uint64_t)sr_stride : (uint64_t)cols, c2 + r0 * row_bytes + c0 / 2, row_bytes, &s2[tr * scols + tc], NULL, &cnt2);
                 }
             CHECK(memcmp(c2, codes, (size_t)nb) == 0 && memcmp(s2, scales, (size_t)(srows * scols)) == 0,
                   "qc_quantize_tile16 differs from the tile-kernel split");
@@ -241,7 +246,8 @@ static void one_case(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, con
     memset(codes, 0xA5, cbytes); /* every byte must be written, padding included */
     memset(scales, 0xA5, sbytes);
     drv_stats st;
-    qcore_quantize(fmt, x, rows, cols, o->scale, o->stochastic, o->seed, o->stream, 0, codes, scales, NULL, &st);
+    qcore_quantize(fmt, x, rows, cols, o->scale, o->stochastic, o->seed, o->stream, o->sr_offset, o->sr_row_stride,
+                   0, codes, scales, NULL, &st);
     CHECK(same_bits(codes, q.codes, cbytes), "%s %s %lldx%lld: codes differ", name, what, (long long)rows,
           (long long)cols);
     CHECK(same_bits(scales, q.scales, sbytes), "%s %s %lldx%lld: block scales differ", name, what, (long long)rows,
@@ -263,8 +269,8 @@ static void one_case(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, con
         oo.unscaled = unscaled;
         qp_qdq(fmt, x, yr, rows, cols, &oo, NULL);
         drv_stats st2;
-        qcore_quantize(fmt, x, rows, cols, o->scale, o->stochastic, o->seed, o->stream, unscaled, NULL, NULL, y,
-                       &st2);
+        qcore_quantize(fmt, x, rows, cols, o->scale, o->stochastic, o->seed, o->stream, o->sr_offset,
+                       o->sr_row_stride, unscaled, NULL, NULL, y, &st2);
         const int64_t d = first_diff_f(y, yr, n);
         CHECK(d < 0, "%s %s unscaled=%d: qdq differs at %lld: %a vs %a (x=%a)", name, what, unscaled, (long long)d,
               d >= 0 ? y[d] : 0.0, d >= 0 ? yr[d] : 0.0, d >= 0 ? x[d] : 0.0);
@@ -365,6 +371,63 @@ static void test_nvfp4_order(void)
     free(x);
 }
 
+/* SR index maps: a row slice (offset = first row * cols), a column slice
+ * (offset = first column, stride = the whole tensor's cols, as the wgrad
+ * operands of a data-parallel rank), and arbitrary offset/stride pairs, for
+ * every format; then the driver with the stride off by one must not give
+ * quant/'s codes. */
+static void test_sr_map(void)
+{
+    static const int64_t shapes[][2] = {{3, 17}, {17, 33}, {33, 50}, {20, 64}, {48, 96}};
+    static const int64_t maps[][2] = {{0, 0}, {16 * 96, 0}, {48, 192}, {7, 101}, {123457, 4096}, {5, 17}};
+    unsigned long long s = 77;
+    for (int si = 0; si < 5; si++) {
+        const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+        float *x = (float *)malloc((size_t)n * sizeof *x);
+        fill(x, n, cols, RANDOM, 5000 + (unsigned long long)si);
+        for (int mi = 0; mi < 6; mi++)
+            for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++) {
+                qp_qopts o;
+                memset(&o, 0, sizeof o);
+                o.stochastic = 1;
+                o.seed = qp_test_next(&s);
+                o.stream = qp_test_next(&s);
+                o.sr_offset = maps[mi][0];
+                o.sr_row_stride = maps[mi][1] && maps[mi][1] < cols ? cols + maps[mi][1] : maps[mi][1];
+                char what[96];
+                snprintf(what, sizeof what, "SR offset %lld stride %lld", (long long)o.sr_offset,
+                         (long long)o.sr_row_stride);
+                one_case((qp_fmt)fmt, x, rows, cols, &o, what);
+            }
+        /* a wrong stride (one more than the right one) must change the codes */
+        for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++) {
+            if (fmt == QP_FMT_FP32 || rows < 2) continue;
+            qp_qopts o;
+            memset(&o, 0, sizeof o);
+            o.stochastic = 1;
+            o.seed = 11;
+            o.stream = 12;
+            o.sr_offset = 3 * cols;
+            o.sr_row_stride = 2 * cols;
+            qp_qtensor q;
+            if (qp_qtensor_alloc(&q, (qp_fmt)fmt, rows, cols)) abort();
+            qp_quantize(x, &q, &o, NULL);
+            const size_t cbytes = (size_t)(rows * q.row_bytes);
+            uint8_t *codes = (uint8_t *)calloc(cbytes + 1, 1), *scales = (uint8_t *)calloc((size_t)(q.scale_rows * q.scale_cols) + 1, 1);
+            drv_stats st;
+            qcore_quantize((qp_fmt)fmt, x, rows, cols, 0.0f, 1, 11, 12, 3 * cols, 2 * cols + 1, 0, codes, scales, NULL,
+                           &st);
+            CHECK(!same_bits(codes, q.codes, cbytes), "%s: a wrong SR stride gave quant/'s codes", qp_formats[fmt].name);
+            qcore_quantize((qp_fmt)fmt, x, rows, cols, 0.0f, 1, 11, 12, 3 * cols, 2 * cols, 0, codes, scales, NULL, &st);
+            CHECK(same_bits(codes, q.codes, cbytes), "%s: the right SR stride differs", qp_formats[fmt].name);
+            free(codes);
+            free(scales);
+            qp_qtensor_free(&q);
+        }
+        free(x);
+    }
+}
+
 /* ---- 4. RHT ------------------------------------------------------------------ */
 
 static void test_rht(void)
@@ -400,5 +463,6 @@ int main(void)
     test_tensors();
     test_large();
     test_nvfp4_order();
+    test_sr_map();
     return qp_test_finish("test_qcore");
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """qtrain --device: bad values and no GPU exit 2 with one line; with a GPU,
-a short run on it writes a run file that says so.
+a short run on it writes a run file that says so, matches the CPU, resumes,
+takes --inject and --grad-comm (the GPU parts have not run on a GPU yet).
 
 usage: test_qtrain_device.py QTRAIN DATA WORKDIR"""
 import os
@@ -56,7 +57,8 @@ else:
         with h5py.File(path, "r") as f:
             a = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()}
             check(a.get("device") == "cuda", f"device attribute {a.get('device')}")
-            check(a.get("gemm_path") in ("bf16", "emulated-bf16", "fp32", "fp8-native"), f"gemm_path {a.get('gemm_path')}")
+            check(a.get("gemm_path") in ("bf16", "emulated-bf16", "fp32", "fp8-native", "mxfp8-native", "nvfp4-native"),
+                  f"gemm_path {a.get('gemm_path')}")
             loss = f["train/loss"][:]
             check(len(loss) == 3 and np.all(np.isfinite(loss)), f"losses {loss}")
             pw = f["train/power_w"][:]
@@ -91,6 +93,18 @@ else:
             a, b = f["train/loss"][:], g["train/loss"][:]
             check(len(a) == 4 and len(b) == 4 and np.allclose(a, b, rtol=1e-6, atol=0),
                   f"resume on the GPU: {a} vs {b}")
+        # --inject on the device (the element is written into the GPU's buffer): a NaN parameter stops the run
+        rc, _, err = run("--device", "cuda", *four, "--inject", "nan:param:wte@1", "--out",
+                         os.path.join(work, "inject.h5"))
+        check(rc == 3 and "diverged at step 1" in err, f"--inject on the GPU: exit {rc}: {err!r}")
+        # --grad-comm on the device, one process: the gradient rounded on the host as a rank would send it
+        gc = os.path.join(work, "gradcomm.h5")
+        rc, _, err = run("--device", "cuda", *four, "--grad-comm", "bf16", "--out", gc)
+        check(rc == 0, f"--grad-comm bf16 on the GPU: exit {rc}: {err}")
+        if rc == 0:
+            with h5py.File(gc, "r") as f:
+                e = f["train/grad_comm_rel_err"][:]
+            check(np.all(np.isfinite(e)) and np.all(e > 0) and np.all(e < 0.01), f"grad_comm_rel_err {e}")
     except ImportError:
         print("no h5py: run file not inspected")
 print("FAILED" if failed else "ok")

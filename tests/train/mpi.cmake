@@ -7,6 +7,8 @@
 #                     global SR word indices), rank 1 holding the maxima
 #   test_qtrain_mpi   mpirun -np 2 qtrain vs qtrain: loss curves, batch hashes,
 #                     2-rank checkpoint/--resume, --grad-comm bf16|fp8, bad input
+#   test_qtrain_mpi_cuda  the same with --device cuda on two GPUs (NCCL; label
+#                     "gpu;mpi", SKIP 77 with fewer than two GPUs)
 if(QP_HAVE_MPI AND TARGET qpmodel AND TARGET qpdist)
   find_program(QP_MPIRUN NAMES mpirun mpiexec HINTS ${MPIEXEC_EXECUTABLE})
   if(QP_MPIRUN)
@@ -25,6 +27,15 @@ if(QP_HAVE_MPI AND TARGET qpmodel AND TARGET qpdist)
                        ${PROJECT_SOURCE_DIR}/../shared/data/tinyshakespeare.txt ${QP_MPIRUN} ${QP_MPIRUN_FLAGS})
       set_tests_properties(test_qtrain_mpi PROPERTIES LABELS "mpi;train" TIMEOUT 300 SKIP_RETURN_CODE 77
                            RUN_SERIAL TRUE ENVIRONMENT "${QP_MPI_ENV}")
+      # the same on two GPUs (--device cuda, NCCL): SKIP 77 with fewer than two
+      if(QP_HAVE_NCCL)
+        add_test(NAME test_qtrain_mpi_cuda
+                 COMMAND ${QP_PYTHON} ${PROJECT_SOURCE_DIR}/tests/kernels/test_qtrain_mpi_cuda.py
+                         $<TARGET_FILE:qtrain> ${PROJECT_SOURCE_DIR}/../shared/data/tinyshakespeare.txt ${QP_MPIRUN}
+                         ${QP_MPIRUN_FLAGS})
+        set_tests_properties(test_qtrain_mpi_cuda PROPERTIES LABELS "gpu;mpi" TIMEOUT 900 SKIP_RETURN_CODE 77
+                             RUN_SERIAL TRUE ENVIRONMENT "${QP_MPI_ENV}")
+      endif()
     endif()
   endif()
 endif()
