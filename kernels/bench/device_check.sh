@@ -29,6 +29,11 @@ if [ -x .devbundle/bin/qtrain ]; then
   BIN=$PWD/.devbundle/bin
   export LD_LIBRARY_PATH=$PWD/.devbundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   DATA=$PWD/.devbundle/data.txt
+  # cuBLAS(Lt) and NCCL are not in the bundle: the toolkit's, or the pip wheels'
+  for d in $("$PY" -c 'import importlib, os
+for m in ("nvidia.nccl", "nvidia.cublas", "nvidia.cuda_runtime"):
+    try: print(os.path.join(list(importlib.import_module(m).__path__)[0], "lib"))
+    except Exception: pass' 2>/dev/null); do LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; done
   say "== using the prebuilt bundle .devbundle ($(cat .devbundle/BUILD_INFO 2>/dev/null))"
 else
   say "== building (Release, sm_90 + sm_100) $(elapsed)"
@@ -49,13 +54,20 @@ export PATH=$BIN:$PATH
 declare -A RES
 # 1. GPU tests: each prints its own checks; exit 0 pass, 77 skip.
 say "== 1. GPU tests $(elapsed)"
-for t in test_cuda_quant test_cublaslt test_cuda_train; do
+for t in test_cuda_quant test_cublaslt test_cuda_native test_cuda_train; do
   if [ -x "$BIN/$t" ]; then
     ( cd "$OUT" && timeout 120 "$BIN/$t" ) >>"$LOG" 2>&1; rc=$?
     case $rc in 0) RES[$t]=pass;; 77) RES[$t]=skip;; *) RES[$t]="FAIL (rc $rc)";; esac
   else RES[$t]="not built"; fi
   say "  $t: ${RES[$t]}"
 done
+# qtrain --device cuda end to end: run file, CPU agreement, resume, --inject, --grad-comm
+T=$BIN/test_qtrain_device.py; [ -f "$T" ] || T=tests/kernels/test_qtrain_device.py
+mkdir -p "$OUT/devtest"
+timeout 240 "$PY" "$T" "$BIN/qtrain" "$DATA" "$OUT/devtest" >>"$LOG" 2>&1; rc=$?
+case $rc in 0) RES[test_qtrain_device]=pass;; 77) RES[test_qtrain_device]=skip;; *) RES[test_qtrain_device]="FAIL (rc $rc)";; esac
+say "  test_qtrain_device: ${RES[test_qtrain_device]}"
+# (test_qtrain_mpi_cuda needs two GPUs: ctest -R test_qtrain_mpi_cuda on such a machine)
 
 # 2. GEMMs and 3. quantization kernels: the programs print their own tables.
 say "== 2. cuBLASLt GEMMs $(elapsed)"
