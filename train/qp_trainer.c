@@ -628,6 +628,258 @@ static int prepare_recovery(run *r, int resumed, char *err, size_t errlen)
     return 0;
 }
 
+/* Continue from RUN.ckpt.h5 (or .prev) with --resume when there is one, else
+ * start: restore the state, and open (rank 0) the run file — truncated to the
+ * checkpoint's step on a resume. *resumed_from says from where ("" if not). */
+static int open_run(run *r, const char *host, char *resumed_from, size_t rlen, char *err, size_t errlen)
+{
+    /* Resume if a checkpoint exists; otherwise start from scratch. */
+    const char *used = NULL;
+    char cerr[512] = "";
+    qp_ckpt *from = NULL;
+    int rc = QP_EXIT_RUNTIME;
+    resumed_from[0] = 0;
+    if (r->o.resume) from = qp_ckpt_open_latest(r->ckpt_path, &used, cerr, sizeof cerr);
+    if (r->o.resume && !from && ckpt_exists(r->ckpt_path)) {
+        /* Checkpoints that do not verify are not "none": starting over would
+         * cut the run file back to nothing. */
+        snprintf(err, errlen, "--resume: no checkpoint verifies: %s", cerr);
+        goto out;
+    }
+    if (from) {
+        const char *keys[] = {"layers", "heads", "dim", "seq", "vocab", "batch", "grad_accum", "seed"};
+        const int64_t want[] = {r->o.layers, r->o.heads, r->o.dim, r->o.seq, r->model.cfg.vocab, r->o.batch,
+                               r->o.grad_accum, (int64_t)r->o.seed};
+        for (int i = 0; i < 8; i++) {
+            int64_t v;
+            if (qp_ckpt_attr_i64(from, keys[i], &v, err, errlen)) goto out;
+            if (v != want[i]) {
+                snprintf(err, errlen, "--resume: checkpoint %s has %s %lld, this run %lld", used, keys[i],
+                         (long long)v, (long long)want[i]);
+                rc = QP_EXIT_BAD_INPUT;
+                goto out;
+            }
+        }
+        char rec[160];
+        if (qp_ckpt_attr_str(from, "recipe", rec, sizeof rec, err, errlen)) goto out;
+        if (strcmp(rec, r->recipe.spec) != 0) {
+            snprintf(err, errlen, "--resume: checkpoint %s was trained with recipe %s, not %s", used, rec,
+                     r->recipe.spec);
+            rc = QP_EXIT_BAD_INPUT;
+            goto out;
+        }
+        if (load_checkpoint(r, from, 1, err, errlen)) goto out;
+        if (r->be.from_host(&r->be)) {
+            snprintf(err, errlen, "%s", r->be.error(&r->be));
+            goto out;
+        }
+        snprintf(resumed_from, rlen, "resumed from %s", used);
+    }
+    /* Rank 0 alone writes the run file (and checkpoints). */
+    int lrc = 0;
+    if (r->rank == 0) {
+        if (from) {
+            r->log = qp_runlog_resume(r->o.out, r->step - 1, err, errlen);
+            if (!r->log) lrc = QP_EXIT_RUNTIME;
+            else if (!r->o.quiet) fprintf(stderr, "qtrain: resuming from %s at step %lld\n", used, (long long)r->step);
+        } else if (create_runlog(r, host, err, errlen)) {
+            lrc = QP_EXIT_BAD_INPUT;
+        }
+    }
+    qp_dist_bcast(&lrc, sizeof lrc, 0);
+    if (lrc) {
+        if (r->rank) snprintf(err, errlen, "rank 0 could not open the run file");
+        rc = lrc;
+        goto out;
+    }
+    rc = QP_EXIT_OK;
+out:
+    qp_ckpt_close(from);
+    return rc;
+}
+
+/* --eval-only: the checkpoint's weights under this recipe (post-training
+ * quantization), its validation loss and per-layer errors. */
+static int eval_only(run *r, qp_ckpt *from, const char *host, char *err, size_t errlen)
+{
+    if (load_checkpoint(r, from, 0, err, errlen)) return QP_EXIT_RUNTIME;
+    if (r->be.from_host(&r->be)) {
+        snprintf(err, errlen, "%s", r->be.error(&r->be));
+        return QP_EXIT_RUNTIME;
+    }
+    int lrc = r->rank == 0 && create_runlog(r, host, err, errlen) ? QP_EXIT_BAD_INPUT : 0;
+    qp_dist_bcast(&lrc, sizeof lrc, 0);
+    if (lrc) {
+        if (r->rank) snprintf(err, errlen, "rank 0 could not create the run file");
+        return lrc;
+    }
+    double val;
+    /* Delayed scaling needs an amax history: one calibration pass first. */
+    if (r->recipe.plan.scaling == QP_SCALING_DELAYED) {
+        r->be.begin_step(&r->be, 0, 0);
+        if (evaluate(r, &val, err, errlen)) return QP_EXIT_RUNTIME;
+    }
+    r->be.set_frozen(&r->be, 1);
+    r->be.begin_step(&r->be, 0, 1);
+    if (evaluate(r, &val, err, errlen) || qp_runlog_eval(r->log, 0, val, err, errlen) ||
+        qp_runlog_status(r->log, 0, "done", "eval-only", err, errlen))
+        return QP_EXIT_RUNTIME;
+    if (r->rank == 0) printf("val_loss %.6f (recipe %s, checkpoint %s)\n", val, r->recipe.spec, r->o.resume_from);
+    return QP_EXIT_OK;
+}
+
+/* ---- one optimizer step ------------------------------------------------------ */
+
+/* A backend call failed during `step`: the message, and the exit code. */
+static int step_failed(run *r, int64_t step, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
+    return QP_EXIT_RUNTIME;
+}
+
+/* SIGINT/SIGTERM seen (by any rank: every rank stops at the same step). */
+static int stop_requested(run *r)
+{
+    int stop = qp_train_stop_requested;
+    if (r->world > 1) {
+        float f = (float)stop;
+        qp_dist_max_f32(&f, 1);
+        stop = f > 0.0f;
+    }
+    return stop;
+}
+
+/* Forward and backward over the step's micro-batches: gradients of this
+ * rank's slice of every global batch. *loss is this rank's mean, *bh the hash
+ * of the global batches (the same for any number of ranks). */
+static int accumulate_gradients(run *r, qp_loader *loader, int64_t step, double *loss, double *wait_ms, uint64_t *bh,
+                                char *err, size_t errlen)
+{
+    const int B = r->o.batch, T = r->o.seq, accum = r->o.grad_accum;
+    *loss = 0.0, *wait_ms = 0.0, *bh = 1469598103934665603ull;
+    for (int micro = 0; micro < accum; micro++) {
+        const int32_t *in, *tg;
+        int64_t index;
+        double w;
+        if (qp_loader_next(loader, &in, &tg, &index, &w)) {
+            snprintf(err, errlen, "data loader failed");
+            return QP_EXIT_RUNTIME;
+        }
+        *wait_ms += w;
+        r->be.begin_micro(&r->be, micro);
+        *bh = fnv1a(&(uint64_t){qp_batch_hash(in, (int64_t)B * T)}, 8, *bh);
+        const int64_t off = (int64_t)r->rank * r->Bl * T;
+        float micro_loss;
+        if (r->be.forward(&r->be, in + off, tg + off, &micro_loss) ||
+            r->be.backward(&r->be, in + off, tg + off, 1.0f / (float)(accum * r->world)))
+            return step_failed(r, step, err, errlen);
+        *loss += micro_loss / accum;
+    }
+    return QP_EXIT_OK;
+}
+
+/* Sum the ranks' gradients (and losses): NCCL on the device, else on the
+ * host — a device's gradients go there and back for --grad-comm. */
+static int exchange_gradients(run *r, const int64_t *sizes, int64_t step, double *loss, double *rel_err,
+                              double *meas_ms, char *err, size_t errlen)
+{
+    if (r->world == 1 && !r->comm_kind) return QP_EXIT_OK;
+    if (r->be.allreduce_grads && !r->comm_kind) {
+        if (r->be.allreduce_grads(&r->be)) return step_failed(r, step, err, errlen);
+    } else {
+        if (r->be.grads_to_host && r->be.grads_to_host(&r->be)) return step_failed(r, step, err, errlen);
+        exchange_grads(r, sizes, rel_err, meas_ms);
+        if (r->be.grads_from_host && r->be.grads_from_host(&r->be)) return step_failed(r, step, err, errlen);
+    }
+    qp_dist_sum_f64(loss, 1); /* the global batch's mean loss: equal slices */
+    *loss /= r->world;
+    return QP_EXIT_OK;
+}
+
+/* After the update: evaluation when due (*val, else NaN), flushing the run
+ * file, and the checkpoint when due (the log first: a checkpoint of step s is
+ * only ever on disk with every row up to s in the run file, so a resume
+ * leaves no gap). */
+static int finish_step(run *r, int64_t step, int log_qerr, int skipped, double *val, char *err, size_t errlen)
+{
+    const int last_step = step + 1 == r->o.steps;
+    *val = NAN;
+    if ((r->o.eval_every > 0 && (step + 1) % r->o.eval_every == 0) || last_step) {
+        r->be.set_frozen(&r->be, 1);
+        r->be.begin_step(&r->be, step, 0);
+        const int erc = evaluate(r, val, err, errlen);
+        r->be.set_frozen(&r->be, 0);
+        if (erc || qp_runlog_eval(r->log, step, *val, err, errlen)) return QP_EXIT_RUNTIME;
+    }
+    if ((!isnan(*val) || log_qerr || step % 50 == 0) && qp_runlog_flush(r->log, err, errlen)) return QP_EXIT_RUNTIME;
+    if ((r->o.ckpt_every > 0 && (step + 1) % r->o.ckpt_every == 0) || last_step) {
+        if (qp_runlog_flush(r->log, err, errlen)) return QP_EXIT_RUNTIME;
+        r->step = step + 1;
+        const int crc = write_checkpoint(r, err, errlen);
+        r->step = step;
+        if (crc) {
+            char e2[256];
+            qp_runlog_status(r->log, step, "failed", err, e2, sizeof e2);
+            return QP_EXIT_RUNTIME;
+        }
+        if (!skipped) r->recoveries = 0;
+    }
+    return QP_EXIT_OK;
+}
+
+/* Optimizer step r->step, start to finish: gradients, their exchange,
+ * injected faults, divergence handling (--on-divergence), AdamW, the /train
+ * row (*row; none for a step that diverged and was survived), evaluation and
+ * checkpoint. QP_EXIT_OK, or the code the run ends with (err says why). */
+static int train_step(run *r, qp_loader *loader, const qp_optim_cfg *oc, const int64_t *sizes, qp_train_row *row,
+                      double *val, char *err, size_t errlen)
+{
+    const int64_t step = r->step;
+    const double t0 = now_ms(), comm0 = qp_dist_comm_ms();
+    const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
+    if (r->scaling_snap)
+        pack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * r->recipe.history_len);
+    r->be.begin_step(&r->be, step, log_qerr);
+    if (r->be.zero_grad(&r->be)) return step_failed(r, step, err, errlen);
+    if (inject_tensor(r, QP_INJ_PARAM, step, sizes, err, errlen)) return QP_EXIT_RUNTIME;
+    double loss, wait_ms, comm_rel_err = NAN, meas_ms = 0.0, norm;
+    uint64_t bh;
+    int rc = accumulate_gradients(r, loader, step, &loss, &wait_ms, &bh, err, errlen);
+    if (rc == QP_EXIT_OK) rc = exchange_gradients(r, sizes, step, &loss, &comm_rel_err, &meas_ms, err, errlen);
+    if (rc != QP_EXIT_OK) return rc;
+    if (inject_tensor(r, QP_INJ_GRAD, step, sizes, err, errlen)) return QP_EXIT_RUNTIME;
+    qp_inject_fire(&r->inject, QP_INJ_LOSS, step, NULL, sizes, &loss);
+    if (r->be.grad_norm(&r->be, &norm)) return step_failed(r, step, err, errlen);
+    const int finite = isfinite(loss) && isfinite(norm);
+    const int blew_up = finite && step >= r->o.warmup && loss > r->best_loss * r->o.divergence_factor;
+    /* A divergence the run survives (skip-step, rollback) applies no update
+     * and logs no /train row: /events/divergence has it. */
+    const int skipped = !finite || blew_up;
+    if (skipped) {
+        rc = handle_divergence(r, step, loss, !finite ? "nonfinite" : "loss_spike", err, errlen);
+        if (rc != QP_EXIT_OK) return rc;
+    } else {
+        if (!is_mode(r, "rollback")) r->recoveries = 0; /* rollback: a checkpoint after a good step resets it */
+        if (loss < r->best_loss) r->best_loss = loss;
+    }
+    const float clip = (r->o.grad_clip > 0 && norm > r->o.grad_clip) ? (float)(r->o.grad_clip / norm) : 1.0f;
+    const double lr = qp_lr_at(oc, step);
+    if (!skipped && r->be.adamw(&r->be, oc, step + 1, lr, clip)) return step_failed(r, step, err, errlen);
+    const double step_ms = now_ms() - t0;
+    qp_nvml_window pw = {NAN, NAN, NAN, NAN, 0, 0};
+    if (r->nvml) qp_nvml_take(r->nvml, &pw);
+    const double tokens = (double)r->o.batch * r->o.seq * r->o.grad_accum;
+    *row = (qp_train_row){step,    loss,       lr,          norm,        step_ms, wait_ms, tokens / (step_ms / 1e3),
+                          bh,      qp_dist_comm_ms() - comm0 - meas_ms, pw.power_w, pw.energy_j, pw.gpu_util,
+                          comm_rel_err};
+    if (!skipped && qp_runlog_train(r->log, row, err, errlen)) return QP_EXIT_RUNTIME;
+    if (r->log_err[0]) {
+        snprintf(err, errlen, "%s", r->log_err);
+        return QP_EXIT_RUNTIME;
+    }
+    return finish_step(r, step, log_qerr, skipped, val, err, errlen);
+}
+
 int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
 {
     run R, *r = &R;
@@ -748,96 +1000,17 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     gethostname(host, sizeof host - 1);
 
     if (r->o.eval_only) {
-        if (load_checkpoint(r, from, 0, err, errlen)) goto done;
-        if (r->be.from_host(&r->be)) {
-            snprintf(err, errlen, "%s", r->be.error(&r->be));
-            goto done;
-        }
-        int lrc = r->rank == 0 && create_runlog(r, host, err, errlen) ? QP_EXIT_BAD_INPUT : 0;
-        qp_dist_bcast(&lrc, sizeof lrc, 0);
-        if (lrc) {
-            if (r->rank) snprintf(err, errlen, "rank 0 could not create the run file");
-            rc = lrc;
-            goto done;
-        }
-        double val;
-        /* Delayed scaling needs an amax history: one calibration pass first. */
-        if (r->recipe.plan.scaling == QP_SCALING_DELAYED) {
-            r->be.begin_step(&r->be, 0, 0);
-            if (evaluate(r, &val, err, errlen)) goto done;
-        }
-        r->be.set_frozen(&r->be, 1);
-        r->be.begin_step(&r->be, 0, 1);
-        if (evaluate(r, &val, err, errlen)) goto done;
-        if (r->log && (qp_runlog_eval(r->log, 0, val, err, errlen) ||
-                       qp_runlog_status(r->log, 0, "done", "eval-only", err, errlen)))
-            goto done;
-        if (r->rank == 0) printf("val_loss %.6f (recipe %s, checkpoint %s)\n", val, r->recipe.spec, r->o.resume_from);
-        rc = QP_EXIT_OK;
+        rc = eval_only(r, from, host, err, errlen);
         goto done;
     }
 
-    /* Resume if a checkpoint exists; otherwise start from scratch. */
-    const char *used = NULL;
-    char cerr[512] = "", resumed_from[1200] = "";
-    if (r->o.resume) from = qp_ckpt_open_latest(r->ckpt_path, &used, cerr, sizeof cerr);
-    if (r->o.resume && !from && ckpt_exists(r->ckpt_path)) {
-        /* Checkpoints that do not verify are not "none": starting over would
-         * cut the run file back to nothing. */
-        snprintf(err, errlen, "--resume: no checkpoint verifies: %s", cerr);
-        goto done;
-    }
-    if (from) {
-        const char *keys[] = {"layers", "heads", "dim", "seq", "vocab", "batch", "grad_accum", "seed"};
-        const int64_t want[] = {r->o.layers, r->o.heads, r->o.dim, T, mc.vocab, B, r->o.grad_accum, (int64_t)r->o.seed};
-        for (int i = 0; i < 8; i++) {
-            int64_t v;
-            if (qp_ckpt_attr_i64(from, keys[i], &v, err, errlen)) goto done;
-            if (v != want[i]) {
-                snprintf(err, errlen, "--resume: checkpoint %s has %s %lld, this run %lld", used, keys[i],
-                         (long long)v, (long long)want[i]);
-                rc = QP_EXIT_BAD_INPUT;
-                goto done;
-            }
-        }
-        char rec[160];
-        if (qp_ckpt_attr_str(from, "recipe", rec, sizeof rec, err, errlen)) goto done;
-        if (strcmp(rec, r->recipe.spec) != 0) {
-            snprintf(err, errlen, "--resume: checkpoint %s was trained with recipe %s, not %s", used, rec,
-                     r->recipe.spec);
-            rc = QP_EXIT_BAD_INPUT;
-            goto done;
-        }
-        if (load_checkpoint(r, from, 1, err, errlen)) goto done;
-        if (r->be.from_host(&r->be)) {
-            snprintf(err, errlen, "%s", r->be.error(&r->be));
-            goto done;
-        }
-        snprintf(resumed_from, sizeof resumed_from, "resumed from %s", used);
-    }
-    /* Rank 0 alone writes the run file (and checkpoints). */
-    int lrc = 0;
-    if (r->rank == 0) {
-        if (from) {
-            r->log = qp_runlog_resume(r->o.out, r->step - 1, err, errlen);
-            if (!r->log) lrc = QP_EXIT_RUNTIME;
-            else if (!r->o.quiet) fprintf(stderr, "qtrain: resuming from %s at step %lld\n", used, (long long)r->step);
-        } else if (create_runlog(r, host, err, errlen)) {
-            lrc = QP_EXIT_BAD_INPUT;
-        }
-    }
-    qp_dist_bcast(&lrc, sizeof lrc, 0);
-    if (lrc) {
-        if (r->rank) snprintf(err, errlen, "rank 0 could not open the run file");
-        rc = lrc;
-        goto done;
-    }
-    qp_ckpt_close(from);
-    from = NULL;
+    char resumed_from[1200];
+    rc = open_run(r, host, resumed_from, sizeof resumed_from, err, errlen);
+    if (rc != QP_EXIT_OK) goto done;
+    rc = QP_EXIT_RUNTIME;
 
-    const int accum = r->o.grad_accum;
-    qp_loader *loader = qp_loader_create(r->data, QP_SPLIT_TRAIN, r->o.seed, B, T, r->o.prefetch, r->step * accum,
-                                         err, errlen);
+    qp_loader *loader = qp_loader_create(r->data, QP_SPLIT_TRAIN, r->o.seed, B, T, r->o.prefetch,
+                                         r->step * r->o.grad_accum, err, errlen);
     if (!loader) goto done;
     const qp_optim_cfg oc = {r->o.lr, r->o.min_lr, r->o.beta1, r->o.beta2, r->o.eps, r->o.weight_decay,
                              r->o.grad_clip, r->o.warmup, r->o.steps};
@@ -851,177 +1024,31 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     for (; r->step < r->o.steps; r->step++) {
         const int64_t step = r->step;
         if (r->o.stop_after > 0 && step >= r->o.stop_after) {
-            if (r->log) qp_runlog_flush(r->log, err, errlen);
+            qp_runlog_flush(r->log, err, errlen);
             goto loop_done; /* as if killed here: no status, no checkpoint */
         }
-        int stop = qp_train_stop_requested;
-        if (r->world > 1) { /* every rank stops at the same step */
-            float f = (float)stop;
-            qp_dist_max_f32(&f, 1);
-            stop = f > 0.0f;
-        }
-        if (stop) {
+        if (stop_requested(r)) {
             char e2[256];
-            if (r->log) qp_runlog_status(r->log, step, "stopped", "signal", e2, sizeof e2);
+            qp_runlog_status(r->log, step, "stopped", "signal", e2, sizeof e2);
             snprintf(err, errlen, "stopped by a signal before step %lld; --resume continues from %s", (long long)step,
                      r->ckpt_path);
             rc = QP_EXIT_STOPPED;
             goto loop_done;
         }
-        const double t0 = now_ms(), comm0 = qp_dist_comm_ms();
-        const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
-        if (r->scaling_snap)
-            pack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * r->recipe.history_len);
-        r->be.begin_step(&r->be, step, log_qerr);
-        if (r->be.zero_grad(&r->be)) {
-            snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
-            rc = QP_EXIT_RUNTIME;
-            goto loop_done;
-        }
-        if (inject_tensor(r, QP_INJ_PARAM, step, sizes, err, errlen)) {
-            rc = QP_EXIT_RUNTIME;
-            goto loop_done;
-        }
-        double loss = 0.0, wait_ms = 0.0;
-        uint64_t bh = 1469598103934665603ull;
-        for (int micro = 0; micro < accum; micro++) {
-            const int32_t *in, *tg;
-            int64_t index;
-            double w;
-            if (qp_loader_next(loader, &in, &tg, &index, &w)) {
-                snprintf(err, errlen, "data loader failed");
-                rc = QP_EXIT_RUNTIME;
-                goto loop_done;
-            }
-            wait_ms += w;
-            r->be.begin_micro(&r->be, micro);
-            bh = fnv1a(&(uint64_t){qp_batch_hash(in, (int64_t)B * T)}, 8, bh); /* the global batch */
-            const int64_t off = (int64_t)r->rank * Bl * T;
-            float micro_loss;
-            if (r->be.forward(&r->be, in + off, tg + off, &micro_loss) ||
-                r->be.backward(&r->be, in + off, tg + off, 1.0f / (float)(accum * r->world))) {
-                snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
-                rc = QP_EXIT_RUNTIME;
-                goto loop_done;
-            }
-            loss += micro_loss / accum;
-        }
-        double comm_rel_err = NAN, meas_ms = 0.0;
-        if (r->world > 1 || r->comm_kind) {
-            if (r->be.allreduce_grads && !r->comm_kind) { /* on the device (NCCL), FP32 */
-                if (r->be.allreduce_grads(&r->be)) {
-                    snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
-                    rc = QP_EXIT_RUNTIME;
-                    goto loop_done;
-                }
-            } else {
-                /* on the host; a device's gradients go there and back (--grad-comm) */
-                if ((r->be.grads_to_host && r->be.grads_to_host(&r->be))) {
-                    snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
-                    rc = QP_EXIT_RUNTIME;
-                    goto loop_done;
-                }
-                exchange_grads(r, sizes, &comm_rel_err, &meas_ms);
-                if (r->be.grads_from_host && r->be.grads_from_host(&r->be)) {
-                    snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
-                    rc = QP_EXIT_RUNTIME;
-                    goto loop_done;
-                }
-            }
-            qp_dist_sum_f64(&loss, 1); /* the global batch's mean loss: equal slices */
-            loss /= r->world;
-        }
-        if (inject_tensor(r, QP_INJ_GRAD, step, sizes, err, errlen)) {
-            rc = QP_EXIT_RUNTIME;
-            goto loop_done;
-        }
-        qp_inject_fire(&r->inject, QP_INJ_LOSS, step, NULL, sizes, &loss);
-        double norm;
-        if (r->be.grad_norm(&r->be, &norm)) {
-            snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
-            rc = QP_EXIT_RUNTIME;
-            goto loop_done;
-        }
-        const int finite = isfinite(loss) && isfinite(norm);
-        const int blew_up = finite && step >= r->o.warmup && loss > r->best_loss * r->o.divergence_factor;
-        /* A divergence the run survives (skip-step, rollback) applies no update
-         * and logs no /train row: /events/divergence has it. */
-        const int skipped = !finite || blew_up;
-        if (skipped) {
-            rc = handle_divergence(r, step, loss, !finite ? "nonfinite" : "loss_spike", err, errlen);
-            if (rc != QP_EXIT_OK) goto loop_done;
-        } else if (!is_mode(r, "rollback")) {
-            r->recoveries = 0; /* skip-step: a good step ends a streak; rollback: a checkpoint after one (below) */
-        }
-        if (!skipped && loss < r->best_loss) r->best_loss = loss;
-        const float clip = (r->o.grad_clip > 0 && norm > r->o.grad_clip) ? (float)(r->o.grad_clip / norm) : 1.0f;
-        const double lr = qp_lr_at(&oc, step);
-        if (!skipped && r->be.adamw(&r->be, &oc, step + 1, lr, clip)) {
-            snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
-            rc = QP_EXIT_RUNTIME;
-            goto loop_done;
-        }
-        const double step_ms = now_ms() - t0;
-        const double comm_ms = qp_dist_comm_ms() - comm0 - meas_ms;
-        qp_nvml_window pw = {NAN, NAN, NAN, NAN, 0, 0};
-        if (r->nvml) qp_nvml_take(r->nvml, &pw);
-        const qp_train_row row = {step, loss, lr, norm, step_ms, wait_ms, (double)B * T * accum / (step_ms / 1e3), bh,
-                                  comm_ms, pw.power_w, pw.energy_j, pw.gpu_util, comm_rel_err};
-        if (!skipped && qp_runlog_train(r->log, &row, err, errlen)) {
-            rc = QP_EXIT_RUNTIME;
-            goto loop_done;
-        }
-        if (r->log_err[0]) {
-            snprintf(err, errlen, "%s", r->log_err);
-            rc = QP_EXIT_RUNTIME;
-            goto loop_done;
-        }
-        const int last_step = step + 1 == r->o.steps;
+        qp_train_row row;
         double val = NAN;
-        if ((r->o.eval_every > 0 && (step + 1) % r->o.eval_every == 0) || last_step) {
-            r->be.set_frozen(&r->be, 1);
-            r->be.begin_step(&r->be, step, 0);
-            const int erc = evaluate(r, &val, err, errlen);
-            r->be.set_frozen(&r->be, 0);
-            if (erc || qp_runlog_eval(r->log, step, val, err, errlen)) {
-                rc = QP_EXIT_RUNTIME;
-                goto loop_done;
-            }
-        }
-        if (r->log && (!isnan(val) || log_qerr || step % 50 == 0)) {
-            if (qp_runlog_flush(r->log, err, errlen)) {
-                rc = QP_EXIT_RUNTIME;
-                goto loop_done;
-            }
-        }
-        if ((r->o.ckpt_every > 0 && (step + 1) % r->o.ckpt_every == 0) || last_step) {
-            /* The log first: a checkpoint of step s is only ever on disk with
-             * every row up to s in the run file, so a resume leaves no gap. */
-            if (qp_runlog_flush(r->log, err, errlen)) {
-                rc = QP_EXIT_RUNTIME;
-                goto loop_done;
-            }
-            r->step = step + 1;
-            const int crc = write_checkpoint(r, err, errlen);
-            r->step = step;
-            if (!crc && !skipped) r->recoveries = 0;
-            if (crc) {
-                char e2[256];
-                qp_runlog_status(r->log, step, "failed", err, e2, sizeof e2);
-                rc = QP_EXIT_RUNTIME;
-                goto loop_done;
-            }
-        }
+        rc = train_step(r, loader, &oc, sizes, &row, &val, err, errlen);
+        if (rc != QP_EXIT_OK) goto loop_done;
         if (!r->o.quiet && r->rank == 0) {
             const double el = now_ms() - t_start, per = el / (double)(step + 1 - first_step);
             char eta[32];
             fmt_eta(per * (double)(r->o.steps - step - 1), eta, sizeof eta);
             fprintf(stderr, "\rstep %6lld/%lld | loss %.4f | %7.1f ms/step | %8.0f tok/s | ETA %s   ",
-                    (long long)step + 1, (long long)r->o.steps, loss, step_ms, row.tokens_per_s, eta);
+                    (long long)step + 1, (long long)r->o.steps, row.loss, row.step_ms, row.tokens_per_s, eta);
             if (!isnan(val)) fprintf(stderr, "\n  step %lld: val_loss %.4f\n", (long long)step + 1, val);
         }
     }
-    if (r->log && qp_runlog_status(r->log, r->step, "done", "", err, errlen)) rc = QP_EXIT_RUNTIME;
+    if (qp_runlog_status(r->log, r->step, "done", "", err, errlen)) rc = QP_EXIT_RUNTIME;
 loop_done:
     qp_loader_destroy(loader);
     if (!r->o.quiet && r->rank == 0) fprintf(stderr, "\n");
