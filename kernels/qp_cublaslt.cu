@@ -391,10 +391,12 @@ static int entry_build(qp_cublt *h, Entry *e, const Key &k)
     if (k.amax && !h->amax_kernel_only) {
         // Try cuBLASLt's own amax of D first; if no algorithm has it for this
         // combination, fall back to a reduction kernel after the GEMM.
+        // Any refusal here (NOT_SUPPORTED, no result, or INVALID_VALUE: the
+        // header documents INVALID_VALUE for an amax_D on an unsupported type
+        // combination, and the heuristic may answer it too) only means "no
+        // native amax_D": the query below, without it, decides.
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, h->d_consts + 3)) return -1;
-        const int r = query_algo(h, e);
-        if (r < 0) return -1;
-        if (r == 0) {
+        if (query_algo(h, e) == 0) {
             e->amax_native = true;
             e->used = true;
             return 0;
