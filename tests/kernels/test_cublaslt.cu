@@ -372,9 +372,11 @@ int main()
     check_rules();
     check_plan();
     int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    const cudaError_t de = cudaGetDeviceCount(&ndev);
+    if (de != cudaSuccess || ndev == 0) {
         cudaGetLastError();
-        std::printf("test_cublaslt: host rules %d passed, %d failed; no CUDA device, SKIP\n", passed, failed);
+        std::printf("test_cublaslt: host rules %d passed, %d failed; no CUDA device (%s), SKIP\n", passed, failed,
+                    de != cudaSuccess ? cudaGetErrorName(de) : "0 devices");
         return failed ? 1 : 77;
     }
     char err[256];

@@ -299,8 +299,12 @@ void test_legacy_fp8()
 
 int main()
 {
-    if (qp_cuda_device_count() == 0) {
-        std::printf("test_cuda_quant: no CUDA device, SKIP\n");
+    int ndev = 0;
+    const cudaError_t de = cudaGetDeviceCount(&ndev);
+    if (de != cudaSuccess || ndev == 0) {
+        /* the reason matters on a GPU machine: a driver older than this CUDA
+           (cudaErrorInsufficientDriver) must not pass for "no GPU" unnoticed */
+        std::printf("test_cuda_quant: no CUDA device (%s), SKIP\n", de != cudaSuccess ? cudaGetErrorName(de) : "0 devices");
         return 77;
     }
     CUDA_OK(cudaStreamCreate(&g_stream));
