@@ -196,9 +196,6 @@ extern "C" int qp_cublt_check(int cc, qp_cublt_type ta, qp_cublt_type tb, int M,
             QP_CHECK_FAIL("qp_cublt: fp8 needs K a multiple of 16 (TN layout, 16-byte rows), K = %d", K);
     }
     if (ka == K_MXFP8 || ka == K_NVFP4) {
-        if (!QP_LT_BLOCK_SCALING)
-            QP_CHECK_FAIL("qp_cublt: %s block scaling needs cuBLAS >= 12.8, this build has %d (use emulated-bf16)",
-                          qp_cublt_type_name(ta), (int)CUBLAS_VERSION);
         if (cc < 100)
             QP_CHECK_FAIL("qp_cublt: %s block scaling needs compute capability >= 10.0, this GPU is %d.%d (use "
                           "emulated-bf16)",
@@ -206,6 +203,10 @@ extern "C" int qp_cublt_check(int cc, qp_cublt_type ta, qp_cublt_type tb, int M,
         if (K % 32)
             QP_CHECK_FAIL("qp_cublt: %s needs K a multiple of 32 (whole blocks, 16-byte rows), K = %d",
                           qp_cublt_type_name(ta), K);
+        // last, so that the GPU and shape rules above read the same with any toolkit
+        if (!QP_LT_BLOCK_SCALING)
+            QP_CHECK_FAIL("qp_cublt: %s block scaling needs cuBLAS >= 12.8, this build has %d (use emulated-bf16)",
+                          qp_cublt_type_name(ta), (int)CUBLAS_VERSION);
     }
 #undef QP_CHECK_FAIL
     if (err && errlen) err[0] = '\0';
