@@ -18,7 +18,18 @@ __global__ void __launch_bounds__(kThreads) rht16_kernel(float *x, int64_t n16, 
     if (i >= n16) return;
     float v[16];
     float *p = x + i * 16;
-    load_block<16>(p, 16, vec, v);
+    // plain (coherent) loads, not load_block's __ldg: the kernel writes x, and
+    // the read-only path is only defined for data no thread writes meanwhile
+    if (vec) {
+#pragma unroll
+        for (int k = 0; k < 16; k += 4) {
+            const float4 q = *reinterpret_cast<const float4 *>(p + k);
+            v[k] = q.x, v[k + 1] = q.y, v[k + 2] = q.z, v[k + 3] = q.w;
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < 16; k++) v[k] = p[k];
+    }
     qc_rht16_vec(v, mask);
     store_floats<16>(p, 16, vec, v);
 }
