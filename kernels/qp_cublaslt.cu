@@ -389,8 +389,6 @@ static int entry_build(qp_cublt *h, Entry *e, const Key &k)
     QP_LT(cublasLtMatrixLayoutCreate(&e->la, cuda_type(k.tb), (uint64_t)pl.a_rows, (uint64_t)pl.a_cols, pl.lda));
     QP_LT(cublasLtMatrixLayoutCreate(&e->lb, cuda_type(k.ta), (uint64_t)pl.b_rows, (uint64_t)pl.b_cols, pl.ldb));
     QP_LT(cublasLtMatrixLayoutCreate(&e->ld, CUDA_R_32F, (uint64_t)pl.d_rows, (uint64_t)pl.d_cols, pl.ldd));
-    // Placeholders while the heuristic looks (aligned, non-NULL); the real pointers are set per call.
-    const void *dummy = h->d_ws;
     if (kl == K_FP8) {
         const int8_t fast = 0;  // FP32 promotion of the FP8 partial sums (the accurate mode)
         QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
@@ -398,13 +396,14 @@ static int entry_build(qp_cublt *h, Entry *e, const Key &k)
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, h->d_consts)) return -1;
     } else if (kl == K_MXFP8 || kl == K_NVFP4) {
 #if QP_LT_BLOCK_SCALING
+        // Placeholders while the heuristic looks (aligned, non-NULL); the real pointers are set per call.
+        const void *dummy = h->d_ws;
         const int32_t mode = kl == K_MXFP8 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 : CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
         QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode));
         QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode));
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, dummy)) return -1;
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, dummy)) return -1;
 #else
-        (void)dummy;
         return fail(h, "qp_cublt: block scaling needs cuBLAS >= 12.8");
 #endif
     }
