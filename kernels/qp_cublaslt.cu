@@ -30,6 +30,16 @@
 #include "qp_cublaslt.h"
 #include "qp_scale_layout.h"
 
+// Block scaling (CUBLASLT_MATMUL_DESC_A/B_SCALE_MODE, the VEC32_UE8M0 and
+// VEC16_UE4M3 modes, CUDA_R_4F_E2M1) first appears in cuBLAS 12.8: built
+// against an older one, the mxfp8/nvfp4 paths are refused (qp_cublt_check,
+// qp_cublt_native) instead of failing to compile.
+#if defined(CUBLAS_VERSION) && CUBLAS_VERSION >= 120800
+#define QP_LT_BLOCK_SCALING 1
+#else
+#define QP_LT_BLOCK_SCALING 0
+#endif
+
 namespace {
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;  // cuBLAS's recommendation for Hopper and later
@@ -57,7 +67,9 @@ cudaDataType_t cuda_type(int t)
     case QP_CUBLT_E4M3: return CUDA_R_8F_E4M3;
     case QP_CUBLT_E5M2: return CUDA_R_8F_E5M2;
     case QP_CUBLT_MXFP8: return CUDA_R_8F_E4M3;
+#if QP_LT_BLOCK_SCALING
     case QP_CUBLT_NVFP4: return CUDA_R_4F_E2M1;
+#endif
     default: return CUDA_R_32F;
     }
 }
@@ -191,6 +203,10 @@ extern "C" int qp_cublt_check(int cc, qp_cublt_type ta, qp_cublt_type tb, int M,
         if (K % 32)
             QP_CHECK_FAIL("qp_cublt: %s needs K a multiple of 32 (whole blocks, 16-byte rows), K = %d",
                           qp_cublt_type_name(ta), K);
+        // last, so that the GPU and shape rules above read the same with any toolkit
+        if (!QP_LT_BLOCK_SCALING)
+            QP_CHECK_FAIL("qp_cublt: %s block scaling needs cuBLAS >= 12.8, this build has %d (use emulated-bf16)",
+                          qp_cublt_type_name(ta), (int)CUBLAS_VERSION);
     }
 #undef QP_CHECK_FAIL
     if (err && errlen) err[0] = '\0';
@@ -287,7 +303,7 @@ extern "C" int qp_cublt_native(const qp_cublt *h, qp_cublt_type t)
     case K_BF16: return 1;
     case K_FP8: return h->cc >= 89;
     case K_MXFP8:
-    case K_NVFP4: return h->cc >= 100;
+    case K_NVFP4: return QP_LT_BLOCK_SCALING && h->cc >= 100;
     default: return 0;
     }
 }
@@ -373,28 +389,34 @@ static int entry_build(qp_cublt *h, Entry *e, const Key &k)
     QP_LT(cublasLtMatrixLayoutCreate(&e->la, cuda_type(k.tb), (uint64_t)pl.a_rows, (uint64_t)pl.a_cols, pl.lda));
     QP_LT(cublasLtMatrixLayoutCreate(&e->lb, cuda_type(k.ta), (uint64_t)pl.b_rows, (uint64_t)pl.b_cols, pl.ldb));
     QP_LT(cublasLtMatrixLayoutCreate(&e->ld, CUDA_R_32F, (uint64_t)pl.d_rows, (uint64_t)pl.d_cols, pl.ldd));
-    // Placeholders while the heuristic looks (aligned, non-NULL); the real pointers are set per call.
-    const void *dummy = h->d_ws;
     if (kl == K_FP8) {
         const int8_t fast = 0;  // FP32 promotion of the FP8 partial sums (the accurate mode)
         QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, h->d_consts)) return -1;
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, h->d_consts)) return -1;
     } else if (kl == K_MXFP8 || kl == K_NVFP4) {
+#if QP_LT_BLOCK_SCALING
+        // Placeholders while the heuristic looks (aligned, non-NULL); the real pointers are set per call.
+        const void *dummy = h->d_ws;
         const int32_t mode = kl == K_MXFP8 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 : CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
         QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode));
         QP_LT(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode));
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, dummy)) return -1;
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, dummy)) return -1;
+#else
+        return fail(h, "qp_cublt: block scaling needs cuBLAS >= 12.8");
+#endif
     }
     e->amax_native = false;
     if (k.amax && !h->amax_kernel_only) {
         // Try cuBLASLt's own amax of D first; if no algorithm has it for this
         // combination, fall back to a reduction kernel after the GEMM.
+        // Any refusal here (NOT_SUPPORTED, no result, or INVALID_VALUE: the
+        // header documents INVALID_VALUE for an amax_D on an unsupported type
+        // combination, and the heuristic may answer it too) only means "no
+        // native amax_D": the query below, without it, decides.
         if (set_ptr(h, k, e->desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, h->d_consts + 3)) return -1;
-        const int r = query_algo(h, e);
-        if (r < 0) return -1;
-        if (r == 0) {
+        if (query_algo(h, e) == 0) {
             e->amax_native = true;
             e->used = true;
             return 0;

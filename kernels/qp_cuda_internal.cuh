@@ -13,6 +13,10 @@
 namespace qpc {
 
 constexpr int kThreads = 256;
+// Every kernel runs whole warps: the full-mask shuffles of add_stats, amax_kernel
+// and tile_kernel's half-warp tile reduction (16 lanes = one tile, tiles never
+// straddle a block) are only defined when all 32 lanes exist.
+static_assert(kThreads % 32 == 0, "kThreads must be a whole number of warps");
 
 inline unsigned int grid_for(int64_t nthreads)
 {

@@ -271,7 +271,10 @@ int run(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_qopts *opts, 
     }
     a.st = st;
     e = cudaMemsetAsync(st, 0, sizeof *st, s);
-    if (e != cudaSuccess) return (int)e;
+    if (e != cudaSuccess) {
+        if (!d_stats) cudaFreeAsync(st, s);  // the temporary stats buffer is not leaked
+        return (int)e;
+    }
     const bool current = f.tensor_scale && !d_scale_in && !(opts->scale > 0.0f);
     if (current && a.n > 0) {
         amax_kernel<<<amax_grid(a.n), kThreads, 0, s>>>(d_x, a.n, aligned16(d_x),

@@ -17,6 +17,7 @@
 // tensor scales folded into alpha on the device) gives the same products;
 // descriptors are reused; the device swizzle equals the host one; illegal
 // shapes fail with their one-line message.
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -78,7 +79,12 @@ static void check_rules()
     CHECK(qp_cublt_check(100, QP_CUBLT_MXFP8, QP_CUBLT_MXFP8, 64, 64, 48, e, sizeof e) == -1 &&
               std::strstr(e, "multiple of 32"),
           "mxfp8 K=48: %s", e);
+#if defined(CUBLAS_VERSION) && CUBLAS_VERSION >= 120800
     CHECK(qp_cublt_check(100, QP_CUBLT_NVFP4, QP_CUBLT_NVFP4, 33, 64, 96, e, sizeof e) == 0, "nvfp4 legal: %s", e);
+#else
+    CHECK(qp_cublt_check(100, QP_CUBLT_NVFP4, QP_CUBLT_NVFP4, 33, 64, 96, e, sizeof e) == -1 && std::strstr(e, "12.8"),
+          "nvfp4 with cuBLAS < 12.8: %s", e);
+#endif
     CHECK(qp_cublt_check(100, QP_CUBLT_NVFP4, QP_CUBLT_NVFP4, 33, 64, 80, e, sizeof e) == -1, "nvfp4 K=80: %s", e);
     CHECK(qp_cublt_check(90, QP_CUBLT_BF16, QP_CUBLT_E4M3, 8, 8, 16, e, sizeof e) == -1 &&
               std::strstr(e, "A is bf16 and B is e4m3"),
@@ -366,9 +372,11 @@ int main()
     check_rules();
     check_plan();
     int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    const cudaError_t de = cudaGetDeviceCount(&ndev);
+    if (de != cudaSuccess || ndev == 0) {
         cudaGetLastError();
-        std::printf("test_cublaslt: host rules %d passed, %d failed; no CUDA device, SKIP\n", passed, failed);
+        std::printf("test_cublaslt: host rules %d passed, %d failed; no CUDA device (%s), SKIP\n", passed, failed,
+                    de != cudaSuccess ? cudaGetErrorName(de) : "0 devices");
         return failed ? 1 : 77;
     }
     char err[256];

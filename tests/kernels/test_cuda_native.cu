@@ -152,8 +152,12 @@ void run(const char *spec, const char *want_path, double tol, cudaStream_t s)
 
 int main()
 {
-    if (qp_cuda_device_count() == 0) {
-        std::printf("test_cuda_native: no CUDA device, SKIP\n");
+    int ndev = 0;
+    const cudaError_t de = cudaGetDeviceCount(&ndev);
+    if (de != cudaSuccess || ndev == 0) {
+        /* the reason matters on a GPU machine: a driver older than this CUDA
+           (cudaErrorInsufficientDriver) must not pass for "no GPU" unnoticed */
+        std::printf("test_cuda_native: no CUDA device (%s), SKIP\n", de != cudaSuccess ? cudaGetErrorName(de) : "0 devices");
         return 77;
     }
     cudaStream_t s;
