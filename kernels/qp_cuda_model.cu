@@ -270,6 +270,10 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
         e = cudaEventCreateWithFlags(&io->copied[s], cudaEventDisableTiming);
         if (e == cudaSuccess) e = cudaEventCreateWithFlags(&io->used[s], cudaEventDisableTiming);
     }
+    // Both slots' "compute that read it" events start after the memset above:
+    // the first two batch copies (copy stream) wait on them, so they cannot
+    // race the zeroing of the token slots (a never-recorded event is no wait).
+    for (int s = 0; s < 2 && e == cudaSuccess; s++) e = cudaEventRecord(io->used[s], (cudaStream_t)m->stream);
     m->io = io;
     if (e != cudaSuccess) {
         std::snprintf(err, errlen, "GPU model of %lld parameters and %lld activations: %s", (long long)m->num_params,
