@@ -65,15 +65,19 @@ __global__ void k_f32_to_bf16(const float *x, uint16_t *y, int64_t n)
 
 template <typename T> __global__ void k_transpose(const T *src, T *dst, int rows, int cols)
 {
-    // dst (cols x rows) = src (rows x cols)^T
+    // dst (cols x rows) = src (rows x cols)^T. Row tiles loop over gridDim.y
+    // (at most 65535), so any row count works (src_rows > 2M, e.g. B*T tokens).
     __shared__ T tile[32][33];
-    const int c = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * 32;
-    for (int j = threadIdx.y; j < 32; j += blockDim.y)
-        if (r0 + j < rows && c < cols) tile[j][threadIdx.x] = src[(int64_t)(r0 + j) * cols + c];
-    __syncthreads();
-    const int r = r0 + threadIdx.x, c0 = blockIdx.x * 32;
-    for (int j = threadIdx.y; j < 32; j += blockDim.y)
-        if (c0 + j < cols && r < rows) dst[(int64_t)(c0 + j) * rows + r] = tile[threadIdx.x][j];
+    const int c = blockIdx.x * 32 + threadIdx.x, c0 = blockIdx.x * 32;
+    for (int64_t r0 = (int64_t)blockIdx.y * 32; r0 < rows; r0 += (int64_t)gridDim.y * 32) {
+        for (int j = threadIdx.y; j < 32; j += blockDim.y)
+            if (r0 + j < rows && c < cols) tile[j][threadIdx.x] = src[(r0 + j) * cols + c];
+        __syncthreads();
+        const int64_t r = r0 + threadIdx.x;
+        for (int j = threadIdx.y; j < 32; j += blockDim.y)
+            if (c0 + j < cols && r < rows) dst[(int64_t)(c0 + j) * rows + r] = tile[threadIdx.x][j];
+        __syncthreads(); // the tile is reloaded by the next row tile
+    }
 }
 
 __global__ void k_add_bias(float *Y, const float *b, int M, int N)
@@ -174,7 +178,9 @@ static int launched(void *x, const char *what)
 
 template <typename T> static int transpose_t(void *x, const T *src, T *dst, int src_rows, int src_cols)
 {
-    const dim3 grid((unsigned)((src_cols + 31) / 32), (unsigned)((src_rows + 31) / 32)), block(32, 8);
+    // gridDim.y is limited to 65535: the kernel loops over further row tiles
+    const int64_t ty = ((int64_t)src_rows + 31) / 32;
+    const dim3 grid((unsigned)((src_cols + 31) / 32), (unsigned)(ty < 1 ? 1 : ty > 65535 ? 65535 : ty)), block(32, 8);
     k_transpose<T><<<grid, block, 0, L_->stream>>>(src, dst, src_rows, src_cols);
     return launched(x, "transpose");
 }
@@ -329,7 +335,8 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
     }
     for (int layer = 0; layer < L; layer++) st->plans[layer] = qp_recipe_plan(cfg->recipe, layer, L);
     const int64_t n = cfg->max_elems > 0 ? cfg->max_elems : 1;
-    const size_t f32 = (size_t)n * sizeof(float), b16 = ((size_t)n * 2 + 255) / 256 * 256;
+    // every sub-buffer 256-byte aligned (cuBLASLt's default operand alignment; vector loads)
+    const size_t f32 = ((size_t)n * sizeof(float) + 255) / 256 * 256, b16 = ((size_t)n * 2 + 255) / 256 * 256;
     const size_t bytes = 2 * (2 * f32 + b16) + 2 * sizeof(dev_scratch) + 2 * RED_BLOCKS * sizeof(red_out) + 1024;
     cudaError_t e = cudaMalloc(&l->mem, bytes);
     if (e != cudaSuccess) {

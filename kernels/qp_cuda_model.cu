@@ -81,12 +81,26 @@ __global__ void k_attention_fwd(float *out, float *preatt, float *att, const flo
     qpm_attention_fwd_row(out + ((int64_t)b * T + t) * C + h * hs, preatt + row, att + row, qkv, b, t, h, T, C, NH);
 }
 
-__global__ void k_attention_bwd(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
-                                const float *att, int B, int T, int C, int NH)
+// Attention backward in two launches of one thread per (b, t, h) row (a
+// thread per head, B*NH of them, left the GPU nearly idle: seconds per layer
+// at T = 1024): the query rows, then the key rows (qpm_attention_bwd_query /
+// _key: the head's sums in the head's order).
+__global__ void k_attention_bwd_query(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
+                                      const float *att, int B, int T, int C, int NH)
 {
-    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= B * NH) return;
-    qpm_attention_bwd_head(dqkv, dpreatt, datt, dout, qkv, att, idx / NH, idx % NH, T, C, NH);
+    const int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)B * T * NH) return;
+    const int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / NH / T);
+    qpm_attention_bwd_query(dqkv, dpreatt, datt, dout, qkv, att, b, t, h, T, C, NH);
+}
+
+__global__ void k_attention_bwd_key(float *dqkv, const float *dpreatt, const float *dout, const float *qkv,
+                                    const float *att, int B, int T, int C, int NH)
+{
+    const int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (idx >= (int64_t)B * T * NH) return;
+    const int h = (int)(idx % NH), t2 = (int)((idx / NH) % T), b = (int)(idx / NH / T);
+    qpm_attention_bwd_key(dqkv, dpreatt, dout, qkv, att, b, t2, h, T, C, NH);
 }
 
 __global__ void k_gelu_fwd(float *out, const float *inp, int64_t n)
@@ -270,6 +284,10 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
         e = cudaEventCreateWithFlags(&io->copied[s], cudaEventDisableTiming);
         if (e == cudaSuccess) e = cudaEventCreateWithFlags(&io->used[s], cudaEventDisableTiming);
     }
+    // Both slots' "compute that read it" events start after the memset above:
+    // the first two batch copies (copy stream) wait on them, so they cannot
+    // race the zeroing of the token slots (a never-recorded event is no wait).
+    for (int s = 0; s < 2 && e == cudaSuccess; s++) e = cudaEventRecord(io->used[s], (cudaStream_t)m->stream);
     m->io = io;
     if (e != cudaSuccess) {
         std::snprintf(err, errlen, "GPU model of %lld parameters and %lld activations: %s", (long long)m->num_params,
@@ -427,7 +445,9 @@ static int op_attention_fwd(void *x, float *out, float *preatt, float *att, cons
 static int op_attention_bwd(void *x, float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
                             const float *att, int B, int T, int C, int NH)
 {
-    k_attention_bwd<<<blocks_for((int64_t)B * NH), NT, 0, S_>>>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    const unsigned g = blocks_for((int64_t)B * T * NH);
+    k_attention_bwd_query<<<g, NT, 0, S_>>>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    k_attention_bwd_key<<<g, NT, 0, S_>>>(dqkv, dpreatt, dout, qkv, att, B, T, C, NH);
     return op_check(x, "attention backward");
 }
 static int op_gelu_fwd(void *x, float *out, const float *inp, int64_t n)

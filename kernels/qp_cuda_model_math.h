@@ -199,6 +199,52 @@ QPM_FN void qpm_attention_bwd_head(float *dqkv, float *dpreatt, float *datt, con
     }
 }
 
+/* The same backward split for parallel threads, with the same sums in the
+ * same order as qpm_attention_bwd_head: first every query row (b, h, t) —
+ * its datt, dpreatt and dq, which only that row touches —, then every key
+ * row (b, h, t2) — its dk and dv, summed over the queries t >= t2 in
+ * increasing t, as the head's loop adds them. The key part reads the
+ * dpreatt of every later row, so it runs after all query rows. */
+QPM_FN void qpm_attention_bwd_query(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
+                                    const float *att, int b, int t, int h, int T, int C, int NH)
+{
+    const int hs = C / NH;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const float *a = att + (((int64_t)b * NH + h) * T + t) * T;
+    float *da = datt + (((int64_t)b * NH + h) * T + t) * T;
+    float *dpre = dpreatt + (((int64_t)b * NH + h) * T + t) * T;
+    float *dq = dqkv + ((int64_t)b * T + t) * 3 * C + h * hs;
+    const float *d = dout + ((int64_t)b * T + t) * C + h * hs;
+    for (int t2 = 0; t2 <= t; t2++) {
+        const float *v = qkv + ((int64_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+        da[t2] += qpm_dot8(v, d, hs);
+    }
+    const float dot = qpm_dot8(a, da, t + 1);
+    for (int t2 = 0; t2 <= t; t2++) dpre[t2] += a[t2] * (da[t2] - dot);
+    for (int t2 = 0; t2 <= t; t2++) {
+        const float *k = qkv + ((int64_t)b * T + t2) * 3 * C + C + h * hs;
+        const float g = dpre[t2] * scale;
+        for (int i = 0; i < hs; i++) dq[i] += k[i] * g;
+    }
+}
+
+QPM_FN void qpm_attention_bwd_key(float *dqkv, const float *dpreatt, const float *dout, const float *qkv,
+                                  const float *att, int b, int t2, int h, int T, int C, int NH)
+{
+    const int hs = C / NH;
+    const float scale = 1.0f / sqrtf((float)hs);
+    float *dk = dqkv + ((int64_t)b * T + t2) * 3 * C + C + h * hs;
+    float *dv = dqkv + ((int64_t)b * T + t2) * 3 * C + 2 * C + h * hs;
+    for (int t = t2; t < T; t++) {
+        const int64_t row = (((int64_t)b * NH + h) * T + t) * T;
+        const float *d = dout + ((int64_t)b * T + t) * C + h * hs;
+        const float *q = qkv + ((int64_t)b * T + t) * 3 * C + h * hs;
+        const float at = att[row + t2], g = dpreatt[row + t2] * scale;
+        for (int i = 0; i < hs; i++) dv[i] += at * d[i];
+        for (int i = 0; i < hs; i++) dk[i] += q[i] * g;
+    }
+}
+
 /* Softmax of one logits row l[V] into p[V]; returns -log p[target]
  * (target < 0: no loss, returns 0). */
 QPM_FN float qpm_softmax_ce_row(float *p, const float *l, int target, int V)

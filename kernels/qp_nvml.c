@@ -52,8 +52,10 @@ static void sample(qp_nvml *n)
     const int okp = n->power(n->dev, &mw) == NVML_OK;
     const int oku = n->util && n->util(n->dev, &u) == NVML_OK;
     const int okc = n->clock && n->clock(n->dev, NVML_CLOCK_SM, &mhz) == NVML_OK;
-    const double t = now_s();
+    /* the time is taken under the lock: the sampler thread and qp_nvml_take
+     * both sample, and the trapezoid needs the samples in time order */
     pthread_mutex_lock(&n->mu);
+    const double t = now_s();
     if (okp) {
         const double w = mw / 1000.0;
         if (n->last_t > 0) n->integrated_j += 0.5 * (w + n->last_power_w) * (t - n->last_t);

@@ -141,6 +141,22 @@ static void test_attention(int B, int T, int C, int NH)
     SAME("attention backward dqkv", dqkv0, dqkv1, nq);
     SAME("attention backward dpreatt", dpre0, dpre1, na);
     SAME("attention backward datt", datt0, datt1, na);
+    /* the GPU's split: every query row, then every key row, each an
+     * independent thread there; here in reverse order, which must not matter */
+    float *dqkv2 = randv(nq, 0.1f);
+    float *dqkv3 = copyv(dqkv2, nq), *dpre3 = calloc(na, sizeof(float)), *datt3 = calloc(na, sizeof(float));
+    float *dpre2 = calloc(na, sizeof(float)), *datt2 = calloc(na, sizeof(float));
+    attention_backward(dqkv2, dpre2, datt2, dout, qkv, att0, B, T, C, NH);
+    for (int64_t r = (int64_t)B * T * NH - 1; r >= 0; r--)
+        qpm_attention_bwd_query(dqkv3, dpre3, datt3, dout, qkv, att1, (int)(r / NH / T), (int)((r / NH) % T),
+                                (int)(r % NH), T, C, NH);
+    for (int64_t r = (int64_t)B * T * NH - 1; r >= 0; r--)
+        qpm_attention_bwd_key(dqkv3, dpre3, dout, qkv, att1, (int)(r / NH / T), (int)((r / NH) % T), (int)(r % NH),
+                              T, C, NH);
+    SAME("attention backward split dqkv", dqkv2, dqkv3, nq);
+    SAME("attention backward split dpreatt", dpre2, dpre3, na);
+    SAME("attention backward split datt", datt2, datt3, na);
+    free(dqkv2), free(dqkv3), free(dpre2), free(datt2), free(dpre3), free(datt3);
     free(qkv), free(out0), free(pre0), free(att0), free(out1), free(pre1), free(att1);
     free(dout), free(dqkv0), free(dqkv1), free(dpre0), free(datt0), free(dpre1), free(datt1);
 }
@@ -270,8 +286,13 @@ static int h_attention_bwd(void *x, float *dqkv, float *dpreatt, float *datt, co
                            const float *att, int B, int T, int C, int NH)
 {
     (void)x;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++) qpm_attention_bwd_head(dqkv, dpreatt, datt, dout, qkv, att, b, h, T, C, NH);
+    /* as kernels/qp_cuda_model.cu launches it: all query rows, then all key rows */
+    for (int64_t r = 0; r < (int64_t)B * T * NH; r++)
+        qpm_attention_bwd_query(dqkv, dpreatt, datt, dout, qkv, att, (int)(r / NH / T), (int)((r / NH) % T),
+                                (int)(r % NH), T, C, NH);
+    for (int64_t r = 0; r < (int64_t)B * T * NH; r++)
+        qpm_attention_bwd_key(dqkv, dpreatt, dout, qkv, att, (int)(r / NH / T), (int)((r / NH) % T), (int)(r % NH),
+                              T, C, NH);
     return 0;
 }
 static int h_gelu_fwd(void *x, float *out, const float *inp, int64_t n)
