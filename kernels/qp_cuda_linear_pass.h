@@ -81,14 +81,6 @@ typedef struct {
     float scale_inv; /* per-tensor decode scale, folded into alpha */
 } qpl_operand;
 
-static inline uint64_t qpl_mix64(uint64_t z)
-{
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Statistics to the host: the scaling update, the qerr row, the decode scale.
  * gamax >= 0: data parallel, the ranks' max amax (this operand is a token
  * slice): the update sees it and the counts summed over ranks through the
@@ -113,13 +105,7 @@ static inline int qpl_finish_stats(qpl_state *l, const qpl_ops *op, int layer, q
     qs.scale_inv = h.scale_inv;
     if (update && gamax >= 0.0f) {
         qs.amax = gamax;
-        if (l->cfg.reduce_sum) {
-            double c[5] = {(double)qs.n, (double)qs.n_nonfinite, (double)qs.n_nonzero, (double)qs.n_sat,
-                           (double)qs.n_flushed};
-            l->cfg.reduce_sum(c, 5, l->cfg.reduce_user);
-            qs.n = (int64_t)c[0], qs.n_nonfinite = (int64_t)c[1], qs.n_nonzero = (int64_t)c[2];
-            qs.n_sat = (int64_t)c[3], qs.n_flushed = (int64_t)c[4];
-        }
+        qp_linear_reduce_counts(&l->cfg, &qs);
     }
     if (update) qp_scaling_update(st, l->step, &qs);
     if (l->log_qerr && l->cfg.on_qerr) {
@@ -172,53 +158,29 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
             return -1;
         }
         if (in != l->tbuf[side] && op->copy(x, l->tbuf[side], in, (int64_t)rows * cols)) return -1;
-        if (op->rht16(x, l->tbuf[side], rows, cols, qpl_mix64(l->cfg.seed ^ 0x52485431ull))) return -1;
+        if (op->rht16(x, l->tbuf[side], rows, cols, qp_linear_rht_seed(l->cfg.seed))) return -1;
         in = l->tbuf[side];
     }
-    qp_qopts opts;
-    memset(&opts, 0, sizeof opts);
-    opts.unscaled = true;
-    opts.stochastic = plan->sr[o];
-    opts.seed = l->cfg.seed;
-    opts.stream = qpl_mix64((uint64_t)l->step) ^ qpl_mix64(((uint64_t)l->micro << 32) | ((uint64_t)layer << 24) |
-                                                         ((uint64_t)g << 16) | ((uint64_t)pass << 8) | (uint64_t)o);
     qp_scaling_state *st = qp_linear_scaling(l->host, layer, g, o);
-    const int first_use = (pass == QP_PASS_FPROP && o != QP_OPND_DY) || (pass == QP_PASS_DGRAD && o == QP_OPND_DY);
-    const int update = first_use && !l->frozen;
-    if (t->tensor_scale) {
-        if (first_use) qp_scaling_prepare(st, &opts);
-        else if (plan->scaling == QP_SCALING_DELAYED) opts.scale = st->last_scale;
-    }
+    qp_linear_use u;
+    qp_linear_use_init(&u, &l->cfg, plan, st, l->step, l->micro, l->frozen, layer, g, pass, o, trans, rows, cols);
+    const int update = u.update;
     const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
     const int64_t n = (int64_t)rows * cols;
     const int want_stats = update || (l->log_qerr && l->cfg.on_qerr);
-    /* Data parallel (qp_linear.h): this rank holds a token slice of x and dy;
-     * SR draws the words of the elements' global positions, and the tensor
-     * scale of current scaling and the scaling update see every rank's amax. */
-    const int sliced = o != QP_OPND_W && l->cfg.dp_size > 1;
+    /* Data parallel (qp_linear.h): the tensor scale of current scaling and the
+     * scaling update see every rank's amax. */
     float gamax = -1.0f;
-    if (sliced) {
-        /* tokens run along the quantized rows, except in wgrad once transposed */
-        const int tokens_are_cols = pass == QP_PASS_WGRAD && !trans;
-        const int64_t m = pass == QP_PASS_WGRAD ? cols : rows; /* this rank's tokens */
-        if (tokens_are_cols) {
-            opts.sr_offset = (int64_t)l->cfg.dp_rank * m;
-            opts.sr_row_stride = (int64_t)l->cfg.dp_size * m;
-        } else {
-            opts.sr_offset = (int64_t)l->cfg.dp_rank * m * qcols;
+    if (u.reduce_amax) {
+        float a = 0.0f;
+        if (!op->amax) {
+            snprintf(l->err, sizeof l->err, "data parallelism needs the device amax operation");
+            return -1;
         }
-        const int current = plan->scaling != QP_SCALING_DELAYED;
-        if (l->cfg.reduce_max && (update || (t->tensor_scale && current))) {
-            float a = 0.0f;
-            if (!op->amax) {
-                snprintf(l->err, sizeof l->err, "data parallelism needs the device amax operation");
-                return -1;
-            }
-            if (op->amax(x, in, n, &a)) return -1;
-            l->cfg.reduce_max(&a, 1, l->cfg.reduce_user);
-            if (update) gamax = a;
-            if (t->tensor_scale && current) opts.scale = qp_scale_from_amax(qp_tensor_scale_range(fmt), a, 0);
-        }
+        if (op->amax(x, in, n, &a)) return -1;
+        l->cfg.reduce_max(&a, 1, l->cfg.reduce_user);
+        if (update) gamax = a;
+        qp_linear_use_global_amax(&u, fmt, a);
     }
     if (native == QPL_MXFP8 || native == QPL_NVFP4) {
         /* block formats are quantized along K (transposed above): codes and
@@ -226,14 +188,14 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
          * as a device pointer (folded into alpha on the device). Statistics
          * come from a quantize-dequantize of the same operand (same options,
          * so the same values) reduced as on the emulated path. */
-        if (op->quantize(x, fmt, in, rows, cols, &opts, (uint8_t *)l->bbuf[side], side)) return -1;
+        if (op->quantize(x, fmt, in, rows, cols, &u.opts, (uint8_t *)l->bbuf[side], side)) return -1;
         out->op = (qp_cublt_operand){native == QPL_MXFP8 ? QP_CUBLT_MXFP8 : QP_CUBLT_NVFP4, l->bbuf[side],
                                      native == QPL_NVFP4 ? op->scale_inv_ptr(x, side) : NULL,
                                      op->block_scales_ptr(x, side), 0};
         out->scale_inv = 1.0f;
         if (!want_stats) return 0;
         float unused;
-        if (op->qdq(x, fmt, in, l->ybuf[side], NULL, rows, cols, &opts, side) ||
+        if (op->qdq(x, fmt, in, l->ybuf[side], NULL, rows, cols, &u.opts, side) ||
             op->reduce(x, in, l->ybuf[side], NULL, 0, n, side))
             return -1;
         return qpl_finish_stats(l, op, layer, g, pass, o, st, update, 1, n, side, gamax, &unused);
@@ -243,7 +205,7 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
          * when stored transposed; the decode scale reaches the GEMM as a
          * device pointer */
         uint8_t *codes = trans ? (uint8_t *)l->ybuf[side] : (uint8_t *)l->bbuf[side];
-        if (op->quantize(x, fmt, in, qrows, qcols, &opts, codes, side)) return -1;
+        if (op->quantize(x, fmt, in, qrows, qcols, &u.opts, codes, side)) return -1;
         if (want_stats && op->reduce(x, in, NULL, codes, fmt == QP_FMT_FP8_E5M2, n, side)) return -1;
         if (trans && op->transpose_u8(x, codes, (uint8_t *)l->bbuf[side], qrows, qcols)) return -1;
         out->op = (qp_cublt_operand){fmt == QP_FMT_FP8_E5M2 ? QP_CUBLT_E5M2 : QP_CUBLT_E4M3, l->bbuf[side],
@@ -255,7 +217,7 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
     /* FP32 copy always (statistics, transposition); BF16 straight from the
      * quantizer when no transpose follows, else a per-tensor format quantized
      * in stored order (the CPU's SR words) and transposed */
-    if (op->qdq(x, fmt, in, l->ybuf[side], trans ? NULL : l->bbuf[side], qrows, qcols, &opts, side)) return -1;
+    if (op->qdq(x, fmt, in, l->ybuf[side], trans ? NULL : l->bbuf[side], qrows, qcols, &u.opts, side)) return -1;
     if (trans && (op->transpose(x, l->ybuf[side], l->tbuf[side], qrows, qcols) ||
                   op->to_bf16(x, l->tbuf[side], l->bbuf[side], n)))
         return -1;

@@ -128,6 +128,59 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
+uint64_t qp_linear_rht_seed(uint64_t seed) { return mix64(seed ^ 0x52485431ull); }
+
+void qp_linear_use_init(qp_linear_use *u, const qp_linear_cfg *cfg, const qp_linear_plan *plan, qp_scaling_state *st,
+                        int64_t step, int micro, int frozen, int layer, qp_gemm_id g, qp_pass pass, qp_operand o,
+                        int trans, int rows, int cols)
+{
+    const qp_fmt fmt = plan->fmt[o];
+    const qp_format_traits *t = &qp_formats[fmt];
+    memset(u, 0, sizeof *u);
+    u->opts.unscaled = true;
+    u->opts.stochastic = plan->sr[o];
+    u->opts.seed = cfg->seed;
+    u->opts.stream = mix64((uint64_t)step) ^ mix64(((uint64_t)micro << 32) | ((uint64_t)layer << 24) |
+                                                   ((uint64_t)g << 16) | ((uint64_t)pass << 8) | (uint64_t)o);
+    u->first_use = (pass == QP_PASS_FPROP && o != QP_OPND_DY) || (pass == QP_PASS_DGRAD && o == QP_OPND_DY);
+    u->update = u->first_use && !frozen;
+    if (t->tensor_scale) {
+        if (u->first_use) qp_scaling_prepare(st, &u->opts);
+        else if (plan->scaling == QP_SCALING_DELAYED) u->opts.scale = st->last_scale;
+    }
+    /* Data parallel: this rank holds a token slice of an activation. */
+    if (o == QP_OPND_W || cfg->dp_size <= 1) return;
+    const int qcols = trans ? rows : cols;
+    /* tokens run along the quantized rows, except in wgrad once transposed */
+    const int tokens_are_cols = pass == QP_PASS_WGRAD && !trans;
+    const int64_t m = pass == QP_PASS_WGRAD ? cols : rows; /* this rank's tokens */
+    if (tokens_are_cols) {
+        u->opts.sr_offset = (int64_t)cfg->dp_rank * m;
+        u->opts.sr_row_stride = (int64_t)cfg->dp_size * m;
+    } else {
+        u->opts.sr_offset = (int64_t)cfg->dp_rank * m * qcols;
+    }
+    const int current = plan->scaling != QP_SCALING_DELAYED;
+    u->scale_from_amax = t->tensor_scale && current;
+    u->reduce_amax = cfg->reduce_max && (u->update || u->scale_from_amax);
+    if (!u->reduce_amax) u->scale_from_amax = 0;
+}
+
+void qp_linear_use_global_amax(qp_linear_use *u, qp_fmt fmt, float global_amax)
+{
+    if (u->scale_from_amax) u->opts.scale = qp_scale_from_amax(qp_tensor_scale_range(fmt), global_amax, 0);
+}
+
+void qp_linear_reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs)
+{
+    if (!cfg->reduce_sum) return;
+    double c[5] = {(double)qs->n, (double)qs->n_nonfinite, (double)qs->n_nonzero, (double)qs->n_sat,
+                   (double)qs->n_flushed};
+    cfg->reduce_sum(c, 5, cfg->reduce_user);
+    qs->n = (int64_t)c[0], qs->n_nonfinite = (int64_t)c[1], qs->n_nonzero = (int64_t)c[2];
+    qs->n_sat = (int64_t)c[3], qs->n_flushed = (int64_t)c[4];
+}
+
 /* src is rows x cols, or cols x rows when stored transposed; dst is rows x cols. */
 static void transpose(const float *src, float *dst, int rows, int cols)
 {
@@ -167,7 +220,7 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     }
     if (rht) {
         if (in != l->tbuf[side]) memcpy(l->tbuf[side], in, (size_t)rows * cols * sizeof(float));
-        if (qp_rht16(l->tbuf[side], rows, cols, mix64(l->cfg.seed ^ 0x52485431ull))) {
+        if (qp_rht16(l->tbuf[side], rows, cols, qp_linear_rht_seed(l->cfg.seed))) {
             snprintf(l->err, sizeof l->err,
                      "the Hadamard transform needs a contraction of a multiple of 16, not %d (layer %d, %s)", cols,
                      layer, qp_gemm_name(g));
@@ -175,53 +228,23 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         }
         in = l->tbuf[side];
     }
-    qp_qopts opts = {.unscaled = true,
-                     .stochastic = plan->sr[o],
-                     .seed = l->cfg.seed,
-                     .stream = mix64((uint64_t)l->step) ^ mix64(((uint64_t)l->micro << 32) | ((uint64_t)layer << 24) |
-                                                                ((uint64_t)g << 16) | ((uint64_t)pass << 8) |
-                                                                (uint64_t)o)};
     qp_scaling_state *st = &l->states[state_index(l, layer, g, o)];
-    const int first_use = (pass == QP_PASS_FPROP && o != QP_OPND_DY) || (pass == QP_PASS_DGRAD && o == QP_OPND_DY);
-    const int update = first_use && !l->frozen;
-    if (t->tensor_scale) {
-        if (first_use) qp_scaling_prepare(st, &opts);
-        else if (plan->scaling == QP_SCALING_DELAYED) opts.scale = st->last_scale;
-    }
+    qp_linear_use u;
+    qp_linear_use_init(&u, &l->cfg, plan, st, l->step, l->micro, l->frozen, layer, g, pass, o, trans, rows, cols);
     const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
-    /* Data parallel: this rank holds a token slice of an activation. */
-    const int sliced = o != QP_OPND_W && l->cfg.dp_size > 1;
     float gamax = 0.0f;
-    if (sliced) {
-        /* tokens run along the quantized rows, except in wgrad once transposed */
-        const int tokens_are_cols = pass == QP_PASS_WGRAD && !trans;
-        const int64_t m = pass == QP_PASS_WGRAD ? cols : rows; /* this rank's tokens */
-        if (tokens_are_cols) {
-            opts.sr_offset = (int64_t)l->cfg.dp_rank * m;
-            opts.sr_row_stride = (int64_t)l->cfg.dp_size * m;
-        } else {
-            opts.sr_offset = (int64_t)l->cfg.dp_rank * m * qcols;
-        }
-        const int current = plan->scaling != QP_SCALING_DELAYED;
-        if (l->cfg.reduce_max && (update || (t->tensor_scale && current))) {
-            gamax = qp_amax(in, (int64_t)qrows * qcols);
-            l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
-            if (t->tensor_scale && current) opts.scale = qp_scale_from_amax(qp_tensor_scale_range(fmt), gamax, 0);
-        }
+    if (u.reduce_amax) {
+        gamax = qp_amax(in, (int64_t)qrows * qcols);
+        l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
+        qp_linear_use_global_amax(&u, fmt, gamax);
     }
     qp_qstats qs;
-    qp_qdq(fmt, in, l->qbuf[side], qrows, qcols, &opts, &qs);
-    if (update && sliced && l->cfg.reduce_max) {
+    qp_qdq(fmt, in, l->qbuf[side], qrows, qcols, &u.opts, &qs);
+    if (u.update && u.reduce_amax) {
         qs.amax = gamax;
-        if (l->cfg.reduce_sum) {
-            double c[5] = {(double)qs.n, (double)qs.n_nonfinite, (double)qs.n_nonzero, (double)qs.n_sat,
-                           (double)qs.n_flushed};
-            l->cfg.reduce_sum(c, 5, l->cfg.reduce_user);
-            qs.n = (int64_t)c[0], qs.n_nonfinite = (int64_t)c[1], qs.n_nonzero = (int64_t)c[2];
-            qs.n_sat = (int64_t)c[3], qs.n_flushed = (int64_t)c[4];
-        }
+        qp_linear_reduce_counts(&l->cfg, &qs);
     }
-    if (update) qp_scaling_update(st, l->step, &qs);
+    if (u.update) qp_scaling_update(st, l->step, &qs);
     if (l->log_qerr && l->cfg.on_qerr) {
         const int64_t n = (int64_t)rows * cols;
         for (int64_t i = 0; i < n; i++) l->mbuf[i] = l->qbuf[side][i] * qs.scale_inv;

@@ -89,6 +89,31 @@ const char *qp_linear_error(const qp_linear *l);
  * (evaluation must not change what training does next). */
 void qp_linear_set_frozen(qp_linear *l, int frozen);
 
+/* The rules of one operand use, shared by this dispatch and the GPU's
+ * (kernels/qp_cuda_linear_pass.h) so the two cannot drift apart. */
+typedef struct {
+    qp_qopts opts;       /* unscaled, SR seed/stream/word map, and the scale the scaling state gives */
+    int first_use;       /* the tensor's first use in the step (x, w: fprop; dy: dgrad) */
+    int update;          /* ... and its scaling state is updated after (not when frozen) */
+    int reduce_amax;     /* data parallel: reduce this slice's amax over the ranks before quantizing */
+    int scale_from_amax; /* ... and take the tensor scale from that global amax (current scaling) */
+} qp_linear_use;
+
+/* Options of operand o of GEMM g in `pass`, quantized as rows x cols (after
+ * any transpose; trans: the values are still stored transposed), at (step,
+ * micro). Prepares st's scale at first use. */
+void qp_linear_use_init(qp_linear_use *u, const qp_linear_cfg *cfg, const qp_linear_plan *plan, qp_scaling_state *st,
+                        int64_t step, int micro, int frozen, int layer, qp_gemm_id g, qp_pass pass, qp_operand o,
+                        int trans, int rows, int cols);
+/* The global amax a reduce_amax use got from cfg->reduce_max: the tensor
+ * scale where scale_from_amax. */
+void qp_linear_use_global_amax(qp_linear_use *u, qp_fmt fmt, float global_amax);
+/* Data parallel scaling update: the counts of qs summed over the ranks
+ * (cfg->reduce_sum; nothing without it). */
+void qp_linear_reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs);
+/* The RHT's sign seed for the dispatch's seed. */
+uint64_t qp_linear_rht_seed(uint64_t seed);
+
 /* Scaling state of (layer, gemm, operand), for checkpoints: delayed scaling's
  * history and scales must survive a resume. */
 qp_scaling_state *qp_linear_scaling(qp_linear *l, int layer, qp_gemm_id g, qp_operand o);
