@@ -142,7 +142,7 @@ static void on_event(const qp_event_row *row, void *user)
 {
     run *r = user;
     char e[256];
-    if (r->log && qp_runlog_event(r->log, row, e, sizeof e) && !r->log_err[0]) snprintf(r->log_err, sizeof r->log_err, "%s", e);
+    if (qp_runlog_event(r->log, row, e, sizeof e) && !r->log_err[0]) snprintf(r->log_err, sizeof r->log_err, "%s", e);
 }
 
 static void on_qerr(const qp_qerr_row *row, void *user)
@@ -150,7 +150,7 @@ static void on_qerr(const qp_qerr_row *row, void *user)
     run *r = user;
     char e[256];
     r->n_qerr_rows++;
-    if (r->log && qp_runlog_qerr(r->log, row, e, sizeof e) && !r->log_err[0]) snprintf(r->log_err, sizeof r->log_err, "%s", e);
+    if (qp_runlog_qerr(r->log, row, e, sizeof e) && !r->log_err[0]) snprintf(r->log_err, sizeof r->log_err, "%s", e);
 }
 
 static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
