@@ -182,30 +182,8 @@ __global__ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n,
 
 // ---- memory -------------------------------------------------------------------
 
-static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])
-{
-    // the order of qp_gpt_acts (as train/qp_model.c)
-    const int64_t L = c->layers, C = c->dim, NH = c->heads, V = c->vocab, BT = (int64_t)B * T;
-    const int64_t v[QP_GPT_NACTS] = {BT * C,      L * BT * C,  L * BT,     L * BT,     L * BT * 3 * C, L * BT * C,
-                                     L * B * NH * T * T, L * B * NH * T * T, L * BT * C, L * BT * C, L * BT * C,
-                                     L * BT,      L * BT,      L * BT * 4 * C, L * BT * 4 * C, L * BT * C, L * BT * C,
-                                     BT * C,      BT,          BT,         BT * V,     BT * V,     BT};
-    std::memcpy(s, v, sizeof v);
-}
-
-static void carve_params(qp_gpt_params *p, float *mem, const int64_t *sizes)
-{
-    float **ptrs = (float **)p; // qp_gpt_params is QP_GPT_NPARAMS float pointers in tensor order
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) ptrs[i] = mem, mem += sizes[i];
-}
-
-static void carve_acts(qp_gpt_acts *a, float *mem, const int64_t *sizes)
-{
-    float **ptrs = (float **)a; // QP_GPT_NACTS float pointers in order
-    for (int i = 0; i < QP_GPT_NACTS; i++) ptrs[i] = mem, mem += sizes[i];
-}
-static_assert(sizeof(qp_gpt_params) == QP_GPT_NPARAMS * sizeof(float *), "qp_gpt_params is pointers only");
-static_assert(sizeof(qp_gpt_acts) == QP_GPT_NACTS * sizeof(float *), "qp_gpt_acts is pointers only");
+// act_sizes, the carving and the GEMM sizes are the model's shape rules
+// (train/qp_model.h), written once for the CPU and this GPU model.
 
 static int fail(qp_cuda_gpt *m, cudaError_t e, const char *what)
 {
@@ -226,15 +204,6 @@ extern "C" int qp_cuda_gpt_devices(void)
         cudaGetLastError();
         return 0;
     }
-    return n;
-}
-
-extern "C" int64_t qp_cuda_gpt_linear_elems(const qp_gpt_config *c, int B, int T)
-{
-    const int64_t BT = (int64_t)B * T, V = c->vocab, C = c->dim;
-    int64_t n = qp_gpt_max_gemm_elems(c, B, T);
-    if (BT * V > n) n = BT * V;
-    if (V * C > n) n = V * C;
     return n;
 }
 
@@ -261,7 +230,7 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     qp_gpt_param_shapes(c, m->param_sizes, nullptr, nullptr);
     for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
     int64_t as[QP_GPT_NACTS];
-    act_sizes(c, B, T, as);
+    qp_gpt_act_sizes(c, B, T, as);
     for (int i = 0; i < QP_GPT_NACTS; i++) m->num_acts += as[i];
     const int64_t BT = (int64_t)B * T;
     const size_t floats = (size_t)(4 * m->num_params + 2 * m->num_acts);
@@ -305,10 +274,10 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     int32_t *tok = (int32_t *)f;
     for (int s = 0; s < 2; s++) io->d_tok[s] = tok + s * 2 * BT;
     m->d_red = (double *)(((uintptr_t)(tok + 4 * BT) + 255) / 256 * 256);
-    carve_params(&m->params, m->params_memory, m->param_sizes);
-    carve_params(&m->grads, m->grads_memory, m->param_sizes);
-    carve_acts(&m->acts, m->acts_memory, as);
-    carve_acts(&m->grads_acts, m->grads_acts_memory, as);
+    qp_gpt_carve_params(&m->params, m->params_memory, m->param_sizes);
+    qp_gpt_carve_params(&m->grads, m->grads_memory, m->param_sizes);
+    qp_gpt_carve_acts(&m->acts, m->acts_memory, as);
+    qp_gpt_carve_acts(&m->grads_acts, m->grads_acts_memory, as);
     m->d_inputs = io->d_tok[0], m->d_targets = io->d_tok[0] + BT;
     if (host_params && qp_cuda_gpt_upload(m, host_params, nullptr, nullptr)) {
         std::snprintf(err, errlen, "%s", m->err);
@@ -400,7 +369,7 @@ extern "C" int qp_cuda_gpt_set_batch(qp_cuda_gpt *m, const int32_t *inputs, cons
 namespace {
 struct dev_ctx {
     qp_cuda_gpt *m;
-    qp_cuda_linear *lin;
+    qp_linear *lin;
     cudaStream_t s;
 };
 } // namespace
@@ -486,16 +455,16 @@ static int op_linear_fwd(void *x, int layer, qp_gemm_id g, float *Y, const float
                          int M, int IC, int OC)
 {
     dev_ctx *c = (dev_ctx *)x;
-    if (!qp_cuda_linear_forward(c->lin, layer, g, Y, X, W, b, M, IC, OC)) return 0;
-    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_cuda_linear_error(c->lin));
+    if (!qp_linear_forward(c->lin, layer, g, Y, X, W, b, M, IC, OC)) return 0;
+    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_linear_error(c->lin));
     return -1;
 }
 static int op_linear_bwd(void *x, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
                          const float *X, const float *W, int M, int IC, int OC)
 {
     dev_ctx *c = (dev_ctx *)x;
-    if (!qp_cuda_linear_backward(c->lin, layer, g, dX, dW, db, dY, X, W, M, IC, OC)) return 0;
-    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_cuda_linear_error(c->lin));
+    if (!qp_linear_backward(c->lin, layer, g, dX, dW, db, dY, X, W, M, IC, OC)) return 0;
+    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_linear_error(c->lin));
     return -1;
 }
 static int op_zero(void *x, float *p, int64_t n)
@@ -520,7 +489,7 @@ static qpm_ops device_ops(dev_ctx *c)
     return o;
 }
 
-extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_cuda_linear *lin)
+extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_linear *lin)
 {
     const int BT = m->B * m->T;
     cudaStream_t s = (cudaStream_t)m->stream;
@@ -549,7 +518,7 @@ extern "C" int qp_cuda_gpt_zero_grad(qp_cuda_gpt *m)
     return e == cudaSuccess ? 0 : fail(m, e, "zero grad");
 }
 
-extern "C" int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_cuda_linear *lin, float loss_scale)
+extern "C" int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_linear *lin, float loss_scale)
 {
     if (!m->has_targets) {
         std::snprintf(m->err, sizeof m->err, "backward without targets");

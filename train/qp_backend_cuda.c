@@ -20,7 +20,8 @@ typedef struct {
     qp_gpt *host;
     float *adam_m, *adam_v;
     qp_cuda_gpt m;
-    qp_cuda_linear *lin;
+    qp_linear *lin;            /* the dispatch (the trainer's), on the device operations below */
+    qp_cuda_linear *dev;       /* the GPU's operations of the dispatch */
     int m_ok;
     const int32_t *last_in, *last_tg;
 #if QP_HAVE_NCCL
@@ -37,9 +38,9 @@ static int gfail(gpu *g, const char *msg)
     return -1;
 }
 
-static void g_begin_step(qp_backend *b, int64_t step, int log_qerr) { qp_cuda_linear_begin_step(G(b)->lin, step, log_qerr); }
-static void g_begin_micro(qp_backend *b, int micro) { qp_cuda_linear_begin_micro(G(b)->lin, micro); }
-static void g_set_frozen(qp_backend *b, int frozen) { qp_cuda_linear_set_frozen(G(b)->lin, frozen); }
+static void g_begin_step(qp_backend *b, int64_t step, int log_qerr) { qp_linear_begin_step(G(b)->lin, step, log_qerr); }
+static void g_begin_micro(qp_backend *b, int micro) { qp_linear_begin_micro(G(b)->lin, micro); }
+static void g_set_frozen(qp_backend *b, int frozen) { qp_linear_set_frozen(G(b)->lin, frozen); }
 
 static int g_zero_grad(qp_backend *b)
 {
@@ -153,7 +154,8 @@ static void g_destroy(qp_backend *b)
 {
     gpu *g = G(b);
     if (g) {
-        qp_cuda_linear_destroy(g->lin);
+        if (g->lin) qp_linear_set_ops(g->lin, NULL); /* back to the CPU's before the device's go */
+        qp_cuda_linear_destroy(g->dev);
 #if QP_HAVE_NCCL
         qp_nccl_destroy(g->nccl);
 #endif
@@ -214,22 +216,25 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
         return -1;
     }
 #endif
-    qp_linear_cfg c = *lc;
-    c.max_elems = qp_cuda_gpt_linear_elems(&model->cfg, model->B, model->T);
-    c.gemm = NULL;
-    g->lin = qp_cuda_linear_create(&c, host_lin, g->m.stream, err, errlen);
-    if (!g->lin || qp_cuda_gpt_upload(&g->m, NULL, adam_m, adam_v)) {
-        if (g->lin) snprintf(err, errlen, "%s", g->m.err);
+    uint32_t fmts;
+    int any_rht;
+    qp_linear_formats(host_lin, &fmts, &any_rht);
+    g->dev = qp_cuda_linear_create(qp_gpt_linear_elems(&model->cfg, model->B, model->T), fmts, any_rht, g->m.stream,
+                                   err, errlen);
+    if (!g->dev || qp_cuda_gpt_upload(&g->m, NULL, adam_m, adam_v)) {
+        if (g->dev) snprintf(err, errlen, "%s", g->m.err);
         g_destroy(b);
         return -1;
     }
+    g->lin = host_lin;
+    qp_linear_set_ops(host_lin, qp_cuda_linear_ops(g->dev));
     struct cudaDeviceProp p;
     int dev = 0;
     if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess)
         snprintf(b->device_name, sizeof b->device_name, "%.100s (cc %d.%d)", p.name, p.major, p.minor);
     if (cudaDeviceGetPCIBusId(b->pci_bus_id, (int)sizeof b->pci_bus_id, dev) != cudaSuccess) b->pci_bus_id[0] = 0;
     b->name = "cuda";
-    b->gemm_path = qp_cuda_linear_path(g->lin);
+    b->gemm_path = qp_cuda_linear_path(g->dev);
     b->begin_step = g_begin_step;
     b->begin_micro = g_begin_micro;
     b->set_frozen = g_set_frozen;

@@ -1,4 +1,5 @@
-/* qp_linear.c — the precision dispatch (see qp_linear.h). */
+/* qp_linear.c — the precision dispatch, written once over qp_linear_ops (see
+ * qp_linear.h): the CPU and the GPU run this code. */
 #include "qp_linear.h"
 
 #include <math.h>
@@ -6,21 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qp_hadamard.h"
-#include "qp_metrics.h"
+#include "qp_linear_host.h"
 #include "qp_scaling.h"
-
-static const char *gemm_names[QP_GEMM_COUNT] = {"qkv", "attproj", "fc", "fcproj", "head"};
-const char *qp_gemm_name(qp_gemm_id g) { return (unsigned)g < QP_GEMM_COUNT ? gemm_names[g] : "?"; }
-
-#define N_QGEMMS 4 /* the quantized GEMMs of a block; the head is FP32 */
 
 struct qp_linear {
     qp_linear_cfg cfg;
-    qp_linear_plan *plans;      /* per layer */
+    qp_linear_plan *plans;      /* [layer][gemm] */
     qp_scaling_state *states;   /* [layer][gemm][operand] */
-    float *tbuf[2], *qbuf[2];   /* per GEMM side: transposed/rotated copy, quantized copy */
-    float *mbuf;                /* dequantized values for error metrics */
+    qp_linear_host *host;       /* the CPU's operations */
+    const qp_linear_ops *ops;   /* the ones in use */
     int64_t step;
     int micro;
     int log_qerr;
@@ -29,19 +24,15 @@ struct qp_linear {
     char err[256];
 };
 
-static int state_index(const qp_linear *l, int layer, int g, int o)
-{
-    (void)l;
-    return (layer * N_QGEMMS + g) * QP_OPND_COUNT + o;
-}
+static int state_index(int layer, int g, int o) { return (layer * QP_BLOCK_GEMMS + g) * QP_OPND_COUNT + o; }
 
 static void on_scaling_event(const qp_recalib_event *ev, void *user)
 {
     qp_linear *l = user;
     l->n_events[ev->kind]++;
     if (!l->cfg.on_event) return;
-    const int id = ev->tensor_id, o = id % QP_OPND_COUNT, g = (id / QP_OPND_COUNT) % N_QGEMMS,
-              layer = id / QP_OPND_COUNT / N_QGEMMS;
+    const int id = ev->tensor_id, o = id % QP_OPND_COUNT, g = (id / QP_OPND_COUNT) % QP_BLOCK_GEMMS,
+              layer = id / QP_OPND_COUNT / QP_BLOCK_GEMMS;
     qp_event_row row = {ev->step, layer, qp_gemm_name((qp_gemm_id)g), qp_operand_name((qp_operand)o),
                         qp_event_kind_name(ev->kind), ev->old_scale, ev->new_scale, ev->amax};
     l->cfg.on_event(&row, l->cfg.user);
@@ -53,31 +44,32 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
     if (!l) goto oom;
     l->cfg = *cfg;
     const int L = cfg->n_layers;
-    l->plans = calloc((size_t)L, sizeof *l->plans);
-    l->states = calloc((size_t)L * N_QGEMMS * QP_OPND_COUNT, sizeof *l->states);
+    l->plans = calloc((size_t)(L > 0 ? L : 1) * QP_BLOCK_GEMMS, sizeof *l->plans);
+    l->states = calloc((size_t)(L > 0 ? L : 1) * QP_BLOCK_GEMMS * QP_OPND_COUNT, sizeof *l->states);
     if (!l->plans || !l->states) goto oom;
-    for (int layer = 0; layer < L; layer++) {
-        l->plans[layer] = qp_recipe_plan(cfg->recipe, layer, L);
-        qp_scaling_cfg sc;
-        qp_scaling_cfg_default(&sc, l->plans[layer].scaling);
-        sc.history_len = cfg->recipe->history_len;
-        sc.algo = cfg->recipe->algo;
-        sc.on_event = on_scaling_event;
-        sc.user = l;
-        for (int g = 0; g < N_QGEMMS; g++)
+    if (qp_recipe_resolve(cfg->recipe, L, l->plans, err, errlen)) {
+        qp_linear_destroy(l);
+        return NULL;
+    }
+    for (int layer = 0; layer < L; layer++)
+        for (int g = 0; g < QP_BLOCK_GEMMS; g++) {
+            const qp_linear_plan *p = &l->plans[layer * QP_BLOCK_GEMMS + g];
             for (int o = 0; o < QP_OPND_COUNT; o++) {
-                const int i = state_index(l, layer, g, o);
-                if (qp_scaling_init(&l->states[i], &sc, l->plans[layer].fmt[o], i)) goto oom;
+                /* the tensor's scaling state follows its owning use */
+                const qp_use_plan *u = &p->use[p->owner[o]][o];
+                qp_scaling_cfg sc;
+                qp_scaling_cfg_default(&sc, u->scaling);
+                sc.history_len = u->history_len;
+                sc.algo = u->algo;
+                sc.on_event = on_scaling_event;
+                sc.user = l;
+                const int i = state_index(layer, g, o);
+                if (qp_scaling_init(&l->states[i], &sc, u->fmt, i)) goto oom;
             }
-    }
-    const size_t bytes = (size_t)(cfg->max_elems > 0 ? cfg->max_elems : 1) * sizeof(float);
-    for (int s = 0; s < 2; s++) {
-        l->tbuf[s] = malloc(bytes);
-        l->qbuf[s] = malloc(bytes);
-        if (!l->tbuf[s] || !l->qbuf[s]) goto oom;
-    }
-    l->mbuf = malloc(bytes);
-    if (!l->mbuf) goto oom;
+        }
+    l->host = qp_linear_host_create(cfg->gemm, cfg->max_elems);
+    if (!l->host) goto oom;
+    l->ops = qp_linear_host_ops(l->host);
     return l;
 oom:
     snprintf(err, errlen, "out of memory for the GEMM dispatch");
@@ -89,13 +81,34 @@ void qp_linear_destroy(qp_linear *l)
 {
     if (!l) return;
     if (l->states)
-        for (int i = 0; i < l->cfg.n_layers * N_QGEMMS * QP_OPND_COUNT; i++) qp_scaling_free(&l->states[i]);
+        for (int i = 0; i < l->cfg.n_layers * QP_BLOCK_GEMMS * QP_OPND_COUNT; i++) qp_scaling_free(&l->states[i]);
     free(l->states);
     free(l->plans);
-    for (int s = 0; s < 2; s++) free(l->tbuf[s]), free(l->qbuf[s]);
-    free(l->mbuf);
+    qp_linear_host_destroy(l->host);
     free(l);
 }
+
+void qp_linear_set_ops(qp_linear *l, const qp_linear_ops *ops) { l->ops = ops ? ops : qp_linear_host_ops(l->host); }
+
+const qp_linear_plan *qp_linear_plan_of(const qp_linear *l, int layer, qp_gemm_id g)
+{
+    if (layer < 0 || layer >= l->cfg.n_layers || (unsigned)g >= QP_BLOCK_GEMMS) return NULL;
+    return &l->plans[layer * QP_BLOCK_GEMMS + g];
+}
+
+void qp_linear_formats(const qp_linear *l, uint32_t *fmt_mask, int *any_rht)
+{
+    *fmt_mask = 0, *any_rht = 0;
+    for (int i = 0; i < l->cfg.n_layers * QP_BLOCK_GEMMS; i++)
+        for (int p = 0; p < QP_PASS_COUNT; p++)
+            for (int o = 0; o < QP_OPND_COUNT; o++)
+                if (qp_pass_uses((qp_pass)p, (qp_operand)o)) {
+                    *fmt_mask |= 1u << l->plans[i].use[p][o].fmt;
+                    *any_rht |= l->plans[i].use[p][o].rht > 0;
+                }
+}
+
+int qp_linear_history_len(const qp_linear *l) { return qp_recipe_history_max(l->plans, l->cfg.n_layers); }
 
 void qp_linear_begin_step(qp_linear *l, int64_t step, int log_qerr)
 {
@@ -111,14 +124,17 @@ void qp_linear_set_frozen(qp_linear *l, int frozen) { l->frozen = frozen; }
 
 qp_scaling_state *qp_linear_scaling(qp_linear *l, int layer, qp_gemm_id g, qp_operand o)
 {
-    if (layer < 0 || layer >= l->cfg.n_layers || (unsigned)g >= N_QGEMMS) return NULL;
-    return &l->states[state_index(l, layer, g, o)];
+    if (layer < 0 || layer >= l->cfg.n_layers || (unsigned)g >= QP_BLOCK_GEMMS || (unsigned)o >= QP_OPND_COUNT)
+        return NULL;
+    return &l->states[state_index(layer, g, o)];
 }
 
 void qp_linear_event_counts(const qp_linear *l, int64_t counts[QP_EV_COUNT])
 {
     memcpy(counts, l->n_events, sizeof l->n_events);
 }
+
+/* ---- one operand use ------------------------------------------------------------ */
 
 static uint64_t mix64(uint64_t z)
 {
@@ -128,50 +144,65 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-uint64_t qp_linear_rht_seed(uint64_t seed) { return mix64(seed ^ 0x52485431ull); }
+static uint64_t rht_seed(uint64_t seed) { return mix64(seed ^ 0x52485431ull); }
 
-void qp_linear_use_init(qp_linear_use *u, const qp_linear_cfg *cfg, const qp_linear_plan *plan, qp_scaling_state *st,
-                        int64_t step, int micro, int frozen, int layer, qp_gemm_id g, qp_pass pass, qp_operand o,
-                        int trans, int rows, int cols)
+/* A failed operation: its message becomes the dispatch's. */
+static int op_failed(qp_linear *l)
 {
-    const qp_fmt fmt = plan->fmt[o];
-    const qp_format_traits *t = &qp_formats[fmt];
+    snprintf(l->err, sizeof l->err, "%s", l->ops->error ? l->ops->error(l->ops->ctx) : "operation failed");
+    return -1;
+}
+
+/* The rules of one use: quantization options (unscaled, SR seed/stream/word
+ * map, the scale the scaling state gives), and what the scaling state and
+ * data parallelism do with it. */
+typedef struct {
+    qp_qopts opts;
+    int owner;           /* the tensor's owning use (qp_linear_plan.owner) */
+    int update;          /* ... and its scaling state is updated after (not when frozen) */
+    int reduce_amax;     /* data parallel: reduce this slice's amax over the ranks before quantizing */
+    int scale_from_amax; /* ... and take the tensor scale from that global amax (current scaling) */
+} use_rules;
+
+/* Operand o of GEMM g in `pass`, quantized as rows x cols (after any
+ * transpose; trans: still stored transposed). Prepares st's scale at the
+ * owning use. */
+static void use_init(use_rules *u, const qp_linear *l, const qp_linear_plan *plan, qp_scaling_state *st, int layer,
+                     qp_gemm_id g, qp_pass pass, qp_operand o, int trans, int rows, int cols)
+{
+    const qp_use_plan *use = &plan->use[pass][o];
+    const qp_format_traits *t = &qp_formats[use->fmt];
     memset(u, 0, sizeof *u);
     u->opts.unscaled = true;
-    u->opts.stochastic = plan->sr[o];
-    u->opts.seed = cfg->seed;
-    u->opts.stream = mix64((uint64_t)step) ^ mix64(((uint64_t)micro << 32) | ((uint64_t)layer << 24) |
-                                                   ((uint64_t)g << 16) | ((uint64_t)pass << 8) | (uint64_t)o);
-    u->first_use = (pass == QP_PASS_FPROP && o != QP_OPND_DY) || (pass == QP_PASS_DGRAD && o == QP_OPND_DY);
-    u->update = u->first_use && !frozen;
+    u->opts.stochastic = use->sr;
+    u->opts.seed = l->cfg.seed;
+    u->opts.stream = mix64((uint64_t)l->step) ^ mix64(((uint64_t)l->micro << 32) | ((uint64_t)layer << 24) |
+                                                      ((uint64_t)g << 16) | ((uint64_t)pass << 8) | (uint64_t)o);
+    u->owner = plan->owner[o] == pass;
+    u->update = u->owner && !l->frozen;
     if (t->tensor_scale) {
-        if (u->first_use) qp_scaling_prepare(st, &u->opts);
-        else if (plan->scaling == QP_SCALING_DELAYED) u->opts.scale = st->last_scale;
+        if (u->owner) qp_scaling_prepare(st, &u->opts);
+        else if (use->scaling == QP_SCALING_DELAYED) u->opts.scale = st->last_scale; /* the owner's format: qp_recipe */
     }
     /* Data parallel: this rank holds a token slice of an activation. */
-    if (o == QP_OPND_W || cfg->dp_size <= 1) return;
+    if (o == QP_OPND_W || l->cfg.dp_size <= 1) return;
     const int qcols = trans ? rows : cols;
     /* tokens run along the quantized rows, except in wgrad once transposed */
     const int tokens_are_cols = pass == QP_PASS_WGRAD && !trans;
     const int64_t m = pass == QP_PASS_WGRAD ? cols : rows; /* this rank's tokens */
     if (tokens_are_cols) {
-        u->opts.sr_offset = (int64_t)cfg->dp_rank * m;
-        u->opts.sr_row_stride = (int64_t)cfg->dp_size * m;
+        u->opts.sr_offset = (int64_t)l->cfg.dp_rank * m;
+        u->opts.sr_row_stride = (int64_t)l->cfg.dp_size * m;
     } else {
-        u->opts.sr_offset = (int64_t)cfg->dp_rank * m * qcols;
+        u->opts.sr_offset = (int64_t)l->cfg.dp_rank * m * qcols;
     }
-    const int current = plan->scaling != QP_SCALING_DELAYED;
-    u->scale_from_amax = t->tensor_scale && current;
-    u->reduce_amax = cfg->reduce_max && (u->update || u->scale_from_amax);
+    u->scale_from_amax = t->tensor_scale && use->scaling != QP_SCALING_DELAYED;
+    u->reduce_amax = l->cfg.reduce_max && (u->update || u->scale_from_amax);
     if (!u->reduce_amax) u->scale_from_amax = 0;
 }
 
-void qp_linear_use_global_amax(qp_linear_use *u, qp_fmt fmt, float global_amax)
-{
-    if (u->scale_from_amax) u->opts.scale = qp_scale_from_amax(qp_tensor_scale_range(fmt), global_amax, 0);
-}
-
-void qp_linear_reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs)
+/* Data parallel scaling update: the counts summed over the ranks. */
+static void reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs)
 {
     if (!cfg->reduce_sum) return;
     double c[5] = {(double)qs->n, (double)qs->n_nonfinite, (double)qs->n_nonzero, (double)qs->n_sat,
@@ -181,97 +212,99 @@ void qp_linear_reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs)
     qs->n_sat = (int64_t)c[3], qs->n_flushed = (int64_t)c[4];
 }
 
-/* src is rows x cols, or cols x rows when stored transposed; dst is rows x cols. */
-static void transpose(const float *src, float *dst, int rows, int cols)
+/* The format of operand `side` of pass p of GEMM g (FP32 for the head). */
+static qp_fmt use_fmt(const qp_linear *l, int layer, qp_gemm_id g, qp_pass p, int side)
 {
-#pragma omp parallel for schedule(static)
-    for (int r0 = 0; r0 < rows; r0 += 32)
-        for (int c0 = 0; c0 < cols; c0 += 32)
-            for (int r = r0; r < r0 + 32 && r < rows; r++)
-                for (int c = c0; c < c0 + 32 && c < cols; c++) dst[(size_t)r * cols + c] = src[(size_t)c * rows + r];
+    if (g == QP_GEMM_HEAD) return QP_FMT_FP32;
+    return l->plans[layer * QP_BLOCK_GEMMS + g].use[p][qp_pass_operand(p, side)].fmt;
 }
 
-typedef struct {
-    const float *data;
-    int trans;       /* stored cols x rows */
-    float scale_inv; /* per-tensor decode scale, folded into alpha */
-    int bf16_exact;
-} operand;
-
-/* Quantize one GEMM operand (rows x cols, contraction along cols) for `pass`.
- * Returns 0, or -1 with l->err set. */
+/* Quantize one GEMM operand (rows x cols, contraction along cols; src stored
+ * cols x rows when src_trans) for `pass`, for a GEMM of `kind`. */
 static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
-                    int src_trans, int rows, int cols, operand *out)
+                   int src_trans, int rows, int cols, int kind, qp_linear_operand *out)
 {
-    if (g == QP_GEMM_HEAD || l->plans[layer].fmt[o] == QP_FMT_FP32) {
-        *out = (operand){src, src_trans, 1.0f, 0};
-        return 0;
-    }
-    const qp_linear_plan *plan = &l->plans[layer];
-    const qp_fmt fmt = plan->fmt[o];
-    const qp_format_traits *t = &qp_formats[fmt];
-    const int rht = pass == QP_PASS_WGRAD && plan->rht_wgrad;
+    const qp_linear_ops *op = l->ops;
+    void *x = op->ctx;
+    if (g == QP_GEMM_HEAD || l->plans[layer * QP_BLOCK_GEMMS + g].use[pass][o].fmt == QP_FMT_FP32)
+        return op->plain(x, src, src_trans, rows, cols, side, out) ? op_failed(l) : 0;
+    const qp_linear_plan *plan = &l->plans[layer * QP_BLOCK_GEMMS + g];
+    const qp_use_plan *use = &plan->use[pass][o];
+    const qp_format_traits *t = &qp_formats[use->fmt];
     const float *in = src;
     int trans = src_trans;
-    if (trans && (t->block_cols > 1 || rht)) {
-        transpose(src, l->tbuf[side], rows, cols);
-        in = l->tbuf[side];
+    if (trans && (t->block_cols > 1 || use->rht)) {
+        if (op->transpose(x, src, op->tbuf[side], cols, rows)) return op_failed(l);
+        in = op->tbuf[side];
         trans = 0;
     }
-    if (rht) {
-        if (in != l->tbuf[side]) memcpy(l->tbuf[side], in, (size_t)rows * cols * sizeof(float));
-        if (qp_rht16(l->tbuf[side], rows, cols, qp_linear_rht_seed(l->cfg.seed))) {
+    if (use->rht) {
+        if (cols % use->rht) {
             snprintf(l->err, sizeof l->err,
-                     "the Hadamard transform needs a contraction of a multiple of 16, not %d (layer %d, %s)", cols,
-                     layer, qp_gemm_name(g));
+                     "the Hadamard transform needs a contraction of a multiple of %d, not %d (layer %d, %s)", use->rht,
+                     cols, layer, qp_gemm_name(g));
             return -1;
         }
-        in = l->tbuf[side];
+        if (in != op->tbuf[side] && op->copy(x, op->tbuf[side], in, (int64_t)rows * cols)) return op_failed(l);
+        if (op->rht(x, op->tbuf[side], rows, cols, use->rht, rht_seed(l->cfg.seed))) return op_failed(l);
+        in = op->tbuf[side];
     }
-    qp_scaling_state *st = &l->states[state_index(l, layer, g, o)];
-    qp_linear_use u;
-    qp_linear_use_init(&u, &l->cfg, plan, st, l->step, l->micro, l->frozen, layer, g, pass, o, trans, rows, cols);
-    const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
+    qp_scaling_state *st = &l->states[state_index(layer, g, o)];
+    use_rules u;
+    use_init(&u, l, plan, st, layer, g, pass, o, trans, rows, cols);
+    const int64_t n = (int64_t)rows * cols;
     float gamax = 0.0f;
     if (u.reduce_amax) {
-        gamax = qp_amax(in, (int64_t)qrows * qcols);
+        /* data parallel (qp_linear.h): the tensor scale of current scaling
+         * and the scaling update see every rank's amax */
+        if (!op->amax) {
+            snprintf(l->err, sizeof l->err, "data parallelism needs the backend's amax operation");
+            return -1;
+        }
+        if (op->amax(x, in, n, &gamax)) return op_failed(l);
         l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
-        qp_linear_use_global_amax(&u, fmt, gamax);
+        if (u.scale_from_amax) u.opts.scale = qp_scale_from_amax(qp_tensor_scale_range(use->fmt), gamax, 0);
     }
-    qp_qstats qs;
-    qp_qdq(fmt, in, l->qbuf[side], qrows, qcols, &u.opts, &qs);
-    if (u.update && u.reduce_amax) {
-        qs.amax = gamax;
-        qp_linear_reduce_counts(&l->cfg, &qs);
+    const int log = l->log_qerr && l->cfg.on_qerr;
+    const qp_linear_qjob job = {use->fmt, in, rows, cols, trans, &u.opts, side, kind, u.update || log, log};
+    qp_linear_stats s;
+    memset(&s, 0, sizeof s);
+    if (op->quantize(x, &job, out, &s)) return op_failed(l);
+    if (u.update) {
+        qp_qstats qs = s.qs;
+        if (u.reduce_amax) {
+            qs.amax = gamax;
+            reduce_counts(&l->cfg, &qs);
+        }
+        qp_scaling_update(st, l->step, &qs);
     }
-    if (u.update) qp_scaling_update(st, l->step, &qs);
-    if (l->log_qerr && l->cfg.on_qerr) {
-        const int64_t n = (int64_t)rows * cols;
-        for (int64_t i = 0; i < n; i++) l->mbuf[i] = l->qbuf[side][i] * qs.scale_inv;
-        qp_metrics m;
-        qp_metrics_compute(in, l->mbuf, n, &qs, &m);
+    if (log) {
         qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
-                           m.rel_l2, m.snr_db, m.sat_frac, m.zero_frac, m.amax, qs.scale};
+                           s.rel_l2, s.snr_db, s.sat_frac, s.zero_frac, s.amax, s.qs.scale};
         l->cfg.on_qerr(&row, l->cfg.user);
     }
-    *out = (operand){l->qbuf[side], trans, qs.scale_inv, 1};
     return 0;
 }
 
-static int run(qp_linear *l, const operand *a, const operand *b, float *C, int M, int N, int K, int accumulate)
+static int run(qp_linear *l, const qp_linear_operand *a, const qp_linear_operand *b, float *C, int M, int N, int K,
+               int accumulate)
 {
-    if (qp_gemm_run(l->cfg.gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, a->scale_inv * b->scale_inv,
-                    accumulate, a->bf16_exact && b->bf16_exact)) {
-        snprintf(l->err, sizeof l->err, "%s", qp_gemm_error(l->cfg.gemm));
-        return -1;
-    }
-    return 0;
+    const qp_linear_ops *op = l->ops;
+    return op->gemm(op->ctx, a, b, C, M, N, K, a->scale_inv * b->scale_inv, accumulate) ? op_failed(l) : 0;
+}
+
+static int kind_of(qp_linear *l, int layer, qp_gemm_id g, qp_pass p, int M, int N, int K)
+{
+    const qp_linear_ops *op = l->ops;
+    if (!op->gemm_kind) return QP_LINEAR_EMULATED;
+    return op->gemm_kind(op->ctx, use_fmt(l, layer, g, p, 0), use_fmt(l, layer, g, p, 1), M, N, K);
 }
 
 static int check(qp_linear *l, int layer, qp_gemm_id g, int M, int IC, int OC)
 {
     const int64_t biggest = (int64_t)(M > OC ? M : OC) * (IC > OC ? IC : OC);
-    if (g != QP_GEMM_HEAD && (layer < 0 || layer >= l->cfg.n_layers || biggest > l->cfg.max_elems)) {
+    if ((unsigned)g >= QP_GEMM_COUNT || (g != QP_GEMM_HEAD && (layer < 0 || layer >= l->cfg.n_layers ||
+                                                               biggest > l->ops->max_elems))) {
         snprintf(l->err, sizeof l->err, "GEMM %s of layer %d (%dx%dx%d) outside the dispatch's sizes",
                  qp_gemm_name(g), layer, M, IC, OC);
         return -1;
@@ -283,41 +316,28 @@ int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const flo
                       int M, int IC, int OC)
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
-    operand a, w;
-    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, &a) ||
-        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, &w) || run(l, &a, &w, Y, M, OC, IC, 0))
+    qp_linear_operand a, w;
+    const int kind = kind_of(l, layer, g, QP_PASS_FPROP, M, OC, IC);
+    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, kind, &a) ||
+        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, kind, &w) || run(l, &a, &w, Y, M, OC, IC, 0))
         return -1;
-    if (b) {
-#pragma omp parallel for schedule(static)
-        for (int m = 0; m < M; m++)
-            for (int n = 0; n < OC; n++) Y[(size_t)m * OC + n] += b[n];
-    }
-    return 0;
+    return b && l->ops->bias_add(l->ops->ctx, Y, b, M, OC) ? op_failed(l) : 0;
 }
 
 int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
                        const float *X, const float *W, int M, int IC, int OC)
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
-    operand a, b;
+    qp_linear_operand a, b;
     /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
-    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, &a) ||
-        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, &b) || run(l, &a, &b, dX, M, IC, OC, 1))
+    int kind = kind_of(l, layer, g, QP_PASS_DGRAD, M, IC, OC);
+    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, kind, &a) ||
+        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, kind, &b) || run(l, &a, &b, dX, M, IC, OC, 1))
         return -1;
     /* wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T; dY and X are stored M x rows = K x . */
-    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, &a) ||
-        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, &b) || run(l, &a, &b, dW, OC, IC, M, 1))
+    kind = kind_of(l, layer, g, QP_PASS_WGRAD, OC, IC, M);
+    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, kind, &a) ||
+        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, kind, &b) || run(l, &a, &b, dW, OC, IC, M, 1))
         return -1;
-    if (db) {
-        /* column sums, rows in order; threads own disjoint column ranges */
-#pragma omp parallel for schedule(static)
-        for (int n0 = 0; n0 < OC; n0 += 64) {
-            const int n1 = n0 + 64 < OC ? n0 + 64 : OC;
-            float sum[64] = {0};
-            for (int m = 0; m < M; m++)
-                for (int n = n0; n < n1; n++) sum[n - n0] += dY[(size_t)m * OC + n];
-            for (int n = n0; n < n1; n++) db[n] += sum[n - n0];
-        }
-    }
-    return 0;
+    return db && l->ops->bias_grad(l->ops->ctx, db, dY, M, OC) ? op_failed(l) : 0;
 }

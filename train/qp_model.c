@@ -39,7 +39,7 @@ int qp_gpt_param_decays(int i)
     return i >= 0 && i < QP_GPT_NPARAMS && decays[i];
 }
 
-static void carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GPT_NPARAMS])
+void qp_gpt_carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GPT_NPARAMS])
 {
     float **ptrs[QP_GPT_NPARAMS] = {&p->wte,  &p->wpe,  &p->ln1w,    &p->ln1b,    &p->qkvw, &p->qkvb,
                                     &p->attprojw, &p->attprojb, &p->ln2w, &p->ln2b, &p->fcw,  &p->fcb,
@@ -50,7 +50,7 @@ static void carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GP
     }
 }
 
-static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])
+void qp_gpt_act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])
 {
     const int64_t L = c->layers, C = c->dim, NH = c->heads, V = c->vocab, BT = (int64_t)B * T;
     const int64_t v[QP_GPT_NACTS] = {BT * C,      L * BT * C,  L * BT,     L * BT,     L * BT * 3 * C, L * BT * C,
@@ -60,7 +60,7 @@ static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NAC
     memcpy(s, v, sizeof v);
 }
 
-static void carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS])
+void qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS])
 {
     float **ptrs[QP_GPT_NACTS] = {&a->encoded, &a->ln1, &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty,
                                   &a->preatt, &a->att, &a->attproj, &a->residual2, &a->ln2, &a->ln2_mean,
@@ -70,6 +70,20 @@ static void carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NA
         *ptrs[i] = mem;
         mem += sizes[i];
     }
+}
+
+void qp_gpt_gemm_dims(const qp_gpt_config *c, qp_gemm_id g, int *in, int *out)
+{
+    const int C = c->dim;
+    switch (g) {
+    case QP_GEMM_QKV: *in = C, *out = 3 * C; return;
+    case QP_GEMM_ATTPROJ: *in = C, *out = C; return;
+    case QP_GEMM_FC: *in = C, *out = 4 * C; return;
+    case QP_GEMM_FCPROJ: *in = 4 * C, *out = C; return;
+    case QP_GEMM_HEAD: *in = C, *out = c->vocab; return;
+    case QP_GEMM_COUNT: break;
+    }
+    *in = *out = 0;
 }
 
 /* N(0, std) from Philox, indexed by element: the same weights on any thread count. */
@@ -95,7 +109,7 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, 
     qp_gpt_param_shapes(c, m->param_sizes, NULL, NULL);
     for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
     int64_t as[QP_GPT_NACTS];
-    act_sizes(c, B, T, as);
+    qp_gpt_act_sizes(c, B, T, as);
     for (int i = 0; i < QP_GPT_NACTS; i++) m->num_acts += as[i];
     m->params_memory = malloc((size_t)m->num_params * sizeof(float));
     m->grads_memory = calloc((size_t)m->num_params, sizeof(float));
@@ -107,10 +121,10 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, 
         qp_gpt_free(m);
         return -1;
     }
-    carve_params(&m->params, m->params_memory, m->param_sizes);
-    carve_params(&m->grads, m->grads_memory, m->param_sizes);
-    carve_acts(&m->acts, m->acts_memory, as);
-    carve_acts(&m->grads_acts, m->grads_acts_memory, as);
+    qp_gpt_carve_params(&m->params, m->params_memory, m->param_sizes);
+    qp_gpt_carve_params(&m->grads, m->grads_memory, m->param_sizes);
+    qp_gpt_carve_acts(&m->acts, m->acts_memory, as);
+    qp_gpt_carve_acts(&m->grads_acts, m->grads_acts_memory, as);
 
     const float proj_std = 0.02f / sqrtf(2.0f * (float)c->layers);
     float *mem = m->params_memory;
@@ -138,6 +152,15 @@ int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T)
 {
     const int64_t BT = (int64_t)B * T, C = c->dim, big = BT > 4 * C ? BT : 4 * C;
     return big * 4 * C;
+}
+
+int64_t qp_gpt_linear_elems(const qp_gpt_config *c, int B, int T)
+{
+    const int64_t BT = (int64_t)B * T, V = c->vocab, C = c->dim;
+    int64_t n = qp_gpt_max_gemm_elems(c, B, T);
+    if (BT * V > n) n = BT * V;
+    if (V * C > n) n = V * C;
+    return n;
 }
 
 void qp_gpt_zero_grad(qp_gpt *m) { memset(m->grads_memory, 0, (size_t)m->num_params * sizeof(float)); }

@@ -30,7 +30,8 @@
 #include "qp_scaling.h"
 
 #define QP_VERSION "0.2.0"
-#define N_QGEMMS 4
+#define N_QGEMMS QP_BLOCK_GEMMS
+_Static_assert(sizeof(((qp_train_opts *)0)->recipe) == QP_RECIPE_SPEC_MAX, "--recipe holds any recipe");
 
 volatile int qp_train_stop_requested;
 
@@ -100,6 +101,7 @@ typedef struct {
     qp_train_opts o;
     qp_dataset *data;
     qp_recipe recipe;
+    qp_linear_plan *plans; /* the recipe resolved for this model: [layer][gemm] */
     qp_gemm *gemm;
     qp_linear *lin;
     qp_gpt model;
@@ -185,10 +187,10 @@ static void split3(double x, float f[3])
  * skip-step restores after a step it drops. */
 static void pack_scaling(run *r, float *hist, float *st)
 {
-    const int ns = N_STATES(r->o.layers), H = r->recipe.history_len;
+    const int ns = N_STATES(r->o.layers), H = qp_linear_history_len(r->lin);
     for (int i = 0; i < ns; i++) {
         const qp_scaling_state *s = state_at(r, i);
-        if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)H * sizeof(float));
+        if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)s->cfg.history_len * sizeof(float));
         float *row = st + (int64_t)i * STATE_COLS;
         row[0] = s->scale, row[1] = s->last_scale, row[2] = (float)s->hist_pos, row[3] = (float)s->hist_count;
         row[4] = (float)s->n_updates;
@@ -200,10 +202,10 @@ static void pack_scaling(run *r, float *hist, float *st)
 
 static void unpack_scaling(run *r, const float *hist, const float *st)
 {
-    const int ns = N_STATES(r->o.layers), H = r->recipe.history_len;
+    const int ns = N_STATES(r->o.layers), H = qp_linear_history_len(r->lin);
     for (int i = 0; i < ns; i++) {
         qp_scaling_state *s = state_at(r, i);
-        if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)H * sizeof(float));
+        if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)s->cfg.history_len * sizeof(float));
         const float *row = st + (int64_t)i * STATE_COLS;
         s->scale = row[0], s->last_scale = row[1], s->hist_pos = (int)row[2], s->hist_count = (int)row[3];
         s->n_updates = (int64_t)row[4];
@@ -220,7 +222,7 @@ static int write_checkpoint(run *r, char *err, size_t errlen)
         snprintf(err, errlen, "checkpoint: %s", r->be.error(&r->be));
         return -1;
     }
-    const int L = r->o.layers, ns = N_STATES(L), H = r->recipe.history_len;
+    const int L = r->o.layers, ns = N_STATES(L), H = qp_linear_history_len(r->lin);
     int ndim[QP_GPT_NPARAMS];
     int64_t sizes[QP_GPT_NPARAMS], shape[QP_GPT_NPARAMS][3];
     qp_gpt_param_shapes(&r->model.cfg, sizes, ndim, shape);
@@ -288,8 +290,9 @@ static int load_checkpoint(run *r, qp_ckpt *c, int with_optimizer, char *err, si
     if (read_i64(c, "step", &step, err, errlen) || read_i64(c, "best_loss_bits", &best_bits, err, errlen) ||
         read_i64(c, "history_len", &H, err, errlen))
         return -1;
-    if (H != r->recipe.history_len) {
-        snprintf(err, errlen, "checkpoint has an amax history of %lld, this run %d", (long long)H, r->recipe.history_len);
+    if (H != qp_linear_history_len(r->lin)) {
+        snprintf(err, errlen, "checkpoint has an amax history of %lld, this run %d", (long long)H,
+                 qp_linear_history_len(r->lin));
         return -1;
     }
     const int ns = N_STATES(r->o.layers);
@@ -353,7 +356,7 @@ static int handle_divergence(run *r, int64_t step, double loss, const char *reas
     if (bad_weights) reason = "nonfinite_weights";
     if (!gave_up && !bad_weights && is_mode(r, "skip-step")) {
         if (r->scaling_snap)
-            unpack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * r->recipe.history_len);
+            unpack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * qp_linear_history_len(r->lin));
         if (qp_runlog_divergence(r->log, step, loss, reason, "skip_step", err, errlen)) return QP_EXIT_RUNTIME;
         r->recoveries++;
         if (!r->o.quiet) fprintf(stderr, "\nqtrain: step %lld diverged (loss %g, %s): update skipped\n", (long long)step, loss, reason);
@@ -413,6 +416,7 @@ static void free_run(run *r)
     qp_dataset_close(r->data);
     free(r->adam_m), free(r->adam_v), free(r->eval_in), free(r->eval_tg), free(r->scaling_snap);
     free(r->g_ref), free(r->g_send), free(r->ef), free(r->payload), free(r->gathered);
+    free(r->plans);
 }
 
 static int create_runlog(run *r, const char *host, char *err, size_t errlen)
@@ -421,8 +425,15 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     int n = 0;
     qp_kv kv[48];
 #define KV(k, ...) (snprintf(v[n], sizeof v[n], __VA_ARGS__), kv[n] = (qp_kv){k, v[n]}, n++)
-    char desc[320];
-    qp_recipe_describe(&r->recipe, r->o.layers, desc, sizeof desc);
+    char desc[400];
+    qp_recipe_describe(&r->recipe, r->plans, r->o.layers, desc, sizeof desc);
+    const int plan_len = qp_recipe_explain(r->plans, r->o.layers, NULL, 0);
+    char *plan_text = plan_len >= 0 ? malloc((size_t)plan_len + 1) : NULL;
+    if (!plan_text) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    qp_recipe_explain(r->plans, r->o.layers, plan_text, (size_t)plan_len + 1);
     uint64_t h = fnv1a(r->model.params_memory, (size_t)r->model.num_params * sizeof(float), 1469598103934665603ull);
     KV("version", "%s", QP_VERSION);
     KV("host", "%s", host);
@@ -459,6 +470,7 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     KV("on_divergence", "%s", r->o.on_divergence);
     KV("inject", "%s", r->o.inject);
     KV("recipe_description", "%.150s", desc);
+    kv[n++] = (qp_kv){"recipe_plan", plan_text}; /* the canonical expanded recipe (docs/recipes.md) */
     KV("world_size", "%d", r->world);
     KV("grad_comm", "%s", r->o.grad_comm);
     KV("grad_comm_ef", "%d", r->o.grad_comm_ef ? 1 : 0);
@@ -470,6 +482,7 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     else KV("power", "nvml, energy %s", qp_nvml_energy_counter(r->nvml) ? "from the driver's counter" : "integrated from 20 ms power samples");
 #undef KV
     r->log = qp_runlog_create(r->o.out, kv, n, err, errlen);
+    free(plan_text);
     return r->log ? 0 : -1;
 }
 
@@ -614,7 +627,7 @@ static int prepare_recovery(run *r, int resumed, char *err, size_t errlen)
 {
     if (is_mode(r, "skip-step")) {
         const int64_t ns = N_STATES(r->o.layers);
-        r->scaling_snap = malloc((size_t)(ns * (r->recipe.history_len + STATE_COLS)) * sizeof(float) + 1);
+        r->scaling_snap = malloc((size_t)(ns * (qp_linear_history_len(r->lin) + STATE_COLS)) * sizeof(float) + 1);
         if (!r->scaling_snap) {
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -660,7 +673,7 @@ static int open_run(run *r, const char *host, char *resumed_from, size_t rlen, c
                 goto out;
             }
         }
-        char rec[160];
+        char rec[QP_RECIPE_SPEC_MAX];
         if (qp_ckpt_attr_str(from, "recipe", rec, sizeof rec, err, errlen)) goto out;
         if (strcmp(rec, r->recipe.spec) != 0) {
             snprintf(err, errlen, "--resume: checkpoint %s was trained with recipe %s, not %s", used, rec,
@@ -715,7 +728,7 @@ static int eval_only(run *r, qp_ckpt *from, const char *host, char *err, size_t 
     }
     double val;
     /* Delayed scaling needs an amax history: one calibration pass first. */
-    if (r->recipe.plan.scaling == QP_SCALING_DELAYED) {
+    if (qp_recipe_has_delayed(r->plans, r->o.layers)) {
         r->be.begin_step(&r->be, 0, 0);
         if (evaluate(r, &val, err, errlen)) return QP_EXIT_RUNTIME;
     }
@@ -838,7 +851,7 @@ static int train_step(run *r, qp_loader *loader, const qp_optim_cfg *oc, const i
     const double t0 = now_ms(), comm0 = qp_dist_comm_ms();
     const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
     if (r->scaling_snap)
-        pack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * r->recipe.history_len);
+        pack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * qp_linear_history_len(r->lin));
     r->be.begin_step(&r->be, step, log_qerr);
     if (r->be.zero_grad(&r->be)) return step_failed(r, step, err, errlen);
     if (inject_tensor(r, QP_INJ_PARAM, step, sizes, err, errlen)) return QP_EXIT_RUNTIME;
@@ -938,13 +951,25 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             goto done;
         }
     const int B = r->o.batch, T = r->o.seq, Bl = r->Bl;
-    int first, last;
-    qp_recipe_bf16_blocks(&r->recipe, r->o.layers, &first, &last);
-    if (r->recipe.plan.rht_wgrad && first + last < r->o.layers && ((int64_t)Bl * T) % 16) {
-        snprintf(err, errlen, "recipe %s applies the 16-point Hadamard transform over batch x seq tokens: "
-                 "--batch x --seq must be a multiple of 16%s", r->recipe.spec,
-                 r->world > 1 ? " on every rank (--batch / ranks x --seq)" : "");
+    /* the recipe for this model: blocks exist, RHT sizes divide their contractions */
+    r->plans = malloc((size_t)r->o.layers * N_QGEMMS * sizeof *r->plans);
+    if (!r->plans) {
+        snprintf(err, errlen, "out of memory");
         goto done;
+    }
+    if (qp_recipe_resolve(&r->recipe, r->o.layers, r->plans, err, errlen)) goto done;
+    {
+        const qp_gpt_config shape = {qp_dataset_vocab(r->data), T, r->o.layers, r->o.heads, r->o.dim};
+        int64_t K[QP_PASS_COUNT][N_QGEMMS];
+        for (int g = 0; g < N_QGEMMS; g++) {
+            int ic, oc;
+            qp_gpt_gemm_dims(&shape, (qp_gemm_id)g, &ic, &oc);
+            K[QP_PASS_FPROP][g] = ic, K[QP_PASS_DGRAD][g] = oc, K[QP_PASS_WGRAD][g] = (int64_t)Bl * T;
+        }
+        if (qp_recipe_check_rht(&r->recipe, r->plans, r->o.layers, K, err, errlen)) {
+            if (r->world > 1) snprintf(err + strlen(err), errlen - strlen(err), " on every rank (--batch / ranks x --seq)");
+            goto done;
+        }
     }
     rc = QP_EXIT_RUNTIME;
     r->gemm = qp_gemm_create(err, errlen);

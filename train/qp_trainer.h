@@ -30,7 +30,7 @@ extern "C" {
 extern volatile int qp_train_stop_requested;
 
 typedef struct {
-    char data[1024], out[1024], recipe[160], resume_from[1024];
+    char data[1024], out[1024], recipe[1024], resume_from[1024]; /* recipe: QP_RECIPE_SPEC_MAX */
     char device[16];         /* "cpu" (default) or "cuda" */
     char on_divergence[16];  /* "stop" (default), "skip-step" or "rollback" */
     char inject[128];        /* debug fault injection, e.g. "nan:grad:wte@12" (see --help); "" = none */
@@ -42,6 +42,7 @@ typedef struct {
     double lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps, val_frac, divergence_factor;
     uint64_t seed;
     bool resume, eval_only, quiet;
+    bool explain;            /* print the expanded recipe and exit (qp_train_explain) */
 } qp_train_opts;
 
 /* nanoGPT's baby Shakespeare configuration (4 layers, 4 heads, 128 wide,
