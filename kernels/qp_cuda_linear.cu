@@ -345,7 +345,7 @@ static int op_bias_grad(void *x, float *db, const float *dY, int M, int N)
 
 // ---- the dispatch's operations -------------------------------------------------------
 
-extern "C" qp_cuda_linear *qp_cuda_linear_create(int64_t max_elems, uint32_t fmt_mask, int any_rht, void *stream,
+extern "C" qp_cuda_linear *qp_cuda_linear_create(int64_t max_elems, const qp_linear_gemm_set *gemms, void *stream,
                                                  char *err, size_t errlen)
 {
     qp_cuda_linear *l = (qp_cuda_linear *)std::calloc(1, sizeof *l);
@@ -392,7 +392,7 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(int64_t max_elems, uint32_t fmt
     qpl_device_init(&l->dev, &pr, tbuf, ybuf, bbuf, n);
     // QP_CUDA_EMULATE=1 keeps the emulated path on FP8/FP4 hardware (for comparisons)
     const char *emu = std::getenv("QP_CUDA_EMULATE");
-    qpl_set_device(&l->dev, fmt_mask, any_rht, qp_cublt_cc(l->blt), emu && emu[0] == '1');
+    qpl_set_device(&l->dev, gemms, qp_cublt_cc(l->blt), emu && emu[0] == '1');
     return l;
 }
 

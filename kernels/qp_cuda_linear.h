@@ -56,10 +56,9 @@ extern "C" {
 typedef struct qp_cuda_linear qp_cuda_linear;
 
 /* Device operations for operands of up to max_elems elements (the model's
- * qp_gpt_linear_elems), on stream (cudaStream_t), for a recipe using the
- * formats of fmt_mask, with an RHT somewhere if any_rht
- * (qp_linear_formats). NULL + err. */
-qp_cuda_linear *qp_cuda_linear_create(int64_t max_elems, uint32_t fmt_mask, int any_rht, void *stream, char *err,
+ * qp_gpt_linear_elems), on stream (cudaStream_t), for a recipe making the
+ * GEMMs of gemms (qp_linear_gemms). NULL + err. */
+qp_cuda_linear *qp_cuda_linear_create(int64_t max_elems, const qp_linear_gemm_set *gemms, void *stream, char *err,
                                       size_t errlen);
 void qp_cuda_linear_destroy(qp_cuda_linear *l);
 /* The dispatch's operations (valid while l lives). */

@@ -242,6 +242,8 @@ static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_
     return -1;
 }
 
+static inline int qpl_is_nvfp4(int f) { return f == QP_FMT_NVFP4 || f == QP_FMT_NVFP4_2D; }
+
 /* How a GEMM (M x N x K) of formats a, b runs: QPL_F32 when one operand is
  * unquantized (FP32) and the other not; QPL_FP8 when both are per-tensor FP8
  * and the GPU runs FP8; QPL_MXFP8 when both are MXFP8 (E4M3) and QPL_NVFP4
@@ -258,8 +260,7 @@ static inline int qpl_gemm_kind(const qpl_device *d, qp_fmt fa, qp_fmt fb, int M
         return QPL_FP8;
     if (!d->block_native || K % 32) return QPL_EMULATED;
     if (fa == QP_FMT_MXFP8 && fb == QP_FMT_MXFP8) return QPL_MXFP8;
-    if ((fa == QP_FMT_NVFP4 || fa == QP_FMT_NVFP4_2D) && (fb == QP_FMT_NVFP4 || fb == QP_FMT_NVFP4_2D))
-        return QPL_NVFP4;
+    if (qpl_is_nvfp4(fa) && qpl_is_nvfp4(fb)) return QPL_NVFP4;
     return QPL_EMULATED;
 }
 
@@ -293,32 +294,40 @@ static inline int qpl_op_bias_grad(void *ctx, float *db, const float *dY, int M,
 
 /* The GPU the dispatch runs on: compute capability cc (e.g. 90, 100) and
  * QP_CUDA_EMULATE (emulate != 0: every quantized GEMM emulated), for a
- * recipe using the formats in fmt_mask (bit f for qp_fmt f:
- * qp_linear_formats) with an RHT somewhere (any_rht). Sets which GEMMs run
+ * recipe making the GEMMs of s (qp_linear_gemms). Sets which GEMMs run
  * natively and the path's name:
  *   "fp8-native"    recipes whose quantized operands are all per-tensor FP8
- *                   without an RHT, cc >= 8.9;
- *   "mxfp8-native"  MXFP8 (E4M3) operands, cc >= 10.0;
- *   "nvfp4-native"  NVFP4 (1x16 or 16x16) operands, cc >= 10.0;
- *   "emulated-bf16" every other quantized recipe (MXFP4, MXFP8-E5M2, ...);
+ *                   without an RHT, some GEMM FP8 by FP8, cc >= 8.9;
+ *   "nvfp4-native"  some GEMM multiplies NVFP4 (1x16 or 16x16) by NVFP4,
+ *                   cc >= 10.0;
+ *   "mxfp8-native"  else some GEMM multiplies MXFP8 (E4M3) by MXFP8, cc >= 10.0;
+ *   "emulated-bf16" every other quantized recipe (MXFP4, MXFP8-E5M2, mixed
+ *                   pairs, ...);
  *   "bf16", "fp32"  the unquantized recipes.
  * A native recipe's GEMMs of other formats or shapes (qpl_gemm_kind) still run
- * emulated; the name is that of its quantized GEMMs where they can. */
-static inline void qpl_set_device(qpl_device *d, uint32_t fmt_mask, int any_rht, int cc, int emulate)
+ * emulated; the name is that of its quantized GEMMs where they can (a recipe
+ * with both NVFP4 and MXFP8 pairs runs both natively, named nvfp4-native). */
+static inline void qpl_set_device(qpl_device *d, const qp_linear_gemm_set *s, int cc, int emulate)
 {
-    int any_bf16 = 0, any_emul = 0, only_fp8 = !any_rht, any_mx = 0, any_nv = 0;
-    for (int f = 0; f < QP_FMT_COUNT; f++) {
-        if (!(fmt_mask >> f & 1u)) continue;
-        if (f == QP_FMT_BF16) any_bf16 = 1;
-        else if (f != QP_FMT_FP32) any_emul = 1;
-        if (f != QP_FMT_FP32 && f != QP_FMT_BF16 && f != QP_FMT_FP8_E4M3 && f != QP_FMT_FP8_E5M2) only_fp8 = 0;
-        any_mx |= f == QP_FMT_MXFP8;
-        any_nv |= f == QP_FMT_NVFP4 || f == QP_FMT_NVFP4_2D;
-    }
+    int any_bf16 = 0, any_emul = 0, only_fp8 = !s->any_rht, any_f8 = 0, any_mx = 0, any_nv = 0;
+    for (int a = 0; a < QP_FMT_COUNT; a++)
+        for (int b = 0; b < QP_FMT_COUNT; b++) {
+            if (!s->pair[a][b]) continue;
+            for (int k = 0; k < 2; k++) {
+                const int f = k ? b : a;
+                if (f == QP_FMT_BF16) any_bf16 = 1;
+                else if (f != QP_FMT_FP32) any_emul = 1;
+                if (f != QP_FMT_FP32 && f != QP_FMT_BF16 && f != QP_FMT_FP8_E4M3 && f != QP_FMT_FP8_E5M2)
+                    only_fp8 = 0;
+            }
+            any_f8 |= (a == QP_FMT_FP8_E4M3 || a == QP_FMT_FP8_E5M2) && (b == QP_FMT_FP8_E4M3 || b == QP_FMT_FP8_E5M2);
+            any_mx |= a == QP_FMT_MXFP8 && b == QP_FMT_MXFP8;
+            any_nv |= qpl_is_nvfp4(a) && qpl_is_nvfp4(b);
+        }
     d->fp8_native = any_emul && only_fp8 && !emulate && cc >= 89;
     d->block_native = any_emul && !emulate && cc >= 100;
     d->path = any_emul ? "emulated-bf16" : any_bf16 ? "bf16" : "fp32";
-    if (d->fp8_native) d->path = "fp8-native";
+    if (d->fp8_native && any_f8) d->path = "fp8-native";
     else if (d->block_native && any_nv) d->path = "nvfp4-native";
     else if (d->block_native && any_mx) d->path = "mxfp8-native";
 }

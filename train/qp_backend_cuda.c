@@ -216,11 +216,10 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
         return -1;
     }
 #endif
-    uint32_t fmts;
-    int any_rht;
-    qp_linear_formats(host_lin, &fmts, &any_rht);
-    g->dev = qp_cuda_linear_create(qp_gpt_linear_elems(&model->cfg, model->B, model->T), fmts, any_rht, g->m.stream,
-                                   err, errlen);
+    qp_linear_gemm_set gemms;
+    qp_linear_gemms(host_lin, &gemms);
+    g->dev = qp_cuda_linear_create(qp_gpt_linear_elems(&model->cfg, model->B, model->T), &gemms, g->m.stream, err,
+                                   errlen);
     if (!g->dev || qp_cuda_gpt_upload(&g->m, NULL, adam_m, adam_v)) {
         if (g->dev) snprintf(err, errlen, "%s", g->m.err);
         g_destroy(b);

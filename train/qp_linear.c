@@ -96,16 +96,16 @@ const qp_linear_plan *qp_linear_plan_of(const qp_linear *l, int layer, qp_gemm_i
     return &l->plans[layer * QP_BLOCK_GEMMS + g];
 }
 
-void qp_linear_formats(const qp_linear *l, uint32_t *fmt_mask, int *any_rht)
+void qp_linear_gemms(const qp_linear *l, qp_linear_gemm_set *s)
 {
-    *fmt_mask = 0, *any_rht = 0;
+    memset(s, 0, sizeof *s);
     for (int i = 0; i < l->cfg.n_layers * QP_BLOCK_GEMMS; i++)
-        for (int p = 0; p < QP_PASS_COUNT; p++)
-            for (int o = 0; o < QP_OPND_COUNT; o++)
-                if (qp_pass_uses((qp_pass)p, (qp_operand)o)) {
-                    *fmt_mask |= 1u << l->plans[i].use[p][o].fmt;
-                    *any_rht |= l->plans[i].use[p][o].rht > 0;
-                }
+        for (int p = 0; p < QP_PASS_COUNT; p++) {
+            const qp_use_plan *a = &l->plans[i].use[p][qp_pass_operand((qp_pass)p, 0)],
+                              *b = &l->plans[i].use[p][qp_pass_operand((qp_pass)p, 1)];
+            s->pair[a->fmt][b->fmt] = 1;
+            s->any_rht |= a->rht > 0;
+        }
 }
 
 int qp_linear_history_len(const qp_linear *l) { return qp_recipe_history_max(l->plans, l->cfg.n_layers); }

@@ -82,9 +82,8 @@ void qp_linear_destroy(qp_linear *l);
 void qp_linear_set_ops(qp_linear *l, const qp_linear_ops *ops);
 /* The plan of GEMM g (< QP_BLOCK_GEMMS) of block layer. */
 const qp_linear_plan *qp_linear_plan_of(const qp_linear *l, int layer, qp_gemm_id g);
-/* The formats any block GEMM uses (bit f for qp_fmt f) and whether any use
- * has an RHT: what a backend needs to choose its GEMM kinds. */
-void qp_linear_formats(const qp_linear *l, uint32_t *fmt_mask, int *any_rht);
+/* The block GEMMs' format pairs and RHT (qp_linear_ops.h). */
+void qp_linear_gemms(const qp_linear *l, qp_linear_gemm_set *s);
 /* The longest amax history of the scaling states (checkpoints store that many per state). */
 int qp_linear_history_len(const qp_linear *l);
 /* Start optimizer step `step`; log_qerr: record the quantization error of

@@ -52,6 +52,15 @@ typedef struct {
     double rel_l2, snr_db, sat_frac, zero_frac, amax;
 } qp_linear_stats;
 
+/* The GEMMs a recipe makes, what a backend needs to choose its GEMM kinds
+ * (qp_linear_gemms): pair[a][b] when some pass multiplies an operand in
+ * format a (its A) by one in format b (its B); any_rht when some pass
+ * rotates its operands. */
+typedef struct {
+    unsigned char pair[QP_FMT_COUNT][QP_FMT_COUNT];
+    int any_rht;
+} qp_linear_gemm_set;
+
 /* The GEMM kind a backend runs for a pair of formats: 0 = the emulated one
  * (every backend has it); others are the backend's own. */
 #define QP_LINEAR_EMULATED 0

@@ -59,6 +59,30 @@ static const recipe_case cases[] = {
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
+/* The per-operand view of a plan that the references below are written in:
+ * every recipe here gives an operand one format, rounding and scaling in all
+ * its uses and an RHT only in wgrad, which check_plan asserts of the
+ * resolved per-use plan before view() is trusted. */
+typedef struct {
+    qp_fmt fmt[QP_OPND_COUNT];
+    bool sr[QP_OPND_COUNT];
+    bool rht_wgrad;
+    qp_scaling_mode scaling;
+} op_plan;
+
+static op_plan view(const qp_linear_plan *p)
+{
+    op_plan v;
+    memset(&v, 0, sizeof v);
+    for (int o = 0; o < QP_OPND_COUNT; o++) {
+        const qp_use_plan *u = &p->use[p->owner[o]][o];
+        v.fmt[o] = u->fmt, v.sr[o] = u->sr;
+        if (u->scaling == QP_SCALING_DELAYED) v.scaling = QP_SCALING_DELAYED;
+    }
+    v.rht_wgrad = p->use[QP_PASS_WGRAD][QP_OPND_X].rht > 0;
+    return v;
+}
+
 /* ---- data and references -------------------------------------------------- */
 
 /* Normal values times `scale`, 2% of them outliers 30-100x larger. */
@@ -258,7 +282,7 @@ typedef struct {
 
 /* The exact checks of one layer in one step; scales[o] is the delayed scale
  * each operand must have been quantized with (0: current scaling). */
-static void check_layer(const char *spec, int step, int layer, const qp_linear_plan *pl, layer_data *d,
+static void check_layer(const char *spec, int step, int layer, const op_plan *pl, layer_data *d,
                         const float scales[QP_OPND_COUNT], case_result *res)
 {
     const qp_fmt fx = pl->fmt[QP_OPND_X], fw = pl->fmt[QP_OPND_W], fdy = pl->fmt[QP_OPND_DY];
@@ -305,7 +329,7 @@ static void check_layer(const char *spec, int step, int layer, const qp_linear_p
 
 /* SR on dy (dgrad, and wgrad when there is no RHT): bounds, reproducibility,
  * step dependence, unbiasedness. */
-static void check_sr(qp_linear *lin, int layer, qp_gemm_id g, const qp_linear_plan *pl, layer_data *d,
+static void check_sr(qp_linear *lin, int layer, qp_gemm_id g, const op_plan *pl, layer_data *d,
                      case_result *res, const char *spec)
 {
     static float first_dX[M * IC], first_dW[OC * IC];
@@ -384,7 +408,7 @@ static void check_sr(qp_linear *lin, int layer, qp_gemm_id g, const qp_linear_pl
 
 /* RHT on the weight gradient: error level of an independent emulation; and
  * (without SR) not the un-rotated product. */
-static void check_rht(const qp_linear_plan *pl, layer_data *d, case_result *res, const char *spec, int layer)
+static void check_rht(const op_plan *pl, layer_data *d, case_result *res, const char *spec, int layer)
 {
     static double exact[OC * IC];
     const bool sr = pl->sr[QP_OPND_DY];
@@ -413,8 +437,26 @@ static void check_rht(const qp_linear_plan *pl, layer_data *d, case_result *res,
 
 static void check_plan(const recipe_case *c, const qp_recipe *r)
 {
-    for (int layer = 0; layer < NL; layer++) {
-        const qp_linear_plan p = qp_recipe_plan(r, layer, NL);
+    qp_linear_plan plans[NL * QP_BLOCK_GEMMS];
+    char err[512];
+    CHECK(qp_recipe_resolve(r, NL, plans, err, sizeof err) == 0, "%s: %s", c->spec, err);
+    for (int i = 0; i < NL * QP_BLOCK_GEMMS; i++) {
+        const int layer = i / QP_BLOCK_GEMMS;
+        const qp_linear_plan *pl = &plans[i];
+        /* the view holds: each operand's uses alike, an RHT only on both wgrad operands */
+        for (int o = 0; o < QP_OPND_COUNT; o++)
+            for (int ps = 0; ps < QP_PASS_COUNT; ps++) {
+                if (!qp_pass_uses((qp_pass)ps, (qp_operand)o)) continue;
+                qp_use_plan u = pl->use[ps][o], ref = pl->use[pl->owner[o]][o];
+                CHECK(u.rht == (ps == QP_PASS_WGRAD ? pl->use[QP_PASS_WGRAD][QP_OPND_DY].rht : 0),
+                      "%s layer %d: %s.%s rht %d", c->spec, layer, qp_pass_name((qp_pass)ps),
+                      qp_operand_name((qp_operand)o), u.rht);
+                u.rht = ref.rht = 0;
+                CHECK(!memcmp(&u, &ref, sizeof u), "%s layer %d: %s.%s differs from the operand's other use", c->spec,
+                      layer, qp_pass_name((qp_pass)ps), qp_operand_name((qp_operand)o));
+            }
+        CHECK(!memcmp(pl, &plans[layer * QP_BLOCK_GEMMS], sizeof *pl), "%s layer %d: GEMMs differ", c->spec, layer);
+        const op_plan p = view(pl);
         const bool bf16_block = layer >= NL - c->bf16_last;
         const qp_fmt x = bf16_block ? QP_FMT_BF16 : c->x, w = bf16_block ? QP_FMT_BF16 : c->w,
                      dy = bf16_block ? QP_FMT_BF16 : c->dy;
@@ -445,13 +487,13 @@ static void run_case(const recipe_case *c, qp_gemm *gemm, uint64_t seed)
     CHECK(lin != NULL, "create %s: %s", c->spec, err);
     if (!lin) return;
     static layer_data data[NL];
-    qp_linear_plan plans[NL];
+    op_plan plans[NL];
     const qp_gemm_id gid[NL] = {QP_GEMM_QKV, QP_GEMM_FCPROJ};
     float hist[NL][QP_OPND_COUNT] = {{0}}; /* delayed scaling: amax seen in earlier steps */
     float used[NL][QP_OPND_COUNT];          /* delayed scales of this step (0: current) */
     case_result res = {0, 0, 0, 0, -1, -1};
     uint64_t s = seed;
-    for (int layer = 0; layer < NL; layer++) plans[layer] = qp_recipe_plan(&r, layer, NL);
+    for (int layer = 0; layer < NL; layer++) plans[layer] = view(qp_linear_plan_of(lin, layer, gid[layer]));
 
     /* Two steps; the second one's data twice as large, so a delayed scale
      * (from the first step's amax) differs from the current one and clips. */
@@ -463,7 +505,7 @@ static void run_case(const recipe_case *c, qp_gemm *gemm, uint64_t seed)
             const float k = step ? 2.0f : 1.0f;
             make_layer(d, 3.0f * k, 0.05f * k, 1e-3f * k, &s);
             if (run_layer(lin, layer, gid[layer], d)) goto done;
-            const qp_linear_plan *pl = &plans[layer];
+            const op_plan *pl = &plans[layer];
             float *scales = used[layer];
             memset(scales, 0, sizeof used[layer]);
             const float *src[QP_OPND_COUNT] = {d->X, d->W, d->dY};
