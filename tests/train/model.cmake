@@ -5,6 +5,8 @@
 #   test_model_gradcheck  every parameter gradient against finite differences
 #   test_gemm_recipes     every recipe's GEMMs against quant/'s dequantization
 #                         followed by a float64 product
+#   test_recipe           the recipe language: stored preset expansions, the
+#                         documented ones (docs/recipes.md), examples, errors
 if(TARGET qpmodel)
   set(QP_MODEL_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
@@ -18,7 +20,9 @@ if(TARGET qpmodel)
   add_test(NAME test_model_gradcheck COMMAND test_model_gradcheck)
   qp_model_exe(test_gemm_recipes)
   add_test(NAME test_gemm_recipes COMMAND test_gemm_recipes)
-  set_tests_properties(test_model_gradcheck test_gemm_recipes PROPERTIES
+  qp_model_exe(test_recipe)
+  add_test(NAME test_recipe COMMAND test_recipe ${PROJECT_SOURCE_DIR}/docs/recipes.md)
+  set_tests_properties(test_model_gradcheck test_gemm_recipes test_recipe PROPERTIES
                        LABELS "unit;model" TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2")
 
   qp_model_exe(gpt_dump)
