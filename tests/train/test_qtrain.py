@@ -119,15 +119,72 @@ for recipe in ["fp8-current", "mxfp8", "nvfp4-naive", "mxfp4", "nvfp4,nvfp4-rht"
             ok = np.all(np.isfinite(f["train/loss"][:])) and len(f["train/loss"]) == 3
     check(ok, f"recipe {recipe}: {p.stderr}")
 
+# ---- the recipe language: --explain, recipe_plan, a preset and its spelling ------
+def explain(recipe, layers="2"):
+    e = run(["--recipe", recipe, "--layers", layers, "--explain"])
+    check(e.returncode == 0 and e.stderr == "", f"--explain {recipe}: exit {e.returncode} {e.stderr}")
+    return [l for l in e.stdout.splitlines() if not l.startswith("#")]
+
+
+rules = explain("nvfp4")
+check(rules == ["L0.fprop.x=nvfp4:current", "L0.fprop.w=nvfp4-2d:current", "L0.dgrad.dy=nvfp4:current:sr",
+                "L0.dgrad.w=nvfp4-2d:current", "L0.wgrad.dy=nvfp4:current:sr:rht=16",
+                "L0.wgrad.x=nvfp4:current:rht=16", "L1.fprop.x=bf16", "L1.fprop.w=bf16", "L1.dgrad.dy=bf16",
+                "L1.dgrad.w=bf16", "L1.wgrad.dy=bf16", "L1.wgrad.x=bf16"], f"nvfp4 on 2 blocks expands to {rules}")
+for args, fragment in [(["--recipe", "nvfp4,L5=bf16", "--explain"], "blocks 0..3"),
+                       (["--recipe", "nvfp4,x=nvfp5", "--explain"], "unknown format 'nvfp5'"),
+                       (["--recipe", "nvfp4", "--layers", "0", "--explain"], "--layers")]:
+    p = run(args)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(p.returncode == 2 and len(lines) == 1 and lines[0].startswith("qtrain: ") and fragment in lines[0] and
+          p.stdout == "", f"{args}: exit {p.returncode}, stderr {p.stderr!r}")
+# A preset and its explicit spelling (the expansion joined by ','), in the
+# same run of this test: bit-identical losses, errors and events, and the
+# same canonical recipe_plan in both run files.
+for preset in ["nvfp4", "fp8"]:
+    rules = explain(preset)
+    common = ["--steps", "8", "--qerr-every", "2"]
+    pa, a = train("preset_" + preset, common + ["--recipe", preset])
+    pb, b = train("spelled_" + preset, common + ["--recipe", ",".join(rules)])
+    check(pa.returncode == 0 and pb.returncode == 0, f"{preset} / spelled out: {pa.stderr} {pb.stderr}")
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        for k in ["train/loss", "train/grad_norm", "eval/val_loss", "quant/error", "events/recalib"]:
+            check(fa[k][:].tobytes() == fb[k][:].tobytes(), f"{preset} and its spelling differ in {k}")
+        plan = "\n".join(rules) + "\n"
+        check(fa.attrs["recipe_plan"] == plan and fb.attrs["recipe_plan"] == plan,
+              f"{preset}: recipe_plan {fa.attrs['recipe_plan']!r}")
+        check(fb.attrs["recipe"] == ",".join(rules), "the run file keeps the recipe as given")
+# per-use recipes train, and quantize where they say
+p, out = train("fprop_only", ["--steps", "3", "--qerr-every", "1", "--recipe", "bf16,fprop=nvfp4"])
+check(p.returncode == 0, f"bf16,fprop=nvfp4: {p.stderr}")
+with h5py.File(out, "r") as f:
+    q = f["quant/error"][:]
+    check(np.all(q["rel_l2"][q["pass"] == b"fprop"] > 0.01) and np.all(q["rel_l2"][q["pass"] != b"fprop"] < 0.01),
+          "bf16,fprop=nvfp4: only fprop has NVFP4's error")
+for recipe in ["fp8-current,w=nvfp4,L1=bf16", "nvfp4,bf16-last=0,~L1=bf16", "bf16,wgrad=fp8-e4m3:delayed",
+               "fp32,w=mxfp4"]:
+    p, out = train("rules_" + str(abs(hash(recipe))), ["--steps", "3", "--recipe", recipe])
+    ok = p.returncode == 0
+    if ok:
+        with h5py.File(out, "r") as f:
+            ok = np.all(np.isfinite(f["train/loss"][:])) and len(f["train/loss"]) == 3
+    check(ok, f"recipe {recipe}: {p.stderr}")
+# an RHT the model's shapes do not allow is bad input before anything runs
+p = run(TINY[:2] + ["--dim", "24", "--heads", "2", "--recipe", "bf16,fprop=nvfp4:rht=16",
+                    "--out", os.path.join(tmp, "rht24.h5")])
+check(p.returncode == 2 and "multiple of 16" in p.stderr and not os.path.exists(os.path.join(tmp, "rht24.h5")),
+      f"RHT over 24 columns: exit {p.returncode} {p.stderr}")
+
 # ---- resume is bit-identical --------------------------------------------------
-for recipe in ["bf16", "fp8", "nvfp4"]:
+for recipe in ["bf16", "fp8", "nvfp4", "fp8,dy:hist=16:amax=most-recent"]:
     full = ["--steps", "12", "--ckpt-every", "4", "--recipe", recipe]
-    p, ref = train("resume_ref_" + recipe, full)
-    p1, part = train("resume_" + recipe, full + ["--stop-after", "7"])
+    tag = recipe.replace(",", "_").replace(":", "_").replace("=", "")
+    p, ref = train("resume_ref_" + tag, full)
+    p1, part = train("resume_" + tag, full + ["--stop-after", "7"])
     check(p.returncode == 0 and p1.returncode == 0, f"resume runs {recipe}: {p.stderr} {p1.stderr}")
     with h5py.File(part, "r") as f:
         check(len(f["train/loss"]) == 7, "interrupted run logged 7 steps")
-    p2, part2 = train("resume_" + recipe, full + ["--resume"])
+    p2, part2 = train("resume_" + tag, full + ["--resume"])
     check(p2.returncode == 0, f"resume {recipe}: {p2.stderr}")
     with h5py.File(ref, "r") as fr, h5py.File(part, "r") as fp:
         lr_, lp = fr["train/loss"][:], fp["train/loss"][:]
