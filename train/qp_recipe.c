@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const pass_names[QP_PASS_COUNT] = {[QP_PASS_FPROP] = "fprop", [QP_PASS_DGRAD] = "dgrad",
+static const char *const pass_names[] = {[QP_PASS_FPROP] = "fprop", [QP_PASS_DGRAD] = "dgrad",
                                                       [QP_PASS_WGRAD] = "wgrad"};
-static const char *const operand_names[QP_OPND_COUNT] = {[QP_OPND_X] = "x", [QP_OPND_W] = "w", [QP_OPND_DY] = "dy"};
-static const char *const gemm_names[QP_GEMM_COUNT] = {[QP_GEMM_QKV] = "qkv", [QP_GEMM_ATTPROJ] = "attproj",
+static const char *const operand_names[] = {[QP_OPND_X] = "x", [QP_OPND_W] = "w", [QP_OPND_DY] = "dy"};
+static const char *const gemm_names[] = {[QP_GEMM_QKV] = "qkv", [QP_GEMM_ATTPROJ] = "attproj",
                                                       [QP_GEMM_FC] = "fc", [QP_GEMM_FCPROJ] = "fcproj",
                                                       [QP_GEMM_HEAD] = "head"};
 _Static_assert(sizeof pass_names / sizeof pass_names[0] == QP_PASS_COUNT, "a name per pass");
@@ -21,7 +21,7 @@ _Static_assert(sizeof gemm_names / sizeof gemm_names[0] == QP_GEMM_COUNT, "a nam
 _Static_assert(QP_BLOCK_GEMMS == QP_GEMM_HEAD, "the block's GEMMs come before the head");
 
 /* The operands of each pass: A, then B (the GEMM computes A B^T). */
-static const qp_operand pass_operands[QP_PASS_COUNT][2] = {
+static const qp_operand pass_operands[][2] = {
     [QP_PASS_FPROP] = {QP_OPND_X, QP_OPND_W},
     [QP_PASS_DGRAD] = {QP_OPND_DY, QP_OPND_W},
     [QP_PASS_WGRAD] = {QP_OPND_DY, QP_OPND_X},
@@ -57,7 +57,7 @@ typedef struct {
 } preset;
 
 enum { P_FP32, P_BF16, P_FP8, P_FP8_CURRENT, P_MXFP8, P_NVFP4, P_NVFP4_NAIVE, P_MXFP4, P_COUNT };
-static const preset presets[P_COUNT] = {
+static const preset presets[] = {
     [P_FP32] = {"fp32", "x+w+dy=fp32", 0},
     [P_BF16] = {"bf16", "x+w+dy=bf16", 0},
     [P_FP8] = {"fp8", "x+w=fp8-e4m3:delayed:hist=1024:amax=max,dy=fp8-e5m2:delayed:hist=1024:amax=max", 0},
@@ -73,7 +73,7 @@ _Static_assert(sizeof presets / sizeof presets[0] == P_COUNT, "a row per preset"
 enum { M_RHT, M_SR, M_2D, M_COUNT };
 static const struct {
     const char *name, *expansion;
-} modifiers[M_COUNT] = {
+} modifiers[] = {
     [M_RHT] = {"nvfp4-rht", "wgrad:rht=0"},
     [M_SR] = {"nvfp4-sr", "dy:rn"},
     [M_2D] = {"nvfp4-2d", "w:1d"},
@@ -138,8 +138,9 @@ static int index_of(const char *s, size_t n, const char *const *names, int count
 }
 
 enum { K_BLOCKS, K_GEMMS, K_PASSES, K_OPERANDS, K_COUNT };
-static const char *const kind_names[K_COUNT] = {[K_BLOCKS] = "blocks", [K_GEMMS] = "GEMMs",
-                                                [K_PASSES] = "passes", [K_OPERANDS] = "operands"};
+static const char *const kind_names[] = {[K_BLOCKS] = "blocks", [K_GEMMS] = "GEMMs",
+                                         [K_PASSES] = "passes", [K_OPERANDS] = "operands"};
+_Static_assert(sizeof kind_names / sizeof kind_names[0] == K_COUNT, "a name per selector kind");
 
 /* One item of a selector: its kind and, for GEMMs/passes/operands, its bit;
  * blocks fill *item. */
@@ -627,9 +628,10 @@ int qp_recipe_has_delayed(const qp_linear_plan *plans, int n_layers)
 int qp_recipe_check_rht(const qp_recipe *r, const qp_linear_plan *plans, int n_layers,
                         const int64_t K[QP_PASS_COUNT][QP_BLOCK_GEMMS], char *err, size_t errlen)
 {
-    static const char *const what[QP_PASS_COUNT] = {[QP_PASS_FPROP] = "the GEMM's input width",
-                                                    [QP_PASS_DGRAD] = "the GEMM's output width",
-                                                    [QP_PASS_WGRAD] = "batch x seq tokens"};
+    static const char *const what[] = {[QP_PASS_FPROP] = "the GEMM's input width",
+                                       [QP_PASS_DGRAD] = "the GEMM's output width",
+                                       [QP_PASS_WGRAD] = "batch x seq tokens"};
+    _Static_assert(sizeof what / sizeof what[0] == QP_PASS_COUNT, "a contraction per pass");
     for (int layer = 0; layer < n_layers; layer++)
         for (int g = 0; g < QP_BLOCK_GEMMS; g++)
             for (int ps = 0; ps < QP_PASS_COUNT; ps++) {

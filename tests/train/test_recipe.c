@@ -504,8 +504,34 @@ static void test_errors(void)
     CHECK(qp_recipe_parse(longspec, &R, err, sizeof err) != 0 && strstr(err, "1023 bytes"), "long: %s", err);
 }
 
+/* The name tables have a row for every enum value (designated initializers
+ * leave a gap NULL) and the passes' operands are the documented ones. */
+static void test_tables(void)
+{
+    const char *seen[16];
+    int n = 0;
+    for (int p = 0; p < QP_PASS_COUNT; p++) seen[n++] = qp_pass_name((qp_pass)p);
+    for (int o = 0; o < QP_OPND_COUNT; o++) seen[n++] = qp_operand_name((qp_operand)o);
+    for (int g = 0; g < QP_GEMM_COUNT; g++) seen[n++] = qp_gemm_name((qp_gemm_id)g);
+    for (int i = 0; i < n; i++) {
+        CHECK(seen[i] && seen[i][0] && strcmp(seen[i], "?"), "name %d missing", i);
+        for (int j = 0; j < i; j++) CHECK(!seen[i] || !seen[j] || strcmp(seen[i], seen[j]), "name '%s' twice", seen[i]);
+    }
+    CHECK(!strcmp(qp_pass_name(QP_PASS_COUNT), "?") && !strcmp(qp_gemm_name(QP_GEMM_COUNT), "?"), "out of range");
+    const qp_operand want[QP_PASS_COUNT][2] = {{QP_OPND_X, QP_OPND_W}, {QP_OPND_DY, QP_OPND_W}, {QP_OPND_DY, QP_OPND_X}};
+    for (int p = 0; p < QP_PASS_COUNT; p++)
+        for (int sd = 0; sd < 2; sd++) {
+            CHECK(qp_pass_operand((qp_pass)p, sd) == want[p][sd], "%s side %d", qp_pass_name((qp_pass)p), sd);
+            CHECK(qp_pass_uses((qp_pass)p, want[p][sd]), "%s uses its operands", qp_pass_name((qp_pass)p));
+        }
+    CHECK(!qp_pass_uses(QP_PASS_FPROP, QP_OPND_DY) && !qp_pass_uses(QP_PASS_DGRAD, QP_OPND_X) &&
+              !qp_pass_uses(QP_PASS_WGRAD, QP_OPND_W),
+          "each pass leaves one operand out");
+}
+
 int main(int argc, char **argv)
 {
+    test_tables();
     test_golden();
     const char *specs[] = {"fp32", "bf16", "fp8", "fp8-current", "mxfp8", "nvfp4", "nvfp4-naive", "mxfp4",
                            "nvfp4-sr", "nvfp4,nvfp4-rht,nvfp4-2d", "bf16-last=3", "bf16,fprop=nvfp4",
