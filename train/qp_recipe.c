@@ -744,8 +744,15 @@ void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_l
 {
     int first, last;
     qp_recipe_bf16_blocks(r, n_layers, &first, &last);
-    const int rep = first < n_layers - last ? first : 0; /* a block the ends do not cover */
+    /* a block the BF16 ends do not cover; when they cover all, the plan
+     * block 0 would have without them */
+    const int rep = first < n_layers - last ? first : 0;
+    qp_linear_plan *bare = NULL;
     const qp_linear_plan *p = &plans[rep * QP_BLOCK_GEMMS];
+    char e[8];
+    if (first >= n_layers - last && (bare = malloc((size_t)n_layers * QP_BLOCK_GEMMS * sizeof *bare)) &&
+        !resolve(r, n_layers, 0, bare, e, sizeof e))
+        p = bare;
     const qp_use_plan *x = &p->use[QP_PASS_FPROP][QP_OPND_X], *w = &p->use[QP_PASS_FPROP][QP_OPND_W],
                       *dy = &p->use[QP_PASS_DGRAD][QP_OPND_DY];
     /* uniform: every GEMM of every block the ends leave, every use of an
@@ -774,4 +781,5 @@ void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_l
              dy->sr ? " (stochastic rounding)" : "", rht ? ", RHT on wgrad" : "",
              !tensor_scaled ? "" : delayed ? ", delayed scaling" : ", current scaling", first, last,
              uniform ? "" : "; varies by block, GEMM or pass (recipe_plan)");
+    free(bare);
 }

@@ -437,7 +437,7 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     uint64_t h = fnv1a(r->model.params_memory, (size_t)r->model.num_params * sizeof(float), 1469598103934665603ull);
     KV("version", "%s", QP_VERSION);
     KV("host", "%s", host);
-    KV("recipe", "%s", r->recipe.spec);
+    kv[n++] = (qp_kv){"recipe", r->recipe.spec}; /* up to QP_RECIPE_SPEC_MAX: no copy */
     kv[n++] = (qp_kv){"data", r->o.data}; /* paths can be long: no copy */
     KV("data_kind", "%s", r->data ? qp_dataset_kind(r->data) : "none");
     KV("seed", "%llu", (unsigned long long)r->o.seed);
