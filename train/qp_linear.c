@@ -265,8 +265,8 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
         if (u.scale_from_amax) u.opts.scale = qp_scale_from_amax(qp_tensor_scale_range(use->fmt), gamax, 0);
     }
-    const int log = l->log_qerr && l->cfg.on_qerr;
-    const qp_linear_qjob job = {use->fmt, in, rows, cols, trans, &u.opts, side, kind, u.update || log, log};
+    const int want_row = l->log_qerr && l->cfg.on_qerr;
+    const qp_linear_qjob job = {use->fmt, in, rows, cols, trans, &u.opts, side, kind, u.update || want_row, want_row};
     qp_linear_stats s;
     memset(&s, 0, sizeof s);
     if (op->quantize(x, &job, out, &s)) return op_failed(l);
@@ -278,7 +278,7 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         }
         qp_scaling_update(st, l->step, &qs);
     }
-    if (log) {
+    if (want_row) {
         qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
                            s.rel_l2, s.snr_db, s.sat_frac, s.zero_frac, s.amax, s.qs.scale};
         l->cfg.on_qerr(&row, l->cfg.user);
