@@ -288,7 +288,7 @@ static const char *misfit(const qp_recipe_rule *rule, const qp_use_plan *u)
 
 static qp_use_plan default_use(qp_fmt fmt)
 {
-    return (qp_use_plan){fmt, false, 0, QP_SCALING_CURRENT, QP_RECIPE_DEFAULT_HISTORY, QP_AMAX_MAX};
+    return (qp_use_plan){fmt, 0, 0, QP_SCALING_CURRENT, QP_RECIPE_DEFAULT_HISTORY, QP_AMAX_MAX};
 }
 
 /* TARGET=FORMAT[:OPT...] or TARGET:OPT[:OPT...] */

@@ -65,11 +65,12 @@ int qp_pass_uses(qp_pass p, qp_operand o);
 #define QP_RECIPE_DEFAULT_HISTORY 1024 /* Transformer Engine's default amax history */
 
 /* How one use (pass, operand) of one GEMM is quantized. Fields that do not
- * apply hold their defaults (scaling current, history 1024, algo max), so two
- * uses are the same exactly when their bytes are. */
+ * apply hold their defaults (scaling current, history 1024, algo max), and
+ * the struct has no padding, so two uses are the same exactly when their
+ * bytes are (memcmp). */
 typedef struct {
     qp_fmt fmt;
-    bool sr;                  /* stochastic rounding */
+    int sr;                   /* 1: stochastic rounding, 0: round to nearest */
     int rht;                  /* random Hadamard transform size on the contraction, 0 = none */
     qp_scaling_mode scaling;  /* formats with a per-tensor scale */
     int history_len;          /* delayed scaling's amax history */
@@ -83,6 +84,11 @@ typedef struct {
     qp_use_plan use[QP_PASS_COUNT][QP_OPND_COUNT];
     qp_pass owner[QP_OPND_COUNT];
 } qp_linear_plan;
+#ifndef __cplusplus
+_Static_assert(sizeof(qp_use_plan) == 6 * sizeof(int) && sizeof(qp_linear_plan) ==
+                   QP_PASS_COUNT * QP_OPND_COUNT * sizeof(qp_use_plan) + QP_OPND_COUNT * sizeof(int),
+               "plans without padding compare by their bytes");
+#endif
 
 #define QP_RECIPE_SPEC_MAX 1024
 #define QP_RECIPE_MAX_RULES 64
