@@ -30,7 +30,7 @@ qp_install_deps() {
   if [ "$(id -u)" -ne 0 ]; then
     echo "qprec needs these Debian packages; run as root:" >&2
     echo "  apt-get install -y $missing" >&2
-    exit 1
+    return 1
   fi
   echo "== installing: $missing"
   export DEBIAN_FRONTEND=noninteractive
@@ -42,6 +42,6 @@ qp_install_deps() {
 qp_build() {
   local dir=${1:-build}; shift || true
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >"$dir.configure.log" 2>&1 || {
-    cat "$dir.configure.log" >&2; exit 1; }
+    cat "$dir.configure.log" >&2; return 1; }
   cmake --build "$dir" -j"$(nproc)"
 }
