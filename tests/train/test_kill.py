@@ -166,6 +166,14 @@ segments = []
 step_times = [t_ref / STEPS]  # an upper bound at first (start-up included); then measured live
 
 
+def stat_or_none(path):
+    """stat, or None when absent: in one call, since qtrain renames the .tmp at any moment."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
 def step_s():
     recent = sorted(step_times[-9:])
     return recent[len(recent) // 2]
@@ -179,7 +187,7 @@ def wait_fresh_tmp(proc, n, before):
     seen, last_t, prev, stale = 0, None, before, before
     deadline = time.time() + 20 + 4 * t_ref  # a bound on the wait, not an assertion
     while seen < n and time.time() < deadline and proc.poll() is None:
-        st = os.stat(tmpf) if os.path.exists(tmpf) else None
+        st = stat_or_none(tmpf)
         rewritten = stale is not None and st is not None and st.st_ino == stale.st_ino and \
             st.st_mtime_ns != stale.st_mtime_ns
         if st is None or rewritten:
@@ -200,7 +208,7 @@ while True:
     # the (n-1)th, start-up and resume included when n = 1
     nth = rnd.randint(1, 3)
     frac = rnd.random()
-    before = os.stat(tmpf) if os.path.exists(tmpf) else None
+    before = stat_or_none(tmpf)
     had_ckpt = os.path.exists(ck) or os.path.exists(ck + ".prev")
     resumes += had_ckpt
     proc = subprocess.Popen(cmd(run, ["--quiet"]), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -218,7 +226,7 @@ while True:
     proc.kill()
     proc.communicate()
     kills += 1
-    st = os.stat(tmpf) if os.path.exists(tmpf) else None
+    st = stat_or_none(tmpf)
     fresh_tmp = st is not None and (before is None or (st.st_ino, st.st_mtime_ns) != (before.st_ino, before.st_mtime_ns))
     in_ckpt += fresh_tmp
     tag = f"kill {kills} ({mode} {nth}, +{delay * 1000:.0f} ms)"
