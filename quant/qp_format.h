@@ -50,4 +50,24 @@
 #define QP_E2M3_EMAX 2 /* 7.5 = 1.875 * 2^2 */
 #define QP_E3M2_EMAX 4 /* 28 = 1.75 * 2^4 */
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The same codecs compiled once into libqpquant (qp_format.c), for a test
+ * that compares another compiler's translation of qp_core.h with gcc's
+ * (test_qcore_nvcc) and for tools that call a codec by its enum
+ * (tests/oracle/codec_dump.c). */
+uint32_t qp_lib_encode_elem(qp_elem e, float x, int sr, uint32_t r);
+float qp_lib_decode_elem(qp_elem e, uint32_t code);
+/* UE4M3 (ceil ignored) or E8M0 (rounded down, or up when ceil) code of x. */
+uint32_t qp_lib_scale_code(qp_block_scale kind, float x, int ceil);
+float qp_lib_scale_value(qp_block_scale kind, uint8_t code);
+int qp_lib_floor_log2(float x);
+uint32_t qp_lib_rng_u32(uint64_t seed, uint64_t stream, uint64_t i);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif

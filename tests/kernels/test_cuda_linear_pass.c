@@ -3,7 +3,7 @@
  * operations, against the CPU dispatch (train/qp_linear.c), without a GPU.
  *
  * Host operations: quant/'s qp_qdq / qp_quantize for the device quantizer
- * (bit-identical to it by its own tests), qp_rht16, plain transposes, and the
+ * (bit-identical to it by its own tests), qp_rht, plain transposes, and the
  * CPU GEMM on the operands the GPU GEMM would get (BF16 bits, FP32, or FP8
  * codes with a decode-scale pointer). For every recipe, both paths (emulated
  * and FP8-native for the FP8 recipes), several layers, three steps and two
@@ -66,10 +66,10 @@ static int h_copy(void *x, float *dst, const float *src, int64_t n)
     memcpy(dst, src, (size_t)n * sizeof(float));
     return 0;
 }
-static int h_rht16(void *x, float *d, int rows, int cols, uint64_t seed)
+static int h_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
     (void)x;
-    return qp_rht16(d, rows, cols, seed);
+    return qp_rht(d, rows, cols, n, seed);
 }
 static void put_stats(host *h, int side, const qp_qstats *qs)
 {
@@ -299,7 +299,7 @@ static void run(const char *spec, int cc, int M, int IC, int OC, const char *exp
     memset(&h, 0, sizeof h);
     h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
     h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
-    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht16,
+    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht,   
                          h_qdq,     h_quantize,  h_to_bf16,      h_reduce,        h_fetch,
                          h_scale_inv_ptr, h_gemm, h_bias_add,    h_bias_grad,     h_amax,
                          h_block_scales_ptr};
@@ -496,7 +496,7 @@ static void *dp_rank(void *arg)
     memset(&h, 0, sizeof h);
     h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
     h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
-    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht16,
+    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht,   
                          h_qdq,     h_quantize,  h_to_bf16,      h_reduce,        h_fetch,
                          h_scale_inv_ptr, h_gemm, h_bias_add,    h_bias_grad,     h_amax,
                          h_block_scales_ptr};
