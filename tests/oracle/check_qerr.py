@@ -172,12 +172,12 @@ def main(argv=None):
                 errors.append(f"{name}/{fmt}: missing from qerr's output")
 
     print(f"qerr vs numpy reference on {args.file}: {len(tensors)} tensors")
-    print(f"{'format':11s} {'n':>3s} {'max rel diff rel_l2':>20s} {'max |d sat|':>12s} "
+    print(f"{'format':17s} {'n':>3s} {'max rel diff rel_l2':>20s} {'max |d sat|':>12s} "
           f"{'max |d zero|':>12s} {'amax bad':>8s} {'max d snr':>10s} {'status':>6s}  worst tensor")
     for f in formats:
         s = stat[f]
         ok = "ok" if s["bad"] == 0 and s["n"] == len(tensors) else "FAIL"
-        print(f"{f:11s} {s['n']:3d} {s['rel']:20.3g} {s['sat']:12.3g} {s['zero']:12.3g} "
+        print(f"{f:17s} {s['n']:3d} {s['rel']:20.3g} {s['sat']:12.3g} {s['zero']:12.3g} "
               f"{s['amax_bad']:8d} {s['snr']:10.3g} {ok:>6s}  {s['rel_at']}")
     if four_six["n"]:
         print(f"nvfp4-4o6 <= always-6 under the same tensor scale on {four_six['n']} tensors: strictly better on "
