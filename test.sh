@@ -9,6 +9,7 @@ cd "$(dirname "$0")"
 source scripts/setup.sh
 
 qp_install_deps
+qp_install_pip_deps
 
 echo "== build (Release)"
 qp_build build
