@@ -38,7 +38,8 @@ needs() {
 
 run_ctest() { (cd "$1" && shift && ctest --output-on-failure -j"$(nproc)" "$@"); }
 
-stage "dependencies" qp_install_deps
+qp_all_deps() { qp_install_deps && qp_install_pip_deps; }
+stage "dependencies" qp_all_deps
 stage "build (Release)" qp_build build
 stage "tests" needs "build (Release)" run_ctest build
 # without CUDA: the sanitized tests are CPU tests, and this proves the build

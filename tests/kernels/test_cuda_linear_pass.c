@@ -3,7 +3,7 @@
  * operations, against the CPU dispatch (train/qp_linear.c), without a GPU.
  *
  * Host operations: quant/'s qp_qdq / qp_quantize for the device quantizer
- * (bit-identical to it by its own tests), qp_rht16, plain transposes, and the
+ * (bit-identical to it by its own tests), qp_rht, plain transposes, and the
  * CPU GEMM on the operands the GPU GEMM would get (BF16 bits, FP32, or FP8
  * codes with a decode-scale pointer). For every recipe, both paths (emulated
  * and FP8-native for the FP8 recipes), several layers, three steps and two
@@ -66,10 +66,10 @@ static int h_copy(void *x, float *dst, const float *src, int64_t n)
     memcpy(dst, src, (size_t)n * sizeof(float));
     return 0;
 }
-static int h_rht16(void *x, float *d, int rows, int cols, uint64_t seed)
+static int h_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
     (void)x;
-    return qp_rht16(d, rows, cols, seed);
+    return qp_rht(d, rows, cols, n, seed);
 }
 static void put_stats(host *h, int side, const qp_qstats *qs)
 {
@@ -262,6 +262,10 @@ static float *randv(int64_t n, float s)
     return v;
 }
 
+/* Not NULL: run() uses this plan for every layer instead of the recipe's
+ * (formats and RHT sizes no recipe name reaches yet). */
+static const qp_linear_plan *g_plan;
+
 /* cc: the fake GPU's compute capability (0: none, every GEMM emulated);
  * expect: the path name qpl_set_device must give. */
 static void run(const char *spec, int cc, int M, int IC, int OC, const char *expect)
@@ -270,7 +274,12 @@ static void run(const char *spec, int cc, int M, int IC, int OC, const char *exp
     const int L = 3;
     char err[256];
     qp_recipe recipe;
-    CHECK(qp_recipe_parse(spec, &recipe, err, sizeof err) == 0, "%s", err);
+    CHECK(qp_recipe_parse(g_plan ? "fp32" : spec, &recipe, err, sizeof err) == 0, "%s", err);
+    if (g_plan) {
+        recipe.plan = *g_plan;
+        recipe.bf16_first = recipe.bf16_last = 0;
+        snprintf(recipe.spec, sizeof recipe.spec, "%s", spec);
+    }
     static rec rref, rown;
     memset(&rref, 0, sizeof rref);
     memset(&rown, 0, sizeof rown);
@@ -299,7 +308,7 @@ static void run(const char *spec, int cc, int M, int IC, int OC, const char *exp
     memset(&h, 0, sizeof h);
     h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
     h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
-    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht16,
+    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht,   
                          h_qdq,     h_quantize,  h_to_bf16,      h_reduce,        h_fetch,
                          h_scale_inv_ptr, h_gemm, h_bias_add,    h_bias_grad,     h_amax,
                          h_block_scales_ptr};
@@ -496,7 +505,7 @@ static void *dp_rank(void *arg)
     memset(&h, 0, sizeof h);
     h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
     h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
-    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht16,
+    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht,   
                          h_qdq,     h_quantize,  h_to_bf16,      h_reduce,        h_fetch,
                          h_scale_inv_ptr, h_gemm, h_bias_add,    h_bias_grad,     h_amax,
                          h_block_scales_ptr};
@@ -670,6 +679,31 @@ int main(void)
     run("mxfp4", 100, 32, 64, 96, "emulated-bf16");
     run("mxfp8", 90, 32, 64, 96, "emulated-bf16"); /* Hopper: no block scaling */
     run("fp8", 100, 32, 64, 96, "fp8-native");
+    /* Plans of the new formats (emulated on every GPU): FP8 blocks with FP32
+     * scales run an FP32 GEMM of the scaled values on the GPU against the
+     * CPU's K-chunked GEMM (contractions above 128), the others the BF16
+     * emulation; RHT sizes from the plan. */
+    static const struct {
+        const char *what;
+        qp_fmt x, w, dy;
+        int rht_n, M;
+    } plans[] = {
+        {"fp8-block plan", QP_FMT_FP8_BLOCK, QP_FMT_FP8_BLOCK_2D, QP_FMT_FP8_BLOCK, 0, 160},
+        {"fp8-block x, mxfp8 w plan", QP_FMT_FP8_BLOCK, QP_FMT_MXFP8, QP_FMT_FP8_E5M2, 0, 160},
+        {"fp8-block-pow2 plan", QP_FMT_FP8_BLOCK_POW2, QP_FMT_FP8_BLOCK_2D_POW2, QP_FMT_FP8_BLOCK_POW2, 0, 160},
+        {"mxfp6/4o6/rceil plan", QP_FMT_MXFP6_E2M3, QP_FMT_NVFP4_4O6, QP_FMT_MXFP4_RCEIL, 0, 64},
+        {"nvfp4 rht 128 plan", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 128, 128},
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        qp_linear_plan p;
+        memset(&p, 0, sizeof p);
+        p.fmt[QP_OPND_X] = plans[i].x, p.fmt[QP_OPND_W] = plans[i].w, p.fmt[QP_OPND_DY] = plans[i].dy;
+        p.rht_wgrad = plans[i].rht_n > 0, p.rht_n = plans[i].rht_n;
+        p.scaling = QP_SCALING_CURRENT;
+        g_plan = &p;
+        run(plans[i].what, 0, plans[i].M, 192, 144, "emulated-bf16");
+        g_plan = NULL;
+    }
     test_decisions();
     const char *dp[] = {"bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4,nvfp4-2d"};
     for (size_t i = 0; i < sizeof dp / sizeof dp[0]; i++) run_dp(dp[i], 0, 32, 64, 96);
