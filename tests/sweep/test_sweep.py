@@ -611,12 +611,15 @@ def case_slurm():
     check(p.returncode == 0 and os.path.exists(script), f"--slurm: exit {p.returncode}: {p.stderr}")
     check(f"sbatch {script}" in p.stdout and f"--summarize {out}" in p.stdout, f"--slurm instructions: {p.stdout}")
     text = open(script).read()
-    for line in ("#SBATCH --array=0-3", "#SBATCH --cpus-per-task=1", f"#SBATCH --output={out}/logs/%a.log"):
+    for line in ("#SBATCH --array=0-3", "#SBATCH --cpus-per-task=1", "#SBATCH --ntasks=1",
+                 f"#SBATCH --output={out}/logs/slurm-%A_%a.log", "launch=()"):
         check(line + "\n" in text, f"script lacks {line!r}")
     check(not os.listdir(os.path.join(out, "runs")), "--slurm ran something")
     # the embedded commands are exactly the dry-run's
     dry = dry_lines(qsweep(ini, "--out", out, "--dry-run").stdout)
-    probe = write(os.path.join(d, "probe.sh"), text.replace('exec "${cmd[@]}"', 'printf "%s\\0" "${cmd[@]}"'))
+    run_line = '"${launch[@]}" "${cmd[@]}" >>"$log" 2>&1\n'
+    check(run_line in text, "script runs the command through launch")
+    probe = write(os.path.join(d, "probe.sh"), text.replace(run_line, 'printf "%s\\0" "${cmd[@]}"; exit 0\n'))
     for i, (name, argv) in enumerate(dry):
         r = subprocess.run(["bash", probe], capture_output=True, text=True, env=dict(os.environ, SLURM_ARRAY_TASK_ID=str(i)))
         got = r.stdout.split("\n", 1)[1].split("\0")[:-1] if "\n" in r.stdout else []
