@@ -12,6 +12,8 @@ QP_PACKAGES=(
   libopenmpi-dev openmpi-bin    # data-parallel qtrain (mpirun) and its "mpi" tests
   gnuplot-nox                   # figures
   python3 python3-numpy python3-h5py python3-torch   # independent oracles in tests
+  python3-venv python3-pandas   # the Python package (pip install ./python into a venv; runfile.load)
+  slurm-wlm munge               # qsweep --submit against a real single-node Slurm ("slurm" tests)
   clang libclang-rt-14-dev      # libFuzzer targets
 )
 
