@@ -38,13 +38,19 @@ static void name_path(FILE *f, const char *dir, const char *sub, const char *ext
     fprintf(f, "\"$name\"%s", ext);
 }
 
-int qs_slurm_write(const qs_experiment *e, const qs_plan *p, const char *path, char *err, size_t errlen)
+int qs_slurm_dir_ok(const qs_plan *p, char *err, size_t errlen)
 {
     /* Slurm reads #SBATCH lines itself, without a shell's quoting */
     if (strpbrk(p->dir, " \t\n%'\"\\")) {
         snprintf(err, errlen, "%s: a folder for Slurm must not contain blanks, quotes, backslashes or %%", p->dir);
         return -1;
     }
+    return 0;
+}
+
+int qs_slurm_write(const qs_experiment *e, const qs_plan *p, const char *path, char *err, size_t errlen)
+{
+    if (qs_slurm_dir_ok(p, err, errlen)) return -1;
     qs_slurm_res res;
     qs_slurm_resources(e, p, &res);
     char tmp[4500];

@@ -35,6 +35,9 @@ typedef struct {
 
 void qs_slurm_resources(const qs_experiment *e, const qs_plan *p, qs_slurm_res *r);
 
+/* 0 if the sweep folder can appear in #SBATCH lines, else -1 with err
+ * (checked before the folder is created). */
+int qs_slurm_dir_ok(const qs_plan *p, char *err, size_t errlen);
 int qs_slurm_write(const qs_experiment *e, const qs_plan *p, const char *path, char *err, size_t errlen);
 
 #endif

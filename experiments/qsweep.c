@@ -364,6 +364,10 @@ static int write_slurm(const qs_experiment *e, const qs_plan *p, const char *sel
         fprintf(stderr, "qsweep: --submit: sbatch is not on PATH (not a Slurm machine?); --slurm alone writes the script\n");
         return 2;
     }
+    if (qs_slurm_dir_ok(p, err, sizeof err)) {
+        fprintf(stderr, "qsweep: %s\n", err);
+        return 2;
+    }
     const int lock = open_sweep_dir(p, err, sizeof err);
     if (lock < 0) return 2;
     snprintf(path, sizeof path, "%s/qsweep.sbatch", p->dir);
@@ -467,7 +471,8 @@ int main(int argc, char **argv)
         if (rc) fprintf(stderr, "qsweep: %s\n", err);
         qs_grid_free(&p);
         qs_ini_free(&e);
-        return rc ? 1 : 0;
+        /* --status writes nothing: its only failure is a slurm.jobs that is not qsweep's (bad input) */
+        return rc ? (cli.status ? 2 : 1) : 0;
     }
     if (qs_ini_load(file, data, 1, &e, err, sizeof err)) {
         fprintf(stderr, "qsweep: %s\n", err);
