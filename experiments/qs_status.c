@@ -77,7 +77,8 @@ int qs_status_print(const qs_experiment *e, const qs_plan *p, FILE *f, char *err
         if (!msg[0] && !strcmp(st, "failed") && slurm_failed(t->acct))
             snprintf(msg, sizeof msg, "Slurm says %s (see %.400s/logs/slurm-%lld_%d.log)", t->acct, p->dir, t->job, i);
         if (!msg[0] && !strcmp(st, "missing"))
-            snprintf(msg, sizeof msg, "submitted, no longer queued, no run file (cancelled before it started?)");
+            snprintf(msg, sizeof msg, "%s", sch.have_queue ? "submitted, no longer queued, no run file (cancelled before it started?)"
+                                                           : "submitted; no run file yet (pending? squeue did not answer)");
         fprintf(f, "%-*s  %-13s %7s  %-24s %s\n", wname, p->runs[i].name, st, steps, slurm, msg);
     }
     fputs("total:", f);

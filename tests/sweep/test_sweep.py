@@ -689,6 +689,26 @@ def case_slurm():
     ini3 = write(os.path.join(d, "r3.ini"), open(ini2).read().replace("time = 1-02:30:00", "time = 45"))
     check(qsweep(ini3, "--out", out2, "--slurm").returncode == 0 and
           "#SBATCH --time=45\n" in open(os.path.join(out2, "qsweep.sbatch")).read(), "a new [slurm] into the same folder")
+    # --status reads squeue's and sacct's output (the formats Slurm 22.05 prints; the real
+    # thing is tests/slurm): fakes on PATH, for a folder with job 5 recorded
+    fake = os.path.join(d, "fakebin")
+    os.makedirs(fake, exist_ok=True)
+    write(os.path.join(fake, "squeue"), "#!/bin/sh\nprintf '5|2|PENDING\\n5|3|RUNNING\\n'\n")
+    write(os.path.join(fake, "sacct"), "#!/bin/sh\nprintf '5_0|COMPLETED\\n5_1|FAILED\\n5_[2-3]|PENDING\\n'\n")
+    for n in ("squeue", "sacct"):
+        os.chmod(os.path.join(fake, n), 0o755)
+    write(os.path.join(out, "slurm.jobs"), "5 0-3\n")
+    p = qsweep("--status", out, env=dict(os.environ, PATH=fake))
+    rows = {l.split()[0]: l.split()[1:] for l in p.stdout.splitlines() if l.startswith("recipe=")}
+    check(p.returncode == 0 and "note:" not in p.stdout, f"--status with squeue and sacct: {p.stdout} {p.stderr}")
+    check(rows.get("recipe=bf16_seed=1", [""])[0] == "missing" and rows.get("recipe=bf16_seed=2", [""])[0] == "failed"
+          and "Slurm says FAILED" in p.stdout and rows.get("recipe=fp8_seed=1", [""])[0] == "done"
+          and rows.get("recipe=fp8_seed=2", [""])[0] == "running",
+          f"--status: run file first (task 2 is done whatever squeue says), then squeue, then sacct: {rows}")
+    p = qsweep("--status", out, env=dict(os.environ, PATH="/nonexistent"))
+    check(p.returncode == 0 and "squeue did not answer" in p.stdout and "sacct did not answer" in p.stdout
+          and "pending? squeue did not answer" in p.stdout, f"--status without Slurm's tools: {p.stdout}")
+    os.remove(os.path.join(out, "slurm.jobs"))
     # --submit where there is no sbatch: bad input, nothing written
     out4 = os.path.join(d, "nosbatch")
     p = qsweep(ini, "--out", out4, "--submit", env=dict(os.environ, PATH="/nonexistent"))
