@@ -35,7 +35,7 @@ typedef struct {
 typedef struct {
     char partition[128], account[128]; /* #SBATCH --partition / --account */
     char time[32];                     /* --time, in one of Slurm's formats */
-    char mpi[32];                      /* srun --mpi= for ntasks > 1 (default pmix) */
+    char mpi[32];                      /* srun --mpi= for ntasks > 1 (default pmix); mpirun: mpirun -np */
     int cpus_per_task;                 /* default: the threads per run */
     int gpus_per_task;                 /* -1: 1 if a run uses --device cuda, else none */
     int ntasks;                        /* MPI ranks per run (srun qtrain); default 1 */

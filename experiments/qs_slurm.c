@@ -98,7 +98,11 @@ int qs_slurm_write(const qs_experiment *e, const qs_plan *p, const char *path, c
         fputc('\n', f);
     }
     fprintf(f, ")\n");
-    if (res.ntasks > 1)
+    if (res.ntasks > 1 && !strcmp(res.mpi, "mpirun"))
+        fprintf(f, "# every run is an MPI job of %d ranks, started by mpirun (which takes the allocation from\n"
+                   "# Slurm; rank 0 writes the run file)\nlaunch=(mpirun -np %d)\n",
+                res.ntasks, res.ntasks);
+    else if (res.ntasks > 1)
         fprintf(f, "# every run is an MPI job of %d ranks, started by srun (rank 0 writes the run file)\n"
                    "launch=(srun --mpi=%s --ntasks=%d --cpus-per-task=%d)\n",
                 res.ntasks, res.mpi, res.ntasks, res.cpus_per_task);

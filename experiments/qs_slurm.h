@@ -7,7 +7,8 @@
  *   --cpus-per-task  cpus_per_task, else the threads per run
  *   --ntasks         ntasks (default 1); above 1 every run is an MPI job of
  *                    that many ranks, started with `srun --mpi=MPI` (mpi,
- *                    default pmix: what Debian's Open MPI talks to)
+ *                    default pmix: what Debian's Open MPI talks to), or with
+ *                    `mpirun -np N` for mpi = mpirun
  *   --gpus-per-task  gpus_per_task, else 1 when a run has --device cuda
  *   --partition, --account, --time   when given
  * Slurm's own output goes to DIR/logs/slurm-JOB_TASK.log; the run's output
@@ -30,7 +31,7 @@
 /* What the array asks Slurm for, [slurm] with its defaults applied. */
 typedef struct {
     int cpus_per_task, gpus_per_task, ntasks;
-    const char *mpi;      /* srun --mpi= when ntasks > 1 */
+    const char *mpi;      /* srun --mpi= when ntasks > 1; "mpirun": mpirun -np ntasks */
 } qs_slurm_res;
 
 void qs_slurm_resources(const qs_experiment *e, const qs_plan *p, qs_slurm_res *r);

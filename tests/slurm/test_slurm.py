@@ -524,6 +524,21 @@ def case_mpi(cl, d):
     print(f"fp32, 2 ranks under srun vs 1 process: max relative loss difference {rel:.3g} over {len(loss1)} steps")
     check(rel < 1e-5, f"2-rank losses match one process (fp32 sums in another order only): {rel}")
 
+    # mpi = mpirun: Open MPI's launcher inside the allocation instead of srun (root flags from the
+    # environment, which sbatch passes on)
+    ini2 = os.path.join(d, "mpirun.ini")
+    with open(ini2, "w") as f:
+        f.write(MPI_STUDY + "mpi = mpirun\n")
+    out2 = os.path.join(d, "mpirun")
+    env = dict(cl.env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    p = subprocess.run([QSWEEP, ini2, "--out", out2, "--submit"], capture_output=True, text=True, env=env, timeout=120)
+    check(p.returncode == 0 and "launch=(mpirun -np 2)\n" in open(os.path.join(out2, "qsweep.sbatch")).read(),
+          f"mpi = mpirun: {p.stdout} {p.stderr}")
+    wait_for(lambda: cl.queue() == {}, "the mpirun run to finish", every=0.5)
+    with open_run(os.path.join(out2, "runs", "base.h5")) as f:
+        check(f.attrs["world_size"] == "2" and f["status"][-1]["state"] == b"done", "mpirun: 2 ranks, done")
+        check(f["train/loss"][:].tobytes() == loss2.tobytes(), "mpirun and srun --mpi=pmix: the same losses, bit for bit")
+
 
 def main():
     if os.geteuid() != 0:
