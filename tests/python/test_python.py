@@ -22,7 +22,7 @@ CASE:
            qdq(out=t) writes into the tensor itself, the result comes back with
            torch.from_numpy without one; bf16, non-contiguous, requires_grad.
   doctest  every docstring example of qprec and qprec.runfile (on a run file
-           qtrain writes here), and runfile.load against h5py.
+           qtrain writes here) and of docs/python.md, and runfile.load against h5py.
   install  `pip install ./python` into a fresh venv from a copy of python/ and
            quant/ alone (no build/, offline: the build backend needs nothing
            from PyPI), and from the sdist it makes; the installed package gives
@@ -382,6 +382,8 @@ def case_doctest():
         r = doctest.testmod(mod, extraglobs=globs, verbose=False)
         check(r.failed == 0 and r.attempted > 0, f"doctests of {mod.__name__}: {r}")
         print(f"doctest {mod.__name__}: {r.attempted} examples, {r.failed} failed")
+    r = doctest.testfile(os.path.join(SRC, "docs", "python.md"), module_relative=False)
+    check(r.failed == 0 and r.attempted > 0, f"the examples of docs/python.md: {r}")
     rf = qprec.runfile.load(run)
     with h5py.File(run, "r") as f:
         for k in ("step", "loss", "lr", "grad_norm", "batch_hash"):
