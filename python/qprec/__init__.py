@@ -258,7 +258,11 @@ def qdq(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False, out=None
     if out is None:
         out = _np.empty(a.shape, dtype=_F32)
     else:
-        out = _as_f32(out) if type(out).__module__.startswith("torch") else out
+        if type(out).__module__.startswith("torch"):
+            # its own storage or nothing: a converted copy would take the result away unseen
+            if str(out.dtype) != "torch.float32" or out.device.type != "cpu" or not out.is_contiguous():
+                raise ValueError("qprec: qdq: out must be a contiguous float32 CPU tensor")
+            out = out.detach().numpy()
         if not (isinstance(out, _np.ndarray) and out.dtype == _F32 and out.flags.c_contiguous and out.size == a.size):
             raise ValueError("qprec: qdq: out must be a C-contiguous float32 array with as many elements as x")
     rht_on, rht_seed = _rht(rht)

@@ -344,6 +344,8 @@ def case_torch():
     r = qprec.qdq(u, "mxfp8", out=u)
     check(u.data_ptr() == before and u.numpy().tobytes() == qprec.qdq(t, "mxfp8").tobytes()
           and np.shares_memory(r, u.numpy()), "qdq(t, out=t) writes into the tensor itself")
+    raises(ValueError, lambda: qprec.qdq(t, "mxfp8", out=t.double()), "out: a float64 tensor (would be a copy)")
+    raises(ValueError, lambda: qprec.qdq(t, "mxfp8", out=t.clone().t()), "out: a non-contiguous tensor")
     tb = t.to(torch.bfloat16)
     check(qprec.qdq(tb, "fp8-e4m3").tobytes() == qprec.qdq(tb.float().numpy(), "fp8-e4m3").tobytes(),
           "a bfloat16 tensor (widened exactly: a copy, numpy has no bf16)")
