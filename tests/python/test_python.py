@@ -242,6 +242,18 @@ def case_codes():
     shapes = [(1, 16), (7, 50), (33, 96), (2, 3, 40), (100,), (16, 32), (40, 48)]
     fmts = [f for f in qprec.formats() if f["name"] in LAYOUT]
     check(len(fmts) == len(LAYOUT), f"the library has the formats the decoder knows: {[f['name'] for f in fmts]}")
+    # formats the decoder does not know (a row quant/ added): the same checks but the decoder's
+    for info in qprec.formats():
+        if info["name"] in LAYOUT:
+            continue
+        for shape in shapes:
+            x = (rng.standard_normal(shape) * 3).astype(F32)
+            q = qprec.quantize(x, info["name"])
+            y = qprec.qdq(x, info["name"])
+            check(y.tobytes() == q.dequantize().tobytes(), f"{info['name']} {shape}: qdq == quantize().dequantize()")
+            if info["name"] in ref_formats.FORMATS:
+                ref = ref_formats.qdq(info["name"], x.reshape(q.rows, q.cols))[0].reshape(x.shape)
+                check(ref.tobytes() == y.tobytes(), f"{info['name']} {shape}: qdq == ref_formats, bit for bit")
     n = 0
     for info in fmts:
         name = info["name"]
