@@ -13,6 +13,8 @@ QP_PACKAGES=(
   gnuplot-nox                   # figures
   python3 python3-numpy python3-h5py python3-torch   # independent oracles in tests
   python3-pip                   # ml_dtypes (PyPI, not in Debian 12): the codec cross-check
+  python3-venv python3-pandas   # the Python package (pip install ./python into a venv; runfile.load)
+  slurm-wlm munge               # qsweep --submit against a real single-node Slurm ("slurm" tests)
   clang libclang-rt-14-dev      # libFuzzer targets
 )
 
