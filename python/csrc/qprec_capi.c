@@ -42,15 +42,9 @@ QPREC_EXPORT int qprec_format_index(const char *name)
 QPREC_EXPORT const char *qprec_format_name(int f) { return traits(f) ? traits(f)->name : NULL; }
 QPREC_EXPORT const char *qprec_format_description(int f) { return traits(f) ? traits(f)->description : NULL; }
 
-/* Bytes per stored block scale (0: the format has no block scales). */
-static int scale_bytes(const qp_format_traits *t)
-{
-#ifdef QP_CORE_H
-    return t->scale_bytes; /* quant/ with qp_core.h: FP32 block scales take 4 */
-#else
-    return t->block_scale == QP_SCALE_E8M0 || t->block_scale == QP_SCALE_UE4M3 ? 1 : 0;
-#endif
-}
+/* Bytes per stored block scale (0: the format has no block scales; FP32
+ * block scales take 4). */
+static int scale_bytes(const qp_format_traits *t) { return t->scale_bytes; }
 
 /* out: elem_bits, block_rows, block_cols, scale_bytes, tensor_scale; *elem_max */
 QPREC_EXPORT int qprec_format_info(int f, int64_t out[5], double *elem_max)
