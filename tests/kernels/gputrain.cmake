@@ -9,6 +9,10 @@
 #   test_cuda_train       20 steps of a small model, fp32 and bf16, CPU vs GPU
 #                         losses within 1e-3 relative (label gpu, SKIP 77
 #                         without a device)
+#   test_cuda_model_kernels  the layer kernels against the host formulas, bit
+#                         for bit (label gpu, SKIP 77)
+#   test_no_float_atomics the training path's PTX has no float atomic adds
+#                         (label unit; needs nvcc, no GPU)
 set(QP_KTEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 if(TARGET qpmodel)
   add_executable(test_cuda_model_math ${QP_KTEST_DIR}/test_cuda_model_math.c)
@@ -61,6 +65,25 @@ if(TARGET qpmodel)
   # a barrier, and spinning workers would starve them on a small machine
   set_tests_properties(test_cuda_linear_pass PROPERTIES LABELS "unit"
                        ENVIRONMENT "OMP_NUM_THREADS=2;OMP_WAIT_POLICY=passive")
+endif()
+
+# the model's layer kernels against the host formulas, bit for bit (label gpu, SKIP 77)
+if(TARGET qpcudatrain)
+  add_executable(test_cuda_model_kernels ${QP_KTEST_DIR}/test_cuda_model_kernels.cu)
+  target_include_directories(test_cuda_model_kernels PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(test_cuda_model_kernels PRIVATE qpcudatrain)
+  target_compile_options(test_cuda_model_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-fmad=false>)
+  add_test(NAME test_cuda_model_kernels COMMAND test_cuda_model_kernels)
+  set_tests_properties(test_cuda_model_kernels PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
+  # no floating-point atomics in the training path's CUDA code (PTX, no GPU needed)
+  add_test(NAME test_no_float_atomics
+           COMMAND bash ${QP_KTEST_DIR}/check_float_atomics.sh ${CMAKE_CUDA_COMPILER}
+                   ${CMAKE_CURRENT_BINARY_DIR}/float_atomics -arch=compute_90 -I${PROJECT_SOURCE_DIR}/kernels
+                   -I${PROJECT_SOURCE_DIR}/train -I${PROJECT_SOURCE_DIR}/quant -I${PROJECT_SOURCE_DIR}/io --
+                   ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_model.cu ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_linear.cu
+                   ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_quant.cu ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_rht.cu
+                   ${PROJECT_SOURCE_DIR}/kernels/qp_cublaslt.cu)
+  set_tests_properties(test_no_float_atomics PROPERTIES LABELS "unit")
 endif()
 
 # the GPU dispatch's native GEMMs (fp8, mxfp8, nvfp4) against its emulated path (label gpu, SKIP 77)
