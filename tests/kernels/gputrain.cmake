@@ -13,6 +13,9 @@
 #                         for bit (label gpu, SKIP 77)
 #   test_no_float_atomics the training path's PTX has no float atomic adds
 #                         (label unit; needs nvcc, no GPU)
+#   test_device_check     kernels/bench/device_check.sh on stubs: a summary
+#                         line per section, the global deadline, <= 8 files in
+#                         OUT, exit 77 after nvidia-smi = FAIL (label unit)
 set(QP_KTEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 if(TARGET qpmodel)
   add_executable(test_cuda_model_math ${QP_KTEST_DIR}/test_cuda_model_math.c)
@@ -42,6 +45,14 @@ if(TARGET qtrain AND QP_PYTHON)
            COMMAND ${QP_PYTHON} ${QP_KTEST_DIR}/test_qtrain_device.py $<TARGET_FILE:qtrain>
                    ${PROJECT_SOURCE_DIR}/../shared/data/tinyshakespeare.txt ${CMAKE_CURRENT_BINARY_DIR}/qtrain_device)
   set_tests_properties(test_qtrain_device PROPERTIES LABELS "unit;train" TIMEOUT 600)
+endif()
+
+# kernels/bench/device_check.sh with a stub nvidia-smi and stub binaries (no GPU needed)
+if(QP_PYTHON)
+  add_test(NAME test_device_check
+           COMMAND bash ${QP_KTEST_DIR}/test_device_check.sh ${QP_PYTHON} ${CMAKE_C_COMPILER}
+                   ${CMAKE_CURRENT_BINARY_DIR}/device_check_test)
+  set_tests_properties(test_device_check PROPERTIES LABELS "unit" TIMEOUT 600)
 endif()
 
 if(TARGET qpnvml)
