@@ -19,6 +19,9 @@
 
 namespace {
 constexpr int NT = 256;             // threads per block
+// Kernels of a thread per row (B*T rows, a few thousand): small blocks, so the
+// rows spread over every multiprocessor instead of a few dozen.
+constexpr int ROW_NT = 32;
 constexpr int RED_BLOCKS = 256;     // gradient-norm partials
 }
 
@@ -620,7 +623,7 @@ extern "C" int qp_cuda_layernorm_backward(float *dinp, float *dw, float *db, con
     cudaStream_t s = (cudaStream_t)stream;
     const int nchunks = qpm_sum_chunks(N);
     float *pw = d_part, *pb = d_part + (int64_t)nchunks * C;
-    k_layernorm_bwd_rows<<<blocks_for(N), NT, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
+    k_layernorm_bwd_rows<<<(unsigned)((N + ROW_NT - 1) / ROW_NT), ROW_NT, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
     const dim3 grid((unsigned)((C + 127) / 128), (unsigned)(nchunks < 65535 ? nchunks : 65535));
     k_layernorm_bwd_chunks<<<grid, 128, 0, s>>>(pw, pb, dout, inp, mean, rstd, N, C);
     k_layernorm_bwd_combine<<<(unsigned)((C + 127) / 128), 128, 0, s>>>(dw, db, pw, pb, nchunks, C);
@@ -631,7 +634,7 @@ extern "C" int qp_cuda_encoder_backward(float *dwte, float *dwpe, const float *d
                                         int C, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
-    k_encoder_bwd_token<<<blocks_for(C), NT, 0, s>>>(dwte, dout, inp, B * T, C);
+    k_encoder_bwd_token<<<(unsigned)((C + ROW_NT - 1) / ROW_NT), ROW_NT, 0, s>>>(dwte, dout, inp, B * T, C);
     k_encoder_bwd_pos<<<blocks_for((int64_t)T * C), NT, 0, s>>>(dwpe, dout, B, T, C);
     return (int)cudaGetLastError();
 }
@@ -674,7 +677,7 @@ static int op_layernorm_fwd(void *x, float *out, float *mean, float *rstd, const
                             const float *b, int N, int C)
 {
     PH_(QP_PH_LAYERNORM);
-    k_layernorm_fwd<<<blocks_for(N), NT, 0, S_>>>(out, mean, rstd, inp, w, b, N, C);
+    k_layernorm_fwd<<<(unsigned)((N + ROW_NT - 1) / ROW_NT), ROW_NT, 0, S_>>>(out, mean, rstd, inp, w, b, N, C);
     return op_check(x, "layernorm forward");
 }
 static int op_layernorm_bwd(void *x, float *dinp, float *dw, float *db, const float *dout, const float *inp,
@@ -726,7 +729,7 @@ static int op_softmax_ce_fwd(void *x, float *probs, float *losses, const float *
                              int V)
 {
     PH_(QP_PH_EMBED_LOSS);
-    k_softmax_ce_fwd<<<blocks_for(N), NT, 0, S_>>>(probs, losses, logits, targets, N, V);
+    k_softmax_ce_fwd<<<(unsigned)((N + ROW_NT - 1) / ROW_NT), ROW_NT, 0, S_>>>(probs, losses, logits, targets, N, V);
     return op_check(x, "softmax forward");
 }
 static int op_softmax_ce_bwd(void *x, float *dlogits, const float *probs, const int32_t *targets, float dloss, int N,
