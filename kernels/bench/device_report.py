@@ -184,9 +184,10 @@ def agree(outfile, scratch, recipes):
     for r in recipes:
         a, b = os.path.join(scratch, f"match_{r}_cpu.h5"), os.path.join(scratch, f"match_{r}_cuda.h5")
         if h5py is None or not (os.path.exists(a) and os.path.exists(b)):
-            lines.append(f"  {r:<6} missing run file ({read(os.path.join(scratch, f'match_{r}.why')).strip()})")
+            why = read(os.path.join(scratch, f"match_{r}.why")).strip()
+            lines.append(f"  {r:<6} missing run file ({why})")
             ok = False
-            short.append(f"{r} missing")
+            short.append(f"{r} missing ({why.splitlines()[0][:100] if why else 'no reason recorded'})")
             continue
         with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
             la, lb = fa["train/loss"][:], fb["train/loss"][:]
