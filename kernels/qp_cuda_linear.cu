@@ -216,10 +216,10 @@ static int op_copy(void *x, float *dst, const float *src, int64_t n)
     return e == cudaSuccess ? 0 : cuda_fail(L_, (int)e, "copy");
 }
 
-static int op_rht16(void *x, float *d, int rows, int cols, uint64_t seed)
+static int op_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
     PH_(QP_PH_QUANT);
-    const int rc = qp_cuda_rht16(d, rows, cols, seed, L_->stream);
+    const int rc = qp_cuda_rht(d, rows, cols, n, seed, L_->stream);
     return rc ? cuda_fail(L_, rc, "RHT") : 0;
 }
 
@@ -427,7 +427,7 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
     qpl_set_device(st, qp_cublt_cc(l->blt), emu && emu[0] == '1');
     qpl_ops *o = &l->ops;
     o->ctx = l;
-    o->transpose = op_transpose, o->transpose_u8 = op_transpose_u8, o->copy = op_copy, o->rht16 = op_rht16;
+    o->transpose = op_transpose, o->transpose_u8 = op_transpose_u8, o->copy = op_copy, o->rht = op_rht;
     o->qdq = op_qdq, o->quantize = op_quantize, o->to_bf16 = op_to_bf16, o->reduce = op_reduce;
     o->keep = op_keep, o->fetch_kept = op_fetch_kept, o->scale_inv_ptr = op_scale_inv_ptr, o->gemm = op_gemm;
     o->bias_add = op_bias_add, o->bias_grad = op_bias_grad;

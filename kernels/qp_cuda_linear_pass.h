@@ -43,7 +43,7 @@ typedef struct {
     int (*transpose)(void *ctx, const float *src, float *dst, int src_rows, int src_cols);
     int (*transpose_u8)(void *ctx, const uint8_t *src, uint8_t *dst, int src_rows, int src_cols);
     int (*copy)(void *ctx, float *dst, const float *src, int64_t n);
-    int (*rht16)(void *ctx, float *x, int rows, int cols, uint64_t seed);
+    int (*rht)(void *ctx, float *x, int rows, int cols, int n, uint64_t seed); /* n-point, in place */
     /* unscaled quantize-dequantize into y (FP32) and, when y_bf16, BF16 */
     int (*qdq)(void *ctx, qp_fmt fmt, const float *x, float *y, uint16_t *y_bf16, int rows, int cols,
                const qp_qopts *o, int side);
@@ -192,7 +192,7 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
     const qp_linear_plan *plan = &l->plans[layer];
     const qp_fmt fmt = plan->fmt[o];
     const qp_format_traits *t = &qp_formats[fmt];
-    const int rht = pass == QP_PASS_WGRAD && plan->rht_wgrad;
+    const int rht = pass == QP_PASS_WGRAD ? qp_linear_rht_n(plan) : 0;
     const float *in = src;
     int trans = src_trans;
     if (trans && (t->block_cols > 1 || rht)) {
@@ -201,14 +201,14 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
         trans = 0;
     }
     if (rht) {
-        if (cols % 16) {
+        if (cols % rht) {
             snprintf(l->err, sizeof l->err,
-                     "the Hadamard transform needs a contraction of a multiple of 16, not %d (layer %d, %s)", cols,
-                     layer, qp_gemm_name(g));
+                     "the %d-point Hadamard transform needs a contraction of a multiple of %d, not %d (layer %d, %s)",
+                     rht, rht, cols, layer, qp_gemm_name(g));
             return -1;
         }
         if (in != l->tbuf[side] && op->copy(x, l->tbuf[side], in, (int64_t)rows * cols)) return -1;
-        if (op->rht16(x, l->tbuf[side], rows, cols, qp_linear_rht_seed(l->cfg.seed))) return -1;
+        if (op->rht(x, l->tbuf[side], rows, cols, rht, qp_linear_rht_seed(l->cfg.seed))) return -1;
         in = l->tbuf[side];
     }
     qp_scaling_state *st = qp_linear_scaling(l->host, layer, g, o);
@@ -264,18 +264,39 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
     }
     /* FP32 copy always (statistics, transposition); BF16 straight from the
      * quantizer when no transpose follows, else a per-tensor format quantized
-     * in stored order (the CPU's SR words) and transposed */
-    if (op->qdq(x, fmt, in, l->ybuf[side], trans ? NULL : l->bbuf[side], qrows, qcols, &u.opts, side)) return -1;
+     * in stored order (the CPU's SR words) and transposed.
+     * An FP32-scaled FP8 block format (its row says unscaled_exact = 0: the
+     * scales along K cannot go into alpha and code * scale is not a BF16
+     * value) runs its fully scaled values through an FP32 GEMM
+     * (CUBLAS_COMPUTE_32F), and so does its partner operand (unscaled, its
+     * tensor scale in alpha; cuBLASLt multiplies like with like): each value
+     * is code * scale rounded once to FP32, so the product agrees with the
+     * CPU's K-chunked emulation (qp_gemm_run_kscaled) to FP32 rounding, not
+     * bit for bit. Hopper's native block-scaled FP8 GEMM (cuBLAS 12.9+) is
+     * not wired here. Block formats are never stored transposed here. */
+    const qp_operand partner = pass == QP_PASS_FPROP   ? (o == QP_OPND_X ? QP_OPND_W : QP_OPND_X)
+                               : pass == QP_PASS_DGRAD ? (o == QP_OPND_DY ? QP_OPND_W : QP_OPND_DY)
+                                                       : (o == QP_OPND_DY ? QP_OPND_X : QP_OPND_DY);
+    const int f32_gemm = !t->unscaled_exact || !qp_formats[plan->fmt[partner]].unscaled_exact;
+    qp_qopts qo = u.opts;
+    if (!t->unscaled_exact) qo.unscaled = false;
+    if (op->qdq(x, fmt, in, l->ybuf[side], trans || f32_gemm ? NULL : l->bbuf[side], qrows, qcols, &qo, side))
+        return -1;
     if (trans && (op->transpose(x, l->ybuf[side], l->tbuf[side], qrows, qcols) ||
-                  op->to_bf16(x, l->tbuf[side], l->bbuf[side], n)))
+                  (!f32_gemm && op->to_bf16(x, l->tbuf[side], l->bbuf[side], n))))
         return -1;
     if (want_stats && (op->reduce(x, in, l->ybuf[side], NULL, 0, n, side) ||
                        qpl_keep_stats(l, op, layer, g, pass, o, &u, n, side, gamax)))
         return -1;
     /* the tensor decode scale stays on the device: folded into alpha there */
-    out->op = (qp_cublt_operand){QP_CUBLT_BF16, l->bbuf[side], t->tensor_scale ? op->scale_inv_ptr(x, side) : NULL,
-                                 NULL, fmt != QP_FMT_BF16};
+    const float *scale_inv = t->tensor_scale ? op->scale_inv_ptr(x, side) : NULL;
     out->scale_inv = 1.0f;
+    if (f32_gemm) {
+        out->op = (qp_cublt_operand){QP_CUBLT_F32, trans ? l->tbuf[side] : l->ybuf[side],
+                                     t->unscaled_exact ? scale_inv : NULL, NULL, 0};
+        return 0;
+    }
+    out->op = (qp_cublt_operand){QP_CUBLT_BF16, l->bbuf[side], scale_inv, NULL, fmt != QP_FMT_BF16};
     return 0;
 }
 

@@ -941,9 +941,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     const int B = r->o.batch, T = r->o.seq, Bl = r->Bl;
     int first, last;
     qp_recipe_bf16_blocks(&r->recipe, r->o.layers, &first, &last);
-    if (r->recipe.plan.rht_wgrad && first + last < r->o.layers && ((int64_t)Bl * T) % 16) {
-        snprintf(err, errlen, "recipe %s applies the 16-point Hadamard transform over batch x seq tokens: "
-                 "--batch x --seq must be a multiple of 16%s", r->recipe.spec,
+    const int rht_n = qp_linear_rht_n(&r->recipe.plan);
+    if (rht_n && first + last < r->o.layers && ((int64_t)Bl * T) % rht_n) {
+        snprintf(err, errlen, "recipe %s applies the %d-point Hadamard transform over batch x seq tokens: "
+                 "--batch x --seq must be a multiple of %d%s", r->recipe.spec, rht_n, rht_n,
                  r->world > 1 ? " on every rank (--batch / ranks x --seq)" : "");
         goto done;
     }

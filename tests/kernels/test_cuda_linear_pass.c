@@ -3,7 +3,7 @@
  * operations, against the CPU dispatch (train/qp_linear.c), without a GPU.
  *
  * Host operations: quant/'s qp_qdq / qp_quantize for the device quantizer
- * (bit-identical to it by its own tests), qp_rht16, plain transposes, and the
+ * (bit-identical to it by its own tests), qp_rht, plain transposes, and the
  * CPU GEMM on the operands the GPU GEMM would get (BF16 bits, FP32, or FP8
  * codes with a decode-scale pointer). For every recipe, both paths (emulated
  * and FP8-native for the FP8 recipes), several layers, three steps and two
@@ -72,10 +72,10 @@ static int h_copy(void *x, float *dst, const float *src, int64_t n)
     memcpy(dst, src, (size_t)n * sizeof(float));
     return 0;
 }
-static int h_rht16(void *x, float *d, int rows, int cols, uint64_t seed)
+static int h_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
     (void)x;
-    return qp_rht16(d, rows, cols, seed);
+    return qp_rht(d, rows, cols, n, seed);
 }
 static void put_stats(host *h, int side, const qp_qstats *qs)
 {
@@ -208,9 +208,9 @@ static int h_gemm(void *x, const qp_cublt_operand *A, const qp_cublt_operand *B,
     }
     H->kinds[A->type == QP_CUBLT_MXFP8 ? QPL_MXFP8 : A->type == QP_CUBLT_NVFP4 ? QPL_NVFP4 : fp8 ? QPL_FP8 : QPL_EMULATED]++;
     if (to_f32(A, H->fa, M, K) || to_f32(B, H->fb, N, K)) return -1;
-    /* BF16 operands' decode scales are folded into alpha on the device, as
-     * qp_cublt_gemm's alpha kernel does: alpha * (sA * sB) */
-    if (A->type == QP_CUBLT_BF16 && (A->d_scale_inv || B->d_scale_inv))
+    /* BF16 and FP32 operands' decode scales are folded into alpha on the
+     * device, as qp_cublt_gemm's alpha kernel does: alpha * (sA * sB) */
+    if ((A->type == QP_CUBLT_BF16 || A->type == QP_CUBLT_F32) && (A->d_scale_inv || B->d_scale_inv))
         alpha = alpha * ((A->d_scale_inv ? *A->d_scale_inv : 1.0f) * (B->d_scale_inv ? *B->d_scale_inv : 1.0f));
     return qp_gemm_run(H->gemm, H->fa, 0, H->fb, 0, D, M, N, K, alpha, beta != 0.0f, A->type == QP_CUBLT_BF16);
 }
@@ -231,7 +231,7 @@ static int h_bias_grad(void *x, float *db, const float *dY, int M, int N)
 static qpl_ops host_ops(host *h)
 {
     return (qpl_ops){.ctx = h, .transpose = h_transpose, .transpose_u8 = h_transpose_u8, .copy = h_copy,
-                     .rht16 = h_rht16, .qdq = h_qdq, .quantize = h_quantize, .to_bf16 = h_to_bf16,
+                     .rht = h_rht, .qdq = h_qdq, .quantize = h_quantize, .to_bf16 = h_to_bf16,
                      .reduce = h_reduce, .keep = h_keep, .fetch_kept = h_fetch_kept,
                      .scale_inv_ptr = h_scale_inv_ptr, .gemm = h_gemm, .bias_add = h_bias_add,
                      .bias_grad = h_bias_grad, .amax = h_amax, .block_scales_ptr = h_block_scales_ptr};
@@ -292,6 +292,10 @@ static float *randv(int64_t n, float s)
     return v;
 }
 
+/* Not NULL: run() uses this plan for every layer instead of the recipe's
+ * (formats and RHT sizes no recipe name reaches yet). */
+static const qp_linear_plan *g_plan;
+
 /* cc: the fake GPU's compute capability (0: none, every GEMM emulated);
  * expect: the path name qpl_set_device must give; max_pending: the kept
  * list's length (0: the GPU dispatch's, which a micro-batch never fills). */
@@ -301,7 +305,12 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
     const int L = 3;
     char err[256];
     qp_recipe recipe;
-    CHECK(qp_recipe_parse(spec, &recipe, err, sizeof err) == 0, "%s", err);
+    CHECK(qp_recipe_parse(g_plan ? "fp32" : spec, &recipe, err, sizeof err) == 0, "%s", err);
+    if (g_plan) {
+        recipe.plan = *g_plan;
+        recipe.bf16_first = recipe.bf16_last = 0;
+        snprintf(recipe.spec, sizeof recipe.spec, "%s", spec);
+    }
     static rec rref, rown;
     memset(&rref, 0, sizeof rref);
     memset(&rown, 0, sizeof rown);
@@ -715,6 +724,31 @@ int main(void)
     run_kept("fp8", 0, 32, 48, 64, "emulated-bf16", 3);
     run_kept("fp8", 90, 32, 48, 64, "fp8-native", 3);
     run_kept("nvfp4", 100, 32, 64, 96, "nvfp4-native", 3);
+    /* Plans of the new formats (emulated on every GPU): FP8 blocks with FP32
+     * scales run an FP32 GEMM of the scaled values on the GPU against the
+     * CPU's K-chunked GEMM (contractions above 128), the others the BF16
+     * emulation; RHT sizes from the plan. */
+    static const struct {
+        const char *what;
+        qp_fmt x, w, dy;
+        int rht_n, M;
+    } plans[] = {
+        {"fp8-block plan", QP_FMT_FP8_BLOCK, QP_FMT_FP8_BLOCK_2D, QP_FMT_FP8_BLOCK, 0, 160},
+        {"fp8-block x, mxfp8 w plan", QP_FMT_FP8_BLOCK, QP_FMT_MXFP8, QP_FMT_FP8_E5M2, 0, 160},
+        {"fp8-block-pow2 plan", QP_FMT_FP8_BLOCK_POW2, QP_FMT_FP8_BLOCK_2D_POW2, QP_FMT_FP8_BLOCK_POW2, 0, 160},
+        {"mxfp6/4o6/rceil plan", QP_FMT_MXFP6_E2M3, QP_FMT_NVFP4_4O6, QP_FMT_MXFP4_RCEIL, 0, 64},
+        {"nvfp4 rht 128 plan", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 128, 128},
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        qp_linear_plan p;
+        memset(&p, 0, sizeof p);
+        p.fmt[QP_OPND_X] = plans[i].x, p.fmt[QP_OPND_W] = plans[i].w, p.fmt[QP_OPND_DY] = plans[i].dy;
+        p.rht_wgrad = plans[i].rht_n > 0, p.rht_n = plans[i].rht_n;
+        p.scaling = QP_SCALING_CURRENT;
+        g_plan = &p;
+        run(plans[i].what, 0, plans[i].M, 192, 144, "emulated-bf16");
+        g_plan = NULL;
+    }
     test_decisions();
     const char *dp[] = {"bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4,nvfp4-2d"};
     for (size_t i = 0; i < sizeof dp / sizeof dp[0]; i++) run_dp(dp[i], 0, 32, 64, 96);
