@@ -105,8 +105,12 @@ def quant(outfile, bench_txt):
             rows.append((m.group(1).strip(), float(m.group(2)), float(m.group(3)), float(m.group(4))))
     copy = [r for r in rows if r[0].startswith("cudaMemcpy")]
     q = [r for r in rows if r[0].startswith("quantize ")]
-    tensor_mx = [r for r in q if "nvfp4" not in r[0]]
-    nv = [r for r in q if "nvfp4" in r[0]] + [r for r in rows if r[0].startswith("rht16")]
+    # the targets: per-tensor (BF16, FP8) and MX formats >= 70% of the
+    # copy, NVFP4 (and the RHT it uses) >= 50%; other formats (FP8 blocks)
+    # are listed, not judged
+    fmt = lambda r: r[0].split()[1]
+    tensor_mx = [r for r in q if fmt(r) in ("bf16", "fp8-e4m3", "fp8-e5m2") or fmt(r).startswith("mx")]
+    nv = [r for r in q if fmt(r).startswith("nvfp4")] + [r for r in rows if r[0].startswith("rht")]
     lines, short = [text.rstrip(), ""], []
     for name, group, target in (("per-tensor/MX", tensor_mx, 70), ("NVFP4/RHT", nv, 50)):
         if group:
