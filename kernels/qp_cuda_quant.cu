@@ -16,6 +16,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "qp_cuda_internal.cuh"
@@ -397,7 +398,15 @@ extern "C" int qp_cuda_device_count(void)
     return n;
 }
 
-extern "C" const char *qp_cuda_error_string(int rc) { return rc ? cudaGetErrorString((cudaError_t)rc) : "no error"; }
+// "cudaErrorXxx (description)": the name says which error even when the
+// description is generic (a driver/runtime mismatch, an illegal address).
+extern "C" const char *qp_cuda_error_string(int rc)
+{
+    static thread_local char buf[256];
+    if (!rc) return "no error";
+    std::snprintf(buf, sizeof buf, "%s (%s)", cudaGetErrorName((cudaError_t)rc), cudaGetErrorString((cudaError_t)rc));
+    return buf;
+}
 
 extern "C" int qp_cuda_amax(const float *d_x, int64_t n, float *d_amax, void *stream)
 {

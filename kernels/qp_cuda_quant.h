@@ -12,7 +12,7 @@
  *
  * All functions are host-callable with C linkage, enqueue on `stream` (a
  * cudaStream_t; NULL = the default stream), do not synchronise unless stated,
- * and return 0 or a cudaError_t value (qp_cuda_error_string names it).
+ * and return 0 or a cudaError_t value (qp_cuda_error_string: "cudaErrorXxx (text)").
  * Device pointers are prefixed d_. */
 #ifndef QP_CUDA_QUANT_H
 #define QP_CUDA_QUANT_H
