@@ -38,5 +38,5 @@ echo
 cat demo-out/quick/summary.md
 echo
 build/bin/qplot all demo-out/quick
-echo "figures: $(ls demo-out/quick/fig/*.png | tr '\n' ' ')"
+echo "figures: $(ls demo-out/quick/fig/*.png | tr '\n' ' ')(each with .svg and .pdf twins and its data as .csv)"
 echo "summary: demo-out/quick/summary.{md,csv,h5}; run files: demo-out/quick/runs/ (schema: docs/runfile.md)"

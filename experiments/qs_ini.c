@@ -3,6 +3,7 @@
 #include "qs_ini.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -18,15 +19,16 @@
 
 #define MAX_LINE 8192
 
-enum { SEC_NONE, SEC_BASE, SEC_GRID, SEC_SWEEP };
+enum { SEC_NONE, SEC_BASE, SEC_GRID, SEC_SWEEP, SEC_SLURM, SEC_COUNT };
 
 typedef struct {
     qs_experiment *e;
     const char *path;
     char *err;
     size_t errlen;
-    int sec_line[4];                  /* header line of each section seen */
+    int sec_line[SEC_COUNT];          /* header line of each section seen */
     int baseline_line, target_line, threads_line;
+    int slurm_line[8];                /* line of each [slurm] key seen (SLURM_KEYS order) */
 } parser;
 
 static int fail(parser *p, int line, const char *fmt, ...)
@@ -181,6 +183,99 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
     return 0;
 }
 
+/* [slurm]: words go into #SBATCH lines, which Slurm reads without a shell,
+ * so they are plain names; the time is one of Slurm's formats. */
+typedef enum { SLURM_WORD, SLURM_TIME, SLURM_INT } slurm_kind;
+
+static const struct {
+    const char *key;
+    slurm_kind kind;
+    size_t offset;      /* into qs_slurm_opts */
+    size_t size;        /* SLURM_WORD/TIME: the buffer */
+    int lo, hi;         /* SLURM_INT */
+} SLURM_KEYS[] = {
+    {"partition", SLURM_WORD, offsetof(qs_slurm_opts, partition), sizeof ((qs_slurm_opts *)0)->partition, 0, 0},
+    {"account", SLURM_WORD, offsetof(qs_slurm_opts, account), sizeof ((qs_slurm_opts *)0)->account, 0, 0},
+    {"time", SLURM_TIME, offsetof(qs_slurm_opts, time), sizeof ((qs_slurm_opts *)0)->time, 0, 0},
+    {"cpus_per_task", SLURM_INT, offsetof(qs_slurm_opts, cpus_per_task), 0, 1, 4096},
+    {"gpus_per_task", SLURM_INT, offsetof(qs_slurm_opts, gpus_per_task), 0, 0, 64},
+    {"ntasks", SLURM_INT, offsetof(qs_slurm_opts, ntasks), 0, 1, 65536},
+    {"mpi", SLURM_WORD, offsetof(qs_slurm_opts, mpi), sizeof ((qs_slurm_opts *)0)->mpi, 0, 0},
+};
+#define NSLURM_KEYS (int)(sizeof SLURM_KEYS / sizeof *SLURM_KEYS)
+_Static_assert(NSLURM_KEYS <= (int)(sizeof ((parser *)0)->slurm_line / sizeof(int)), "parser.slurm_line too small");
+
+static const char *slurm_key_names(void)
+{
+    return "partition, account, time, cpus_per_task, gpus_per_task, ntasks, mpi";
+}
+
+/* Slurm's --time: minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S (digits only), or
+ * UNLIMITED / INFINITE. */
+static int slurm_time_ok(const char *v)
+{
+    if (!strcmp(v, "UNLIMITED") || !strcmp(v, "INFINITE")) return 1;
+    const char *dash = strchr(v, '-');
+    if (dash) {
+        if (dash == v) return 0;
+        for (const char *c = v; c < dash; c++)
+            if (!isdigit((unsigned char)*c)) return 0;
+        v = dash + 1;
+    }
+    int groups = 0;
+    for (const char *c = v;;) {
+        const char *start = c;
+        while (isdigit((unsigned char)*c)) c++;
+        if (c == start || c - start > 9) return 0;
+        groups++;
+        if (!*c) break;
+        if (*c != ':') return 0;
+        c++;
+    }
+    return groups >= 1 && groups <= 3;
+}
+
+static int set_slurm(parser *p, int line, const char *key_in, char *value)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s", key_in);
+    for (char *c = key; *c; c++)
+        if (*c == '-') *c = '_';
+    int k = 0;
+    while (k < NSLURM_KEYS && strcmp(SLURM_KEYS[k].key, key)) k++;
+    if (k == NSLURM_KEYS) return fail(p, line, "unknown key '%s' in [slurm] (valid: %s)", key_in, slurm_key_names());
+    if (p->slurm_line[k]) return fail(p, line, "'%s' set twice in [slurm] (first at line %d)", key, p->slurm_line[k]);
+    p->slurm_line[k] = line;
+    if (!*value) return fail(p, line, "'%s' has no value", key);
+    char *field = (char *)&p->e->slurm + SLURM_KEYS[k].offset;
+    switch (SLURM_KEYS[k].kind) {
+    case SLURM_WORD:
+        if (strlen(value) >= SLURM_KEYS[k].size || strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                                  "0123456789_.,-") != strlen(value))
+            return fail(p, line, "%s expects a Slurm name (letters, digits, _ . , -; under %zu bytes), not '%s'", key,
+                        SLURM_KEYS[k].size, value);
+        snprintf(field, SLURM_KEYS[k].size, "%s", value);
+        return 0;
+    case SLURM_TIME:
+        if (strlen(value) >= SLURM_KEYS[k].size || !slurm_time_ok(value))
+            return fail(p, line, "time expects Slurm's format (minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S), not '%s'",
+                        value);
+        snprintf(field, SLURM_KEYS[k].size, "%s", value);
+        return 0;
+    case SLURM_INT: {
+        char *end;
+        errno = 0;
+        const long v = strtol(value, &end, 10);
+        if (*end || errno || v < SLURM_KEYS[k].lo || v > SLURM_KEYS[k].hi)
+            return fail(p, line, "%s expects an integer in %d..%d, not '%s'", key, SLURM_KEYS[k].lo, SLURM_KEYS[k].hi,
+                        value);
+        *(int *)(void *)field = (int)v;
+        return 0;
+    }
+    }
+    return fail(p, line, "internal: [slurm] key kind");
+}
+
 static int parse_line(parser *p, int line, char *raw, int *section)
 {
     char *s = trim(raw);
@@ -191,8 +286,8 @@ static int parse_line(parser *p, int line, char *raw, int *section)
         *close = '\0';
         const char *name = trim(s + 1);
         const int sec = !strcmp(name, "base") ? SEC_BASE : !strcmp(name, "grid") ? SEC_GRID
-                      : !strcmp(name, "sweep") ? SEC_SWEEP : SEC_NONE;
-        if (sec == SEC_NONE) return fail(p, line, "unknown section [%s] (valid: [base], [grid], [sweep])", name);
+                      : !strcmp(name, "sweep") ? SEC_SWEEP : !strcmp(name, "slurm") ? SEC_SLURM : SEC_NONE;
+        if (sec == SEC_NONE) return fail(p, line, "unknown section [%s] (valid: [base], [grid], [sweep], [slurm])", name);
         if (p->sec_line[sec]) return fail(p, line, "section [%s] appears twice (first at line %d)", name, p->sec_line[sec]);
         p->sec_line[sec] = line;
         if (sec == SEC_BASE) p->e->base_line = line;
@@ -207,6 +302,7 @@ static int parse_line(parser *p, int line, char *raw, int *section)
     if (*section == SEC_NONE) return fail(p, line, "'%s' comes before any [section]", key);
     if (*section == SEC_BASE) return add_base(p, line, key, value);
     if (*section == SEC_GRID) return add_axis(p, line, key, value);
+    if (*section == SEC_SLURM) return set_slurm(p, line, key, value);
     return set_sweep(p, line, key, value);
 }
 
@@ -278,6 +374,7 @@ static int load_stream(FILE *f, const char *path, const char *data_override, int
 {
     memset(e, 0, sizeof *e);
     e->target_loss = NAN;
+    e->slurm.gpus_per_task = -1;
     snprintf(e->baseline, sizeof e->baseline, "bf16");
     snprintf(e->path, sizeof e->path, "%s", path);
     parser P = {.e = e, .path = path, .err = err, .errlen = errlen}, *p = &P;
@@ -376,6 +473,24 @@ static int put_value(char **s, size_t *len, size_t *cap, const char *key, const 
     return 0;
 }
 
+/* [slurm], its keys that are set, in SLURM_KEYS order (nothing when none is) */
+static int put_slurm(char **s, size_t *len, size_t *cap, const qs_slurm_opts *o)
+{
+    int header = 0;
+    for (int k = 0; k < NSLURM_KEYS; k++) {
+        const char *field = (const char *)o + SLURM_KEYS[k].offset;
+        const int iv = SLURM_KEYS[k].kind == SLURM_INT ? *(const int *)(const void *)field : 0;
+        const int set = SLURM_KEYS[k].kind == SLURM_INT ? (!strcmp(SLURM_KEYS[k].key, "gpus_per_task") ? iv >= 0 : iv > 0)
+                                                        : field[0] != '\0';
+        if (!set) continue;
+        if (!header++ && put(s, len, cap, "[slurm]\n")) return -1;
+        if (SLURM_KEYS[k].kind == SLURM_INT ? put(s, len, cap, "%s = %d\n", SLURM_KEYS[k].key, iv)
+                                            : put(s, len, cap, "%s = %s\n", SLURM_KEYS[k].key, field))
+            return -1;
+    }
+    return 0;
+}
+
 static int cmp_kv(const void *a, const void *b)
 {
     return strcmp(((const qs_kv *)a)->key, ((const qs_kv *)b)->key);
@@ -409,6 +524,7 @@ char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len)
           put(&s, &len, &cap, "\n");
     if (!bad && !isnan(e->target_loss)) bad = put(&s, &len, &cap, "target_loss = %.17g\n", e->target_loss);
     if (!bad && e->threads_per_run) bad = put(&s, &len, &cap, "threads_per_run = %d\n", e->threads_per_run);
+    bad = bad || put_slurm(&s, &len, &cap, &e->slurm);
     free(sorted);
     if (bad) {
         free(s);

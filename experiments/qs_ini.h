@@ -5,6 +5,9 @@
  *   [base]   key = value         any qtrain value option (qs_opts.h), once
  *   [grid]   key = v1, v2, ...   an axis per key, in file order
  *   [sweep]  baseline = RECIPE, target_loss = X, threads_per_run = N
+ *   [slurm]  partition, account, time, cpus_per_task, gpus_per_task, ntasks,
+ *            mpi: the job array's resources (qs_slurm.h); may change
+ *            between submissions, like [sweep]
  * Lines: `# ...` or `; ...` comments, blank lines, [section], key = value.
  * In a recipe, `|` stands for the comma of qtrain's --recipe syntax (so a
  * grid value can hold modifiers and rules, docs/recipes.md):
@@ -28,6 +31,16 @@ typedef struct {
     int nvalues, line;
 } qs_axis;
 
+/* [slurm]: what the job array asks Slurm for. Unset: "" / 0 (gpus_per_task -1). */
+typedef struct {
+    char partition[128], account[128]; /* #SBATCH --partition / --account */
+    char time[32];                     /* --time, in one of Slurm's formats */
+    char mpi[32];                      /* srun --mpi= for ntasks > 1 (default pmix); mpirun: mpirun -np */
+    int cpus_per_task;                 /* default: the threads per run */
+    int gpus_per_task;                 /* -1: 1 if a run uses --device cuda, else none */
+    int ntasks;                        /* MPI ranks per run (srun qtrain); default 1 */
+} qs_slurm_opts;
+
 typedef struct {
     char path[4096];          /* the file read */
     qs_kv *base;              /* [base] in file order; data is absolute */
@@ -37,6 +50,7 @@ typedef struct {
     char baseline[1024];      /* recipe (at most QP_RECIPE_SPEC_MAX bytes); default "bf16" */
     double target_loss;       /* NaN: not set */
     int threads_per_run;      /* 0: not set (cores / -j) */
+    qs_slurm_opts slurm;
 } qs_experiment;
 
 /* data_override: a data file replacing [base] data (the CLI's --data), or NULL.
@@ -56,7 +70,7 @@ const char *qs_ini_base(const qs_experiment *e, const char *key);
 int qs_ini_axis(const qs_experiment *e, const char *key);
 
 /* The experiment as a canonical file (what runs depends on: [base] and
- * [grid]; then [sweep]), written into DIR/qsweep.ini so --summarize and a
+ * [grid]; then [sweep] and [slurm]), written into DIR/qsweep.ini so --summarize and a
  * later run know the sweep. *identity_len: bytes of the [base]+[grid] part,
  * which must match for a rerun into the same DIR. malloc'd; NULL on OOM. */
 char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len);

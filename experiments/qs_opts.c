@@ -34,8 +34,23 @@ static const qs_opt OPTS[] = {
     {"val_frac", QS_OPT_NUM, 0, 1, 1},
     {"prefetch", QS_OPT_INT, 0, 1024, 0},
     {"divergence_factor", QS_OPT_NUM, 1, INFINITY, 1},
+    {"device", QS_OPT_CHOICE, 0, 0, 0},
 };
 #define NOPTS (int)(sizeof OPTS / sizeof OPTS[0])
+
+/* the values of each QS_OPT_CHOICE option, '|' between them */
+static const struct {
+    const char *key, *choices;
+} CHOICES[] = {
+    {"device", "cpu|cuda"},
+};
+
+static const char *choices_of(const qs_opt *o)
+{
+    for (size_t i = 0; i < sizeof CHOICES / sizeof *CHOICES; i++)
+        if (!strcmp(CHOICES[i].key, o->key)) return CHOICES[i].choices;
+    return "";
+}
 
 static const struct {
     const char *key, *why;
@@ -103,6 +118,21 @@ int qs_opt_check(const qs_opt *o, const char *value, char *err, size_t errlen)
     }
     if (!*value) {
         snprintf(err, errlen, "%s is empty", o->key);
+        return -1;
+    }
+    if (o->kind == QS_OPT_CHOICE) {
+        const size_t n = strlen(value);
+        for (const char *c = choices_of(o); c;) {
+            const char *bar = strchr(c, '|');
+            const size_t k = bar ? (size_t)(bar - c) : strlen(c);
+            if (k == n && !strncmp(c, value, n)) return 0;
+            c = bar ? bar + 1 : NULL;
+        }
+        char list[128];
+        snprintf(list, sizeof list, "%s", choices_of(o));
+        for (char *c = list; *c; c++)
+            if (*c == '|') *c = ',';
+        snprintf(err, errlen, "%s expects one of %s, not '%s'", o->key, list, value);
         return -1;
     }
     if (o->kind == QS_OPT_RECIPE) {

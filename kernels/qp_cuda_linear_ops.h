@@ -4,10 +4,12 @@
  * Owns: how a GPU turns one quantization job of the dispatch into what its
  * GEMM takes — FP8 codes with a device decode scale (FP8-native), block codes
  * with cuBLASLt-tiled block scales (MXFP8/NVFP4-native), unscaled BF16 values
- * (emulated), or FP32 values (a quantized operand meeting an unquantized one)
- * — how its statistics come back to the host, which GEMM kind a pair of
- * formats gets on which GPU (qpl_gemm_kind), and the path's name
- * (qpl_set_device). What is transposed, rotated, quantized in which format
+ * (emulated), or FP32 values (a quantized operand meeting an unquantized one,
+ * and FP8 blocks with FP32 scales and their partners), every tensor decode
+ * scale as a device pointer the GEMM applies — how its statistics are kept
+ * on the device and come back to the host in one copy per flush, which GEMM
+ * kind a pair of formats gets on which GPU (qpl_gemm_kind), and the path's
+ * name (qpl_set_device). What is transposed, rotated, quantized in which format
  * with which SR stream and scale, and what the statistics update, is the
  * dispatch's own (train/qp_linear.c), the same code the CPU runs.
  * kernels/qp_cuda_linear.cu instantiates this with kernel launches;
@@ -21,6 +23,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "qp_linear_ops.h"
@@ -52,7 +55,11 @@ typedef struct {
     int (*to_bf16)(void *ctx, const float *x, uint16_t *y, int64_t n);
     /* the error/flush reduction of x against y (FP32), or against FP8 codes */
     int (*reduce)(void *ctx, const float *x, const float *y, const uint8_t *codes, int e5m2, int64_t n, int side);
-    int (*fetch)(void *ctx, int side, qpl_stats *out); /* waits */
+    /* keep the statistics now in scratch `side` (its last quantize/qdq and
+     * reduce) as kept set `slot`, in stream order */
+    int (*keep)(void *ctx, int side, int slot);
+    /* kept sets 0..n-1 to the host (waits for the stream) */
+    int (*fetch_kept)(void *ctx, int n, qpl_stats *out);
     const float *(*scale_inv_ptr)(void *ctx, int side);
     /* the tiled block scales of the last block-format quantize of `side` */
     const uint8_t *(*block_scales_ptr)(void *ctx, int side);
@@ -74,6 +81,9 @@ typedef struct {
     float *tbuf[2], *ybuf[2]; /* per side: transposed/rotated copy, quantize-dequantized copy (max_elems) */
     uint16_t *bbuf[2];        /* per side: the GEMM operand (BF16, or codes) (max_elems) */
     int64_t max_elems;
+    int64_t n[2];             /* per side: elements of the last quantization */
+    int64_t *kept_n;          /* per kept set: its elements (host, max_kept) */
+    qpl_stats *kept;          /* where a fetch puts the kept sets (host, max_kept) */
     int fp8_native;   /* per-tensor FP8 GEMMs run natively (qpl_set_device) */
     int block_native; /* MXFP8 and NVFP4 GEMMs run natively, block-scaled */
     const char *path; /* the GEMM path's name */
@@ -144,38 +154,53 @@ static inline int qpl_op_plain(void *ctx, const float *x, int trans, int rows, i
         QPL_TRY(d->prim.transpose(d->prim.ctx, x, d->tbuf[side], cols, rows));
         v = d->tbuf[side];
     }
-    *out = (qp_linear_operand){QP_LOP_F32, v, 0, 1.0f, NULL, NULL};
+    *out = (qp_linear_operand){QP_LOP_F32, v, 0, 1.0f, NULL, NULL, NULL};
     return 0;
 }
 
-/* The statistics of side's last quantization, as the dispatch wants them. */
-static inline int qpl_stats_of(qpl_device *d, int side, int64_t n, int metrics, qp_linear_stats *st)
+/* Keep side's statistics as slot `slot`, with the element count they need. */
+static inline int qpl_op_keep(void *ctx, int side, int slot)
 {
-    qpl_stats h;
-    QPL_TRY(d->prim.fetch(d->prim.ctx, side, &h));
-    qp_qstats *qs = &st->qs;
-    memset(qs, 0, sizeof *qs);
-    qs->n = n;
-    qs->n_nonfinite = (int64_t)h.n_nonfinite;
-    qs->n_nonzero = (int64_t)h.n_nonzero;
-    qs->n_sat = (int64_t)h.n_sat;
-    qs->n_flushed = (int64_t)h.n_flushed;
-    qs->amax = h.amax;
-    qs->scale = h.scale;
-    qs->scale_inv = h.scale_inv;
-    if (metrics) {
-        const double xx = h.xx, ee = h.ee;
+    qpl_device *d = QPL_D;
+    if (slot < 0 || slot >= d->ops.max_kept) return qpl_fail(d, "kept statistics slot out of range");
+    QPL_TRY(d->prim.keep(d->prim.ctx, side, slot));
+    d->kept_n[slot] = d->n[side];
+    return 0;
+}
+
+/* Kept sets 0..n-1 as the dispatch wants them: the counts, and the error
+ * metrics from the device's sums. */
+static inline int qpl_op_fetch_kept(void *ctx, int n, qp_linear_stats *out)
+{
+    qpl_device *d = QPL_D;
+    if (n > d->ops.max_kept) return qpl_fail(d, "more kept statistics than slots");
+    QPL_TRY(d->prim.fetch_kept(d->prim.ctx, n, d->kept));
+    for (int i = 0; i < n; i++) {
+        const qpl_stats *h = &d->kept[i];
+        qp_linear_stats *st = &out[i];
+        qp_qstats *qs = &st->qs;
+        memset(st, 0, sizeof *st);
+        qs->n = d->kept_n[i];
+        qs->n_nonfinite = (int64_t)h->n_nonfinite;
+        qs->n_nonzero = (int64_t)h->n_nonzero;
+        qs->n_sat = (int64_t)h->n_sat;
+        qs->n_flushed = (int64_t)h->n_flushed;
+        qs->amax = h->amax;
+        qs->scale = h->scale;
+        qs->scale_inv = h->scale_inv;
+        const double xx = h->xx, ee = h->ee;
         st->rel_l2 = ee == 0.0 ? 0.0 : (xx == 0.0 ? INFINITY : sqrt(ee / xx));
         st->snr_db = ee == 0.0 ? INFINITY : (xx == 0.0 ? -INFINITY : 10.0 * log10(xx / ee));
         st->sat_frac = qs->n ? (double)qs->n_sat / (double)qs->n : 0.0;
         st->zero_frac = qs->n_nonzero ? (double)qs->n_flushed / (double)qs->n_nonzero : 0.0;
-        st->amax = h.amax;
+        st->amax = h->amax;
     }
     return 0;
 }
 
-/* One operand of a GEMM of job->kind, always rows x K (the TN form). */
-static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out, qp_linear_stats *st)
+/* One operand of a GEMM of job->kind, always rows x K (the TN form); its
+ * statistics, when wanted, stay in side's scratch for keep. */
+static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
 {
     qpl_device *d = QPL_D;
     void *x = d->prim.ctx;
@@ -183,6 +208,7 @@ static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_
     const int side = j->side, trans = j->trans, rows = j->rows, cols = j->cols;
     const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
     const int64_t n = (int64_t)rows * cols;
+    d->n[side] = n;
     switch (j->kind) {
     case QPL_MXFP8:
     case QPL_NVFP4:
@@ -194,11 +220,11 @@ static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_
         QPL_TRY(d->prim.quantize(x, j->fmt, j->x, rows, cols, j->opts, (uint8_t *)d->bbuf[side], side));
         *out = (qp_linear_operand){j->kind == QPL_MXFP8 ? QP_LOP_MXFP8 : QP_LOP_NVFP4, d->bbuf[side], 0, 1.0f,
                                    j->kind == QPL_NVFP4 ? d->prim.scale_inv_ptr(x, side) : NULL,
-                                   d->prim.block_scales_ptr(x, side)};
-        if (!j->want_stats) return 0;
-        QPL_TRY(d->prim.qdq(x, j->fmt, j->x, d->ybuf[side], NULL, rows, cols, j->opts, side) ||
-                d->prim.reduce(x, j->x, d->ybuf[side], NULL, 0, n, side));
-        return qpl_stats_of(d, side, n, j->want_metrics, st);
+                                   d->prim.block_scales_ptr(x, side), NULL};
+        if (j->want_stats)
+            QPL_TRY(d->prim.qdq(x, j->fmt, j->x, d->ybuf[side], NULL, rows, cols, j->opts, side) ||
+                    d->prim.reduce(x, j->x, d->ybuf[side], NULL, 0, n, side));
+        return 0;
     case QPL_FP8: {
         /* FP8 codes in stored order (the CPU's SR words), transposed as bytes
          * when stored transposed; the decode scale reaches the GEMM as a
@@ -208,33 +234,36 @@ static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_
         if (j->want_stats) QPL_TRY(d->prim.reduce(x, j->x, NULL, codes, j->fmt == QP_FMT_FP8_E5M2, n, side));
         if (trans) QPL_TRY(d->prim.transpose_u8(x, codes, (uint8_t *)d->bbuf[side], qrows, qcols));
         *out = (qp_linear_operand){j->fmt == QP_FMT_FP8_E5M2 ? QP_LOP_E5M2 : QP_LOP_E4M3, d->bbuf[side], 0, 1.0f,
-                                   d->prim.scale_inv_ptr(x, side), NULL};
-        return j->want_stats ? qpl_stats_of(d, side, n, j->want_metrics, st) : 0;
+                                   d->prim.scale_inv_ptr(x, side), NULL, NULL};
+        return 0;
     }
     case QPL_EMULATED:
     case QPL_F32: {
         /* FP32 copy always (statistics, transposition); BF16 straight from
          * the quantizer when no transpose follows, else a per-tensor format
-         * quantized in stored order (the CPU's SR words) and transposed. A
-         * quantized operand meeting an unquantized one stays FP32 (its values
-         * are exact there). */
+         * quantized in stored order (the CPU's SR words) and transposed. In
+         * an FP32 GEMM (qpl_gemm_kind) a format whose scales cannot go into
+         * alpha (FP8 blocks with FP32 scales along K) gives its fully scaled
+         * values, each code * scale rounded once to FP32, so the product
+         * agrees with the CPU's K-chunked one to FP32 rounding, not bit for
+         * bit; other formats stay unscaled, the tensor decode scale a device
+         * pointer the GEMM folds into alpha. Block formats are never stored
+         * transposed here. */
         const int bf16 = j->kind == QPL_EMULATED;
+        qp_qopts o = *j->opts;
+        if (!t->unscaled_exact) o.unscaled = false;
         QPL_TRY(d->prim.qdq(x, j->fmt, j->x, d->ybuf[side], trans || !bf16 ? NULL : d->bbuf[side], qrows, qcols,
-                            j->opts, side));
+                            &o, side));
         const float *f32 = d->ybuf[side];
         if (trans) {
             QPL_TRY(d->prim.transpose(x, d->ybuf[side], d->tbuf[side], qrows, qcols));
             f32 = d->tbuf[side];
             if (bf16) QPL_TRY(d->prim.to_bf16(x, d->tbuf[side], d->bbuf[side], n));
         }
-        float scale_inv = 1.0f;
-        if (t->tensor_scale || j->want_stats) {
-            if (j->want_stats) QPL_TRY(d->prim.reduce(x, j->x, d->ybuf[side], NULL, 0, n, side));
-            if (qpl_stats_of(d, side, n, j->want_metrics, st)) return -1;
-            scale_inv = st->qs.scale_inv;
-        }
-        *out = bf16 ? (qp_linear_operand){QP_LOP_BF16, d->bbuf[side], 0, scale_inv, NULL, NULL}
-                    : (qp_linear_operand){QP_LOP_F32, f32, 0, scale_inv, NULL, NULL};
+        if (j->want_stats) QPL_TRY(d->prim.reduce(x, j->x, d->ybuf[side], NULL, 0, n, side));
+        const float *scale_inv = t->tensor_scale && t->unscaled_exact ? d->prim.scale_inv_ptr(x, side) : NULL;
+        *out = bf16 ? (qp_linear_operand){QP_LOP_BF16, d->bbuf[side], 0, 1.0f, scale_inv, NULL, NULL}
+                    : (qp_linear_operand){QP_LOP_F32, f32, 0, 1.0f, scale_inv, NULL, NULL};
         return 0;
     }
     }
@@ -244,17 +273,21 @@ static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_
 
 static inline int qpl_is_nvfp4(int f) { return f == QP_FMT_NVFP4 || f == QP_FMT_NVFP4_2D; }
 
-/* How a GEMM (M x N x K) of formats a, b runs: QPL_F32 when one operand is
- * unquantized (FP32) and the other not; QPL_FP8 when both are per-tensor FP8
- * and the GPU runs FP8; QPL_MXFP8 when both are MXFP8 (E4M3) and QPL_NVFP4
- * when both are NVFP4 (1x16 or 16x16) on a block-scaling GPU; else
- * QPL_EMULATED. cuBLASLt's FP8 kernels want every dimension a multiple of
+/* How a GEMM (M x N x K) of formats a, b runs: QPL_F32 when some operand's
+ * values are not BF16 values (an unquantized FP32 one meeting a quantized
+ * one, or an FP8 block format with FP32 scales: the format row's
+ * unscaled_exact); QPL_FP8 when both are per-tensor FP8 and the GPU runs
+ * FP8; QPL_MXFP8 when both are MXFP8 (E4M3) and QPL_NVFP4 when both are
+ * NVFP4 (1x16 or 16x16) on a block-scaling GPU; else QPL_EMULATED (FP32 x
+ * FP32: plain). cuBLASLt's FP8 kernels want every dimension a multiple of
  * 16, its block-scaled ones K a multiple of 32 (and M, N of 16 here): other
- * shapes are emulated. */
+ * shapes are emulated. Hopper's native block-scaled FP8 GEMM (cuBLAS 12.9+)
+ * is not wired here. */
 static inline int qpl_gemm_kind(const qpl_device *d, qp_fmt fa, qp_fmt fb, int M, int N, int K)
 {
-    if ((fa == QP_FMT_FP32) != (fb == QP_FMT_FP32)) return QPL_F32;
-    if (fa == QP_FMT_FP32 || M % 16 || N % 16 || K % 16) return QPL_EMULATED;
+    if (fa == QP_FMT_FP32 && fb == QP_FMT_FP32) return QPL_EMULATED;
+    if (!qp_formats[fa].unscaled_exact || !qp_formats[fb].unscaled_exact) return QPL_F32;
+    if (M % 16 || N % 16 || K % 16) return QPL_EMULATED;
     if (d->fp8_native && (fa == QP_FMT_FP8_E4M3 || fa == QP_FMT_FP8_E5M2) &&
         (fb == QP_FMT_FP8_E4M3 || fb == QP_FMT_FP8_E5M2))
         return QPL_FP8;
@@ -333,17 +366,28 @@ static inline void qpl_set_device(qpl_device *d, const qp_linear_gemm_set *s, in
 }
 
 /* The dispatch's operations over prim, with buffers of max_elems per side
- * (tbuf, ybuf float; bbuf uint16) in the device's memory. */
-static inline void qpl_device_init(qpl_device *d, const qpl_prims *prim, float *const tbuf[2], float *const ybuf[2],
-                                   uint16_t *const bbuf[2], int64_t max_elems)
+ * (tbuf, ybuf float; bbuf uint16) in the device's memory and a kept list of
+ * max_kept sets (prim's keep/fetch_kept hold that many). 0, or -1 without
+ * host memory; qpl_device_free releases it. */
+static inline int qpl_device_init(qpl_device *d, const qpl_prims *prim, float *const tbuf[2], float *const ybuf[2],
+                                  uint16_t *const bbuf[2], int64_t max_elems, int max_kept)
 {
     memset(d, 0, sizeof *d);
     d->prim = *prim;
     d->max_elems = max_elems;
     for (int s = 0; s < 2; s++) d->tbuf[s] = tbuf[s], d->ybuf[s] = ybuf[s], d->bbuf[s] = bbuf[s];
     d->path = "fp32";
+    if (max_kept < 1) max_kept = 1;
+    d->kept_n = (int64_t *)calloc((size_t)max_kept, sizeof *d->kept_n);
+    d->kept = (qpl_stats *)calloc((size_t)max_kept, sizeof *d->kept);
+    if (!d->kept_n || !d->kept) {
+        free(d->kept_n), free(d->kept);
+        d->kept_n = NULL, d->kept = NULL;
+        return -1;
+    }
     d->ops = (qp_linear_ops){.ctx = d,
                              .max_elems = max_elems,
+                             .max_kept = max_kept,
                              .tbuf = {tbuf[0], tbuf[1]},
                              .error = qpl_op_error,
                              .transpose = qpl_op_transpose,
@@ -353,9 +397,18 @@ static inline void qpl_device_init(qpl_device *d, const qpl_prims *prim, float *
                              .plain = qpl_op_plain,
                              .gemm_kind = qpl_op_gemm_kind,
                              .quantize = qpl_op_quantize,
+                             .keep = qpl_op_keep,
+                             .fetch_kept = qpl_op_fetch_kept,
                              .gemm = qpl_op_gemm,
                              .bias_add = qpl_op_bias_add,
                              .bias_grad = qpl_op_bias_grad};
+    return 0;
+}
+
+static inline void qpl_device_free(qpl_device *d)
+{
+    free(d->kept_n), free(d->kept);
+    d->kept_n = NULL, d->kept = NULL;
 }
 
 #endif

@@ -21,11 +21,17 @@ typedef struct {
     uint64_t sr_offset, sr_stride; /* global index of row r's first element: sr_offset + r * sr_stride */
 } qp_plan;
 
+/* The plan as qp_core.h's rules take it. */
+static inline qp_tplan qp_plan_tensor(const qp_plan *p)
+{
+    const qp_tplan t = {p->scale, p->scale_inv, p->out_mul, p->sr, p->seed, p->stream, p->sr_offset, p->sr_stride};
+    return t;
+}
+
 /* The block scales of one row (or one band of 2D tiles), as arrays: the
- * stored code, what elements are multiplied by before the element codec (enc)
- * and what codes are multiplied by after decoding (dec). */
-#define QP_BLOCK_NAN 1   /* MX block holding NaN/Inf: every element decodes NaN */
-#define QP_BLOCK_ZERO 2  /* NVFP4 block whose scale is 0: every element stores 0 */
+ * stored code (E8M0/UE4M3; the FP32 formats store dec), what elements are
+ * multiplied by before the element codec (enc) and what codes are multiplied
+ * by after decoding (dec); flag: QP_BLOCK_NAN / QP_BLOCK_ZERO (qp_core.h). */
 typedef struct {
     float *enc, *dec;
     uint8_t *code, *flag;
@@ -43,6 +49,8 @@ typedef struct {
 /* log2 of every UE4M3 value in units of 2^-32 (filled by qp_tables_init). */
 extern int64_t qp_ue4m3_log2_fx[128];
 void qp_tables_init(void);
+/* log2 of a stored block scale in units of 2^-32 (the statistics' sum). */
+int64_t qp_block_scale_log2_fx(qp_block_scale kind, uint8_t code, float dec);
 
 typedef struct {
     int64_t n_nonfinite, n_nonzero, n_sat, n_flushed;
@@ -56,9 +64,11 @@ typedef struct {
     /* per block of bc elements along a row of cols: finite amax and a
      * non-finite flag (the last block may be partial) */
     void (*block_amax)(const float *x, int64_t cols, int bc, float *amax, uint8_t *nonfinite);
-    /* the block-scale rule for nb blocks of known amax; adds to st */
-    void (*block_scales)(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
-                         qp_blockscales *bs, qp_block_stats *st);
+    /* the block-scale rule for nb blocks of known amax; adds to st. x: the
+     * row the blocks are from (cols elements, blocks of bc), which the Four
+     * Over Six rule reads; NULL for a band of 2D tiles */
+    void (*block_scales)(const qp_plan *p, const float *x, int64_t cols, int bc, const float *amax,
+                         const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st);
     /* Encode one row. bs holds one entry per block (bc elements each; NULL for
      * per-tensor formats, which use p->scale). Writes codes (packed, may be
      * NULL) and/or y = decoded values (may be NULL), adds to cnt. gidx0 is the
@@ -71,13 +81,10 @@ extern const qp_kernels qp_kernels_ref;
 /* NULL when the CPU or compiler lacks AVX-512. */
 const qp_kernels *qp_kernels_avx512(void);
 
-/* The scalar block-scale rule and statistics (the reference's block_scales). */
-void qp_block_scales_ref(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
-                         qp_blockscales *bs, qp_block_stats *st);
-
-/* Scalar element encode/decode shared by the reference loops and the vector
- * paths' tails. */
-uint32_t qp_encode_elem(qp_elem e, float v, int sr, uint32_t r);
-float qp_decode_elem(qp_elem e, uint32_t code);
+/* The scalar block-scale rule and statistics (the reference's block_scales,
+ * and the vector path's explicit fallback for the rules it does not
+ * vectorize: qp_simd_avx512.c). */
+void qp_block_scales_ref(const qp_plan *p, const float *x, int64_t cols, int bc, const float *amax,
+                         const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st);
 
 #endif

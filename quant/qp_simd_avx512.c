@@ -29,6 +29,8 @@ typedef struct {
 static const vfmt V_E4M3 = {3, 7, 0x7E, 0x7F, 7, 448.0f};
 static const vfmt V_E5M2 = {2, 15, 0x7B, 0x7F, 7, 57344.0f};
 static const vfmt V_E2M1 = {1, 1, 0x7, 0x7, 3, 6.0f};
+static const vfmt V_E2M3 = {3, 1, 0x1F, 0x1F, 5, 7.5f};
+static const vfmt V_E3M2 = {2, 3, 0x1F, 0x1F, 5, 28.0f};
 
 static __mmask16 tail_mask(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1); }
 
@@ -155,13 +157,28 @@ AVX512_FN void v_block_amax(const float *x, int64_t cols, int bc, float *amax, u
     }
 }
 
-/* The block-scale rule of qp_quant.c's block_scale_rule, sixteen blocks at a
- * time, with the same statistics (qp_block_scales_ref). */
-AVX512_FN void v_block_scales(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
-                              qp_blockscales *bs, qp_block_stats *st)
+/* qp_core.h's block-scale rule, sixteen blocks at a time, with the same
+ * statistics (qp_block_scales_ref), for the OCP MX rule, the round-up MX rule
+ * and NVFP4's. The other rules run the scalar reference, explicitly: Four Over
+ * Six quantizes every block twice to choose (its encode loop is vectorized),
+ * and the FP8 block formats have one scale per 128 elements, where the rule
+ * is not the cost. */
+AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, int bc, const float *amax,
+                              const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
 {
     const qp_format_traits *t = p->t;
-    const int mx = t->block_scale == QP_SCALE_E8M0;
+    switch (t->rule) {
+    case QP_RULE_MX_FLOOR:
+    case QP_RULE_MX_RCEIL:
+    case QP_RULE_NVFP4: break;
+    case QP_RULE_NVFP4_4O6:
+    case QP_RULE_F32_BLOCK:
+    case QP_RULE_POW2_BLOCK:
+    case QP_RULE_NONE:
+    case QP_RULE_TENSOR:
+    case QP_RULE_COUNT: qp_block_scales_ref(p, x, cols, bc, amax, nonfinite, nb, bs, st); return;
+    }
+    const int mx = t->block_scale == QP_SCALE_E8M0, rceil = t->rule == QP_RULE_MX_RCEIL;
     const __m512i one = _mm512_set1_epi32(1);
     for (int64_t b = 0; b < nb; b += 16) {
         const __mmask16 k = tail_mask(nb - b);
@@ -175,12 +192,29 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *amax, const uint8_t
         __m512i code, flag;
         __mmask16 counted_zero, counted_sat, scale_live;
         if (mx) {
-            /* floor(log2 amax) from the exponent field. A subnormal amax reads
-             * as -127 instead of its true exponent (< -126); with emax >= 2
-             * both clamp to the same -127 scale, and both count as underflow. */
-            __m512i e = _mm512_sub_epi32(_mm512_srli_epi32(ai, 23), _mm512_set1_epi32(127 + t->elem_emax));
-            counted_zero = _mm512_mask_cmplt_epi32_mask(live, e, _mm512_set1_epi32(-127));
-            counted_sat = _mm512_mask_cmpgt_epi32_mask(live, e, _mm512_set1_epi32(127));
+            __m512i e;
+            if (rceil) {
+                /* qp_f32_to_e8m0_ceil of amax * fl(1/elem_max): the exponent
+                 * field, plus one when a mantissa bit is set (a subnormal
+                 * only above 2^-127); never 0xFF since the product is finite */
+                const __m512i vb = _mm512_castps_si512(_mm512_mul_ps(a, _mm512_set1_ps(1.0f / t->elem_max)));
+                const __m512i ex = _mm512_srli_epi32(vb, 23), man = _mm512_and_si512(vb, _mm512_set1_epi32(0x7FFFFF));
+                const __mmask16 up = _mm512_cmpneq_epi32_mask(man, _mm512_setzero_si512()) &
+                                     _mm512_cmpneq_epi32_mask(ex, _mm512_set1_epi32(0xFE)) &
+                                     ~(_mm512_cmpeq_epi32_mask(ex, _mm512_setzero_si512()) &
+                                       _mm512_cmple_epu32_mask(man, _mm512_set1_epi32(0x400000)));
+                e = _mm512_sub_epi32(_mm512_mask_add_epi32(ex, up, ex, _mm512_set1_epi32(1)), _mm512_set1_epi32(127));
+                counted_zero = _mm512_mask_cmplt_epu32_mask(live, vb, _mm512_set1_epi32(0x00400000));
+                counted_sat = 0;
+            } else {
+                /* floor(log2 amax) from the exponent field. A subnormal amax
+                 * reads as -127 instead of its true exponent (< -126); with
+                 * emax >= 2 both clamp to the same -127 scale, and both count
+                 * as underflow. */
+                e = _mm512_sub_epi32(_mm512_srli_epi32(ai, 23), _mm512_set1_epi32(127 + t->elem_emax));
+                counted_zero = _mm512_mask_cmplt_epi32_mask(live, e, _mm512_set1_epi32(-127));
+                counted_sat = _mm512_mask_cmpgt_epi32_mask(live, e, _mm512_set1_epi32(127));
+            }
             e = _mm512_mask_blend_epi32(live, _mm512_set1_epi32(-127), e);
             e = _mm512_max_epi32(_mm512_min_epi32(e, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
             code = _mm512_mask_blend_epi32(nan, _mm512_add_epi32(e, _mm512_set1_epi32(127)), _mm512_set1_epi32(0xFF));
@@ -197,7 +231,7 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *amax, const uint8_t
             scale_live = live;
             st->log2_fx += (int64_t)_mm512_mask_reduce_add_epi32(live, e) * 4294967296LL;
         } else {
-            const __m512 d = _mm512_mul_ps(a, _mm512_set1_ps(p->scale * (1.0f / 6.0f)));
+            const __m512 d = _mm512_mul_ps(a, _mm512_set1_ps(p->scale * (1.0f / t->elem_max)));
             __mmask16 dnan;
             code = encode_minifloat(d, V_E4M3, &dnan);
             const __m512 db = decode_minifloat(code, V_E4M3);
@@ -233,20 +267,24 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *amax, const uint8_t
     }
 }
 
-/* Store 16 codes at element offset c of a packed row. */
-AVX512 void store_codes(int bits, uint8_t *codes, int64_t c, __m512i code, __mmask16 k)
+/* Store 16 codes at element offset c of a packed row (qp_store_code's layout). */
+AVX512 void store_codes(qp_elem e, uint8_t *codes, int64_t c, __m512i code, __mmask16 k)
 {
-    switch (bits) {
-    case 4: {
+    switch (e) {
+    case QP_ELEM_E2M1: {
         const __m512i pairs = _mm512_or_si512(_mm512_and_si512(code, _mm512_set1_epi64(0xF)),
                                               _mm512_slli_epi64(_mm512_srli_epi64(code, 32), 4));
         const int nbytes = (__builtin_popcount(k) + 1) / 2;
         _mm512_mask_cvtepi64_storeu_epi8(codes + c / 2, (__mmask8)((1u << nbytes) - 1), pairs);
         break;
     }
-    case 8: _mm512_mask_cvtepi32_storeu_epi8(codes + c, k, code); break;
-    case 16: _mm512_mask_cvtepi32_storeu_epi16(codes + 2 * c, k, code); break;
-    default: _mm512_mask_storeu_epi32(codes + 4 * c, k, code); break;
+    case QP_ELEM_E4M3:
+    case QP_ELEM_E5M2:
+    case QP_ELEM_E2M3:
+    case QP_ELEM_E3M2: _mm512_mask_cvtepi32_storeu_epi8(codes + c, k, code); break;
+    case QP_ELEM_BF16: _mm512_mask_cvtepi32_storeu_epi16(codes + 2 * c, k, code); break;
+    case QP_ELEM_F32: _mm512_mask_storeu_epi32(codes + 4 * c, k, code); break;
+    case QP_ELEM_COUNT: break;
     }
 }
 
@@ -434,7 +472,7 @@ AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, f
             yv = _mm512_setzero_ps();
         }
     }
-    if (codes) store_codes(t->elem_bits, codes, c, code, k);
+    if (codes) store_codes(t->elem, codes, c, code, k);
     if (y) _mm512_mask_storeu_ps(y + c, k, yv);
 }
 
@@ -488,11 +526,17 @@ AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t col
 AVX512_FN void v_encode_row(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                             uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt)
 {
+    QP_STATIC_ASSERT(QP_ELEM_COUNT == 7, "v_encode_row and store_codes name every element codec");
     switch (p->t->elem) {
     case QP_ELEM_E4M3: encode_row_fmt(p, V_E4M3, x, cols, bs, bc, codes, y, cnt, gidx0); break;
     case QP_ELEM_E5M2: encode_row_fmt(p, V_E5M2, x, cols, bs, bc, codes, y, cnt, gidx0); break;
     case QP_ELEM_E2M1: encode_row_fmt(p, V_E2M1, x, cols, bs, bc, codes, y, cnt, gidx0); break;
-    default: encode_row_fmt(p, V_E4M3, x, cols, bs, bc, codes, y, cnt, gidx0); break; /* BF16/F32 ignore f */
+    case QP_ELEM_E2M3: encode_row_fmt(p, V_E2M3, x, cols, bs, bc, codes, y, cnt, gidx0); break;
+    case QP_ELEM_E3M2: encode_row_fmt(p, V_E3M2, x, cols, bs, bc, codes, y, cnt, gidx0); break;
+    /* BF16 and F32 take their own branch of encode16; the minifloat is unused */
+    case QP_ELEM_BF16:
+    case QP_ELEM_F32: encode_row_fmt(p, V_E4M3, x, cols, bs, bc, codes, y, cnt, gidx0); break;
+    case QP_ELEM_COUNT: break;
     }
 }
 

@@ -12,6 +12,9 @@ QP_PACKAGES=(
   libopenmpi-dev openmpi-bin    # data-parallel qtrain (mpirun) and its "mpi" tests
   gnuplot-nox                   # figures
   python3 python3-numpy python3-h5py python3-torch   # independent oracles in tests
+  python3-pip                   # ml_dtypes (PyPI, not in Debian 12): the codec cross-check
+  python3-venv python3-pandas   # the Python package (pip install ./python into a venv; runfile.load)
+  slurm-wlm munge               # qsweep --submit against a real single-node Slurm ("slurm" tests)
   clang libclang-rt-14-dev      # libFuzzer targets
 )
 
@@ -30,7 +33,7 @@ qp_install_deps() {
   if [ "$(id -u)" -ne 0 ]; then
     echo "qprec needs these Debian packages; run as root:" >&2
     echo "  apt-get install -y $missing" >&2
-    exit 1
+    return 1
   fi
   echo "== installing: $missing"
   export DEBIAN_FRONTEND=noninteractive
@@ -39,9 +42,23 @@ qp_install_deps() {
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
+# ml_dtypes (the OCP element codecs, independently of CUDA) into Debian's
+# python3, which the tests use: Debian 12 does not package it. 0.5.x works
+# with Debian's numpy 1.24 and has the FP6/FP4/E8M0 types.
+qp_install_pip_deps() {
+  /usr/bin/python3 -c "import ml_dtypes" 2>/dev/null && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "qprec's tests need ml_dtypes; run as root:" >&2
+    echo "  /usr/bin/python3 -m pip install --break-system-packages 'ml_dtypes>=0.5,<0.6'" >&2
+    return 1
+  fi
+  echo "== installing ml_dtypes (PyPI)"
+  /usr/bin/python3 -m pip install -q --break-system-packages 'ml_dtypes>=0.5,<0.6'
+}
+
 qp_build() {
   local dir=${1:-build}; shift || true
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >"$dir.configure.log" 2>&1 || {
-    cat "$dir.configure.log" >&2; exit 1; }
+    cat "$dir.configure.log" >&2; return 1; }
   cmake --build "$dir" -j"$(nproc)"
 }

@@ -103,7 +103,7 @@ int main(void)
     printf("vector path: %s\n", qp_simd_name());
     if (strcmp(qp_simd_name(), "scalar") == 0) printf("note: no vector path on this CPU; reference vs itself\n");
     const int64_t shapes[][2] = {{1, 1}, {1, 15}, {1, 17}, {3, 31}, {2, 33}, {5, 48}, {17, 100}, {33, 64},
-                                 {16, 257}, {64, 1024}};
+                                 {16, 257}, {64, 1024}, {130, 300}};
     for (int kind = 0; kind < NKINDS; kind++)
         for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             const int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;

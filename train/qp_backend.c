@@ -103,6 +103,11 @@ int qp_backend_cpu(qp_backend *b, qp_gpt *model, qp_linear *lin, float *adam_m, 
 #if !QP_HAVE_CUDA
 int qp_backend_cuda_built(void) { return 0; }
 int qp_backend_cuda_devices(void) { return 0; }
+int qp_backend_cuda_device_count(char *why, size_t whylen)
+{
+    if (why && whylen) snprintf(why, whylen, "built without CUDA");
+    return 0;
+}
 int qp_backend_cuda_nccl(void) { return 0; }
 
 int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,

@@ -68,6 +68,9 @@ int qp_backend_cpu(qp_backend *b, qp_gpt *model, qp_linear *lin, float *adam_m, 
 /* 1 if this build has the CUDA backend; the number of CUDA devices (0 without). */
 int qp_backend_cuda_built(void);
 int qp_backend_cuda_devices(void);
+/* The same; when it is 0, why in `why` (the CUDA error's name, e.g.
+ * "cudaGetDeviceCount: cudaErrorInsufficientDriver (...)", or "0 devices"). */
+int qp_backend_cuda_device_count(char *why, size_t whylen);
 /* 1 if the CUDA backend was built with NCCL (data parallelism on GPUs). */
 int qp_backend_cuda_nccl(void);
 /* The GPU, for the host model (its parameters are copied up) with lc the

@@ -1,6 +1,13 @@
 /* qp_backend_cuda.c — the CUDA backend (see qp_backend.h): the GPU model and
  * dispatch of kernels/, with the host model's parameters and the host Adam
- * moments as checkpoint mirrors. Built only with CUDA. */
+ * moments as checkpoint mirrors. Built only with CUDA.
+ *
+ * The dispatch keeps quantization statistics on the device; they are applied
+ * to the host scaling states where the stream is drained anyway (after the
+ * forward's loss, the gradient norm, AdamW) and before the host states are
+ * read (checkpoints), so the trainer always sees them current.
+ * QP_CUDA_PROFILE=1 times the GPU's phases (kernels/qp_cuda_prof.h) and
+ * prints one line on stderr at the end: "qtrain: GPU phases: ...". */
 #include "qp_backend.h"
 
 #include <stdio.h>
@@ -11,6 +18,7 @@
 
 #include "qp_cuda_linear.h"
 #include "qp_cuda_model.h"
+#include "qp_cuda_prof.h"
 #include "qp_dist.h"
 #if QP_HAVE_NCCL
 #include "qp_nccl.h"
@@ -22,6 +30,8 @@ typedef struct {
     qp_cuda_gpt m;
     qp_linear *lin;            /* the dispatch (the trainer's), on the device operations below */
     qp_cuda_linear *dev;       /* the GPU's operations of the dispatch */
+    qp_cuda_prof *prof;        /* QP_CUDA_PROFILE */
+    int64_t prof_steps;        /* steps ended (the first two are warm-up, not counted) */
     int m_ok;
     const int32_t *last_in, *last_tg;
 #if QP_HAVE_NCCL
@@ -38,6 +48,9 @@ static int gfail(gpu *g, const char *msg)
     return -1;
 }
 
+/* the dispatch's kept statistics into the host scaling states (waits) */
+static int gflush(gpu *g) { return qp_linear_flush(g->lin) ? gfail(g, qp_linear_error(g->lin)) : 0; }
+
 static void g_begin_step(qp_backend *b, int64_t step, int log_qerr) { qp_linear_begin_step(G(b)->lin, step, log_qerr); }
 static void g_begin_micro(qp_backend *b, int micro) { qp_linear_begin_micro(G(b)->lin, micro); }
 static void g_set_frozen(qp_backend *b, int frozen) { qp_linear_set_frozen(G(b)->lin, frozen); }
@@ -52,6 +65,7 @@ static int g_forward(qp_backend *b, const int32_t *in, const int32_t *tg, float 
 {
     gpu *g = G(b);
     if (qp_cuda_gpt_set_batch(&g->m, in, tg) || qp_cuda_gpt_forward(&g->m, g->lin)) return gfail(g, g->m.err);
+    if (gflush(g)) return -1;
     g->last_in = in, g->last_tg = tg;
     *mean_loss = g->m.mean_loss;
     return 0;
@@ -67,19 +81,22 @@ static int g_backward(qp_backend *b, const int32_t *in, const int32_t *tg, float
 static int g_grad_norm(qp_backend *b, double *norm)
 {
     gpu *g = G(b);
-    return qp_cuda_gpt_grad_norm(&g->m, norm) ? gfail(g, g->m.err) : 0;
+    return qp_cuda_gpt_grad_norm(&g->m, norm) ? gfail(g, g->m.err) : gflush(g);
 }
 
 static int g_adamw(qp_backend *b, const qp_optim_cfg *c, int64_t t, double lr, float clip)
 {
     gpu *g = G(b);
     /* waits for the step to finish, so step_ms and the power window are the step's */
-    return qp_cuda_gpt_adamw(&g->m, c, t, lr, clip) || qp_cuda_gpt_sync(&g->m) ? gfail(g, g->m.err) : 0;
+    if (qp_cuda_gpt_adamw(&g->m, c, t, lr, clip) || qp_cuda_gpt_sync(&g->m)) return gfail(g, g->m.err);
+    if (g->prof && qp_cuda_prof_collect(g->prof, ++g->prof_steps > 2)) return gfail(g, "phase profile: CUDA error");
+    return gflush(g);
 }
 
 static int g_to_host(qp_backend *b)
 {
     gpu *g = G(b);
+    if (gflush(g)) return -1;
     return qp_cuda_gpt_download(&g->m, g->host->params_memory, g->adam_m, g->adam_v) ? gfail(g, g->m.err) : 0;
 }
 
@@ -98,7 +115,7 @@ static int g_copy(gpu *g, void *dst, const void *src, int64_t n, enum cudaMemcpy
     cudaError_t e = cudaMemcpyAsync(dst, src, (size_t)n * sizeof(float), kind, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     if (e != cudaSuccess) {
-        snprintf(g->err, sizeof g->err, "copy: %s", cudaGetErrorString(e));
+        snprintf(g->err, sizeof g->err, "copy: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
         return -1;
     }
     return 0;
@@ -154,6 +171,12 @@ static void g_destroy(qp_backend *b)
 {
     gpu *g = G(b);
     if (g) {
+        if (g->prof) {
+            char line[600];
+            qp_cuda_prof_report(g->prof, line, sizeof line);
+            fprintf(stderr, "qtrain: GPU phases (QP_CUDA_PROFILE): %s\n", line);
+            qp_cuda_prof_destroy(g->prof);
+        }
         if (g->lin) qp_linear_set_ops(g->lin, NULL); /* back to the CPU's before the device's go */
         qp_cuda_linear_destroy(g->dev);
 #if QP_HAVE_NCCL
@@ -167,6 +190,7 @@ static void g_destroy(qp_backend *b)
 
 int qp_backend_cuda_built(void) { return 1; }
 int qp_backend_cuda_devices(void) { return qp_cuda_gpt_devices(); }
+int qp_backend_cuda_device_count(char *why, size_t whylen) { return qp_cuda_gpt_device_count(why, whylen); }
 #if QP_HAVE_NCCL
 int qp_backend_cuda_nccl(void) { return 1; }
 #else
@@ -177,9 +201,10 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
                     float *adam_v, char *err, size_t errlen)
 {
     memset(b, 0, sizeof *b);
-    const int ndev = qp_cuda_gpt_devices();
+    char why[200];
+    const int ndev = qp_cuda_gpt_device_count(why, sizeof why);
     if (ndev < 1) {
-        snprintf(err, errlen, "no CUDA device found");
+        snprintf(err, errlen, "no CUDA device found (%s)", why);
         return -1;
     }
     if (lc->dp_size > 1) {
@@ -188,7 +213,7 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
         const int dev = qp_nccl_pick_device(qp_dist_local_rank(), ndev);
         const cudaError_t e = cudaSetDevice(dev);
         if (e != cudaSuccess) {
-            snprintf(err, errlen, "cudaSetDevice(%d): %s", dev, cudaGetErrorString(e));
+            snprintf(err, errlen, "cudaSetDevice(%d): %s (%s)", dev, cudaGetErrorName(e), cudaGetErrorString(e));
             return -1;
         }
 #else
@@ -218,8 +243,8 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
 #endif
     qp_linear_gemm_set gemms;
     qp_linear_gemms(host_lin, &gemms);
-    g->dev = qp_cuda_linear_create(qp_gpt_linear_elems(&model->cfg, model->B, model->T), &gemms, g->m.stream, err,
-                                   errlen);
+    g->dev = qp_cuda_linear_create(qp_gpt_linear_elems(&model->cfg, model->B, model->T),
+                                   qp_linear_max_kept(model->cfg.layers), &gemms, g->m.stream, err, errlen);
     if (!g->dev || qp_cuda_gpt_upload(&g->m, NULL, adam_m, adam_v)) {
         if (g->dev) snprintf(err, errlen, "%s", g->m.err);
         g_destroy(b);
@@ -227,6 +252,16 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
     }
     g->lin = host_lin;
     qp_linear_set_ops(host_lin, qp_cuda_linear_ops(g->dev));
+    const char *prof = getenv("QP_CUDA_PROFILE");
+    if (prof && prof[0] == '1') {
+        if (!(g->prof = qp_cuda_prof_create(g->m.stream))) {
+            snprintf(err, errlen, "QP_CUDA_PROFILE: no CUDA events");
+            g_destroy(b);
+            return -1;
+        }
+        qp_cuda_gpt_set_profiler(&g->m, g->prof);
+        qp_cuda_linear_set_profiler(g->dev, g->prof);
+    }
     struct cudaDeviceProp p;
     int dev = 0;
     if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess)

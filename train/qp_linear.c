@@ -10,12 +10,29 @@
 #include "qp_linear_host.h"
 #include "qp_scaling.h"
 
+/* A use whose statistics wait in the backend's kept list for the flush. */
+typedef struct {
+    int64_t step;
+    int layer;
+    qp_gemm_id g;
+    qp_pass pass;
+    qp_operand o;
+    int update;   /* the scaling state is updated with them */
+    int want_row; /* a qerr row is made of them */
+    int reduce;   /* data parallel: the update sees gamax and the counts summed over the ranks */
+    float gamax;  /* the ranks' amax */
+} pending_use;
+
 struct qp_linear {
     qp_linear_cfg cfg;
     qp_linear_plan *plans;      /* [layer][gemm] */
     qp_scaling_state *states;   /* [layer][gemm][operand] */
     qp_linear_host *host;       /* the CPU's operations */
     const qp_linear_ops *ops;   /* the ones in use */
+    pending_use *pending;       /* max_pending records, n_pending waiting */
+    qp_linear_stats *kept;      /* where a flush fetches their statistics */
+    int n_pending, max_pending;
+    int failed;                 /* a flush failed: every later call reports err */
     int64_t step;
     int micro;
     int log_qerr;
@@ -46,7 +63,10 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
     const int L = cfg->n_layers;
     l->plans = calloc((size_t)(L > 0 ? L : 1) * QP_BLOCK_GEMMS, sizeof *l->plans);
     l->states = calloc((size_t)(L > 0 ? L : 1) * QP_BLOCK_GEMMS * QP_OPND_COUNT, sizeof *l->states);
-    if (!l->plans || !l->states) goto oom;
+    l->max_pending = qp_linear_max_kept(L);
+    l->pending = calloc((size_t)l->max_pending, sizeof *l->pending);
+    l->kept = calloc((size_t)l->max_pending, sizeof *l->kept);
+    if (!l->plans || !l->states || !l->pending || !l->kept) goto oom;
     if (qp_recipe_resolve(cfg->recipe, L, l->plans, err, errlen)) {
         qp_linear_destroy(l);
         return NULL;
@@ -84,11 +104,23 @@ void qp_linear_destroy(qp_linear *l)
         for (int i = 0; i < l->cfg.n_layers * QP_BLOCK_GEMMS * QP_OPND_COUNT; i++) qp_scaling_free(&l->states[i]);
     free(l->states);
     free(l->plans);
+    free(l->pending);
+    free(l->kept);
     qp_linear_host_destroy(l->host);
     free(l);
 }
 
-void qp_linear_set_ops(qp_linear *l, const qp_linear_ops *ops) { l->ops = ops ? ops : qp_linear_host_ops(l->host); }
+void qp_linear_set_ops(qp_linear *l, const qp_linear_ops *ops)
+{
+    qp_linear_flush(l); /* the kept statistics live in the old operations' memory */
+    l->ops = ops ? ops : qp_linear_host_ops(l->host);
+}
+
+int qp_linear_max_kept(int n_layers)
+{
+    /* fprop x, w; dgrad dy, w; wgrad dy, x of every block GEMM */
+    return 2 * QP_PASS_COUNT * QP_BLOCK_GEMMS * (n_layers > 0 ? n_layers : 1);
+}
 
 const qp_linear_plan *qp_linear_plan_of(const qp_linear *l, int layer, qp_gemm_id g)
 {
@@ -110,17 +142,30 @@ void qp_linear_gemms(const qp_linear *l, qp_linear_gemm_set *s)
 
 int qp_linear_history_len(const qp_linear *l) { return qp_recipe_history_max(l->plans, l->cfg.n_layers); }
 
+/* The scaling states must be current before a step or micro-batch quantizes
+ * with them and before evaluation freezes them: each of these flushes first
+ * (a failure is reported by the next forward or backward). */
 void qp_linear_begin_step(qp_linear *l, int64_t step, int log_qerr)
 {
+    qp_linear_flush(l);
     l->step = step;
     l->micro = 0;
     l->log_qerr = log_qerr;
 }
 
-void qp_linear_begin_micro(qp_linear *l, int micro) { l->micro = micro; }
+void qp_linear_begin_micro(qp_linear *l, int micro)
+{
+    qp_linear_flush(l);
+    l->micro = micro;
+}
 
 const char *qp_linear_error(const qp_linear *l) { return l->err; }
-void qp_linear_set_frozen(qp_linear *l, int frozen) { l->frozen = frozen; }
+
+void qp_linear_set_frozen(qp_linear *l, int frozen)
+{
+    qp_linear_flush(l);
+    l->frozen = frozen;
+}
 
 qp_scaling_state *qp_linear_scaling(qp_linear *l, int layer, qp_gemm_id g, qp_operand o)
 {
@@ -144,7 +189,7 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-static uint64_t rht_seed(uint64_t seed) { return mix64(seed ^ 0x52485431ull); }
+uint64_t qp_linear_rht_seed(uint64_t seed) { return mix64(seed ^ 0x52485431ull); }
 
 /* A failed operation: its message becomes the dispatch's. */
 static int op_failed(qp_linear *l)
@@ -212,6 +257,56 @@ static void reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs)
     qs->n_sat = (int64_t)c[3], qs->n_flushed = (int64_t)c[4];
 }
 
+/* One kept use's statistics: the scaling update and the qerr row. */
+static void apply_stats(qp_linear *l, const pending_use *p, const qp_linear_stats *s)
+{
+    if (p->update) {
+        qp_qstats qs = s->qs;
+        if (p->reduce) {
+            qs.amax = p->gamax;
+            reduce_counts(&l->cfg, &qs);
+        }
+        qp_scaling_update(&l->states[state_index(p->layer, p->g, p->o)], p->step, &qs);
+    }
+    if (p->want_row) {
+        qp_qerr_row row = {p->step, p->layer, qp_gemm_name(p->g), qp_operand_name(p->o), qp_pass_name(p->pass),
+                           s->rel_l2, s->snr_db, s->sat_frac, s->zero_frac, s->amax, s->qs.scale};
+        l->cfg.on_qerr(&row, l->cfg.user);
+    }
+}
+
+int qp_linear_flush(qp_linear *l)
+{
+    if (l->failed) return -1;
+    if (l->n_pending == 0) return 0;
+    const int n = l->n_pending;
+    l->n_pending = 0;
+    if (l->ops->fetch_kept(l->ops->ctx, n, l->kept)) {
+        l->failed = 1;
+        return op_failed(l);
+    }
+    for (int i = 0; i < n; i++) apply_stats(l, &l->pending[i], &l->kept[i]);
+    return 0;
+}
+
+/* The statistics of the use just quantized on `side` wait for the flush; a
+ * full kept list is flushed at once (the CPU's list has one slot). Under
+ * delayed scaling the step's other uses of the tensor take the scale this
+ * use took (qp_scaling_update's last_scale), noted now. */
+static int keep_stats(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, const use_rules *u,
+                      int side, int want_row, float gamax)
+{
+    const qp_linear_ops *op = l->ops;
+    if (op->keep(op->ctx, side, l->n_pending)) return op_failed(l);
+    l->pending[l->n_pending++] = (pending_use){l->step, layer, g, pass, o, u->update, want_row,
+                                               u->update && u->reduce_amax, gamax};
+    qp_scaling_state *st = &l->states[state_index(layer, g, o)];
+    if (u->update && st->cfg.mode == QP_SCALING_DELAYED && qp_formats[st->fmt].tensor_scale)
+        st->last_scale = u->opts.scale;
+    const int cap = op->max_kept < l->max_pending ? op->max_kept : l->max_pending;
+    return l->n_pending >= cap ? qp_linear_flush(l) : 0;
+}
+
 /* The format of operand `side` of pass p of GEMM g (FP32 for the head). */
 static qp_fmt use_fmt(const qp_linear *l, int layer, qp_gemm_id g, qp_pass p, int side)
 {
@@ -241,12 +336,12 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     if (use->rht) {
         if (cols % use->rht) {
             snprintf(l->err, sizeof l->err,
-                     "the Hadamard transform needs a contraction of a multiple of %d, not %d (layer %d, %s)", use->rht,
-                     cols, layer, qp_gemm_name(g));
+                     "the %d-point Hadamard transform needs a contraction of a multiple of %d, not %d (layer %d, %s)",
+                     use->rht, use->rht, cols, layer, qp_gemm_name(g));
             return -1;
         }
         if (in != op->tbuf[side] && op->copy(x, op->tbuf[side], in, (int64_t)rows * cols)) return op_failed(l);
-        if (op->rht(x, op->tbuf[side], rows, cols, use->rht, rht_seed(l->cfg.seed))) return op_failed(l);
+        if (op->rht(x, op->tbuf[side], rows, cols, use->rht, qp_linear_rht_seed(l->cfg.seed))) return op_failed(l);
         in = op->tbuf[side];
     }
     qp_scaling_state *st = &l->states[state_index(layer, g, o)];
@@ -267,23 +362,8 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     }
     const int want_row = l->log_qerr && l->cfg.on_qerr;
     const qp_linear_qjob job = {use->fmt, in, rows, cols, trans, &u.opts, side, kind, u.update || want_row, want_row};
-    qp_linear_stats s;
-    memset(&s, 0, sizeof s);
-    if (op->quantize(x, &job, out, &s)) return op_failed(l);
-    if (u.update) {
-        qp_qstats qs = s.qs;
-        if (u.reduce_amax) {
-            qs.amax = gamax;
-            reduce_counts(&l->cfg, &qs);
-        }
-        qp_scaling_update(st, l->step, &qs);
-    }
-    if (want_row) {
-        qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
-                           s.rel_l2, s.snr_db, s.sat_frac, s.zero_frac, s.amax, s.qs.scale};
-        l->cfg.on_qerr(&row, l->cfg.user);
-    }
-    return 0;
+    if (op->quantize(x, &job, out)) return op_failed(l);
+    return job.want_stats ? keep_stats(l, layer, g, pass, o, &u, side, want_row, gamax) : 0;
 }
 
 static int run(qp_linear *l, const qp_linear_operand *a, const qp_linear_operand *b, float *C, int M, int N, int K,
@@ -302,6 +382,7 @@ static int kind_of(qp_linear *l, int layer, qp_gemm_id g, qp_pass p, int M, int 
 
 static int check(qp_linear *l, int layer, qp_gemm_id g, int M, int IC, int OC)
 {
+    if (l->failed) return -1; /* err holds the failed flush's message */
     const int64_t biggest = (int64_t)(M > OC ? M : OC) * (IC > OC ? IC : OC);
     if ((unsigned)g >= QP_GEMM_COUNT || (g != QP_GEMM_HEAD && (layer < 0 || layer >= l->cfg.n_layers ||
                                                                biggest > l->ops->max_elems))) {

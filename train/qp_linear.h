@@ -22,7 +22,16 @@
  * format), under current scaling it takes its own amax (the same value
  * unless the RHT rotated it), as Transformer Engine does. Stochastic rounding
  * streams are indexed by (step, micro-batch, layer, GEMM, pass, operand). The
- * LM head goes through the same dispatch unquantized. */
+ * LM head goes through the same dispatch unquantized.
+ * Formats whose block scales cannot go into alpha (FP32 scales along K: the
+ * FP8 block formats, qp_format_traits.unscaled_exact false) are multiplied as
+ * DeepSeek-V3 does: element codes per K-chunk of QK_FP8_BLOCK, each partial
+ * product scaled by s_a * s_b in FP32 (the CPU: qp_gemm_run_kscaled; a GPU:
+ * an FP32 GEMM of the scaled values, which agrees to FP32 rounding).
+ * Statistics (scaling updates, events, qerr rows) are applied when the
+ * backend's kept list is flushed (qp_linear_ops.h): at once on the CPU, at
+ * the backend's flush points on a GPU; nothing the passes compute depends on
+ * when (a delayed scale's other uses take the scale the owner took). */
 #ifndef QP_LINEAR_H
 #define QP_LINEAR_H
 
@@ -78,16 +87,27 @@ typedef struct qp_linear qp_linear;
 qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen);
 void qp_linear_destroy(qp_linear *l);
 /* Run on other operations from now on (a GPU's; ops must outlive l, NULL:
- * back to the CPU's). Scaling states, events and records stay l's. */
+ * back to the CPU's), after flushing the old ones. Scaling states, events
+ * and records stay l's. */
 void qp_linear_set_ops(qp_linear *l, const qp_linear_ops *ops);
+/* Apply every kept statistic in the order of the uses (scaling updates,
+ * events, qerr rows); a device waits for its work. Before anything reads the
+ * scaling states or counts (checkpoints, the end of a run); begin_step,
+ * begin_micro, set_frozen and set_ops flush. 0, or -1 with the error (then
+ * every later pass fails with it too). */
+int qp_linear_flush(qp_linear *l);
+/* The most statistics one micro-batch keeps for n_layers blocks (every use
+ * of every block GEMM): a kept list this long is flushed only at the
+ * backend's flush points. */
+int qp_linear_max_kept(int n_layers);
 /* The plan of GEMM g (< QP_BLOCK_GEMMS) of block layer. */
 const qp_linear_plan *qp_linear_plan_of(const qp_linear *l, int layer, qp_gemm_id g);
 /* The block GEMMs' format pairs and RHT (qp_linear_ops.h). */
 void qp_linear_gemms(const qp_linear *l, qp_linear_gemm_set *s);
 /* The longest amax history of the scaling states (checkpoints store that many per state). */
 int qp_linear_history_len(const qp_linear *l);
-/* Start optimizer step `step`; log_qerr: record the quantization error of
- * every operand this step. */
+/* Start optimizer step `step` (after a flush); log_qerr: record the
+ * quantization error of every operand this step. */
 void qp_linear_begin_step(qp_linear *l, int64_t step, int log_qerr);
 /* Micro-batch `micro` of the step (gradient accumulation): new SR streams. */
 void qp_linear_begin_micro(qp_linear *l, int micro);
@@ -103,6 +123,9 @@ const char *qp_linear_error(const qp_linear *l);
 /* Frozen: scaling states are used but not updated and no events are reported
  * (evaluation must not change what training does next). */
 void qp_linear_set_frozen(qp_linear *l, int frozen);
+
+/* The RHT's sign seed for the dispatch's seed (every RHT of a run uses it). */
+uint64_t qp_linear_rht_seed(uint64_t seed);
 
 /* Scaling state of (layer, gemm, operand), for checkpoints: delayed scaling's
  * history and scales must survive a resume. */

@@ -2,10 +2,15 @@
  * (qp_linear_ops.h): quant/'s quantize-dequantize (unscaled, in the stored
  * order of each operand), quant/'s error metrics, the RHT, OpenMP transposes
  * and bias loops, and oneDNN's GEMM (qp_gemm.h), which reads either operand
- * transposed and runs BF16 when both operands are BF16 values.
+ * transposed and runs BF16 when both operands are BF16 values. Formats whose
+ * scaled values are not BF16 values (FP8 blocks with FP32 scales along K)
+ * hand the GEMM their codes and each (row, K-chunk) scale, and the GEMM runs
+ * K-chunked (qp_gemm_run_kscaled). One kept statistics slot: the dispatch
+ * applies each quantization's statistics at once.
  *
- * Owns: the CPU's operand buffers (per GEMM side: a transposed/rotated copy
- * and the quantized copy; one for the metrics). qp_linear_create makes one. */
+ * Owns: the CPU's operand buffers (per GEMM side: a transposed/rotated copy,
+ * the quantized copy, the packed codes and chunk scales of a K-chunked
+ * operand; one for the metrics). qp_linear_create makes one. */
 #ifndef QP_LINEAR_HOST_H
 #define QP_LINEAR_HOST_H
 

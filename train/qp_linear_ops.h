@@ -2,7 +2,7 @@
  * interface between the dispatch's one implementation (qp_linear.c: which
  * operand is transposed, rotated, quantized in which format with which SR
  * stream and scale, how statistics update the scaling state and make a qerr
- * row, which GEMM runs) and where the work happens.
+ * row, when they are applied, which GEMM runs) and where the work happens.
  *
  * Owns: the operation table, the GEMM operand a backend hands its GEMM, and
  * one quantization's job and statistics. Backends: the CPU's host operations
@@ -11,7 +11,15 @@
  * on the operand building of kernels/qp_cuda_linear_ops.h), installed with
  * qp_linear_set_ops. Plain C over quant/'s types only, so kernels/ needs no
  * other header of the dispatch. Every operation returns 0, or -1 with a
- * message that error() gives. */
+ * message that error() gives.
+ *
+ * Statistics are kept, not returned: a quantization leaves them in its
+ * side's scratch, keep() sets them aside as slot k of the backend's kept
+ * list, and fetch_kept() brings slots 0..n-1 to the host at once when the
+ * dispatch flushes (qp_linear_flush). Nothing a later quantization or GEMM
+ * reads depends on them (decode scales reach the GEMM with the operand, as
+ * host values or backend pointers), so a GPU never waits for the host per
+ * operand; the CPU keeps one slot, so its statistics apply at once. */
 #ifndef QP_LINEAR_OPS_H
 #define QP_LINEAR_OPS_H
 
@@ -40,8 +48,11 @@ typedef struct {
     const void *data;
     int trans;                   /* stored cols x rows (the CPU's GEMM reads either; device operands are rows x K) */
     float scale_inv;             /* per-tensor decode scale the dispatch folds into alpha */
-    const float *scale_inv_ptr;  /* FP8 and NVFP4 native: the decode scale in the backend's memory */
+    const float *scale_inv_ptr;  /* or the decode scale in the backend's memory (the backend's GEMM applies it) */
     const uint8_t *block_scales; /* MXFP8 and NVFP4 native */
+    const float *kscale;         /* not NULL: data holds element codes (BF16 values) and this the FP32 scale of
+                                    each (row, K-chunk of QK_FP8_BLOCK), row-major: formats whose block scales
+                                    cannot go into alpha (qp_format_traits.unscaled_exact false) */
 } qp_linear_operand;
 
 /* What one quantization saw. qs as quant/ reports it (a backend may leave the
@@ -71,15 +82,16 @@ typedef struct {
     const float *x;    /* rows x cols, stored cols x rows when trans */
     int rows, cols, trans;
     const qp_qopts *opts;
-    int side;          /* 0: the GEMM's A, 1: its B (selects buffers) */
+    int side;          /* 0: the GEMM's A, 1: its B (selects buffers and the statistics scratch) */
     int kind;          /* gemm_kind's answer for this GEMM */
-    int want_stats;    /* the scaling state is updated with st->qs after this */
-    int want_metrics;  /* and a qerr row is made of st's metrics */
+    int want_stats;    /* leave the statistics (qs) in side's scratch for keep() */
+    int want_metrics;  /* with the error metrics (a qerr row is made of them) */
 } qp_linear_qjob;
 
 typedef struct qp_linear_ops {
     void *ctx;
     int64_t max_elems;  /* the largest operand the buffers hold */
+    int max_kept;       /* slots of the kept list (1: statistics apply after each quantization) */
     float *tbuf[2];     /* per side: transposed or rotated copies (backend memory, max_elems floats) */
     const char *(*error)(void *ctx);
     /* dst (src_cols x src_rows) = src^T */
@@ -93,8 +105,12 @@ typedef struct qp_linear_ops {
     int (*plain)(void *ctx, const float *x, int trans, int rows, int cols, int side, qp_linear_operand *out);
     /* the GEMM kind for A in fmt a, B in fmt b (FP32 for plain operands), M x N x K; NULL: always emulated */
     int (*gemm_kind)(void *ctx, qp_fmt a, qp_fmt b, int M, int N, int K);
-    /* the GEMM operand of job, and (job->want_stats) its statistics */
-    int (*quantize)(void *ctx, const qp_linear_qjob *job, qp_linear_operand *out, qp_linear_stats *st);
+    /* the GEMM operand of job, and (job->want_stats) its statistics in side's scratch */
+    int (*quantize)(void *ctx, const qp_linear_qjob *job, qp_linear_operand *out);
+    /* side's statistics as kept slot `slot` (< max_kept), in the order of the work */
+    int (*keep)(void *ctx, int side, int slot);
+    /* kept slots 0..n-1 to the host (a device waits for its work here) */
+    int (*fetch_kept)(void *ctx, int n, qp_linear_stats *out);
     /* C[M,N] (+)= alpha A[M,K] B[N,K]^T */
     int (*gemm)(void *ctx, const qp_linear_operand *a, const qp_linear_operand *b, float *C, int M, int N, int K,
                 float alpha, int accumulate);

@@ -89,10 +89,10 @@ const char *qp_recipe_names(void)
 
 #define TARGETS "fprop, dgrad, wgrad, x, w, dy, qkv, attproj, fc, fcproj, Ln, Ln-m, firstN, lastN (~ before blocks: " \
                 "all but those; + joins one kind, . joins kinds)"
-#define OPTIONS "sr, rn, current, delayed, hist=N, amax=max|most-recent, rht=0|16, 1d, 2d"
+#define OPTIONS "sr, rn, current, delayed, hist=N, amax=max|most-recent, rht=0|16|32|64|128, 1d, 2d"
 
-/* RHT sizes the quantizer has (quant/qp_hadamard.h). */
-static int rht_size_ok(int n) { return n == 0 || n == QK_RHT; }
+/* RHT sizes the quantizer has (quant/qp_core.h), or 0 for none. */
+static int rht_size_ok(int n) { return n == 0 || qp_rht_size_ok(n); }
 
 /* ---- parsing ------------------------------------------------------------------ */
 
@@ -262,7 +262,7 @@ static int parse_option(parser *p, const char *s, size_t n, qp_recipe_rule *rule
         field = &rule->hist;
     } else if (n > 4 && !memcmp(s, "rht=", 4)) {
         if (parse_count(s + 4, n - 4, &value) || !rht_size_ok(value))
-            return fail(p, "rht takes a Hadamard size (0 = none, or 16), not '%.*s'", (int)(n - 4), s + 4);
+            return fail(p, "rht takes a Hadamard size (0 = none, or 16, 32, 64, 128), not '%.*s'", (int)(n - 4), s + 4);
         field = &rule->rht;
     } else {
         return fail(p, "unknown option '%.*s'; valid: " OPTIONS, (int)n, s);

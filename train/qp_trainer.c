@@ -911,8 +911,9 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     r->Bl = r->o.batch / r->world;
     const int on_gpu = strcmp(r->o.device, "cuda") == 0;
     if (on_gpu && !qp_backend_cuda_built()) return snprintf(err, errlen, "--device cuda: built without CUDA"), QP_EXIT_BAD_INPUT;
-    if (on_gpu && qp_backend_cuda_devices() < 1)
-        return snprintf(err, errlen, "--device cuda: no CUDA device found"), QP_EXIT_BAD_INPUT;
+    char why[200] = "";
+    if (on_gpu && qp_backend_cuda_device_count(why, sizeof why) < 1)
+        return snprintf(err, errlen, "--device cuda: no CUDA device found (%s)", why), QP_EXIT_BAD_INPUT;
     if (on_gpu && r->world > 1 && !qp_backend_cuda_nccl())
         return snprintf(err, errlen, "--device cuda with %d ranks needs NCCL: this qtrain was built without it "
                         "(NCCL, CUDA and MPI must all be found by CMake)", r->world), QP_EXIT_BAD_INPUT;

@@ -38,6 +38,9 @@ put("experiment", "no_data.ini", "[grid]\nrecipe = bf16\n")
 put("experiment", "grid_rules.ini",
     "[base]\ndata = corpus.txt\nlayers = 4\n[grid]\nrecipe = bf16, nvfp4|bf16-last=0|~L0=bf16, fp8-current|w=nvfp4, "
     "bf16|fprop.x+w=nvfp4:sr\n[sweep]\nbaseline = bf16\n")
+put("experiment", "slurm.ini",
+    "[base]\ndata = corpus.txt\ndevice = cuda\n[grid]\nseed = 1, 2\n[slurm]\npartition = gpu,long\naccount = p-1\n"
+    "time = 1-02:30:00\ncpus-per-task = 4\ngpus_per_task = 0\nntasks = 2\nmpi = pmix\n")
 
 # ---- token shards and byte files
 MAGIC = 20240520

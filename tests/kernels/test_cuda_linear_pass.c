@@ -4,15 +4,20 @@
  * dispatch on the CPU's operations, without a GPU.
  *
  * Host primitives: quant/'s qp_qdq / qp_quantize for the device quantizer
- * (bit-identical to it by its own tests), qp_rht16, plain transposes, and the
- * CPU GEMM on the operands the GPU GEMM would get (BF16 bits, FP32, or FP8
- * codes with a decode-scale pointer). For every recipe (presets and
+ * (bit-identical to it by its own tests), qp_rht, plain transposes, a kept
+ * statistics list, and the CPU GEMM on the operands the GPU GEMM would get
+ * (BF16 bits or FP32 with their decode-scale pointers folded into alpha, or
+ * FP8 codes with a decode-scale pointer). For every recipe (presets and
  * per-use rules: mixed formats in one GEMM, an unquantized operand meeting a
  * quantized one, a delayed scaling state owned by wgrad, a GEMM type left
- * out of the RHT), both paths (emulated and native), several layers, three
- * steps and two micro-batches: Y, dX, dW and db to 1e-5 of their largest
- * magnitude (the GEMMs sum in other orders), the scaling states exactly, the
- * same events and the same qerr rows. Native paths by a fake compute
+ * out of the RHT, the new formats: FP8 blocks with FP32 scales in an FP32
+ * GEMM against the CPU's K-chunked one, MXFP6, 4/6, rceil, a 128-point RHT),
+ * both paths (emulated and native), several layers, three steps and two
+ * micro-batches: Y, dX, dW and db to 1e-5 of their largest magnitude (the
+ * GEMMs sum in other orders), the scaling states exactly, the same events and
+ * the same qerr rows — the GPU's statistics kept and flushed only at the end
+ * of each micro-batch, as its backend does (and a kept list of 3, flushed
+ * mid-pass; the CPU's apply at once). Native paths by a fake compute
  * capability (qpl_set_device: 90 FP8, 100 MXFP8/NVFP4 block-scaled, the host
  * GEMM decoding codes and cuBLASLt-tiled block scales) and the decisions
  * alone (path names, the kind of each GEMM by formats and shape,
@@ -27,6 +32,7 @@
 #include <string.h>
 
 #include "qp_cuda_linear_ops.h"
+#include "qp_cuda_model_math.h"
 #include "qp_format.h"
 #include "qp_gemm.h"
 #include "qp_hadamard.h"
@@ -37,10 +43,14 @@
 
 static unsigned long long rng = 0x1234567887654321ull;
 
+#define MAXKEPT 512
+
 typedef struct {
     qp_gemm *gemm;
     char err[256];
     qpl_stats stats[2];
+    qpl_stats kept[MAXKEPT]; /* the device's kept statistics */
+    int n_fetches;           /* fetches of kept statistics */
     float scale_inv[2];
     float *fa, *fb; /* GEMM operands as FP32 */
     uint8_t *tiled[2];  /* per side: block scales in cuBLASLt's tiled layout */
@@ -74,7 +84,7 @@ static int h_copy(void *x, float *dst, const float *src, int64_t n)
 }
 static int h_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
-    if (n == 16 && !qp_rht16(d, rows, cols, seed)) return 0;
+    if (!qp_rht(d, rows, cols, n, seed)) return 0;
     snprintf(H->err, sizeof H->err, "no %d-point RHT over %d columns", n, cols);
     return -1;
 }
@@ -90,7 +100,10 @@ static int h_qdq(void *x, qp_fmt fmt, const float *in, float *y, uint16_t *y_bf1
                  const qp_qopts *o, int side)
 {
     qp_qstats qs;
-    qp_qdq(fmt, in, y, rows, cols, o, &qs);
+    if (qp_qdq(fmt, in, y, rows, cols, o, &qs)) {
+        snprintf(H->err, sizeof H->err, "no format %d", (int)fmt);
+        return -1;
+    }
     for (int64_t i = 0; y_bf16 && i < (int64_t)rows * cols; i++) y_bf16[i] = (uint16_t)(qp_f32_bits(y[i]) >> 16);
     put_stats(H, side, &qs);
     return 0;
@@ -138,9 +151,16 @@ static int h_reduce(void *x, const float *in, const float *y, const uint8_t *cod
     s->xx = xx, s->ee = ee, s->n_nonzero = nz, s->n_flushed = fl;
     return 0;
 }
-static int h_fetch(void *x, int side, qpl_stats *out)
+static int h_keep(void *x, int side, int slot)
 {
-    *out = H->stats[side];
+    if (slot < 0 || slot >= MAXKEPT) return -1;
+    H->kept[slot] = H->stats[side];
+    return 0;
+}
+static int h_fetch_kept(void *x, int n, qpl_stats *out)
+{
+    H->n_fetches++;
+    memcpy(out, H->kept, (size_t)n * sizeof *out);
     return 0;
 }
 static const float *h_scale_inv_ptr(void *x, int side) { return &H->scale_inv[side]; }
@@ -156,7 +176,7 @@ static int h_amax(void *x, const float *in, int64_t n, float *out)
 static int to_f32(const qp_linear_operand *o, float *dst, int64_t rows, int64_t K)
 {
     const int64_t n = rows * K;
-    if (o->trans) return -1; /* the GPU's operands are rows x K */
+    if (o->trans || o->kscale) return -1; /* the GPU's operands are rows x K, never K-chunked */
     switch (o->type) {
     case QP_LOP_MXFP8:
     case QP_LOP_NVFP4: {
@@ -214,6 +234,10 @@ static int h_gemm(void *x, const qp_linear_operand *A, const qp_linear_operand *
         snprintf(H->err, sizeof H->err, "GEMM operands of %dx%dx%d unreadable", M, N, K);
         return -1;
     }
+    /* BF16 and FP32 operands' decode scales are folded into alpha on the
+     * device, as qp_cublt_gemm's alpha kernel does: alpha * (sA * sB) */
+    if ((A->type == QP_LOP_BF16 || A->type == QP_LOP_F32) && (A->scale_inv_ptr || B->scale_inv_ptr))
+        alpha = alpha * ((A->scale_inv_ptr ? *A->scale_inv_ptr : 1.0f) * (B->scale_inv_ptr ? *B->scale_inv_ptr : 1.0f));
     return qp_gemm_run(H->gemm, H->fa, 0, H->fb, 0, D, M, N, K, alpha, beta != 0.0f, A->type == QP_LOP_BF16);
 }
 static int h_bias_add(void *x, float *Y, const float *b, int M, int N)
@@ -225,11 +249,7 @@ static int h_bias_add(void *x, float *Y, const float *b, int M, int N)
 static int h_bias_grad(void *x, float *db, const float *dY, int M, int N)
 {
     (void)x;
-    for (int n = 0; n < N; n++) {
-        float s = 0.0f;
-        for (int m = 0; m < M; m++) s += dY[(int64_t)m * N + n];
-        db[n] += s;
-    }
+    for (int n = 0; n < N; n++) qpm_colsum(db, dY, M, N, n); /* the GPU's chunk order */
     return 0;
 }
 #undef H
@@ -290,7 +310,10 @@ typedef struct {
     uint16_t *bbuf[2];
 } gpu_side;
 
-static void gpu_setup(gpu_side *g, qp_linear *lin, qp_gemm *gemm, int64_t max_elems, int cc)
+/* max_kept: the kept list's length (0: the GPU backend's, which a
+ * micro-batch never overfills). */
+static void gpu_setup(gpu_side *g, qp_linear *lin, qp_gemm *gemm, int64_t max_elems, int cc, int n_layers,
+                      int max_kept)
 {
     memset(g, 0, sizeof *g);
     g->h.gemm = gemm, g->h.scale_inv[0] = g->h.scale_inv[1] = 1.0f;
@@ -302,10 +325,12 @@ static void gpu_setup(gpu_side *g, qp_linear *lin, qp_gemm *gemm, int64_t max_el
     }
     const qpl_prims pr = {.ctx = &g->h, .error = h_error, .transpose = h_transpose, .transpose_u8 = h_transpose_u8,
                           .copy = h_copy, .rht = h_rht, .qdq = h_qdq, .quantize = h_quantize, .to_bf16 = h_to_bf16,
-                          .reduce = h_reduce, .fetch = h_fetch, .scale_inv_ptr = h_scale_inv_ptr,
-                          .block_scales_ptr = h_block_scales_ptr, .amax = h_amax, .gemm = h_gemm,
-                          .bias_add = h_bias_add, .bias_grad = h_bias_grad};
-    qpl_device_init(&g->dv, &pr, g->tbuf, g->ybuf, g->bbuf, max_elems);
+                          .reduce = h_reduce, .keep = h_keep, .fetch_kept = h_fetch_kept,
+                          .scale_inv_ptr = h_scale_inv_ptr, .block_scales_ptr = h_block_scales_ptr, .amax = h_amax,
+                          .gemm = h_gemm, .bias_add = h_bias_add, .bias_grad = h_bias_grad};
+    const int kept = max_kept ? max_kept : qp_linear_max_kept(n_layers);
+    CHECK(kept <= MAXKEPT && qpl_device_init(&g->dv, &pr, g->tbuf, g->ybuf, g->bbuf, max_elems, kept) == 0,
+          "kept list of %d", kept);
     qp_linear_gemm_set gemms;
     qp_linear_gemms(lin, &gemms);
     qpl_set_device(&g->dv, &gemms, cc, 0);
@@ -314,13 +339,15 @@ static void gpu_setup(gpu_side *g, qp_linear *lin, qp_gemm *gemm, int64_t max_el
 
 static void gpu_free(gpu_side *g)
 {
+    qpl_device_free(&g->dv);
     free(g->h.tiled[0]), free(g->h.tiled[1]), free(g->h.fa), free(g->h.fb);
     for (int s = 0; s < 2; s++) free(g->tbuf[s]), free(g->ybuf[s]), free(g->bbuf[s]);
 }
 
 /* cc: the fake GPU's compute capability (0: none, every GEMM emulated);
- * expect: the path name qpl_set_device must give. */
-static void run(const char *spec, int cc, int M, int IC, int OC, const char *expect)
+ * expect: the path name qpl_set_device must give; max_kept: the GPU's kept
+ * list (0: the backend's). */
+static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char *expect, int max_kept)
 {
     const int native = cc > 0;
     const int L = 3;
@@ -340,7 +367,7 @@ static void run(const char *spec, int cc, int M, int IC, int OC, const char *exp
     CHECK(gemm && ref && dev, "%s", err);
     if (!gemm || !ref || !dev) return;
     gpu_side gs;
-    gpu_setup(&gs, dev, gemm, max_elems, cc);
+    gpu_setup(&gs, dev, gemm, max_elems, cc, L, max_kept);
     host *h = &gs.h;
     CHECK(!strcmp(gs.dv.path, expect), "%s on cc %d: path %s, expected %s", spec, cc, gs.dv.path, expect);
     float *W = randv((int64_t)OC * IC, 0.05f), *b = randv(OC, 0.1f);
@@ -377,8 +404,15 @@ static void run(const char *spec, int cc, int M, int IC, int OC, const char *exp
             close_to("dW", full, dW0, dW1, (int64_t)OC * IC);
             close_to("db", full, db0, db1, OC);
             free(X), free(dY);
+            /* as the GPU backend: the kept statistics applied once per micro-batch */
+            CHECK(qp_linear_flush(dev) == 0, "%s flush: %s", spec, qp_linear_error(dev));
         }
     }
+    /* a micro-batch's statistics fit the backend's list: one fetch per
+     * micro-batch at most; a list of 3 is fetched mid-pass */
+    CHECK(max_kept ? h->n_fetches > 6 || rown.n + rown.nev == 0 : h->n_fetches <= 6,
+          "%s: %d fetches of kept statistics over 6 micro-batches (list of %d)", spec, h->n_fetches,
+          gs.dv.ops.max_kept);
     /* the LM head: FP32, transposed operands through tbuf */
     {
         const int V = 40, C = 24;
@@ -440,6 +474,11 @@ static void run(const char *spec, int cc, int M, int IC, int OC, const char *exp
     free(W), free(b), free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
     qp_linear_destroy(ref), qp_linear_destroy(dev);
     qp_gemm_destroy(gemm);
+}
+
+static void run(const char *spec, int cc, int M, int IC, int OC, const char *expect)
+{
+    run_kept(spec, cc, M, IC, OC, expect, 0);
 }
 
 /* ---- data parallelism: two "ranks" (threads) -------------------------------- */
@@ -525,7 +564,7 @@ static void *dp_rank(void *arg)
     co.reduce_user = &upass;
     qp_linear *ref = qp_linear_create(&cr, err, sizeof err), *dev = qp_linear_create(&co, err, sizeof err);
     gpu_side gs;
-    gpu_setup(&gs, dev, gemm, max_elems, j->cc);
+    gpu_setup(&gs, dev, gemm, max_elems, j->cc, L, 0);
     float *Y0 = malloc(sizeof(float) * M * OC), *Y1 = malloc(sizeof(float) * M * OC);
     float *dX0 = calloc((size_t)M * IC, sizeof(float)), *dX1 = calloc((size_t)M * IC, sizeof(float));
     float *dW0 = calloc((size_t)OC * IC, sizeof(float)), *dW1 = calloc((size_t)OC * IC, sizeof(float));
@@ -552,6 +591,10 @@ static void *dp_rank(void *arg)
                     const double w = worst_rel(Y0, Y1, (int64_t)M * OC);
                     if (w > j->worst) j->worst = w;
                 }
+            if (!j->failed && qp_linear_flush(dev)) {
+                j->failed = 1;
+                snprintf(j->msg, sizeof j->msg, "flush: %s", qp_linear_error(dev));
+            }
         }
     }
     const double w[3] = {worst_rel(dX0, dX1, (int64_t)M * IC), worst_rel(dW0, dW1, (int64_t)OC * IC),
@@ -655,6 +698,10 @@ static void test_decisions(void)
         {"fp8-current,w=nvfp4", 100, 0, "emulated-bf16", QPL_EMULATED},     /* E4M3 x NVFP4: emulated */
         {"bf16,fprop=nvfp4,fc=mxfp8", 100, 0, "nvfp4-native", QPL_MXFP8},  /* both native, one name */
         {"fp32,fprop.w=fp8-e4m3", 90, 0, "emulated-bf16", QPL_F32},        /* FP32 x E4M3: in FP32 */
+        {"bf16,x+dy=fp8-block,w=fp8-block-2d", 90, 0, "emulated-bf16", QPL_F32}, /* FP32 block scales: FP32 */
+        {"bf16,fprop.x=fp8-block", 100, 0, "emulated-bf16", QPL_F32},     /* and its BF16 partner too */
+        {"bf16,x+dy=fp8-block-pow2,w=fp8-block-2d-pow2", 90, 0, "emulated-bf16", QPL_EMULATED}, /* BF16-exact */
+        {"x+w+dy=mxfp8-rceil", 100, 0, "emulated-bf16", QPL_EMULATED},     /* native: mxfp8 by name only */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char err[512];
@@ -715,6 +762,22 @@ int main(void)
     run("mxfp4", 100, 32, 64, 96, "emulated-bf16");
     run("mxfp8", 90, 32, 64, 96, "emulated-bf16"); /* Hopper: no block scaling */
     run("fp8", 100, 32, 64, 96, "fp8-native");
+    /* a kept list of 3: flushed early, mid-pass, with the same results */
+    run_kept("fp8", 0, 32, 48, 64, "emulated-bf16", 3);
+    run_kept("fp8", 90, 32, 48, 64, "fp8-native", 3);
+    run_kept("nvfp4", 100, 32, 64, 96, "nvfp4-native", 3);
+    run_kept("bf16,wgrad=fp8-e4m3:delayed", 90, 32, 64, 96, "fp8-native", 3);
+    /* the new formats (emulated on every GPU): FP8 blocks with FP32 scales
+     * run an FP32 GEMM of the scaled values against the CPU's K-chunked GEMM
+     * (contractions above 128), the others the BF16 emulation; RHT sizes
+     * from the recipe */
+    run("bf16,x+dy=fp8-block,w=fp8-block-2d", 0, 160, 192, 144, "emulated-bf16");
+    run("x=fp8-block,w=mxfp8,dy=fp8-e5m2", 0, 160, 192, 144, "emulated-bf16");
+    run("x+dy=fp8-block-pow2,w=fp8-block-2d-pow2", 0, 160, 192, 144, "emulated-bf16");
+    run("x=mxfp6-e2m3,w=nvfp4-4o6,dy=mxfp4-rceil", 0, 64, 192, 144, "emulated-bf16");
+    run("nvfp4,wgrad:rht=128,bf16-last=0", 0, 128, 192, 144, "emulated-bf16");
+    run("nvfp4,wgrad:rht=64,bf16-last=0", 100, 64, 192, 128, "nvfp4-native");
+    run("bf16,fc.x+dy=fp8-block,fc.w=fp8-block-2d,qkv=mxfp8-rceil", 90, 128, 256, 128, "emulated-bf16");
     /* per-use recipes: formats differ between the operands of one GEMM, between
      * passes and between GEMM types */
     run("fp8-current,w=nvfp4", 0, 32, 64, 96, "emulated-bf16");
@@ -732,5 +795,7 @@ int main(void)
     run_dp("fp8-current", 90, 32, 64, 96);
     run_dp("mxfp8", 100, 32, 64, 96);
     run_dp("nvfp4", 100, 32, 64, 96);
+    run_dp("bf16,x+dy=fp8-block,w=fp8-block-2d", 0, 32, 64, 96);
+    run_dp("nvfp4,wgrad:rht=32,bf16-last=0", 0, 32, 64, 96);
     return qp_test_finish("test_cuda_linear_pass");
 }

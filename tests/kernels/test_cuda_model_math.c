@@ -85,13 +85,14 @@ static void test_gelu(void)
     free(x), free(y0), free(y1), free(dout), free(d0), free(d1);
 }
 
-static void test_layernorm(void)
+static void test_layernorm_n(int N)
 {
-    const int N = 13, C = 37;
+    const int C = 37;
     float *x = randv((int64_t)N * C, 3.0f), *w = randv(C, 1.0f), *b = randv(C, 0.3f);
     for (int c = 0; c < C; c++) x[c] += 100.0f; /* a row with a large mean */
     float *o0 = malloc(sizeof(float) * N * C), *o1 = malloc(sizeof(float) * N * C);
-    float m0[13], r0[13], m1[13], r1[13];
+    float *m0 = malloc(N * sizeof(float)), *r0 = malloc(N * sizeof(float));
+    float *m1 = malloc(N * sizeof(float)), *r1 = malloc(N * sizeof(float));
     layernorm_forward(o0, m0, r0, x, w, b, N, C);
     for (int i = 0; i < N; i++) qpm_layernorm_fwd_row(o1 + (int64_t)i * C, m1 + i, r1 + i, x + (int64_t)i * C, w, b, C);
     SAME("layernorm forward out", o0, o1, (int64_t)N * C);
@@ -103,12 +104,61 @@ static void test_layernorm(void)
     layernorm_backward(dx0, dw0, db0, dout, x, w, m0, r0, N, C);
     for (int i = 0; i < N; i++)
         qpm_layernorm_bwd_row(dx1 + (int64_t)i * C, dout + (int64_t)i * C, x + (int64_t)i * C, w, m1[i], r1[i], C);
+    float *dw2 = copyv(dw1, C), *db2 = copyv(db1, C);
     for (int c = 0; c < C; c++) qpm_layernorm_bwd_channel(dw1, db1, dout, x, m1, r1, N, C, c);
     SAME("layernorm backward dx", dx0, dx1, (int64_t)N * C);
-    SAME("layernorm backward dw", dw0, dw1, C);
-    SAME("layernorm backward db", db0, db1, C);
+    /* the GPU's chunk order against the CPU's straight sum: rounding only
+     * (a sum of N terms of size ~1 reorders to ~N * 2^-24 of its size) */
+    char name[96];
+    snprintf(name, sizeof name, "layernorm backward dw (N %d, %d chunks)", N, qpm_sum_chunks(N));
+    int64_t w_;
+    double e_ = max_rel(dw0, dw1, C, &w_);
+    CHECK(e_ <= 1e-6 * (1 + N / 64), "%s: %.3g", name, e_);
+    e_ = max_rel(db0, db1, C, &w_);
+    CHECK(e_ <= 1e-6 * (1 + N / 64), "layernorm backward db (N %d): %.3g", N, e_);
+    /* the GPU's two kernels: chunk sums over (chunk, channel), then each channel's
+     * chunks in order — the same bits as the one-channel function */
+    const int nk = qpm_sum_chunks(N);
+    float *pw = malloc((size_t)nk * C * sizeof(float)), *pb = malloc((size_t)nk * C * sizeof(float));
+    for (int k = nk - 1; k >= 0; k--) /* any chunk order: each chunk has its own slot */
+        for (int c = 0; c < C; c++) {
+            const int i0 = k * QPM_SUM_ROWS, i1 = i0 + QPM_SUM_ROWS < N ? i0 + QPM_SUM_ROWS : N;
+            qpm_layernorm_bwd_chunk(pw + (int64_t)k * C + c, pb + (int64_t)k * C + c, dout, x, m1, r1, i0, i1, C, c);
+        }
+    for (int c = 0; c < C; c++) qpm_layernorm_bwd_combine(dw2, db2, pw, pb, nk, C, c);
+    for (int c = 0; c < C; c++)
+        CHECK(qp_same_float(dw1[c], dw2[c]) && qp_same_float(db1[c], db2[c]),
+              "layernorm backward chunks (N %d) channel %d: %.9g/%.9g vs %.9g/%.9g", N, c, dw1[c], db1[c], dw2[c],
+              db2[c]);
+    /* bias gradients: the same two levels */
+    float *cs0 = randv(C, 0.1f), *cs1 = copyv(cs0, C), *cs2 = copyv(cs0, C);
+    for (int c = 0; c < C; c++) {
+        float s0 = 0.0f;
+        for (int i = 0; i < N; i++) s0 += dout[(int64_t)i * C + c];
+        cs0[c] += s0;
+        qpm_colsum(cs1, dout, N, C, c);
+    }
+    for (int k = 0; k < nk; k++)
+        for (int c = 0; c < C; c++) {
+            const int i0 = k * QPM_SUM_ROWS, i1 = i0 + QPM_SUM_ROWS < N ? i0 + QPM_SUM_ROWS : N;
+            pw[(int64_t)k * C + c] = qpm_colsum_chunk(dout, i0, i1, C, c);
+        }
+    for (int c = 0; c < C; c++) qpm_colsum_combine(cs2, pw, nk, C, c);
+    e_ = max_rel(cs0, cs1, C, &w_);
+    CHECK(e_ <= 1e-6 * (1 + N / 64), "column sums (N %d): %.3g", N, e_);
+    for (int c = 0; c < C; c++)
+        CHECK(qp_same_float(cs1[c], cs2[c]), "column sum chunks (N %d) column %d: %.9g vs %.9g", N, c, cs1[c], cs2[c]);
+    free(pw), free(pb), free(cs0), free(cs1), free(cs2), free(dw2), free(db2);
+    free(m0), free(r0), free(m1), free(r1);
     free(x), free(w), free(b), free(o0), free(o1), free(dout), free(dx0), free(dx1);
     free(dw0), free(db0), free(dw1), free(db1);
+}
+
+static void test_layernorm(void)
+{
+    test_layernorm_n(13);  /* one chunk: the CPU's order exactly */
+    test_layernorm_n(64);
+    test_layernorm_n(300); /* five chunks, the last one short */
 }
 
 static void test_attention(int B, int T, int C, int NH)
@@ -223,6 +273,18 @@ static void test_dot8(void)
         float *a = randv(n + 1, 1.0f), *b = randv(n + 1, 1.0f);
         const float x = dot8(a, b, n), y = qpm_dot8(a, b, n);
         CHECK(qp_same_float(x, y), "dot8(%d): %.9g vs %.9g", n, x, y);
+        /* the GPU's eight lanes: running sum j on lane j, then an xor butterfly
+         * over 1, 2, 4 (lane l adds lane l^k's value); every lane must end
+         * with dot8's bits */
+        float lane[8], next[8];
+        for (int j = 0; j < 8; j++) lane[j] = qpm_dot8_part(a, b, n, j);
+        for (int k = 1; k < 8; k <<= 1) {
+            for (int j = 0; j < 8; j++) next[j] = lane[j] + lane[j ^ k];
+            memcpy(lane, next, sizeof lane);
+        }
+        const float tail = qpm_dot8_tail(a, b, n);
+        for (int j = 0; j < 8; j++)
+            CHECK(qp_same_float(x, lane[j] + tail), "dot8(%d) butterfly lane %d: %.9g vs %.9g", n, j, lane[j] + tail, x);
         free(a), free(b);
     }
 }
@@ -247,7 +309,10 @@ static int h_encoder_fwd(void *x, float *out, const int32_t *inp, const float *w
 static int h_encoder_bwd(void *x, float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C)
 {
     (void)x;
-    for (int c = 0; c < C; c++) qpm_encoder_bwd_channel(dwte, dwpe, dout, inp, B * T, T, C, c);
+    /* as the GPU: token rows by channel, positions by (t, c) */
+    for (int c = 0; c < C; c++) qpm_encoder_bwd_token(dwte, dout, inp, B * T, C, c);
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) qpm_encoder_bwd_pos(dwpe, dout, B, T, C, t, c);
     return 0;
 }
 static int h_layernorm_fwd(void *x, float *out, float *mean, float *rstd, const float *inp, const float *w,

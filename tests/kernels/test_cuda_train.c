@@ -75,7 +75,8 @@ static int run_recipe(const char *spec, double tol)
         return fprintf(stderr, "%s: %s\n", spec, err), -1;
     qp_linear_gemm_set gemms;
     qp_linear_gemms(host_states, &gemms);
-    qp_cuda_linear *gops = qp_cuda_linear_create(qp_gpt_linear_elems(&mc, B, T), &gemms, gpu.stream, err, sizeof err);
+    qp_cuda_linear *gops = qp_cuda_linear_create(qp_gpt_linear_elems(&mc, B, T), qp_linear_max_kept(mc.layers), &gemms,
+                                                 gpu.stream, err, sizeof err);
     if (!gops) return fprintf(stderr, "%s: %s\n", spec, err), -1;
     qp_linear_set_ops(host_states, qp_cuda_linear_ops(gops));
     qp_linear *glin = host_states; /* the one dispatch, on the GPU's operations */
@@ -117,6 +118,8 @@ static int run_recipe(const char *spec, double tol)
                       cc);
         CHECK(qp_cuda_gpt_adamw(&gpu, &oc, step + 1, lr, cg) == 0, "%s", gpu.err);
     }
+    /* the dispatch keeps its statistics on the device until a flush */
+    CHECK(qp_linear_flush(glin) == 0, "%s: flush: %s", spec, qp_linear_error(glin));
     CHECK(last_loss < first_loss, "%s: loss did not fall (%.4f -> %.4f)", spec, first_loss, last_loss);
     /* the same qerr rows (same layers, GEMMs, operands, passes), close metrics */
     CHECK(qc.n == qg.n, "%s: %d qerr rows on the CPU, %d on the GPU", spec, qc.n, qg.n);
@@ -169,5 +172,8 @@ int main(void)
     CHECK(run_recipe("bf16", 1e-3) == 0, "bf16 run");
     CHECK(run_recipe("fp8", 5e-2) == 0, "fp8 run");
     CHECK(run_recipe("nvfp4", 5e-2) == 0, "nvfp4 run");
+    /* FP8 blocks with FP32 scales: an FP32 GEMM on the GPU, K-chunked on the CPU */
+    CHECK(run_recipe("bf16,x+dy=fp8-block,w=fp8-block-2d", 5e-2) == 0, "DeepSeek-V3 FP8 run");
+    CHECK(run_recipe("nvfp4,wgrad:rht=128", 5e-2) == 0, "nvfp4 with a 128-point RHT run"); /* B*T = 128 */
     return qp_test_finish("test_cuda_train");
 }

@@ -17,6 +17,7 @@ import fcntl
 import math
 import os
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -484,7 +485,9 @@ def wait_for(cond, seconds, what):
 
 def case_resume():
     d = setup("resume")
-    steps = 800
+    # long enough that the first run is still going when the test sees step 150 and sends
+    # SIGTERM, on a machine several times faster than this one (no timing is asserted)
+    steps = 1600
     ini = write(os.path.join(d, "r.ini"), BASE.format(steps=steps, ckpt=100) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n")
     out = os.path.join(d, "out")
     first = os.path.join(out, "runs", "recipe=bf16_seed=1.h5")
@@ -638,12 +641,15 @@ def case_slurm():
     check(p.returncode == 0 and os.path.exists(script), f"--slurm: exit {p.returncode}: {p.stderr}")
     check(f"sbatch {script}" in p.stdout and f"--summarize {out}" in p.stdout, f"--slurm instructions: {p.stdout}")
     text = open(script).read()
-    for line in ("#SBATCH --array=0-3", "#SBATCH --cpus-per-task=1", f"#SBATCH --output={out}/logs/%a.log"):
+    for line in ("#SBATCH --array=0-3", "#SBATCH --cpus-per-task=1", "#SBATCH --ntasks=1",
+                 f"#SBATCH --output={out}/logs/slurm-%A_%a.log", "launch=()"):
         check(line + "\n" in text, f"script lacks {line!r}")
     check(not os.listdir(os.path.join(out, "runs")), "--slurm ran something")
     # the embedded commands are exactly the dry-run's
     dry = dry_lines(qsweep(ini, "--out", out, "--dry-run").stdout)
-    probe = write(os.path.join(d, "probe.sh"), text.replace('exec "${cmd[@]}"', 'printf "%s\\0" "${cmd[@]}"'))
+    run_line = '"${launch[@]}" "${cmd[@]}" >>"$log" 2>&1\n'
+    check(run_line in text, "script runs the command through launch")
+    probe = write(os.path.join(d, "probe.sh"), text.replace(run_line, 'printf "%s\\0" "${cmd[@]}"; exit 0\n'))
     for i, (name, argv) in enumerate(dry):
         r = subprocess.run(["bash", probe], capture_output=True, text=True, env=dict(os.environ, SLURM_ARRAY_TASK_ID=str(i)))
         got = r.stdout.split("\n", 1)[1].split("\0")[:-1] if "\n" in r.stdout else []
@@ -669,6 +675,74 @@ def case_slurm():
     rows = {r["name"]: r["status"] for r in read_csv(os.path.join(out, "summary.csv"))}
     check(rows == {"recipe=bf16_seed=1": "missing", "recipe=bf16_seed=2": "missing", "recipe=fp8_seed=1": "done",
                    "recipe=fp8_seed=2": "missing"}, f"summary after one task: {rows}")
+    # --status without a submission: the run files alone
+    p = qsweep("--status", out)
+    check(p.returncode == 0 and "nothing submitted to Slurm" in p.stdout and "total: 1 done, 3 not submitted" in p.stdout,
+          f"--status of a folder never submitted: {p.returncode} {p.stdout} {p.stderr}")
+    # a failing task records its failure as a local qsweep would (DIR/runs/NAME.exit)
+    ini_bad = write(os.path.join(d, "bad.ini"), BASE.format(steps=30, ckpt=10).replace("heads = 2\n", "") +
+                    "[grid]\nheads = 2, 3\n[sweep]\nthreads_per_run = 1\n")
+    bad = os.path.join(d, "bad")
+    check(qsweep(ini_bad, "--out", bad, "--slurm").returncode == 0, "--slurm for the failing grid")
+    r = subprocess.run(["bash", os.path.join(bad, "qsweep.sbatch")], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, SLURM_ARRAY_TASK_ID="1"))
+    marker = os.path.join(bad, "runs", "heads=3.exit")
+    check(r.returncode == 2 and os.path.exists(marker), f"failing task: exit {r.returncode}, marker written")
+    if os.path.exists(marker):
+        text_m = open(marker).read().splitlines()
+        check(text_m[0] == "exit 2" and "heads" in text_m[1], f"marker: {text_m}")
+    log = open(os.path.join(bad, "logs", "heads=3.log")).read()
+    check("== qsweep.sbatch: exit 2" in log, "the run's log has the task's footer")
+    p = qsweep("--status", bad)
+    check(re.search(r"heads=3\s+failed", p.stdout) is not None, f"--status shows the failure: {p.stdout}")
+
+    # [slurm]: resources into #SBATCH lines, the section kept in DIR/qsweep.ini
+    ini2 = write(os.path.join(d, "r.ini"), BASE.format(steps=30, ckpt=10).replace("[base]\n", "[base]\ndevice = cuda\n") +
+                 "[grid]\nseed = 1, 2\n[slurm]\npartition = gpu,long\naccount = proj-1\ntime = 1-02:30:00\n"
+                 "cpus-per-task = 4\nntasks = 2\nmpi = pmi2\n")
+    out2 = os.path.join(d, "res")
+    p = qsweep(ini2, "--out", out2, "--slurm")
+    check(p.returncode == 0, f"--slurm with [slurm]: {p.stderr}")
+    text2 = open(os.path.join(out2, "qsweep.sbatch")).read()
+    for line in ("#SBATCH --partition=gpu,long", "#SBATCH --account=proj-1", "#SBATCH --time=1-02:30:00",
+                 "#SBATCH --cpus-per-task=4", "#SBATCH --ntasks=2", "#SBATCH --gpus-per-task=1",
+                 "launch=(srun --mpi=pmi2 --ntasks=2 --cpus-per-task=4)"):
+        check(line + "\n" in text2, f"[slurm] script lacks {line!r}")
+    cmds2 = text2.split("cmds=(\n", 1)[1].split("\n)\n", 1)[0].splitlines()
+    check(len(cmds2) == 2 and all("--device cuda" in c and c.endswith("--threads 4'") for c in cmds2),
+          f"cpus_per_task gives the threads per run on Slurm; device reaches qtrain: {cmds2}")
+    rec = open(os.path.join(out2, "qsweep.ini")).read()
+    check(rec.endswith("[slurm]\npartition = gpu,long\naccount = proj-1\ntime = 1-02:30:00\ncpus_per_task = 4\n"
+                       "ntasks = 2\nmpi = pmi2\n"), f"qsweep.ini keeps [slurm]: {rec}")
+    # [slurm] may change between submissions ([base] and [grid] may not)
+    ini3 = write(os.path.join(d, "r3.ini"), open(ini2).read().replace("time = 1-02:30:00", "time = 45"))
+    check(qsweep(ini3, "--out", out2, "--slurm").returncode == 0 and
+          "#SBATCH --time=45\n" in open(os.path.join(out2, "qsweep.sbatch")).read(), "a new [slurm] into the same folder")
+    # --status reads squeue's and sacct's output (the formats Slurm 22.05 prints; the real
+    # thing is tests/slurm): fakes on PATH, for a folder with job 5 recorded
+    fake = os.path.join(d, "fakebin")
+    os.makedirs(fake, exist_ok=True)
+    write(os.path.join(fake, "squeue"), "#!/bin/sh\nprintf '5|2|PENDING\\n5|3|RUNNING\\n'\n")
+    write(os.path.join(fake, "sacct"), "#!/bin/sh\nprintf '5_0|COMPLETED\\n5_1|FAILED\\n5_[2-3]|PENDING\\n'\n")
+    for n in ("squeue", "sacct"):
+        os.chmod(os.path.join(fake, n), 0o755)
+    write(os.path.join(out, "slurm.jobs"), "5 0-3\n")
+    p = qsweep("--status", out, env=dict(os.environ, PATH=fake))
+    rows = {l.split()[0]: l.split()[1:] for l in p.stdout.splitlines() if l.startswith("recipe=")}
+    check(p.returncode == 0 and "note:" not in p.stdout, f"--status with squeue and sacct: {p.stdout} {p.stderr}")
+    check(rows.get("recipe=bf16_seed=1", [""])[0] == "missing" and rows.get("recipe=bf16_seed=2", [""])[0] == "failed"
+          and "Slurm says FAILED" in p.stdout and rows.get("recipe=fp8_seed=1", [""])[0] == "done"
+          and rows.get("recipe=fp8_seed=2", [""])[0] == "running",
+          f"--status: run file first (task 2 is done whatever squeue says), then squeue, then sacct: {rows}")
+    p = qsweep("--status", out, env=dict(os.environ, PATH="/nonexistent"))
+    check(p.returncode == 0 and "squeue did not answer" in p.stdout and "sacct did not answer" in p.stdout
+          and "pending? squeue did not answer" in p.stdout, f"--status without Slurm's tools: {p.stdout}")
+    os.remove(os.path.join(out, "slurm.jobs"))
+    # --submit where there is no sbatch: bad input, nothing written
+    out4 = os.path.join(d, "nosbatch")
+    p = qsweep(ini, "--out", out4, "--submit", env=dict(os.environ, PATH="/nonexistent"))
+    check(p.returncode == 2 and "sbatch is not on PATH" in p.stderr and not os.path.exists(out4),
+          f"--submit without sbatch: {p.returncode} {p.stderr}")
 
 
 def case_examples():

@@ -19,7 +19,18 @@
  * Also: each recipe's plan is what qp_recipe.h documents, delayed scaling
  * runs its first step at scale 1 and the next from the previous amax, the
  * LM head is FP32 under every recipe, and the quantization-error records
- * match quant/'s error of the same operand. */
+ * match quant/'s error of the same operand.
+ *
+ * Every format of the table as an operand format (recipes of rules,
+ * "x+w+dy=FORMAT"; contractions 256, 192 and 160, so FP8 blocks of 128 come
+ * whole and partial): the same exact check, including the FP32-scaled FP8
+ * blocks whose GEMM runs K-chunked (qp_gemm_run_kscaled); DeepSeek-V3's mix
+ * (1x128 activations and gradients, 128x128 weights: the docs' recipe) and
+ * other mixes; and the wgrad RHT of 16, 32, 64 and 128 points (rht=N),
+ * reproduced exactly with the dispatch's public RHT seed
+ * (qp_linear_rht_seed). The K-chunked GEMM alone
+ * is checked against a float64 sum over chunks of (scale_a * scale_b) * the
+ * exact product of the codes. */
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -590,6 +601,172 @@ done:
     qp_linear_destroy(lin);
 }
 
+/* ---- every format as an operand ---------------------------------------------- */
+
+enum { FM = 256, FIC = 192, FOC = 160 };
+
+/* out = fully scaled dequantization of in (rows x cols, blocked along cols),
+ * after an n-point RHT with the dispatch's seed when rht_n. */
+static void fref_q(qp_fmt fmt, const float *in, float *out, int rows, int cols, int rht_n, uint64_t seed)
+{
+    memcpy(out, in, (size_t)rows * cols * sizeof(float));
+    if (rht_n) CHECK(qp_rht(out, rows, cols, rht_n, qp_linear_rht_seed(seed)) == 0, "reference RHT");
+    if (fmt != QP_FMT_FP32) CHECK(qp_qdq(fmt, out, out, rows, cols, NULL, NULL) == 0, "reference qdq");
+}
+
+/* One recipe on one layer: every GEMM of the fc layer against quant/'s
+ * dequantized operands of its plan's uses in float64. Returns the worst
+ * normalized difference. */
+static double run_plan(qp_gemm *gemm, const char *spec, int want_rht, uint64_t seed)
+{
+    char err[512];
+    static qp_recipe r;
+    if (qp_recipe_parse(spec, &r, err, sizeof err)) {
+        CHECK(0, "%s: %s", spec, err);
+        return INFINITY;
+    }
+    const qp_linear_cfg lc = {.n_layers = 1, .max_elems = (int64_t)FM * FIC, .seed = seed, .recipe = &r, .gemm = gemm};
+    qp_linear *lin = qp_linear_create(&lc, err, sizeof err);
+    CHECK(lin != NULL, "%s: %s", spec, err);
+    if (!lin) return INFINITY;
+    float *X = malloc(sizeof(float) * FM * FIC), *W = malloc(sizeof(float) * FOC * FIC), *dY = malloc(sizeof(float) * FM * FOC);
+    float *Xt = malloc(sizeof(float) * FM * FIC), *Wt = malloc(sizeof(float) * FOC * FIC), *dYt = malloc(sizeof(float) * FM * FOC);
+    float *Y = malloc(sizeof(float) * FM * FOC), *dX = malloc(sizeof(float) * FM * FIC), *dW = malloc(sizeof(float) * FOC * FIC);
+    float *pdX = malloc(sizeof(float) * FM * FIC), *pdW = malloc(sizeof(float) * FOC * FIC);
+    float *qa = malloc(sizeof(float) * FM * FOC), *qb = malloc(sizeof(float) * FM * FIC);
+    double *rv = malloc(sizeof(double) * FM * FIC), *rm = malloc(sizeof(double) * FM * FIC);
+    uint64_t s = seed;
+    fill(X, FM * FIC, 2.0f, &s);
+    fill(W, FOC * FIC, 0.05f, &s);
+    fill(dY, FM * FOC, 1e-3f, &s);
+    fill(pdX, FM * FIC, 1e-4f, &s);
+    fill(pdW, FOC * FIC, 1e-3f, &s);
+    transpose(X, Xt, FM, FIC);
+    transpose(W, Wt, FOC, FIC);
+    transpose(dY, dYt, FM, FOC);
+    memcpy(dX, pdX, sizeof(float) * FM * FIC);
+    memcpy(dW, pdW, sizeof(float) * FOC * FIC);
+    qp_linear_begin_step(lin, 0, 0);
+    double worst = 0.0;
+    if (qp_linear_forward(lin, 0, QP_GEMM_FC, Y, X, W, NULL, FM, FIC, FOC) ||
+        qp_linear_backward(lin, 0, QP_GEMM_FC, dX, dW, NULL, dY, X, W, FM, FIC, FOC)) {
+        CHECK(0, "%s: %s", spec, qp_linear_error(lin));
+        worst = INFINITY;
+    } else {
+        const qp_use_plan *u[QP_PASS_COUNT];
+        for (int ps = 0; ps < QP_PASS_COUNT; ps++) u[ps] = qp_linear_plan_of(lin, 0, QP_GEMM_FC)->use[ps];
+        const int rn = u[QP_PASS_WGRAD][QP_OPND_X].rht;
+        CHECK(rn == want_rht && u[QP_PASS_WGRAD][QP_OPND_DY].rht == want_rht && u[QP_PASS_FPROP][QP_OPND_X].rht == 0,
+              "%s: wgrad RHT of %d points, expected %d", spec, rn, want_rht);
+        int nbad;
+        double w;
+        fref_q(u[QP_PASS_FPROP][QP_OPND_X].fmt, X, qb, FM, FIC, 0, seed); /* fprop: Y = q(X) q(W)^T */
+        fref_q(u[QP_PASS_FPROP][QP_OPND_W].fmt, W, qa, FOC, FIC, 0, seed);
+        gemm_ref(qb, qa, FM, FOC, FIC, rv, rm);
+        w = compare(Y, rv, rm, NULL, NULL, FM, FOC, &nbad);
+        CHECK(nbad == 0, "%s fprop: %d outside FP32 accumulation error (worst %.2e)", spec, nbad, w);
+        worst = fmax(worst, w);
+        fref_q(u[QP_PASS_DGRAD][QP_OPND_DY].fmt, dY, qa, FM, FOC, 0, seed); /* dgrad: dX += q(dY) q(W^T)^T */
+        fref_q(u[QP_PASS_DGRAD][QP_OPND_W].fmt, Wt, qb, FIC, FOC, 0, seed);
+        gemm_ref(qa, qb, FM, FIC, FOC, rv, rm);
+        w = compare(dX, rv, rm, pdX, NULL, FM, FIC, &nbad);
+        CHECK(nbad == 0, "%s dgrad: %d outside FP32 accumulation error (worst %.2e)", spec, nbad, w);
+        worst = fmax(worst, w);
+        fref_q(u[QP_PASS_WGRAD][QP_OPND_DY].fmt, dYt, qa, FOC, FM, rn, seed); /* wgrad: dW += q(R dY^T) q(R X^T)^T */
+        fref_q(u[QP_PASS_WGRAD][QP_OPND_X].fmt, Xt, qb, FIC, FM, rn, seed);
+        gemm_ref(qa, qb, FOC, FIC, FM, rv, rm);
+        w = compare(dW, rv, rm, pdW, NULL, FOC, FIC, &nbad);
+        CHECK(nbad == 0, "%s wgrad: %d outside FP32 accumulation error (worst %.2e)", spec, nbad, w);
+        worst = fmax(worst, w);
+    }
+    free(X), free(W), free(dY), free(Xt), free(Wt), free(dYt), free(Y), free(dX), free(dW), free(pdX), free(pdW);
+    free(qa), free(qb), free(rv), free(rm);
+    qp_linear_destroy(lin);
+    return worst;
+}
+
+static void test_every_format(qp_gemm *gemm)
+{
+    printf("every format as x, w and dy (%dx%dx%d), worst |got - ref| / sum|a b|:\n", FM, FIC, FOC);
+    for (int f = 0; f < QP_FMT_COUNT; f++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "x+w+dy=%s", qp_formats[f].name);
+        const double w = run_plan(gemm, spec, 0, 500 + (uint64_t)f);
+        printf("  %-20s %9.1e%s\n", qp_formats[f].name, w,
+               f != QP_FMT_FP32 && !qp_formats[f].unscaled_exact ? "  (K-chunked)" : "");
+    }
+    static const struct {
+        const char *what, *spec;
+        int rht_n;
+    } mixes[] = {
+        {"deepseek-v3 fp8 blocks", "bf16,x+dy=fp8-block,w=fp8-block-2d", 0},
+        {"te fp8 blocks (pow2)", "x+dy=fp8-block-pow2,w=fp8-block-2d-pow2", 0},
+        {"fp8-block x, bf16 w", "x=fp8-block,w=bf16,dy=fp8-e5m2", 0},
+        {"mxfp6 x, nvfp4-4o6 w", "x=mxfp6-e2m3,w=nvfp4-4o6,dy=mxfp6-e3m2", 0},
+        {"nvfp4 rht 16", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=16", 16},
+        {"nvfp4 rht 32", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=32", 32},
+        {"nvfp4 rht 64", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=64", 64},
+        {"nvfp4 rht 128", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=128", 128},
+        {"mxfp8-rceil rht 128", "x+w+dy=mxfp8-rceil,wgrad:rht=128", 128},
+    };
+    for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++)
+        printf("  %-20s %9.1e\n", mixes[i].what, run_plan(gemm, mixes[i].spec, mixes[i].rht_n, 900 + (uint64_t)i));
+}
+
+/* qp_gemm_run_kscaled alone: C = alpha * sum_c (sa sb) (A_c B_c^T) (+ C) in
+ * float64 from the codes (small integers times powers of two: exact) and the
+ * scales, for transposed and plain operands, whole and partial chunks. */
+static void test_kscaled(qp_gemm *gemm)
+{
+    enum { KM = 40, KN = 24, KK = 300, KC = 128, NK = 3 };
+    float *A = malloc(sizeof(float) * KM * KK), *B = malloc(sizeof(float) * KN * KK), *At = malloc(sizeof(float) * KM * KK);
+    float sa[KM * NK], sb[KN * NK], C[KM * KN], C0[KM * KN];
+    uint64_t s = 4242;
+    for (int i = 0; i < KM * KK; i++) A[i] = qp_e4m3_to_f32((uint8_t)(tm_next(&s) % 0x7E)) * (tm_next(&s) & 1 ? -1.0f : 1.0f);
+    for (int i = 0; i < KN * KK; i++) B[i] = qp_e4m3_to_f32((uint8_t)(tm_next(&s) % 0x7E));
+    for (int i = 0; i < KM * NK; i++) sa[i] = (float)(0.001 + tm_uniform(&s));
+    for (int i = 0; i < KN * NK; i++) sb[i] = (float)(0.01 + 10.0 * tm_uniform(&s));
+    for (int i = 0; i < KM * KN; i++) C0[i] = (float)tm_uniform(&s);
+    transpose(A, At, KM, KK);
+    int bad = 0;
+    double worst = 0.0;
+    for (int variant = 0; variant < 4; variant++) {
+        const int a_t = variant & 1, acc = variant >> 1;
+        const float alpha = 0.75f;
+        memcpy(C, C0, sizeof C);
+        CHECK(qp_gemm_run_kscaled(gemm, a_t ? At : A, a_t, B, 0, C, KM, KN, KK, KC, sa, sb, alpha, acc, 1) == 0,
+              "kscaled: %s", qp_gemm_error(gemm));
+        for (int m = 0; m < KM; m++)
+            for (int n = 0; n < KN; n++) {
+                double ref = 0.0, mag = 0.0;
+                for (int c = 0; c < NK; c++) {
+                    double part = 0.0;
+                    for (int k = c * KC; k < (c + 1) * KC && k < KK; k++) part += (double)A[m * KK + k] * B[n * KK + k];
+                    const double sc = (double)((float)sa[m * NK + c] * sb[n * NK + c]);
+                    ref += sc * part;
+                    mag += fabs(sc * part);
+                }
+                ref = alpha * ref + (acc ? C0[m * KN + n] : 0.0);
+                mag = alpha * mag + (acc ? fabs(C0[m * KN + n]) : 0.0);
+                const double d = fabs(C[m * KN + n] - ref) / (mag + 1e-30);
+                worst = fmax(worst, d);
+                bad += !(d <= TOL);
+            }
+    }
+    CHECK(bad == 0, "kscaled: %d results beyond %.0e of the float64 chunked sum (worst %.2e)", bad, TOL, worst);
+    printf("K-chunked GEMM (%dx%dx%d, chunks of %d) vs float64: worst %.1e\n", KM, KN, KK, KC, worst);
+    /* without the chunk scales the result must differ: the test can see the scales */
+    memcpy(C, C0, sizeof C);
+    qp_gemm_run_kscaled(gemm, A, 0, B, 0, C, KM, KN, KK, KC, NULL, NULL, 1.0f, 0, 1);
+    int same = 0;
+    float Cs[KM * KN];
+    qp_gemm_run_kscaled(gemm, A, 0, B, 0, Cs, KM, KN, KK, KC, sa, sb, 1.0f, 0, 1);
+    for (int i = 0; i < KM * KN; i++) same += C[i] == Cs[i];
+    CHECK(same < KM * KN / 10, "kscaled: the chunk scales change nothing (%d of %d equal)", same, KM * KN);
+    CHECK(qp_gemm_run_kscaled(gemm, A, 0, B, 0, C, KM, KN, KK, 0, sa, sb, 1.0f, 0, 1) == -1, "kscaled: chunk 0 refused");
+    free(A), free(B), free(At);
+}
+
 int main(void)
 {
     char err[256];
@@ -600,6 +777,8 @@ int main(void)
            qp_gemm_has_bf16(gemm) ? "yes" : "no (FP32 fallback)", TOL);
     printf("  %-26s %9s %9s %9s %9s %9s %9s\n", "recipe", "fprop", "dgrad", "wgrad", "head", "SR mean", "RHT err");
     for (int i = 0; i < NCASES; i++) run_case(&cases[i], gemm, 1000 + (uint64_t)i);
+    test_kscaled(gemm);
+    test_every_format(gemm);
     qp_gemm_destroy(gemm);
     return qp_test_finish("test_gemm_recipes");
 }
