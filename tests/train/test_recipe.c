@@ -391,20 +391,27 @@ static void test_examples(void)
     /* TE's MXFP8 is the mxfp8 preset; with round-up scales once the format exists */
     CHECK(resolve("mxfp8", 2, &R, P, err, sizeof err) == 0 &&
               use(0, QP_GEMM_QKV, QP_PASS_WGRAD, QP_OPND_DY)->fmt == QP_FMT_MXFP8, "TE's MXFP8");
-    /* DeepSeek-V3's FP8 needs the fp8-block formats (the formats branch): the
-     * example resolves once they exist; until then it is the unknown-format error. */
-    const char *deepseek = "x+dy=fp8-block,w=fp8-block-2d";
-    if (qp_format_by_name("fp8-block") && qp_format_by_name("fp8-block-2d")) {
-        CHECK(resolve(deepseek, 2, &R, P, err, sizeof err) == 0, "%s", err);
-        CHECK(use(1, QP_GEMM_FC, QP_PASS_DGRAD, QP_OPND_W)->fmt == qp_format_by_name("fp8-block-2d")->fmt &&
-                  use(1, QP_GEMM_FC, QP_PASS_WGRAD, QP_OPND_DY)->fmt == qp_format_by_name("fp8-block")->fmt &&
-                  resolve("x+dy=fp8-block,w=fp8-block:2d", 2, &R2, P2, err, sizeof err) == 0 &&
-                  !memcmp(P, P2, 2 * QP_BLOCK_GEMMS * sizeof P[0]),
-              "DeepSeek-V3's FP8");
-    } else {
-        printf("DeepSeek-V3 example: fp8-block formats not in this build (formats branch); checking its error\n");
-        CHECK(qp_recipe_parse(deepseek, &R, err, sizeof err) != 0 && strstr(err, "unknown format 'fp8-block'"),
-              "%s: %s", deepseek, err);
+    /* DeepSeek-V3's FP8 (the docs' example): 1x128 activations and gradients,
+     * 128x128 weights, FP32 block scales; :2d names the 2-D row of fp8-block */
+    const char *deepseek = "bf16,x+dy=fp8-block,w=fp8-block-2d";
+    CHECK(resolve(deepseek, 2, &R, P, err, sizeof err) == 0, "%s", err);
+    CHECK(use(1, QP_GEMM_FC, QP_PASS_DGRAD, QP_OPND_W)->fmt == QP_FMT_FP8_BLOCK_2D &&
+              use(1, QP_GEMM_FC, QP_PASS_FPROP, QP_OPND_W)->fmt == QP_FMT_FP8_BLOCK_2D &&
+              use(1, QP_GEMM_FC, QP_PASS_WGRAD, QP_OPND_DY)->fmt == QP_FMT_FP8_BLOCK &&
+              use(0, QP_GEMM_QKV, QP_PASS_FPROP, QP_OPND_X)->fmt == QP_FMT_FP8_BLOCK &&
+              resolve("x+dy=fp8-block,w=fp8-block:2d", 2, &R2, P2, err, sizeof err) == 0 &&
+              !memcmp(P, P2, 2 * QP_BLOCK_GEMMS * sizeof P[0]),
+          "DeepSeek-V3's FP8");
+    /* the RHT sizes quant/ has, on any use */
+    static const int sizes[] = {16, 32, 64, 128};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char spec[80];
+        snprintf(spec, sizeof spec, "nvfp4,wgrad:rht=%d,bf16-last=0", sizes[i]);
+        CHECK(resolve(spec, 2, &R, P, err, sizeof err) == 0, "%s: %s", spec, err);
+        CHECK(is(use(1, QP_GEMM_FC, QP_PASS_WGRAD, QP_OPND_X), QP_FMT_NVFP4, 0, sizes[i], QP_SCALING_CURRENT) &&
+                  is(use(1, QP_GEMM_FC, QP_PASS_WGRAD, QP_OPND_DY), QP_FMT_NVFP4, 1, sizes[i], QP_SCALING_CURRENT) &&
+                  use(1, QP_GEMM_FC, QP_PASS_FPROP, QP_OPND_X)->rht == 0,
+              "%s: wgrad's RHT of %d points", spec, sizes[i]);
     }
 }
 
@@ -442,6 +449,18 @@ static void test_owners(void)
           "wgrad over 72 tokens: %s", err);
     CHECK(resolve("bf16,fprop=nvfp4:rht=16", 2, &R, P, err, sizeof err) == 0, "%s", err);
     CHECK(qp_recipe_check_rht(&R, P, 2, K, err, sizeof err) != 0 && strstr(err, "fprop"), "fprop over 24: %s", err);
+    /* larger transforms against the same contractions: 64 tokens take 64, not 128 */
+    K[QP_PASS_WGRAD][2] = 64;
+    CHECK(resolve("nvfp4,wgrad:rht=64,bf16-last=0", 2, &R, P, err, sizeof err) == 0 &&
+              qp_recipe_check_rht(&R, P, 2, K, err, sizeof err) == 0,
+          "a 64-point RHT over 64 tokens: %s", err);
+    CHECK(resolve("nvfp4,wgrad:rht=128,bf16-last=0", 2, &R, P, err, sizeof err) == 0 &&
+              qp_recipe_check_rht(&R, P, 2, K, err, sizeof err) != 0 && strstr(err, "128-point") &&
+              strstr(err, "multiple of 128"),
+          "a 128-point RHT over 64 tokens: %s", err);
+    CHECK(resolve("bf16,dgrad=nvfp4:rht=32", 2, &R, P, err, sizeof err) == 0 &&
+              qp_recipe_check_rht(&R, P, 2, K, err, sizeof err) != 0 && strstr(err, "dgrad") && strstr(err, "(40)"),
+          "a 32-point RHT over dgrad's 40: %s", err);
 }
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -464,6 +483,9 @@ static void test_errors(void)
         {"x=nvfp4:foo", 4, {"'foo'", "valid: sr, rn"}},
         {"x=nvfp4:sr:rn", 4, {"'rn'", "contradicts"}},
         {"x=nvfp4:rht=8", 4, {"'8'", "rht"}},
+        {"x=nvfp4:rht=256", 4, {"'256'", "16, 32, 64, 128"}},
+        {"x=nvfp4:rht=48", 4, {"'48'", "16, 32, 64, 128"}},
+        {"nvfp4,wgrad.x:rht=32", 4, {"wgrad", "rht=16 on dy but rht=32 on x"}},
         {"x=nvfp4:hist=0", 4, {"hist", "'0'"}},
         {"x=fp8-e4m3:hist=5", 4, {"hist", "delayed"}},
         {"x=mxfp8:delayed", 4, {"mxfp8", "per-tensor scale"}},
