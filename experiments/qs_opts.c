@@ -27,6 +27,9 @@ static const qs_opt OPTS[] = {
     {"weight_decay", QS_OPT_NUM, 0, INFINITY, 0},
     {"grad_clip", QS_OPT_NUM, 0, INFINITY, 0},
     {"seed", QS_OPT_INT, 0, 9223372036854775807.0, 0},
+    {"data_seed", QS_OPT_INT, 0, 9223372036854775807.0, 0},
+    {"tokens_per_param", QS_OPT_NUM, 0, 1e9, 1},
+    {"val_tokens", QS_OPT_VALTOKENS, 1, 1099511627776.0, 0},
     {"eval_every", QS_OPT_INT, 0, 1e12, 0},
     {"eval_batches", QS_OPT_INT, 1, 1e12, 0},
     {"qerr_every", QS_OPT_INT, 0, 1e12, 0},
@@ -73,7 +76,8 @@ const char *qs_opt_reserved(const char *key)
 
 static void range_text(const qs_opt *o, char *buf, size_t len)
 {
-    if (isinf(o->lo) && isinf(o->hi)) snprintf(buf, len, "a finite number");
+    if (o->kind == QS_OPT_VALTOKENS) snprintf(buf, len, "a token count >= 1 or 'all'");
+    else if (isinf(o->lo) && isinf(o->hi)) snprintf(buf, len, "a finite number");
     else if (isinf(o->hi)) snprintf(buf, len, "%s %s %g", o->kind == QS_OPT_INT ? "an integer" : "a number",
                                     o->lo_open ? ">" : ">=", o->lo);
     else snprintf(buf, len, "%s in %s%g, %g]", o->kind == QS_OPT_INT ? "an integer" : "a number",
@@ -84,11 +88,12 @@ int qs_opt_check(const qs_opt *o, const char *value, char *err, size_t errlen)
 {
     char want[96];
     range_text(o, want, sizeof want);
-    if (o->kind == QS_OPT_INT || o->kind == QS_OPT_NUM) {
+    if (o->kind == QS_OPT_VALTOKENS && !strcmp(value, "all")) return 0;
+    if (o->kind == QS_OPT_INT || o->kind == QS_OPT_NUM || o->kind == QS_OPT_VALTOKENS) {
         char *end;
         errno = 0;
         double v;
-        if (o->kind == QS_OPT_INT) {
+        if (o->kind != QS_OPT_NUM) {
             const long long n = strtoll(value, &end, 10);
             v = (double)n;
         } else {

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-typedef enum { QS_OPT_INT, QS_OPT_NUM, QS_OPT_PATH, QS_OPT_RECIPE } qs_opt_kind;
+typedef enum { QS_OPT_INT, QS_OPT_NUM, QS_OPT_PATH, QS_OPT_RECIPE, QS_OPT_VALTOKENS /* count or 'all' */ } qs_opt_kind;
 
 typedef struct {
     const char *key;   /* canonical spelling, e.g. "grad_accum" */
