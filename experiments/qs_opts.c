@@ -8,12 +8,14 @@
 #include <string.h>
 
 #include "qp_recipe.h"
+#include "qp_size.h"
 
 /* Ranges mirror qp_train_opts_check (train/qp_trainer.c) where a value alone
  * decides; combinations (heads dividing dim, ...) are qtrain's to judge. */
 static const qs_opt OPTS[] = {
     {"data", QS_OPT_PATH, 0, 0, 0},
     {"recipe", QS_OPT_RECIPE, 0, 0, 0},
+    {"model", QS_OPT_MODEL, 0, 0, 0},
     {"layers", QS_OPT_INT, 1, 1024, 0},
     {"heads", QS_OPT_INT, 1, 1 << 30, 0},
     {"dim", QS_OPT_INT, 1, 65536, 0},
@@ -109,6 +111,10 @@ int qs_opt_check(const qs_opt *o, const char *value, char *err, size_t errlen)
     if (!*value) {
         snprintf(err, errlen, "%s is empty", o->key);
         return -1;
+    }
+    if (o->kind == QS_OPT_MODEL) {
+        qp_model_preset m;
+        return qp_size_model(value, 2, 4, &m, err, errlen);
     }
     if (o->kind == QS_OPT_RECIPE) {
         qp_recipe r;

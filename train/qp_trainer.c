@@ -49,7 +49,7 @@ void qp_train_opts_default(qp_train_opts *o)
     o->ckpt_every = 500;
     o->lr = 1e-3, o->min_lr = -1.0, o->weight_decay = 0.1, o->grad_clip = 1.0;
     o->beta1 = 0.9, o->beta2 = 0.99, o->eps = 1e-8, o->val_frac = 0.1, o->divergence_factor = 4.0;
-    o->seed = 1337;
+    o->seed = QP_DEFAULT_SEED;
     o->data_seed = -1;
 }
 
