@@ -1,6 +1,8 @@
 /* qp_sweep.c — sweep directories for "qplot all" (see qp_sweep.h). */
 #include "qp_sweep.h"
 
+#include "qp_figutil.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -83,6 +85,9 @@ int qp_sweep_pick(const char *kind, const qp_run *const *runs, int n, const char
         if (!k) pick[k++] = 0;
         return k;
     }
-    for (int i = 0; i < n; i++) pick[k++] = i;
+    /* noise-floor twins would double their recipe's runs */
+    for (int i = 0; i < n; i++)
+        if (!qp_run_is_twin(runs[i])) pick[k++] = i;
+    if (!k) snprintf(err, errlen, "%s: every run is a noise-floor twin", kind);
     return k;
 }

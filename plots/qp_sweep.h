@@ -3,7 +3,8 @@
  *
  * Owns: the sweep layout qplot reads (run files DIR/runs/NAME.h5, figures to DIR/fig/)
  * and the per-figure choice of runs:
- *   loss, gap, throughput: every run;
+ *   loss, gap, throughput: every run but the noise-floor twins
+ *           (qp_run_is_twin);
  *   qerr:   one run, the first (by file name) that logged quantization
  *           errors and is not of the baseline recipe (the baseline's error
  *           is BF16 rounding, the least interesting map), else the first
