@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Small GPTs for CPU studies: width grows by 1.5x steps at depth 2, then the
- * nanoGPT baby model and a model four times its size. */
+/* Small GPTs for CPU studies: one block, then width steps of 1.5x at depth
+ * 2 (pico -> micro spans 4.5x), the nanoGPT baby model and one 4x larger. */
 const qp_model_preset qp_model_presets[QP_N_MODEL_PRESETS] = {
-    [0] = {"nano", 2, 4, 64},   /* N = 100,096 */
-    [1] = {"micro", 2, 4, 96},  /* N = 223,872 */
-    [2] = {"mini", 2, 4, 128},  /* N = 396,800 */
-    [3] = {"tiny", 3, 4, 160},  /* N = 928,160 */
-    [4] = {"baby", 4, 4, 128},  /* N = 793,344 (nanoGPT's baby Shakespeare model) */
+    [0] = {"pico", 1, 4, 64},   /* N =    50,112 */
+    [1] = {"nano", 2, 4, 64},   /* N =   100,096 */
+    [2] = {"micro", 2, 4, 96},  /* N =   223,872 */
+    [3] = {"mini", 2, 4, 128},  /* N =   396,800 */
+    [4] = {"baby", 4, 4, 128},  /* N =   793,344 (nanoGPT's baby Shakespeare model) */
     [5] = {"small", 4, 4, 256}, /* N = 3,159,552 */
 };
 _Static_assert(sizeof qp_model_presets / sizeof qp_model_presets[0] == QP_N_MODEL_PRESETS, "preset table");
