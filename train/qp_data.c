@@ -21,9 +21,13 @@
  * so off_i + T <= n_s - 1: a window never leaves its split.
  *
  * Fixed batches (the validation set every run of a study shares, whatever
- * its seed): consecutive non-overlapping windows from the split's start,
- * window w at base_s + w*T (its targets reach base_s + w*T + T), batch k =
- * windows kB .. kB+B-1; only whole batches: floor(floor((n_s-1)/T) / B). The draw is one
+ * its seed): a set of nb batches is W = nb*B windows spread evenly over the
+ * whole split, window w at base_s + floor(w * (n_s-1-T) / (W-1)) (the first
+ * at the split's start, the last ending at its end), batch k = windows
+ * kB .. kB+B-1. The stride is at least T (no window overlaps another) as nb
+ * is at most floor(floor((n_s-1)/T) / B); a set of that size covers the
+ * split. Spread, not from the start: a split made of several texts (the
+ * English corpus) is sampled in proportion at any size. The draw is one
  * 32-bit word, so with n_s - T > 2^32 the offsets cover only the first 2^32
  * positions of the split (and the modulo bias is < (n_s - T) / 2^32). */
 #include "qp_data.h"
@@ -242,14 +246,19 @@ int64_t qp_dataset_fixed_batches(const qp_dataset *d, int split, int B, int T)
     return (n - 1) / T / B;
 }
 
-int qp_dataset_fixed_batch(const qp_dataset *d, int split, int64_t index, int B, int T, int32_t *inputs,
-                           int32_t *targets)
+int qp_dataset_fixed_batch(const qp_dataset *d, int split, int64_t index, int64_t nbatches, int B, int T,
+                           int32_t *inputs, int32_t *targets)
 {
-    if (index < 0 || index >= qp_dataset_fixed_batches(d, split, B, T)) return -1;
-    const int64_t base = split == QP_SPLIT_TRAIN ? 0 : d->n_train;
-    for (int i = 0; i < B; i++)
-        copy_window(d, (uint64_t)(base + (index * B + i) * (int64_t)T), T, inputs + (size_t)i * T,
-                    targets + (size_t)i * T);
+    const int64_t most = qp_dataset_fixed_batches(d, split, B, T);
+    if (nbatches < 1 || nbatches > most || index < 0 || index >= nbatches) return -1;
+    const int64_t n = qp_dataset_tokens(d, split), base = split == QP_SPLIT_TRAIN ? 0 : d->n_train;
+    const int64_t nw = nbatches * B, last = n - 1 - T; /* the last window start that fits */
+    for (int i = 0; i < B; i++) {
+        const int64_t w = index * B + i;
+        /* spread evenly from the first to the last position (stride >= T: no overlap) */
+        const int64_t off = nw > 1 ? (int64_t)((__int128)w * last / (nw - 1)) : 0;
+        copy_window(d, (uint64_t)(base + off), T, inputs + (size_t)i * T, targets + (size_t)i * T);
+    }
     return 0;
 }
 

@@ -31,6 +31,7 @@
 #include "qp_size.h"
 
 #define QP_VERSION "0.2.0"
+#define QP_VAL_GROUPS 10 /* random groups of the validation set's standard error */
 #define N_QGEMMS 4
 
 volatile int qp_train_stop_requested;
@@ -133,6 +134,7 @@ typedef struct {
     int64_t nonembedding, val_batches;
     double epochs;       /* tokens_total / training-split tokens */
     double val_se;       /* standard error of the last evaluation's loss */
+    double val_group[QP_VAL_GROUPS]; /* its interleaved groups' mean losses */
     qp_backend be;       /* where the step runs (--device) */
     qp_nvml *nvml;       /* GPU power sampling, NULL if unavailable */
     char power_why[200];
@@ -543,9 +545,10 @@ static int evaluate(run *r, double *val_loss, char *err, size_t errlen)
     const int B = r->o.batch, T = r->o.seq, Bl = r->Bl;
     double sum = 0.0;
     (void)B;
-    double sq = 0.0;
+    double group[QP_VAL_GROUPS] = {0};
+    int64_t count[QP_VAL_GROUPS] = {0};
     for (int64_t i = 0; i < r->val_batches; i++) {
-        if (qp_dataset_fixed_batch(r->data, QP_SPLIT_VAL, i, B, T, r->eval_in, r->eval_tg)) {
+        if (qp_dataset_fixed_batch(r->data, QP_SPLIT_VAL, i, r->val_batches, B, T, r->eval_in, r->eval_tg)) {
             snprintf(err, errlen, "validation split too short for --seq %d", T);
             return -1;
         }
@@ -558,13 +561,23 @@ static int evaluate(run *r, double *val_loss, char *err, size_t errlen)
         double bl = loss;
         qp_dist_sum_f64(&bl, 1); /* the global batch's mean: equal slices */
         bl /= (double)r->world;
-        sum += bl, sq += bl * bl;
+        sum += bl;
+        group[i % QP_VAL_GROUPS] += bl, count[i % QP_VAL_GROUPS]++;
     }
-    const double nb = (double)r->val_batches;
-    *val_loss = sum / nb;
-    /* standard error of the set's mean loss, from the spread of its batches
-     * (each B consecutive windows of contiguous text) */
-    r->val_se = nb > 1 ? sqrt(fmax(0.0, (sq - sum * sum / nb) / (nb - 1)) / nb) : NAN;
+    *val_loss = sum / (double)r->val_batches;
+    /* The set's own sampling error, by random groups: batch i goes to group
+     * i mod K, so each group is a systematic sample of the whole split like
+     * the set itself; the spread of the K group means over sqrt(K) estimates
+     * the standard error of the set's mean (a naive per-batch formula would
+     * count the differences between the corpus's parts as noise). */
+    double gm[QP_VAL_GROUPS], gs = 0;
+    int k = 0;
+    for (int g = 0; g < QP_VAL_GROUPS; g++)
+        if (count[g]) gm[k] = group[g] / (double)count[g], gs += gm[k++];
+    for (int g = 0; g < QP_VAL_GROUPS; g++) r->val_group[g] = count[g] ? group[g] / (double)count[g] : NAN;
+    double q = 0;
+    for (int g = 0; g < k; g++) q += (gm[g] - gs / k) * (gm[g] - gs / k);
+    r->val_se = k > 1 ? sqrt(q / (k - 1) / k) : NAN;
     return 0;
 }
 
@@ -797,10 +810,17 @@ static int eval_only(run *r, qp_ckpt *from, const char *host, char *err, size_t 
     if (evaluate(r, &val, err, errlen) || qp_runlog_eval(r->log, 0, val, err, errlen) ||
         qp_runlog_status(r->log, 0, "done", "eval-only", err, errlen))
         return QP_EXIT_RUNTIME;
-    if (r->rank == 0)
+    if (r->rank == 0) {
         printf("val_loss %.6f (recipe %s, checkpoint %s; fixed validation set of %lld tokens, standard error %.6f "
-               "from the spread of its %lld batches)\n", val, r->recipe.spec, r->o.resume_from,
-               (long long)r->val_batches * r->o.batch * r->o.seq, r->val_se, (long long)r->val_batches);
+               "from %d interleaved groups of its %lld batches)\n", val, r->recipe.spec, r->o.resume_from,
+               (long long)r->val_batches * r->o.batch * r->o.seq, r->val_se, QP_VAL_GROUPS,
+               (long long)r->val_batches);
+        /* the group means: two checkpoints' differences per group give the
+         * standard error of a paired gap on this set */
+        printf("val_groups");
+        for (int g = 0; g < QP_VAL_GROUPS; g++) printf(" %.9g", r->val_group[g]);
+        printf("\n");
+    }
     return QP_EXIT_OK;
 }
 
