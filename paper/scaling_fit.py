@@ -5,14 +5,17 @@ them), with intervals from seeds, residuals and a held-out cell.
 
     scaling_fit.py SWEEP --out DIR [--baseline bf16] [--holdout MODEL:TPP] [--plotsdir plots]
 
-The law, fitted jointly over every recipe with the baseline's exponents:
+The law, the baseline's with each recipe mapped onto it (as Quartet does):
 
     L_r(N, D) = E + A / (eff_N,r * N)^alpha + B / (eff_D,r * D)^beta
 
 N non-embedding parameters, D training tokens (the run files' attributes),
 eff = 1 for the baseline: a recipe with eff_N = 0.8 trains like a baseline
-model with 80% of its parameters. Least squares on log L (scipy's trust
-region reflective, bounds, a grid of starting exponents; the best of them).
+model with 80% of its parameters. Two stages: E, A, alpha, B, beta from the
+baseline's runs, then eff_N, eff_D per recipe with the law held fixed (a
+fully joint fit trades the two efficiencies against the law's exponents on
+a small grid). Least squares on log L (scipy's trust region reflective,
+bounds, a grid of starting points; the best of them).
 
   point estimates  the fit to every run (all seeds)
   intervals        the fit to each seed's runs alone, then the rule of
@@ -83,55 +86,72 @@ def predict(p, recipe, N, D):
     return p["E"] + p["A"] / (effN * N) ** p["alpha"] + p["B"] / (effD * D) ** p["beta"]
 
 
-def fit(cells, base):
-    """The joint fit; None when there are too few cells."""
-    recipes = sorted({c["recipe"] for c in cells if c["recipe"] != base})
-    nb = sum(c["recipe"] == base for c in cells)
-    if nb < 5 or len({(c["N"], c["D"]) for c in cells if c["recipe"] == base}) < 5:
-        return None
-    N = np.array([c["N"] for c in cells])
-    D = np.array([c["D"] for c in cells])
-    L = np.array([c["L"] for c in cells])
-    ri = np.array([recipes.index(c["recipe"]) if c["recipe"] != base else -1 for c in cells])
-    k = len(recipes)
+def _lsq(resid, x0s, lo, hi):
+    best = None
+    for x0 in x0s:
+        x0 = np.clip(x0, np.array(lo) + 1e-9, np.array(hi) - 1e-9)
+        try:
+            r = least_squares(resid, x0, bounds=(lo, hi), method="trf", x_scale="jac", max_nfev=4000,
+                              ftol=1e-14, xtol=1e-14, gtol=1e-14)
+        except ValueError:
+            continue
+        if best is None or r.cost < best.cost:
+            best = r
+    return best
 
-    def unpack(x):
-        E, A, al, B, be = math.exp(x[0]), math.exp(x[1]), x[2], math.exp(x[3]), x[4]
-        le = np.concatenate([[0.0], x[5:5 + k]])  # log eff_N, index 0 = baseline
-        ld = np.concatenate([[0.0], x[5 + k:5 + 2 * k]])
-        return E, A, al, B, be, le, ld
+
+def fit(cells, base):
+    """Two stages, as Quartet maps a format onto BF16's law: (1) the
+    baseline's law (E, A, alpha, B, beta) from the baseline's runs; (2) per
+    recipe, eff_N and eff_D with that law held fixed. None when the baseline
+    has fewer than 5 distinct (N, D) cells."""
+    bc = [c for c in cells if c["recipe"] == base]
+    if len(bc) < 5 or len({(c["N"], c["D"]) for c in bc}) < 5:
+        return None
+    N = np.array([c["N"] for c in bc])
+    D = np.array([c["D"] for c in bc])
+    L = np.array([c["L"] for c in bc])
+
+    def law(x, n, d):
+        return math.exp(x[0]) + math.exp(x[1]) * n ** -x[2] + math.exp(x[3]) * d ** -x[4]
 
     def resid(x):
-        E, A, al, B, be, le, ld = unpack(x)
-        pred = E + A * np.exp(-al * (np.log(N) + le[ri + 1])) + B * np.exp(-be * (np.log(D) + ld[ri + 1]))
-        return np.log(pred) - np.log(L)
+        return np.log(law(x, N, D)) - np.log(L)
 
     lmin = float(L.min())
-    lo = [math.log(1e-3), -30, 0.02, -30, 0.02] + [math.log(1e-3)] * (2 * k)
-    hi = [math.log(lmin * 0.999), 60, 2.0, 60, 2.0] + [math.log(1e3)] * (2 * k)
-    best = None
+    lo = [math.log(1e-3), -30, 0.02, -30, 0.02]
+    hi = [math.log(lmin * 0.999), 60, 2.0, 60, 2.0]
+    starts = []
     for E0 in (0.3 * lmin, 0.7 * lmin):
         for al0 in (0.2, 0.5, 0.9):
             for be0 in (0.2, 0.5, 0.9):
-                Nm, Dm = float(np.median(N)), float(np.median(D))
                 share = max(float(np.median(L)) - E0, 1e-3) / 2
-                x0 = [math.log(E0), math.log(share) + al0 * math.log(Nm), al0, math.log(share) + be0 * math.log(Dm),
-                      be0] + [0.0] * (2 * k)
-                x0 = np.clip(x0, np.array(lo) + 1e-9, np.array(hi) - 1e-9)
-                try:
-                    r = least_squares(resid, x0, bounds=(lo, hi), method="trf", x_scale="jac", max_nfev=4000,
-                                      ftol=1e-14, xtol=1e-14, gtol=1e-14)
-                except ValueError:
-                    continue
-                if best is None or r.cost < best.cost:
-                    best = r
+                starts.append([math.log(E0), math.log(share) + al0 * math.log(float(np.median(N))), al0,
+                               math.log(share) + be0 * math.log(float(np.median(D))), be0])
+    best = _lsq(resid, starts, lo, hi)
     if best is None:
         return None
-    E, A, al, B, be, le, ld = unpack(best.x)
-    p = {"E": E, "A": A, "alpha": al, "B": B, "beta": be, "baseline": base,
-         "eff_N": {base: 1.0, **{r: float(math.exp(le[i + 1])) for i, r in enumerate(recipes)}},
-         "eff_D": {base: 1.0, **{r: float(math.exp(ld[i + 1])) for i, r in enumerate(recipes)}},
-         "rms_log_residual": float(math.sqrt(np.mean(best.fun ** 2))), "n_cells": len(cells)}
+    x = best.x
+    p = {"E": math.exp(x[0]), "A": math.exp(x[1]), "alpha": float(x[2]), "B": math.exp(x[3]), "beta": float(x[4]),
+         "baseline": base, "eff_N": {base: 1.0}, "eff_D": {base: 1.0}}
+    res = list(best.fun)
+    for r in sorted({c["recipe"] for c in cells} - {base}):
+        rc = [c for c in cells if c["recipe"] == r]
+        Nr = np.array([c["N"] for c in rc])
+        Dr = np.array([c["D"] for c in rc])
+        Lr = np.array([c["L"] for c in rc])
+
+        def resid_r(e):
+            return np.log(law(x, math.exp(e[0]) * Nr, math.exp(e[1]) * Dr)) - np.log(Lr)
+
+        er = _lsq(resid_r, [[0.0, 0.0], [-1.0, 0.0], [0.0, -1.0], [-1.0, -1.0]], [math.log(1e-2)] * 2,
+                  [math.log(1e2)] * 2)
+        if er is None:
+            continue
+        p["eff_N"][r], p["eff_D"][r] = float(math.exp(er.x[0])), float(math.exp(er.x[1]))
+        res += list(er.fun)
+    p["rms_log_residual"] = float(math.sqrt(np.mean(np.square(res))))
+    p["n_cells"] = len(cells)
     return p
 
 
@@ -210,6 +230,9 @@ def gap_table(sweep, base):
         r = s(row["recipe"])
         if r == base:
             continue
+        if not (math.isfinite(float(row["params_nonembedding"])) and math.isfinite(float(row["tokens_per_param_actual"]))
+                and math.isfinite(float(row["gap_pct_mean"]))):
+            continue  # no finished pair in this cell yet
         out.append({"recipe": r, "model": s(row["model"]) if "model" in g.dtype.names else "",
                     "tpp": s(row["tokens_per_param"]) if "tokens_per_param" in g.dtype.names else "",
                     "N": float(row["params_nonembedding"]), "tpp_actual": float(row["tokens_per_param_actual"]),
@@ -245,11 +268,14 @@ def draw(res, gaps, out, plotsdir):
                 if not p:
                     f.write("NaN NaN\n")
                 f.write("\n\n")
+    xlo = min(g["tpp_actual"] for g in gaps) / 1.3
+    xhi = max(g["tpp_actual"] for g in gaps) * 1.3
     titles = " ".join(r.replace(" ", "_") for r in recipes)
     sz = " ".join(f"{N / 1e3:.0f}k" for N in sizes)
     for ext, term in (("pdf", "pdfcairo"), ("png", "pngcairo")):
         cmd = ["gnuplot", "-e", f"datafile='{dat}'; out='{os.path.join(out, 'scaling_gap.' + ext)}'; term='{term}'; "
-               f"plotsdir='{plotsdir}'; nrec={len(recipes)}; nsize={len(sizes)}; recipes='{titles}'; sizes='{sz}'",
+               f"plotsdir='{plotsdir}'; nrec={len(recipes)}; nsize={len(sizes)}; recipes='{titles}'; sizes='{sz}'; "
+               f"xlo={xlo:.6g}; xhi={xhi:.6g}",
                os.path.join(plotsdir, "scaling.gp")]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0 or r.stderr.strip():

@@ -2,7 +2,7 @@
 # per recipe, a line per model size (mean over seeds with its 95% interval
 # as error bars), the fitted law's gap as a dashed line of the same colour.
 # Data and variables: paper/scaling_fit.py (datafile, nrec, nsize, recipes,
-# sizes; index 2*((i-1)*nsize + j-1) the points, +1 the fit).
+# sizes, xlo, xhi; index 2*((i-1)*nsize + j-1) the points, +1 the fit).
 if (!exists("plotsdir")) plotsdir = system("dirname ".ARG0)
 width = 3.5
 height = 1.1 + 1.6 * nrec
@@ -10,6 +10,7 @@ load plotsdir."/style.gp"
 sizecolors = "#0072B2 #E69F00 #009E73 #CC79A7 #56B4E9 #D55E00"
 set multiplot layout nrec, 1 margins 0.16, 0.97, 0.5/height, 1 - 0.08/height spacing 0, 0.35/height
 set logscale x
+set xrange [xlo:xhi]
 set xlabel ""
 set format x ""
 do for [i=1:nrec] {
