@@ -224,7 +224,7 @@ int qp_fig_gap(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *dat
     qp_gpv_str(v, "baseline", base);
     qp_gpv_str(v, "basecolor", qp_recipe_color(base));
     qp_gpv_int(v, "anyband", anyband);
-    qp_gpv_num(v, "height", 3.3); /* room for the key below the plot */
+    qp_gpv_num(v, "height", 3.3); /* room for the key above the plot */
     qp_range_vars(&rg, v, 0, 0);
     rc = 0;
     goto out;

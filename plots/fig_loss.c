@@ -151,7 +151,7 @@ int qp_fig_loss(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
     qp_gpv_int(v, "logy", o->logy);
     qp_gpv_int(v, "anyval", anyval);
     qp_gpv_int(v, "anyband", anyband);
-    qp_gpv_num(v, "height", 3.3); /* room for the key below the plot */
+    qp_gpv_num(v, "height", 3.3); /* room for the key above the plot */
     qp_range_vars(&rg, v, o->logx, o->logy);
     rc = 0;
 out:

@@ -8,8 +8,8 @@ set xlabel "optimizer step"
 set ylabel sprintf("loss gap to %s (%%)", baseline) noenhanced
 set xrange [xlo:xhi]
 if (exists("ylo")) { set yrange [ylo:yhi] }
-# the key below the plot: a gap curve can run anywhere inside it
-set key outside bottom center horizontal maxrows 3 width -1 font ",8"
+# the key above the plot: a gap curve can run anywhere inside it
+set key outside top center horizontal maxcols 2 width -1 font ",8"
 set offsets 0, 0, graph 0.05, graph 0.05
 
 plot for [i=1:n] datafile index i-1 using 1:3:4 with filledcurves fs transparent solid 0.22 noborder lc rgb word(colors, i) notitle, \

@@ -8,8 +8,8 @@ set xlabel "optimizer step"
 set ylabel "training loss (nats/token)"
 set xrange [xlo:xhi]
 if (exists("ylo")) { set yrange [ylo:yhi] }
-# the key below the plot, where no curve can run under it
-set key outside bottom center horizontal maxrows 3 width -1 font ",8"
+# the key above the plot, where no curve can run under it
+set key outside top center horizontal maxcols 2 width -1 font ",8"
 if (logx) {
     set logscale x
     set xlabel "optimizer step (log scale)"
