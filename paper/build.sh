@@ -6,7 +6,7 @@
 # comparison with qsweep, fits the loss law (paper/scaling_fit.py), draws the
 # figures with qplot, generates every table, number and verdict
 # (paper/gen_tables.py) and builds paper/out/qprec.pdf with latexmk.
-#   paper/build.sh                    the full study: about 1.7 hours on this
+#   paper/build.sh                    the full study: about 1.5 hours on this
 #                                     project's 2 cores when nothing else runs
 #                                     (resumable: rerun it to continue)
 #   QP_PAPER_QUICK=1 paper/build.sh   the quick variant (experiments/quick_*.ini)
