@@ -647,7 +647,7 @@ def case_examples():
     d = setup("examples")
     exp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
     for name, n, first in [("study", 135, "model=pico_tokens_per_param=8_recipe=bf16_seed=1"),
-                           ("ablation", 21, "recipe=nvfp4_seed=1"), ("quick", None, "recipe=bf16_seed=1"),
+                           ("ablation", 18, "recipe=nvfp4_seed=1"), ("quick", None, "recipe=bf16_seed=1"),
                            ("quick_study", 80, "model=pico_tokens_per_param=2_recipe=bf16_seed=1"),
                            ("quick_ablation", 12, "recipe=nvfp4_seed=1")]:
         ini = os.path.join(exp, name + ".ini")
