@@ -81,6 +81,10 @@ static int build_runs(table *t, const qs_summary *s)
     col(t, "tokens_per_param_actual", QP_H5COL_F64, "%.1f"); /* the axis of that name is the asked value */
     col(t, "epochs", QP_H5COL_F64, "%.2f");
     col(t, "noise_twin", QP_H5COL_I64, NULL);
+    /* the run's group's interval, so summary.csv (this table) carries it too */
+    col(t, "gap_ci_lo", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_ci_hi", QP_H5COL_F64, "%+.2f");
+    col(t, "resolved", QP_H5COL_I64, NULL);
     col(t, "diverged", QP_H5COL_STR, NULL);
     col(t, "message", QP_H5COL_STR, NULL);
     t->nrows = s->p->n;
@@ -108,6 +112,10 @@ static int build_runs(table *t, const qs_summary *s)
         cell(t, i, c++)->f64 = r->st.tokens_per_param;
         cell(t, i, c++)->f64 = r->st.epochs;
         cell(t, i, c++)->i64 = run->twin_of >= 0;
+        const qs_ci *gc = &s->groups[r->group].gap_ci;
+        cell(t, i, c++)->f64 = gc->lo;
+        cell(t, i, c++)->f64 = gc->hi;
+        cell(t, i, c++)->i64 = gc->resolved;
         cell(t, i, c++)->str = r->diverged ? "yes" : "no";
         char *m = t->msgs + (size_t)i * MSG_WIDTH;
         cut_utf8(r->message, m, MSG_WIDTH);

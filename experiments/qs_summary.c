@@ -152,6 +152,7 @@ int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, ch
         group_name(s, i, G->name, sizeof G->name);
         for (int j = i; j < p->n; j++) {
             if (!same_group(s, i, j)) continue;
+            s->rows[j].group = s->ngroups - 1;
             const qs_row *r = &s->rows[j];
             G->n_runs++;
             G->n_diverged += !strcmp(r->status, "diverged");

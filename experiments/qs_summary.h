@@ -40,6 +40,7 @@ typedef struct {
     int baseline;         /* row of the baseline run (a twin: its run), or -1 */
     double gap_abs, gap_pct;
     int diverged;         /* status diverged, or a divergence row in the file */
+    int group;            /* index into groups */
 } qs_row;
 
 typedef struct {

@@ -759,6 +759,10 @@ noise_floor = bf16
         check(close(g["gap_pct_mean"], m, 1e-9) and close(g["gap_ci_lo"], lo, 1e-7) and close(g["gap_ci_hi"], hi, 1e-7),
               f"{gname}: [{g['gap_ci_lo']}, {g['gap_ci_hi']}] vs scipy [{lo}, {hi}]")
         check(g["resolved"] == int(lo > 0 or hi < 0) and g["ci_method"] == "t", f"{gname}: resolved/method")
+        for sd in (1, 2, 3):
+            row = rows[f"{cell}_recipe={rec}_seed={sd}"]
+            check(close(row["gap_ci_lo"], g["gap_ci_lo"], 1e-9) and close(row["gap_ci_hi"], g["gap_ci_hi"], 1e-9) and
+                  int(row["resolved"]) == g["resolved"], f"{gname}: summary.csv carries the group's interval")
     for gname, g in noise.items():
         check(gname.endswith("_data_seed") and g["n_seeds"] == 3, f"noise group {gname}")
         cell = gname.split("_recipe=")[0]
