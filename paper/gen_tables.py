@@ -236,11 +236,11 @@ n_mx_res = sum(1 for c in cmp_lines if c[2].startswith("MXFP4") and c[4] and c[3
 m("verdict", "mxfp4count", f"MXFP4's gap is larger than NVFP4's, resolved, in {n_mx_res} of {n_mx} cells "
   f"(paired by seed); in the others the difference is unresolved or reversed (Table~\\ref{{tab:trend}}).")
 write("table_trend.tex",
-      "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrlr}\n\\toprule\n"
+      "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{lrlr}\n\\toprule\n"
       "model & tok/param & quantity & \\% [95\\% CI] \\\\\n\\midrule\n" +
       "\n".join(f"{tex(a_)} & {b_} & {c_} & {bold(d_, e_)} \\\\" for a_, b_, c_, d_, e_ in cmp_lines) +
       "\n\\bottomrule\n\\end{tabular}\n\\caption{Per cell: MXFP4's paired gap minus NVFP4's, and FP8's gap with "
-      "the cell's noise floor. Bold: resolved.}\\label{tab:trend}\n\\end{table}\n")
+      "the cell's noise floor. Bold: resolved.}\\label{tab:trend}\n\\end{table*}\n")
 
 # ---- the scaling fit -------------------------------------------------------------------------------
 with open(os.path.join(args.scaling, "scaling.json")) as f:
