@@ -55,7 +55,8 @@ static int write_group(FILE *data, const qp_run *const *m, int k, double smooth,
         else qp_ema(m[j]->loss, m[j]->n_train, smooth, sm[j]);
     }
     const double tq = k > 1 ? qs_t_quantile(0.975, k - 1) : NAN;
-    fprintf(data, "# %s (%d run%s): step raw_mean smoothed_mean ci95_lo ci95_hi (EMA %g)\n", m[0]->recipe, k,
+    /* the column names become the CSV twin's header (qp_figcsv): one word each */
+    fprintf(data, "# %s (%d run%s): step loss_mean smoothed(EMA %g) ci95_lo ci95_hi\n", m[0]->recipe, k,
             k == 1 ? "" : "s", smooth);
     for (size_t i = 0; !rc && i < m[0]->n_train; i++) {
         const int64_t s = m[0]->step[i];
@@ -85,7 +86,7 @@ static int write_group(FILE *data, const qp_run *const *m, int k, double smooth,
         qp_range_add(rg, (double)s, raw / k);
         qp_range_add(rg, (double)s, mean);
     }
-    fprintf(data, "\n\n# %s: step val_mean\n", m[0]->recipe);
+    fprintf(data, "\n\n# %s: step val_loss_mean\n", m[0]->recipe);
     int nval = 0;
     for (size_t i = 0; i < m[0]->n_eval; i++) {
         const int64_t s = m[0]->eval_step[i];

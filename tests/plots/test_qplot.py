@@ -193,9 +193,12 @@ def part_kinds():
             if check(os.path.exists(csvp), f"-o {kind}.{ext}: no {kind}.csv beside it"):
                 a, b = csv_records(csvp), dat_records(os.path.join(out, f"{kind}.dat"))
                 check(a == b and len(a) > 0, f"{kind}.csv: {len(a)} rows, the data file {len(b)}; equal: {a == b}")
+                with open(csvp) as f:  # every column named by its data block's comment, none left generic
+                    head = f.readline().strip().split(",")
+                check(not [c for c in head if re.fullmatch(r"col\d+", c)], f"{kind}.csv: unnamed columns in {head}")
         check(not [f for f in os.listdir(out) if ".qplot-" in f], f"{kind}: a temporary figure was left behind")
     with open(os.path.join(out, "loss.csv")) as f:
-        check(f.readline().strip() == "index,series,step,loss,smoothed(EMA 0.9),val_loss",
+        check(f.readline().strip() == "index,series,step,loss_mean,smoothed(EMA 0.9),ci95_lo,ci95_hi,val_loss_mean",
               "loss.csv: the header names the columns from the data file's comments")
 
     # what the figures show: the runs, their recipes' colours, labelled rows
