@@ -99,7 +99,9 @@ void qp_tables_init(void)
 {
     static int done;
     if (done) return;
-    for (int c = 1; c < 127; c++) qp_ue4m3_log2_fx[c] = llround(log2((double)qp_ue4m3_to_f32((uint8_t)c)) * 4294967296.0);
+    /* the FP32 scales' log2 (qp_log2_fx_f32): exponent plus a function of
+     * the mantissa bits, which the vector path's 8-entry tables rely on */
+    for (int c = 1; c < 127; c++) qp_ue4m3_log2_fx[c] = qp_log2_fx_f32(qp_ue4m3_to_f32((uint8_t)c));
     done = 1;
 }
 
@@ -188,7 +190,12 @@ static void store_scales(const qp_format_traits *t, uint8_t *dst, const qp_block
 /* Marks the blocks holding NaN/Inf for the vector encoder (QP_BLOCK_NONFINITE). */
 static void mark_nonfinite(qp_blockscales *bs, const uint8_t *nf, int64_t nb)
 {
-    for (int64_t b = 0; b < nb; b++) bs->flag[b] |= nf[b] ? QP_BLOCK_NONFINITE : 0;
+    for (int64_t b = 0; b < nb; b += 8) {
+        uint64_t w = 0;
+        memcpy(&w, nf + b, (size_t)(nb - b < 8 ? nb - b : 8));
+        if (!w) continue; /* (nearly always) */
+        for (int64_t i = b; i < b + 8 && i < nb; i++) bs->flag[i] |= nf[i] ? QP_BLOCK_NONFINITE : 0;
+    }
 }
 
 /* Block amaxes of columns [c0, c0 + w) of rows [r0, r1): one row of nb

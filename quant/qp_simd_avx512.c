@@ -190,29 +190,45 @@ AVX512 float block_amax_one(const float *xb, int64_t n, uint8_t *nonfinite)
     return qp_bits_f32(_mm512_reduce_max_epu32(m));
 }
 
+/* Block amaxes of the whole groups of sixteen blocks of BC elements (BC a
+ * compile-time 16, 32 or 128): raw |x| maxima, reduced sixteen blocks at
+ * once; a block whose maximum is not finite is redone. Returns the blocks
+ * done. */
+AVX512 int64_t block_amax_groups(const float *x, int64_t full, const int bc, float *amax, uint8_t *nonfinite)
+{
+    int64_t b = 0;
+    for (; b + 16 <= full; b += 16) {
+        __m512i v[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) {
+            const float *xb = x + (b + i) * bc;
+            __m512i m = _mm512_and_si512(_mm512_loadu_si512(xb), I32(ABS_BITS));
+#pragma GCC unroll 8
+            for (int j = 16; j < bc; j += 16) m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_loadu_si512(xb + j), I32(ABS_BITS)));
+            v[i] = m;
+        }
+        const __m512i m = hmax16(v);
+        unsigned nf = _mm512_cmpge_epu32_mask(m, I32(INF_BITS));
+        _mm512_storeu_si512(amax + b, m);
+        _mm_storeu_si128((__m128i *)(nonfinite + b), _mm512_cvtepi32_epi8(_mm512_maskz_set1_epi32((__mmask16)nf, 1)));
+        for (; nf; nf &= nf - 1) {
+            const int i = __builtin_ctz(nf);
+            amax[b + i] = block_amax_one(x + (b + i) * bc, bc, &nonfinite[b + i]);
+        }
+    }
+    return b;
+}
+
 AVX512_FN void v_block_amax(const float *x, int64_t cols, int bc, float *amax, uint8_t *nonfinite)
 {
     const int64_t nb = (cols + bc - 1) / bc, full = cols / bc;
     int64_t b = 0;
-    if (bc % 16 == 0)
-        for (; b + 16 <= full; b += 16) {
-            /* sixteen whole blocks: raw |x| maxima; a non-finite one is redone */
-            __m512i v[16];
-            for (int i = 0; i < 16; i++) {
-                const float *xb = x + (b + i) * bc;
-                __m512i m = _mm512_and_si512(_mm512_loadu_si512(xb), I32(ABS_BITS));
-                for (int j = 16; j < bc; j += 16) m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_loadu_si512(xb + j), I32(ABS_BITS)));
-                v[i] = m;
-            }
-            const __m512i m = hmax16(v);
-            unsigned nf = _mm512_cmpge_epu32_mask(m, I32(INF_BITS));
-            _mm512_storeu_si512(amax + b, m);
-            _mm_storeu_si128((__m128i *)(nonfinite + b), _mm512_cvtepi32_epi8(_mm512_maskz_set1_epi32((__mmask16)nf, 1)));
-            for (; nf; nf &= nf - 1) {
-                const int i = __builtin_ctz(nf);
-                amax[b + i] = block_amax_one(x + (b + i) * bc, bc, &nonfinite[b + i]);
-            }
-        }
+    switch (bc) { /* the block widths of the format table */
+    case 16: b = block_amax_groups(x, full, 16, amax, nonfinite); break;
+    case 32: b = block_amax_groups(x, full, 32, amax, nonfinite); break;
+    case 128: b = block_amax_groups(x, full, 128, amax, nonfinite); break;
+    default: break;
+    }
     for (; b < nb; b++) amax[b] = block_amax_one(x + b * bc, cols - b * bc < bc ? cols - b * bc : bc, &nonfinite[b]);
 }
 
@@ -245,8 +261,8 @@ AVX512 scale16 nvfp4_scale16(__m512 t, float scale_inv, __mmask16 k, __mmask16 l
     return s;
 }
 
-/* qp_log2_fx_f32 of the eight doubles d (positive, from floats), summed over mask m. */
-AVX512 int64_t log2_fx_sum8(__m512d d, __mmask8 m)
+/* qp_log2_fx_f32 of the eight doubles d (positive, from floats); lanes outside m give 0. */
+AVX512 __m512i log2_fx8(__m512d d, __mmask8 m)
 {
     const __m512i u = _mm512_castpd_si512(d);
     __m512i e = _mm512_sub_epi64(_mm512_srli_epi64(u, 52), _mm512_set1_epi64(1023));
@@ -261,24 +277,73 @@ AVX512 int64_t log2_fx_sum8(__m512d d, __mmask8 m)
     for (int i = QP_LOG2_TERMS - 2; i >= 0; i--) p = _mm512_add_pd(_mm512_mul_pd(p, z), _mm512_set1_pd(qp_log2_coef[i]));
     const __m512d l = _mm512_mul_pd(_mm512_mul_pd(s, p), _mm512_set1_pd(4294967296.0));
     const __m512d r = _mm512_roundscale_pd(_mm512_add_pd(l, _mm512_set1_pd(0.5)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    const __m512i fx = _mm512_add_epi64(_mm512_slli_epi64(e, 32), _mm512_cvttpd_epi64(r));
-    return _mm512_mask_reduce_add_epi64(m, fx);
+    return _mm512_maskz_add_epi64(m, _mm512_slli_epi64(e, 32), _mm512_cvttpd_epi64(r));
 }
 
-/* The statistics of sixteen blocks (qp_block_scales_ref's). */
-AVX512 void scale_stats(const scale16 *s, __mmask16 k, __m512 a, qp_block_stats *st)
+/* qp_ue4m3_log2_fx of eight UE4M3 codes (64-bit lanes): a normal code c is
+ * (c>>3 - 7) * 2^32 plus the entry of its mantissa bits (the table is
+ * qp_log2_fx_f32's, which is exponent plus a function of the mantissa), a
+ * subnormal one its own entry. */
+AVX512 __m512i ue4m3_log2_fx8(__m512i c)
 {
-    st->n_blocks += popc(k);
-    st->n_zero += popc(s->zero);
-    st->n_sat += popc(s->sat);
-    if (s->live) {
-        const float mn = _mm512_mask_reduce_min_ps(s->live, s->dec), mx = _mm512_mask_reduce_max_ps(s->live, s->dec);
+    const __m512i t = _mm512_add_epi64(_mm512_loadu_si512(qp_ue4m3_log2_fx + 8), _mm512_set1_epi64(6ll << 32));
+    const __m512i s = _mm512_loadu_si512(qp_ue4m3_log2_fx);
+    const __m512i m = _mm512_and_si512(c, _mm512_set1_epi64(7));
+    const __m512i normal = _mm512_add_epi64(_mm512_slli_epi64(_mm512_sub_epi64(_mm512_srli_epi64(c, 3), _mm512_set1_epi64(7)), 32),
+                                            _mm512_permutexvar_epi64(m, t));
+    return _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(c, _mm512_set1_epi64(8)), normal, _mm512_permutexvar_epi64(m, s));
+}
+
+/* qp_block_scales_ref's statistics, accumulated in registers over a row's
+ * blocks and added to the caller's at the end (min, max and sums do not
+ * depend on the order). */
+typedef struct {
+    int64_t n_blocks, n_zero, n_sat, n_live;
+    __m512 min, max; /* of live decode scales */
+    __m512i amax;    /* block amax bits */
+    __m512i log2_fx; /* eight 64-bit sums */
+} stats_acc;
+
+AVX512 stats_acc stats_init(void)
+{
+    const stats_acc a = {0, 0, 0, 0, F32(INFINITY), F32(-INFINITY), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    return a;
+}
+
+AVX512 void stats_add(stats_acc *acc, const scale16 *s, __mmask16 k, __m512 a)
+{
+    acc->n_blocks += popc(k);
+    acc->n_zero += popc(s->zero);
+    acc->n_sat += popc(s->sat);
+    acc->n_live += popc(s->live);
+    acc->min = _mm512_mask_min_ps(acc->min, s->live, acc->min, s->dec);
+    acc->max = _mm512_mask_max_ps(acc->max, s->live, acc->max, s->dec);
+    acc->amax = _mm512_mask_max_epu32(acc->amax, k, acc->amax, _mm512_castps_si512(a));
+}
+
+AVX512 void stats_done(const stats_acc *acc, qp_block_stats *st)
+{
+    st->n_blocks += acc->n_blocks;
+    st->n_zero += acc->n_zero;
+    st->n_sat += acc->n_sat;
+    if (acc->n_live) {
+        const float mn = _mm512_reduce_min_ps(acc->min), mx = _mm512_reduce_max_ps(acc->max);
         if (st->n_live == 0 || mn < st->min) st->min = mn;
         if (st->n_live == 0 || mx > st->max) st->max = mx;
-        st->n_live += popc(s->live);
+        st->n_live += acc->n_live;
     }
-    const float am = qp_bits_f32(_mm512_mask_reduce_max_epu32(k, _mm512_castps_si512(a)));
+    st->log2_fx += _mm512_reduce_add_epi64(acc->log2_fx);
+    const float am = qp_bits_f32(_mm512_reduce_max_epu32(acc->amax));
     if (am > st->amax) st->amax = am;
+}
+
+/* The log2 statistic of sixteen UE4M3 scales. */
+AVX512 void ue4m3_log2_add(stats_acc *acc, const scale16 *s)
+{
+    const __m512i lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(s->code));
+    const __m512i hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(s->code, 1));
+    acc->log2_fx = _mm512_mask_add_epi64(acc->log2_fx, (__mmask8)s->live, acc->log2_fx, ue4m3_log2_fx8(lo));
+    acc->log2_fx = _mm512_mask_add_epi64(acc->log2_fx, (__mmask8)(s->live >> 8), acc->log2_fx, ue4m3_log2_fx8(hi));
 }
 
 AVX512 void store_scales16(const scale16 *s, __mmask16 k, qp_blockscales *bs, int64_t b)
@@ -290,7 +355,7 @@ AVX512 void store_scales16(const scale16 *s, __mmask16 k, qp_blockscales *bs, in
 }
 
 /* OCP MX (floor) and Transformer Engine's round-up rule. */
-AVX512 scale16 mx_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, __mmask16 nan, qp_block_stats *st)
+AVX512 scale16 mx_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, __mmask16 nan, stats_acc *acc)
 {
     scale16 s;
     const __m512i ai = _mm512_castps_si512(a);
@@ -329,13 +394,16 @@ AVX512 scale16 mx_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, __mm
     s.dec = _mm512_mask_blend_ps(nan, _mm512_castsi512_ps(dec_bits), F32(NAN));
     s.flag = _mm512_maskz_mov_epi32(nan, I32(QP_BLOCK_NAN));
     s.live = live;
-    st->log2_fx += (int64_t)_mm512_mask_reduce_add_epi32(live, e) * 4294967296LL;
+    /* sum of e * 2^32: e as 64-bit lanes, shifted */
+    const __m512i elo = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(e)), ehi = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(e, 1));
+    acc->log2_fx = _mm512_mask_add_epi64(acc->log2_fx, (__mmask8)live, acc->log2_fx, _mm512_slli_epi64(elo, 32));
+    acc->log2_fx = _mm512_mask_add_epi64(acc->log2_fx, (__mmask8)(live >> 8), acc->log2_fx, _mm512_slli_epi64(ehi, 32));
     return s;
 }
 
 /* FP8 blocks: s_b = elem_max / amax_b (1 for 0, FLT_MAX on overflow), its
  * exponent bits only for the power-of-two rule; dec = 1/s_b. */
-AVX512 scale16 f32_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, qp_block_stats *st)
+AVX512 scale16 f32_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, stats_acc *acc)
 {
     scale16 s;
     const __mmask16 live = _mm512_mask_cmp_ps_mask(k, a, _mm512_setzero_ps(), _CMP_GT_OQ);
@@ -354,9 +422,9 @@ AVX512 scale16 f32_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, qp_
     s.live = _mm512_mask_cmp_ps_mask(live, s.dec, _mm512_setzero_ps(), _CMP_GT_OQ);
     const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(s.dec));
     const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s.dec), 1)));
-    st->log2_fx += log2_fx_sum8(_mm512_mask_blend_pd((__mmask8)s.live, _mm512_set1_pd(1.0), lo), (__mmask8)s.live) +
-                   log2_fx_sum8(_mm512_mask_blend_pd((__mmask8)(s.live >> 8), _mm512_set1_pd(1.0), hi),
-                                (__mmask8)(s.live >> 8));
+    acc->log2_fx = _mm512_add_epi64(acc->log2_fx, log2_fx8(_mm512_mask_blend_pd((__mmask8)s.live, _mm512_set1_pd(1.0), lo), (__mmask8)s.live));
+    acc->log2_fx = _mm512_add_epi64(acc->log2_fx, log2_fx8(_mm512_mask_blend_pd((__mmask8)(s.live >> 8), _mm512_set1_pd(1.0), hi),
+                                                           (__mmask8)(s.live >> 8)));
     return s;
 }
 
@@ -436,14 +504,6 @@ AVX512 scale16 fo6_scale16(const qp_plan *p, const float *xb, __m512 a, __mmask1
     return s;
 }
 
-/* log2 statistics of UE4M3 scales (a table lookup per live block). */
-AVX512 void ue4m3_log2_stats(const scale16 *s, qp_block_stats *st)
-{
-    uint8_t c8[16];
-    _mm_storeu_si128((__m128i *)c8, _mm512_cvtepi32_epi8(s->code));
-    for (unsigned m = s->live; m; m &= m - 1) st->log2_fx += qp_ue4m3_log2_fx[c8[__builtin_ctz(m)]];
-}
-
 /* qp_core.h's block-scale rules, sixteen blocks at a time, with
  * qp_block_scales_ref's statistics. Four Over Six reads the row's elements
  * and takes sixteen whole blocks at a time; its last few blocks (and partial
@@ -452,6 +512,7 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, in
                               const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
 {
     const qp_format_traits *t = p->t;
+    stats_acc acc = stats_init();
     int64_t b = 0;
     switch (t->rule) {
     case QP_RULE_MX_FLOOR:
@@ -460,11 +521,11 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, in
             const __mmask16 k = tail_mask(nb - b);
             const __m512 a = _mm512_maskz_loadu_ps(k, amax + b);
             const __mmask16 nan = _mm512_mask_test_epi32_mask(k, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, nonfinite + b)), I32(0xFF));
-            const scale16 s = mx_scale16(t, a, k, nan, st);
+            const scale16 s = mx_scale16(t, a, k, nan, &acc);
             store_scales16(&s, k, bs, b);
-            scale_stats(&s, k, a, st);
+            stats_add(&acc, &s, k, a);
         }
-        return;
+        break;
     case QP_RULE_NVFP4:
         for (; b < nb; b += 16) {
             const __mmask16 k = tail_mask(nb - b);
@@ -472,20 +533,20 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, in
             const __mmask16 live = _mm512_mask_cmp_ps_mask(k, a, _mm512_setzero_ps(), _CMP_GT_OQ);
             const scale16 s = nvfp4_scale16(_mm512_mul_ps(a, F32(p->scale * (1.0f / t->elem_max))), p->scale_inv, k, live);
             store_scales16(&s, k, bs, b);
-            ue4m3_log2_stats(&s, st);
-            scale_stats(&s, k, a, st);
+            ue4m3_log2_add(&acc, &s);
+            stats_add(&acc, &s, k, a);
         }
-        return;
+        break;
     case QP_RULE_F32_BLOCK:
     case QP_RULE_POW2_BLOCK:
         for (; b < nb; b += 16) {
             const __mmask16 k = tail_mask(nb - b);
             const __m512 a = _mm512_maskz_loadu_ps(k, amax + b);
-            const scale16 s = f32_scale16(t, a, k, st);
+            const scale16 s = f32_scale16(t, a, k, &acc);
             store_scales16(&s, k, bs, b);
-            scale_stats(&s, k, a, st);
+            stats_add(&acc, &s, k, a);
         }
-        return;
+        break;
     case QP_RULE_NVFP4_4O6:
         if (x && bc == 16)
             for (; b + 16 <= cols / bc; b += 16) {
@@ -493,14 +554,15 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, in
                 const __mmask16 live = _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_GT_OQ);
                 const scale16 s = fo6_scale16(p, x + b * bc, a, live);
                 store_scales16(&s, 0xFFFF, bs, b);
-                ue4m3_log2_stats(&s, st);
-                scale_stats(&s, 0xFFFF, a, st);
+                ue4m3_log2_add(&acc, &s);
+                stats_add(&acc, &s, 0xFFFF, a);
             }
         break;
     case QP_RULE_NONE:
     case QP_RULE_TENSOR:
     case QP_RULE_COUNT: break;
     }
+    stats_done(&acc, st);
     if (b < nb) {
         qp_blockscales rest = {bs->enc + b, bs->dec + b, bs->code + b, bs->flag + b};
         qp_block_scales_ref(p, x ? x + b * bc : NULL, cols - b * bc, bc, amax + b, nonfinite + b, nb - b, &rest, st);
@@ -509,56 +571,66 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, in
 
 /* ---- stochastic rounding words ---------------------------------------------------- */
 
-/* The words of elements 64g .. 64g+63 of a stream (qp_rng_u32 for index
- * 64g + j): Philox-4x32-10 for the counters 16g .. 16g+15, eight to a vector
+/* The words of elements 128g .. 128g+127 of a stream (qp_rng_u32 for index
+ * 128g + j): Philox-4x32-10 for the counters 32g .. 32g+31, eight to a vector
  * with each 32-bit word in the low half of a 64-bit lane (vpmuludq gives the
- * whole product; the high halves carry junk the next multiply ignores), then
- * reordered into element order. */
-AVX512 void philox64(uint64_t seed, uint64_t stream, uint64_t g, __m512i out[4])
+ * whole product; the high halves carry junk the next multiply ignores), four
+ * independent vectors so the multiplies' latency overlaps, then reordered
+ * into element order (out[v]: elements 16v .. 16v+15). keys: the ten rounds'
+ * key words, two each. */
+AVX512 void philox128(const uint32_t keys[20], uint64_t stream, uint64_t g, __m512i out[8])
 {
-    const __m512i ctr_a = _mm512_add_epi64(_mm512_set1_epi64((long long)(16 * g)), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-    const __m512i ctr_b = _mm512_add_epi64(ctr_a, _mm512_set1_epi64(8));
-    __m512i a0 = ctr_a, a1 = _mm512_srli_epi64(ctr_a, 32), b0 = ctr_b, b1 = _mm512_srli_epi64(ctr_b, 32);
-    __m512i a2 = _mm512_set1_epi64((long long)(stream & 0xFFFFFFFFu)), a3 = _mm512_set1_epi64((long long)(stream >> 32));
-    __m512i b2 = a2, b3 = a3;
+    __m512i c0[4], c1[4], c2[4], c3[4];
+    for (int q = 0; q < 4; q++) {
+        const __m512i ctr = _mm512_add_epi64(_mm512_set1_epi64((long long)(32 * g + 8 * q)), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+        c0[q] = ctr;
+        c1[q] = _mm512_srli_epi64(ctr, 32);
+        c2[q] = _mm512_set1_epi64((long long)(stream & 0xFFFFFFFFu));
+        c3[q] = _mm512_set1_epi64((long long)(stream >> 32));
+    }
     const __m512i m0 = _mm512_set1_epi64(0xD2511F53), m1 = _mm512_set1_epi64(0xCD9E8D57);
-    uint32_t key0 = (uint32_t)seed, key1 = (uint32_t)(seed >> 32);
     for (int round = 0; round < 10; round++) {
-        const __m512i k0 = I32(key0), k1 = I32(key1);
-        const __m512i pa0 = _mm512_mul_epu32(a0, m0), pa1 = _mm512_mul_epu32(a2, m1);
-        const __m512i pb0 = _mm512_mul_epu32(b0, m0), pb1 = _mm512_mul_epu32(b2, m1);
-        a0 = _mm512_ternarylogic_epi32(_mm512_srli_epi64(pa1, 32), a1, k0, XOR3);
-        a2 = _mm512_ternarylogic_epi32(_mm512_srli_epi64(pa0, 32), a3, k1, XOR3);
-        b0 = _mm512_ternarylogic_epi32(_mm512_srli_epi64(pb1, 32), b1, k0, XOR3);
-        b2 = _mm512_ternarylogic_epi32(_mm512_srli_epi64(pb0, 32), b3, k1, XOR3);
-        a1 = pa1, a3 = pa0, b1 = pb1, b3 = pb0;
-        key0 += 0x9E3779B9u;
-        key1 += 0xBB67AE85u;
+        const __m512i k0 = I32(keys[2 * round]), k1 = I32(keys[2 * round + 1]);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            const __m512i p0 = _mm512_mul_epu32(c0[q], m0), p1 = _mm512_mul_epu32(c2[q], m1);
+            c0[q] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p1, 32), c1[q], k0, XOR3);
+            c2[q] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p0, 32), c3[q], k1, XOR3);
+            c1[q] = p1, c3[q] = p0;
+        }
     }
     /* qword j of w01 = words 0, 1 of counter j; of w23 = words 2, 3 */
     const __m512i pair = _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
     const __m512i q0 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), q1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
-    const __m512i wa01 = _mm512_permutex2var_epi32(a0, pair, a1), wa23 = _mm512_permutex2var_epi32(a2, pair, a3);
-    const __m512i wb01 = _mm512_permutex2var_epi32(b0, pair, b1), wb23 = _mm512_permutex2var_epi32(b2, pair, b3);
-    out[0] = _mm512_permutex2var_epi64(wa01, q0, wa23);
-    out[1] = _mm512_permutex2var_epi64(wa01, q1, wa23);
-    out[2] = _mm512_permutex2var_epi64(wb01, q0, wb23);
-    out[3] = _mm512_permutex2var_epi64(wb01, q1, wb23);
+    for (int q = 0; q < 4; q++) {
+        const __m512i w01 = _mm512_permutex2var_epi32(c0[q], pair, c1[q]), w23 = _mm512_permutex2var_epi32(c2[q], pair, c3[q]);
+        out[2 * q] = _mm512_permutex2var_epi64(w01, q0, w23);
+        out[2 * q + 1] = _mm512_permutex2var_epi64(w01, q1, w23);
+    }
 }
 
-/* Runs of 64 words by parity of the run index, so a row at any offset reads
- * each run once. */
+/* Runs of 128 words by parity of the run index, so a row at any offset
+ * computes each run once. */
 typedef struct {
-    uint64_t seed, stream;
+    uint64_t stream;
+    uint32_t keys[20];
     uint64_t run[2]; /* run held in slot (UINT64_MAX: none) */
-    __m512i w[2][4];
+    __m512i w[2][8];
 } rng_cache;
+
+AVX512 void rng_init(rng_cache *c, uint64_t seed, uint64_t stream)
+{
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++, k0 += 0x9E3779B9u, k1 += 0xBB67AE85u) c->keys[2 * r] = k0, c->keys[2 * r + 1] = k1;
+    c->stream = stream;
+    c->run[0] = c->run[1] = UINT64_MAX;
+}
 
 AVX512 const __m512i *rng_run(rng_cache *c, uint64_t g)
 {
     const int s = (int)(g & 1);
     if (c->run[s] != g) {
-        philox64(c->seed, c->stream, g, c->w[s]);
+        philox128(c->keys, c->stream, g, c->w[s]);
         c->run[s] = g;
     }
     return c->w[s];
@@ -567,11 +639,11 @@ AVX512 const __m512i *rng_run(rng_cache *c, uint64_t g)
 /* The words of elements idx .. idx+15. */
 AVX512 __m512i rng16(rng_cache *c, uint64_t idx)
 {
-    const uint64_t g = idx / 64;
-    const int q = (int)(idx % 64) / 16, sh = (int)(idx % 16);
+    const uint64_t g = idx / 128;
+    const int q = (int)(idx % 128) / 16, sh = (int)(idx % 16);
     const __m512i *w = rng_run(c, g);
     if (!sh) return w[q];
-    const __m512i hi = q < 3 ? w[q + 1] : rng_run(c, g + 1)[0];
+    const __m512i hi = q < 7 ? w[q + 1] : rng_run(c, g + 1)[0];
     return _mm512_permutex2var_epi32(w[q], _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), I32(sh)), hi);
 }
 
@@ -810,7 +882,7 @@ AVX512 void mf_row(const qp_plan *p, const qp_minifloat f, const int sr, const i
     st.row_bytes = f.sign_shift == 3 ? (st.padded + 1) / 2 : st.padded;
     st.bshift = blocks ? __builtin_ctz((unsigned)bc) : 0; /* bc: 16, 32 or 128 */
     st.tabs = make_rn_tables(f);
-    st.rc = (rng_cache){p->seed, p->stream, {UINT64_MAX, UINT64_MAX}, {{_mm512_setzero_si512()}}};
+    if (sr) rng_init(&st.rc, p->seed, p->stream);
     st.nonzero = st.flushed = st.sat = st.nonfinite = 0;
     int64_t c0 = 0;
     for (; c0 + 64 <= cols; c0 += 64) mf_step(&st, f, sr, out, blocks, 1, c0);
@@ -868,7 +940,8 @@ AVX512 __m512 bf16_values(__m256i w, float out_mul)
 AVX512BF16 void bf16_row(const qp_plan *p, const int hw, const float *x, int64_t cols, uint8_t *codes, float *y,
                      uint64_t gidx0, qp_counts *total)
 {
-    rng_cache rc = {p->seed, p->stream, {UINT64_MAX, UINT64_MAX}, {{_mm512_setzero_si512()}}};
+    rng_cache rc;
+    if (p->sr) rng_init(&rc, p->seed, p->stream);
     row_counts n = {0, 0, 0, 0, _mm512_setzero_si512()};
     for (int64_t c0 = 0; c0 < cols; c0 += 32) {
         const __mmask16 k0 = tail_mask(cols - c0), k1 = tail_mask(cols - c0 - 16);
