@@ -466,33 +466,62 @@ AVX512 void add_sq_err(__m512d err[2], __m512 ax, __m512 y, __mmask16 fin)
     err[1] = _mm512_mask_add_pd(err[1], (__mmask8)(fin >> 8), err[1], _mm512_mul_pd(d1, d1));
 }
 
-/* Four Over Six for sixteen whole blocks of 16 at xb: NVFP4's scale to 6
- * and to 4, each block's squared error under both (qp_4o6_block_error: the
- * elements in order, one block per lane), 4 only when strictly smaller. The
- * error is taken on |x| and |y| (y has x's sign, so the difference is the
- * same up to its sign). */
-AVX512 scale16 fo6_scale16(const qp_plan *p, const float *xb, __m512 a, __mmask16 live)
+/* The E2M1 grid value of |v| (v >= 0 or NaN), saturating. */
+AVX512 __m512 e2m1_value(__m512 v)
 {
     const qp_minifloat e2m1 = QP_MF_E2M1;
+    __m512 r;
+    (void)rn_code(_mm512_min_epu32(_mm512_castps_si512(v), _mm512_castps_si512(F32(e2m1.max))), e2m1, &r);
+    return r;
+}
+
+/* Four Over Six for sixteen whole blocks of 16 at xb: NVFP4's scale to 6
+ * and to 4, and each block's squared error under both, 4 only when strictly
+ * smaller. qp_4o6_block_error sums in double, in element order; here one
+ * block per lane (the blocks transposed), the errors are first summed in
+ * float, which decides every block whose two errors differ by more than the
+ * float sum's error bound, and only the others (close calls, all-tiny or
+ * non-finite blocks: rare) are summed exactly as qp_core.h does. The bound:
+ * each float difference, square and sum step rounds relatively by 2^-24 or
+ * absolutely by 2^-150 near underflow, so for 16 terms the float sum F and
+ * the double sum D of the same squares satisfy |F - D| <= 1.2e-6 F + 2^-143
+ * (D's own error is 2^-48 relative); the test takes 4e-6 (F4 + F6) + 2^-120,
+ * which also covers its own rounding. Non-finite inputs make a float sum
+ * NaN or Inf, which no comparison decides. The error is taken on |x| and |y|
+ * (y has x's sign, so the difference is the same up to its sign). */
+AVX512 scale16 fo6_scale16(const qp_plan *p, const float *xb, __m512 a, __mmask16 live)
+{
     const __m512 t6 = _mm512_mul_ps(a, F32(p->scale * (1.0f / p->t->elem_max)));
     const scale16 s6 = nvfp4_scale16(t6, p->scale_inv, 0xFFFF, live);
     const scale16 s4 = nvfp4_scale16(_mm512_mul_ps(t6, F32(1.5f)), p->scale_inv, 0xFFFF, live);
+    const __m512 sinv = F32(p->scale_inv);
     __m512 col[16];
-    for (int i = 0; i < 16; i++) col[i] = _mm512_loadu_ps(xb + 16 * i);
+    for (int i = 0; i < 16; i++)
+        col[i] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(xb + 16 * i), I32(ABS_BITS)));
     transpose16(col);
-    __m512d e6[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()}, e4[2] = {e6[0], e6[1]};
-    const __m512i maxb = _mm512_castps_si512(F32(e2m1.max));
+    __m512 f6 = _mm512_setzero_ps(), f4 = f6;
     for (int j = 0; j < 16; j++) {
-        const __m512 ax = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(col[j]), I32(ABS_BITS)));
-        const __mmask16 fin = _mm512_cmplt_epu32_mask(_mm512_castps_si512(ax), I32(INF_BITS));
-        __m512 r6, r4;
-        rn_code(_mm512_min_epu32(_mm512_castps_si512(_mm512_mul_ps(ax, s6.enc)), maxb), e2m1, &r6);
-        rn_code(_mm512_min_epu32(_mm512_castps_si512(_mm512_mul_ps(ax, s4.enc)), maxb), e2m1, &r4);
-        add_sq_err(e6, ax, _mm512_mul_ps(_mm512_mul_ps(r6, s6.dec), F32(p->scale_inv)), fin);
-        add_sq_err(e4, ax, _mm512_mul_ps(_mm512_mul_ps(r4, s4.dec), F32(p->scale_inv)), fin);
+        const __m512 d6 = _mm512_sub_ps(col[j], _mm512_mul_ps(_mm512_mul_ps(e2m1_value(_mm512_mul_ps(col[j], s6.enc)), s6.dec), sinv));
+        const __m512 d4 = _mm512_sub_ps(col[j], _mm512_mul_ps(_mm512_mul_ps(e2m1_value(_mm512_mul_ps(col[j], s4.enc)), s4.dec), sinv));
+        f6 = _mm512_add_ps(f6, _mm512_mul_ps(d6, d6));
+        f4 = _mm512_add_ps(f4, _mm512_mul_ps(d4, d4));
     }
-    const __mmask16 four = (__mmask16)(_mm512_cmp_pd_mask(e4[0], e6[0], _CMP_LT_OQ) |
-                                       (_mm512_cmp_pd_mask(e4[1], e6[1], _CMP_LT_OQ) << 8));
+    const __m512 bound = _mm512_add_ps(_mm512_mul_ps(_mm512_add_ps(f4, f6), F32(4e-6f)), F32(0x1p-120f));
+    __mmask16 four = _mm512_cmp_ps_mask(_mm512_sub_ps(f6, f4), bound, _CMP_GT_OQ);
+    const __mmask16 six = _mm512_cmp_ps_mask(_mm512_sub_ps(f4, f6), bound, _CMP_GT_OQ) |
+                          _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_EQ_OQ); /* no error either way */
+    const __mmask16 open = (__mmask16)~(four | six);
+    if (open) {
+        __m512d e6[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()}, e4[2] = {e6[0], e6[1]};
+        for (int j = 0; j < 16; j++) {
+            const __mmask16 fin = _mm512_cmplt_epu32_mask(_mm512_castps_si512(col[j]), I32(INF_BITS));
+            add_sq_err(e6, col[j], _mm512_mul_ps(_mm512_mul_ps(e2m1_value(_mm512_mul_ps(col[j], s6.enc)), s6.dec), sinv), fin);
+            add_sq_err(e4, col[j], _mm512_mul_ps(_mm512_mul_ps(e2m1_value(_mm512_mul_ps(col[j], s4.enc)), s4.dec), sinv), fin);
+        }
+        const __mmask16 exact4 = (__mmask16)(_mm512_cmp_pd_mask(e4[0], e6[0], _CMP_LT_OQ) |
+                                             (_mm512_cmp_pd_mask(e4[1], e6[1], _CMP_LT_OQ) << 8));
+        four |= open & exact4;
+    }
     scale16 s;
     s.enc = _mm512_mask_blend_ps(four, s6.enc, s4.enc);
     s.dec = _mm512_mask_blend_ps(four, s6.dec, s4.dec);
