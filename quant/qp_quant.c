@@ -163,11 +163,6 @@ static int64_t chunk_rows(const qp_format_traits *t) { return t->block_rows > CH
  * before writing it. Speed only: the values written are the same. */
 #define QP_STREAM_MIN_BYTES ((int64_t)32 << 20)
 
-/* A band of 2D tiles is taken a strip of columns at a time, at most this many
- * input bytes, so that encoding after the tile amax reads the strip from the
- * L2 cache rather than from memory. */
-#define QP_STRIP_BYTES ((int64_t)256 << 10)
-
 /* Formats whose block scales depend on a tensor scale (NVFP4): the first pass
  * over the tensor stores every block amax, the tensor amax is their maximum,
  * and the second pass encodes without reading any block twice. */
@@ -198,22 +193,21 @@ static void mark_nonfinite(qp_blockscales *bs, const uint8_t *nf, int64_t nb)
     }
 }
 
-/* Block amaxes of columns [c0, c0 + w) of rows [r0, r1): one row of nb
- * entries per row for 1D blocks; for 2D tiles one row, the maximum over the
- * band (row_amax/row_nf: scratch for a row). */
+/* Block amaxes of rows [r0, r1): one row of nb entries per row for 1D
+ * blocks; for 2D tiles one row, the maximum over the band (row_amax/row_nf:
+ * scratch for a row). */
 static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, const float *x, int64_t r0, int64_t r1,
-                            int64_t cols, int64_t c0, int64_t w, float *amax, uint8_t *nf, float *row_amax,
-                            uint8_t *row_nf)
+                            int64_t cols, float *amax, uint8_t *nf, float *row_amax, uint8_t *row_nf)
 {
     const int bc = t->block_cols;
-    const int64_t nb = (w + bc - 1) / bc;
+    const int64_t nb = (cols + bc - 1) / bc;
     if (t->block_rows == 1) {
-        for (int64_t r = r0; r < r1; r++) k->block_amax(x + r * cols + c0, w, bc, amax + (r - r0) * nb, nf + (r - r0) * nb);
+        for (int64_t r = r0; r < r1; r++) k->block_amax(x + r * cols, cols, bc, amax + (r - r0) * nb, nf + (r - r0) * nb);
         return;
     }
     for (int64_t b = 0; b < nb; b++) amax[b] = 0.0f, nf[b] = 0;
     for (int64_t r = r0; r < r1; r++) {
-        k->block_amax(x + r * cols + c0, w, bc, row_amax, row_nf);
+        k->block_amax(x + r * cols, cols, bc, row_amax, row_nf);
         for (int64_t b = 0; b < nb; b++) {
             if (row_amax[b] > amax[b]) amax[b] = row_amax[b];
             nf[b] |= row_nf[b];
@@ -239,23 +233,19 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
     }
     const int64_t nb = (cols + bc - 1) / bc;
     if (t->block_rows > 1) {
-        /* 2D tiles: this chunk is one band of block_rows rows, taken a strip of columns at a time */
-        const int64_t h = r1 - r0, band = r0 / t->block_rows;
-        int64_t sw = QP_STRIP_BYTES / (h * (int64_t)sizeof(float)) / bc * bc;
-        if (sw < bc) sw = bc;
-        for (int64_t c0 = 0; c0 < cols; c0 += sw) {
-            const int64_t w = cols - c0 < sw ? cols - c0 : sw, nbs = (w + bc - 1) / bc, b0 = c0 / bc;
-            const float *amax = pre_amax ? pre_amax + b0 : amax_buf;
-            const uint8_t *nf = pre_nf ? pre_nf + b0 : nf_buf;
-            if (!pre_amax) band_block_amax(k, t, x, r0, r1, cols, c0, w, amax_buf, nf_buf, amax_buf + nb, nf_buf + nb);
-            k->block_scales(p, NULL, w, bc, amax, nf, nbs, bs, &res->bst);
-            mark_nonfinite(bs, nf, nbs);
-            if (scales) store_scales(t, scales + (band * scale_cols + b0) * t->scale_bytes, bs, nbs);
-            for (int64_t r = r0; r < r1; r++)
-                k->encode_row(p, x + r * cols + c0, w, bs, bc,
-                              codes ? codes + r * row_bytes + c0 * t->elem_bits / 8 : NULL, y ? y + r * cols + c0 : NULL,
-                              p->sr_offset + (uint64_t)r * p->sr_stride + (uint64_t)c0, &res->cnt);
-        }
+        /* 2D tiles: this chunk is one band of block_rows rows (a 16-row band
+         * stays in L2 between its amax and its encoding; a 128-row band of
+         * wide rows is read again from L3, which keeps each row one
+         * sequential stream for the prefetchers) */
+        const float *amax = pre_amax ? pre_amax : amax_buf;
+        const uint8_t *nf = pre_nf ? pre_nf : nf_buf;
+        if (!pre_amax) band_block_amax(k, t, x, r0, r1, cols, amax_buf, nf_buf, amax_buf + nb, nf_buf + nb);
+        k->block_scales(p, NULL, cols, bc, amax, nf, nb, bs, &res->bst);
+        mark_nonfinite(bs, nf, nb);
+        if (scales) store_scales(t, scales + (r0 / t->block_rows) * scale_cols * t->scale_bytes, bs, nb);
+        for (int64_t r = r0; r < r1; r++)
+            k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL, y ? y + r * cols : NULL,
+                          p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
         return;
     }
     for (int64_t r = r0; r < r1; r++) {
@@ -379,7 +369,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
                 for (int64_t c = 0; c < nchunks; c++) {
                     const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
                     const int64_t first = r0 / t->block_rows, count = (r1 - r0 + t->block_rows - 1) / t->block_rows;
-                    band_block_amax(k, t, x, r0, r1, cols, 0, cols, pre_amax + first * nb, pre_nf + first * nb,
+                    band_block_amax(k, t, x, r0, r1, cols, pre_amax + first * nb, pre_nf + first * nb,
                                     amax_buf, nf_buf);
                     res[c].pass1_amax = k->amax(pre_amax + first * nb, count * nb);
                 }
