@@ -837,8 +837,23 @@ AVX512 void mf_step(mf_state *st, const qp_minifloat f, const int sr, const int 
         __m512 r;
         __m512i mag = _mm512_setzero_si512();
         if (sr) {
-            r = sr_mag(a, f, rng16(&st->rc, st->gidx0 + (uint64_t)cj));
-            if (out & OUT_CODES) mag = rn_code_t(_mm512_castps_si512(r), f, &st->tabs, NULL);
+            const __m512i rw = rng16(&st->rc, st->gidx0 + (uint64_t)cj);
+            const __m512i emin = I32((uint32_t)mf_emin_field(f) << 23);
+            /* FP8 with no lane in (0, 2^emin) (nearly always): the gap's fraction is
+             * the low 23 - mbits bits of |v|, the step one unit above them */
+            if (f.sign_shift == 7 && !_mm512_mask_cmplt_epu32_mask(_mm512_test_epi32_mask(a, a), a, emin)) {
+                const int d = 23 - f.mbits;
+                const __m512i low = I32((1u << d) - 1), lo = _mm512_andnot_si512(low, a);
+                const __mmask16 up = _mm512_cmplt_epu32_mask(rw, _mm512_slli_epi32(_mm512_and_si512(a, low), 32 - d));
+                const __m512i vb = _mm512_mask_add_epi32(lo, up, lo, I32(1u << d));
+                r = _mm512_castsi512_ps(vb);
+                if (out & OUT_CODES)
+                    mag = _mm512_max_epi32(_mm512_sub_epi32(_mm512_srli_epi32(vb, d), I32((uint32_t)(127 - f.bias) << f.mbits)),
+                                           _mm512_setzero_si512());
+            } else {
+                r = sr_mag(a, f, rw);
+                if (out & OUT_CODES) mag = rn_code_t(_mm512_castps_si512(r), f, &st->tabs, NULL);
+            }
         } else {
             mag = rn_code_t(a, f, &st->tabs, (out & OUT_VALUES) ? &r : NULL);
         }
