@@ -303,6 +303,22 @@ static void *scratch(int slot, size_t bytes)
     return t->buf[slot];
 }
 
+/* The tensor amax of a per-tensor format, read from the end backwards in
+ * 1 MiB pieces: the encoding pass then starts on the part the last-level
+ * cache still holds (its outputs, when large, are streamed past the caches).
+ * The two-pass formats' first pass walks its chunks backwards likewise. */
+static float first_pass_amax(const qp_kernels *k, const float *x, int64_t n)
+{
+    const int64_t piece = (int64_t)1 << 18;
+    float amax = 0.0f;
+    for (int64_t end = n; end > 0; end -= piece) {
+        const int64_t start = end > piece ? end - piece : 0;
+        const float m = k->amax(x + start, end - start);
+        if (m > amax) amax = m;
+    }
+    return amax;
+}
+
 /* This thread's row buffers for nb blocks: block amaxes and flags (twice:
  * a band's and a row's) and the four arrays of qp_blockscales. NULL when out
  * of memory. */
@@ -366,7 +382,8 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
 #if QP_HAVE_OPENMP
 #pragma omp for schedule(static)
 #endif
-                for (int64_t c = 0; c < nchunks; c++) {
+                for (int64_t i = 0; i < nchunks; i++) {
+                    const int64_t c = nchunks - 1 - i; /* backwards: see first_pass_amax */
                     const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
                     const int64_t first = r0 / t->block_rows, count = (r1 - r0 + t->block_rows - 1) / t->block_rows;
                     band_block_amax(k, t, x, r0, r1, cols, pre_amax + first * nb, pre_nf + first * nb,
@@ -379,7 +396,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
         for (int64_t c = 0; c < nchunks; c++)
             if (res[c].pass1_amax > amax) amax = res[c].pass1_amax;
     } else if (!blocky && t->tensor_scale) {
-        amax = k->amax(x, n);
+        amax = first_pass_amax(k, x, n);
     }
     p.row_amax = !blocky && !t->tensor_scale; /* the amax comes with the encoding */
     if (t->tensor_scale) {

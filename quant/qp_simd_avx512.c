@@ -995,9 +995,8 @@ AVX512BF16 void bf16_row(const qp_plan *p, const int hw, const float *x, int64_t
         if (hw && !p->sr && !(_mm512_fpclass_ps_mask(x0, FPC_ODD_BF16) | _mm512_fpclass_ps_mask(x1, FPC_ODD_BF16))) {
             w = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
             /* normal inputs never flush; zero inputs give 0, overflow gives Inf */
-            if (p->row_amax)
-                n.amax = _mm512_max_epu32(n.amax, _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(x0), I32(ABS_BITS)),
-                                                                   _mm512_and_si512(_mm512_castps_si512(x1), I32(ABS_BITS))));
+            if (p->row_amax) /* vrangeps: the larger magnitude of each pair, sign cleared */
+                n.amax = _mm512_max_epu32(n.amax, _mm512_castps_si512(_mm512_range_ps(x0, x1, 0x0B)));
             const __m512i mag = _mm512_and_si512(w, _mm512_set1_epi16(0x7FFF));
             const uint32_t valid = (uint32_t)k0 | (uint32_t)k1 << 16;
             n.nonzero += __builtin_popcount(valid & ~(uint32_t)_mm512_cmpeq_epi16_mask(mag, _mm512_setzero_si512()));
