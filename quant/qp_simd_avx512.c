@@ -85,18 +85,23 @@ AVX512 __m512i rn_code(__m512i a, qp_minifloat f, __m512 *r)
 }
 
 /* qp_sr_magnitude for clamped magnitudes a with words r: up to the next grid
- * value with probability floor(frac * 2^32) / 2^32. */
-AVX512 __m512 sr_mag(__m512i a, qp_minifloat f, __m512i r)
+ * value with probability floor(frac * 2^32) / 2^32. Returns the magnitude's
+ * code (lo + G: lo the rounded significand count in ulps, G = (e - emin) <<
+ * mbits as in rn_code) and, when r_out is not NULL, the magnitude. No
+ * min(v, max) is needed: a <= max, and max is the last grid value of its
+ * binade for every codec (E4M3's 480 is NaN's code, beyond the clamp). */
+AVX512 __m512i sr_code(__m512i a, qp_minifloat f, __m512i r, __m512 *r_out)
 {
-    const __m512i e = _mm512_max_epu32(_mm512_and_si512(a, I32(EXP_BITS)), I32((uint32_t)(128 - f.bias) << 23));
+    const __m512i emin = I32((uint32_t)(128 - f.bias) << 23);
+    const __m512i e = _mm512_max_epu32(_mm512_and_si512(a, I32(EXP_BITS)), emin);
     const __m512 inv_ulp = _mm512_castsi512_ps(_mm512_sub_epi32(I32((uint32_t)(254 + f.mbits) << 23), e));
-    const __m512 ulp = _mm512_castsi512_ps(_mm512_sub_epi32(e, I32((uint32_t)f.mbits << 23)));
     const __m512 q = _mm512_mul_ps(_mm512_castsi512_ps(a), inv_ulp);
     const __m512 lo = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
     const __m512i thr = _mm512_cvttps_epu32(_mm512_mul_ps(_mm512_sub_ps(q, lo), F32(4294967296.0f)));
     const __mmask16 up = _mm512_cmplt_epu32_mask(r, thr);
-    const __m512 v = _mm512_mul_ps(_mm512_mask_add_ps(lo, up, lo, F32(1.0f)), ulp);
-    return _mm512_min_ps(v, F32(f.max));
+    const __m512 n = _mm512_mask_add_ps(lo, up, lo, F32(1.0f));
+    if (r_out) *r_out = _mm512_mul_ps(n, _mm512_castsi512_ps(_mm512_sub_epi32(e, I32((uint32_t)f.mbits << 23))));
+    return _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_srli_epi32(_mm512_sub_epi32(e, emin), 23 - f.mbits));
 }
 
 /* qp_encode_minifloat of any v (NaN and Inf included), for the few block-scale codes. */
@@ -851,8 +856,7 @@ AVX512 void mf_step(mf_state *st, const qp_minifloat f, const int sr, const int 
                     mag = _mm512_max_epi32(_mm512_sub_epi32(_mm512_srli_epi32(vb, d), I32((uint32_t)(127 - f.bias) << f.mbits)),
                                            _mm512_setzero_si512());
             } else {
-                r = sr_mag(a, f, rw);
-                if (out & OUT_CODES) mag = rn_code_t(_mm512_castps_si512(r), f, &st->tabs, NULL);
+                mag = sr_code(a, f, rw, (out & OUT_VALUES) ? &r : NULL);
             }
         } else {
             mag = rn_code_t(a, f, &st->tabs, (out & OUT_VALUES) ? &r : NULL);
