@@ -661,13 +661,19 @@ AVX512 void rng_init(rng_cache *c, uint64_t seed, uint64_t stream)
     c->run[0] = c->run[1] = UINT64_MAX;
 }
 
+/* Out of line: one call per 128 words, and inlined at every use it would
+ * bloat the row loops past the instruction cache. */
+__attribute__((target(QP_AVX512_TARGET), noinline)) static void rng_fill(rng_cache *c, uint64_t g)
+{
+    const int s = (int)(g & 1);
+    philox128(c->keys, c->stream, g, c->w[s]);
+    c->run[s] = g;
+}
+
 AVX512 const __m512i *rng_run(rng_cache *c, uint64_t g)
 {
     const int s = (int)(g & 1);
-    if (c->run[s] != g) {
-        philox128(c->keys, c->stream, g, c->w[s]);
-        c->run[s] = g;
-    }
+    if (c->run[s] != g) rng_fill(c, g);
     return c->w[s];
 }
 
