@@ -11,7 +11,10 @@
  * and writes the codes and block scales, qdq reads and writes 4 bytes per
  * element, memcpy reads and writes 4. %memcpy is the median over repetitions
  * of (format's bytes/s) / (the adjacent memcpy's bytes/s); times are medians.
- * Statistics (qp_qstats) are requested, as the trainer does.
+ * Statistics (qp_qstats) are requested, as the trainer does. --cpu-time
+ * times everything (memcpy too) by the thread's CPU time instead of the wall
+ * clock: on a machine shared with other busy processes a 64 MiB pass is often
+ * descheduled for whole time slices, which the wall clock counts.
  * A benchmark, not a test: it prints a table and asserts nothing about speed
  * (it exits 1 if the CUDA-host codes differ from qprec's). */
 #include <stdint.h>
@@ -29,10 +32,12 @@
 int bench_cuda_host_quantize(int fmt, const float *x, int64_t rows, int64_t cols, uint8_t *codes, uint8_t *scales);
 #endif
 
+static clockid_t bench_clock = CLOCK_MONOTONIC;
+
 static double now(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(bench_clock, &t);
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
@@ -110,16 +115,21 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rows") && i + 1 < argc) rows = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--cpu-time")) bench_clock = CLOCK_THREAD_CPUTIME_ID;
         else if (!strcmp(argv[i], "--formats") && i + 1 < argc) {
             if (parse_formats(argv[++i], list, &nlist)) return 2;
         } else {
             fprintf(stderr, "bench_quant: usage: bench_quant [--reps N] [--threads N] [--rows N] "
-                            "[--formats NAME[+sr],...]  (cols 4096)\n");
+                            "[--formats NAME[+sr],...] [--cpu-time]  (cols 4096)\n");
             return 2;
         }
     }
     if (reps < 1 || threads < 1 || rows < 1 || reps > 1000) {
         fprintf(stderr, "bench_quant: --reps (1..1000), --threads and --rows must be positive\n");
+        return 2;
+    }
+    if (bench_clock != CLOCK_MONOTONIC && threads > 1) {
+        fprintf(stderr, "bench_quant: --cpu-time counts the calling thread only; use it with --threads 1\n");
         return 2;
     }
 #if QP_HAVE_OPENMP
@@ -176,8 +186,9 @@ int main(int argc, char **argv)
         free(all);
     }
     printf("bench_quant: %lld x %lld float32 (%.0f MiB), %d thread(s), vector path %s, %d rounds "
-           "(memcpy, quantize, qdq per format), medians\n",
-           (long long)rows, (long long)cols, n * 4 / 1048576.0, threads, qp_simd_name(), reps);
+           "(memcpy, quantize, qdq per format), medians of %s\n",
+           (long long)rows, (long long)cols, n * 4 / 1048576.0, threads, qp_simd_name(), reps,
+           bench_clock == CLOCK_MONOTONIC ? "wall-clock time" : "thread CPU time");
     printf("load average (1/5/15 min): %s at start, %s at end\n", load0, load1);
     printf("%-20s %8s %7s %7s %9s %9s %8s %7s %7s\n", "format", "ms", "GB/s", "%memcpy", "cuda ms", "vs cuda",
            "qdq ms", "GB/s", "%memcpy");
