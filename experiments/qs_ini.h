@@ -4,7 +4,9 @@
  * experiments/ (the .ini files) and in docs/qsweep.md) and its in-memory form:
  *   [base]   key = value         any qtrain value option (qs_opts.h), once
  *   [grid]   key = v1, v2, ...   an axis per key, in file order
- *   [sweep]  baseline = RECIPE, target_loss = X, threads_per_run = N
+ *            exclude = k1=v k2=w  combinations left out (after the axes they name)
+ *   [sweep]  baseline = RECIPE, target_loss = X, threads_per_run = N,
+ *            noise_floor = RECIPE[, RECIPE...] (recipes of the sweep)
  *   [slurm]  partition, account, time, cpus_per_task, gpus_per_task, ntasks,
  *            mpi: the job array's resources (qs_slurm.h); may change
  *            between submissions, like [sweep]
@@ -18,6 +20,9 @@
 #define QS_INI_H
 
 #include <stddef.h>
+
+#define QS_MAX_NOISE 8
+#define QS_MAX_EXCLUDE_CONDS 8
 
 typedef struct {
     char *key;        /* canonical option key (qs_opts.h) */
@@ -51,6 +56,17 @@ typedef struct {
     double target_loss;       /* NaN: not set */
     int threads_per_run;      /* 0: not set (cores / -j) */
     qs_slurm_opts slurm;
+    /* [sweep] noise_floor = R1, R2: every run of these recipes gets a twin
+     * with the same initial weights and another data seed (qs_grid.h) */
+    char noise[QS_MAX_NOISE][160];
+    int nnoise;
+    /* [grid] exclude = KEY=VALUE KEY=VALUE ...: the combinations whose
+     * axes have all these values are not run (a triangular grid); each
+     * condition is an axis index and a value index */
+    struct {
+        int n, axis[QS_MAX_EXCLUDE_CONDS], value[QS_MAX_EXCLUDE_CONDS], line;
+    } *excl;
+    int nexcl;
 } qs_experiment;
 
 /* data_override: a data file replacing [base] data (the CLI's --data), or NULL.

@@ -74,6 +74,30 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A numeric root attribute (the run file stores every attribute as text);
+ * out is left alone when it is absent or not a number. */
+static void read_attr_num(hid_t file, const char *name, double *out)
+{
+    if (H5Aexists(file, name) <= 0) return;
+    const hid_t a = H5Aopen(file, name, H5P_DEFAULT);
+    if (a < 0) return;
+    const hid_t sp = H5Aget_space(a);
+    const int one = sp >= 0 && H5Sget_simple_extent_type(sp) != H5S_NULL && H5Sget_simple_extent_npoints(sp) == 1;
+    if (sp >= 0) H5Sclose(sp);
+    const hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    char *v = NULL;
+    if (one && H5Aread(a, t, &v) >= 0 && v) {
+        char *end;
+        const double x = strtod(v, &end);
+        if (end != v && !*end) *out = x;
+    }
+    if (v) H5free_memory(v);
+    H5Tclose(t);
+    H5Aclose(a);
+}
+
 static int read_attr_int(hid_t file, const char *name, int *out)
 {
     if (H5Aexists(file, name) <= 0) return -1;
@@ -246,6 +270,7 @@ int qs_runfile_read(const char *path, double target_loss, qs_runstats *s, char *
 {
     memset(s, 0, sizeof *s);
     s->final_train = s->final_val = s->tokps_median = s->wait_share = NAN;
+    s->params_nonembedding = s->tokens_total = s->tokens_per_param = s->epochs = NAN;
     s->steps_to_target = -1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     s->writer_alive = writer_alive(path);
@@ -257,6 +282,10 @@ int qs_runfile_read(const char *path, double target_loss, qs_runstats *s, char *
     }
     const char *what = NULL;
     read_attr_int(file, "layers", &s->layers); /* absent in a foreign file: layers come from the rows then */
+    read_attr_num(file, "params_nonembedding", &s->params_nonembedding);
+    read_attr_num(file, "tokens_total", &s->tokens_total);
+    read_attr_num(file, "tokens_per_param", &s->tokens_per_param);
+    read_attr_num(file, "epochs", &s->epochs);
     if (read_status(file, s)) what = "status";
     else if (read_train(file, target_loss, s, &what)) {
     } else if (read_val(file, s)) what = "eval";

@@ -16,7 +16,10 @@
  *                   steps, GEMMs, operands, passes; non-finite values skipped)
  *   tokps_median    median of /train/tokens_per_s (mean of the middle two
  *                   for an even count)
- *   wait_share      sum /train/data_wait_ms / sum /train/step_ms */
+ *   wait_share      sum /train/data_wait_ms / sum /train/step_ms
+ *   params_nonembedding, tokens_total, tokens_per_param, epochs
+ *                   the root attributes of that name (NaN when absent: a run
+ *                   file of an older qtrain) */
 #ifndef QS_RUNFILE_H
 #define QS_RUNFILE_H
 
@@ -34,6 +37,7 @@ typedef struct {
     int64_t steps, steps_to_target, divergences;
     int64_t events[QS_NKINDS];
     double final_train, final_val, tokps_median, wait_share;
+    double params_nonembedding, tokens_total, tokens_per_param, epochs;
     double *qerr;            /* per layer, NaN for a layer without rows */
     int nqerr;
 } qs_runstats;

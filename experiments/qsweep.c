@@ -173,14 +173,23 @@ static int record_experiment(const qs_experiment *e, const char *dir, char *err,
 
 static void print_groups(const qs_summary *s, FILE *f)
 {
-    fprintf(f, "%-40s %5s %5s %22s %22s\n", "group", "runs", "seeds", "final val loss", "gap % vs baseline");
-    for (int g = 0; g < s->ngroups; g++) {
-        const qs_group *G = &s->groups[g];
-        char v[64] = "-", gp[64] = "-";
-        if (!isnan(G->val_mean)) snprintf(v, sizeof v, "%.4f ± %.4f", G->val_mean, isnan(G->val_std) ? 0.0 : G->val_std);
-        if (!isnan(G->gap_mean)) snprintf(gp, sizeof gp, "%+.2f%% ± %.2f%%", G->gap_mean, isnan(G->gap_std) ? 0.0 : G->gap_std);
-        /* the ± sign is two bytes: widen the fields by one so columns line up */
-        fprintf(f, "%-40s %5d %5d %23s %23s\n", G->name, G->n_runs, G->n_seeds, v, gp);
+    for (int noise = 0; noise < 2; noise++) {
+        int any = 0;
+        for (int g = 0; g < s->ngroups; g++) any |= s->groups[g].noise == noise;
+        if (!any) continue;
+        if (noise) fprintf(f, "noise floor (same recipe and initial weights, data seed + %d):\n", QS_NOISE_SEED_OFFSET);
+        fprintf(f, "%-40s %5s %5s %22s  %s\n", "group", "runs", "seeds", "final val loss",
+                noise ? "gap % to its run [95% CI]" : "gap % vs baseline, paired [95% CI]");
+        for (int g = 0; g < s->ngroups; g++) {
+            const qs_group *G = &s->groups[g];
+            if (G->noise != noise) continue;
+            char v[64] = "-", gp[128];
+            if (!isnan(G->val_mean)) snprintf(v, sizeof v, "%.4f ± %.4f", G->val_mean, isnan(G->val_std) ? 0.0 : G->val_std);
+            qs_report_gap_text(G, gp, sizeof gp);
+            if (noise && !isnan(G->gap_rms)) snprintf(gp + strlen(gp), sizeof gp - strlen(gp), ", rms %.2f%%", G->gap_rms);
+            /* the ± sign is two bytes: widen the field by one so columns line up */
+            fprintf(f, "%-40s %5d %5d %23s  %s\n", G->name, G->n_runs, G->n_seeds, v, gp);
+        }
     }
 }
 

@@ -65,6 +65,17 @@ void qp_scale_shape(qp_fmt fmt, int64_t rows, int64_t cols, int64_t *scale_rows,
     *scale_cols = blocks_per_row(t, cols);
 }
 
+/* Zeroed bytes on a 64-byte boundary (whole cache lines: the vector path
+ * streams aligned lines of large outputs). NULL when out of memory. */
+static void *zalloc64(size_t bytes)
+{
+    void *p = NULL;
+    bytes = (bytes + 63) / 64 * 64;
+    if (posix_memalign(&p, 64, bytes)) return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
 int qp_qtensor_alloc(qp_qtensor *q, qp_fmt fmt, int64_t rows, int64_t cols)
 {
     memset(q, 0, sizeof *q);
@@ -76,9 +87,8 @@ int qp_qtensor_alloc(qp_qtensor *q, qp_fmt fmt, int64_t rows, int64_t cols)
     q->row_bytes = qp_row_bytes(fmt, cols);
     q->scale_inv = 1.0f;
     qp_scale_shape(fmt, rows, cols, &q->scale_rows, &q->scale_cols);
-    q->codes = calloc((size_t)(rows * q->row_bytes) + 1, 1);
-    if (q->scale_rows)
-        q->scales = calloc((size_t)(q->scale_rows * q->scale_cols * qp_formats[fmt].scale_bytes) + 1, 1);
+    q->codes = zalloc64((size_t)(rows * q->row_bytes) + 1);
+    if (q->scale_rows) q->scales = zalloc64((size_t)(q->scale_rows * q->scale_cols * qp_formats[fmt].scale_bytes) + 1);
     if (!q->codes || (q->scale_rows && !q->scales)) {
         qp_qtensor_free(q);
         return -1;
@@ -99,7 +109,9 @@ void qp_tables_init(void)
 {
     static int done;
     if (done) return;
-    for (int c = 1; c < 127; c++) qp_ue4m3_log2_fx[c] = llround(log2((double)qp_ue4m3_to_f32((uint8_t)c)) * 4294967296.0);
+    /* the FP32 scales' log2 (qp_log2_fx_f32): exponent plus a function of
+     * the mantissa bits, which the vector path's 8-entry tables rely on */
+    for (int c = 1; c < 127; c++) qp_ue4m3_log2_fx[c] = qp_log2_fx_f32(qp_ue4m3_to_f32((uint8_t)c));
     done = 1;
 }
 
@@ -137,7 +149,7 @@ int64_t qp_block_scale_log2_fx(qp_block_scale kind, uint8_t code, float dec)
     switch (kind) {
     case QP_SCALE_E8M0: return (int64_t)((int)code - 127) * 4294967296LL;
     case QP_SCALE_UE4M3: return qp_ue4m3_log2_fx[code & 0x7F];
-    case QP_SCALE_F32: return llround(log2((double)dec) * 4294967296.0);
+    case QP_SCALE_F32: return qp_log2_fx_f32(dec);
     case QP_SCALE_NONE:
     case QP_SCALE_TENSOR:
     case QP_SCALE_COUNT: break;
@@ -148,11 +160,23 @@ int64_t qp_block_scale_log2_fx(qp_block_scale kind, uint8_t code, float dec)
 typedef struct {
     qp_counts cnt;
     qp_block_stats bst;
+    float pass1_amax; /* two-pass formats: the largest block amax of the chunk */
 } chunk_result;
 
 /* Rows per chunk: 16, or one band of 2D blocks when they are taller. */
 #define CHUNK_ROWS 16
 static int64_t chunk_rows(const qp_format_traits *t) { return t->block_rows > CHUNK_ROWS ? t->block_rows : CHUNK_ROWS; }
+
+/* Tensors whose input and output together exceed a typical last-level cache
+ * have their outputs written with streaming stores: a reader would not find
+ * them in the caches anyway, and streaming saves reading each output line
+ * before writing it. Speed only: the values written are the same. */
+#define QP_STREAM_MIN_BYTES ((int64_t)32 << 20)
+
+/* Formats whose block scales depend on a tensor scale (NVFP4): the first pass
+ * over the tensor stores every block amax, the tensor amax is their maximum,
+ * and the second pass encodes without reading any block twice. */
+static int two_pass(const qp_format_traits *t) { return t->block_cols > 1 && t->tensor_scale; }
 
 /* The block scales of one row or band into packed storage. */
 static void store_scales(const qp_format_traits *t, uint8_t *dst, const qp_blockscales *bs, int64_t nb)
@@ -168,15 +192,49 @@ static void store_scales(const qp_format_traits *t, uint8_t *dst, const qp_block
     }
 }
 
+/* Marks the blocks holding NaN/Inf for the vector encoder (QP_BLOCK_NONFINITE). */
+static void mark_nonfinite(qp_blockscales *bs, const uint8_t *nf, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b += 8) {
+        uint64_t w = 0;
+        memcpy(&w, nf + b, (size_t)(nb - b < 8 ? nb - b : 8));
+        if (!w) continue; /* (nearly always) */
+        for (int64_t i = b; i < b + 8 && i < nb; i++) bs->flag[i] |= nf[i] ? QP_BLOCK_NONFINITE : 0;
+    }
+}
+
+/* Block amaxes of rows [r0, r1): one row of nb entries per row for 1D
+ * blocks; for 2D tiles one row, the maximum over the band (row_amax/row_nf:
+ * scratch for a row). */
+static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, const float *x, int64_t r0, int64_t r1,
+                            int64_t cols, float *amax, uint8_t *nf, float *row_amax, uint8_t *row_nf)
+{
+    const int bc = t->block_cols;
+    const int64_t nb = (cols + bc - 1) / bc;
+    if (t->block_rows == 1) {
+        for (int64_t r = r0; r < r1; r++) k->block_amax(x + r * cols, cols, bc, amax + (r - r0) * nb, nf + (r - r0) * nb);
+        return;
+    }
+    for (int64_t b = 0; b < nb; b++) amax[b] = 0.0f, nf[b] = 0;
+    for (int64_t r = r0; r < r1; r++) {
+        k->block_amax(x + r * cols, cols, bc, row_amax, row_nf);
+        for (int64_t b = 0; b < nb; b++) {
+            if (row_amax[b] > amax[b]) amax[b] = row_amax[b];
+            nf[b] |= row_nf[b];
+        }
+    }
+}
+
+/* Quantize rows [r0, r1). pre_amax/pre_nf: the block amaxes of these rows
+ * (row r0's or the band's first), stored by the first pass of a two-pass
+ * format; NULL to compute them here. */
 static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r0, int64_t r1,
                            int64_t cols, uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols,
-                           float *y, float *amax_buf, uint8_t *nf_buf, qp_blockscales *bs, chunk_result *res)
+                           float *y, const float *pre_amax, const uint8_t *pre_nf, float *amax_buf, uint8_t *nf_buf,
+                           qp_blockscales *bs, chunk_result *res)
 {
     const qp_format_traits *t = p->t;
     const int bc = t->block_cols;
-    for (int64_t r = r0; r < r1; r++) {
-        if (codes) memset(codes + r * row_bytes, 0, (size_t)row_bytes);
-    }
     if (bc <= 1) {
         for (int64_t r = r0; r < r1; r++)
             k->encode_row(p, x + r * cols, cols, NULL, 1, codes ? codes + r * row_bytes : NULL,
@@ -185,28 +243,28 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
     }
     const int64_t nb = (cols + bc - 1) / bc;
     if (t->block_rows > 1) {
-        /* 2D tiles: this chunk is one band of block_rows rows. */
-        float *row_amax = amax_buf + nb;
-        uint8_t *row_nf = nf_buf + nb;
-        for (int64_t b = 0; b < nb; b++) amax_buf[b] = 0.0f, nf_buf[b] = 0;
-        for (int64_t r = r0; r < r1; r++) {
-            k->block_amax(x + r * cols, cols, bc, row_amax, row_nf);
-            for (int64_t b = 0; b < nb; b++) {
-                if (row_amax[b] > amax_buf[b]) amax_buf[b] = row_amax[b];
-                nf_buf[b] |= row_nf[b];
-            }
-        }
-        k->block_scales(p, NULL, cols, bc, amax_buf, nf_buf, nb, bs, &res->bst);
+        /* 2D tiles: this chunk is one band of block_rows rows (a 16-row band
+         * stays in L2 between its amax and its encoding; a 128-row band of
+         * wide rows is read again from L3, which keeps each row one
+         * sequential stream for the prefetchers) */
+        const float *amax = pre_amax ? pre_amax : amax_buf;
+        const uint8_t *nf = pre_nf ? pre_nf : nf_buf;
+        if (!pre_amax) band_block_amax(k, t, x, r0, r1, cols, amax_buf, nf_buf, amax_buf + nb, nf_buf + nb);
+        k->block_scales(p, NULL, cols, bc, amax, nf, nb, bs, &res->bst);
+        mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + (r0 / t->block_rows) * scale_cols * t->scale_bytes, bs, nb);
         for (int64_t r = r0; r < r1; r++)
-            k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL,
-                          y ? y + r * cols : NULL, p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
+            k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL, y ? y + r * cols : NULL,
+                          p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
         return;
     }
     for (int64_t r = r0; r < r1; r++) {
-        k->block_amax(x + r * cols, cols, bc, amax_buf, nf_buf);
+        const float *amax = pre_amax ? pre_amax + (r - r0) * nb : amax_buf;
+        const uint8_t *nf = pre_nf ? pre_nf + (r - r0) * nb : nf_buf;
+        if (!pre_amax) k->block_amax(x + r * cols, cols, bc, amax_buf, nf_buf);
         /* NVFP4 block scales ignore non-finite values; MX marks the block NaN. */
-        k->block_scales(p, x + r * cols, cols, bc, amax_buf, nf_buf, nb, bs, &res->bst);
+        k->block_scales(p, x + r * cols, cols, bc, amax, nf, nb, bs, &res->bst);
+        mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + r * scale_cols * t->scale_bytes, bs, nb);
         k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL,
                       y ? y + r * cols : NULL, p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
@@ -217,8 +275,8 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
  * quantization allocates nothing (the trainer's step loop relies on it). It
  * is freed when its thread exits. */
 typedef struct {
-    void *buf[2];
-    size_t cap[2];
+    void *buf[3];
+    size_t cap[3];
 } thread_scratch;
 
 static pthread_key_t scratch_key;
@@ -229,6 +287,7 @@ static void scratch_free(void *p)
     thread_scratch *t = p;
     free(t->buf[0]);
     free(t->buf[1]);
+    free(t->buf[2]);
     free(t);
 }
 
@@ -254,6 +313,39 @@ static void *scratch(int slot, size_t bytes)
     return t->buf[slot];
 }
 
+/* The tensor amax of a per-tensor format, read from the end backwards in
+ * 1 MiB pieces: the encoding pass then starts on the part the last-level
+ * cache still holds (its outputs, when large, are streamed past the caches).
+ * The two-pass formats' first pass walks its chunks backwards likewise. */
+static float first_pass_amax(const qp_kernels *k, const float *x, int64_t n)
+{
+    const int64_t piece = (int64_t)1 << 18;
+    float amax = 0.0f;
+    for (int64_t end = n; end > 0; end -= piece) {
+        const int64_t start = end > piece ? end - piece : 0;
+        const float m = k->amax(x + start, end - start);
+        if (m > amax) amax = m;
+    }
+    return amax;
+}
+
+/* This thread's row buffers for nb blocks: block amaxes and flags (twice:
+ * a band's and a row's) and the four arrays of qp_blockscales. NULL when out
+ * of memory. */
+static float *row_buffers(int64_t nb, uint8_t **nf_buf, qp_blockscales *bs)
+{
+    const size_t amax_bytes = (size_t)(2 * nb) * sizeof(float), nf_bytes = (size_t)(2 * nb);
+    char *mem = scratch(1, amax_bytes + nf_bytes + (size_t)nb * (2 * sizeof(float) + 2) + 16);
+    if (!mem) return NULL;
+    *nf_buf = (uint8_t *)(mem + amax_bytes);
+    char *bs_mem = (char *)(((uintptr_t)(mem + amax_bytes + nf_bytes) + 15) & ~(uintptr_t)15);
+    bs->enc = (float *)bs_mem;
+    bs->dec = bs->enc + nb;
+    bs->code = (uint8_t *)(bs->dec + nb);
+    bs->flag = bs->code + nb;
+    return (float *)mem;
+}
+
 static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int64_t rows, int64_t cols,
                             uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols, float *y,
                             const qp_qopts *o, qp_qstats *st, float *scale_inv_out)
@@ -263,41 +355,77 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return -1;
     const qp_format_traits *t = &qp_formats[fmt];
     qp_plan p = {t, 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream, (uint64_t)o->sr_offset,
-                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols)};
+                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols), false, false};
     const int64_t n = rows * cols;
+    const int blocky = t->block_cols > 1, twopass = two_pass(t);
+    const int64_t crows = chunk_rows(t), nchunks = (rows + crows - 1) / crows;
+    const int64_t nb = blocky ? (cols + t->block_cols - 1) / t->block_cols : 0;
+    const int parallel = n >= (1 << 18) && nchunks > 1;
+    chunk_result *res = scratch(0, ((size_t)nchunks + 1) * sizeof *res);
+    if (!res) abort(); /* out of memory inside a quantizer: nothing sensible to return */
+    memset(res, 0, ((size_t)nchunks + 1) * sizeof *res);
+
+    /* the stored block amaxes of a two-pass format: one row of nb per row (1D) or per band (2D) */
+    float *pre_amax = NULL;
+    uint8_t *pre_nf = NULL;
+    const int64_t pre_rows = (rows + t->block_rows - 1) / t->block_rows;
+    if (twopass) {
+        char *mem = scratch(2, (size_t)(pre_rows * nb) * (sizeof(float) + 1) + 1);
+        if (!mem) abort();
+        pre_amax = (float *)mem;
+        pre_nf = (uint8_t *)(pre_amax + pre_rows * nb);
+    }
+
     float amax = 0.0f;
-    const int blocky = t->block_cols > 1;
-    if (!blocky || t->tensor_scale) amax = k->amax(x, n);
+    int failed = 0;
+    if (twopass) {
+#if QP_HAVE_OPENMP
+#pragma omp parallel if (parallel) reduction(| : failed)
+#endif
+        {
+            qp_blockscales unused;
+            uint8_t *nf_buf = NULL;
+            float *amax_buf = row_buffers(nb, &nf_buf, &unused);
+            if (!amax_buf) {
+                failed = 1;
+            } else {
+#if QP_HAVE_OPENMP
+#pragma omp for schedule(static)
+#endif
+                for (int64_t i = 0; i < nchunks; i++) {
+                    const int64_t c = nchunks - 1 - i; /* backwards: see first_pass_amax */
+                    const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
+                    const int64_t first = r0 / t->block_rows, count = (r1 - r0 + t->block_rows - 1) / t->block_rows;
+                    band_block_amax(k, t, x, r0, r1, cols, pre_amax + first * nb, pre_nf + first * nb,
+                                    amax_buf, nf_buf);
+                    res[c].pass1_amax = k->amax(pre_amax + first * nb, count * nb);
+                }
+            }
+        }
+        if (failed) abort();
+        for (int64_t c = 0; c < nchunks; c++)
+            if (res[c].pass1_amax > amax) amax = res[c].pass1_amax;
+    } else if (!blocky && t->tensor_scale) {
+        amax = first_pass_amax(k, x, n);
+    }
+    p.row_amax = !blocky && !t->tensor_scale; /* the amax comes with the encoding */
     if (t->tensor_scale) {
         p.scale = o->scale > 0.0f ? o->scale : qp_scale_rule_from_amax(t->tensor_range, amax, 0);
         p.scale_inv = 1.0f / p.scale;
     }
     if (scale_inv_out) *scale_inv_out = p.scale_inv;
     p.out_mul = o->unscaled ? 1.0f : p.scale_inv;
+    const int64_t out_bytes = y ? n * (int64_t)sizeof(float) : rows * row_bytes;
+    p.nt = n * (int64_t)sizeof(float) + out_bytes >= QP_STREAM_MIN_BYTES;
 
-    const int64_t crows = chunk_rows(t), nchunks = (rows + crows - 1) / crows;
-    chunk_result *res = scratch(0, ((size_t)nchunks + 1) * sizeof *res);
-    if (res) memset(res, 0, ((size_t)nchunks + 1) * sizeof *res);
-    const int64_t nb = blocky ? (cols + t->block_cols - 1) / t->block_cols : 0;
-    int failed = 0;
 #if QP_HAVE_OPENMP
-#pragma omp parallel if (n >= (1 << 18) && nchunks > 1) reduction(| : failed)
+#pragma omp parallel if (parallel) reduction(| : failed)
 #endif
     {
-        /* one buffer for block amaxes, flags and the four arrays of qp_blockscales */
-        const size_t amax_bytes = (size_t)(2 * nb) * sizeof(float), nf_bytes = (size_t)(2 * nb);
-        char *mem = blocky ? scratch(1, amax_bytes + nf_bytes + (size_t)nb * (2 * sizeof(float) + 2) + 16) : NULL;
-        float *amax_buf = mem ? (float *)mem : NULL;
-        uint8_t *nf_buf = mem ? (uint8_t *)(mem + amax_bytes) : NULL;
-        char *bs_mem = mem ? (char *)(((uintptr_t)(mem + amax_bytes + nf_bytes) + 15) & ~(uintptr_t)15) : NULL;
-        qp_blockscales bsa = {0}, *bs = &bsa;
-        if (bs_mem) {
-            bsa.enc = (float *)bs_mem;
-            bsa.dec = bsa.enc + nb;
-            bsa.code = (uint8_t *)(bsa.dec + nb);
-            bsa.flag = bsa.code + nb;
-        }
-        if (!res || (blocky && (!amax_buf || !nf_buf || !bs_mem))) {
+        qp_blockscales bsa = {0};
+        uint8_t *nf_buf = NULL;
+        float *amax_buf = blocky ? row_buffers(nb, &nf_buf, &bsa) : NULL;
+        if (blocky && !amax_buf) {
             failed = 1;
         } else {
 #if QP_HAVE_OPENMP
@@ -305,12 +433,14 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
 #endif
             for (int64_t c = 0; c < nchunks; c++) {
                 const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
-                quantize_chunk(k, &p, x, r0, r1, cols, codes, row_bytes, scales, scale_cols, y, amax_buf, nf_buf,
-                               bs, &res[c]);
+                const int64_t first = (r0 / t->block_rows) * nb;
+                quantize_chunk(k, &p, x, r0, r1, cols, codes, row_bytes, scales, scale_cols, y,
+                               twopass ? pre_amax + first : NULL, twopass ? pre_nf + first : NULL, amax_buf, nf_buf,
+                               &bsa, &res[c]);
             }
         }
     }
-    if (failed || !res) abort(); /* out of memory inside a quantizer: nothing sensible to return */
+    if (failed) abort(); /* out of memory inside a quantizer: nothing sensible to return */
 
     qp_qstats s;
     memset(&s, 0, sizeof s);
@@ -322,6 +452,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
         s.n_sat += res[c].cnt.n_sat;
         s.n_flushed += res[c].cnt.n_flushed;
         if (res[c].bst.amax > amax && !t->tensor_scale) amax = res[c].bst.amax;
+        if (res[c].cnt.amax > amax && p.row_amax) amax = res[c].cnt.amax;
         const qp_block_stats *cb = &res[c].bst;
         if (cb->n_live) {
             if (!b.n_live || cb->min < b.min) b.min = cb->min;

@@ -39,6 +39,7 @@ static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const
     const qp_format_traits *t = p->t;
     const qp_tplan tp = qp_plan_tensor(p);
     qp_ecounts ec = {0, 0, 0, 0};
+    if (codes) memset(codes, 0, (size_t)qp_row_bytes(t->fmt, cols)); /* nibbles are OR-ed in; padding stays 0 */
     for (int64_t c = 0; c < cols; c++) {
         qp_bscale s, *sp = NULL;
         if (bs) {
@@ -58,6 +59,10 @@ static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const
     cnt->n_nonzero += ec.n_nonzero;
     cnt->n_sat += ec.n_sat;
     cnt->n_flushed += ec.n_flushed;
+    if (p->row_amax) {
+        const float m = ref_amax(x, cols);
+        if (m > cnt->amax) cnt->amax = m;
+    }
 }
 
 const qp_kernels qp_kernels_ref = {"scalar", ref_amax, ref_block_amax, qp_block_scales_ref, ref_encode_row};

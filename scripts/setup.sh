@@ -15,20 +15,26 @@ QP_PACKAGES=(
   python3-pip                   # ml_dtypes (PyPI, not in Debian 12): the codec cross-check
   python3-venv python3-pandas   # the Python package (pip install ./python into a venv; runfile.load)
   slurm-wlm munge               # qsweep --submit against a real single-node Slurm ("slurm" tests)
+  python3-scipy                 # intervals' reference values, the scaling fit (paper/)
   clang libclang-rt-14-dev      # libFuzzer targets
 )
 
 qp_missing_packages() {
   local missing=() p
-  for p in "${QP_PACKAGES[@]}"; do
+  local pkgs=("$@")
+  [ $# -gt 0 ] || pkgs=("${QP_PACKAGES[@]}")
+  for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   echo "${missing[@]:-}"
 }
 
+# paper/build.sh: TeX for the PDF (installed like the rest, as root)
+QP_TEX_PACKAGES=(latexmk texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended)
+
 qp_install_deps() {
   local missing
-  missing=$(qp_missing_packages)
+  missing=$(qp_missing_packages "$@")
   [ -z "$missing" ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
     echo "qprec needs these Debian packages; run as root:" >&2
@@ -61,4 +67,21 @@ qp_build() {
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >"$dir.configure.log" 2>&1 || {
     cat "$dir.configure.log" >&2; return 1; }
   cmake --build "$dir" -j"$(nproc)"
+}
+
+# The English corpus of the shipped studies (scripts/corpus.py: Debian
+# packages' texts, fetched with apt-get download, nothing installed), built
+# once into DIR (default data/english) and verified against its pinned
+# manifest; prints the corpus path.
+qp_corpus() {
+  local dir=${1:-data/english}
+  if [ -f "$dir/english.txt" ] && /usr/bin/python3 scripts/corpus.py check "$dir" >/dev/null 2>&1; then
+    echo "$dir/english.txt"; return 0
+  fi
+  if ! /usr/bin/python3 scripts/corpus.py build --out "$dir" >&2; then
+    # apt-get download needs the package lists
+    [ "$(id -u)" -eq 0 ] || exit 1
+    apt-get update -qq && /usr/bin/python3 scripts/corpus.py build --out "$dir" >&2 || exit 1
+  fi
+  echo "$dir/english.txt"
 }

@@ -193,9 +193,12 @@ def part_kinds():
             if check(os.path.exists(csvp), f"-o {kind}.{ext}: no {kind}.csv beside it"):
                 a, b = csv_records(csvp), dat_records(os.path.join(out, f"{kind}.dat"))
                 check(a == b and len(a) > 0, f"{kind}.csv: {len(a)} rows, the data file {len(b)}; equal: {a == b}")
+                with open(csvp) as f:  # every column named by its data block's comment, none left generic
+                    head = f.readline().strip().split(",")
+                check(not [c for c in head if re.fullmatch(r"col\d+", c)], f"{kind}.csv: unnamed columns in {head}")
         check(not [f for f in os.listdir(out) if ".qplot-" in f], f"{kind}: a temporary figure was left behind")
     with open(os.path.join(out, "loss.csv")) as f:
-        check(f.readline().strip() == "index,series,step,loss,smoothed(EMA 0.9),val_loss",
+        check(f.readline().strip() == "index,series,step,loss_mean,smoothed(EMA 0.9),ci95_lo,ci95_hi,val_loss_mean",
               "loss.csv: the header names the columns from the data file's comments")
 
     # what the figures show: the runs, their recipes' colours, labelled rows
@@ -245,18 +248,29 @@ def part_kinds():
             out_.append(m / (1 - a ** (k + 1)))
         return np.array(out_)
 
+    # loss.dat: a group per recipe (2 seeds each): the seeds' mean and its 95% t-band
     loss = blocks(os.path.join(out, "loss.dat"))
-    check(len(loss) == 8, f"loss.dat: {len(loss)} blocks, want 8 (train + eval per run)")
-    with h5py.File(FOUR[2], "r", libver="latest", swmr=True) as f:
-        step, raw = f["train/step"][:], f["train/loss"][:]
-        est, val = f["eval/step"][:], f["eval/val_loss"][:]
-    b = np.array(loss[4])
-    check(b.shape == (40, 3) and np.array_equal(b[:, 0], step), "loss.dat: fp8_s1 steps")
-    check(np.allclose(b[:, 1], raw, rtol=1e-8), "loss.dat: raw loss = /train/loss")
-    check(np.allclose(b[:, 2], ema(raw, 0.9), rtol=1e-8), "loss.dat: smoothed = bias-corrected EMA 0.9")
-    e = np.array(loss[5])
-    check(len(est) > 0 and np.array_equal(e[:, 0], est) and np.allclose(e[:, 1], val, rtol=1e-8),
-          "loss.dat: validation points = /eval")
+    check(len(loss) == 4, f"loss.dat: {len(loss)} blocks, want 4 (train + eval per recipe)")
+    raws, evs = [], []
+    for s_ in (1, 2):
+        with h5py.File(os.path.join(RUNS, f"fp8_s{s_}.h5"), "r", libver="latest", swmr=True) as f:
+            step, raws_ = f["train/step"][:], f["train/loss"][:]
+            est, val = f["eval/step"][:], f["eval/val_loss"][:]
+        raws.append(raws_)
+        evs.append(val)
+    raws = np.array(raws)
+    sm = np.array([ema(r, 0.9) for r in raws])
+    b = np.array(loss[2])
+    tq = 12.706204736174698  # scipy.stats.t.ppf(0.975, 1)
+    half = tq * sm.std(0, ddof=1) / np.sqrt(2)
+    check(b.shape == (40, 5) and np.array_equal(b[:, 0], step), "loss.dat: fp8 steps")
+    check(np.allclose(b[:, 1], raws.mean(0), rtol=1e-8), "loss.dat: raw mean = mean of /train/loss")
+    check(np.allclose(b[:, 2], sm.mean(0), rtol=1e-8), "loss.dat: smoothed mean of bias-corrected EMA 0.9")
+    check(np.allclose(b[:, 3], sm.mean(0) - half, rtol=1e-7, atol=1e-9) and
+          np.allclose(b[:, 4], sm.mean(0) + half, rtol=1e-7, atol=1e-9), "loss.dat: 95% t-band over the 2 seeds")
+    e = np.array(loss[3])
+    check(len(est) > 0 and np.array_equal(e[:, 0], est) and np.allclose(e[:, 1], np.mean(evs, 0), rtol=1e-8),
+          "loss.dat: validation points = mean of /eval")
 
     gap = blocks(os.path.join(out, "gap.dat"))
     check(len(gap) == 1, f"gap.dat: {len(gap)} blocks, want 1 (fp8)")
@@ -269,8 +283,10 @@ def part_kinds():
     g = np.array(g)
     d = np.array(gap[0])
     check(d.shape == (40, 5), f"gap.dat: shape {d.shape}")
-    check(np.allclose(d[:, 1], g.mean(0), rtol=1e-6, atol=1e-9) and np.allclose(d[:, 2], g.min(0), atol=1e-9)
-          and np.allclose(d[:, 3], g.max(0), atol=1e-9), "gap.dat: mean, min, max over seeds of the % gap")
+    half = 12.706204736174698 * g.std(0, ddof=1) / np.sqrt(2)  # scipy.stats.t.ppf(0.975, 1)
+    check(np.allclose(d[:, 1], g.mean(0), rtol=1e-6, atol=1e-9) and
+          np.allclose(d[:, 2], g.mean(0) - half, rtol=1e-6, atol=1e-8) and
+          np.allclose(d[:, 3], g.mean(0) + half, rtol=1e-6, atol=1e-8), "gap.dat: mean and 95% t-band of the % gap")
 
     # a run file caught mid-write: /train and /eval series one row apart
     ragged = os.path.join(out, "ragged.h5")

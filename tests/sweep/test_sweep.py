@@ -746,31 +746,137 @@ def case_slurm():
 
 
 def case_examples():
-    """The documented examples parse, expand as their comments say, and point at the shared corpus."""
+    """The documented examples parse, expand as their comments say, and point at the English corpus."""
     d = setup("examples")
     exp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
-    shared = os.path.realpath(os.path.join(exp, "..", "..", "shared", "data", "tinyshakespeare.txt"))
-    for name, n, first in [("study", 21, "recipe=bf16_seed=1"), ("ablation", 21, "recipe=nvfp4_seed=1"),
-                           ("quick", 21, "recipe=bf16_seed=1")]:
+    for name, n, first in [("study", 135, "model=pico_tokens_per_param=8_recipe=bf16_seed=1"),
+                           ("ablation", 18, "recipe=nvfp4_seed=1"), ("quick", None, "recipe=bf16_seed=1"),
+                           ("quick_study", 80, "model=pico_tokens_per_param=2_recipe=bf16_seed=1"),
+                           ("quick_ablation", 12, "recipe=nvfp4_seed=1")]:
         ini = os.path.join(exp, name + ".ini")
         with open(ini) as f:
-            check("data = ../../shared/data/tinyshakespeare.txt\n" in f.read(), f"{name}.ini: data path")
-        # --data: the shared corpus may be absent here; the file must still be valid
+            check("data = ../data/english/english.txt\n" in f.read(), f"{name}.ini: data path")
+        # --data: the corpus may not be built here; the file must still be valid
         p = qsweep(ini, "--out", os.path.join(d, name), "--dry-run", "--data", os.path.join(d, "corpus.txt"))
         runs = dry_lines(p.stdout)
-        check(p.returncode == 0 and len(runs) == n and runs[0][0] == first,
+        check(p.returncode == 0 and (n is None or len(runs) == n) and runs and runs[0][0] == first,
               f"{name}.ini: exit {p.returncode}, {len(runs)} runs ({p.stderr.strip()})")
-        if os.path.exists(shared):
-            p = qsweep(ini, "--out", os.path.join(d, name), "--dry-run")
-            check(p.returncode == 0 and f"--data {shared} " in p.stdout, f"{name}.ini with its own data: {p.stderr}")
     p = qsweep(os.path.join(exp, "ablation.ini"), "--out", os.path.join(d, "a"), "--dry-run", "--data",
                os.path.join(d, "corpus.txt"))
-    recipes = [a[a.index("--recipe") + 1] for _, a in dry_lines(p.stdout)][::3]
-    check(recipes == ["nvfp4", "nvfp4-rht", "nvfp4-sr", "nvfp4-2d", "nvfp4,bf16-last=0", "nvfp4,bf16-last=1",
-                      "nvfp4,bf16-last=2"], f"ablation recipes {recipes}")
+    recipes = [a[a.index("--recipe") + 1] for nm, a in dry_lines(p.stdout) if "data_seed" not in nm][::3]
+    check(recipes == ["nvfp4", "nvfp4-rht", "nvfp4-sr", "nvfp4-2d", "nvfp4-naive", "nvfp4-naive,bf16-last=1"],
+          f"ablation recipes {recipes}")
+    # the study: every cell's steps follow its tokens per parameter; the grid is triangular
+    p = qsweep(os.path.join(exp, "study.ini"), "--out", os.path.join(d, "s"), "--dry-run", "--data",
+               os.path.join(d, "corpus.txt"))
+    names = [nm for nm, _ in dry_lines(p.stdout)]
+    check(not any(nm.startswith("model=micro_tokens_per_param=64") for nm in names) and
+          any(nm.startswith("model=pico_tokens_per_param=64") for nm in names), "study.ini: triangular grid")
+    check(sum("_data_seed=" in nm for nm in names) == 27, "study.ini: 27 noise twins (every bf16 run)")
 
 
-CASES = {"parse": case_parse, "examples": case_examples, "grid": case_grid, "dryrun": case_dryrun, "run": case_run, "resume": case_resume,
+def case_study():
+    """Sizing by compute, the model axis, exclude, noise twins and the intervals of the summary: a tiny
+    sweep run for real, every new summary column recomputed here from the run files (numpy, scipy)."""
+    from scipy import stats
+    d = setup("study")
+    ini = write(os.path.join(d, "s.ini"), """[base]
+data = corpus.txt
+layers = 1
+heads = 2
+seq = 32
+batch = 4
+warmup = 5
+lr = 5e-3
+eval_every = 0
+val_tokens = 2000
+qerr_every = 0
+ckpt_every = 0
+prefetch = 2
+
+[grid]
+model = 12k, 40k
+tokens_per_param = 0.5, 1
+exclude = model=40k tokens_per_param=1
+recipe = bf16, fp8
+seed = 1, 2, 3
+
+[sweep]
+noise_floor = bf16
+""")
+    p = qsweep(ini, "--out", os.path.join(d, "dry"), "--dry-run")
+    runs = dry_lines(p.stdout)
+    check(p.returncode == 0 and len(runs) == 18 + 9, f"3 cells x 2 recipes x 3 seeds + 9 twins: {len(runs)} ({p.stderr})")
+    argv = dict(runs)
+    a = argv["model=12k_tokens_per_param=0.5_recipe=bf16_seed=1"]
+    b = argv["model=40k_tokens_per_param=0.5_recipe=bf16_seed=1"]
+    check(a[a.index("--dim") + 1] == "32" and b[b.index("--dim") + 1] == "64" and
+          a[a.index("--tokens-per-param") + 1] == "0.5",
+          f"model 12k -> --dim 32 (N 12,768), 40k -> --dim 64 (N 50,112) at 1 layer, 2 heads: {a} {b}")
+    t = argv.get("model=12k_tokens_per_param=0.5_recipe=bf16_seed=1_data_seed=1001", [])
+    check(t and t[t.index("--data-seed") + 1] == "1001" and t[t.index("--seed") + 1] == "1", f"twin argv {t}")
+    check(not any(n.startswith("model=40k_tokens_per_param=1_") for n in argv), "excluded cell absent")
+    out = os.path.join(d, "out")
+    p = qsweep(ini, "--out", out, "-j", "2", timeout=600)
+    check(p.returncode == 0, f"sweep: exit {p.returncode}: {p.stderr[-500:]}")
+    check("noise floor" in p.stdout and "resolved" in p.stdout, f"stdout names intervals and the noise floor: {p.stdout}")
+    rows = {r["name"]: r for r in read_csv(os.path.join(out, "summary.csv"))}
+    val = {}
+    for name, r in rows.items():
+        with open_run(os.path.join(out, "runs", name + ".h5")) as f:
+            at = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()}
+            val[name] = float(f["eval/val_loss"][-1])
+            nsteps = len(f["train/step"])
+            ih = at["init_param_hash"]
+            bh = f["train/batch_hash"][:]
+        N, L, C = int(at["params_nonembedding"]), int(at["layers"]), int(at["dim"])
+        check(N == L * (12 * C * C + 13 * C) + 2 * C, f"{name}: N {N}")
+        R = float(name.split("tokens_per_param=")[1].split("_")[0])
+        check(nsteps == max(1, round(R * N / (4 * 32))), f"{name}: {nsteps} steps for R={R}, N={N}")
+        check(close(float(r["epochs"]), float(at["epochs"]), 1e-6) and close(float(r["tokens_per_param_actual"]),
+              float(at["tokens_per_param"]), 1e-6), f"{name}: epochs/tokens_per_param columns")
+        check(r["noise_twin"] == ("1" if "data_seed=" in name else "0"), f"{name}: noise_twin column")
+        if "data_seed=" in name:
+            parent = name.split("_data_seed=")[0]
+            with open_run(os.path.join(out, "runs", parent + ".h5")) as f:
+                check(f.attrs["init_param_hash"] == ih, f"{name}: same initial weights as {parent}")
+                check(not np.array_equal(f["train/batch_hash"][:], bh), f"{name}: other batches than {parent}")
+            check(close(float(r["gap_pct"]), 100 * (val[name] - val[parent]) / val[parent], 1e-9) if parent in val
+                  else True, f"{name}: gap to its run")
+    groups = {g["group"]: g for g in read_h5_table(os.path.join(out, "summary.h5"), "recipes")}
+    noise = {g["group"]: g for g in read_h5_table(os.path.join(out, "summary.h5"), "noise")}
+    check(len(groups) == 6 and len(noise) == 3, f"{len(groups)} recipe groups, {len(noise)} noise groups")
+    for gname, g in groups.items():
+        cell = gname.split("_recipe=")[0]
+        rec = gname.split("_recipe=")[1]
+        gaps = []
+        for sd in (1, 2, 3):
+            r, b = f"{cell}_recipe={rec}_seed={sd}", f"{cell}_recipe=bf16_seed={sd}"
+            gaps.append(100 * (val[r] - val[b]) / val[b])
+        gaps = np.array(gaps)
+        m = gaps.mean()
+        if rec == "bf16":
+            check(g["gap_ci_lo"] == 0 and g["gap_ci_hi"] == 0 and g["resolved"] == 0, f"{gname}: baseline interval")
+            continue
+        lo, hi = stats.t.interval(0.95, 2, loc=m, scale=stats.sem(gaps))
+        check(close(g["gap_pct_mean"], m, 1e-9) and close(g["gap_ci_lo"], lo, 1e-7) and close(g["gap_ci_hi"], hi, 1e-7),
+              f"{gname}: [{g['gap_ci_lo']}, {g['gap_ci_hi']}] vs scipy [{lo}, {hi}]")
+        check(g["resolved"] == int(lo > 0 or hi < 0) and g["ci_method"] == "t", f"{gname}: resolved/method")
+        for sd in (1, 2, 3):
+            row = rows[f"{cell}_recipe={rec}_seed={sd}"]
+            check(close(row["gap_ci_lo"], g["gap_ci_lo"], 1e-9) and close(row["gap_ci_hi"], g["gap_ci_hi"], 1e-9) and
+                  int(row["resolved"]) == g["resolved"], f"{gname}: summary.csv carries the group's interval")
+    for gname, g in noise.items():
+        check(gname.endswith("_data_seed") and g["n_seeds"] == 3, f"noise group {gname}")
+        cell = gname.split("_recipe=")[0]
+        tw = [100 * (val[f"{cell}_recipe=bf16_seed={sd}_data_seed={1000 + sd}"] - val[f"{cell}_recipe=bf16_seed={sd}"])
+              / val[f"{cell}_recipe=bf16_seed={sd}"] for sd in (1, 2, 3)]
+        check(close(g["gap_pct_rms"], float(np.sqrt(np.mean(np.square(tw)))), 1e-9), f"{gname}: rms")
+    md = open(os.path.join(out, "summary.md")).read()
+    check("## Noise floor" in md and "epochs" in md and "[95% CI]" in md, "summary.md: intervals, epochs, noise floor")
+
+
+CASES = {"parse": case_parse, "examples": case_examples, "study": case_study, "grid": case_grid, "dryrun": case_dryrun, "run": case_run, "resume": case_resume,
          "fail": case_fail, "lock": case_lock, "summarize": case_summarize, "slurm": case_slurm}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; cases: {', '.join(CASES)}")
