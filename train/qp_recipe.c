@@ -424,8 +424,10 @@ int qp_recipe_parse(const char *spec, qp_recipe *r, char *err, size_t errlen)
     parser P = {r, err, errlen, 0}, *p = &P;
     int has_rules = 0, legacy = 0, mods = 0;
     if (parse_clauses(p, r->spec, NULL, &has_rules, &legacy, &mods)) return -1;
-    if (!r->base[0] && !has_rules && legacy) {
-        /* modifiers alone: the nvfp4 recipe with those changes (their order does not matter) */
+    if (!r->base[0] && (mods || (!has_rules && legacy))) {
+        /* an nvfp4 modifier without a preset, or bf16-first/-last alone: the
+         * nvfp4 recipe first, then the clauses as written (so a recipe of
+         * the ablation takes rules after it: nvfp4-sr,~L1=bf16) */
         qp_recipe mod = *r;
         r->n_rules = 0;
         snprintf(r->base, sizeof r->base, "nvfp4");

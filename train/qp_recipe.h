@@ -10,9 +10,11 @@
  *                          nvfp4, nvfp4-naive, mxfp4 (today's eight recipes;
  *                          without one every operand starts unquantized, FP32)
  *   MODIFIER               nvfp4-rht, nvfp4-sr, nvfp4-2d (drop that part of
- *                          the nvfp4 recipe; alone they mean nvfp4 without
- *                          it), bf16-first=N, bf16-last=N (blocks at each end
- *                          kept in BF16, applied after every rule)
+ *                          the nvfp4 recipe; without a preset they mean nvfp4
+ *                          first, then the clauses as written),
+ *                          bf16-first=N, bf16-last=N (blocks at each end
+ *                          kept in BF16, applied after every rule; alone:
+ *                          nvfp4 with them)
  *   TARGET=FORMAT[:OPT...] the matched uses get FORMAT and exactly these options
  *   TARGET:OPT[:OPT...]    the matched uses keep their format, options change
  * TARGET is selectors joined by '.', at most one of each kind, each a

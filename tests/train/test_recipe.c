@@ -415,6 +415,56 @@ static void test_examples(void)
     }
 }
 
+/* ---- one block in a recipe's plan (per-layer attribution, qsweep attribute = blocks) ---- */
+
+/* "R,~Li=bf16" gives block i exactly R's plan (its BF16 ends included) and
+ * every other block the bf16 preset's: for presets, a modifier without a
+ * preset (nvfp4 implied first), rules, and the ends. */
+static void test_one_block(void)
+{
+    static qp_linear_plan full[MAXL * QP_BLOCK_GEMMS], bf16[MAXL * QP_BLOCK_GEMMS];
+    static const char *const recipes[] = {"nvfp4", "nvfp4-naive", "mxfp4", "fp8", "nvfp4-sr", "nvfp4-rht,nvfp4-2d",
+                                          "nvfp4-naive,bf16-last=1", "nvfp4,dgrad+wgrad=bf16", "bf16,fprop=nvfp4",
+                                          "nvfp4,bf16-first=1,bf16-last=2", "nvfp4,w:1d,fprop+wgrad=bf16"};
+    char err[512], spec[256];
+    const size_t G = QP_BLOCK_GEMMS * sizeof P[0];
+    for (int L = 1; L <= 6; L += 5) {
+        CHECK(resolve("bf16", L, &R, bf16, err, sizeof err) == 0, "bf16: %s", err);
+        for (size_t k = 0; k < sizeof recipes / sizeof recipes[0]; k++) {
+            CHECK(resolve(recipes[k], L, &R, full, err, sizeof err) == 0, "%s: %s", recipes[k], err);
+            int quantized_blocks = 0;
+            for (int i = 0; i < L; i++) {
+                snprintf(spec, sizeof spec, "%s,~L%d=bf16", recipes[k], i);
+                CHECK(resolve(spec, L, &R, P, err, sizeof err) == 0, "%s: %s", spec, err);
+                for (int l = 0; l < L; l++)
+                    CHECK(!memcmp(&P[l * QP_BLOCK_GEMMS], l == i ? &full[l * QP_BLOCK_GEMMS] : &bf16[l * QP_BLOCK_GEMMS],
+                                  G),
+                          "%s on %d blocks: block %d is not %s's", spec, L, l, l == i ? recipes[k] : "bf16");
+                quantized_blocks += memcmp(P, bf16, (size_t)L * G) != 0;
+            }
+            /* the ends the recipe keeps in BF16 give no quantized block */
+            int first, last;
+            CHECK(resolve(recipes[k], L, &R, full, err, sizeof err) == 0, "%s", err);
+            qp_recipe_bf16_blocks(&R, L, &first, &last);
+            const int inner = L - first - last > 0 ? L - first - last : 0;
+            CHECK(quantized_blocks == inner, "%s on %d blocks: %d blocks differ from bf16, want %d", recipes[k], L,
+                  quantized_blocks, inner);
+        }
+    }
+    /* a modifier without a preset is nvfp4 with it, then the clauses in order */
+    CHECK(resolve("nvfp4-sr,fprop.x=bf16", 4, &R, P, err, sizeof err) == 0 &&
+              resolve("nvfp4,nvfp4-sr,fprop.x=bf16", 4, &R2, P2, err, sizeof err) == 0 &&
+              !memcmp(P, P2, 4 * G) && !strcmp(R.base, "nvfp4"),
+          "nvfp4-sr,fprop.x=bf16 is nvfp4,nvfp4-sr,fprop.x=bf16: %s", err);
+    CHECK(resolve("fprop.x=bf16,nvfp4-2d", 4, &R, P, err, sizeof err) == 0 &&
+              resolve("nvfp4,fprop.x=bf16,w:1d", 4, &R2, P2, err, sizeof err) == 0 && !memcmp(P, P2, 4 * G),
+          "fprop.x=bf16,nvfp4-2d is nvfp4,fprop.x=bf16,w:1d: %s", err);
+    /* bf16-last with rules and no modifier keeps its meaning: FP32 start */
+    CHECK(resolve("bf16-last=0,L1=bf16", 4, &R, P, err, sizeof err) == 0 &&
+              use(0, QP_GEMM_QKV, QP_PASS_FPROP, QP_OPND_X)->fmt == QP_FMT_FP32 && !R.base[0],
+          "bf16-last=0,L1=bf16 starts from FP32: %s", err);
+}
+
 /* ---- scaling-state ownership ---------------------------------------------------------- */
 
 static void test_owners(void)
@@ -559,13 +609,15 @@ int main(int argc, char **argv)
                            "nvfp4-sr", "nvfp4,nvfp4-rht,nvfp4-2d", "bf16-last=3", "bf16,fprop=nvfp4",
                            "fp8-current,w=nvfp4", "nvfp4,bf16-first=2,bf16-last=8", "fp8,dy=fp8-e4m3:delayed",
                            "nvfp4,bf16-last=0,~L3=bf16", "nvfp4,fcproj=bf16", "nvfp4,L1+L4.fc.wgrad.dy:rn",
-                           "bf16,wgrad=fp8-e4m3:delayed:hist=16", "fp32,w=nvfp4", "nvfp4,fcproj.wgrad=bf16:rht=16"};
+                           "bf16,wgrad=fp8-e4m3:delayed:hist=16", "fp32,w=nvfp4", "nvfp4,fcproj.wgrad=bf16:rht=16",
+                           "nvfp4-sr,~L1=bf16", "nvfp4-naive,bf16-last=1,~L0=bf16"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         for (int L = 5; L <= 12; L += 7) round_trip(specs[i], L);
     if (argc > 1) test_docs(argv[1]);
     else CHECK(0, "usage: test_recipe docs/recipes.md");
     test_examples();
     test_owners();
+    test_one_block();
     test_errors();
     return qp_test_finish("test_recipe");
 }
