@@ -153,3 +153,47 @@ void qs_mean_ci(const double *x, int n, double level, qs_ci *out)
     out->resolved = out->lo > 0 || out->hi < 0;
     free(v);
 }
+
+void qs_ratio_ci(const double *a, const double *b, int n, double level, qs_ratio *out)
+{
+    *out = (qs_ratio){0, NAN, NAN, NAN, NAN, NAN, 0, "none"};
+    double sa = 0, sb = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(a[i]) && isfinite(b[i])) sa += a[i], sb += b[i], m++;
+    out->n = m;
+    if (!m) return;
+    const double ma = sa / m, mb = sb / m;
+    out->mean_a = ma, out->mean_b = mb;
+    out->ratio = mb != 0 ? ma / mb : NAN;
+    if (m < 2) return;
+    double saa = 0, sbb = 0, sab = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(a[i]) && isfinite(b[i])) {
+            saa += (a[i] - ma) * (a[i] - ma);
+            sbb += (b[i] - mb) * (b[i] - mb);
+            sab += (a[i] - ma) * (b[i] - mb);
+        }
+    saa /= m - 1, sbb /= m - 1, sab /= m - 1;
+    const double t = qs_t_quantile(1.0 - (1.0 - level) / 2, m - 1), q = t * t / m;
+    /* A rho^2 + B rho + C <= 0 */
+    const double A = mb * mb - q * sbb, B = -2.0 * (ma * mb - q * sab), C = ma * ma - q * saa;
+    if (!(A > 0)) {
+        out->lo = -INFINITY, out->hi = INFINITY;
+        out->method = "unbounded";
+        return;
+    }
+    double disc = B * B - 4.0 * A * C;
+    if (disc < 0) disc = 0; /* >= 0 in exact arithmetic: the estimate itself is inside */
+    const double r = sqrt(disc);
+    /* the root without cancellation, then the other from their product C / A */
+    const double qq = -0.5 * (B + (B >= 0 ? r : -r));
+    double r1 = qq / A, r2 = qq != 0 ? C / qq : r1;
+    if (r1 > r2) {
+        const double tmp = r1;
+        r1 = r2, r2 = tmp;
+    }
+    out->lo = r1, out->hi = r2;
+    out->method = "fieller";
+    out->resolved = r1 > 0 || r2 < 0;
+}

@@ -28,6 +28,28 @@ typedef struct {
     const char *method;    /* "t", "bootstrap" or "none" */
 } qs_ci;
 
+/* Interval of a ratio of paired means, mean(a) / mean(b), over pairs
+ * (a[k], b[k]) with both finite (a block's gap and the full recipe's gap of
+ * one seed), by Fieller's theorem for paired samples: the ratios rho whose
+ * per-seed differences d_k = a_k - rho b_k have a mean the t-test at `level`
+ * (df n-1) does not reject from 0 — the set where
+ *   (mean(a) - rho mean(b))^2 <= t^2 (s_aa - 2 rho s_ab + rho^2 s_bb) / n.
+ * Bounded (method "fieller") exactly when mean(b) is resolved from 0 by its
+ * own t-interval; otherwise the set is unbounded (lo = -inf, hi = +inf,
+ * method "unbounded"): a share of a gap that is not resolved has no finite
+ * interval. n < 2: no interval ("none"). resolved: lo > 0 or hi < 0, which
+ * for a bounded set is mean(a)'s own t-interval excluding 0. The t rule for
+ * every n (no bootstrap): percentile resamples of a ratio fail where the
+ * denominator's resamples near 0, which is the case this must report. */
+typedef struct {
+    int n;
+    double ratio, mean_a, mean_b, lo, hi;
+    int resolved;
+    const char *method;    /* "fieller", "unbounded" or "none" */
+} qs_ratio;
+
+void qs_ratio_ci(const double *a, const double *b, int n, double level, qs_ratio *out);
+
 /* Student t CDF and quantile with df >= 1 degrees of freedom (df may be
  * fractional); the quantile of p in (0, 1). */
 double qs_t_cdf(double t, double df);

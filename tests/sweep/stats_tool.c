@@ -3,6 +3,8 @@
  *   stats_tool tq P DF          the Student t quantile
  *   stats_tool tcdf T DF        the Student t CDF
  *   stats_tool ci LEVEL X...    n mean sd lo hi resolved method
+ *   stats_tool ratio LEVEL N A1..AN B1..BN
+ *                               paired ratio interval: n ratio lo hi resolved method
  *   stats_tool size L C R B T A nonembedding parameters and the steps for R
  *                               tokens per parameter at batch B, seq T, accum A
  *   stats_tool model VALUE L H  the preset or the shape for a target count */
@@ -33,6 +35,20 @@ int main(int argc, char **argv)
         free(x);
         return 0;
     }
+    if (argc >= 4 && !strcmp(argv[1], "ratio")) {
+        const int n = atoi(argv[3]);
+        if (n < 0 || argc != 4 + 2 * n) {
+            fprintf(stderr, "stats_tool: ratio LEVEL N A1..AN B1..BN\n");
+            return 2;
+        }
+        double *a = malloc((size_t)(n ? n : 1) * sizeof *a), *b = malloc((size_t)(n ? n : 1) * sizeof *b);
+        for (int i = 0; i < n; i++) a[i] = strtod(argv[4 + i], NULL), b[i] = strtod(argv[4 + n + i], NULL);
+        qs_ratio r;
+        qs_ratio_ci(a, b, n, atof(argv[2]), &r);
+        printf("%d %.17g %.17g %.17g %d %s\n", r.n, r.ratio, r.lo, r.hi, r.resolved, r.method);
+        free(a), free(b);
+        return 0;
+    }
     if (argc >= 8 && !strcmp(argv[1], "size")) {
         const long long n = qp_size_nonembedding(atoi(argv[2]), atoi(argv[3]));
         const long long tps = (long long)atoi(argv[5]) * atoi(argv[6]) * atoi(argv[7]);
@@ -49,6 +65,6 @@ int main(int argc, char **argv)
         printf("%d %d %d %lld\n", m.layers, m.heads, m.dim, (long long)qp_size_nonembedding(m.layers, m.dim));
         return 0;
     }
-    fprintf(stderr, "stats_tool: tq P DF | tcdf T DF | ci LEVEL X... | size L C R B T A | model VALUE L H\n");
+    fprintf(stderr, "stats_tool: tq P DF | tcdf T DF | ci LEVEL X... | ratio LEVEL N A... B... | size L C R B T A | model VALUE L H\n");
     return 2;
 }

@@ -12,6 +12,11 @@ Cases:
              (1e-8), bootstrap intervals (n >= 5) against
              scipy.stats.bootstrap(method='percentile') within Monte Carlo
              error, the resolved flag, NaN/one-value/non-finite inputs
+  ratio      the paired ratio interval (Fieller) against the set it defines, found here
+             by inverting scipy's one-sample t-test of a_k - rho b_k with brentq
+             (1e-7), unbounded exactly when scipy's t-interval of mean(b)
+             includes 0, resolved exactly when mean(a)'s excludes 0, and the
+             edge cases (one pair, exact ratios, non-finite pairs skipped)
   size       non-embedding parameters and steps from tokens per parameter
              against the formulas written out here and against the run file
              qtrain writes (num_params minus the embeddings it reports),
@@ -111,6 +116,64 @@ elif CASE == "ci":
     check(float(out[3]) == 0.5 and float(out[4]) == 0.5 and out[5] == "1", f"zero spread, positive: {out}")
     out = tool("ci", 0.95, 0.0, 0.0)
     check(out[5] == "0", f"all zero: not resolved ({out})")
+
+elif CASE == "ratio":
+    from scipy.optimize import brentq
+
+    rng = np.random.default_rng(23)
+
+    def tstat(a, b, rho):
+        d = np.asarray(a) - rho * np.asarray(b)
+        return abs(np.mean(d)) / stats.sem(d)
+
+    def ratio(a, b, level=0.95):
+        out = tool("ratio", level, len(a), *[repr(v) for v in a], *[repr(v) for v in b])
+        return int(out[0]), float(out[1]), float(out[2]), float(out[3]), int(out[4]), out[5]
+
+    n_bounded = n_unbounded = 0
+    for n in [2, 3, 4, 5, 8]:
+        for trial in range(8):
+            b = rng.normal(rng.uniform(-1, 4), rng.uniform(0.05, 2.5), size=n)
+            a = rng.uniform(-0.2, 0.8) * b + rng.normal(0, rng.uniform(0.02, 0.8), size=n)
+            k, r, lo, hi, res, method = ratio(a, b)
+            t = stats.t.ppf(0.975, n - 1)
+            check(k == n and close(r, np.mean(a) / np.mean(b), 1e-12), f"n={n}: ratio {r}")
+            blo, bhi = stats.t.interval(0.95, n - 1, loc=np.mean(b), scale=stats.sem(b))
+            if blo > 0 or bhi < 0:
+                n_bounded += 1
+                check(method == "fieller" and lo <= r <= hi, f"n={n}: bounded [{lo}, {hi}] around {r} ({method})")
+                # the interval's ends are where the t statistic of a - rho b crosses the quantile
+                f = lambda rho: tstat(a, b, rho) - t  # noqa: E731
+                check(tstat(a, b, r) <= t, f"n={n}: the estimate is accepted")
+                span = 10 * (abs(r) + 1)
+                wlo = brentq(f, r - span * 100, r) if f(r - span * 100) > 0 else -math.inf
+                whi = brentq(f, r, r + span * 100) if f(r + span * 100) > 0 else math.inf
+                check(close(lo, wlo, 1e-7) and close(hi, whi, 1e-7), f"n={n}: [{lo}, {hi}] vs inverted t-test "
+                      f"[{wlo}, {whi}]")
+                alo, ahi = stats.t.interval(0.95, n - 1, loc=np.mean(a), scale=stats.sem(a))
+                check(res == int(alo > 0 or ahi < 0), f"n={n}: resolved {res} follows mean(a)'s interval "
+                      f"[{alo}, {ahi}]")
+            else:
+                n_unbounded += 1
+                check(method == "unbounded" and lo == -math.inf and hi == math.inf and res == 0,
+                      f"n={n}: mean(b) not resolved [{blo}, {bhi}]: {method} [{lo}, {hi}]")
+                # every rho far out is accepted: the set really is unbounded
+                check(tstat(a, b, 1e6) <= t * (1 + 1e-6) or tstat(a, b, -1e6) <= t * (1 + 1e-6),
+                      f"n={n}: far ratios accepted")
+    check(n_bounded >= 10 and n_unbounded >= 3, f"both kinds exercised: {n_bounded} bounded, {n_unbounded} unbounded")
+    # one pair: a ratio, no interval
+    k, r, lo, hi, res, method = ratio([1.0], [4.0])
+    check(k == 1 and r == 0.25 and math.isnan(lo) and method == "none" and res == 0, "one pair")
+    # an exact ratio: a zero-width interval at it
+    k, r, lo, hi, res, method = ratio([1.45, 1.5, 1.55], [2.9, 3.0, 3.1])
+    check(method == "fieller" and close(lo, 0.5, 1e-12) and close(hi, 0.5, 1e-12) and res == 1, f"exact: {lo} {hi}")
+    # non-finite pairs are skipped as pairs
+    k, r, lo, hi, res, method = ratio([1.0, float("nan"), 2.0, 1.5], [2.0, 3.0, float("inf"), 3.1])
+    k2, r2, lo2, hi2, _, _ = ratio([1.0, 1.5], [2.0, 3.1])
+    check(k == 2 and r == r2 and lo == lo2 and hi == hi2, f"non-finite pairs skipped: {k} {r} vs {r2}")
+    # a worked case: block gaps 1.0, 1.2, 0.8 of full gaps 3.1, 2.9, 3.0 -> about a third, resolved
+    k, r, lo, hi, res, method = ratio([1.0, 1.2, 0.8], [3.1, 2.9, 3.0])
+    check(close(r, 1 / 3, 1e-12) and 0 < lo < 1 / 3 < hi < 1 and res == 1, f"a third: [{lo}, {hi}]")
 
 elif CASE == "size":
     QTRAIN, WORK = sys.argv[3], sys.argv[4]
