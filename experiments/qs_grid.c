@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "qp_recipe.h"
 #include "qp_size.h"
-#include "qp_trainer.h" /* QP_DEFAULT_SEED */
+#include "qp_trainer.h" /* QP_DEFAULT_SEED, QP_DEFAULT_LAYERS */
+#include "qs_attr.h"
 #include "qs_opts.h"
 
 int qs_abspath(const char *path, char *buf, size_t len)
@@ -62,6 +64,7 @@ static int make_twin(const qs_experiment *e, qs_plan *p, const char *qtrain, int
     char num[32];
     snprintf(num, sizeof num, "%llu", base + QS_NOISE_SEED_OFFSET);
     t->twin_of = of;
+    t->attr_of = -1, t->block = -1, t->layers = r->layers;
     t->vi = calloc((size_t)(e->naxes ? e->naxes : 1), sizeof *t->vi);
     if (!t->vi) return -1;
     memcpy(t->vi, r->vi, (size_t)e->naxes * sizeof *t->vi);
@@ -90,6 +93,116 @@ static int make_twin(const qs_experiment *e, qs_plan *p, const char *qtrain, int
     }
     (void)qtrain;
     return 0;
+}
+
+/* The run's blocks: its model's, its --layers, or qtrain's default (qs_ini
+ * checked that a model value resolves). */
+static int run_layers(const qs_experiment *e, const qs_run *r)
+{
+    const char *m = qs_grid_get(e, r, "model"), *l = qs_grid_get(e, r, "layers"), *h = qs_grid_get(e, r, "heads");
+    qp_model_preset mp;
+    char err[256];
+    if (m && !qp_size_model(m, l ? atoi(l) : 1, h ? atoi(h) : 1, &mp, err, sizeof err)) return mp.layers;
+    return l ? atoi(l) : QP_DEFAULT_LAYERS;
+}
+
+/* The plans of a recipe for L blocks (malloc'd), or NULL with a message. */
+static qp_linear_plan *plans_of(const char *spec, int L, char *err, size_t errlen)
+{
+    qp_recipe rec;
+    qp_linear_plan *pl = malloc((size_t)L * QP_BLOCK_GEMMS * sizeof *pl);
+    if (!pl) return snprintf(err, errlen, "out of memory"), NULL;
+    if (qp_recipe_parse(spec, &rec, err, errlen) || qp_recipe_resolve(&rec, L, pl, err, errlen)) {
+        free(pl);
+        return NULL;
+    }
+    return pl;
+}
+
+/* Which blocks of recipe R on L blocks differ from the baseline's plan when
+ * alone in R's plan (mask[b] = 1: block b gets a run). Returns 0, -1 out of
+ * memory, -2 with a message. */
+static int quantized_blocks(const qs_experiment *e, const char *recipe, int L, char *mask, char *err, size_t errlen)
+{
+    char spec[QP_RECIPE_SPEC_MAX], msg[768];
+    qp_linear_plan *base = plans_of(e->baseline, L, msg, sizeof msg), *one = NULL;
+    if (!base) {
+        snprintf(err, errlen, "%s: attribute: baseline %s: %s", e->path, e->baseline, msg);
+        return -2;
+    }
+    int rc = 0;
+    for (int b = 0; b < L && !rc; b++) {
+        if (qs_attr_recipe(recipe, e->baseline, b, spec, sizeof spec)) {
+            snprintf(err, errlen, "%s: attribute: recipe '%.200s' with ',~L%d=%s' is longer than %d bytes", e->path,
+                     recipe, b, e->baseline, QP_RECIPE_SPEC_MAX - 1);
+            rc = -2;
+            break;
+        }
+        free(one);
+        if (!(one = plans_of(spec, L, msg, sizeof msg))) {
+            snprintf(err, errlen, "%s: attribute: %s", e->path, msg);
+            rc = -2;
+            break;
+        }
+        mask[b] = memcmp(one, base, (size_t)L * QP_BLOCK_GEMMS * sizeof *one) != 0;
+    }
+    free(one);
+    free(base);
+    return rc;
+}
+
+/* The attribution runs of grid run `of` (qs_grid.h) into p->runs[p->n...]:
+ * one per block of mask. */
+static int make_blocks(const qs_experiment *e, qs_plan *p, int of, const char *mask, char *err, size_t errlen)
+{
+    const qs_run *r = &p->runs[of];
+    const char *recipe = qs_grid_recipe(e, r);
+    const int L = r->layers;
+    char spec[QP_RECIPE_SPEC_MAX];
+    int rc = 0;
+    for (int b = 0; b < L && !rc; b++) {
+        if (!mask[b]) continue; /* kept in the baseline's format: the baseline run itself */
+        qs_attr_recipe(recipe, e->baseline, b, spec, sizeof spec); /* fits: quantized_blocks checked */
+        qs_run *t = &p->runs[p->n++];
+        t->twin_of = -1, t->attr_of = of, t->block = b, t->layers = L;
+        t->vi = calloc((size_t)(e->naxes ? e->naxes : 1), sizeof *t->vi);
+        if (!t->vi) {
+            rc = -1;
+            break;
+        }
+        memcpy(t->vi, r->vi, (size_t)e->naxes * sizeof *t->vi);
+        if (strlen(r->name) + 12 > 200) {
+            snprintf(err, errlen, "%s: run name of block %d of %s longer than 200 bytes", e->path, b, r->name);
+            rc = -2;
+            break;
+        }
+        snprintf(t->name, sizeof t->name, "%.200s_block=%d", r->name, b);
+        if ((size_t)snprintf(t->h5, sizeof t->h5, "%s/runs/%s.h5", p->dir, t->name) >= sizeof t->h5 ||
+            (size_t)snprintf(t->log, sizeof t->log, "%s/logs/%s.log", p->dir, t->name) >= sizeof t->log ||
+            (size_t)snprintf(t->exitfile, sizeof t->exitfile, "%s/runs/%s.exit", p->dir, t->name) >=
+                sizeof t->exitfile) {
+            snprintf(err, errlen, "%s: path too long", p->dir);
+            rc = -2;
+            break;
+        }
+        /* the parent's command with this recipe and run file */
+        int has_recipe = 0;
+        for (int i = 0; i < r->argc && !rc; i++) {
+            if (!strcmp(r->argv[i], "--recipe") && i + 1 < r->argc) {
+                rc = push(t, "--recipe") || push(t, spec) ? -1 : 0;
+                has_recipe = 1;
+                i++;
+            } else if (!strcmp(r->argv[i], "--out") && i + 1 < r->argc) {
+                rc = (!has_recipe && (push(t, "--recipe") || push(t, spec))) || push(t, "--out") || push(t, t->h5)
+                         ? -1 : 0;
+                has_recipe = 1;
+                i++;
+            } else {
+                rc = push(t, r->argv[i]) ? -1 : 0;
+            }
+        }
+    }
+    return rc;
 }
 
 static int make_name(const qs_experiment *e, qs_run *r, char *err, size_t errlen)
@@ -222,12 +335,12 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
             return -1;
         }
     }
-    /* room for a twin of every run */
+    /* room for a twin of every run; attribution runs are added to it below */
     p->runs = calloc((size_t)total * (e->nnoise ? 2 : 1), sizeof *p->runs);
     if (!p->runs) goto oom;
     for (long long k = 0; k < total; k++) {
         qs_run *r = &p->runs[p->n++];
-        r->twin_of = -1;
+        r->twin_of = r->attr_of = r->block = -1;
         r->vi = calloc((size_t)(e->naxes ? e->naxes : 1), sizeof *r->vi);
         if (!r->vi) goto oom;
         /* mixed radix, last axis fastest: the order of nested loops */
@@ -248,6 +361,7 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
             p->n--;
             continue;
         }
+        r->layers = run_layers(e, r);
         if (make_name(e, r, err, errlen)) goto fail;
         if ((size_t)snprintf(r->h5, sizeof r->h5, "%s/runs/%s.h5", p->dir, r->name) >= sizeof r->h5 ||
             (size_t)snprintf(r->log, sizeof r->log, "%s/logs/%s.log", p->dir, r->name) >= sizeof r->log ||
@@ -263,6 +377,50 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
         for (int k = 0; k < e->nnoise; k++) noisy |= !strcmp(qs_grid_recipe(e, &p->runs[i]), e->noise[k]);
         if (!noisy) continue;
         const int rc = make_twin(e, p, qtrain, i, &p->runs[p->n++], err, errlen);
+        if (rc == -1) goto oom;
+        if (rc) goto fail;
+    }
+    if (e->attribute == QS_ATTRIBUTE_BLOCKS) {
+        /* room for a run per block of every grid run */
+        long long need = p->n;
+        for (int i = 0; i < p->ngrid; i++) need += p->runs[i].layers;
+        if (need > 200000) {
+            snprintf(err, errlen, "%s: attribute = blocks makes over 200000 runs", e->path);
+            goto fail;
+        }
+        qs_run *nr = realloc(p->runs, (size_t)need * sizeof *nr);
+        if (!nr) goto oom;
+        p->runs = nr;
+        memset(p->runs + p->n, 0, (size_t)(need - p->n) * sizeof *nr);
+        /* the blocks to run depend on the recipe and depth only: found once per pair */
+        char **masks = calloc((size_t)(p->ngrid ? p->ngrid : 1), sizeof *masks);
+        int *owners = calloc((size_t)(p->ngrid ? p->ngrid : 1), sizeof *owners), nowners = 0;
+        if (!masks || !owners) {
+            free(masks), free(owners);
+            goto oom;
+        }
+        int rc = 0;
+        for (int i = 0; i < p->ngrid && !rc; i++) {
+            const char *recipe = qs_grid_recipe(e, &p->runs[i]);
+            if (!strcmp(recipe, e->baseline)) continue;
+            for (int k = 0; k < nowners && !masks[i]; k++) {
+                const int j = owners[k];
+                if (p->runs[j].layers == p->runs[i].layers && !strcmp(qs_grid_recipe(e, &p->runs[j]), recipe))
+                    masks[i] = masks[j];
+            }
+            if (!masks[i]) {
+                owners[nowners++] = i;
+                if (!(masks[i] = malloc((size_t)p->runs[i].layers))) rc = -1;
+                else rc = quantized_blocks(e, recipe, p->runs[i].layers, masks[i], err, errlen);
+                if (rc) {
+                    free(masks[i]);
+                    masks[i] = NULL;
+                }
+            }
+            if (!rc) rc = make_blocks(e, p, i, masks[i], err, errlen);
+        }
+        for (int k = 0; k < nowners; k++) free(masks[owners[k]]);
+        free(masks), free(owners);
         if (rc == -1) goto oom;
         if (rc) goto fail;
     }

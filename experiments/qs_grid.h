@@ -14,7 +14,16 @@
  * --data-seed D with D = its data seed (data_seed's value, else seed's,
  * else qtrain's default) + QS_NOISE_SEED_OFFSET: the same initial weights,
  * other batches, stochastic rounding and Hadamard signs. The gap of a twin
- * to its run is the noise floor of the study. */
+ * to its run is the noise floor of the study.
+ *
+ * Attribution runs ([sweep] attribute = blocks): after the twins, every grid
+ * run whose recipe R is not the baseline B (bf16 or fp32) gets a run per
+ * block i of its model, named NAME_block=i, with --recipe "R,~Li=B": block i
+ * exactly in R's plan (R's own BF16 ends included), every other block in B's
+ * format (docs/recipes.md), all else as NAME (same seed: same weights and
+ * batches). A block R keeps in B's format gets no run: its run would be the
+ * baseline run itself (its share of the gap is 0 by construction). The
+ * recipe text is qs_attr.h's, which qplot reads back. */
 #ifndef QS_GRID_H
 #define QS_GRID_H
 
@@ -28,6 +37,9 @@ typedef struct {
     char name[256];
     int *vi;          /* value index per axis (a twin: its run's) */
     int twin_of;      /* -1, or the run this one is the noise twin of */
+    int attr_of;      /* -1, or the run this one attributes a block of */
+    int block;        /* an attribution run: the block in its parent's recipe; else -1 */
+    int layers;       /* the model's blocks (--layers, model, or qtrain's default) */
     char **argv;      /* NULL-terminated, argv[0] = qtrain */
     int argc;
     char h5[4352], log[4352], exitfile[4352];  /* DIR/runs/NAME.h5, DIR/logs/NAME.log, DIR/runs/NAME.exit */
@@ -36,7 +48,7 @@ typedef struct {
 typedef struct {
     qs_run *runs;
     int n, threads;
-    int ngrid;        /* runs[0..ngrid) are the grid, the rest noise twins */
+    int ngrid;        /* runs[0..ngrid) are the grid, then noise twins, then attribution runs */
     char dir[4096];   /* absolute sweep folder */
 } qs_plan;
 

@@ -20,6 +20,9 @@
 
 #define MAX_LINE 8192
 
+const char *const qs_attribute_names[] = {[QS_ATTRIBUTE_NONE] = "none", [QS_ATTRIBUTE_BLOCKS] = "blocks"};
+_Static_assert(sizeof qs_attribute_names / sizeof qs_attribute_names[0] == QS_ATTRIBUTE_COUNT, "a name per mode");
+
 enum { SEC_NONE, SEC_BASE, SEC_GRID, SEC_SWEEP, SEC_SLURM, SEC_COUNT };
 
 typedef struct {
@@ -28,7 +31,7 @@ typedef struct {
     char *err;
     size_t errlen;
     int sec_line[SEC_COUNT];          /* header line of each section seen */
-    int baseline_line, target_line, threads_line, noise_line;
+    int baseline_line, target_line, threads_line, noise_line, attribute_line;
     int slurm_line[8];                /* line of each [slurm] key seen (SLURM_KEYS order) */
 } parser;
 
@@ -192,10 +195,11 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
     int *seen = !strcmp(key, "baseline") ? &p->baseline_line
               : !strcmp(key, "target_loss") ? &p->target_line
               : !strcmp(key, "threads_per_run") ? &p->threads_line
-              : !strcmp(key, "noise_floor") ? &p->noise_line : NULL;
+              : !strcmp(key, "noise_floor") ? &p->noise_line
+              : !strcmp(key, "attribute") ? &p->attribute_line : NULL;
     if (!seen)
-        return fail(p, line, "unknown key '%s' in [sweep] (valid: baseline, target_loss, threads_per_run, noise_floor)",
-                    key);
+        return fail(p, line, "unknown key '%s' in [sweep] (valid: baseline, target_loss, threads_per_run, noise_floor, "
+                    "attribute)", key);
     if (*seen) return fail(p, line, "'%s' set twice in [sweep] (first at line %d)", key, *seen);
     *seen = line;
     if (!*value) return fail(p, line, "'%s' has no value", key);
@@ -224,6 +228,12 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
             if (!comma) break;
             cur = comma + 1;
         }
+    } else if (seen == &p->attribute_line) {
+        int k = 1;
+        while (k < QS_ATTRIBUTE_COUNT && strcmp(value, qs_attribute_names[k])) k++;
+        if (k == QS_ATTRIBUTE_COUNT)
+            return fail(p, line, "attribute expects 'blocks' (one block at a time in each recipe), not '%s'", value);
+        e->attribute = (qs_attribute)k;
     } else if (seen == &p->target_line) {
         const double v = strtod(value, &end);
         if (*end || errno || !isfinite(v) || v <= 0)
@@ -453,6 +463,25 @@ static int check_noise(parser *p)
     return 0;
 }
 
+/* attribute = blocks: the other blocks take the baseline's format, so the
+ * baseline is one format for every use (bf16 or fp32, a preset and a format
+ * name alike), and some recipe differs from it */
+static int check_attribute(parser *p)
+{
+    qs_experiment *e = p->e;
+    if (e->attribute == QS_ATTRIBUTE_NONE) return 0;
+    if (strcmp(e->baseline, "bf16") && strcmp(e->baseline, "fp32"))
+        return fail(p, p->attribute_line, "attribute = blocks keeps the other blocks in the baseline's format: the "
+                    "baseline must be bf16 or fp32, not '%s'", e->baseline);
+    const int ax = qs_ini_axis(e, "recipe");
+    int other = 0;
+    for (int i = 0; ax >= 0 && i < e->axes[ax].nvalues; i++) other |= strcmp(e->axes[ax].values[i], e->baseline) != 0;
+    if (!other)
+        return fail(p, p->attribute_line, "attribute = blocks needs a recipe axis with the baseline '%s' and a recipe "
+                    "to attribute", e->baseline);
+    return 0;
+}
+
 static int check_baseline(parser *p)
 {
     qs_experiment *e = p->e;
@@ -491,6 +520,7 @@ static int load_stream(FILE *f, const char *path, const char *data_override, int
     if (!rc) rc = resolve_data(p, data_override, check_data);
     if (!rc) rc = check_baseline(p);
     if (!rc) rc = check_noise(p);
+    if (!rc) rc = check_attribute(p);
     if (!rc) rc = check_model(p);
     if (rc) qs_ini_free(e);
     return rc;
@@ -636,6 +666,7 @@ char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len)
     for (int k = 0; !bad && k < e->nnoise; k++)
         bad = put(&s, &len, &cap, k ? ", " : "noise_floor = ") || put_value(&s, &len, &cap, "recipe", e->noise[k]) ||
               (k + 1 == e->nnoise && put(&s, &len, &cap, "\n"));
+    if (!bad && e->attribute) bad = put(&s, &len, &cap, "attribute = %s\n", qs_attribute_names[e->attribute]);
     bad = bad || put_slurm(&s, &len, &cap, &e->slurm);
     free(sorted);
     if (bad) {

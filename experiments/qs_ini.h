@@ -6,7 +6,9 @@
  *   [grid]   key = v1, v2, ...   an axis per key, in file order
  *            exclude = k1=v k2=w  combinations left out (after the axes they name)
  *   [sweep]  baseline = RECIPE, target_loss = X, threads_per_run = N,
- *            noise_floor = RECIPE[, RECIPE...] (recipes of the sweep)
+ *            noise_floor = RECIPE[, RECIPE...] (recipes of the sweep),
+ *            attribute = blocks (per-layer attribution, qs_grid.h; the
+ *            baseline must be bf16 or fp32)
  *   [slurm]  partition, account, time, cpus_per_task, gpus_per_task, ntasks,
  *            mpi: the job array's resources (qs_slurm.h); may change
  *            between submissions, like [sweep]
@@ -23,6 +25,9 @@
 
 #define QS_MAX_NOISE 8
 #define QS_MAX_EXCLUDE_CONDS 8
+
+typedef enum { QS_ATTRIBUTE_NONE = 0, QS_ATTRIBUTE_BLOCKS, QS_ATTRIBUTE_COUNT } qs_attribute;
+extern const char *const qs_attribute_names[QS_ATTRIBUTE_COUNT]; /* "none", "blocks" */
 
 typedef struct {
     char *key;        /* canonical option key (qs_opts.h) */
@@ -60,6 +65,10 @@ typedef struct {
      * with the same initial weights and another data seed (qs_grid.h) */
     char noise[QS_MAX_NOISE][160];
     int nnoise;
+    /* [sweep] attribute = blocks: every run of a recipe other than the
+     * baseline gets a run per block with only that block in its recipe
+     * (qs_grid.h) */
+    qs_attribute attribute;
     /* [grid] exclude = KEY=VALUE KEY=VALUE ...: the combinations whose
      * axes have all these values are not run (a triangular grid); each
      * condition is an axis index and a value index */

@@ -85,6 +85,9 @@ static int build_runs(table *t, const qs_summary *s)
     col(t, "gap_ci_lo", QP_H5COL_F64, "%+.2f");
     col(t, "gap_ci_hi", QP_H5COL_F64, "%+.2f");
     col(t, "resolved", QP_H5COL_I64, NULL);
+    /* attribution runs: the block, and this seed's share of its parent's gap */
+    col(t, "block", QP_H5COL_I64, NULL);
+    col(t, "share_pct", QP_H5COL_F64, "%+.1f");
     col(t, "diverged", QP_H5COL_STR, NULL);
     col(t, "message", QP_H5COL_STR, NULL);
     t->nrows = s->p->n;
@@ -116,6 +119,8 @@ static int build_runs(table *t, const qs_summary *s)
         cell(t, i, c++)->f64 = gc->lo;
         cell(t, i, c++)->f64 = gc->hi;
         cell(t, i, c++)->i64 = gc->resolved;
+        cell(t, i, c++)->i64 = run->block;
+        cell(t, i, c++)->f64 = run->attr_of >= 0 ? 100.0 * r->gap_pct / s->rows[run->attr_of].gap_pct : NAN;
         cell(t, i, c++)->str = r->diverged ? "yes" : "no";
         char *m = t->msgs + (size_t)i * MSG_WIDTH;
         cut_utf8(r->message, m, MSG_WIDTH);
@@ -147,12 +152,12 @@ static int build_groups(table *t, const qs_summary *s, int noise)
     col(t, "params_nonembedding", QP_H5COL_F64, "%.0f");
     col(t, "tokens_per_param_actual", QP_H5COL_F64, "%.1f"); /* the axis of that name is the asked value */
     col(t, "epochs_max", QP_H5COL_F64, "%.2f");
-    for (int g = 0; g < s->ngroups; g++) t->nrows += s->groups[g].noise == noise;
+    for (int g = 0; g < s->ngroups; g++) t->nrows += s->groups[g].noise == noise && s->groups[g].block < 0;
     t->cells = calloc((size_t)(t->nrows ? t->nrows : 1) * t->ncols, sizeof *t->cells);
     if (!t->cells) return -1;
     for (int g = 0, row = 0; g < s->ngroups; g++) {
         const qs_group *G = &s->groups[g];
-        if (G->noise != noise) continue;
+        if (G->noise != noise || G->block >= 0) continue;
         const int gi = row++;
         int c = 0;
         cell(t, gi, c++)->str = G->name;
@@ -176,6 +181,71 @@ static int build_groups(table *t, const qs_summary *s, int noise)
         cell(t, gi, c++)->f64 = G->epochs_max;
     }
     return 0;
+}
+
+/* /attribution: a row per qs_attr_row. Names and numbers it points to live
+ * in names[] (one per row). */
+static int build_attr(table *t, const qs_summary *s, char (*names)[288], char (*blocks)[16])
+{
+    memset(t, 0, sizeof *t);
+    col(t, "group", QP_H5COL_STR, NULL);
+    axis_cols(t, s, 1);
+    col(t, "block", QP_H5COL_STR, NULL);
+    col(t, "quantized", QP_H5COL_I64, NULL);
+    col(t, "n_seeds", QP_H5COL_I64, NULL);
+    col(t, "gap_pct_mean", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_ci_lo", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_ci_hi", QP_H5COL_F64, "%+.2f");
+    col(t, "resolved", QP_H5COL_I64, NULL);
+    col(t, "full_gap_pct_mean", QP_H5COL_F64, "%+.2f");
+    col(t, "share_pct", QP_H5COL_F64, "%+.1f");
+    col(t, "share_ci_lo", QP_H5COL_F64, "%+.1f");
+    col(t, "share_ci_hi", QP_H5COL_F64, "%+.1f");
+    col(t, "share_resolved", QP_H5COL_I64, NULL);
+    col(t, "share_method", QP_H5COL_STR, NULL);
+    t->nrows = s->nattr;
+    t->cells = calloc((size_t)(t->nrows ? t->nrows : 1) * t->ncols, sizeof *t->cells);
+    if (!t->cells) return -1;
+    for (int i = 0; i < s->nattr; i++) {
+        const qs_attr_row *A = &s->attr[i];
+        const qs_group *G = &s->groups[A->group];
+        if (A->block < 0) snprintf(blocks[i], sizeof blocks[i], "sum");
+        else snprintf(blocks[i], sizeof blocks[i], "%d", A->block);
+        snprintf(names[i], sizeof names[i], "%s_block=%s", G->name, blocks[i]);
+        int c = 0;
+        cell(t, i, c++)->str = names[i];
+        for (int a = 0; a < s->e->naxes; a++)
+            if (a != s->seed_axis) cell(t, i, c++)->str = qs_grid_value(s->e, &s->p->runs[G->first], a);
+        cell(t, i, c++)->str = blocks[i];
+        cell(t, i, c++)->i64 = A->quantized;
+        cell(t, i, c++)->i64 = A->share.n;
+        cell(t, i, c++)->f64 = A->gap_ci.mean;
+        cell(t, i, c++)->f64 = A->quantized ? A->gap_ci.lo : 0.0;
+        cell(t, i, c++)->f64 = A->quantized ? A->gap_ci.hi : 0.0;
+        cell(t, i, c++)->i64 = A->quantized ? A->gap_ci.resolved : 0;
+        cell(t, i, c++)->f64 = A->share.mean_b;
+        cell(t, i, c++)->f64 = 100.0 * A->share.ratio;
+        cell(t, i, c++)->f64 = 100.0 * A->share.lo;
+        cell(t, i, c++)->f64 = 100.0 * A->share.hi;
+        cell(t, i, c++)->i64 = A->share.resolved;
+        cell(t, i, c++)->str = A->share.method;
+    }
+    return 0;
+}
+
+/* A share as people read it: "+33.4% [+20.1, +46.0] resolved", "(unbounded:
+ * the full gap is unresolved)", "0 (kept in the baseline's format)". */
+void qs_report_share_text(const qs_attr_row *A, char *buf, size_t len)
+{
+    const qs_ratio *r = &A->share;
+    if (!A->quantized) snprintf(buf, len, "0 (kept in the baseline's format)");
+    else if (isnan(r->ratio)) snprintf(buf, len, "–");
+    else if (!strcmp(r->method, "none")) snprintf(buf, len, "%+.1f%% (%d seed%s: no interval)", 100 * r->ratio, r->n,
+                                                  r->n == 1 ? "" : "s");
+    else if (!strcmp(r->method, "unbounded"))
+        snprintf(buf, len, "%+.1f%% [unbounded: the full gap is unresolved]", 100 * r->ratio);
+    else snprintf(buf, len, "%+.1f%% [%+.1f, %+.1f] %s", 100 * r->ratio, 100 * r->lo, 100 * r->hi,
+                  r->resolved ? "resolved" : "unresolved");
 }
 
 static void table_free(table *t)
@@ -264,7 +334,7 @@ static void md_groups(FILE *f, const qs_summary *s, int noise)
     fputs("|---:|---:|---:|---:|---:|---:|---:|---:|\n", f);
     for (int g = 0; g < s->ngroups; g++) {
         const qs_group *G = &s->groups[g];
-        if (G->noise != noise) continue;
+        if (G->noise != noise || G->block >= 0) continue;
         fputs("| ", f);
         md_str(f, G->name);
         fputc(' ', f);
@@ -286,6 +356,38 @@ static void md_groups(FILE *f, const qs_summary *s, int noise)
         else fprintf(f, "%.2f%%", spread);
         if (isnan(G->epochs_max)) fputs(" | – |\n", f);
         else fprintf(f, " | %.2f |\n", G->epochs_max);
+    }
+}
+
+/* The attribution table in Markdown: a row per block and the sum. */
+static void md_attr(FILE *f, const qs_summary *s)
+{
+    fputs("\n## Per-layer attribution\n\nEach block alone in its recipe's plan (`R,~Li=bf16`: every other block "
+          "in the baseline's format, same seeds): its gap to the baseline run of the same seed, and its share of "
+          "the recipe's full gap, mean(block gap) / mean(full gap) over the seeds where both are done, with the "
+          "paired Fieller 95% interval (the ratios whose per-seed differences block - ratio x full a t-test does "
+          "not reject; unbounded when the full gap itself is unresolved). sum: the blocks' gaps added per seed "
+          "(far from 100%: the blocks interact). A block the recipe keeps in the baseline's format has no run and "
+          "a share of 0.\n\n| group | block | seeds | block gap % [95% CI] | full gap % | share of the gap % "
+          "[95% CI] |\n|---|---|---:|---:|---:|---:|\n",
+          f);
+    for (int i = 0; i < s->nattr; i++) {
+        const qs_attr_row *A = &s->attr[i];
+        char gap[96] = "0 (kept)", share[128];
+        if (A->quantized) {
+            qs_group G = {0};
+            G.gap_mean = A->gap_ci.mean, G.gap_ci = A->gap_ci;
+            qs_report_gap_text(&G, gap, sizeof gap);
+        }
+        qs_report_share_text(A, share, sizeof share);
+        fputs("| ", f);
+        md_str(f, s->groups[A->group].name);
+        if (A->block < 0) fputs(" | sum", f);
+        else fprintf(f, " | %d", A->block);
+        fprintf(f, " | %d | %s | ", A->share.n, gap);
+        if (isnan(A->share.mean_b)) fputs("–", f);
+        else fprintf(f, "%+.2f", A->share.mean_b);
+        fprintf(f, " | %s |\n", share);
     }
 }
 
@@ -318,6 +420,7 @@ static void write_md(FILE *f, const qs_summary *s, table *runs)
                    "recipe's gap within it is not a property of the format.\n\n", QS_NOISE_SEED_OFFSET);
         md_groups(f, s, 1);
     }
+    if (s->e->attribute == QS_ATTRIBUTE_BLOCKS) md_attr(f, s);
     int any = 0;
     for (int i = 0; i < s->p->n; i++) {
         const qs_row *r = &s->rows[i];
@@ -355,15 +458,16 @@ static int write_table(hid_t file, const char *path, table *t, char *err, size_t
     return qp_h5table_close(h, err, errlen);
 }
 
-static int write_h5(const char *path, const qs_summary *s, table *runs, table *groups, table *noise, char *err,
-                    size_t errlen)
+static int write_h5(const char *path, const qs_summary *s, table *runs, table *groups, table *noise, table *attr,
+                    char *err, size_t errlen)
 {
     const hid_t f = qp_h5file_create(path, err, errlen);
     if (f < 0) return -1;
     char num[64], e2[256];
     snprintf(num, sizeof num, "%.17g", s->e->target_loss);
     int rc = write_table(f, "runs", runs, err, errlen) || write_table(f, "recipes", groups, err, errlen) ||
-             write_table(f, "noise", noise, err, errlen) ||
+             write_table(f, "noise", noise, err, errlen) || write_table(f, "attribution", attr, err, errlen) ||
+             qp_h5_set_attr_str(f, "attribute", qs_attribute_names[s->e->attribute], err, errlen) ||
              qp_h5_set_attr_str(f, "experiment", s->e->path, err, errlen) ||
              qp_h5_set_attr_str(f, "baseline", s->e->baseline, err, errlen) ||
              qp_h5_set_attr_str(f, "target_loss", num, err, errlen) ||
@@ -383,7 +487,7 @@ static int finish(const char *tmp, const char *final, int rc, char *err, size_t 
     return rc;
 }
 
-static int write_text(const char *dir, const char *name, const qs_summary *s, table *runs, int md,
+static int write_text(const char *dir, const char *name, const qs_summary *s, table *t, int md,
                       char *err, size_t errlen)
 {
     char final[4400], tmp[4500];
@@ -394,8 +498,8 @@ static int write_text(const char *dir, const char *name, const qs_summary *s, ta
         snprintf(err, errlen, "%s: cannot create", tmp);
         return -1;
     }
-    if (md) write_md(f, s, runs);
-    else write_csv(f, runs);
+    if (md) write_md(f, s, t);
+    else write_csv(f, t);
     int rc = ferror(f) ? -1 : 0;
     if (fclose(f) != 0) rc = -1;
     if (rc) snprintf(err, errlen, "%s: write failed (disk full?)", tmp);
@@ -404,22 +508,29 @@ static int write_text(const char *dir, const char *name, const qs_summary *s, ta
 
 int qs_report_write(const qs_summary *s, const char *dir, char *err, size_t errlen)
 {
-    table *runs = calloc(1, sizeof *runs), *groups = calloc(1, sizeof *groups), *noise = calloc(1, sizeof *noise);
+    table *runs = calloc(1, sizeof *runs), *groups = calloc(1, sizeof *groups), *noise = calloc(1, sizeof *noise),
+          *attr = calloc(1, sizeof *attr);
+    char(*anames)[288] = calloc((size_t)(s->nattr ? s->nattr : 1), sizeof *anames);
+    char(*ablocks)[16] = calloc((size_t)(s->nattr ? s->nattr : 1), sizeof *ablocks);
     int rc = -1;
-    if (!runs || !groups || !noise || build_runs(runs, s) || build_groups(groups, s, 0) || build_groups(noise, s, 1)) {
+    if (!runs || !groups || !noise || !attr || !anames || !ablocks || build_runs(runs, s) ||
+        build_groups(groups, s, 0) || build_groups(noise, s, 1) || build_attr(attr, s, anames, ablocks)) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
     char final[4400], tmp[4500];
     snprintf(final, sizeof final, "%s/summary.h5", dir);
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", final, (long)getpid());
-    rc = finish(tmp, final, write_h5(tmp, s, runs, groups, noise, err, errlen), err, errlen);
+    rc = finish(tmp, final, write_h5(tmp, s, runs, groups, noise, attr, err, errlen), err, errlen);
     if (!rc) rc = write_text(dir, "summary.csv", s, runs, 0, err, errlen);
+    if (!rc && s->e->attribute == QS_ATTRIBUTE_BLOCKS)
+        rc = write_text(dir, "summary_attribution.csv", s, attr, 0, err, errlen);
     if (!rc) rc = write_text(dir, "summary.md", s, runs, 1, err, errlen);
 done:
     if (runs) table_free(runs);
     if (groups) table_free(groups);
     if (noise) table_free(noise);
-    free(runs), free(groups), free(noise);
+    if (attr) table_free(attr);
+    free(runs), free(groups), free(noise), free(attr), free(anames), free(ablocks);
     return rc;
 }

@@ -4,7 +4,10 @@
  * /runs and /recipes (written with io/qp_h5table.h: float64, int64 and
  * NUL-padded string columns) and the experiment's settings as attributes;
  * /noise (the noise twins' groups, same columns as /recipes);
- * summary.csv is /runs (numbers with 10 significant digits, nan for none);
+ * /attribution (qs_summary.h's attribution table; empty without
+ * [sweep] attribute) and the attribute "attribute" (none, blocks);
+ * summary.csv is /runs (numbers with 10 significant digits, nan for none),
+ * summary_attribution.csv /attribution (with attribute = blocks);
  * summary.md has both tables for people. Each file is written beside its
  * final name and renamed into place, so a reader never sees half of one. */
 #ifndef QS_REPORT_H
@@ -18,5 +21,9 @@ int qs_report_write(const qs_summary *s, const char *dir, char *err, size_t errl
 /* A group's gap as people read it: "+4.79% [+4.51, +5.07] resolved",
  * "+0.12% [-0.80, +1.04] unresolved", "+0.10% (1 seed: no interval)". */
 void qs_report_gap_text(const qs_group *G, char *buf, size_t len);
+/* A block's share of the gap: "+33.4% [+20.1, +46.0] resolved",
+ * "+30.0% [unbounded: the full gap is unresolved]", "0 (kept in the
+ * baseline's format)". */
+void qs_report_share_text(const qs_attr_row *A, char *buf, size_t len);
 
 #endif

@@ -85,6 +85,7 @@ static void mean_std(const double *v, int n, double *mean, double *std)
 static int same_group(const qs_summary *s, int i, int j)
 {
     if ((s->p->runs[i].twin_of >= 0) != (s->p->runs[j].twin_of >= 0)) return 0;
+    if (s->p->runs[i].block != s->p->runs[j].block) return 0;
     for (int a = 0; a < s->e->naxes; a++)
         if (a != s->seed_axis && s->p->runs[i].vi[a] != s->p->runs[j].vi[a]) return 0;
     return 1;
@@ -107,6 +108,82 @@ static void group_name(const qs_summary *s, int i, char *buf, size_t len)
         n = strlen(buf);
         snprintf(buf + n, len - n, "_data_seed");
     }
+    if (s->p->runs[i].block >= 0) {
+        n = strlen(buf);
+        snprintf(buf + n, len - n, "_block=%d", s->p->runs[i].block);
+    }
+}
+
+static const qs_row *parent_row(const qs_summary *s, int j)
+{
+    return &s->rows[s->p->runs[j].attr_of];
+}
+
+/* The attribution table (qs_summary.h): per full-recipe group, a row per
+ * block and the sum. */
+static int build_attribution(qs_summary *s)
+{
+    const qs_plan *p = s->p;
+    int cap = 0;
+    for (int g = 0; g < s->ngroups; g++)
+        if (!s->groups[g].noise && s->groups[g].block < 0) cap += p->runs[s->groups[g].first].layers + 1;
+    s->attr = calloc((size_t)(cap ? cap : 1), sizeof *s->attr);
+    double *a = malloc((size_t)(p->n ? p->n : 1) * sizeof *a), *b = malloc((size_t)(p->n ? p->n : 1) * sizeof *b);
+    if (!s->attr || !a || !b) {
+        free(a), free(b);
+        return -1;
+    }
+    for (int g = 0; g < s->ngroups; g++) {
+        const qs_group *G = &s->groups[g];
+        const qs_run *first = &p->runs[G->first];
+        if (G->noise || G->block >= 0 || !strcmp(qs_grid_recipe(s->e, first), s->e->baseline)) continue;
+        const int L = first->layers;
+        for (int blk = 0; blk <= L; blk++) {
+            const int sum = blk == L;
+            qs_attr_row *A = &s->attr[s->nattr++];
+            A->group = g, A->block = sum ? -1 : blk, A->attr_group = -1, A->quantized = 1;
+            for (int h = 0; h < s->ngroups && !sum; h++)
+                if (s->groups[h].block == blk && p->runs[s->groups[h].first].attr_of >= 0 &&
+                    s->rows[p->runs[s->groups[h].first].attr_of].group == g)
+                    A->attr_group = h;
+            int n = 0;
+            if (sum) {
+                /* per seed (a parent row of this group): the sum of its blocks' gaps */
+                for (int i = 0; i < p->ngrid; i++) {
+                    if (s->rows[i].group != g) continue;
+                    double tot = 0;
+                    for (int j = p->ngrid; j < p->n; j++)
+                        if (p->runs[j].attr_of == i) tot += s->rows[j].gap_pct; /* NaN if one is not done */
+                    a[n] = tot, b[n++] = s->rows[i].gap_pct;
+                }
+            } else if (A->attr_group >= 0) {
+                for (int j = 0; j < p->n; j++)
+                    if (s->rows[j].group == A->attr_group) a[n] = s->rows[j].gap_pct, b[n++] = parent_row(s, j)->gap_pct;
+            } else {
+                /* kept in the baseline's format by the recipe: no run, a gap of 0 */
+                A->quantized = 0;
+                for (int i = 0; i < p->ngrid; i++)
+                    if (s->rows[i].group == g) a[n] = isnan(s->rows[i].gap_pct) ? NAN : 0.0, b[n++] = s->rows[i].gap_pct;
+            }
+            /* the block's own gap over the seeds paired with a full gap */
+            int m = 0;
+            for (int k = 0; k < n; k++)
+                if (isfinite(a[k]) && isfinite(b[k])) {
+                    a[m] = a[k], b[m] = b[k];
+                    m++;
+                }
+            qs_mean_ci(a, m, 0.95, &A->gap_ci);
+            qs_ratio_ci(a, b, m, 0.95, &A->share);
+            if (!A->quantized) { /* exactly 0, whatever the full gap's spread */
+                A->share.lo = A->share.hi = 0.0;
+                A->share.ratio = m ? 0.0 : NAN;
+                A->share.resolved = 0;
+                A->share.method = "kept";
+            }
+        }
+    }
+    free(a), free(b);
+    return 0;
 }
 
 int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, char *err, size_t errlen)
@@ -148,6 +225,7 @@ int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, ch
         qs_group *G = &s->groups[s->ngroups++];
         G->first = i;
         G->noise = p->runs[i].twin_of >= 0;
+        G->block = p->runs[i].block;
         G->params_nonembedding = G->tokens_per_param = G->epochs_max = NAN;
         group_name(s, i, G->name, sizeof G->name);
         for (int j = i; j < p->n; j++) {
@@ -173,6 +251,11 @@ int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, ch
         G->gap_rms = G->n_gaps ? sqrt(sq / G->n_gaps) : NAN;
     }
     free(vals), free(gaps);
+    if (e->attribute == QS_ATTRIBUTE_BLOCKS && build_attribution(s)) {
+        qs_summary_free(s);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -180,6 +263,6 @@ void qs_summary_free(qs_summary *s)
 {
     if (s->rows && s->p)
         for (int i = 0; i < s->p->n; i++) qs_runstats_free(&s->rows[i].st);
-    free(s->rows), free(s->groups);
-    s->rows = NULL, s->groups = NULL;
+    free(s->rows), free(s->groups), free(s->attr);
+    s->rows = NULL, s->groups = NULL, s->attr = NULL, s->nattr = 0;
 }

@@ -18,6 +18,18 @@
  *            weights), so its spread is the noise floor of the study; rms
  *            is sqrt(mean(gap_pct^2)), the typical size of a gap made of
  *            noise alone.
+ *   attribution — with [sweep] attribute = blocks, per group of a recipe
+ *            other than the baseline: a row per block of its model and a
+ *            "sum" row (block -1). A block's gap is its attribution run's
+ *            gap to the baseline run of the same seed; its share of the gap
+ *            is mean(block gap) / mean(full gap) over the seeds where both
+ *            are done, with the paired Fieller interval (qs_stats.h:
+ *            unbounded when the full gap is unresolved). The sum row adds
+ *            the block gaps of one seed (every block of that seed done): a
+ *            share far from 100% says the blocks' costs do not add up
+ *            (they interact). A block the recipe keeps in the baseline's
+ *            format has no run; its gap and share are 0 by construction
+ *            (quantized = 0).
  * Status: done, diverged (qtrain exit 3, a result), failed (exit 1/2, a
  * crash, or the run file says failed), running (its writer is alive),
  * interrupted (killed; qtrain --resume continues it), stopped, missing (no
@@ -47,11 +59,22 @@ typedef struct {
     char name[256];       /* the run name without its seed part ("all" without axes) */
     int first;            /* a member row: the group's axis values are its values */
     int noise;            /* a group of noise twins */
+    int block;            /* a group of attribution runs: their block; else -1 */
     int n_runs, n_seeds, n_gaps, n_diverged, n_failed;
     double val_mean, val_std, gap_mean, gap_std, gap_rms;
     qs_ci gap_ci;         /* of gap_pct over seeds */
     double params_nonembedding, tokens_per_param, epochs_max; /* of its done runs (NaN: none) */
 } qs_group;
+
+/* One row of the attribution table. */
+typedef struct {
+    int group;            /* the full recipe's group */
+    int block;            /* -1: the sum over the blocks */
+    int attr_group;       /* the block's group of runs; -1 for the sum and for a block kept in the baseline */
+    int quantized;        /* 0: the recipe keeps this block in the baseline's format (no run) */
+    qs_ci gap_ci;         /* the block's gap_pct over the paired seeds */
+    qs_ratio share;       /* block gap / full gap (a fraction; x100 in the report) */
+} qs_attr_row;
 
 typedef struct {
     const qs_experiment *e;
@@ -59,6 +82,8 @@ typedef struct {
     qs_row *rows;         /* p->n */
     qs_group *groups;
     int ngroups, nlayers, seed_axis;
+    qs_attr_row *attr;    /* attribute = blocks: the attribution table */
+    int nattr;
 } qs_summary;
 
 int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, char *err, size_t errlen);

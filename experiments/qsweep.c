@@ -175,14 +175,14 @@ static void print_groups(const qs_summary *s, FILE *f)
 {
     for (int noise = 0; noise < 2; noise++) {
         int any = 0;
-        for (int g = 0; g < s->ngroups; g++) any |= s->groups[g].noise == noise;
+        for (int g = 0; g < s->ngroups; g++) any |= s->groups[g].noise == noise && s->groups[g].block < 0;
         if (!any) continue;
         if (noise) fprintf(f, "noise floor (same recipe and initial weights, data seed + %d):\n", QS_NOISE_SEED_OFFSET);
         fprintf(f, "%-40s %5s %5s %22s  %s\n", "group", "runs", "seeds", "final val loss",
                 noise ? "gap % to its run [95% CI]" : "gap % vs baseline, paired [95% CI]");
         for (int g = 0; g < s->ngroups; g++) {
             const qs_group *G = &s->groups[g];
-            if (G->noise != noise) continue;
+            if (G->noise != noise || G->block >= 0) continue;
             char v[64] = "-", gp[128];
             if (!isnan(G->val_mean)) snprintf(v, sizeof v, "%.4f ± %.4f", G->val_mean, isnan(G->val_std) ? 0.0 : G->val_std);
             qs_report_gap_text(G, gp, sizeof gp);
@@ -190,6 +190,15 @@ static void print_groups(const qs_summary *s, FILE *f)
             /* the ± sign is two bytes: widen the field by one so columns line up */
             fprintf(f, "%-40s %5d %5d %23s  %s\n", G->name, G->n_runs, G->n_seeds, v, gp);
         }
+    }
+    if (s->nattr) fprintf(f, "per-layer attribution (one block in the recipe, the others %s):\n%-40s %5s %5s  %s\n",
+                          s->e->baseline, "group", "block", "seeds", "share of the gap [95% Fieller CI]");
+    for (int i = 0; i < s->nattr; i++) {
+        char sh[160], blk[16];
+        qs_report_share_text(&s->attr[i], sh, sizeof sh);
+        if (s->attr[i].block < 0) snprintf(blk, sizeof blk, "sum");
+        else snprintf(blk, sizeof blk, "%d", s->attr[i].block);
+        fprintf(f, "%-40s %5s %5d  %s\n", s->groups[s->attr[i].group].name, blk, s->attr[i].share.n, sh);
     }
 }
 

@@ -2,6 +2,7 @@
 #include "qp_sweep.h"
 
 #include "qp_figutil.h"
+#include "qs_attr.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -64,6 +65,12 @@ oom:
     return -1;
 }
 
+/* a run no figure shows: a noise twin or one block of a recipe */
+static int aside(const qp_run *r)
+{
+    return qp_run_is_twin(r) || qs_attr_block(r->recipe) >= 0;
+}
+
 int qp_sweep_pick(const char *kind, const qp_run *const *runs, int n, const char *baseline, int *pick, char *err,
                   size_t errlen)
 {
@@ -72,7 +79,7 @@ int qp_sweep_pick(const char *kind, const qp_run *const *runs, int n, const char
         /* a panel per recipe: its first run that logged errors */
         for (int pass = 0; pass < 2 && !k; pass++)
             for (int i = 0; i < n; i++) {
-                if (!runs[i]->n_qerr || qp_run_is_twin(runs[i]) || (!pass && !strcmp(runs[i]->recipe, baseline)))
+                if (!runs[i]->n_qerr || aside(runs[i]) || (!pass && !strcmp(runs[i]->recipe, baseline)))
                     continue;
                 int seen = 0;
                 for (int j = 0; j < k; j++) seen |= !strcmp(runs[pick[j]]->recipe, runs[i]->recipe);
@@ -84,7 +91,7 @@ int qp_sweep_pick(const char *kind, const qp_run *const *runs, int n, const char
     }
     if (!strcmp(kind, "events")) {
         for (int i = 0; i < n; i++) {
-            if (!runs[i]->n_events) continue;
+            if (!runs[i]->n_events || aside(runs[i])) continue;
             int seen = 0;
             for (int j = 0; j < k; j++) seen |= !strcmp(runs[pick[j]]->recipe, runs[i]->recipe);
             if (!seen) pick[k++] = i;
@@ -94,7 +101,7 @@ int qp_sweep_pick(const char *kind, const qp_run *const *runs, int n, const char
     }
     /* noise-floor twins would double their recipe's runs */
     for (int i = 0; i < n; i++)
-        if (!qp_run_is_twin(runs[i])) pick[k++] = i;
-    if (!k) snprintf(err, errlen, "%s: every run is a noise-floor twin", kind);
+        if (!aside(runs[i])) pick[k++] = i;
+    if (!k) snprintf(err, errlen, "%s: every run is a noise-floor twin or an attribution run", kind);
     return k;
 }

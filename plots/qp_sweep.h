@@ -3,8 +3,11 @@
  *
  * Owns: the sweep layout qplot reads (run files DIR/runs/NAME.h5, figures to DIR/fig/)
  * and the per-figure choice of runs:
- *   loss, gap, throughput: every run but the noise-floor twins
- *           (qp_run_is_twin);
+ * Noise-floor twins (qp_run_is_twin) and per-layer attribution runs (a
+ * recipe "R,~Li=bf16" of qsweep's attribute = blocks, experiments/qs_attr.h:
+ * one block of R each) are in no figure: they are the summary's rows, and
+ * each would add a recipe to every figure.
+ *   loss, gap, throughput: every other run;
  *   qerr:   a panel per recipe but the baseline (whose error is BF16
  *           rounding, the least interesting map): its first run (by file
  *           name) that logged quantization errors; when only baseline runs

@@ -45,7 +45,7 @@ void qp_train_opts_default(qp_train_opts *o)
     snprintf(o->device, sizeof o->device, "cpu");
     snprintf(o->on_divergence, sizeof o->on_divergence, "stop");
     snprintf(o->grad_comm, sizeof o->grad_comm, "fp32");
-    o->layers = 4, o->heads = 4, o->dim = 128, o->seq = 64, o->batch = 12, o->grad_accum = 1;
+    o->layers = QP_DEFAULT_LAYERS, o->heads = 4, o->dim = 128, o->seq = 64, o->batch = 12, o->grad_accum = 1;
     o->threads = 2, o->prefetch = 4;
     o->steps = 2000, o->warmup = 100, o->eval_every = 250, o->eval_batches = 20, o->qerr_every = 100;
     o->ckpt_every = 500;

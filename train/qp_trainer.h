@@ -59,6 +59,7 @@ typedef struct {
 } qp_train_opts;
 
 #define QP_DEFAULT_SEED 1337 /* --seed when none is given (qsweep reads it too) */
+#define QP_DEFAULT_LAYERS 4  /* --layers when none is given (qsweep reads it too) */
 
 /* nanoGPT's baby Shakespeare configuration (4 layers, 4 heads, 128 wide,
  * context 64, batch 12, lr 1e-3, warm-up 100, 2000 steps). */

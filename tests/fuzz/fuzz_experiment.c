@@ -46,9 +46,13 @@ static void check_grid(const qs_experiment *e)
         if (!err[0] || strchr(err, '\n')) abort();
         return;
     }
-    if (p.n != total) abort();
+    if (p.ngrid != total || p.n < p.ngrid) abort();
     for (int i = 0; i < p.n; i++) {
         const qs_run *r = &p.runs[i];
+        /* after the grid: noise twins and attribution runs, each of a grid run */
+        const int of = r->twin_of >= 0 ? r->twin_of : r->attr_of;
+        if ((i < p.ngrid) != (of < 0) || of >= p.ngrid || (r->attr_of >= 0) != (r->block >= 0)) abort();
+        if (r->block >= r->layers || r->layers < 1) abort();
         if (!r->name[0] || strlen(r->name) > 200 || strchr(r->name, '/')) abort();
         if (r->argc < 8 || !r->argv || r->argv[r->argc] || strcmp(r->argv[r->argc - 1], "2")) abort();
     }

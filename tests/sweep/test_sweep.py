@@ -8,7 +8,10 @@ nothing runs), grid (count, names, product order), dryrun (exact qtrain
 command lines), run (a real 2 recipes x 2 seeds sweep, -j 2: the summary
 against numbers computed here with h5py from the run files; matched runs),
 resume (SIGTERM to a running sweep, rerun), fail (a run qtrain refuses and a
-diverging run inside a sweep), lock, summarize, slurm.
+diverging run inside a sweep), lock, summarize, slurm, attribution (attribute =
+blocks: the block runs, their plans and matching, every share and Fieller
+interval recomputed here from the run files, a bounded case made by setting
+final losses, qplot leaving the block runs out).
 
 Run files are read with h5py (an independent reader); every summary number is
 recomputed here with numpy from its definition in docs/qsweep.md."""
@@ -875,9 +878,197 @@ noise_floor = bf16
     md = open(os.path.join(out, "summary.md")).read()
     check("## Noise floor" in md and "epochs" in md and "[95% CI]" in md, "summary.md: intervals, epochs, noise floor")
 
+def plan_map(text):
+    """recipe_plan (the canonical expansion) -> {(block, gemm, pass, operand): plan}."""
+    out = {}
+    for line in text.strip().splitlines():
+        target, plan = line.split("=", 1)
+        parts = target.split(".")
+        lo, _, hi = parts[0][1:].partition("-")
+        gemms = parts[1].split("+") if len(parts) == 4 else ["qkv", "attproj", "fc", "fcproj"]
+        for b in range(int(lo), int(hi or lo) + 1):
+            for g in gemms:
+                out[(b, g, parts[-2], parts[-1])] = plan
+    return out
+
+
+def fieller(a, b):
+    """The paired ratio interval, found by inverting scipy's one-sample t-test of a - rho b (brentq):
+    (ratio, lo, hi, method)."""
+    from scipy import stats
+    from scipy.optimize import brentq
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    n = len(a)
+    r = a.mean() / b.mean()
+    t = stats.t.ppf(0.975, n - 1)
+    blo, bhi = stats.t.interval(0.95, n - 1, loc=b.mean(), scale=stats.sem(b))
+    if not (blo > 0 or bhi < 0):
+        return r, -math.inf, math.inf, "unbounded"
+
+    def f(rho):
+        d = a - rho * b
+        return abs(d.mean()) / stats.sem(d) - t
+    span = 1000 * (abs(r) + 1)
+    return r, brentq(f, r - span, r), brentq(f, r, r + span), "fieller"
+
+
+def case_attribution():
+    """attribute = blocks end to end at tiny size: a run per block each recipe quantizes, in its recipe's
+    plan there and BF16 elsewhere, matched with its parent; every gap, share and interval of /attribution
+    recomputed here from the run files; a bounded interval from final losses set here; qplot's figures
+    leave the block runs out."""
+    from scipy import stats
+    d = setup("attribution")
+    ini = write(os.path.join(d, "a.ini"), BASE.format(steps=30, ckpt=0).replace("layers = 2", "layers = 3") + """
+[grid]
+recipe = bf16, nvfp4, mxfp4
+seed = 1, 2, 3
+
+[sweep]
+attribute = blocks
+""")
+    p = qsweep(ini, "--out", os.path.join(d, "dry"), "--dry-run")
+    runs = dict(dry_lines(p.stdout))
+    # nvfp4 keeps its last block (round(0.15 x 3) -> 1) in BF16: blocks 0 and 1; mxfp4: all three
+    want = {f"recipe={r}_seed={sd}_block={b}" for r, bl in (("nvfp4", (0, 1)), ("mxfp4", (0, 1, 2)))
+            for sd in (1, 2, 3) for b in bl}
+    check(p.returncode == 0 and set(n for n in runs if "_block=" in n) == want and len(runs) == 9 + 15,
+          f"block runs {sorted(n for n in runs if '_block=' in n)} ({p.stderr})")
+    a = runs["recipe=nvfp4_seed=2_block=1"]
+    parent = runs["recipe=nvfp4_seed=2"]
+    check(a[a.index("--recipe") + 1] == "nvfp4,~L1=bf16" and
+          [x for i, x in enumerate(a) if i == 0 or a[i - 1] not in ("--recipe", "--out")] ==
+          [x for i, x in enumerate(parent) if i == 0 or parent[i - 1] not in ("--recipe", "--out")],
+          f"the parent's command with --recipe nvfp4,~L1=bf16: {a}")
+    out = os.path.join(d, "out")
+    p = qsweep(ini, "--out", out, "-j", "2", timeout=600)
+    check(p.returncode == 0 and "per-layer attribution" in p.stdout, f"sweep: exit {p.returncode}: {p.stderr[-500:]}")
+    val, at = {}, {}
+    for name in runs:
+        with open_run(os.path.join(out, "runs", name + ".h5")) as f:
+            at[name] = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()}
+            at[name]["batch_hash"] = f["train/batch_hash"][:]
+            val[name] = float(f["eval/val_loss"][-1])
+    bf16_plan = plan_map(at["recipe=bf16_seed=1"]["recipe_plan"])
+    for name in want:
+        par = name.split("_block=")[0]
+        blk = int(name.split("_block=")[1])
+        check(at[name]["init_param_hash"] == at[par]["init_param_hash"] and
+              np.array_equal(at[name]["batch_hash"], at[par]["batch_hash"]), f"{name}: matched with {par}")
+        pm, bm = plan_map(at[name]["recipe_plan"]), plan_map(at[par]["recipe_plan"])
+        check(len(pm) == 3 * 4 * 6 and all(pm[k] == (bm[k] if k[0] == blk else bf16_plan[k]) for k in pm),
+              f"{name}: block {blk} in {par}'s plan, the others bf16")
+        check(any(pm[k] != bf16_plan[k] for k in pm), f"{name}: quantizes something")
+    # the kept block: nvfp4's plan for block 2 is bf16's
+    nv = plan_map(at["recipe=nvfp4_seed=1"]["recipe_plan"])
+    check(all(nv[k] == bf16_plan[k] for k in nv if k[0] == 2), "nvfp4 keeps block 2 in BF16")
+
+    def gap(name, sd):
+        b = val[f"recipe=bf16_seed={sd}"]
+        return 100 * (val[name] - b) / b
+
+    h5 = os.path.join(out, "summary.h5")
+    attr = {r["group"]: r for r in read_h5_table(h5, "attribution")}
+    csvrows = {r["group"]: r for r in read_csv(os.path.join(out, "summary_attribution.csv"))}
+    check(len(attr) == 2 * (3 + 1) and set(attr) == set(csvrows), f"attribution rows {sorted(attr)}")
+    recipes = read_h5_table(h5, "recipes")
+    check(sorted(g["group"] for g in recipes) == ["recipe=bf16", "recipe=mxfp4", "recipe=nvfp4"],
+          f"/recipes holds the recipe groups only: {[g['group'] for g in recipes]}")
+    for rec, L, kept in (("nvfp4", 3, {2}), ("mxfp4", 3, set())):
+        full = np.array([gap(f"recipe={rec}_seed={sd}", sd) for sd in (1, 2, 3)])
+        blocks = {b: np.array([0.0] * 3 if b in kept else [gap(f"recipe={rec}_seed={sd}_block={b}", sd)
+                                                          for sd in (1, 2, 3)]) for b in range(L)}
+        blocks["sum"] = sum(blocks[b] for b in range(L))
+        for b, g in blocks.items():
+            row = attr[f"recipe={rec}_block={b}"]
+            c = csvrows[f"recipe={rec}_block={b}"]
+            tag = f"{rec} block {b}"
+            check(row["recipe"] == rec and row["block"] == str(b) and row["n_seeds"] == 3 and
+                  row["quantized"] == int(b not in kept), f"{tag}: keys {row}")
+            check(close(row["gap_pct_mean"], g.mean(), 1e-9) and close(row["full_gap_pct_mean"], full.mean(), 1e-9),
+                  f"{tag}: gap {row['gap_pct_mean']} want {g.mean()}, full {row['full_gap_pct_mean']}")
+            if b in kept:
+                check(row["share_pct"] == 0 and row["share_ci_lo"] == 0 and row["share_ci_hi"] == 0 and
+                      row["share_method"] == "kept" and row["share_resolved"] == 0, f"{tag}: kept: {row}")
+                continue
+            lo, hi = stats.t.interval(0.95, 2, loc=g.mean(), scale=stats.sem(g))
+            check(close(row["gap_ci_lo"], lo, 1e-7) and close(row["gap_ci_hi"], hi, 1e-7) and
+                  row["resolved"] == int(lo > 0 or hi < 0), f"{tag}: gap interval")
+            r, flo, fhi, method = fieller(g, full)
+            check(close(row["share_pct"], 100 * r, 1e-9) and row["share_method"] == method,
+                  f"{tag}: share {row['share_pct']} ({row['share_method']}) want {100 * r} ({method})")
+            check((math.isinf(flo) and row["share_ci_lo"] == -math.inf and row["share_ci_hi"] == math.inf) or
+                  (close(row["share_ci_lo"], 100 * flo, 1e-6) and close(row["share_ci_hi"], 100 * fhi, 1e-6)),
+                  f"{tag}: share interval [{row['share_ci_lo']}, {row['share_ci_hi']}] want [{100 * flo}, {100 * fhi}]")
+            check(close(float(c["share_pct"]), row["share_pct"], 1e-9) and c["share_method"] == row["share_method"],
+                  f"{tag}: csv {c}")
+            for sd in (1, 2, 3):
+                if b == "sum":
+                    continue
+                rr = [x for x in read_csv(os.path.join(out, "summary.csv"))
+                      if x["name"] == f"recipe={rec}_seed={sd}_block={b}"][0]
+                check(rr["block"] == str(b) and close(float(rr["share_pct"]), 100 * g[sd - 1] / full[sd - 1], 1e-9),
+                      f"{tag} seed {sd}: summary.csv share {rr['share_pct']}")
+    md = open(os.path.join(out, "summary.md")).read()
+    check("## Per-layer attribution" in md and "| recipe=nvfp4 | 2 | 3 | 0 (kept)" in md and "Fieller" in md,
+          "summary.md: the attribution section")
+    # a bounded interval: final losses set so that the full gaps resolve (+4.0, +5.0, +6.0%) and block 0
+    # takes 30, 40, 35% of them; block 1 25, 15, 20%; block 2 nothing of its own (+0.1, -0.1, 0.0)
+    bd = os.path.join(d, "bounded")
+    shutil.copytree(out, bd)
+    base = {sd: val[f"recipe=bf16_seed={sd}"] for sd in (1, 2, 3)}
+    full_g = {1: 4.0, 2: 5.0, 3: 6.0}
+    share = {0: {1: 0.30, 2: 0.40, 3: 0.35}, 1: {1: 0.25, 2: 0.15, 3: 0.20}}
+    setg = {}
+    for sd in (1, 2, 3):
+        setg[f"recipe=mxfp4_seed={sd}"] = full_g[sd]
+        for b in (0, 1):
+            setg[f"recipe=mxfp4_seed={sd}_block={b}"] = share[b][sd] * full_g[sd]
+        setg[f"recipe=mxfp4_seed={sd}_block=2"] = {1: 0.1, 2: -0.1, 3: 0.0}[sd]
+    for name, g_ in setg.items():
+        sd = int(name.split("seed=")[1][0])
+        with h5py.File(os.path.join(bd, "runs", name + ".h5"), "r+") as f:
+            f["eval/val_loss"][-1] = base[sd] * (1 + g_ / 100)
+    p = qsweep("--summarize", bd)
+    check(p.returncode == 0, f"--summarize: {p.stderr}")
+    battr = {r["group"]: r for r in read_h5_table(os.path.join(bd, "summary.h5"), "attribution")}
+    fg = np.array([full_g[sd] for sd in (1, 2, 3)])
+    for b, resolved in ((0, 1), (1, 1), (2, 0), ("sum", 1)):
+        g = np.array([setg[f"recipe=mxfp4_seed={sd}_block={b}"] for sd in (1, 2, 3)]) if b != "sum" else \
+            sum(np.array([setg[f"recipe=mxfp4_seed={sd}_block={k}"] for sd in (1, 2, 3)]) for k in (0, 1, 2))
+        r, flo, fhi, method = fieller(g, fg)
+        row = battr[f"recipe=mxfp4_block={b}"]
+        check(method == "fieller" and row["share_method"] == "fieller" and
+              close(row["share_ci_lo"], 100 * flo, 1e-6) and close(row["share_ci_hi"], 100 * fhi, 1e-6) and
+              row["share_resolved"] == resolved and row["share_ci_lo"] < row["share_pct"] < row["share_ci_hi"],
+              f"bounded block {b}: [{row['share_ci_lo']}, {row['share_ci_hi']}] want [{100 * flo}, {100 * fhi}], "
+              f"resolved {row['share_resolved']} want {resolved}")
+    check(close(battr["recipe=mxfp4_block=0"]["share_pct"], 100 * (0.3 * 4 + 0.4 * 5 + 0.35 * 6) / 15, 1e-6),
+          "bounded: the share is mean(block) / mean(full), not the mean of per-seed shares")
+    # qplot: the figures of this sweep show the three recipes, not the block runs
+    qplot = os.path.join(os.path.dirname(QSWEEP), "qplot")
+    if os.path.exists(qplot) and shutil.which("gnuplot"):
+        p = subprocess.run([qplot, "all", out], capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, f"qplot all: {p.stderr}")
+        series = {r["series"] for r in read_csv(os.path.join(out, "fig", "qerr.csv"))}
+        check(series == {os.path.join(out, "runs", f"recipe={r}_seed=1.h5") for r in ("mxfp4", "nvfp4")} or
+              {os.path.basename(x) for x in series} == {"recipe=mxfp4_seed=1.h5", "recipe=nvfp4_seed=1.h5"},
+              f"qerr panels: a full run per recipe, side by side: {series}")
+        gaps = {r["series"] for r in read_csv(os.path.join(out, "fig", "gap.csv"))}
+        check(not any("~L" in x for x in gaps) and len(gaps) == 2, f"gap figure: no block runs: {gaps}")
+    # errors: an unknown mode, a baseline that is not one format
+    for text, frag in (("attribute = layers", "expects 'blocks'"),
+                       ("attribute = blocks\nbaseline = nvfp4", "bf16 or fp32")):
+        bad = write(os.path.join(d, "bad.ini"), BASE.format(steps=10, ckpt=0) +
+                    "\n[grid]\nrecipe = bf16, nvfp4\n\n[sweep]\n" + text + "\n")
+        p = qsweep(bad, "--out", os.path.join(d, "bad"), "--dry-run")
+        check(p.returncode == 2 and frag in p.stderr and p.stderr.count("\n") == 1 and "bad.ini:" in p.stderr,
+              f"{text!r}: exit {p.returncode}: {p.stderr!r}")
+
 
 CASES = {"parse": case_parse, "examples": case_examples, "study": case_study, "grid": case_grid, "dryrun": case_dryrun, "run": case_run, "resume": case_resume,
-         "fail": case_fail, "lock": case_lock, "summarize": case_summarize, "slurm": case_slurm}
+         "fail": case_fail, "lock": case_lock, "summarize": case_summarize, "slurm": case_slurm,
+         "attribution": case_attribution}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; cases: {', '.join(CASES)}")
 CASES[CASE]()
