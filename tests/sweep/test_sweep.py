@@ -753,9 +753,11 @@ def case_examples():
     d = setup("examples")
     exp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
     for name, n, first in [("study", 135, "model=pico_tokens_per_param=8_recipe=bf16_seed=1"),
-                           ("ablation", 18, "recipe=nvfp4_seed=1"), ("quick", None, "recipe=bf16_seed=1"),
+                           ("ablation", 21, "recipe=nvfp4_seed=1"), ("quick", None, "recipe=bf16_seed=1"),
                            ("quick_study", 80, "model=pico_tokens_per_param=2_recipe=bf16_seed=1"),
-                           ("quick_ablation", 12, "recipe=nvfp4_seed=1")]:
+                           ("quick_ablation", 12, "recipe=nvfp4_seed=1"), ("passes", 30, "recipe=bf16_seed=1"),
+                           ("quick_passes", 20, "recipe=bf16_seed=1"), ("attribution", 40, "recipe=bf16_seed=1"),
+                           ("quick_attribution", 20, "recipe=bf16_seed=1")]:
         ini = os.path.join(exp, name + ".ini")
         with open(ini) as f:
             check("data = ../data/english/english.txt\n" in f.read(), f"{name}.ini: data path")
@@ -767,8 +769,50 @@ def case_examples():
     p = qsweep(os.path.join(exp, "ablation.ini"), "--out", os.path.join(d, "a"), "--dry-run", "--data",
                os.path.join(d, "corpus.txt"))
     recipes = [a[a.index("--recipe") + 1] for nm, a in dry_lines(p.stdout) if "data_seed" not in nm][::3]
-    check(recipes == ["nvfp4", "nvfp4-rht", "nvfp4-sr", "nvfp4-2d", "nvfp4-naive", "nvfp4-naive,bf16-last=1"],
+    check(recipes == ["nvfp4", "nvfp4-rht", "nvfp4-sr", "nvfp4-2d", "nvfp4-naive", "nvfp4-naive,bf16-last=1", "bf16"],
           f"ablation recipes {recipes}")
+    # passes.ini: every nonempty set of passes in NVIDIA's per-pass plan, the others BF16 (qtrain --explain)
+    p = qsweep(os.path.join(exp, "passes.ini"), "--out", os.path.join(d, "pa"), "--dry-run", "--data",
+               os.path.join(d, "corpus.txt"))
+    precipes = [a[a.index("--recipe") + 1] for nm, a in dry_lines(p.stdout) if nm.endswith("_seed=1")]
+
+    def explain(r):
+        e = subprocess.run([QTRAIN, "--recipe", r, "--explain", "--layers", "2"], capture_output=True, text=True)
+        check(e.returncode == 0, f"qtrain --explain {r}: {e.stderr}")
+        return plan_map("\n".join(x for x in e.stdout.splitlines() if x and not x.startswith("#")))
+
+    full = explain("nvfp4,bf16-last=0")
+    check(full[(1, "fc", "fprop", "w")] == "nvfp4-2d:current" and
+          full[(1, "fc", "wgrad", "dy")] == "nvfp4:current:sr:rht=16" and full[(0, "qkv", "dgrad", "dy")] ==
+          "nvfp4:current:sr" and full[(0, "qkv", "fprop", "x")] == "nvfp4:current", f"NVIDIA's plan {full}")
+    seen = set()
+    for r in precipes:
+        if r == "bf16":
+            continue
+        off = set()
+        for clause in r.split(","):
+            if clause.endswith("=bf16"):
+                off |= set(clause[:-5].split("+"))
+        on = frozenset({"fprop", "dgrad", "wgrad"} - off)
+        w1d = "w:1d" in r.split(",")
+        seen.add((on, w1d))
+        pm = explain(r)
+        want = {k: (("nvfp4:current" if w1d and k[3] == "w" else v) if k[2] in on else "bf16")
+                for k, v in full.items()}
+        check(pm == want, f"passes.ini {r}: --explain gives {sorted(set(pm.items()) - set(want.items()))[:4]}")
+    fp, dg, wg = "fprop", "dgrad", "wgrad"
+    sets = [{fp}, {dg}, {wg}, {fp, dg}, {fp, wg}, {dg, wg}, {fp, dg, wg}]
+    check(all((frozenset(x), False) in seen for x in sets) and (frozenset({fp}), True) in seen and
+          (frozenset({fp, dg, wg}), True) in seen, f"passes.ini: every set of passes, forward-only with both weight "
+          f"blocks: {seen}")
+    # attribution: blocks 0-2 of nvfp4 (its last block is BF16) and 0-3 of mxfp4, per seed
+    p = qsweep(os.path.join(exp, "attribution.ini"), "--out", os.path.join(d, "at"), "--dry-run", "--data",
+               os.path.join(d, "corpus.txt"))
+    blocks = sorted(nm.split("_seed=")[0] + nm.split("_seed=1")[1] for nm, _ in dry_lines(p.stdout)
+                    if "_block=" in nm and "_seed=1_" in nm)
+    check(blocks == ["recipe=mxfp4_block=0", "recipe=mxfp4_block=1", "recipe=mxfp4_block=2", "recipe=mxfp4_block=3",
+                     "recipe=nvfp4_block=0", "recipe=nvfp4_block=1", "recipe=nvfp4_block=2"],
+          f"attribution.ini: block runs of seed 1 {blocks}")
     # the study: every cell's steps follow its tokens per parameter; the grid is triangular
     p = qsweep(os.path.join(exp, "study.ini"), "--out", os.path.join(d, "s"), "--dry-run", "--data",
                os.path.join(d, "corpus.txt"))
