@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # paper/build.sh — the write-up from generated numbers: installs what it needs
 # (like test.sh: the Debian packages of scripts/setup.sh, TeX, the English
-# corpus), runs (or resumes) the study sweep (sizes x tokens per parameter x
-# recipes x seeds, with noise twins), the NVFP4 ablation and the data-pipeline
-# comparison with qsweep, fits the loss law (paper/scaling_fit.py), draws the
-# figures with qplot, generates every table, number and verdict
+# corpus), runs (or resumes) with qsweep the study sweep (sizes x tokens per
+# parameter x recipes x seeds, with noise twins), the NVFP4 ablation, NVIDIA's
+# recipe by pass, the per-layer attribution (one block at a time) and the
+# data-pipeline comparison, fits the loss law (paper/scaling_fit.py), draws
+# the figures with qplot, generates every table, number and verdict
 # (paper/gen_tables.py) and builds paper/out/qprec.pdf with latexmk.
-#   paper/build.sh                    the full study: about 1.5 hours on this
+#   paper/build.sh                    the full study: about 1.9 hours on this
 #                                     project's 2 cores when nothing else runs
-#                                     (resumable: rerun it to continue)
+#                                     (study 57 min, ablation 15, passes 22,
+#                                     attribution 17, pipeline 1: per-step CPU
+#                                     times of paper/study_cost.py; resumable:
+#                                     rerun it to continue)
 #   QP_PAPER_QUICK=1 paper/build.sh   the quick variant (experiments/quick_*.ini)
 #   QP_SWEEPS=DIR                     where the sweeps live (default sweeps/)
 #   QP_JOBS=N                         runs at a time (default 2)
@@ -21,10 +25,12 @@ qp_build build >/dev/null
 corpus=$(qp_corpus)
 sweeps=${QP_SWEEPS:-sweeps}
 if [ -n "${QP_PAPER_QUICK:-}" ]; then
-  study=experiments/quick_study.ini ablation=experiments/quick_ablation.ini sweeps=$sweeps/quick cell=nano:4
+  q=quick_ sweeps=$sweeps/quick cell=nano:4
 else
-  study=experiments/study.ini ablation=experiments/ablation.ini cell=nano:32
+  q= cell=nano:32
 fi
+study=experiments/${q}study.ini ablation=experiments/${q}ablation.ini
+passes=experiments/${q}passes.ini attribution=experiments/${q}attribution.ini
 pipeline=experiments/pipeline.ini
 jobs=${QP_JOBS:-2}
 out=paper/out
@@ -40,6 +46,8 @@ sweep() { # NAME INI JOBS: run (or resume) one sweep, timing it
 }
 sweep study "$study" "$jobs"
 sweep ablation "$ablation" "$jobs"
+sweep passes "$passes" "$jobs"
+sweep attribution "$attribution" "$jobs"
 # one run at a time: the data-wait measurement should not share the CPU
 sweep pipeline "$pipeline" 1
 [ "$status" -eq 0 ] || echo "paper/build.sh: some runs failed (see the sweeps' summary.md); building from what finished" >&2
@@ -53,7 +61,7 @@ cellruns=()
 for f in "$sweeps/study/runs/model=${m}_tokens_per_param=${t}_recipe="*.h5; do
   case $f in *.ckpt.h5|*_data_seed=*) ;; *) cellruns+=("$f") ;; esac
 done
-for kind in loss gap throughput; do
+for kind in loss gap throughput recalib; do
   build/bin/qplot "$kind" "${cellruns[@]}" -o "$out/fig/$kind.pdf"
 done
 # the error heatmaps of every quantized recipe, seed 1, side by side
@@ -63,8 +71,16 @@ for f in "${cellruns[@]}"; do
 done
 build/bin/qplot qerr "${heat[@]}" -o "$out/fig/qerr.pdf"
 build/bin/qplot events "$sweeps/study/runs/model=${m}_tokens_per_param=${t}_recipe=fp8_seed=1.h5" -o "$out/fig/events.pdf"
+# the attribution sweep's full recipes, seed 1: their per-layer error heatmaps side by side (qplot qerr
+# leaves the one-block runs out of "qplot all"; here they are not named)
+heat=()
+for f in "$sweeps/attribution/runs/recipe="*_seed=1.h5; do
+  case $f in *recipe=bf16_*) ;; *) heat+=("$f") ;; esac
+done
+build/bin/qplot qerr "${heat[@]}" -o "$out/fig/attr_qerr.pdf"
 /usr/bin/python3 paper/gen_tables.py --study "$sweeps/study" --scaling "$out/generated" --ablation "$sweeps/ablation" \
-  --pipeline "$sweeps/pipeline" --cell "$cell" --out "$out/generated"
+  --passes "$sweeps/passes" --attribution "$sweeps/attribution" --pipeline "$sweeps/pipeline" --cell "$cell" \
+  --out "$out/generated"
 cp paper/qprec.tex "$out/"
 (cd "$out" && latexmk -pdf -interaction=nonstopmode -halt-on-error qprec.tex >latexmk.log 2>&1) || {
   tail -20 "$out/latexmk.log" >&2; exit 1; }

@@ -8,7 +8,13 @@ from its interval, never from a mean alone (issue 11):
   - a gap measured on one seed has no interval and is written as such;
   - a difference between two recipes is judged by the interval of the
     per-seed difference of their paired gaps (the same seeds), not by
-    comparing their means.
+    comparing their means;
+  - a block's share of a gap (per-layer attribution) is stated only with
+    its Fieller interval, which is unbounded when the full gap is not
+    resolved: then the share is written as unknown, with the reason;
+  - a measured number set beside a published one says where the published
+    value lies against the measured interval, and whether the measurement
+    itself is resolved.
 
 The functions return plain text ("%" unescaped); gen_tables.py escapes it
 for LaTeX. tests/paper/test_paper.py checks them on synthetic summaries."""
@@ -84,3 +90,52 @@ def trend(label, xs, means, los, his, xname, unit="%"):
     if h1 < l0:
         return f"{label} shrinks {span}: resolved (the intervals do not overlap)."
     return f"{label} goes {span}, but the intervals overlap: the trend is unresolved."
+
+
+def _pct1(x):
+    return f"{x:+.1f}%"
+
+
+def share(label, block, mean, lo, hi, n, method):
+    """Block `block`'s share of `label`'s gap (per-layer attribution), in %
+    of the full gap, with its paired Fieller interval; method is qsweep's
+    share_method: fieller, unbounded, none (one seed) or kept."""
+    what = f"block {block}" if block != "sum" else "the blocks' gaps added up"
+    if method == "kept":
+        return f"{label} keeps block {block} in BF16: it carries none of the gap by construction."
+    if mean is None or not math.isfinite(mean):
+        return f"{label}, {what}: no finished pair of runs."
+    if method == "none" or n < 2:
+        return f"{label}, {what}: {_pct1(mean)} of the gap on {n} seed, no interval: unresolved."
+    if method == "unbounded" or not (math.isfinite(lo) and math.isfinite(hi)):
+        return (f"{label}, {what}: {_pct1(mean)} of the gap, but its interval is unbounded because the full gap "
+                f"itself is unresolved ({n} seeds): the share is unknown.")
+    ci = f"95% CI [{_pct1(lo)}, {_pct1(hi)}], {n} seeds"
+    if block == "sum":
+        if lo <= 100 <= hi:
+            return (f"{label}'s per-block gaps add up to {_pct1(mean)} of its full gap ({ci}): consistent with "
+                    f"the blocks' costs adding up.")
+        return (f"{label}'s per-block gaps add up to {_pct1(mean)} of its full gap ({ci}): resolved away from 100%, "
+                f"so the blocks' costs {'compound' if hi < 100 else 'overlap'} rather than add.")
+    if lo > 0:
+        return f"{label}, {what}: carries {_pct1(mean)} of the gap ({ci}): resolved."
+    if hi < 0:
+        return f"{label}, {what}: reduces the gap by {_pct1(-mean)[1:]} of it ({ci}): resolved."
+    return f"{label}, {what}: its share ({_pct1(mean)}, {ci}) is unresolved: the interval includes 0."
+
+
+def published(label, pub, mean, lo, hi, n, unit=" nats"):
+    """A measured gap beside a published one (a number, or a (low, high)
+    range): where the published value lies against the measured 95%
+    interval, and whether the measured gap is resolved from 0."""
+    ptxt = f"{pub[0]:+.3f} to {pub[1]:+.3f}{unit}" if isinstance(pub, tuple) else f"{pub:+.3f}{unit}"
+    plo, phi = (pub if isinstance(pub, tuple) else (pub, pub))
+    if mean is None or not math.isfinite(mean):
+        return f"{label}: not measured here (published {ptxt})."
+    if n < 2 or not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{label}: {_num(mean, unit)} on {n} seed, no interval (published {ptxt}): unresolved."
+    ci = f"95% CI [{_num(lo, unit)}, {_num(hi, unit)}], {n} seeds"
+    res = "resolved above 0" if lo > 0 else "resolved below 0" if hi < 0 else "unresolved (the interval includes 0)"
+    where = ("inside the interval" if lo <= plo and phi <= hi else "above the interval" if plo > hi
+             else "below the interval" if phi < lo else "overlapping the interval")
+    return f"{label}: {_num(mean, unit)} ({ci}), {res}; the published {ptxt} lies {where}."

@@ -16,6 +16,14 @@ is known. One case per ctest entry:
   intervals  paper/intervals.py gives the same intervals as qsweep's C
              (experiments/qs_stats.c through stats_tool): t below 5 seeds
              exactly, bootstrap within Monte Carlo error
+  tables     paper/gen_tables.py on tiny real sweeps shaped like the quick
+             paper's (study with noise twins, ablation with bf16, passes,
+             attribution with attribute = blocks, pipeline; qsweep and
+             qtrain run here, tiny models, tens of steps): the per-pass,
+             attribution and published-comparison tables exist with a row
+             per recipe and block, and every verdict sentence about a
+             pass's gap or a block's share says what its interval in
+             summary.h5 says (resolved / unresolved / unknown)
   corpus     scripts/corpus.py: the manifest check passes on intact parts and
              fails (exit 2, one line naming the part) on a changed byte, a
              missing part, a wrong size; the stratified split puts exactly
@@ -140,6 +148,26 @@ elif CASE == "verdicts":
     check("unresolved" in t, t)
     t = v.trend("gap", [1e5, 4e5], [3.0, 1.0], [2.8, 0.7], [3.2, 1.3], "parameters")
     check("shrinks" in t and "unresolved" not in t, t)
+    # a block's share of a gap: resolved, unresolved, unbounded (the full gap unresolved), kept, the sum
+    t = v.share("NVFP4", "1", 33.4, 20.1, 46.0, 4, "fieller")
+    check("carries +33.4%" in t and "[+20.1%, +46.0%]" in t and "resolved" in t and "unresolved" not in t, t)
+    t = v.share("NVFP4", "2", 12.0, -8.0, 30.0, 4, "fieller")
+    check("unresolved" in t and "[-8.0%, +30.0%]" in t and "carries" not in t, t)
+    t = v.share("NVFP4", "0", 60.0, float("-inf"), float("inf"), 2, "unbounded")
+    check("unbounded" in t and "unknown" in t and "carries" not in t and "resolved." not in t, t)
+    t = v.share("NVFP4", "3", 0.0, 0.0, 0.0, 4, "kept")
+    check("BF16" in t and "by construction" in t, t)
+    t = v.share("NVFP4", "sum", 95.0, 80.0, 112.0, 4, "fieller")
+    check("add up to +95.0%" in t and "consistent" in t, t)
+    t = v.share("NVFP4", "sum", 70.0, 60.0, 80.0, 4, "fieller")
+    check("resolved away from 100%" in t and "compound" in t, t)
+    # a measured gap beside a published one
+    t = v.published("forward only", 0.061, 0.05, 0.03, 0.07, 3)
+    check("resolved above 0" in t and "inside the interval" in t and "+0.061 nats" in t, t)
+    t = v.published("backward only", (0.001, 0.015), 0.002, -0.004, 0.008, 3)
+    check("unresolved" in t and "overlapping" in t and "+0.001 to +0.015" in t, t)
+    t = v.published("forward only", 0.070, 0.02, 0.01, 0.03, 3)
+    check("resolved above 0" in t and "above the interval" in t, t)
     # a generated paper from a synthetic summary: gen_tables.py's verdict macros follow the intervals
     import h5py
 
@@ -191,6 +219,114 @@ elif CASE == "intervals":
             check(abs(clo - lo) <= tol * max(1, abs(lo)) and abs(chi - hi) <= tol * max(1, abs(hi)),
                   f"n={n}: python [{lo}, {hi}] vs C [{clo}, {chi}]")
             check(int(out[5]) == int(res) or abs(lo) < tol or abs(hi) < tol, f"n={n}: resolved {out[5]} vs {res}")
+
+elif CASE == "tables":
+    import random
+    import re
+
+    import h5py
+    import verdicts as v
+
+    qsweep, qtrain = sys.argv[5], sys.argv[6]
+    d = os.path.join(WORK, "tables")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    r_ = random.Random(7)
+    words = "the king queen of and to my lord thou art what is love night day sweet death crown".split()
+    text = "".join(" ".join(r_.choice(words) for _ in range(r_.randint(4, 12))) + "\n" for _ in range(15000))
+    with open(os.path.join(d, "corpus.txt"), "w") as f:
+        f.write(text)
+    base = ("[base]\ndata = corpus.txt\nheads = 2\nseq = 32\nbatch = 4\nwarmup = 5\nlr = 5e-3\neval_every = 0\n"
+            "val_tokens = 2000\nqerr_every = 10\nckpt_every = 0\n")
+    sweeps = {
+        "study": base + "prefetch = 2\nlayers = 2\n[grid]\nmodel = 25k, 100k, 225k\ntokens_per_param = 0.05, 0.1\n"
+                        "recipe = bf16, nvfp4\nseed = 1, 2\n[sweep]\nnoise_floor = bf16\n",
+        "ablation": base + "prefetch = 2\nlayers = 2\ndim = 32\nsteps = 40\n[grid]\nrecipe = nvfp4, nvfp4-sr, nvfp4-naive, bf16\n"
+                           "seed = 1, 2\n[sweep]\nbaseline = nvfp4\n",
+        "passes": base + "prefetch = 2\nlayers = 2\ndim = 32\nsteps = 40\n[grid]\nrecipe = bf16, nvfp4|bf16-last=0|dgrad+wgrad=bf16, "
+                         "nvfp4|bf16-last=0|w:1d|dgrad+wgrad=bf16, nvfp4|bf16-last=0|fprop=bf16, nvfp4|bf16-last=0\n"
+                         "seed = 1, 2, 3\n",
+        "attribution": base + "prefetch = 2\nlayers = 2\ndim = 32\nsteps = 40\n[grid]\nrecipe = bf16, nvfp4, mxfp4\nseed = 1, 2, 3\n"
+                              "[sweep]\nattribute = blocks\n",
+        "pipeline": base + "layers = 1\ndim = 32\nsteps = 20\n[grid]\nprefetch = 0, 2\n",
+    }
+    for name, ini in sweeps.items():
+        path = os.path.join(d, name + ".ini")
+        with open(path, "w") as f:
+            f.write(ini)
+        p = subprocess.run([qsweep, path, "-j", "2", "--out", os.path.join(d, "sweeps", name), "--qtrain", qtrain],
+                           capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"{name}: qsweep exit {p.returncode}: {p.stderr[-400:]}")
+    gen = os.path.join(d, "generated")
+    p = subprocess.run([sys.executable, os.path.join(REPO, "paper", "scaling_fit.py"), os.path.join(d, "sweeps", "study"),
+                        "--out", gen], capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"scaling_fit: {p.stderr[-400:]}")
+    p = subprocess.run([sys.executable, os.path.join(REPO, "paper", "gen_tables.py"), "--study",
+                        os.path.join(d, "sweeps", "study"), "--scaling", gen, "--ablation",
+                        os.path.join(d, "sweeps", "ablation"), "--passes", os.path.join(d, "sweeps", "passes"),
+                        "--attribution", os.path.join(d, "sweeps", "attribution"), "--pipeline",
+                        os.path.join(d, "sweeps", "pipeline"), "--cell", "100k:0.05", "--out", gen],
+                       capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"gen_tables: {p.stderr[-800:]}")
+
+    def read(name):
+        path = os.path.join(gen, name)
+        return open(path).read() if os.path.exists(path) else ""
+
+    macros = {}
+    for line in read("macros.tex").splitlines():
+        mm = re.match(r"\\expandafter\\def\\csname qp@(\w+)@(\w+)\\endcsname\{(.*)\}$", line)
+        if mm:
+            macros[(mm.group(1), mm.group(2))] = mm.group(3)
+    tp, ta, tpub, tabl = read("table_passes.tex"), read("table_attribution.tex"), read("table_published_passes.tex"), \
+        read("table_ablation.tex")
+    check(tp.count("\\\\") == 1 + 4 and "fprop & 16x16" in tp and "fprop & 1x16" in tp and "dgrad + wgrad & 16x16" in tp
+          and "fprop + dgrad + wgrad & 16x16" in tp, f"table_passes: a row per pass recipe:\n{tp}")
+    check(ta.count("\\\\") == 1 + 2 * 1 + (2 + 1) + (2 + 1) and "0 (kept)" in ta,
+          f"table_attribution: header, a line per recipe, its blocks and sum (nvfp4 keeps block 1):\n{ta}")
+    check(tpub.count("\\\\") == 1 + 3 and "+0.061" in tpub and "+0.070" in tpub and "+0.001 to +0.015" in tpub,
+          f"table_published_passes:\n{tpub}")
+    check("to BF16" in tabl and "nvfp4-sr" in tabl and "bf16 &" not in tabl.replace("(reference)", ""),
+          f"table_ablation: a to-BF16 column, bf16 not a variant row:\n{tabl}")
+    for k in [("verdict", "passes"), ("verdict", "passescompare"), ("verdict", "attribution"),
+              ("verdict", "publishedpasses"), ("verdict", "fullvsnaive"), ("passes", "setup"), ("attribution", "setup")]:
+        check(macros.get(k), f"macro {k} generated: {macros.get(k)!r}")
+
+    def sentences(text):
+        return [x.strip() for x in re.split(r"(?<=\.) (?=[A-Z])", text.replace("\\%", "%")) if x.strip()]
+
+    # every pass verdict follows its group's interval in summary.h5
+    with h5py.File(os.path.join(d, "sweeps", "passes", "summary.h5"), "r") as f:
+        pg = f["recipes"][:]
+    ps = sentences(macros.get(("verdict", "passes"), ""))
+    check(len(ps) == 4, f"a verdict per pass recipe: {ps}")
+    for g, sent in zip([x for x in pg if x["recipe"] != b"bf16"], ps):
+        lo, hi = float(g["gap_ci_lo"]), float(g["gap_ci_hi"])
+        if lo > 0 or hi < 0:
+            check("unresolved" not in sent and ("costs" in sent or "below" in sent), f"resolved gap: {sent}")
+        else:
+            check("unresolved" in sent and f"[{lo:+.2f}%, {hi:+.2f}%]" in sent, f"unresolved gap with its interval: "
+                  f"[{lo}, {hi}]: {sent}")
+    # every share verdict follows its interval: resolved, unresolved, or unknown when unbounded
+    with h5py.File(os.path.join(d, "sweeps", "attribution", "summary.h5"), "r") as f:
+        at = f["attribution"][:]
+    sh = [x for x in sentences(macros.get(("verdict", "attribution"), "")) if "block" in x]
+    check(len(sh) == len(at), f"a verdict per attribution row: {len(sh)} for {len(at)}")
+    for row, sent in zip(at, sh):
+        meth = row["share_method"].decode()
+        if meth == "kept":
+            check("by construction" in sent, sent)
+        elif meth == "unbounded":
+            check("unknown" in sent and "unbounded" in sent, sent)
+        elif row["block"] == b"sum":
+            lo, hi = float(row["share_ci_lo"]), float(row["share_ci_hi"])
+            check(("consistent" in sent) == (lo <= 100 <= hi), sent)
+        elif int(row["share_resolved"]):
+            check("resolved" in sent and "unresolved" not in sent, sent)
+        else:
+            check("unresolved" in sent, sent)
+    check(all("published" in x for x in sentences(macros.get(("verdict", "publishedpasses"), ""))),
+          "published comparisons name the published value")
 
 elif CASE == "corpus":
     import corpus

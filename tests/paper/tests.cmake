@@ -11,6 +11,14 @@ if(QP_PYTHON AND TARGET stats_tool)
                        ${CMAKE_CURRENT_BINARY_DIR}/paper_${case} $<TARGET_FILE:stats_tool>)
       set_tests_properties(paper_${case} PROPERTIES LABELS "unit;paper" TIMEOUT 300)
     endforeach()
+    # the generated tables on tiny real sweeps (qsweep + qtrain, about a hundred runs of tens of steps)
+    if(TARGET qsweep AND TARGET qtrain)
+      add_test(NAME paper_tables
+               COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_paper.py tables ${PROJECT_SOURCE_DIR}
+                       ${CMAKE_CURRENT_BINARY_DIR}/paper_tables $<TARGET_FILE:stats_tool> $<TARGET_FILE:qsweep>
+                       $<TARGET_FILE:qtrain>)
+      set_tests_properties(paper_tables PROPERTIES LABELS "paper;sweep;long" TIMEOUT 900)
+    endif()
   else()
     message(WARNING "QP_PYTHON lacks numpy, scipy or h5py (Debian: python3-scipy): the paper tests are not added")
   endif()
