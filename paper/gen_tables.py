@@ -91,6 +91,17 @@ def write(name, text):
         f.write(text)
 
 
+def sweep_setup(key, sweep, groups):
+    """Macros KEY.setup (the model and length of a sweep's first run file) and KEY.nseeds."""
+    with h5py.File(sorted(p_ for p_ in glob.glob(os.path.join(sweep, "runs", "*.h5"))
+                          if not p_.endswith(".ckpt.h5"))[0], "r", libver="latest", swmr=True) as f:
+        a_ = {k: s(v_) for k, v_ in f.attrs.items()}
+    m(key, "setup", tex(f"{a_.get('layers')} blocks, width {a_.get('dim')}, {a_.get('steps')} steps of "
+                        f"{int(a_.get('batch', 0)) * int(a_.get('seq', 0))} tokens "
+                        f"({float(a_.get('tokens_per_param', 'nan')):.2g} tokens/parameter)"))
+    m(key, "nseeds", str(int(groups["n_seeds"].max())))
+
+
 def rows_where(table, **kw):
     names = table.dtype.names
     return [r for r in table if all(k in names and s(r[k]) == str(val) for k, val in kw.items())]
@@ -384,13 +395,7 @@ if naive and abase == "nvfp4":
                                               what="final loss (in % of the full recipe's)")))
 else:
     m("verdict", "fullvsnaive", "")
-with h5py.File(sorted(p_ for p_ in glob.glob(os.path.join(args.ablation, "runs", "*.h5"))
-                      if not p_.endswith(".ckpt.h5"))[0], "r", libver="latest", swmr=True) as f:
-    aa = {k: s(v_) for k, v_ in f.attrs.items()}
-m("ablation", "setup", tex(f"{aa.get('layers')} layers, width {aa.get('dim')}, {aa.get('steps')} steps of "
-                           f"{int(aa.get('batch', 0)) * int(aa.get('seq', 0))} tokens ("
-                           f"{float(aa.get('tokens_per_param', 'nan')):.0f} tokens/parameter)"))
-m("ablation", "nseeds", str(int(agroups["n_seeds"].max())))
+sweep_setup("ablation", args.ablation, agroups)
 
 
 # ---- by pass: NVIDIA's NVFP4 plan in some passes, the others BF16 -----------------------------------
@@ -448,12 +453,7 @@ write("table_passes.tex",
       "gradients with stochastic rounding, wgrad both operands with a 16-point Hadamard transform.}"
       "\\label{tab:passes}\n\\end{table}\n")
 m("verdict", "passes", tex(" ".join(psent)))
-with h5py.File(sorted(p_ for p_ in glob.glob(os.path.join(args.passes, "runs", "*.h5"))
-                      if not p_.endswith(".ckpt.h5"))[0], "r", libver="latest", swmr=True) as f:
-    pa = {k: s(v_) for k, v_ in f.attrs.items()}
-m("passes", "setup", tex(f"{pa.get('layers')} blocks, width {pa.get('dim')}, {pa.get('steps')} steps "
-                         f"({float(pa.get('tokens_per_param', 'nan')):.2g} tokens/parameter)"))
-m("passes", "nseeds", str(int(pgroups["n_seeds"].max())))
+sweep_setup("passes", args.passes, pgroups)
 cmp_ = []
 for (a_, wa), (b_, wb), what in ((("fprop", "16x16"), ("fprop", "1x16"), "16x16 against 1x16 weight blocks"),
                                  (("fprop", "16x16"), ("dgrad+wgrad", "16x16"), "forward against backward")):
@@ -521,12 +521,7 @@ write("table_attribution.tex",
       "mean full gap with the paired Fieller 95\\% interval (unbounded when the full gap is unresolved); sum: the "
       "blocks' gaps added per seed. Bold: resolved.}\\label{tab:attribution}\n\\end{table}\n")
 m("verdict", "attribution", tex(" ".join(asent)))
-with h5py.File(sorted(p_ for p_ in glob.glob(os.path.join(args.attribution, "runs", "*.h5"))
-                      if not p_.endswith(".ckpt.h5"))[0], "r", libver="latest", swmr=True) as f:
-    aa_ = {k: s(v_) for k, v_ in f.attrs.items()}
-m("attribution", "setup", tex(f"{aa_.get('layers')} blocks, width {aa_.get('dim')}, {aa_.get('steps')} steps "
-                              f"({float(aa_.get('tokens_per_param', 'nan')):.2g} tokens/parameter)"))
-m("attribution", "nseeds", str(int(atgroups["n_seeds"].max())))
+sweep_setup("attribution", args.attribution, atgroups)
 
 
 # ---- where the quantization error concentrates (the figures' cell, from the run files) ------------
