@@ -755,7 +755,7 @@ def case_examples():
     for name, n, first in [("study", 135, "model=pico_tokens_per_param=8_recipe=bf16_seed=1"),
                            ("ablation", 21, "recipe=nvfp4_seed=1"), ("quick", None, "recipe=bf16_seed=1"),
                            ("quick_study", 80, "model=pico_tokens_per_param=2_recipe=bf16_seed=1"),
-                           ("quick_ablation", 12, "recipe=nvfp4_seed=1"), ("passes", 30, "recipe=bf16_seed=1"),
+                           ("quick_ablation", 14, "recipe=nvfp4_seed=1"), ("passes", 30, "recipe=bf16_seed=1"),
                            ("quick_passes", 20, "recipe=bf16_seed=1"), ("attribution", 40, "recipe=bf16_seed=1"),
                            ("quick_attribution", 20, "recipe=bf16_seed=1")]:
         ini = os.path.join(exp, name + ".ini")
