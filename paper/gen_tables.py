@@ -376,14 +376,14 @@ for g in agroups:
     abl_sent.append(v.gap(r, float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]),
                           int(g["n_seeds"]), base="the full recipe"))
 write("table_ablation.tex",
-      "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrr" + ("r" if has_bf16 else "") + "}\n\\toprule\n"
+      "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{lrr" + ("r" if has_bf16 else "") + "}\n\\toprule\n"
       "variant & val.\\ loss & gap \\% [95\\% CI]" + (" & to BF16 \\% [95\\% CI]" if has_bf16 else "") +
       " \\\\\n\\midrule\n" + "\n".join(abl_rows) +
       "\n\\bottomrule\n\\end{tabular}\n\\caption{NVFP4 recipe ablation: gap to the full recipe (paired by seed), "
       "mean and 95\\% interval over seeds" + ("; to BF16: each variant's gap to the BF16 run of the same seed" if
                                              has_bf16 else "") +
       "; bold: resolved. A modifier drops one element of NVIDIA's recipe; "
-      "bf16-last=N keeps N final blocks in BF16.}\\label{tab:ablation}\n\\end{table}\n")
+      "bf16-last=N keeps N final blocks in BF16.}\\label{tab:ablation}\n\\end{table*}\n")
 m("verdict", "ablation", tex(" ".join(abl_sent)))
 # the question: is NVIDIA's full recipe worse than the naive one? Their paired difference
 # (the same as the naive row's gap to the full recipe, read the other way), in % of the full recipe's loss
@@ -445,13 +445,13 @@ for g in pgroups:
                        int(g["n_seeds"]), base=pbase.upper()))
 prows.sort(key=lambda x: (x[0], [PASSES.index(p_) for p_ in x[1].split("+")], x[2]))
 write("table_passes.tex",
-      "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{llrr}\n\\toprule\n"
+      "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{llrr}\n\\toprule\n"
       "NVFP4 in & weights & gap \\% [95\\% CI] & nats [95\\% CI] \\\\\n\\midrule\n" + "\n".join(x[3] for x in prows) +
       "\n\\bottomrule\n\\end{tabular}\n\\caption{NVIDIA's NVFP4 recipe in some passes only, every other GEMM in "
       f"{tex(pbase)}: the gap to {tex(pbase)} of the same seed in \\% and in nats, mean and 95\\% interval over seeds; "
       "bold: resolved. Each pass keeps the recipe's plan: fprop 1x16 activations and 16x16 (or 1x16) weights, dgrad "
       "gradients with stochastic rounding, wgrad both operands with a 16-point Hadamard transform.}"
-      "\\label{tab:passes}\n\\end{table}\n")
+      "\\label{tab:passes}\n\\end{table*}\n")
 m("verdict", "passes", tex(" ".join(psent)))
 sweep_setup("passes", args.passes, pgroups)
 cmp_ = []
@@ -474,13 +474,13 @@ for (on, w), pub in PUBLISHED_PASSES.items():
     pub_rows.append(f"{lab} & {ptxt} & {bold(nats(mn, lo, hi), fin(lo) and (lo > 0 or hi < 0))} \\\\")
     pub_sent.append(v.published(f"NVFP4 {lab}", pub, mn, lo, hi, n_))
 write("table_published_passes.tex",
-      "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrr}\n\\toprule\n"
+      "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{lrr}\n\\toprule\n"
       "NVFP4 in & Quartet-II 30M & qprec [95\\% CI] \\\\\n\\midrule\n" + "\n".join(pub_rows) +
       "\n\\bottomrule\n\\end{tabular}\n\\caption{NVIDIA's NVFP4 recipe in the forward or the backward passes "
       "only, gap to BF16 in nats: Quartet-II's published ablation (a 30M Llama on C4) beside the same passes "
       f"here ({tex(macros[('passes', 'setup')])}, Table~\\ref{{tab:passes}}); bold: resolved. The models differ "
       "300-fold in size: the comparison is of sign and order, not of value.}\\label{tab:publishedpasses}\n"
-      "\\end{table}\n")
+      "\\end{table*}\n")
 m("verdict", "publishedpasses", tex(" ".join(pub_sent)))
 
 
