@@ -15,13 +15,20 @@
  *   qerr[l]         mean rel_l2 over every /quant/error row of layer l (all
  *                   steps, GEMMs, operands, passes; non-finite values skipped)
  *   tokps_median    median of /train/tokens_per_s (mean of the middle two
- *                   for an even count)
- *   wait_share      sum /train/data_wait_ms / sum /train/step_ms */
+ *                   for an even count); step_ms_median likewise
+ *   wait_share      sum /train/data_wait_ms / sum /train/step_ms
+ *   phase_share[p]  sum of phase p's column (qp_runschema.h qp_phases) /
+ *                   sum /train/step_ms over the rows that measured it; NaN
+ *                   for a file without the profile (schema version 1) or
+ *                   none measured (--device cuda)
+ * A file whose schema version is newer than this build's is refused. */
 #ifndef QS_RUNFILE_H
 #define QS_RUNFILE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "qp_runschema.h"
 
 #define QS_NKINDS 4
 extern const char *const qs_event_kinds[QS_NKINDS]; /* scale_change, overflow, underflow, nonfinite */
@@ -33,7 +40,8 @@ typedef struct {
     int layers;              /* root attribute "layers"; 0 when absent */
     int64_t steps, steps_to_target, divergences;
     int64_t events[QS_NKINDS];
-    double final_train, final_val, tokps_median, wait_share;
+    double final_train, final_val, tokps_median, wait_share, step_ms_median;
+    double phase_share[QP_PHASE_COUNT];
     double *qerr;            /* per layer, NaN for a layer without rows */
     int nqerr;
 } qs_runstats;

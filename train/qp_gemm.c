@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "qp_format.h"
+#include "qp_prof.h"
 
 #define MAX_PRIMS 256
 
@@ -170,8 +171,8 @@ static double seconds_now(void)
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
-                float alpha, int accumulate, int bf16_exact)
+static int gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
+                    float alpha, int accumulate, int bf16_exact)
 {
     const double t0 = seconds_now();
     const int bf16 = bf16_exact && g->bf16_ok;
@@ -200,6 +201,15 @@ int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, fl
     g->seconds += seconds_now() - t0;
     g->flops += 2.0 * M * N * K;
     return 0;
+}
+
+int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
+                float alpha, int accumulate, int bf16_exact)
+{
+    qp_prof_push(QP_PHASE_GEMM);
+    const int rc = gemm_run(g, A, a_t, B, b_t, C, M, N, K, alpha, accumulate, bf16_exact);
+    qp_prof_pop();
+    return rc;
 }
 
 void qp_gemm_counters(const qp_gemm *g, double *seconds, double *flops)

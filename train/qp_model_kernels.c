@@ -13,6 +13,7 @@
 
 #include "qp_model.h"
 #include "qp_model_kernels.h"
+#include "qp_prof.h"
 
 /* ---- layers --------------------------------------------------------------- */
 
@@ -282,6 +283,28 @@ static void softmax_crossentropy_backward(float *dlogits, const float *probs, co
 
 /* ---- the model ------------------------------------------------------------ */
 
+/* The phase profile (qp_prof.h): each layer call counts for its phase; the
+ * dispatch's own time is quantization, the GEMMs inside it count as GEMM. */
+#define PHASE(p, call) (qp_prof_push(p), call, qp_prof_pop())
+
+static int linear_forward(qp_linear *lin, int layer, qp_gemm_id g, float *Y, const float *X, const float *W,
+                          const float *b, int M, int IC, int OC)
+{
+    qp_prof_push(QP_PHASE_QUANT);
+    const int rc = qp_linear_forward(lin, layer, g, Y, X, W, b, M, IC, OC);
+    qp_prof_pop();
+    return rc;
+}
+
+static int linear_backward(qp_linear *lin, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
+                           const float *X, const float *W, int M, int IC, int OC)
+{
+    qp_prof_push(QP_PHASE_QUANT);
+    const int rc = qp_linear_backward(lin, layer, g, dX, dW, db, dY, X, W, M, IC, OC);
+    qp_prof_pop();
+    return rc;
+}
+
 int QP_KERNEL(qp_gpt_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)
 {
     const int L = m->cfg.layers, C = m->cfg.dim, NH = m->cfg.heads, V = m->cfg.vocab, BT = B * T;
@@ -290,37 +313,37 @@ int QP_KERNEL(qp_gpt_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, 
         if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V))) return -1;
     qp_gpt_params *p = &m->params;
     qp_gpt_acts *a = &m->acts;
-    encoder_forward(a->encoded, inputs, p->wte, p->wpe, B, T, C);
+    PHASE(QP_PHASE_ROWOPS, encoder_forward(a->encoded, inputs, p->wte, p->wpe, B, T, C));
     for (int l = 0; l < L; l++) {
         const int64_t o = (int64_t)l * BT;
         const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
         float *ln1 = a->ln1 + o * C, *qkv = a->qkv + o * 3 * C, *atty = a->atty + o * C;
         float *attproj = a->attproj + o * C, *res2 = a->residual2 + o * C, *ln2 = a->ln2 + o * C;
         float *fch = a->fch + o * 4 * C, *fchg = a->fch_gelu + o * 4 * C, *fcproj = a->fcproj + o * C;
-        layernorm_forward(ln1, a->ln1_mean + o, a->ln1_rstd + o, residual, p->ln1w + l * C, p->ln1b + l * C, BT, C);
-        if (qp_linear_forward(lin, l, QP_GEMM_QKV, qkv, ln1, p->qkvw + (int64_t)l * 3 * C * C, p->qkvb + l * 3 * C,
+        PHASE(QP_PHASE_ROWOPS, layernorm_forward(ln1, a->ln1_mean + o, a->ln1_rstd + o, residual, p->ln1w + l * C, p->ln1b + l * C, BT, C));
+        if (linear_forward(lin, l, QP_GEMM_QKV, qkv, ln1, p->qkvw + (int64_t)l * 3 * C * C, p->qkvb + l * 3 * C,
                               BT, C, 3 * C))
             return -1;
-        attention_forward(atty, a->preatt + (int64_t)l * B * NH * T * T, a->att + (int64_t)l * B * NH * T * T, qkv,
-                          B, T, C, NH);
-        if (qp_linear_forward(lin, l, QP_GEMM_ATTPROJ, attproj, atty, p->attprojw + (int64_t)l * C * C,
+        PHASE(QP_PHASE_ATTN, attention_forward(atty, a->preatt + (int64_t)l * B * NH * T * T, a->att + (int64_t)l * B * NH * T * T, qkv,
+                          B, T, C, NH));
+        if (linear_forward(lin, l, QP_GEMM_ATTPROJ, attproj, atty, p->attprojw + (int64_t)l * C * C,
                               p->attprojb + l * C, BT, C, C))
             return -1;
-        residual_forward(res2, residual, attproj, (int64_t)BT * C);
-        layernorm_forward(ln2, a->ln2_mean + o, a->ln2_rstd + o, res2, p->ln2w + l * C, p->ln2b + l * C, BT, C);
-        if (qp_linear_forward(lin, l, QP_GEMM_FC, fch, ln2, p->fcw + (int64_t)l * 4 * C * C, p->fcb + l * 4 * C, BT,
+        PHASE(QP_PHASE_ROWOPS, residual_forward(res2, residual, attproj, (int64_t)BT * C));
+        PHASE(QP_PHASE_ROWOPS, layernorm_forward(ln2, a->ln2_mean + o, a->ln2_rstd + o, res2, p->ln2w + l * C, p->ln2b + l * C, BT, C));
+        if (linear_forward(lin, l, QP_GEMM_FC, fch, ln2, p->fcw + (int64_t)l * 4 * C * C, p->fcb + l * 4 * C, BT,
                               C, 4 * C))
             return -1;
-        gelu_forward(fchg, fch, (int64_t)BT * 4 * C);
-        if (qp_linear_forward(lin, l, QP_GEMM_FCPROJ, fcproj, fchg, p->fcprojw + (int64_t)l * 4 * C * C,
+        PHASE(QP_PHASE_ROWOPS, gelu_forward(fchg, fch, (int64_t)BT * 4 * C));
+        if (linear_forward(lin, l, QP_GEMM_FCPROJ, fcproj, fchg, p->fcprojw + (int64_t)l * 4 * C * C,
                               p->fcprojb + l * C, BT, 4 * C, C))
             return -1;
-        residual_forward(a->residual3 + o * C, res2, fcproj, (int64_t)BT * C);
+        PHASE(QP_PHASE_ROWOPS, residual_forward(a->residual3 + o * C, res2, fcproj, (int64_t)BT * C));
     }
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (int64_t)(L - 1) * BT * C, p->lnfw, p->lnfb,
-                      BT, C);
-    if (qp_linear_forward(lin, L, QP_GEMM_HEAD, a->logits, a->lnf, p->wte, NULL, BT, C, V)) return -1;
-    softmax_crossentropy_forward(a->probs, a->losses, a->logits, targets, BT, V);
+    PHASE(QP_PHASE_ROWOPS, layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (int64_t)(L - 1) * BT * C, p->lnfw, p->lnfb,
+                      BT, C));
+    if (linear_forward(lin, L, QP_GEMM_HEAD, a->logits, a->lnf, p->wte, NULL, BT, C, V)) return -1;
+    PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_forward(a->probs, a->losses, a->logits, targets, BT, V));
     if (targets) {
         double s = 0.0;
         for (int i = 0; i < BT; i++) s += a->losses[i];
@@ -340,42 +363,42 @@ int QP_KERNEL(qp_gpt_backward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs,
     qp_gpt_params *p = &m->params, *g = &m->grads;
     qp_gpt_acts *a = &m->acts, *d = &m->grads_acts;
     memset(m->grads_acts_memory, 0, (size_t)m->num_acts * sizeof(float));
-    softmax_crossentropy_backward(d->logits, a->probs, targets, loss_scale / (float)BT, BT, V);
-    if (qp_linear_backward(lin, L, QP_GEMM_HEAD, d->lnf, g->wte, NULL, d->logits, a->lnf, p->wte, BT, C, V))
+    PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_backward(d->logits, a->probs, targets, loss_scale / (float)BT, BT, V));
+    if (linear_backward(lin, L, QP_GEMM_HEAD, d->lnf, g->wte, NULL, d->logits, a->lnf, p->wte, BT, C, V))
         return -1;
     const int64_t last = (int64_t)(L - 1) * BT * C;
-    layernorm_backward(d->residual3 + last, g->lnfw, g->lnfb, d->lnf, a->residual3 + last, p->lnfw, a->lnf_mean,
-                       a->lnf_rstd, BT, C);
+    PHASE(QP_PHASE_ROWOPS, layernorm_backward(d->residual3 + last, g->lnfw, g->lnfb, d->lnf, a->residual3 + last, p->lnfw, a->lnf_mean,
+                       a->lnf_rstd, BT, C));
     for (int l = L - 1; l >= 0; l--) {
         const int64_t o = (int64_t)l * BT;
         const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
         float *dresidual = l == 0 ? d->encoded : d->residual3 + (o - BT) * C;
         const int64_t att_off = (int64_t)l * B * NH * T * T;
-        residual_backward(d->residual2 + o * C, d->fcproj + o * C, d->residual3 + o * C, (int64_t)BT * C);
-        if (qp_linear_backward(lin, l, QP_GEMM_FCPROJ, d->fch_gelu + o * 4 * C, g->fcprojw + (int64_t)l * 4 * C * C,
+        PHASE(QP_PHASE_ROWOPS, residual_backward(d->residual2 + o * C, d->fcproj + o * C, d->residual3 + o * C, (int64_t)BT * C));
+        if (linear_backward(lin, l, QP_GEMM_FCPROJ, d->fch_gelu + o * 4 * C, g->fcprojw + (int64_t)l * 4 * C * C,
                                g->fcprojb + l * C, d->fcproj + o * C, a->fch_gelu + o * 4 * C,
                                p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C, C))
             return -1;
-        gelu_backward(d->fch + o * 4 * C, a->fch + o * 4 * C, d->fch_gelu + o * 4 * C, (int64_t)BT * 4 * C);
-        if (qp_linear_backward(lin, l, QP_GEMM_FC, d->ln2 + o * C, g->fcw + (int64_t)l * 4 * C * C, g->fcb + l * 4 * C,
+        PHASE(QP_PHASE_ROWOPS, gelu_backward(d->fch + o * 4 * C, a->fch + o * 4 * C, d->fch_gelu + o * 4 * C, (int64_t)BT * 4 * C));
+        if (linear_backward(lin, l, QP_GEMM_FC, d->ln2 + o * C, g->fcw + (int64_t)l * 4 * C * C, g->fcb + l * 4 * C,
                                d->fch + o * 4 * C, a->ln2 + o * C, p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C))
             return -1;
-        layernorm_backward(d->residual2 + o * C, g->ln2w + l * C, g->ln2b + l * C, d->ln2 + o * C,
-                           a->residual2 + o * C, p->ln2w + l * C, a->ln2_mean + o, a->ln2_rstd + o, BT, C);
-        residual_backward(dresidual, d->attproj + o * C, d->residual2 + o * C, (int64_t)BT * C);
-        if (qp_linear_backward(lin, l, QP_GEMM_ATTPROJ, d->atty + o * C, g->attprojw + (int64_t)l * C * C,
+        PHASE(QP_PHASE_ROWOPS, layernorm_backward(d->residual2 + o * C, g->ln2w + l * C, g->ln2b + l * C, d->ln2 + o * C,
+                           a->residual2 + o * C, p->ln2w + l * C, a->ln2_mean + o, a->ln2_rstd + o, BT, C));
+        PHASE(QP_PHASE_ROWOPS, residual_backward(dresidual, d->attproj + o * C, d->residual2 + o * C, (int64_t)BT * C));
+        if (linear_backward(lin, l, QP_GEMM_ATTPROJ, d->atty + o * C, g->attprojw + (int64_t)l * C * C,
                                g->attprojb + l * C, d->attproj + o * C, a->atty + o * C,
                                p->attprojw + (int64_t)l * C * C, BT, C, C))
             return -1;
-        attention_backward(d->qkv + o * 3 * C, d->preatt + att_off, d->att + att_off, d->atty + o * C,
-                           a->qkv + o * 3 * C, a->att + att_off, B, T, C, NH);
-        if (qp_linear_backward(lin, l, QP_GEMM_QKV, d->ln1 + o * C, g->qkvw + (int64_t)l * 3 * C * C,
+        PHASE(QP_PHASE_ATTN, attention_backward(d->qkv + o * 3 * C, d->preatt + att_off, d->att + att_off, d->atty + o * C,
+                           a->qkv + o * 3 * C, a->att + att_off, B, T, C, NH));
+        if (linear_backward(lin, l, QP_GEMM_QKV, d->ln1 + o * C, g->qkvw + (int64_t)l * 3 * C * C,
                                g->qkvb + l * 3 * C, d->qkv + o * 3 * C, a->ln1 + o * C,
                                p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C))
             return -1;
-        layernorm_backward(dresidual, g->ln1w + l * C, g->ln1b + l * C, d->ln1 + o * C, residual, p->ln1w + l * C,
-                           a->ln1_mean + o, a->ln1_rstd + o, BT, C);
+        PHASE(QP_PHASE_ROWOPS, layernorm_backward(dresidual, g->ln1w + l * C, g->ln1b + l * C, d->ln1 + o * C, residual, p->ln1w + l * C,
+                           a->ln1_mean + o, a->ln1_rstd + o, BT, C));
     }
-    encoder_backward(g->wte, g->wpe, d->encoded, inputs, B, T, C);
+    PHASE(QP_PHASE_ROWOPS, encoder_backward(g->wte, g->wpe, d->encoded, inputs, B, T, C));
     return 0;
 }

@@ -25,6 +25,7 @@
 #include "qp_model.h"
 #include "qp_nvml.h"
 #include "qp_optim.h"
+#include "qp_prof.h"
 #include "qp_recipe.h"
 #include "qp_runlog.h"
 #include "qp_scaling.h"
@@ -835,6 +836,7 @@ static int train_step(run *r, qp_loader *loader, const qp_optim_cfg *oc, const i
                       double *val, char *err, size_t errlen)
 {
     const int64_t step = r->step;
+    qp_prof_reset();
     const double t0 = now_ms(), comm0 = qp_dist_comm_ms();
     const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
     if (r->scaling_snap)
@@ -849,7 +851,10 @@ static int train_step(run *r, qp_loader *loader, const qp_optim_cfg *oc, const i
     if (rc != QP_EXIT_OK) return rc;
     if (inject_tensor(r, QP_INJ_GRAD, step, sizes, err, errlen)) return QP_EXIT_RUNTIME;
     qp_inject_fire(&r->inject, QP_INJ_LOSS, step, NULL, sizes, &loss);
-    if (r->be.grad_norm(&r->be, &norm)) return step_failed(r, step, err, errlen);
+    qp_prof_push(QP_PHASE_OPTIM);
+    const int norm_rc = r->be.grad_norm(&r->be, &norm);
+    qp_prof_pop();
+    if (norm_rc) return step_failed(r, step, err, errlen);
     const int finite = isfinite(loss) && isfinite(norm);
     const int blew_up = finite && step >= r->o.warmup && loss > r->best_loss * r->o.divergence_factor;
     /* A divergence the run survives (skip-step, rollback) applies no update
@@ -864,14 +869,25 @@ static int train_step(run *r, qp_loader *loader, const qp_optim_cfg *oc, const i
     }
     const float clip = (r->o.grad_clip > 0 && norm > r->o.grad_clip) ? (float)(r->o.grad_clip / norm) : 1.0f;
     const double lr = qp_lr_at(oc, step);
-    if (!skipped && r->be.adamw(&r->be, oc, step + 1, lr, clip)) return step_failed(r, step, err, errlen);
+    qp_prof_push(QP_PHASE_OPTIM);
+    const int adam_rc = !skipped && r->be.adamw(&r->be, oc, step + 1, lr, clip);
+    qp_prof_pop();
+    if (adam_rc) return step_failed(r, step, err, errlen);
     const double step_ms = now_ms() - t0;
+    double ph[QP_PHASE_COUNT];
+    qp_prof_read(ph);
+    /* The host's clock sees the CPU backend's phases; a device's are not measured. */
+    if (strcmp(r->be.name, "cpu") || !qp_prof_enabled())
+        for (int i = 0; i < QP_PHASE_COUNT; i++) ph[i] = NAN;
     qp_nvml_window pw = {NAN, NAN, NAN, NAN, 0, 0};
     if (r->nvml) qp_nvml_take(r->nvml, &pw);
     const double tokens = (double)r->o.batch * r->o.seq * r->o.grad_accum;
-    *row = (qp_train_row){step,    loss,       lr,          norm,        step_ms, wait_ms, tokens / (step_ms / 1e3),
-                          bh,      qp_dist_comm_ms() - comm0 - meas_ms, pw.power_w, pw.energy_j, pw.gpu_util,
-                          comm_rel_err};
+    *row = (qp_train_row){.step = step, .loss = loss, .lr = lr, .grad_norm = norm, .step_ms = step_ms,
+                          .data_wait_ms = wait_ms, .tokens_per_s = tokens / (step_ms / 1e3), .batch_hash = bh,
+                          .comm_ms = qp_dist_comm_ms() - comm0 - meas_ms, .power_w = pw.power_w,
+                          .energy_j = pw.energy_j, .gpu_util = pw.gpu_util, .grad_comm_rel_err = comm_rel_err,
+                          .gemm_ms = ph[QP_PHASE_GEMM], .quant_ms = ph[QP_PHASE_QUANT], .attn_ms = ph[QP_PHASE_ATTN],
+                          .rowops_ms = ph[QP_PHASE_ROWOPS], .optim_ms = ph[QP_PHASE_OPTIM]};
     if (!skipped && qp_runlog_train(r->log, row, err, errlen)) return QP_EXIT_RUNTIME;
     if (r->log_err[0]) {
         snprintf(err, errlen, "%s", r->log_err);

@@ -1,0 +1,75 @@
+/* qp_prof.c — the phase profile (see qp_prof.h). */
+#include "qp_prof.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_DEPTH 8
+
+static struct {
+    int on; /* -1: not decided yet (QP_PROFILE) */
+    int depth;
+    qp_phase stack[MAX_DEPTH];
+    int64_t since_ns; /* when the innermost open phase last started counting */
+    int64_t ns[QP_PHASE_COUNT];
+} P = {.on = -1};
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+int qp_prof_enabled(void)
+{
+    if (P.on < 0) {
+        const char *e = getenv("QP_PROFILE");
+        P.on = !(e && !strcmp(e, "0"));
+    }
+    return P.on;
+}
+
+void qp_prof_enable(int on)
+{
+    P.on = on != 0;
+    P.depth = 0;
+}
+
+void qp_prof_reset(void)
+{
+    memset(P.ns, 0, sizeof P.ns);
+    if (P.depth) P.since_ns = now_ns();
+}
+
+/* Credit the innermost open phase up to now. */
+static int64_t settle(void)
+{
+    const int64_t t = now_ns();
+    if (P.depth) P.ns[P.stack[(P.depth < MAX_DEPTH ? P.depth : MAX_DEPTH) - 1]] += t - P.since_ns;
+    P.since_ns = t;
+    return t;
+}
+
+void qp_prof_push(qp_phase p)
+{
+    if (!qp_prof_enabled()) return;
+    settle();
+    /* deeper than any caller nests: the deepest stored phase goes on counting */
+    if (P.depth < MAX_DEPTH) P.stack[P.depth] = p;
+    P.depth++;
+}
+
+void qp_prof_pop(void)
+{
+    if (!qp_prof_enabled() || P.depth == 0) return;
+    settle();
+    P.depth--;
+}
+
+void qp_prof_read(double ms[QP_PHASE_COUNT])
+{
+    if (qp_prof_enabled() && P.depth) settle();
+    for (int i = 0; i < QP_PHASE_COUNT; i++) ms[i] = (double)P.ns[i] * 1e-6;
+}
