@@ -270,7 +270,9 @@ static int run(qp_linear *l, const operand *a, const operand *b, float *C, int M
 
 static int check(qp_linear *l, int layer, qp_gemm_id g, int M, int IC, int OC)
 {
-    const int64_t biggest = (int64_t)(M > OC ? M : OC) * (IC > OC ? IC : OC);
+    /* the operands: X (M x IC), W (OC x IC), dY (M x OC) */
+    const int64_t x = (int64_t)M * IC, w = (int64_t)OC * IC, dy = (int64_t)M * OC;
+    const int64_t biggest = x > w ? (x > dy ? x : dy) : (w > dy ? w : dy);
     if (g != QP_GEMM_HEAD && (layer < 0 || layer >= l->cfg.n_layers || biggest > l->cfg.max_elems)) {
         snprintf(l->err, sizeof l->err, "GEMM %s of layer %d (%dx%dx%d) outside the dispatch's sizes",
                  qp_gemm_name(g), layer, M, IC, OC);

@@ -50,13 +50,16 @@ static void carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GP
     }
 }
 
+/* The CPU kernels' layout (see qp_gpt_acts): no T x T matrices, one layer's
+ * projection outputs. */
 static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])
 {
     const int64_t L = c->layers, C = c->dim, NH = c->heads, V = c->vocab, BT = (int64_t)B * T;
     const int64_t v[QP_GPT_NACTS] = {BT * C,      L * BT * C,  L * BT,     L * BT,     L * BT * 3 * C, L * BT * C,
-                                     L * B * NH * T * T, L * B * NH * T * T, L * BT * C, L * BT * C, L * BT * C,
-                                     L * BT,      L * BT,      L * BT * 4 * C, L * BT * 4 * C, L * BT * C, L * BT * C,
-                                     BT * C,      BT,          BT,         BT * V,     BT * V,     BT};
+                                     0,           0,           BT * C,     L * BT * C, L * BT * C,
+                                     L * BT,      L * BT,      L * BT * 4 * C, L * BT * 4 * C, BT * C, L * BT * C,
+                                     BT * C,      BT,          BT,         BT * V,     BT * V,     BT,
+                                     L * B * NH * T};
     memcpy(s, v, sizeof v);
 }
 
@@ -65,10 +68,11 @@ static void carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NA
     float **ptrs[QP_GPT_NACTS] = {&a->encoded, &a->ln1, &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty,
                                   &a->preatt, &a->att, &a->attproj, &a->residual2, &a->ln2, &a->ln2_mean,
                                   &a->ln2_rstd, &a->fch, &a->fch_gelu, &a->fcproj, &a->residual3, &a->lnf,
-                                  &a->lnf_mean, &a->lnf_rstd, &a->logits, &a->probs, &a->losses};
+                                  &a->lnf_mean, &a->lnf_rstd, &a->logits, &a->probs, &a->losses, &a->att_lse};
     for (int i = 0; i < QP_GPT_NACTS; i++) {
-        *ptrs[i] = mem;
-        mem += sizes[i];
+        *ptrs[i] = sizes[i] ? mem : NULL;
+        /* each tensor on a 64-byte boundary (16 floats): whole vectors per row */
+        mem += (sizes[i] + 15) / 16 * 16;
     }
 }
 
@@ -96,12 +100,13 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, 
     for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
     int64_t as[QP_GPT_NACTS];
     act_sizes(c, B, T, as);
-    for (int i = 0; i < QP_GPT_NACTS; i++) m->num_acts += as[i];
+    for (int i = 0; i < QP_GPT_NACTS; i++) m->num_acts += (as[i] + 15) / 16 * 16;
+    m->num_scratch = qp_gpt_scratch_floats(c, B, T);
     m->params_memory = malloc((size_t)m->num_params * sizeof(float));
     m->grads_memory = calloc((size_t)m->num_params, sizeof(float));
-    m->acts_memory = malloc((size_t)m->num_acts * sizeof(float));
-    m->grads_acts_memory = calloc((size_t)m->num_acts, sizeof(float));
-    if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->grads_acts_memory) {
+    m->acts_memory = aligned_alloc(64, (size_t)m->num_acts * sizeof(float));
+    m->scratch = aligned_alloc(64, (size_t)m->num_scratch * sizeof(float));
+    if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->scratch) {
         snprintf(err, errlen, "out of memory for a model of %lld parameters and %lld activations",
                  (long long)m->num_params, (long long)m->num_acts);
         qp_gpt_free(m);
@@ -110,7 +115,6 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, 
     carve_params(&m->params, m->params_memory, m->param_sizes);
     carve_params(&m->grads, m->grads_memory, m->param_sizes);
     carve_acts(&m->acts, m->acts_memory, as);
-    carve_acts(&m->grads_acts, m->grads_acts_memory, as);
 
     const float proj_std = 0.02f / sqrtf(2.0f * (float)c->layers);
     float *mem = m->params_memory;
@@ -130,13 +134,14 @@ void qp_gpt_free(qp_gpt *m)
     free(m->params_memory);
     free(m->grads_memory);
     free(m->acts_memory);
-    free(m->grads_acts_memory);
+    free(m->scratch);
     memset(m, 0, sizeof *m);
 }
 
 int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T)
 {
-    const int64_t BT = (int64_t)B * T, C = c->dim, big = BT > 4 * C ? BT : 4 * C;
+    /* the widest operand: an MLP activation (BT x 4C) or weight (4C x C) */
+    const int64_t BT = (int64_t)B * T, C = c->dim, big = BT > C ? BT : C;
     return big * 4 * C;
 }
 

@@ -7,7 +7,14 @@
  * with +=); parameters and activations are structs of pointers carved from one
  * allocation each. Every linear layer, the LM head included, runs through the
  * precision dispatch (qp_linear.h); attention's internal products, norms,
- * GELU, softmax and the loss are FP32. */
+ * GELU, softmax and the loss are FP32.
+ *
+ * The CPU kernels (qp_model_kernels.c) keep no T x T matrix: attention is
+ * blocked with an online softmax (FlashAttention's forward and backward),
+ * saving only each query row's log-sum-exp; the backward keeps one layer's
+ * activation gradients at a time (qp_gpt.scratch), not a mirror of every
+ * activation. qp_gpt_acts keeps the GPU's fields too (kernels/ allocate their
+ * own layout): on the CPU preatt and att hold nothing. */
 #ifndef QP_MODEL_H
 #define QP_MODEL_H
 
@@ -55,31 +62,32 @@ void qp_gpt_param_shapes(const qp_gpt_config *c, int64_t sizes[QP_GPT_NPARAMS], 
 /* Tensors that get weight decay (matrices; not norms, biases or... embeddings do). */
 int qp_gpt_param_decays(int i);
 
-#define QP_GPT_NACTS 23
+#define QP_GPT_NACTS 24
 typedef struct {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C) */
     float *ln1_mean;  /* (L, B, T) */
     float *ln1_rstd;  /* (L, B, T) */
-    float *qkv;       /* (L, B, T, 3C) */
+    float *qkv;       /* (L, B, T, 3C), bias included */
     float *atty;      /* (L, B, T, C) */
-    float *preatt;    /* (L, B, NH, T, T) */
-    float *att;       /* (L, B, NH, T, T) */
-    float *attproj;   /* (L, B, T, C) */
+    float *preatt;    /* GPU: (L, B, NH, T, T); CPU: nothing */
+    float *att;       /* GPU: (L, B, NH, T, T); CPU: nothing */
+    float *attproj;   /* GPU: (L, B, T, C); CPU: (B, T, C), the latest layer's, without bias */
     float *residual2; /* (L, B, T, C) */
     float *ln2;       /* (L, B, T, C) */
     float *ln2_mean;  /* (L, B, T) */
     float *ln2_rstd;  /* (L, B, T) */
-    float *fch;       /* (L, B, T, 4C) */
+    float *fch;       /* (L, B, T, 4C), bias included */
     float *fch_gelu;  /* (L, B, T, 4C) */
-    float *fcproj;    /* (L, B, T, C) */
+    float *fcproj;    /* GPU: (L, B, T, C); CPU: (B, T, C), the latest layer's, without bias */
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
     float *lnf_mean;  /* (B, T) */
     float *lnf_rstd;  /* (B, T) */
     float *logits;    /* (B, T, V) */
-    float *probs;     /* (B, T, V) */
+    float *probs;     /* (B, T, V) after a forward; the CPU backward turns them into the logits' gradient */
     float *losses;    /* (B, T) */
+    float *att_lse;   /* CPU: (L, B, NH, T) log-sum-exp of each query row's scaled scores; GPU: nothing */
 } qp_gpt_acts;
 
 typedef struct {
@@ -89,9 +97,14 @@ typedef struct {
     float *params_memory, *grads_memory;
     int64_t num_params;
     int64_t param_sizes[QP_GPT_NPARAMS];
-    qp_gpt_acts acts, grads_acts;
-    float *acts_memory, *grads_acts_memory;
+    qp_gpt_acts acts;
+    float *acts_memory;
     int64_t num_acts;
+    /* the backward's working set: one layer's activation gradients (residual
+     * stream, LayerNorm output, attention output, MLP hidden, qkv) and the
+     * partial sums of bias and norm gradients; num_scratch floats */
+    float *scratch;
+    int64_t num_scratch;
     float mean_loss;                /* of the last forward with targets */
 } qp_gpt;
 

@@ -6,6 +6,9 @@
 #include <time.h>
 
 #define MAX_DEPTH 8
+#ifndef QP_PROF_CLOCK
+#define QP_PROF_CLOCK CLOCK_MONOTONIC
+#endif
 
 static struct {
     int on; /* -1: not decided yet (QP_PROFILE) */
@@ -18,7 +21,7 @@ static struct {
 static int64_t now_ns(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(QP_PROF_CLOCK, &t);
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 

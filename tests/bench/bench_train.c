@@ -16,6 +16,7 @@
 #include "qp_linear.h"
 #include "qp_model.h"
 #include "qp_optim.h"
+#include "qp_prof.h"
 
 static double now_ms(void)
 {
@@ -75,7 +76,8 @@ int main(int argc, char **argv)
     for (unsigned ci = 0; ci < sizeof configs / sizeof configs[0]; ci++) {
         const config *c = &configs[ci];
         printf("\n%s, vocab %d\n", c->name, qp_dataset_vocab(d));
-        printf("%-14s %10s %10s %12s %10s %10s\n", "recipe", "ms/step", "tok/s", "GEMM GFLOP/s", "GEMM %", "wait %");
+        printf("%-14s %10s %10s %12s %10s %10s   %s\n", "recipe", "ms/step", "tok/s", "GEMM GFLOP/s", "GEMM %",
+               "wait %", "gemm quant attn rowops optim (% of step)");
         char list[256];
         snprintf(list, sizeof list, "%s", recipes);
         for (char *save = NULL, *rname = strtok_r(list, ",", &save); rname; rname = strtok_r(NULL, ",", &save)) {
@@ -105,7 +107,9 @@ int main(int argc, char **argv)
             qp_gpt_param_shapes(&mc, sizes, NULL, NULL);
             for (int i = 0; i < QP_GPT_NPARAMS; i++) decays[i] = qp_gpt_param_decays(i);
             double *ms = malloc(sizeof(double) * (size_t)steps), gemm_s = 0, gemm_f = 0, wait = 0, total = 0;
+            double phase[QP_PHASE_COUNT] = {0};
             for (int s = 0; s < steps + 3; s++) {
+                qp_prof_reset();
                 double gs0, gf0;
                 qp_gemm_counters(g, &gs0, &gf0);
                 const double t0 = now_ms();
@@ -119,21 +123,33 @@ int main(int argc, char **argv)
                     fprintf(stderr, "bench_train: %s\n", qp_linear_error(lin));
                     return 1;
                 }
+                qp_prof_push(QP_PHASE_OPTIM);
                 const double n = qp_grad_norm(m.grads_memory, m.num_params);
                 qp_adamw_step(&oc, m.params_memory, m.grads_memory, am, av, sizes, decays, QP_GPT_NPARAMS, s + 1,
                               qp_lr_at(&oc, s), n > 1.0 ? (float)(1.0 / n) : 1.0f);
+                qp_prof_pop();
+                double ph[QP_PHASE_COUNT];
+                qp_prof_read(ph);
                 const double dt = now_ms() - t0;
                 double gs1, gf1;
                 qp_gemm_counters(g, &gs1, &gf1);
                 if (s >= 3) {
                     ms[s - 3] = dt;
                     gemm_s += gs1 - gs0, gemm_f += gf1 - gf0, wait += w, total += dt;
+                    for (int k = 0; k < QP_PHASE_COUNT; k++) phase[k] += ph[k];
                 }
             }
             qsort(ms, (size_t)steps, sizeof *ms, cmp);
             const double med = ms[steps / 2];
-            printf("%-14s %10.1f %10.0f %12.1f %10.1f %10.2f\n", rname, med, c->B * c->T / (med / 1e3),
-                   gemm_f / gemm_s / 1e9, 100.0 * gemm_s * 1e3 / total, 100.0 * wait / total);
+            printf("%-14s %10.1f %10.0f %12.1f %10.1f %10.2f   %4.1f %5.1f %4.1f %6.1f %5.1f\n", rname, med,
+                   c->B * c->T / (med / 1e3), gemm_f / gemm_s / 1e9, 100.0 * gemm_s * 1e3 / total, 100.0 * wait / total,
+                   100 * phase[QP_PHASE_GEMM] / total, 100 * phase[QP_PHASE_QUANT] / total,
+                   100 * phase[QP_PHASE_ATTN] / total, 100 * phase[QP_PHASE_ROWOPS] / total,
+                   100 * phase[QP_PHASE_OPTIM] / total);
+            if (getenv("QP_BENCH_PHASE_MS"))
+                printf("  phase ms/step: gemm %.2f quant %.2f attn %.2f rowops %.2f optim %.2f\n",
+                       phase[QP_PHASE_GEMM] / steps, phase[QP_PHASE_QUANT] / steps, phase[QP_PHASE_ATTN] / steps,
+                       phase[QP_PHASE_ROWOPS] / steps, phase[QP_PHASE_OPTIM] / steps);
             fflush(stdout);
             free(ms), free(am), free(av);
             qp_loader_destroy(ld);
