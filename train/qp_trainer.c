@@ -24,6 +24,7 @@
 #include "qp_linear.h"
 #include "qp_model.h"
 #include "qp_nvml.h"
+#include "qp_omp.h"
 #include "qp_optim.h"
 #include "qp_prof.h"
 #include "qp_recipe.h"
@@ -448,6 +449,8 @@ static int create_runlog(run *r, const char *host, char *err, size_t errlen)
     KV("eval_batches", "%lld", (long long)r->o.eval_batches);
     KV("qerr_every", "%lld", (long long)r->o.qerr_every);
     KV("threads", "%d", r->o.threads);
+    qp_omp_describe(v[n], sizeof v[n]);
+    kv[n] = (qp_kv){"omp_wait", v[n]}, n++;
     KV("prefetch", "%d", r->o.prefetch);
     KV("num_params", "%lld", (long long)r->model.num_params);
     KV("init_param_hash", "%016llx", (unsigned long long)h);
