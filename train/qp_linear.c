@@ -9,6 +9,7 @@
 #include "qp_hadamard.h"
 #include "qp_metrics.h"
 #include "qp_scaling.h"
+#include "qp_transpose.h"
 
 static const char *gemm_names[QP_GEMM_COUNT] = {"qkv", "attproj", "fc", "fcproj", "head"};
 const char *qp_gemm_name(qp_gemm_id g) { return (unsigned)g < QP_GEMM_COUNT ? gemm_names[g] : "?"; }
@@ -182,14 +183,7 @@ void qp_linear_reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs)
 }
 
 /* src is rows x cols, or cols x rows when stored transposed; dst is rows x cols. */
-static void transpose(const float *src, float *dst, int rows, int cols)
-{
-#pragma omp parallel for schedule(static)
-    for (int r0 = 0; r0 < rows; r0 += 32)
-        for (int c0 = 0; c0 < cols; c0 += 32)
-            for (int r = r0; r < r0 + 32 && r < rows; r++)
-                for (int c = c0; c < c0 + 32 && c < cols; c++) dst[(size_t)r * cols + c] = src[(size_t)c * rows + r];
-}
+static void transpose(const float *src, float *dst, int rows, int cols) { qp_transpose(src, dst, rows, cols); }
 
 typedef struct {
     const float *data;
@@ -198,10 +192,33 @@ typedef struct {
     int bf16_exact;
 } operand;
 
+/* Square 2D blocks (NVFP4-2D's 16x16 tiles) cover the same elements whether
+ * the tensor is read as stored or transposed, so, without the RHT or SR
+ * (whose words follow the layout), quantizing the stored layout gives the
+ * transposed quantization's values, transposed: no transpose needed. */
+static int stored_layout_quantizes_alike(const qp_format_traits *t, int rht, int sr)
+{
+    return t->block_rows > 1 && t->block_rows == t->block_cols && !rht && !sr;
+}
+
+/* The wgrad pass quantizes dY^T exactly as the dgrad pass quantized dY when
+ * dY's format has no blocks (so no transpose), no RHT or SR applies, and the
+ * scale is the same (delayed: the step's; current: the same tensor's amax):
+ * then dgrad's quantized copy serves both. */
+static int dy_quantized_alike(const qp_linear_plan *plan)
+{
+    const qp_format_traits *t = &qp_formats[plan->fmt[QP_OPND_DY]];
+    return plan->fmt[QP_OPND_DY] != QP_FMT_FP32 && t->block_rows == 1 && t->block_cols == 1 && !plan->rht_wgrad &&
+           !plan->sr[QP_OPND_DY];
+}
+
 /* Quantize one GEMM operand (rows x cols, contraction along cols) for `pass`.
- * Returns 0, or -1 with l->err set. */
+ * *qs_out (may be NULL): what the quantization saw (before any data-parallel
+ * reduction). reuse: this side's buffer already holds the operand quantized
+ * exactly so (dy_quantized_alike), with these stats; only its error is
+ * recorded. Returns 0, or -1 with l->err set. */
 static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
-                    int src_trans, int rows, int cols, operand *out)
+                   int src_trans, int rows, int cols, operand *out, qp_qstats *qs_out, const qp_qstats *reuse)
 {
     if (g == QP_GEMM_HEAD || l->plans[layer].fmt[o] == QP_FMT_FP32) {
         *out = (operand){src, src_trans, 1.0f, 0};
@@ -213,7 +230,12 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     const int rht = pass == QP_PASS_WGRAD && plan->rht_wgrad;
     const float *in = src;
     int trans = src_trans;
-    if (trans && (t->block_cols > 1 || rht)) {
+    qp_qstats qs;
+    if (reuse) {
+        qs = *reuse;
+        goto quantized;
+    }
+    if (trans && (t->block_cols > 1 || rht) && !stored_layout_quantizes_alike(t, rht, plan->sr[o])) {
         transpose(src, l->tbuf[side], rows, cols);
         in = l->tbuf[side];
         trans = 0;
@@ -238,13 +260,14 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
         qp_linear_use_global_amax(&u, fmt, gamax);
     }
-    qp_qstats qs;
     qp_qdq(fmt, in, l->qbuf[side], qrows, qcols, &u.opts, &qs);
+    if (qs_out) *qs_out = qs;
     if (u.update && u.reduce_amax) {
         qs.amax = gamax;
         qp_linear_reduce_counts(&l->cfg, &qs);
     }
     if (u.update) qp_scaling_update(st, l->step, &qs);
+quantized:
     if (l->log_qerr && l->cfg.on_qerr) {
         const int64_t n = (int64_t)rows * cols;
         for (int64_t i = 0; i < n; i++) l->mbuf[i] = l->qbuf[side][i] * qs.scale_inv;
@@ -286,8 +309,9 @@ int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const flo
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
     operand a, w;
-    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, &a) ||
-        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, &w) || run(l, &a, &w, Y, M, OC, IC, 0))
+    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, &a, NULL, NULL) ||
+        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, &w, NULL, NULL) ||
+        run(l, &a, &w, Y, M, OC, IC, 0))
         return -1;
     if (b) {
 #pragma omp parallel for schedule(static)
@@ -303,12 +327,16 @@ int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *
     if (check(l, layer, g, M, IC, OC)) return -1;
     operand a, b;
     /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
-    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, &a) ||
-        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, &b) || run(l, &a, &b, dX, M, IC, OC, 1))
+    qp_qstats dy_qs;
+    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, &a, &dy_qs, NULL) ||
+        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, &b, NULL, NULL) ||
+        run(l, &a, &b, dX, M, IC, OC, 1))
         return -1;
     /* wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T; dY and X are stored M x rows = K x . */
-    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, &a) ||
-        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, &b) || run(l, &a, &b, dW, OC, IC, M, 1))
+    const int reuse = g != QP_GEMM_HEAD && dy_quantized_alike(&l->plans[layer]);
+    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, &a, NULL, reuse ? &dy_qs : NULL) ||
+        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, &b, NULL, NULL) ||
+        run(l, &a, &b, dW, OC, IC, M, 1))
         return -1;
     if (db) {
         /* column sums, rows in order; threads own disjoint column ranges */

@@ -77,7 +77,7 @@ typedef struct {
     float *ln2;       /* (L, B, T, C) */
     float *ln2_mean;  /* (L, B, T) */
     float *ln2_rstd;  /* (L, B, T) */
-    float *fch;       /* (L, B, T, 4C), bias included */
+    float *fch;       /* (L, B, T, 4C); CPU: without the bias */
     float *fch_gelu;  /* (L, B, T, 4C) */
     float *fcproj;    /* GPU: (L, B, T, C); CPU: (B, T, C), the latest layer's, without bias */
     float *residual3; /* (L, B, T, C) */

@@ -141,6 +141,22 @@ static inline float gelu_grad(float x)
     return 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
+/* The same three on every lane, operation for operation. */
+static inline vf vtanh_fast(vf u)
+{
+    const vf au = (vf)((vi)u & 0x7fffffff), e = vexp_nonpos(-2.0f * au), t = (1.0f - e) / (1.0f + e);
+    return vsel(u < 0.0f, -t, t);
+}
+
+static inline vf vgelu(vf x) { return 0.5f * x * (1.0f + vtanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x))); }
+
+static inline vf vgelu_grad(vf x)
+{
+    const vf u = GELU_SCALE * (x + 0.044715f * x * x * x);
+    const vf th = vtanh_fast(u), sech2 = 1.0f - th * th;
+    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
 /* ---- row operations -------------------------------------------------------- */
 
 /* One LayerNorm row: out = (x - mean) * rstd * w + b. */
@@ -474,24 +490,24 @@ static void attention_backward(float *dqkv, float *dqkvb, float *part, const flo
 
 /* ---- the MLP's nonlinearity, the loss ----------------------------------- */
 
-/* fch (N, 4C) += fcb, then fchg = gelu(fch). */
-static void bias_gelu_forward(float *fch, float *fchg, const float *fcb, int N, int H)
+/* fchg (N, H) = gelu(fch + fcb); fch is kept without the bias (the
+ * backward adds it again: one stream less to write). */
+static void bias_gelu_forward(const float *fch, float *fchg, const float *fcb, int N, int H)
 {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
-        float *x = fch + (int64_t)i * H, *y = fchg + (int64_t)i * H;
-#pragma omp simd
-        for (int c = 0; c < H; c++) {
-            const float v = x[c] + fcb[c];
-            x[c] = v;
-            y[c] = gelu(v);
-        }
+        const float *x = fch + (int64_t)i * H;
+        float *y = fchg + (int64_t)i * H;
+        int c = 0;
+        for (; c + VL <= H; c += VL) vstore(y + c, vgelu(vload(x + c) + vload(fcb + c)));
+        for (; c < H; c++) y[c] = gelu(x[c] + fcb[c]);
     }
 }
 
-/* dfch (N, H) *= gelu'(fch), in place; dfcb += its column sums; dzero (N, Cz)
- * is zeroed for the next GEMM's accumulation. */
-static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fch, float *dzero, int Cz, int N, int H)
+/* dfch (N, H) *= gelu'(fch + fcb), in place; dfcb += its column sums; dzero
+ * (N, Cz) is zeroed for the next GEMM's accumulation. */
+static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fch, const float *fcb, float *dzero,
+                          int Cz, int N, int H)
 {
     const int nblk = (N + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK;
 #pragma omp parallel
@@ -503,8 +519,9 @@ static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fc
             for (int i = k * QP_ROW_BLOCK; i < N && i < (k + 1) * QP_ROW_BLOCK; i++) {
                 float *d = dfch + (int64_t)i * H;
                 const float *x = fch + (int64_t)i * H;
-#pragma omp simd
-                for (int c = 0; c < H; c++) d[c] = gelu_grad(x[c]) * d[c];
+                int c = 0;
+                for (; c + VL <= H; c += VL) vstore(d + c, vgelu_grad(vload(x + c) + vload(fcb + c)) * vload(d + c));
+                for (; c < H; c++) d[c] = gelu_grad(x[c] + fcb[c]) * d[c];
                 add_row(pb, d, H);
                 zero_rows(dzero + (int64_t)i * Cz, Cz);
             }
@@ -705,8 +722,8 @@ int QP_KERNEL(qp_gpt_backward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs,
         if (linear_backward(lin, l, QP_GEMM_FCPROJ, s.dfch, g->fcprojw + (int64_t)l * 4 * C * C, s.dres,
                             a->fch_gelu + o * 4 * C, p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C, C))
             return -1;
-        PHASE(QP_PHASE_ROWOPS, gelu_backward(s.dfch, g->fcb + l * 4 * C, s.part, a->fch + o * 4 * C, s.dln, C, BT,
-                                             4 * C));
+        PHASE(QP_PHASE_ROWOPS, gelu_backward(s.dfch, g->fcb + l * 4 * C, s.part, a->fch + o * 4 * C,
+                                             p->fcb + l * 4 * C, s.dln, C, BT, 4 * C));
         if (linear_backward(lin, l, QP_GEMM_FC, s.dln, g->fcw + (int64_t)l * 4 * C * C, s.dfch, a->ln2 + o * C,
                             p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C))
             return -1;

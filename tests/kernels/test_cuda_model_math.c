@@ -80,10 +80,9 @@ static void test_gelu(void)
     bias_gelu_forward(xb, y0, zero, 1, (int)n);
     for (int64_t i = 0; i < n; i++) y1[i] = qpm_gelu_fwd(x[i]);
     SAME("gelu forward", y0, y1, n);
-    SAME("gelu forward keeps its input", xb, x, n);
     float *dout = randv(n, 1.0f), *d0 = copyv(dout, n), *d1 = malloc(n * sizeof(float)), *db = calloc(n, sizeof(float));
     float *part = malloc(n * sizeof(float)), *dz = malloc(sizeof(float));
-    gelu_backward(d0, db, part, x, dz, 1, 1, (int)n);
+    gelu_backward(d0, db, part, x, zero, dz, 1, 1, (int)n);
     for (int64_t i = 0; i < n; i++) d1[i] = qpm_gelu_grad(x[i]) * dout[i];
     SAME("gelu backward", d0, d1, n);
     SAME("gelu backward's bias gradient (one row)", db, d1, n);
