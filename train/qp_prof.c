@@ -16,6 +16,7 @@ static struct {
     qp_phase stack[MAX_DEPTH];
     int64_t since_ns; /* when the innermost open phase last started counting */
     int64_t ns[QP_PHASE_COUNT];
+    int64_t reads;
 } P = {.on = -1};
 
 static int64_t now_ns(void)
@@ -50,6 +51,7 @@ void qp_prof_reset(void)
 static int64_t settle(void)
 {
     const int64_t t = now_ns();
+    P.reads++;
     if (P.depth) P.ns[P.stack[(P.depth < MAX_DEPTH ? P.depth : MAX_DEPTH) - 1]] += t - P.since_ns;
     P.since_ns = t;
     return t;
@@ -70,6 +72,8 @@ void qp_prof_pop(void)
     settle();
     P.depth--;
 }
+
+int64_t qp_prof_clock_reads(void) { return P.reads; }
 
 void qp_prof_read(double ms[QP_PHASE_COUNT])
 {

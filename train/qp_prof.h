@@ -41,6 +41,9 @@ void qp_prof_pop(void);
 /* Milliseconds accumulated in each phase since the last reset (the phases
  * measured elsewhere, data and communication, read 0 here). */
 void qp_prof_read(double ms[QP_PHASE_COUNT]);
+/* Clock reads since the program started (what the profile costs: one per
+ * push or pop). */
+int64_t qp_prof_clock_reads(void);
 
 #ifdef __cplusplus
 }
