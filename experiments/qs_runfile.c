@@ -133,16 +133,26 @@ static double median(double *v, hsize_t n)
 
 static int read_train(hid_t file, int version, double target, qs_runstats *s, const char **what)
 {
-    /* every /train series of the file's schema version: the shortest is the row count */
-    static char names[64][96];
-    const qp_runset *rs = &qp_runsets[QP_RS_TRAIN];
+    /* the series read here (and, from version 2 on, the phases): the shortest is the row count */
+    static const char *const used[] = {"step", "loss", "step_ms", "data_wait_ms", "tokens_per_s"};
+    static char names[QP_PHASE_COUNT + 8][96];
     hsize_t n = (hsize_t)-1;
-    for (int i = 0; i < rs->ncols && i < 64; i++) {
-        snprintf(names[i], sizeof names[i], "train/%s", rs->cols[i].name);
-        if (rs->cols[i].since > version) continue;
-        const hsize_t m = length(file, names[i]);
+    for (int i = 0; i < (int)(sizeof used / sizeof used[0]) + QP_PHASE_COUNT; i++) {
+        const int nu = (int)(sizeof used / sizeof used[0]);
+        const qp_runcol *c = qp_runcol_find(QP_RS_TRAIN, i < nu ? used[i] : qp_phases[i - nu].column);
+        if (c->since > version) {
+            if (i >= nu) names[i - nu][0] = 0;
+            continue;
+        }
+        char *path = i < nu ? names[QP_PHASE_COUNT + i] : names[i - nu];
+        snprintf(path, 96, "train/%s", c->name);
+        if (i >= nu && H5Lexists(file, "train", H5P_DEFAULT) > 0 && H5Lexists(file, path, H5P_DEFAULT) <= 0) {
+            path[0] = 0; /* a phase this file does not have: not profiled */
+            continue;
+        }
+        const hsize_t m = length(file, path);
         if (m == (hsize_t)-1) {
-            *what = names[i];
+            *what = path;
             return -1;
         }
         if (m < n) n = m;
@@ -179,31 +189,21 @@ static int read_train(hid_t file, int version, double target, qs_runstats *s, co
                 break;
             }
         }
-    double sm = 0;
-    for (hsize_t i = 0; i < n; i++) sm += ms[i];
     /* each phase's share of the step time, over the rows that measured it */
     for (int p = 0; p < QP_PHASE_COUNT; p++) {
         const qp_runcol *c = qp_runcol_find(QP_RS_TRAIN, qp_phases[p].column);
-        if (c->since > version) continue; /* an older file: not profiled */
-        for (int i = 0; i < rs->ncols; i++)
-            if (&rs->cols[i] == c && read_rows(file, names[i], H5T_NATIVE_DOUBLE, 0, n, ph)) {
-                *what = names[i];
-                free(step), free(loss), free(ms), free(tok), free(ph);
-                return -1;
-            }
+        if (c->since > version || !names[p][0]) continue; /* not profiled */
+        if (read_rows(file, names[p], H5T_NATIVE_DOUBLE, 0, n, ph)) {
+            *what = names[p];
+            free(step), free(loss), free(ms), free(tok), free(ph);
+            return -1;
+        }
         double sp = 0, st = 0;
         for (hsize_t i = 0; i < n; i++)
             if (!isnan(ph[i])) sp += ph[i], st += ms[i];
         s->phase_share[p] = st > 0 ? sp / st : NAN;
     }
     s->wait_share = s->phase_share[QP_PHASE_DATA];
-    if (version < 2) { /* data_wait_ms is older than the profile */
-        double sw = 0;
-        if (read_rows(file, "train/data_wait_ms", H5T_NATIVE_DOUBLE, 0, n, ph) == 0) {
-            for (hsize_t i = 0; i < n; i++) sw += ph[i];
-            s->wait_share = sm > 0 ? sw / sm : NAN;
-        }
-    }
     s->tokps_median = median(tok, n);
     s->step_ms_median = median(ms, n);
 done:

@@ -274,14 +274,13 @@ static int read_col(qp_run *r, hid_t f, qp_runset_id set, const char *name, void
 
 static int load_train(qp_run *r, hid_t f, char *err, size_t errlen)
 {
-    /* Every series of the file's schema version is checked for presence;
-     * those a figure uses are read, and the shortest length is the number
-     * of complete rows. */
-    const qp_runset *rs = &qp_runsets[QP_RS_TRAIN];
-    for (int i = 0; i < rs->ncols; i++) {
+    /* The series a figure reads (the schema names them; phases from
+     * version 2 on); the shortest length is the number of complete rows. */
+    static const char *const used[] = {"step", "loss", "step_ms", "data_wait_ms", "tokens_per_s"};
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++) {
         char path[128];
-        snprintf(path, sizeof path, "train/%s", rs->cols[i].name);
-        if (rs->cols[i].since <= r->version && !has_path(f, path)) {
+        snprintf(path, sizeof path, "train/%s", used[i]);
+        if (!has_path(f, path)) {
             snprintf(err, errlen, "%s: not a qprec run file (no /%s)", r->path, path);
             return -1;
         }
@@ -296,7 +295,9 @@ static int load_train(qp_run *r, hid_t f, char *err, size_t errlen)
     int k = 5;
     for (int p = 0; p < QP_PHASE_COUNT; p++) {
         const qp_runcol *c = qp_runcol_find(QP_RS_TRAIN, qp_phases[p].column);
-        if (c->since > r->version) continue; /* an older file: not profiled (NULL) */
+        char path[128];
+        snprintf(path, sizeof path, "train/%s", c->name);
+        if (c->since > r->version || !has_path(f, path)) continue; /* not profiled (NULL) */
         if (read_col(r, f, QP_RS_TRAIN, c->name, (void **)&r->phase_ms[p], &n[k++], err, errlen)) return -1;
     }
     size_t m = n[0];
