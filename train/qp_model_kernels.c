@@ -82,6 +82,17 @@ static inline float row_sum(const float *x, int n)
     return s;
 }
 
+/* Dot product of x[0..n) and y[0..n), summed like row_sum. */
+static inline float row_dot(const float *x, const float *y, int n)
+{
+    vf acc = vsplat(0.0f);
+    int i = 0;
+    for (; i + VL <= n; i += VL) acc += vload(x + i) * vload(y + i);
+    float s = vsum(acc);
+    for (; i < n; i++) s += x[i] * y[i];
+    return s;
+}
+
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
 
 /* exp(x) for x <= 0 (Cody-Waite reduction, Cephes' polynomial, ~1 ulp): plain
@@ -394,8 +405,7 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
     const float *lrow = lse + ((int64_t)b * NH + h) * T;
     float *qt = scr, *dot = qt + hs * QB, *dqt = dot + hs * QB, *st = dqt + hs * QB, *gt = st + KB * QB;
     for (int t = 0; t < T; t++)
-        for (int d = 0; d < hs; d++) dbase[(int64_t)t * rs + d] = dbase[(int64_t)t * rs + C + d] =
-            dbase[(int64_t)t * rs + 2 * C + d] = 0.0f;
+        for (int k = 0; k < 3; k++) zero_rows(dbase + (int64_t)t * rs + k * C, hs);
     for (int t0 = 0; t0 < T; t0 += QB) {
         const int nq = T - t0 < QB ? T - t0 : QB, tend = t0 + nq;
         load_qt(qt, base, rs, t0, nq, hs);
@@ -403,10 +413,7 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
         vf lv = vsplat(0.0f), D = vsplat(0.0f);
         for (int r = 0; r < nq; r++) {
             lv[r] = lrow[t0 + r];
-            /* D_r = dout_r . out_r, in order */
-            float s = 0.0f;
-            for (int d = 0; d < hs; d++) s += dob[(int64_t)(t0 + r) * C + d] * ob[(int64_t)(t0 + r) * C + d];
-            D[r] = s;
+            D[r] = row_dot(dob + (int64_t)(t0 + r) * C, ob + (int64_t)(t0 + r) * C, hs); /* D_r = dout_r . out_r */
         }
         for (int i = 0; i < hs * QB; i++) dqt[i] = 0.0f;
         for (int k0 = 0; k0 < tend; k0 += KB) {
@@ -431,29 +438,40 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
                 }
                 for (int j = 0; j < nd; j++) vstore(dqt + (d0 + j) * QB, a[j]);
             }
-            /* dv_c += sum over rows, in order, of p_rc * dout_r; dk_c likewise with g and q */
-            for (int c = 0; c < nk; c++) {
-                float *dk = dbase + C + (int64_t)(k0 + c) * rs, *dv = dbase + 2 * C + (int64_t)(k0 + c) * rs;
-                const float *p = st + c * QB, *g = gt + c * QB;
+            /* dv_c += sum over rows, in order, of p_rc * dout_r; dk_c likewise with g and q
+             * (four keys at a time: eight independent running sums) */
+            for (int c0 = 0; c0 < nk; c0 += 4) {
+                const int ncg = nk - c0 < 4 ? nk - c0 : 4;
                 int d = 0;
                 for (; d + VL <= hs; d += VL) {
-                    vf av = vload(dv + d), ak = vload(dk + d);
-                    for (int r = 0; r < nq; r++) {
-                        av += p[r] * vload(dob + (int64_t)(t0 + r) * C + d);
-                        ak += g[r] * vload(base + (int64_t)(t0 + r) * rs + d);
+                    vf av[4], ak[4];
+                    for (int j = 0; j < ncg; j++) {
+                        av[j] = vload(dbase + 2 * C + (int64_t)(k0 + c0 + j) * rs + d);
+                        ak[j] = vload(dbase + C + (int64_t)(k0 + c0 + j) * rs + d);
                     }
-                    vstore(dv + d, av);
-                    vstore(dk + d, ak);
-                }
-                for (; d < hs; d++) {
-                    float av = dv[d], ak = dk[d];
                     for (int r = 0; r < nq; r++) {
-                        av += p[r] * dob[(int64_t)(t0 + r) * C + d];
-                        ak += g[r] * base[(int64_t)(t0 + r) * rs + d];
+                        const vf dov = vload(dob + (int64_t)(t0 + r) * C + d), qv = vload(base + (int64_t)(t0 + r) * rs + d);
+                        for (int j = 0; j < ncg; j++) {
+                            av[j] += st[(c0 + j) * QB + r] * dov;
+                            ak[j] += gt[(c0 + j) * QB + r] * qv;
+                        }
                     }
-                    dv[d] = av;
-                    dk[d] = ak;
+                    for (int j = 0; j < ncg; j++) {
+                        vstore(dbase + 2 * C + (int64_t)(k0 + c0 + j) * rs + d, av[j]);
+                        vstore(dbase + C + (int64_t)(k0 + c0 + j) * rs + d, ak[j]);
+                    }
                 }
+                for (; d < hs; d++)
+                    for (int j = 0; j < ncg; j++) {
+                        float *dk = dbase + C + (int64_t)(k0 + c0 + j) * rs, *dv = dbase + 2 * C + (int64_t)(k0 + c0 + j) * rs;
+                        float av = dv[d], ak = dk[d];
+                        for (int r = 0; r < nq; r++) {
+                            av += st[(c0 + j) * QB + r] * dob[(int64_t)(t0 + r) * C + d];
+                            ak += gt[(c0 + j) * QB + r] * base[(int64_t)(t0 + r) * rs + d];
+                        }
+                        dv[d] = av;
+                        dk[d] = ak;
+                    }
             }
         }
         for (int d = 0; d < hs; d++)

@@ -168,10 +168,10 @@ static void test_attention(int B, int T, int C, int NH)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) qpm_attention_bwd_head(dqkv1, dpre1, datt1, dout, qkv, att1, b, h, T, C, NH);
     SAME("attention backward dqkv", dqkv0, dqkv1, nq);
-    /* the bias gradient: column sums of dqkv */
+    /* the bias gradient: column sums of the CPU's dqkv (in row order; the CPU sums blocks of rows) */
     float *cs = calloc(3 * C, sizeof(float));
     for (int64_t i = 0; i < (int64_t)B * T; i++)
-        for (int c = 0; c < 3 * C; c++) cs[c] += dqkv1[i * 3 * C + c];
+        for (int c = 0; c < 3 * C; c++) cs[c] += dqkv0[i * 3 * C + c];
     SAME("attention backward bias gradient", db, cs, 3 * C);
     /* the GPU's split: every query row, then every key row, each an
      * independent thread there; here in reverse order, which must not matter */
