@@ -31,7 +31,8 @@ Configurations:
           same run
   gpt2    the GPT-2 124M shape: 12L 12H 768C, vocab 50257, B4 T64; peak RSS
   baby    nanoGPT's baby Shakespeare model (4L 4H 128C, T64 B12) against
-          tests/bench/nanogpt_torch.py (python3-torch, CPU)
+          tests/bench/nanogpt_torch.py (python3-torch, CPU; OpenMP waiting
+          passively as qtrain's does unless the environment says otherwise)
   longT   qtrain's peak RSS at T = 256, 512, 1024 (small config, B=1): the
           attention keeps no T x T matrix, so memory grows with T
 """
@@ -264,8 +265,11 @@ def main():
             for rep in range(a.reps):
                 ms, _ = run_qtrain(qtrain, corpus, os.path.join(work, "q.h5"), 4, 4, 128, 64, 12, a.steps, a.threads)
                 q.append(ms)
+                env = dict(os.environ)
+                if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
+                    env["OMP_WAIT_POLICY"] = "passive"  # the same waiting policy as qtrain's
                 p = subprocess.run([sys.executable, os.path.join(HERE, "nanogpt_torch.py"), str(a.steps), str(a.threads)],
-                                   capture_output=True, text=True)
+                                   capture_output=True, text=True, env=env)
                 m = re.search(r"ms/step ([0-9.]+)", p.stdout)
                 if not m:
                     say(f"baby: PyTorch not available ({p.stderr.strip()[-200:]})")
