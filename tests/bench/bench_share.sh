@@ -39,7 +39,7 @@ for policy in passive active; do
     alone=$(one "$envs" "$work/alone.h5")
     bg=()
     for k in 1 2; do
-      "$qtrain" "${args[@]}" --steps 100000 --threads 1 --out "$work/bg$k.h5" & bg+=($!)
+      "$qtrain" "${args[@]}" --steps 100000 --threads 1 --out "$work/bg$k.h5" 2>/dev/null & bg+=($!)
     done
     sleep 1
     shared=$(one "$envs" "$work/shared.h5")
