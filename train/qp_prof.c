@@ -6,6 +6,9 @@
 #include <time.h>
 
 #define MAX_DEPTH 8
+/* Wall time; a build with -DQP_PROF_CLOCK=CLOCK_THREAD_CPUTIME_ID profiles
+ * the step thread's CPU time instead (for one-thread runs on a busy machine;
+ * each read then costs a system call). */
 #ifndef QP_PROF_CLOCK
 #define QP_PROF_CLOCK CLOCK_MONOTONIC
 #endif
