@@ -4,26 +4,63 @@
 # the "mpi" label — mpirun -np 2 with the root flags in the test definitions —
 # included), then the unit tests again under ASan+UBSan (build-asan/) and the
 # fuzz targets for a bounded time (build-fuzz/, clang).
-set -euo pipefail
+#
+# Every stage runs even when an earlier one failed (a failing ctest must not
+# hide whether the sanitizers and the fuzzers pass); the last line says which
+# stages failed, and the exit status is non-zero if any did.
+set -uo pipefail
 cd "$(dirname "$0")"
 source scripts/setup.sh
+set +e
 
-qp_install_deps
+failed=()
+# stage NAME CMD...: run one stage, remember it if it fails
+stage() {
+  local name=$1; shift
+  echo "== $name"
+  if ! "$@"; then
+    echo "== $name: FAILED"
+    failed+=("$name")
+  fi
+}
 
-echo "== build (Release)"
-qp_build build
-echo "== tests"
-(cd build && ctest --output-on-failure -j"$(nproc)")
+# a stage that needs a build that failed is not run, and counts as failed
+needs() {
+  local what=$1; shift
+  for f in "${failed[@]:-}"; do
+    if [ "$f" = "$what" ]; then
+      echo "== skipped: it needs '$what', which failed"
+      return 1
+    fi
+  done
+  "$@"
+}
 
-echo "== sanitizers (ASan + UBSan): unit tests"
+run_ctest() { (cd "$1" && shift && ctest --output-on-failure -j"$(nproc)" "$@"); }
+
+qp_all_deps() { qp_install_deps && qp_install_pip_deps; }
+stage "dependencies" qp_all_deps
+stage "build (Release)" qp_build build
+stage "tests" needs "build (Release)" run_ctest build
 # without CUDA: the sanitized tests are CPU tests, and this proves the build
 # without nvcc still works
-qp_build build-asan -DQP_SANITIZE=ON -DQP_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$(nproc)" -L "unit|qerr")
-
+stage "sanitizer build (ASan + UBSan)" qp_build build-asan -DQP_SANITIZE=ON -DQP_CUDA=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo
+stage "sanitizer tests (unit, qerr)" needs "sanitizer build (ASan + UBSan)" \
+  env ASAN_OPTIONS=detect_leaks=1 bash -c 'cd build-asan && ctest --output-on-failure -j"$(nproc)" -L "unit|qerr"'
 if command -v clang >/dev/null; then
-  echo "== fuzzing (libFuzzer, bounded)"
-  CC=clang CXX=clang++ qp_build build-fuzz -DQP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
-  (cd build-fuzz && ctest --output-on-failure -L fuzz)
+  stage "fuzz build (libFuzzer)" env CC=clang CXX=clang++ bash -c \
+    'source scripts/setup.sh && qp_build build-fuzz -DQP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo'
+  stage "fuzzing (bounded)" needs "fuzz build (libFuzzer)" run_ctest build-fuzz -L fuzz
+else
+  echo "== fuzzing: FAILED (clang is not installed)"
+  failed+=("fuzzing (no clang)")
 fi
-echo "== all tests passed"
+
+if [ ${#failed[@]} -eq 0 ]; then
+  echo "== all tests passed"
+  exit 0
+fi
+summary=$(printf '%s; ' "${failed[@]}")
+echo "test.sh: ${#failed[@]} stage(s) failed: ${summary%; }"
+exit 1

@@ -17,6 +17,7 @@ int qs_cli_parse(int argc, char **argv, qs_cli *c, char *err, size_t errlen)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return QS_CLI_HELP;
         if (!strcmp(a, "--dry-run")) { c->dry_run = 1; continue; }
         if (!strcmp(a, "--slurm")) { c->slurm = 1; continue; }
+        if (!strcmp(a, "--submit")) { c->submit = c->slurm = 1; continue; }
         if (!strncmp(a, "-j", 2) && a[2]) val = a + 2; /* -j4 */
         else if (a[0] == '-' && a[1]) {
             if (i + 1 >= argc) {
@@ -44,14 +45,19 @@ int qs_cli_parse(int argc, char **argv, qs_cli *c, char *err, size_t errlen)
         else if (!strcmp(a, "--data")) c->data = val;
         else if (!strcmp(a, "--qtrain")) c->qtrain = val;
         else if (!strcmp(a, "--summarize")) c->summarize = val;
+        else if (!strcmp(a, "--status")) c->status = val;
         else {
             snprintf(err, errlen, "unknown option '%s' (see --help)", a);
             return QS_CLI_BAD;
         }
     }
-    if (c->summarize) {
+    if (c->summarize && c->status) {
+        snprintf(err, errlen, "--summarize and --status exclude each other");
+        return QS_CLI_BAD;
+    }
+    if (c->summarize || c->status) {
         if (c->file || c->out || c->dry_run || c->slurm || c->data) {
-            snprintf(err, errlen, "--summarize DIR takes no experiment file or other options");
+            snprintf(err, errlen, "%s DIR takes no experiment file or other options", c->status ? "--status" : "--summarize");
             return QS_CLI_BAD;
         }
         return QS_CLI_OK;
@@ -65,7 +71,7 @@ int qs_cli_parse(int argc, char **argv, qs_cli *c, char *err, size_t errlen)
         return QS_CLI_BAD;
     }
     if (c->dry_run && c->slurm) {
-        snprintf(err, errlen, "--dry-run and --slurm exclude each other");
+        snprintf(err, errlen, "--dry-run and %s exclude each other", c->submit ? "--submit" : "--slurm");
         return QS_CLI_BAD;
     }
     return QS_CLI_OK;

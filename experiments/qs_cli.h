@@ -11,8 +11,8 @@
 enum { QS_CLI_OK = 0, QS_CLI_HELP = 1, QS_CLI_BAD = 2 };
 
 typedef struct {
-    const char *file, *out, *data, *qtrain, *summarize; /* into argv; NULL when not given */
-    int jobs, dry_run, slurm;
+    const char *file, *out, *data, *qtrain, *summarize, *status; /* into argv; NULL when not given */
+    int jobs, dry_run, slurm, submit;   /* submit implies slurm */
 } qs_cli;
 
 /* Parse argv[1..argc-1]. QS_CLI_OK, QS_CLI_HELP (-h/--help), or QS_CLI_BAD

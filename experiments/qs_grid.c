@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "qp_size.h"
+#include "qp_trainer.h" /* QP_DEFAULT_SEED */
 #include "qs_opts.h"
 
 int qs_abspath(const char *path, char *buf, size_t len)
@@ -31,9 +33,63 @@ void qs_grid_safe(const char *value, char *buf, size_t len)
     buf[n] = '\0';
 }
 
+static int push(qs_run *r, const char *s);
+
 const char *qs_grid_value(const qs_experiment *e, const qs_run *r, int a)
 {
     return e->axes[a].values[r->vi[a]];
+}
+
+const char *qs_grid_get(const qs_experiment *e, const qs_run *r, const char *key)
+{
+    const int a = qs_ini_axis(e, key);
+    return a >= 0 ? qs_grid_value(e, r, a) : qs_ini_base(e, key);
+}
+
+const char *qs_grid_recipe(const qs_experiment *e, const qs_run *r)
+{
+    const char *v = qs_grid_get(e, r, "recipe");
+    return v ? v : "bf16";
+}
+
+/* The twin of run `of` in slot t: same values, another data seed. */
+static int make_twin(const qs_experiment *e, qs_plan *p, const char *qtrain, int of, qs_run *t, char *err,
+                     size_t errlen)
+{
+    const qs_run *r = &p->runs[of];
+    const char *ds = qs_grid_get(e, r, "data_seed"), *sd = qs_grid_get(e, r, "seed");
+    const unsigned long long base = ds ? strtoull(ds, NULL, 10) : sd ? strtoull(sd, NULL, 10) : QP_DEFAULT_SEED;
+    char num[32];
+    snprintf(num, sizeof num, "%llu", base + QS_NOISE_SEED_OFFSET);
+    t->twin_of = of;
+    t->vi = calloc((size_t)(e->naxes ? e->naxes : 1), sizeof *t->vi);
+    if (!t->vi) return -1;
+    memcpy(t->vi, r->vi, (size_t)e->naxes * sizeof *t->vi);
+    if (strlen(r->name) + strlen(num) + 11 > 200) {
+        snprintf(err, errlen, "%s: run name of the noise twin of %s longer than 200 bytes", e->path, r->name);
+        return -2;
+    }
+    char parent[sizeof r->name];
+    memcpy(parent, r->name, sizeof parent);
+    snprintf(t->name, sizeof t->name, "%.200s_data_seed=%.20s", parent, num);
+    if ((size_t)snprintf(t->h5, sizeof t->h5, "%s/runs/%s.h5", p->dir, t->name) >= sizeof t->h5 ||
+        (size_t)snprintf(t->log, sizeof t->log, "%s/logs/%s.log", p->dir, t->name) >= sizeof t->log ||
+        (size_t)snprintf(t->exitfile, sizeof t->exitfile, "%s/runs/%s.exit", p->dir, t->name) >= sizeof t->exitfile) {
+        snprintf(err, errlen, "%s: path too long", p->dir);
+        return -2;
+    }
+    /* the run's command with --data-seed D before --out (a data_seed key's
+     * own --data-seed comes earlier: qtrain takes the last) */
+    for (int i = 0; i < r->argc; i++) {
+        if (!strcmp(r->argv[i], "--out")) {
+            if (push(t, "--data-seed") || push(t, num) || push(t, "--out") || push(t, t->h5)) return -1;
+            i++;
+            continue;
+        }
+        if (push(t, r->argv[i])) return -1;
+    }
+    (void)qtrain;
+    return 0;
 }
 
 static int make_name(const qs_experiment *e, qs_run *r, char *err, size_t errlen)
@@ -71,18 +127,36 @@ static int push(qs_run *r, const char *s)
     return 0;
 }
 
+/* One key's options: model becomes --layers L --heads H --dim C (qs_ini
+ * checked that its values resolve and that [base] has what a count needs). */
+static int push_option(const qs_experiment *e, qs_run *r, const char *key, const char *value)
+{
+    char flag[64];
+    const qs_opt *o = qs_opt_find(key);
+    if (o->kind != QS_OPT_MODEL) {
+        qs_opt_flag(o, flag, sizeof flag);
+        return push(r, flag) || push(r, value);
+    }
+    const char *l = qs_ini_base(e, "layers"), *h = qs_ini_base(e, "heads");
+    qp_model_preset m;
+    char err[256], num[3][16];
+    if (qp_size_model(value, l ? atoi(l) : 1, h ? atoi(h) : 1, &m, err, sizeof err)) return -1;
+    snprintf(num[0], sizeof num[0], "%d", m.layers);
+    snprintf(num[1], sizeof num[1], "%d", m.heads);
+    snprintf(num[2], sizeof num[2], "%d", m.dim);
+    /* a count's layers and heads are [base]'s and already on the line */
+    int preset = 0;
+    for (int k = 0; k < QP_N_MODEL_PRESETS; k++) preset |= !strcmp(value, qp_model_presets[k].name);
+    return (preset && (push(r, "--layers") || push(r, num[0]) || push(r, "--heads") || push(r, num[1]))) ||
+           push(r, "--dim") || push(r, num[2]);
+}
+
 static int make_argv(const qs_experiment *e, const qs_plan *p, const char *qtrain, qs_run *r)
 {
-    char flag[64], num[32];
+    char num[32];
     int bad = push(r, qtrain);
-    for (int i = 0; !bad && i < e->nbase; i++) {
-        qs_opt_flag(qs_opt_find(e->base[i].key), flag, sizeof flag);
-        bad = push(r, flag) || push(r, e->base[i].value);
-    }
-    for (int a = 0; !bad && a < e->naxes; a++) {
-        qs_opt_flag(qs_opt_find(e->axes[a].key), flag, sizeof flag);
-        bad = push(r, flag) || push(r, qs_grid_value(e, r, a));
-    }
+    for (int i = 0; !bad && i < e->nbase; i++) bad = push_option(e, r, e->base[i].key, e->base[i].value);
+    for (int a = 0; !bad && a < e->naxes; a++) bad = push_option(e, r, e->axes[a].key, qs_grid_value(e, r, a));
     snprintf(num, sizeof num, "%d", p->threads);
     return bad || push(r, "--out") || push(r, r->h5) || push(r, "--resume") || push(r, "--quiet") ||
            push(r, "--threads") || push(r, num);
@@ -122,6 +196,10 @@ static int check_names(const qs_experiment *e, const qs_plan *p, char *err, size
     /* the first axis whose values differ made the same safe text */
     int a = 0;
     while (a < e->naxes && rj->vi[a] == rk->vi[a]) a++;
+    if (a >= e->naxes) {
+        snprintf(err, errlen, "%s: two runs are named '%s'", e->path, rk->name);
+        return -1;
+    }
     snprintf(err, errlen, "%s:%d: values '%s' and '%s' give the same run name '%s'", e->path, e->axes[a].line,
              qs_grid_value(e, rj, a), qs_grid_value(e, rk, a), rk->name);
     return -1;
@@ -144,10 +222,12 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
             return -1;
         }
     }
-    p->runs = calloc((size_t)total, sizeof *p->runs);
+    /* room for a twin of every run */
+    p->runs = calloc((size_t)total * (e->nnoise ? 2 : 1), sizeof *p->runs);
     if (!p->runs) goto oom;
     for (long long k = 0; k < total; k++) {
         qs_run *r = &p->runs[p->n++];
+        r->twin_of = -1;
         r->vi = calloc((size_t)(e->naxes ? e->naxes : 1), sizeof *r->vi);
         if (!r->vi) goto oom;
         /* mixed radix, last axis fastest: the order of nested loops */
@@ -155,6 +235,18 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
         for (int a = e->naxes - 1; a >= 0; a--) {
             r->vi[a] = (int)(rest % e->axes[a].nvalues);
             rest /= e->axes[a].nvalues;
+        }
+        int excluded = 0;
+        for (int x = 0; x < e->nexcl && !excluded; x++) {
+            int all = 1;
+            for (int c = 0; c < e->excl[x].n; c++) all &= r->vi[e->excl[x].axis[c]] == e->excl[x].value[c];
+            excluded = all;
+        }
+        if (excluded) {
+            free(r->vi);
+            r->vi = NULL;
+            p->n--;
+            continue;
         }
         if (make_name(e, r, err, errlen)) goto fail;
         if ((size_t)snprintf(r->h5, sizeof r->h5, "%s/runs/%s.h5", p->dir, r->name) >= sizeof r->h5 ||
@@ -164,6 +256,15 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
             goto fail;
         }
         if (make_argv(e, p, qtrain, r)) goto oom;
+    }
+    p->ngrid = p->n;
+    for (int i = 0; i < p->ngrid; i++) {
+        int noisy = 0;
+        for (int k = 0; k < e->nnoise; k++) noisy |= !strcmp(qs_grid_recipe(e, &p->runs[i]), e->noise[k]);
+        if (!noisy) continue;
+        const int rc = make_twin(e, p, qtrain, i, &p->runs[p->n++], err, errlen);
+        if (rc == -1) goto oom;
+        if (rc) goto fail;
     }
     if (check_names(e, p, err, errlen)) goto fail;
     return 0;

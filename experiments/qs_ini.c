@@ -3,6 +3,7 @@
 #include "qs_ini.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -14,19 +15,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qp_size.h"
 #include "qs_opts.h"
 
 #define MAX_LINE 8192
 
-enum { SEC_NONE, SEC_BASE, SEC_GRID, SEC_SWEEP };
+enum { SEC_NONE, SEC_BASE, SEC_GRID, SEC_SWEEP, SEC_SLURM, SEC_COUNT };
 
 typedef struct {
     qs_experiment *e;
     const char *path;
     char *err;
     size_t errlen;
-    int sec_line[4];                  /* header line of each section seen */
-    int baseline_line, target_line, threads_line;
+    int sec_line[SEC_COUNT];          /* header line of each section seen */
+    int baseline_line, target_line, threads_line, noise_line;
+    int slurm_line[8];                /* line of each [slurm] key seen (SLURM_KEYS order) */
 } parser;
 
 static int fail(parser *p, int line, const char *fmt, ...)
@@ -150,13 +153,49 @@ static int add_axis(parser *p, int line, const char *key, char *value)
     return 0;
 }
 
+/* exclude = KEY=VALUE ...: values of axes given above */
+static int add_exclude(parser *p, int line, char *value)
+{
+    qs_experiment *e = p->e;
+    void *ne = realloc(e->excl, (size_t)(e->nexcl + 1) * sizeof *e->excl);
+    if (!ne) return fail(p, line, "out of memory");
+    e->excl = ne;
+    memset(&e->excl[e->nexcl], 0, sizeof *e->excl);
+    e->excl[e->nexcl].line = line;
+    char *save = NULL;
+    for (char *tok = strtok_r(value, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok || !eq[1]) return fail(p, line, "exclude: expected KEY=VALUE, not '%s'", tok);
+        *eq = '\0';
+        const qs_opt *o = qs_opt_find(tok);
+        const int a = o ? qs_ini_axis(e, o->key) : -1;
+        if (a < 0) return fail(p, line, "exclude: '%s' is not a grid axis given above this line", tok);
+        char *v = eq + 1;
+        if (o->kind == QS_OPT_RECIPE) bars_to_commas(v);
+        int vi = -1;
+        for (int i = 0; i < e->axes[a].nvalues; i++)
+            if (!strcmp(e->axes[a].values[i], v)) vi = i;
+        if (vi < 0) return fail(p, line, "exclude: '%s' is not a value of axis '%s'", v, o->key);
+        if (e->excl[e->nexcl].n == QS_MAX_EXCLUDE_CONDS)
+            return fail(p, line, "exclude: at most %d conditions", QS_MAX_EXCLUDE_CONDS);
+        const int k = e->excl[e->nexcl].n++;
+        e->excl[e->nexcl].axis[k] = a, e->excl[e->nexcl].value[k] = vi;
+    }
+    if (!e->excl[e->nexcl].n) return fail(p, line, "exclude: no KEY=VALUE condition");
+    e->nexcl++;
+    return 0;
+}
+
 static int set_sweep(parser *p, int line, const char *key, char *value)
 {
     qs_experiment *e = p->e;
     int *seen = !strcmp(key, "baseline") ? &p->baseline_line
               : !strcmp(key, "target_loss") ? &p->target_line
-              : !strcmp(key, "threads_per_run") ? &p->threads_line : NULL;
-    if (!seen) return fail(p, line, "unknown key '%s' in [sweep] (valid: baseline, target_loss, threads_per_run)", key);
+              : !strcmp(key, "threads_per_run") ? &p->threads_line
+              : !strcmp(key, "noise_floor") ? &p->noise_line : NULL;
+    if (!seen)
+        return fail(p, line, "unknown key '%s' in [sweep] (valid: baseline, target_loss, threads_per_run, noise_floor)",
+                    key);
     if (*seen) return fail(p, line, "'%s' set twice in [sweep] (first at line %d)", key, *seen);
     *seen = line;
     if (!*value) return fail(p, line, "'%s' has no value", key);
@@ -167,6 +206,24 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
         char msg[768];
         if (qs_opt_check(qs_opt_find("recipe"), value, msg, sizeof msg)) return fail(p, line, "baseline: %s", msg);
         snprintf(e->baseline, sizeof e->baseline, "%s", value);
+    } else if (seen == &p->noise_line) {
+        char *cur = value;
+        for (int k = 1;; k++) {
+            char *comma = strchr(cur, ',');
+            if (comma) *comma = '\0';
+            char *v = trim(cur);
+            if (!*v) return fail(p, line, "noise_floor: recipe %d is empty", k);
+            bars_to_commas(v);
+            char msg[768];
+            if (qs_opt_check(qs_opt_find("recipe"), v, msg, sizeof msg)) return fail(p, line, "noise_floor: %s", msg);
+            if (e->nnoise == QS_MAX_NOISE) return fail(p, line, "noise_floor: at most %d recipes", QS_MAX_NOISE);
+            for (int i = 0; i < e->nnoise; i++)
+                if (!strcmp(e->noise[i], v)) return fail(p, line, "noise_floor: recipe '%s' given twice", v);
+            if (strlen(v) >= sizeof e->noise[0]) return fail(p, line, "noise_floor: recipe '%s' too long", v);
+            snprintf(e->noise[e->nnoise++], sizeof e->noise[0], "%s", v);
+            if (!comma) break;
+            cur = comma + 1;
+        }
     } else if (seen == &p->target_line) {
         const double v = strtod(value, &end);
         if (*end || errno || !isfinite(v) || v <= 0)
@@ -181,6 +238,99 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
     return 0;
 }
 
+/* [slurm]: words go into #SBATCH lines, which Slurm reads without a shell,
+ * so they are plain names; the time is one of Slurm's formats. */
+typedef enum { SLURM_WORD, SLURM_TIME, SLURM_INT } slurm_kind;
+
+static const struct {
+    const char *key;
+    slurm_kind kind;
+    size_t offset;      /* into qs_slurm_opts */
+    size_t size;        /* SLURM_WORD/TIME: the buffer */
+    int lo, hi;         /* SLURM_INT */
+} SLURM_KEYS[] = {
+    {"partition", SLURM_WORD, offsetof(qs_slurm_opts, partition), sizeof ((qs_slurm_opts *)0)->partition, 0, 0},
+    {"account", SLURM_WORD, offsetof(qs_slurm_opts, account), sizeof ((qs_slurm_opts *)0)->account, 0, 0},
+    {"time", SLURM_TIME, offsetof(qs_slurm_opts, time), sizeof ((qs_slurm_opts *)0)->time, 0, 0},
+    {"cpus_per_task", SLURM_INT, offsetof(qs_slurm_opts, cpus_per_task), 0, 1, 4096},
+    {"gpus_per_task", SLURM_INT, offsetof(qs_slurm_opts, gpus_per_task), 0, 0, 64},
+    {"ntasks", SLURM_INT, offsetof(qs_slurm_opts, ntasks), 0, 1, 65536},
+    {"mpi", SLURM_WORD, offsetof(qs_slurm_opts, mpi), sizeof ((qs_slurm_opts *)0)->mpi, 0, 0},
+};
+#define NSLURM_KEYS (int)(sizeof SLURM_KEYS / sizeof *SLURM_KEYS)
+_Static_assert(NSLURM_KEYS <= (int)(sizeof ((parser *)0)->slurm_line / sizeof(int)), "parser.slurm_line too small");
+
+static const char *slurm_key_names(void)
+{
+    return "partition, account, time, cpus_per_task, gpus_per_task, ntasks, mpi";
+}
+
+/* Slurm's --time: minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S (digits only), or
+ * UNLIMITED / INFINITE. */
+static int slurm_time_ok(const char *v)
+{
+    if (!strcmp(v, "UNLIMITED") || !strcmp(v, "INFINITE")) return 1;
+    const char *dash = strchr(v, '-');
+    if (dash) {
+        if (dash == v) return 0;
+        for (const char *c = v; c < dash; c++)
+            if (!isdigit((unsigned char)*c)) return 0;
+        v = dash + 1;
+    }
+    int groups = 0;
+    for (const char *c = v;;) {
+        const char *start = c;
+        while (isdigit((unsigned char)*c)) c++;
+        if (c == start || c - start > 9) return 0;
+        groups++;
+        if (!*c) break;
+        if (*c != ':') return 0;
+        c++;
+    }
+    return groups >= 1 && groups <= 3;
+}
+
+static int set_slurm(parser *p, int line, const char *key_in, char *value)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s", key_in);
+    for (char *c = key; *c; c++)
+        if (*c == '-') *c = '_';
+    int k = 0;
+    while (k < NSLURM_KEYS && strcmp(SLURM_KEYS[k].key, key)) k++;
+    if (k == NSLURM_KEYS) return fail(p, line, "unknown key '%s' in [slurm] (valid: %s)", key_in, slurm_key_names());
+    if (p->slurm_line[k]) return fail(p, line, "'%s' set twice in [slurm] (first at line %d)", key, p->slurm_line[k]);
+    p->slurm_line[k] = line;
+    if (!*value) return fail(p, line, "'%s' has no value", key);
+    char *field = (char *)&p->e->slurm + SLURM_KEYS[k].offset;
+    switch (SLURM_KEYS[k].kind) {
+    case SLURM_WORD:
+        if (strlen(value) >= SLURM_KEYS[k].size || strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                                  "0123456789_.,-") != strlen(value))
+            return fail(p, line, "%s expects a Slurm name (letters, digits, _ . , -; under %zu bytes), not '%s'", key,
+                        SLURM_KEYS[k].size, value);
+        snprintf(field, SLURM_KEYS[k].size, "%s", value);
+        return 0;
+    case SLURM_TIME:
+        if (strlen(value) >= SLURM_KEYS[k].size || !slurm_time_ok(value))
+            return fail(p, line, "time expects Slurm's format (minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S), not '%s'",
+                        value);
+        snprintf(field, SLURM_KEYS[k].size, "%s", value);
+        return 0;
+    case SLURM_INT: {
+        char *end;
+        errno = 0;
+        const long v = strtol(value, &end, 10);
+        if (*end || errno || v < SLURM_KEYS[k].lo || v > SLURM_KEYS[k].hi)
+            return fail(p, line, "%s expects an integer in %d..%d, not '%s'", key, SLURM_KEYS[k].lo, SLURM_KEYS[k].hi,
+                        value);
+        *(int *)(void *)field = (int)v;
+        return 0;
+    }
+    }
+    return fail(p, line, "internal: [slurm] key kind");
+}
+
 static int parse_line(parser *p, int line, char *raw, int *section)
 {
     char *s = trim(raw);
@@ -191,8 +341,8 @@ static int parse_line(parser *p, int line, char *raw, int *section)
         *close = '\0';
         const char *name = trim(s + 1);
         const int sec = !strcmp(name, "base") ? SEC_BASE : !strcmp(name, "grid") ? SEC_GRID
-                      : !strcmp(name, "sweep") ? SEC_SWEEP : SEC_NONE;
-        if (sec == SEC_NONE) return fail(p, line, "unknown section [%s] (valid: [base], [grid], [sweep])", name);
+                      : !strcmp(name, "sweep") ? SEC_SWEEP : !strcmp(name, "slurm") ? SEC_SLURM : SEC_NONE;
+        if (sec == SEC_NONE) return fail(p, line, "unknown section [%s] (valid: [base], [grid], [sweep], [slurm])", name);
         if (p->sec_line[sec]) return fail(p, line, "section [%s] appears twice (first at line %d)", name, p->sec_line[sec]);
         p->sec_line[sec] = line;
         if (sec == SEC_BASE) p->e->base_line = line;
@@ -206,7 +356,8 @@ static int parse_line(parser *p, int line, char *raw, int *section)
     if (!*key) return fail(p, line, "missing key before '='");
     if (*section == SEC_NONE) return fail(p, line, "'%s' comes before any [section]", key);
     if (*section == SEC_BASE) return add_base(p, line, key, value);
-    if (*section == SEC_GRID) return add_axis(p, line, key, value);
+    if (*section == SEC_GRID) return !strcmp(key, "exclude") ? add_exclude(p, line, value) : add_axis(p, line, key, value);
+    if (*section == SEC_SLURM) return set_slurm(p, line, key, value);
     return set_sweep(p, line, key, value);
 }
 
@@ -259,6 +410,49 @@ static int resolve_data(parser *p, const char *override, int check)
     return 0;
 }
 
+/* model sets the shape: a preset sets layers, heads and dim; a target
+ * parameter count sets dim at [base]'s layers and heads */
+static int check_model(parser *p)
+{
+    qs_experiment *e = p->e;
+    const int ax = qs_ini_axis(e, "model"), bi = base_index(e, "model");
+    if (ax < 0 && bi < 0) return 0;
+    const int line = ax >= 0 ? e->axes[ax].line : e->base[bi].line;
+    const int n = ax >= 0 ? e->axes[ax].nvalues : 1;
+    int presets = 0, targets = 0;
+    for (int i = 0; i < n; i++) {
+        const char *v = ax >= 0 ? e->axes[ax].values[i] : e->base[bi].value;
+        int preset = 0;
+        for (int k = 0; k < QP_N_MODEL_PRESETS; k++) preset |= !strcmp(v, qp_model_presets[k].name);
+        presets += preset, targets += !preset;
+    }
+    const char *keys[] = {"dim", "layers", "heads"};
+    for (int k = 0; k < 3; k++) {
+        const int set = qs_ini_axis(e, keys[k]) >= 0 || (base_index(e, keys[k]) >= 0 && (k == 0 || presets));
+        if (set)
+            return fail(p, line, "model sets %s: remove '%s' from [base]/[grid]%s", k ? "layers, heads and dim" : "dim",
+                        keys[k], k ? " (a parameter count takes layers and heads from [base])" : "");
+        if (k && targets && qs_ini_axis(e, keys[k]) < 0 && base_index(e, keys[k]) < 0)
+            return fail(p, line, "model by parameter count needs '%s' in [base] (the depth and heads it is met at)",
+                        keys[k]);
+    }
+    return 0;
+}
+
+/* noise_floor recipes are recipes the sweep runs */
+static int check_noise(parser *p)
+{
+    qs_experiment *e = p->e;
+    const int ax = qs_ini_axis(e, "recipe");
+    const char *fixed = qs_ini_base(e, "recipe") ? qs_ini_base(e, "recipe") : "bf16";
+    for (int k = 0; k < e->nnoise; k++) {
+        int found = ax < 0 && !strcmp(fixed, e->noise[k]);
+        for (int i = 0; ax >= 0 && i < e->axes[ax].nvalues; i++) found |= !strcmp(e->axes[ax].values[i], e->noise[k]);
+        if (!found) return fail(p, p->noise_line, "noise_floor: '%s' is not a recipe of this sweep", e->noise[k]);
+    }
+    return 0;
+}
+
 static int check_baseline(parser *p)
 {
     qs_experiment *e = p->e;
@@ -278,6 +472,7 @@ static int load_stream(FILE *f, const char *path, const char *data_override, int
 {
     memset(e, 0, sizeof *e);
     e->target_loss = NAN;
+    e->slurm.gpus_per_task = -1;
     snprintf(e->baseline, sizeof e->baseline, "bf16");
     snprintf(e->path, sizeof e->path, "%s", path);
     parser P = {.e = e, .path = path, .err = err, .errlen = errlen}, *p = &P;
@@ -295,6 +490,8 @@ static int load_stream(FILE *f, const char *path, const char *data_override, int
     free(buf);
     if (!rc) rc = resolve_data(p, data_override, check_data);
     if (!rc) rc = check_baseline(p);
+    if (!rc) rc = check_noise(p);
+    if (!rc) rc = check_model(p);
     if (rc) qs_ini_free(e);
     return rc;
 }
@@ -343,7 +540,8 @@ void qs_ini_free(qs_experiment *e)
     }
     free(e->base);
     free(e->axes);
-    e->base = NULL, e->axes = NULL, e->nbase = e->naxes = 0;
+    free(e->excl);
+    e->base = NULL, e->axes = NULL, e->excl = NULL, e->nbase = e->naxes = e->nexcl = 0;
 }
 
 /* Append to a growing string; -1 on OOM. */
@@ -376,6 +574,24 @@ static int put_value(char **s, size_t *len, size_t *cap, const char *key, const 
     return 0;
 }
 
+/* [slurm], its keys that are set, in SLURM_KEYS order (nothing when none is) */
+static int put_slurm(char **s, size_t *len, size_t *cap, const qs_slurm_opts *o)
+{
+    int header = 0;
+    for (int k = 0; k < NSLURM_KEYS; k++) {
+        const char *field = (const char *)o + SLURM_KEYS[k].offset;
+        const int iv = SLURM_KEYS[k].kind == SLURM_INT ? *(const int *)(const void *)field : 0;
+        const int set = SLURM_KEYS[k].kind == SLURM_INT ? (!strcmp(SLURM_KEYS[k].key, "gpus_per_task") ? iv >= 0 : iv > 0)
+                                                        : field[0] != '\0';
+        if (!set) continue;
+        if (!header++ && put(s, len, cap, "[slurm]\n")) return -1;
+        if (SLURM_KEYS[k].kind == SLURM_INT ? put(s, len, cap, "%s = %d\n", SLURM_KEYS[k].key, iv)
+                                            : put(s, len, cap, "%s = %s\n", SLURM_KEYS[k].key, field))
+            return -1;
+    }
+    return 0;
+}
+
 static int cmp_kv(const void *a, const void *b)
 {
     return strcmp(((const qs_kv *)a)->key, ((const qs_kv *)b)->key);
@@ -404,11 +620,23 @@ char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len)
             bad = put(&s, &len, &cap, j ? ", " : "") || put_value(&s, &len, &cap, e->axes[i].key, e->axes[i].values[j]);
         bad = bad || put(&s, &len, &cap, "\n");
     }
+    for (int i = 0; !bad && i < e->nexcl; i++) {
+        bad = put(&s, &len, &cap, "exclude =");
+        for (int k = 0; !bad && k < e->excl[i].n; k++) {
+            const qs_axis *a = &e->axes[e->excl[i].axis[k]];
+            bad = put(&s, &len, &cap, " %s=", a->key) || put_value(&s, &len, &cap, a->key, a->values[e->excl[i].value[k]]);
+        }
+        bad = bad || put(&s, &len, &cap, "\n");
+    }
     const size_t ident = len;
     bad = bad || put(&s, &len, &cap, "[sweep]\nbaseline = ") || put_value(&s, &len, &cap, "recipe", e->baseline) ||
           put(&s, &len, &cap, "\n");
     if (!bad && !isnan(e->target_loss)) bad = put(&s, &len, &cap, "target_loss = %.17g\n", e->target_loss);
     if (!bad && e->threads_per_run) bad = put(&s, &len, &cap, "threads_per_run = %d\n", e->threads_per_run);
+    for (int k = 0; !bad && k < e->nnoise; k++)
+        bad = put(&s, &len, &cap, k ? ", " : "noise_floor = ") || put_value(&s, &len, &cap, "recipe", e->noise[k]) ||
+              (k + 1 == e->nnoise && put(&s, &len, &cap, "\n"));
+    bad = bad || put_slurm(&s, &len, &cap, &e->slurm);
     free(sorted);
     if (bad) {
         free(s);

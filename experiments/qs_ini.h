@@ -4,7 +4,12 @@
  * experiments/ (the .ini files) and in docs/qsweep.md) and its in-memory form:
  *   [base]   key = value         any qtrain value option (qs_opts.h), once
  *   [grid]   key = v1, v2, ...   an axis per key, in file order
- *   [sweep]  baseline = RECIPE, target_loss = X, threads_per_run = N
+ *            exclude = k1=v k2=w  combinations left out (after the axes they name)
+ *   [sweep]  baseline = RECIPE, target_loss = X, threads_per_run = N,
+ *            noise_floor = RECIPE[, RECIPE...] (recipes of the sweep)
+ *   [slurm]  partition, account, time, cpus_per_task, gpus_per_task, ntasks,
+ *            mpi: the job array's resources (qs_slurm.h); may change
+ *            between submissions, like [sweep]
  * Lines: `# ...` or `; ...` comments, blank lines, [section], key = value.
  * In a recipe, `|` stands for the comma of qtrain's --recipe syntax (so a
  * grid value can hold modifiers): `nvfp4|bf16-last=0` is --recipe
@@ -15,6 +20,9 @@
 #define QS_INI_H
 
 #include <stddef.h>
+
+#define QS_MAX_NOISE 8
+#define QS_MAX_EXCLUDE_CONDS 8
 
 typedef struct {
     char *key;        /* canonical option key (qs_opts.h) */
@@ -28,6 +36,16 @@ typedef struct {
     int nvalues, line;
 } qs_axis;
 
+/* [slurm]: what the job array asks Slurm for. Unset: "" / 0 (gpus_per_task -1). */
+typedef struct {
+    char partition[128], account[128]; /* #SBATCH --partition / --account */
+    char time[32];                     /* --time, in one of Slurm's formats */
+    char mpi[32];                      /* srun --mpi= for ntasks > 1 (default pmix); mpirun: mpirun -np */
+    int cpus_per_task;                 /* default: the threads per run */
+    int gpus_per_task;                 /* -1: 1 if a run uses --device cuda, else none */
+    int ntasks;                        /* MPI ranks per run (srun qtrain); default 1 */
+} qs_slurm_opts;
+
 typedef struct {
     char path[4096];          /* the file read */
     qs_kv *base;              /* [base] in file order; data is absolute */
@@ -37,6 +55,18 @@ typedef struct {
     char baseline[160];       /* recipe; default "bf16" */
     double target_loss;       /* NaN: not set */
     int threads_per_run;      /* 0: not set (cores / -j) */
+    qs_slurm_opts slurm;
+    /* [sweep] noise_floor = R1, R2: every run of these recipes gets a twin
+     * with the same initial weights and another data seed (qs_grid.h) */
+    char noise[QS_MAX_NOISE][160];
+    int nnoise;
+    /* [grid] exclude = KEY=VALUE KEY=VALUE ...: the combinations whose
+     * axes have all these values are not run (a triangular grid); each
+     * condition is an axis index and a value index */
+    struct {
+        int n, axis[QS_MAX_EXCLUDE_CONDS], value[QS_MAX_EXCLUDE_CONDS], line;
+    } *excl;
+    int nexcl;
 } qs_experiment;
 
 /* data_override: a data file replacing [base] data (the CLI's --data), or NULL.
@@ -56,7 +86,7 @@ const char *qs_ini_base(const qs_experiment *e, const char *key);
 int qs_ini_axis(const qs_experiment *e, const char *key);
 
 /* The experiment as a canonical file (what runs depends on: [base] and
- * [grid]; then [sweep]), written into DIR/qsweep.ini so --summarize and a
+ * [grid]; then [sweep] and [slurm]), written into DIR/qsweep.ini so --summarize and a
  * later run know the sweep. *identity_len: bytes of the [base]+[grid] part,
  * which must match for a rerun into the same DIR. malloc'd; NULL on OOM. */
 char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len);

@@ -8,12 +8,14 @@
 #include <string.h>
 
 #include "qp_recipe.h"
+#include "qp_size.h"
 
 /* Ranges mirror qp_train_opts_check (train/qp_trainer.c) where a value alone
  * decides; combinations (heads dividing dim, ...) are qtrain's to judge. */
 static const qs_opt OPTS[] = {
     {"data", QS_OPT_PATH, 0, 0, 0},
     {"recipe", QS_OPT_RECIPE, 0, 0, 0},
+    {"model", QS_OPT_MODEL, 0, 0, 0},
     {"layers", QS_OPT_INT, 1, 1024, 0},
     {"heads", QS_OPT_INT, 1, 1 << 30, 0},
     {"dim", QS_OPT_INT, 1, 65536, 0},
@@ -27,6 +29,9 @@ static const qs_opt OPTS[] = {
     {"weight_decay", QS_OPT_NUM, 0, INFINITY, 0},
     {"grad_clip", QS_OPT_NUM, 0, INFINITY, 0},
     {"seed", QS_OPT_INT, 0, 9223372036854775807.0, 0},
+    {"data_seed", QS_OPT_INT, 0, 9223372036854775807.0, 0},
+    {"tokens_per_param", QS_OPT_NUM, 0, 1e9, 1},
+    {"val_tokens", QS_OPT_VALTOKENS, 1, 1099511627776.0, 0},
     {"eval_every", QS_OPT_INT, 0, 1e12, 0},
     {"eval_batches", QS_OPT_INT, 1, 1e12, 0},
     {"qerr_every", QS_OPT_INT, 0, 1e12, 0},
@@ -34,8 +39,23 @@ static const qs_opt OPTS[] = {
     {"val_frac", QS_OPT_NUM, 0, 1, 1},
     {"prefetch", QS_OPT_INT, 0, 1024, 0},
     {"divergence_factor", QS_OPT_NUM, 1, INFINITY, 1},
+    {"device", QS_OPT_CHOICE, 0, 0, 0},
 };
 #define NOPTS (int)(sizeof OPTS / sizeof OPTS[0])
+
+/* the values of each QS_OPT_CHOICE option, '|' between them */
+static const struct {
+    const char *key, *choices;
+} CHOICES[] = {
+    {"device", "cpu|cuda"},
+};
+
+static const char *choices_of(const qs_opt *o)
+{
+    for (size_t i = 0; i < sizeof CHOICES / sizeof *CHOICES; i++)
+        if (!strcmp(CHOICES[i].key, o->key)) return CHOICES[i].choices;
+    return "";
+}
 
 static const struct {
     const char *key, *why;
@@ -73,7 +93,8 @@ const char *qs_opt_reserved(const char *key)
 
 static void range_text(const qs_opt *o, char *buf, size_t len)
 {
-    if (isinf(o->lo) && isinf(o->hi)) snprintf(buf, len, "a finite number");
+    if (o->kind == QS_OPT_VALTOKENS) snprintf(buf, len, "a token count >= 1 or 'all'");
+    else if (isinf(o->lo) && isinf(o->hi)) snprintf(buf, len, "a finite number");
     else if (isinf(o->hi)) snprintf(buf, len, "%s %s %g", o->kind == QS_OPT_INT ? "an integer" : "a number",
                                     o->lo_open ? ">" : ">=", o->lo);
     else snprintf(buf, len, "%s in %s%g, %g]", o->kind == QS_OPT_INT ? "an integer" : "a number",
@@ -84,11 +105,12 @@ int qs_opt_check(const qs_opt *o, const char *value, char *err, size_t errlen)
 {
     char want[96];
     range_text(o, want, sizeof want);
-    if (o->kind == QS_OPT_INT || o->kind == QS_OPT_NUM) {
+    if (o->kind == QS_OPT_VALTOKENS && !strcmp(value, "all")) return 0;
+    if (o->kind == QS_OPT_INT || o->kind == QS_OPT_NUM || o->kind == QS_OPT_VALTOKENS) {
         char *end;
         errno = 0;
         double v;
-        if (o->kind == QS_OPT_INT) {
+        if (o->kind != QS_OPT_NUM) {
             const long long n = strtoll(value, &end, 10);
             v = (double)n;
         } else {
@@ -104,6 +126,25 @@ int qs_opt_check(const qs_opt *o, const char *value, char *err, size_t errlen)
     if (!*value) {
         snprintf(err, errlen, "%s is empty", o->key);
         return -1;
+    }
+    if (o->kind == QS_OPT_CHOICE) {
+        const size_t n = strlen(value);
+        for (const char *c = choices_of(o); c;) {
+            const char *bar = strchr(c, '|');
+            const size_t k = bar ? (size_t)(bar - c) : strlen(c);
+            if (k == n && !strncmp(c, value, n)) return 0;
+            c = bar ? bar + 1 : NULL;
+        }
+        char list[128];
+        snprintf(list, sizeof list, "%s", choices_of(o));
+        for (char *c = list; *c; c++)
+            if (*c == '|') *c = ',';
+        snprintf(err, errlen, "%s expects one of %s, not '%s'", o->key, list, value);
+        return -1;
+    }
+    if (o->kind == QS_OPT_MODEL) {
+        qp_model_preset m;
+        return qp_size_model(value, 2, 4, &m, err, errlen);
     }
     if (o->kind == QS_OPT_RECIPE) {
         qp_recipe r;

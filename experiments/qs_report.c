@@ -94,6 +94,14 @@ static int build_runs(table *t, const qs_summary *s)
         snprintf(n, sizeof n, "%.40s_share", phase_stem(k));
         col(t, n, QP_H5COL_F64, "%.3f");
     }
+    col(t, "params_nonembedding", QP_H5COL_F64, "%.0f");
+    col(t, "tokens_per_param_actual", QP_H5COL_F64, "%.1f"); /* the axis of that name is the asked value */
+    col(t, "epochs", QP_H5COL_F64, "%.2f");
+    col(t, "noise_twin", QP_H5COL_I64, NULL);
+    /* the run's group's interval, so summary.csv (this table) carries it too */
+    col(t, "gap_ci_lo", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_ci_hi", QP_H5COL_F64, "%+.2f");
+    col(t, "resolved", QP_H5COL_I64, NULL);
     col(t, "diverged", QP_H5COL_STR, NULL);
     col(t, "message", QP_H5COL_STR, NULL);
     t->nrows = s->p->n;
@@ -120,6 +128,14 @@ static int build_runs(table *t, const qs_summary *s)
         cell(t, i, c++)->f64 = r->st.step_ms_median;
         for (int k = 0; k < QP_PHASE_COUNT; k++)
             if (k != QP_PHASE_DATA) cell(t, i, c++)->f64 = r->st.phase_share[k];
+        cell(t, i, c++)->f64 = r->st.params_nonembedding;
+        cell(t, i, c++)->f64 = r->st.tokens_per_param;
+        cell(t, i, c++)->f64 = r->st.epochs;
+        cell(t, i, c++)->i64 = run->twin_of >= 0;
+        const qs_ci *gc = &s->groups[r->group].gap_ci;
+        cell(t, i, c++)->f64 = gc->lo;
+        cell(t, i, c++)->f64 = gc->hi;
+        cell(t, i, c++)->i64 = gc->resolved;
         cell(t, i, c++)->str = r->diverged ? "yes" : "no";
         char *m = t->msgs + (size_t)i * MSG_WIDTH;
         cut_utf8(r->message, m, MSG_WIDTH);
@@ -128,7 +144,9 @@ static int build_runs(table *t, const qs_summary *s)
     return 0;
 }
 
-static int build_groups(table *t, const qs_summary *s)
+/* The groups of one kind: noise = 0 the recipe groups (/recipes), 1 the
+ * noise twins' (/noise). */
+static int build_groups(table *t, const qs_summary *s, int noise)
 {
     memset(t, 0, sizeof *t);
     col(t, "group", QP_H5COL_STR, NULL);
@@ -141,23 +159,41 @@ static int build_groups(table *t, const qs_summary *s)
     col(t, "val_loss_std", QP_H5COL_F64, "%.4f");
     col(t, "gap_pct_mean", QP_H5COL_F64, "%+.2f");
     col(t, "gap_pct_std", QP_H5COL_F64, "%.2f");
-    t->nrows = s->ngroups;
+    col(t, "gap_ci_lo", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_ci_hi", QP_H5COL_F64, "%+.2f");
+    col(t, "resolved", QP_H5COL_I64, NULL);
+    col(t, "ci_method", QP_H5COL_STR, NULL);
+    col(t, "gap_pct_rms", QP_H5COL_F64, "%.2f");
+    col(t, "params_nonembedding", QP_H5COL_F64, "%.0f");
+    col(t, "tokens_per_param_actual", QP_H5COL_F64, "%.1f"); /* the axis of that name is the asked value */
+    col(t, "epochs_max", QP_H5COL_F64, "%.2f");
+    for (int g = 0; g < s->ngroups; g++) t->nrows += s->groups[g].noise == noise;
     t->cells = calloc((size_t)(t->nrows ? t->nrows : 1) * t->ncols, sizeof *t->cells);
     if (!t->cells) return -1;
-    for (int g = 0; g < s->ngroups; g++) {
+    for (int g = 0, row = 0; g < s->ngroups; g++) {
         const qs_group *G = &s->groups[g];
+        if (G->noise != noise) continue;
+        const int gi = row++;
         int c = 0;
-        cell(t, g, c++)->str = G->name;
+        cell(t, gi, c++)->str = G->name;
         for (int a = 0; a < s->e->naxes; a++)
-            if (a != s->seed_axis) cell(t, g, c++)->str = qs_grid_value(s->e, &s->p->runs[G->first], a);
-        cell(t, g, c++)->i64 = G->n_runs;
-        cell(t, g, c++)->i64 = G->n_seeds;
-        cell(t, g, c++)->i64 = G->n_diverged;
-        cell(t, g, c++)->i64 = G->n_failed;
-        cell(t, g, c++)->f64 = G->val_mean;
-        cell(t, g, c++)->f64 = G->val_std;
-        cell(t, g, c++)->f64 = G->gap_mean;
-        cell(t, g, c++)->f64 = G->gap_std;
+            if (a != s->seed_axis) cell(t, gi, c++)->str = qs_grid_value(s->e, &s->p->runs[G->first], a);
+        cell(t, gi, c++)->i64 = G->n_runs;
+        cell(t, gi, c++)->i64 = G->n_seeds;
+        cell(t, gi, c++)->i64 = G->n_diverged;
+        cell(t, gi, c++)->i64 = G->n_failed;
+        cell(t, gi, c++)->f64 = G->val_mean;
+        cell(t, gi, c++)->f64 = G->val_std;
+        cell(t, gi, c++)->f64 = G->gap_mean;
+        cell(t, gi, c++)->f64 = G->gap_std;
+        cell(t, gi, c++)->f64 = G->gap_ci.lo;
+        cell(t, gi, c++)->f64 = G->gap_ci.hi;
+        cell(t, gi, c++)->i64 = G->gap_ci.resolved;
+        cell(t, gi, c++)->str = G->gap_ci.method;
+        cell(t, gi, c++)->f64 = G->gap_rms;
+        cell(t, gi, c++)->f64 = G->params_nonembedding;
+        cell(t, gi, c++)->f64 = G->tokens_per_param;
+        cell(t, gi, c++)->f64 = G->epochs_max;
     }
     return 0;
 }
@@ -227,34 +263,28 @@ static void write_md_table(FILE *f, table *t, int ncols)
     }
 }
 
-static void write_md(FILE *f, const qs_summary *s, table *runs)
+void qs_report_gap_text(const qs_group *G, char *buf, size_t len)
 {
-    fprintf(f, "# qsweep summary\n\nExperiment `%s`: %d runs, baseline recipe `%s`", s->e->path, s->p->n, s->e->baseline);
-    if (!isnan(s->e->target_loss)) fprintf(f, ", target loss %g", s->e->target_loss);
-    fputs(".\n\n", f);
-    fputs("final_train_loss: mean of the last 10 steps' training loss; final_val_loss: the last validation loss; "
-          "gap: final_val_loss minus the baseline run's (same seed and other axes), absolute and in %; "
-          "steps_to_target: first step whose 10-step running mean of the training loss is <= the target (-1: "
-          "never); ev_*: recalibration events by kind; qerr_layerN: mean rel_l2 of every /quant/error row of "
-          "block N; data_wait_share: sum of data wait / sum of step time; step_ms_median: median step time; "
-          "*_share: each phase's time (GEMM, quantization, attention, other row ops, optimizer, communication) / "
-          "step time, from the run file's phase profile. Definitions: docs/qsweep.md.\n\n",
-          f);
-    fputs("## Runs\n\n", f);
-    write_md_table(f, runs, runs->ncols - 1);
-    fputs("\n## Groups (every axis but seed)\n\nMean ± sample standard deviation (n-1) over the group's done runs "
-          "(n_seeds); the gap over those whose baseline is done too.\n\n",
-          f);
-    /* mean ± std side by side reads better than four columns */
+    const qs_ci *c = &G->gap_ci;
+    if (isnan(G->gap_mean)) snprintf(buf, len, "–");
+    else if (isnan(c->lo)) snprintf(buf, len, "%+.2f%% (%d seed%s: no interval)", G->gap_mean, c->n, c->n == 1 ? "" : "s");
+    else snprintf(buf, len, "%+.2f%% [%+.2f, %+.2f] %s", G->gap_mean, c->lo, c->hi, c->resolved ? "resolved" : "unresolved");
+}
+
+/* One Markdown row per group of this kind (noise 0: recipe groups). */
+static void md_groups(FILE *f, const qs_summary *s, int noise)
+{
     fputs("| group ", f);
     for (int a = 0; a < s->e->naxes; a++)
         if (a != s->seed_axis) fprintf(f, "| %s ", s->e->axes[a].key);
-    fputs("| n_runs | n_seeds | n_diverged | n_failed | val_loss | gap_pct |\n|---", f);
+    fprintf(f, "| n_runs | n_seeds | n_diverged | n_failed | val_loss | gap %% [95%% CI] | %s | epochs |\n|---",
+            noise ? "rms" : "gap sd");
     for (int a = 0; a < s->e->naxes; a++)
         if (a != s->seed_axis) fputs("|---", f);
-    fputs("|---:|---:|---:|---:|---:|---:|\n", f);
+    fputs("|---:|---:|---:|---:|---:|---:|---:|---:|\n", f);
     for (int g = 0; g < s->ngroups; g++) {
         const qs_group *G = &s->groups[g];
+        if (G->noise != noise) continue;
         fputs("| ", f);
         md_str(f, G->name);
         fputc(' ', f);
@@ -268,11 +298,48 @@ static void write_md(FILE *f, const qs_summary *s, table *runs)
         if (isnan(G->val_mean)) fputs("–", f);
         else if (isnan(G->val_std)) fprintf(f, "%.4f", G->val_mean);
         else fprintf(f, "%.4f ± %.4f", G->val_mean, G->val_std);
-        fputs(" | ", f);
-        if (isnan(G->gap_mean)) fputs("–", f);
-        else if (isnan(G->gap_std)) fprintf(f, "%+.2f%%", G->gap_mean);
-        else fprintf(f, "%+.2f%% ± %.2f%%", G->gap_mean, G->gap_std);
-        fputs(" |\n", f);
+        char gap[96];
+        qs_report_gap_text(G, gap, sizeof gap);
+        const double spread = noise ? G->gap_rms : G->gap_std;
+        fprintf(f, " | %s | ", gap);
+        if (isnan(spread)) fputs("–", f);
+        else fprintf(f, "%.2f%%", spread);
+        if (isnan(G->epochs_max)) fputs(" | – |\n", f);
+        else fprintf(f, " | %.2f |\n", G->epochs_max);
+    }
+}
+
+static void write_md(FILE *f, const qs_summary *s, table *runs)
+{
+    fprintf(f, "# qsweep summary\n\nExperiment `%s`: %d runs, baseline recipe `%s`", s->e->path, s->p->n, s->e->baseline);
+    if (!isnan(s->e->target_loss)) fprintf(f, ", target loss %g", s->e->target_loss);
+    fputs(".\n\n", f);
+    fputs("final_train_loss: mean of the last 10 steps' training loss; final_val_loss: the last validation loss; "
+          "gap: final_val_loss minus the baseline run's (same seed and other axes), absolute and in %; "
+          "steps_to_target: first step whose 10-step running mean of the training loss is <= the target (-1: "
+          "never); tokens_per_param: training tokens / non-embedding parameters; epochs: passes over the training "
+          "split; noise_twin: 1 for a noise-floor twin; ev_*: recalibration events by kind; qerr_layerN: mean rel_l2 "
+          "of every /quant/error row of block N; data_wait_share: sum of data wait / sum of step time; "
+          "step_ms_median: median step time; *_share: each phase's time (GEMM, quantization, attention, other row "
+          "ops, optimizer, communication) / step time, from the run file's phase profile. Definitions: "
+          "docs/qsweep.md.\n\n",
+          f);
+    fputs("## Runs\n\n", f);
+    write_md_table(f, runs, runs->ncols - 1);
+    fputs("\n## Groups (every axis but seed)\n\nval_loss: mean ± sample standard deviation (n-1) over the group's done "
+          "runs (n_seeds). gap: the mean over seeds of the paired gap to the baseline run of the same seed (same "
+          "initial weights and batches), in % of the baseline's loss, with its 95% interval (t below 5 seeds, "
+          "bootstrap from 5); resolved: the interval excludes 0.\n\n",
+          f);
+    md_groups(f, s, 0);
+    int nn = 0;
+    for (int g = 0; g < s->ngroups; g++) nn += s->groups[g].noise;
+    if (nn) {
+        fprintf(f, "\n## Noise floor\n\nThe same recipe with the same initial weights under another data seed "
+                   "(batches, stochastic rounding, Hadamard signs: qtrain --data-seed = seed + %d), against the run "
+                   "of its seed: a gap made of noise alone. rms = sqrt(mean(gap²)): the size of such a gap; a "
+                   "recipe's gap within it is not a property of the format.\n\n", QS_NOISE_SEED_OFFSET);
+        md_groups(f, s, 1);
     }
     int any = 0;
     for (int i = 0; i < s->p->n; i++) {
@@ -311,13 +378,15 @@ static int write_table(hid_t file, const char *path, table *t, char *err, size_t
     return qp_h5table_close(h, err, errlen);
 }
 
-static int write_h5(const char *path, const qs_summary *s, table *runs, table *groups, char *err, size_t errlen)
+static int write_h5(const char *path, const qs_summary *s, table *runs, table *groups, table *noise, char *err,
+                    size_t errlen)
 {
     const hid_t f = qp_h5file_create(path, err, errlen);
     if (f < 0) return -1;
     char num[64], e2[256];
     snprintf(num, sizeof num, "%.17g", s->e->target_loss);
     int rc = write_table(f, "runs", runs, err, errlen) || write_table(f, "recipes", groups, err, errlen) ||
+             write_table(f, "noise", noise, err, errlen) ||
              qp_h5_set_attr_str(f, "experiment", s->e->path, err, errlen) ||
              qp_h5_set_attr_str(f, "baseline", s->e->baseline, err, errlen) ||
              qp_h5_set_attr_str(f, "target_loss", num, err, errlen) ||
@@ -358,21 +427,22 @@ static int write_text(const char *dir, const char *name, const qs_summary *s, ta
 
 int qs_report_write(const qs_summary *s, const char *dir, char *err, size_t errlen)
 {
-    table *runs = calloc(1, sizeof *runs), *groups = calloc(1, sizeof *groups);
+    table *runs = calloc(1, sizeof *runs), *groups = calloc(1, sizeof *groups), *noise = calloc(1, sizeof *noise);
     int rc = -1;
-    if (!runs || !groups || build_runs(runs, s) || build_groups(groups, s)) {
+    if (!runs || !groups || !noise || build_runs(runs, s) || build_groups(groups, s, 0) || build_groups(noise, s, 1)) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
     char final[4400], tmp[4500];
     snprintf(final, sizeof final, "%s/summary.h5", dir);
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", final, (long)getpid());
-    rc = finish(tmp, final, write_h5(tmp, s, runs, groups, err, errlen), err, errlen);
+    rc = finish(tmp, final, write_h5(tmp, s, runs, groups, noise, err, errlen), err, errlen);
     if (!rc) rc = write_text(dir, "summary.csv", s, runs, 0, err, errlen);
     if (!rc) rc = write_text(dir, "summary.md", s, runs, 1, err, errlen);
 done:
     if (runs) table_free(runs);
     if (groups) table_free(groups);
-    free(runs), free(groups);
+    if (noise) table_free(noise);
+    free(runs), free(groups), free(noise);
     return rc;
 }

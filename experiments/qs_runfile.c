@@ -98,6 +98,19 @@ static char *read_attr_str(hid_t file, const char *name)
     return out ? out : one ? NULL : strdup("(not a string)");
 }
 
+/* A numeric root attribute (the run file stores every attribute as text);
+ * out is left alone when it is absent or not a number. */
+static void read_attr_num(hid_t file, const char *name, double *out)
+{
+    char *v = read_attr_str(file, name);
+    if (v) {
+        char *end;
+        const double x = strtod(v, &end);
+        if (end != v && !*end) *out = x;
+    }
+    free(v);
+}
+
 static int read_attr_int(hid_t file, const char *name, int *out)
 {
     if (H5Aexists(file, name) <= 0) return -1;
@@ -302,6 +315,7 @@ int qs_runfile_read(const char *path, double target_loss, qs_runstats *s, char *
     memset(s, 0, sizeof *s);
     s->final_train = s->final_val = s->tokps_median = s->wait_share = s->step_ms_median = NAN;
     for (int p = 0; p < QP_PHASE_COUNT; p++) s->phase_share[p] = NAN;
+    s->params_nonembedding = s->tokens_total = s->tokens_per_param = s->epochs = NAN;
     s->steps_to_target = -1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     s->writer_alive = writer_alive(path);
@@ -313,6 +327,10 @@ int qs_runfile_read(const char *path, double target_loss, qs_runstats *s, char *
     }
     const char *what = NULL;
     read_attr_int(file, "layers", &s->layers); /* absent in a foreign file: layers come from the rows then */
+    read_attr_num(file, "params_nonembedding", &s->params_nonembedding);
+    read_attr_num(file, "tokens_total", &s->tokens_total);
+    read_attr_num(file, "tokens_per_param", &s->tokens_per_param);
+    read_attr_num(file, "epochs", &s->epochs);
     int version = 1;
     char *vs = read_attr_str(file, QP_RUNFILE_SCHEMA_ATTR);
     const int vrc = qp_runschema_check_version(vs, path, "qsweep", &version, err, errlen);

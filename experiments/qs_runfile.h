@@ -20,7 +20,10 @@
  *   phase_share[p]  sum of phase p's column (qp_runschema.h qp_phases) /
  *                   sum /train/step_ms over the rows that measured it; NaN
  *                   for a file without the profile (schema version 1) or
- *                   none measured (--device cuda)
+ *                   none measured
+ *   params_nonembedding, tokens_total, tokens_per_param, epochs
+ *                   the root attributes of that name (NaN when absent: a run
+ *                   file of an older qtrain)
  * A file whose schema version is newer than this build's is refused. */
 #ifndef QS_RUNFILE_H
 #define QS_RUNFILE_H
@@ -42,6 +45,7 @@ typedef struct {
     int64_t events[QS_NKINDS];
     double final_train, final_val, tokps_median, wait_share, step_ms_median;
     double phase_share[QP_PHASE_COUNT];
+    double params_nonembedding, tokens_total, tokens_per_param, epochs;
     double *qerr;            /* per layer, NaN for a layer without rows */
     int nqerr;
 } qs_runstats;

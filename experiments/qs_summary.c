@@ -59,9 +59,10 @@ static const char *fixed_recipe(const qs_experiment *e)
 
 static int find_baseline(const qs_experiment *e, const qs_plan *p, int i)
 {
+    if (p->runs[i].twin_of >= 0) return p->runs[i].twin_of;
     const int ax = qs_ini_axis(e, "recipe");
     if (ax < 0) return strcmp(fixed_recipe(e), e->baseline) ? -1 : i;
-    for (int j = 0; j < p->n; j++) {
+    for (int j = 0; j < p->ngrid; j++) {
         if (strcmp(qs_grid_value(e, &p->runs[j], ax), e->baseline)) continue;
         int same = 1;
         for (int a = 0; a < e->naxes && same; a++)
@@ -83,6 +84,7 @@ static void mean_std(const double *v, int n, double *mean, double *std)
 
 static int same_group(const qs_summary *s, int i, int j)
 {
+    if ((s->p->runs[i].twin_of >= 0) != (s->p->runs[j].twin_of >= 0)) return 0;
     for (int a = 0; a < s->e->naxes; a++)
         if (a != s->seed_axis && s->p->runs[i].vi[a] != s->p->runs[j].vi[a]) return 0;
     return 1;
@@ -101,6 +103,10 @@ static void group_name(const qs_summary *s, int i, char *buf, size_t len)
         n += (size_t)w;
     }
     if (!n) snprintf(buf, len, "all");
+    if (s->p->runs[i].twin_of >= 0) {
+        n = strlen(buf);
+        snprintf(buf + n, len - n, "_data_seed");
+    }
 }
 
 int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, char *err, size_t errlen)
@@ -121,6 +127,7 @@ int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, ch
         qs_row *r = &s->rows[i];
         r->st.final_train = r->st.final_val = r->st.tokps_median = r->st.wait_share = r->st.step_ms_median = NAN;
         for (int k = 0; k < QP_PHASE_COUNT; k++) r->st.phase_share[k] = NAN;
+        r->st.params_nonembedding = r->st.tokens_total = r->st.tokens_per_param = r->st.epochs = NAN;
         r->st.steps_to_target = -1;
         run_status(&p->runs[i], e->target_loss, r);
         if (r->st.nqerr > s->nlayers) s->nlayers = r->st.nqerr;
@@ -141,18 +148,30 @@ int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, ch
         if (g < s->ngroups) continue; /* counted with its group's first run */
         qs_group *G = &s->groups[s->ngroups++];
         G->first = i;
+        G->noise = p->runs[i].twin_of >= 0;
+        G->params_nonembedding = G->tokens_per_param = G->epochs_max = NAN;
         group_name(s, i, G->name, sizeof G->name);
         for (int j = i; j < p->n; j++) {
             if (!same_group(s, i, j)) continue;
+            s->rows[j].group = s->ngroups - 1;
             const qs_row *r = &s->rows[j];
             G->n_runs++;
             G->n_diverged += !strcmp(r->status, "diverged");
             G->n_failed += !strcmp(r->status, "failed");
-            if (is_done(r)) vals[G->n_seeds++] = r->st.final_val;
+            if (is_done(r)) {
+                vals[G->n_seeds++] = r->st.final_val;
+                G->params_nonembedding = r->st.params_nonembedding;
+                G->tokens_per_param = r->st.tokens_per_param;
+                if (isnan(G->epochs_max) || r->st.epochs > G->epochs_max) G->epochs_max = r->st.epochs;
+            }
             if (!isnan(r->gap_pct)) gaps[G->n_gaps++] = r->gap_pct;
         }
         mean_std(vals, G->n_seeds, &G->val_mean, &G->val_std);
         mean_std(gaps, G->n_gaps, &G->gap_mean, &G->gap_std);
+        qs_mean_ci(gaps, G->n_gaps, 0.95, &G->gap_ci);
+        double sq = 0;
+        for (int k = 0; k < G->n_gaps; k++) sq += gaps[k] * gaps[k];
+        G->gap_rms = G->n_gaps ? sqrt(sq / G->n_gaps) : NAN;
     }
     free(vals), free(gaps);
     return 0;

@@ -25,15 +25,19 @@
 #include "qs_pool.h"
 #include "qs_report.h"
 #include "qs_runfile.h"
+#include "qs_sched.h"
 #include "qs_shell.h"
 #include "qs_slurm.h"
+#include "qs_status.h"
 #include "qs_summary.h"
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: qsweep EXPERIMENT.ini --out DIR [-j N] [--data FILE] [--qtrain PATH] [--dry-run | --slurm]\n"
+            "usage: qsweep EXPERIMENT.ini --out DIR [-j N] [--data FILE] [--qtrain PATH]\n"
+            "              [--dry-run | --slurm [--submit]]\n"
             "       qsweep --summarize DIR\n"
+            "       qsweep --status DIR\n"
             "Run a grid of matched qtrain runs (same seed: same initial weights and batches across recipes)\n"
             "from one experiment file, N at a time, and summarize them. Format: docs/qsweep.md and the\n"
             "commented examples in experiments/*.ini.\n"
@@ -44,8 +48,14 @@ static void usage(FILE *f)
             "  --data FILE      train on FILE instead of [base] data (relative to the working directory)\n"
             "  --qtrain PATH    the trainer (default: qtrain beside this qsweep)\n"
             "  --dry-run        print every run's name and exact qtrain command; run nothing\n"
-            "  --slurm          write DIR/qsweep.sbatch, a Slurm job array (task i = run i); run nothing\n"
-            "  --summarize DIR  rebuild DIR's summary from the run files there now\n"
+            "  --slurm          write DIR/qsweep.sbatch, a Slurm job array (task i = run i), with the\n"
+            "                   resources of the experiment's [slurm] section; run nothing\n"
+            "  --submit         also submit it (sbatch) for the runs not done and not queued (a rerun\n"
+            "                   resumes interrupted runs from their checkpoints); the job id goes to\n"
+            "                   DIR/slurm.jobs\n"
+            "  --summarize DIR  rebuild DIR's summary from the run files there now (also while runs go on)\n"
+            "  --status DIR     per run: done, diverged, pending, running, failed, interrupted, ... from\n"
+            "                   the run files and Slurm (squeue, and sacct where accounting is on)\n"
             "  -h, --help\n"
             "Rerunning the same command skips finished runs (done or diverged) and resumes the others\n"
             "(qtrain --resume). SIGINT/SIGTERM stop the runs (resumable) and exit 130. One qsweep per DIR.\n"
@@ -163,14 +173,23 @@ static int record_experiment(const qs_experiment *e, const char *dir, char *err,
 
 static void print_groups(const qs_summary *s, FILE *f)
 {
-    fprintf(f, "%-40s %5s %5s %22s %22s\n", "group", "runs", "seeds", "final val loss", "gap % vs baseline");
-    for (int g = 0; g < s->ngroups; g++) {
-        const qs_group *G = &s->groups[g];
-        char v[64] = "-", gp[64] = "-";
-        if (!isnan(G->val_mean)) snprintf(v, sizeof v, "%.4f ± %.4f", G->val_mean, isnan(G->val_std) ? 0.0 : G->val_std);
-        if (!isnan(G->gap_mean)) snprintf(gp, sizeof gp, "%+.2f%% ± %.2f%%", G->gap_mean, isnan(G->gap_std) ? 0.0 : G->gap_std);
-        /* the ± sign is two bytes: widen the fields by one so columns line up */
-        fprintf(f, "%-40s %5d %5d %23s %23s\n", G->name, G->n_runs, G->n_seeds, v, gp);
+    for (int noise = 0; noise < 2; noise++) {
+        int any = 0;
+        for (int g = 0; g < s->ngroups; g++) any |= s->groups[g].noise == noise;
+        if (!any) continue;
+        if (noise) fprintf(f, "noise floor (same recipe and initial weights, data seed + %d):\n", QS_NOISE_SEED_OFFSET);
+        fprintf(f, "%-40s %5s %5s %22s  %s\n", "group", "runs", "seeds", "final val loss",
+                noise ? "gap % to its run [95% CI]" : "gap % vs baseline, paired [95% CI]");
+        for (int g = 0; g < s->ngroups; g++) {
+            const qs_group *G = &s->groups[g];
+            if (G->noise != noise) continue;
+            char v[64] = "-", gp[128];
+            if (!isnan(G->val_mean)) snprintf(v, sizeof v, "%.4f ± %.4f", G->val_mean, isnan(G->val_std) ? 0.0 : G->val_std);
+            qs_report_gap_text(G, gp, sizeof gp);
+            if (noise && !isnan(G->gap_rms)) snprintf(gp + strlen(gp), sizeof gp - strlen(gp), ", rms %.2f%%", G->gap_rms);
+            /* the ± sign is two bytes: widen the field by one so columns line up */
+            fprintf(f, "%-40s %5d %5d %23s  %s\n", G->name, G->n_runs, G->n_seeds, v, gp);
+        }
     }
 }
 
@@ -324,9 +343,40 @@ static int dry_run(const qs_experiment *e, const qs_plan *p, int jobs)
     return 0;
 }
 
-static int write_slurm(const qs_experiment *e, const qs_plan *p, const char *self)
+/* The runs --submit sends: not finished, and not in the queue already (a
+ * second task on a run that is still running would be refused by qtrain's
+ * writer lock, and fail). Returns how many, or -1 (squeue unusable). */
+static int runs_to_submit(const qs_plan *p, int *idx, int *queued, char *err, size_t errlen)
 {
-    char err[1200], path[4400];
+    qs_sched s;
+    if (qs_sched_load(p->dir, p->n, 0, &s, err, errlen)) return -1;
+    if (!s.have_queue) {
+        snprintf(err, errlen, "cannot tell which runs are still queued, so nothing was submitted: %s", s.queue_note);
+        qs_sched_free(&s);
+        return -1;
+    }
+    int n = 0;
+    *queued = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (s.task[i].queue[0]) (*queued)++;
+        else if (!finished(&p->runs[i])) idx[n++] = i;
+    }
+    qs_sched_free(&s);
+    return n;
+}
+
+static int write_slurm(const qs_experiment *e, const qs_plan *p, const char *self, int submit)
+{
+    char err[1200], path[4400], sbatch[4400];
+    /* before anything is written: --submit on a machine without Slurm is bad input */
+    if (submit && qs_sched_which("sbatch", sbatch, sizeof sbatch)) {
+        fprintf(stderr, "qsweep: --submit: sbatch is not on PATH (not a Slurm machine?); --slurm alone writes the script\n");
+        return 2;
+    }
+    if (qs_slurm_dir_ok(p, err, sizeof err)) {
+        fprintf(stderr, "qsweep: %s\n", err);
+        return 2;
+    }
     const int lock = open_sweep_dir(p, err, sizeof err);
     if (lock < 0) return 2;
     snprintf(path, sizeof path, "%s/qsweep.sbatch", p->dir);
@@ -335,16 +385,60 @@ static int write_slurm(const qs_experiment *e, const qs_plan *p, const char *sel
         close(lock);
         return 2;
     }
+    qs_slurm_res res;
+    qs_slurm_resources(e, p, &res);
+    if (!submit) {
+        close(lock);
+        printf("wrote %s: a job array of %d runs, %d task%s of %d CPUs each\n", path, p->n, res.ntasks,
+               res.ntasks == 1 ? "" : "s", res.cpus_per_task);
+        printf("submit:      ");
+        qs_shell_word(stdout, self);
+        putchar(' ');
+        qs_shell_word(stdout, e->path);
+        printf(" --out ");
+        qs_shell_word(stdout, p->dir);
+        printf(" --submit   (or: sbatch ");
+        qs_shell_word(stdout, path);
+        printf(")\nafterwards:  ");
+        qs_shell_word(stdout, self);
+        printf(" --summarize ");
+        qs_shell_word(stdout, p->dir);
+        printf("\n(a rerun of a task resumes its run; run files land in %s/runs, logs in %s/logs)\n", p->dir, p->dir);
+        return 0;
+    }
+    int *idx = malloc((size_t)(p->n ? p->n : 1) * sizeof *idx), queued = 0;
+    const int n = idx ? runs_to_submit(p, idx, &queued, err, sizeof err) : -1;
+    int rc = 0;
+    if (!idx) fprintf(stderr, "qsweep: out of memory\n"), rc = 1;
+    else if (n < 0) fprintf(stderr, "qsweep: %s\n", err), rc = 1;
+    else if (n == 0) {
+        printf("nothing to submit: of %d runs, %d are queued and the others done or diverged (qsweep --status %s)\n",
+               p->n, queued, p->dir);
+    } else {
+        long long job;
+        if (qs_sched_submit(p->dir, path, idx, n, &job, err, sizeof err)) {
+            fprintf(stderr, "qsweep: %s\n", err);
+            rc = 1;
+        } else {
+            char tasks[512];
+            qs_sched_tasklist(idx, n, tasks, sizeof tasks);
+            printf("submitted job %lld: %d of %d runs (array tasks %s%s), %d task%s x %d CPUs each%s\n", job, n, p->n,
+                   tasks, strlen(tasks) >= sizeof tasks - 1 ? "..." : "", res.ntasks, res.ntasks == 1 ? "" : "s",
+                   res.cpus_per_task, queued ? "; the others are queued, done or diverged" : "");
+            printf("status:      ");
+            qs_shell_word(stdout, self);
+            printf(" --status ");
+            qs_shell_word(stdout, p->dir);
+            printf("\nsummary:     ");
+            qs_shell_word(stdout, self);
+            printf(" --summarize ");
+            qs_shell_word(stdout, p->dir);
+            printf("   (works while the array runs)\n");
+        }
+    }
+    free(idx);
     close(lock);
-    printf("wrote %s: a job array of %d runs, %d CPUs each\n", path, p->n, p->threads);
-    printf("submit:      sbatch ");
-    qs_shell_word(stdout, path);
-    printf("\nafterwards:  ");
-    qs_shell_word(stdout, self);
-    printf(" --summarize ");
-    qs_shell_word(stdout, p->dir);
-    printf("\n(a rerun of a task resumes its run; run files land in %s/runs, logs in %s/logs)\n", p->dir, p->dir);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -361,7 +455,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *file = cli.file, *out = cli.out, *data = cli.data, *qtrain_opt = cli.qtrain,
-               *summary_dir = cli.summarize;
+               *summary_dir = cli.summarize ? cli.summarize : cli.status;
     const int jobs = cli.jobs, dry = cli.dry_run, slurm = cli.slurm;
     const ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
     if (sn > 0) self[sn] = '\0';
@@ -382,18 +476,23 @@ int main(int argc, char **argv)
             fprintf(stderr, "qsweep: %s\n", err);
             return 2;
         }
-        const int rc = summarize(&e, &p, 1, err, sizeof err);
+        const int rc = cli.status ? qs_status_print(&e, &p, stdout, err, sizeof err) : summarize(&e, &p, 1, err, sizeof err);
         if (rc) fprintf(stderr, "qsweep: %s\n", err);
         qs_grid_free(&p);
         qs_ini_free(&e);
-        return rc ? 1 : 0;
+        /* --status writes nothing: its only failure is a slurm.jobs that is not qsweep's (bad input) */
+        return rc ? (cli.status ? 2 : 1) : 0;
     }
     if (qs_ini_load(file, data, 1, &e, err, sizeof err)) {
         fprintf(stderr, "qsweep: %s\n", err);
         return 2;
     }
     const int cores = cpu_count();
-    const int threads = e.threads_per_run ? e.threads_per_run : (cores / jobs > 1 ? cores / jobs : 1);
+    /* on Slurm a run gets cpus_per_task CPUs: that many threads, unless threads_per_run says otherwise */
+    const int threads = e.threads_per_run             ? e.threads_per_run
+                        : slurm && e.slurm.cpus_per_task ? e.slurm.cpus_per_task
+                        : cores / jobs > 1             ? cores / jobs
+                                                       : 1;
     if (qs_grid_expand(&e, qtrain, out, threads, &p, err, sizeof err)) {
         fprintf(stderr, "qsweep: %s\n", err);
         qs_ini_free(&e);
@@ -405,7 +504,7 @@ int main(int argc, char **argv)
         qs_ini_free(&e);
         return 2;
     }
-    const int rc = dry ? dry_run(&e, &p, jobs) : slurm ? write_slurm(&e, &p, self) : run_sweep(&e, &p, qtrain, jobs);
+    const int rc = dry ? dry_run(&e, &p, jobs) : slurm ? write_slurm(&e, &p, self, cli.submit) : run_sweep(&e, &p, qtrain, jobs);
     qs_grid_free(&p);
     qs_ini_free(&e);
     return rc;

@@ -17,7 +17,12 @@
  * Layout convention (the one train/qp_linear.h uses): D[M,N] (row-major) =
  * alpha * A[M,K] . B[N,K]^T (+ beta * D), A and B row-major with K contiguous
  * — the "TN" form FP8 and the block formats require. Host-callable, C linkage;
- * functions return 0 or -1 with a one-line message in qp_cublt_error(). */
+ * functions return 0 or -1 with a one-line message in qp_cublt_error().
+ * Reproducible: the algorithm of a product is the heuristic's first answer for
+ * its key (types, shape, amax, pointer mode, alignments) — no timing, no
+ * autotuning — so two runs on the same GPU and library pick the same kernels,
+ * and every reduction scheme cuBLASLt has for split-K is sequential
+ * (cublasLtReductionScheme_t): identical runs give identical bits. */
 #ifndef QP_CUBLASLT_H
 #define QP_CUBLASLT_H
 

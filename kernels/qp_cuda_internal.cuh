@@ -46,7 +46,7 @@ __device__ __forceinline__ uint32_t warp_sum(uint32_t v)
 
 // Every lane of the warp must call this (inactive lanes with zero counts and
 // amax 0). amax is a finite non-negative float: its bits order as unsigned.
-__device__ __forceinline__ void add_stats(qp_cuda_tstats *st, const qc_counts &c, float amax, bool track_amax)
+__device__ __forceinline__ void add_stats(qp_cuda_tstats *st, const qp_ecounts &c, float amax, bool track_amax)
 {
     if (!st) return;
     const uint32_t nf = warp_sum(c.n_nonfinite), sat = warp_sum(c.n_sat);
@@ -95,16 +95,16 @@ __device__ __forceinline__ void store_bf16(uint16_t *dst, int n, bool vec, const
 #pragma unroll
         for (int i = 0; i < N; i += 8) {
             uint4 q;
-            q.x = qc_f32_to_bf16(v[i]) | (uint32_t)qc_f32_to_bf16(v[i + 1]) << 16;
-            q.y = qc_f32_to_bf16(v[i + 2]) | (uint32_t)qc_f32_to_bf16(v[i + 3]) << 16;
-            q.z = qc_f32_to_bf16(v[i + 4]) | (uint32_t)qc_f32_to_bf16(v[i + 5]) << 16;
-            q.w = qc_f32_to_bf16(v[i + 6]) | (uint32_t)qc_f32_to_bf16(v[i + 7]) << 16;
+            q.x = qp_f32_to_bf16(v[i]) | (uint32_t)qp_f32_to_bf16(v[i + 1]) << 16;
+            q.y = qp_f32_to_bf16(v[i + 2]) | (uint32_t)qp_f32_to_bf16(v[i + 3]) << 16;
+            q.z = qp_f32_to_bf16(v[i + 4]) | (uint32_t)qp_f32_to_bf16(v[i + 5]) << 16;
+            q.w = qp_f32_to_bf16(v[i + 6]) | (uint32_t)qp_f32_to_bf16(v[i + 7]) << 16;
             *reinterpret_cast<uint4 *>(dst + i) = q;
         }
     } else {
 #pragma unroll
         for (int i = 0; i < N; i++)
-            if (i < n) dst[i] = qc_f32_to_bf16(v[i]);
+            if (i < n) dst[i] = qp_f32_to_bf16(v[i]);
     }
 }
 

@@ -1,7 +1,8 @@
 // qp_cuda_linear.cu — the GPU precision dispatch (see qp_cuda_linear.h): the
 // device operations (kernel launches, the quantizer, the GEMM) that
 // qp_cuda_linear_pass.h's decisions — train/qp_linear.c's prepare()/run(),
-// step for step — are made of.
+// step for step — are made of. Reductions have one owner per output and a
+// fixed order (no float atomics); statistics stay on the device until a flush.
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
@@ -13,6 +14,7 @@
 #include "qp_cublaslt.h"
 #include "qp_cuda_linear.h"
 #include "qp_cuda_linear_pass.h"
+#include "qp_cuda_model_math.h"
 #include "qp_cuda_quant.h"
 #include "qp_scale_layout.h"
 
@@ -43,14 +45,21 @@ struct qp_cuda_linear {
     cudaStream_t stream;
     dev_scratch *d_scr;        // per side
     red_out *d_partial;        // RED_BLOCKS per side
+    dev_scratch *d_kept;       // st.max_pending kept statistics (qpl_keep_stats)
+    dev_scratch *h_kept;       // pinned: where a flush copies them
     void *mem;                 // the one allocation behind every buffer
     uint8_t *d_plain[2], *d_tiled[2]; // per side: block scales, plain and tiled (grown on demand)
     size_t plain_cap[2], tiled_cap[2];
+    uint8_t *d_colsum;         // bias-gradient chunk sums (grown on demand)
+    size_t colsum_cap;
+    qp_cuda_prof *prof;        // phase marks, or NULL
+    int failed;                // a flush outside forward/backward failed: the next call reports st.err
 };
 
 static int cuda_fail(qp_cuda_linear *l, int rc, const char *what)
 {
-    std::snprintf(l->st.err, sizeof l->st.err, "%s: %s", what, cudaGetErrorString((cudaError_t)rc));
+    std::snprintf(l->st.err, sizeof l->st.err, "%s: %s (%s)", what, cudaGetErrorName((cudaError_t)rc),
+                  cudaGetErrorString((cudaError_t)rc));
     return -1;
 }
 
@@ -87,14 +96,22 @@ __global__ void k_add_bias(float *Y, const float *b, int M, int N)
         Y[i] += b[i % N];
 }
 
-// db[n] += sum over rows of dY[:, n], rows in order (as the CPU).
-__global__ void k_bias_grad(float *db, const float *dY, int M, int N)
+// db[n] += column sum of dY (M x N) in qp_cuda_model_math.h's chunk order:
+// chunk sums of QPM_SUM_ROWS rows over the whole GPU, then each column's in order.
+__global__ void k_bias_grad_chunks(float *part, const float *dY, int M, int N)
 {
     const int n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n >= N) return;
-    float s = 0.0f;
-    for (int m = 0; m < M; m++) s += dY[(int64_t)m * N + n];
-    db[n] += s;
+    for (int k = blockIdx.y; k < qpm_sum_chunks(M); k += gridDim.y) {
+        const int i0 = k * QPM_SUM_ROWS, i1 = i0 + QPM_SUM_ROWS < M ? i0 + QPM_SUM_ROWS : M;
+        part[(int64_t)k * N + n] = qpm_colsum_chunk(dY, i0, i1, N, n);
+    }
+}
+
+__global__ void k_bias_grad_combine(float *db, const float *part, int nchunks, int N)
+{
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < N) qpm_colsum_combine(db, part, nchunks, N, n);
 }
 
 // The unscaled value of element i of a quantized operand: the FP32 output of
@@ -169,6 +186,7 @@ static unsigned grid_for(int64_t n)
 // ---- the device operations of qp_cuda_linear_pass.h ------------------------------
 
 #define L_ ((qp_cuda_linear *)x)
+#define PH_(ph) qp_cuda_prof_mark(L_->prof, ph)
 
 static int launched(void *x, const char *what)
 {
@@ -178,6 +196,7 @@ static int launched(void *x, const char *what)
 
 template <typename T> static int transpose_t(void *x, const T *src, T *dst, int src_rows, int src_cols)
 {
+    PH_(QP_PHASE_QUANT);
     // gridDim.y is limited to 65535: the kernel loops over further row tiles
     const int64_t ty = ((int64_t)src_rows + 31) / 32;
     const dim3 grid((unsigned)((src_cols + 31) / 32), (unsigned)(ty < 1 ? 1 : ty > 65535 ? 65535 : ty)), block(32, 8);
@@ -192,19 +211,22 @@ static int op_transpose_u8(void *x, const uint8_t *src, uint8_t *dst, int r, int
 
 static int op_copy(void *x, float *dst, const float *src, int64_t n)
 {
+    PH_(QP_PHASE_QUANT);
     const cudaError_t e = cudaMemcpyAsync(dst, src, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, L_->stream);
     return e == cudaSuccess ? 0 : cuda_fail(L_, (int)e, "copy");
 }
 
-static int op_rht16(void *x, float *d, int rows, int cols, uint64_t seed)
+static int op_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
-    const int rc = qp_cuda_rht16(d, rows, cols, seed, L_->stream);
+    PH_(QP_PHASE_QUANT);
+    const int rc = qp_cuda_rht(d, rows, cols, n, seed, L_->stream);
     return rc ? cuda_fail(L_, rc, "RHT") : 0;
 }
 
 static int op_qdq(void *x, qp_fmt fmt, const float *in, float *y, uint16_t *y_bf16, int rows, int cols,
                   const qp_qopts *o, int side)
 {
+    PH_(QP_PHASE_QUANT);
     const int rc = qp_cuda_qdq(fmt, in, y, y_bf16, rows, cols, o, nullptr, &L_->d_scr[side].tstats, L_->stream);
     return rc ? cuda_fail(L_, rc, "quantize") : 0;
 }
@@ -228,6 +250,7 @@ static int op_quantize(void *x, qp_fmt fmt, const float *in, int rows, int cols,
                        int side)
 {
     qp_cuda_linear *l = L_;
+    PH_(QP_PHASE_QUANT);
     const qp_format_traits *t = &qp_formats[fmt];
     uint8_t *plain = nullptr;
     int64_t sr = 0, sc = 0;
@@ -249,6 +272,7 @@ static const uint8_t *op_block_scales_ptr(void *x, int side) { return L_->d_tile
 static int op_amax(void *x, const float *in, int64_t n, float *out)
 {
     qp_cuda_linear *l = L_;
+    PH_(QP_PHASE_QUANT);
     int rc = qp_cuda_amax(in, n, &l->d_scr[0].amax, l->stream);
     cudaError_t e = cudaSuccess;
     if (!rc) e = cudaMemcpyAsync(out, &l->d_scr[0].amax, sizeof *out, cudaMemcpyDeviceToHost, l->stream);
@@ -259,6 +283,7 @@ static int op_amax(void *x, const float *in, int64_t n, float *out)
 
 static int op_to_bf16(void *x, const float *in, uint16_t *y, int64_t n)
 {
+    PH_(QP_PHASE_QUANT);
     k_f32_to_bf16<<<grid_for(n), 256, 0, L_->stream>>>(in, y, n);
     return launched(x, "BF16 conversion");
 }
@@ -266,6 +291,7 @@ static int op_to_bf16(void *x, const float *in, uint16_t *y, int64_t n)
 static int op_reduce(void *x, const float *in, const float *y, const uint8_t *codes, int e5m2, int64_t n, int side)
 {
     qp_cuda_linear *l = L_;
+    PH_(QP_PHASE_QUANT);
     red_out *part = l->d_partial + side * RED_BLOCKS;
     const qp_cuda_tstats *ts = &l->d_scr[side].tstats;
     if (codes)
@@ -276,16 +302,30 @@ static int op_reduce(void *x, const float *in, const float *y, const uint8_t *co
     return launched(x, "quantization statistics");
 }
 
-static int op_fetch(void *x, int side, qpl_stats *out)
+static int op_keep(void *x, int side, int slot)
 {
-    dev_scratch h;
-    cudaError_t e = cudaMemcpyAsync(&h, &L_->d_scr[side], sizeof h, cudaMemcpyDeviceToHost, L_->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(L_->stream);
-    if (e != cudaSuccess) return cuda_fail(L_, (int)e, "quantization statistics");
-    out->amax = h.tstats.amax, out->scale = h.tstats.scale, out->scale_inv = h.tstats.scale_inv;
-    out->n_nonfinite = h.tstats.n_nonfinite, out->n_sat = h.tstats.n_sat;
-    out->n_nonzero = h.red.n_nonzero, out->n_flushed = h.red.n_flushed;
-    out->xx = h.red.xx, out->ee = h.red.ee;
+    qp_cuda_linear *l = L_;
+    const cudaError_t e = cudaMemcpyAsync(&l->d_kept[slot], &l->d_scr[side], sizeof(dev_scratch),
+                                          cudaMemcpyDeviceToDevice, l->stream);
+    return e == cudaSuccess ? 0 : cuda_fail(l, (int)e, "quantization statistics");
+}
+
+static int op_fetch_kept(void *x, int n, qpl_stats *out)
+{
+    qp_cuda_linear *l = L_;
+    cudaError_t e = cudaMemcpyAsync(l->h_kept, l->d_kept, (size_t)n * sizeof(dev_scratch), cudaMemcpyDeviceToHost,
+                                    l->stream);
+    PH_(QP_PH_HOST);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(l->stream);
+    if (e != cudaSuccess) return cuda_fail(l, (int)e, "quantization statistics");
+    for (int i = 0; i < n; i++) {
+        const dev_scratch &h = l->h_kept[i];
+        qpl_stats *o = &out[i];
+        o->amax = h.tstats.amax, o->scale = h.tstats.scale, o->scale_inv = h.tstats.scale_inv;
+        o->n_nonfinite = h.tstats.n_nonfinite, o->n_sat = h.tstats.n_sat;
+        o->n_nonzero = h.red.n_nonzero, o->n_flushed = h.red.n_flushed;
+        o->xx = h.red.xx, o->ee = h.red.ee;
+    }
     return 0;
 }
 
@@ -294,6 +334,7 @@ static const float *op_scale_inv_ptr(void *x, int side) { return &L_->d_scr[side
 static int op_gemm(void *x, const qp_cublt_operand *A, const qp_cublt_operand *B, float *D, int M, int N, int K,
                    float alpha, float beta)
 {
+    PH_(QP_PHASE_GEMM);
     if (!qp_cublt_gemm(L_->blt, A, B, D, M, N, K, alpha, beta, nullptr, nullptr)) return 0;
     std::snprintf(L_->st.err, sizeof L_->st.err, "%s", qp_cublt_error(L_->blt));
     return -1;
@@ -301,15 +342,24 @@ static int op_gemm(void *x, const qp_cublt_operand *A, const qp_cublt_operand *B
 
 static int op_bias_add(void *x, float *Y, const float *b, int M, int N)
 {
+    PH_(QP_PHASE_ROWOPS);
     k_add_bias<<<grid_for((int64_t)M * N), 256, 0, L_->stream>>>(Y, b, M, N);
     return launched(x, "bias");
 }
 
 static int op_bias_grad(void *x, float *db, const float *dY, int M, int N)
 {
-    k_bias_grad<<<(unsigned)((N + 127) / 128), 128, 0, L_->stream>>>(db, dY, M, N);
+    qp_cuda_linear *l = L_;
+    PH_(QP_PHASE_ROWOPS);
+    const int nchunks = qpm_sum_chunks(M);
+    if (grow(l, &l->d_colsum, &l->colsum_cap, (size_t)nchunks * N * sizeof(float))) return -1;
+    float *part = (float *)l->d_colsum;
+    const dim3 grid((unsigned)((N + 127) / 128), (unsigned)(nchunks < 65535 ? nchunks : 65535));
+    k_bias_grad_chunks<<<grid, 128, 0, l->stream>>>(part, dY, M, N);
+    k_bias_grad_combine<<<(unsigned)((N + 127) / 128), 128, 0, l->stream>>>(db, part, nchunks, N);
     return launched(x, "bias gradient");
 }
+#undef PH_
 #undef L_
 
 // ---- the dispatch -----------------------------------------------------------------
@@ -334,13 +384,24 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
         return nullptr;
     }
     for (int layer = 0; layer < L; layer++) st->plans[layer] = qp_recipe_plan(cfg->recipe, layer, L);
+    // a micro-batch keeps at most 6 uses per GEMM (qerr on every use); more just flushes earlier
+    st->max_pending = 6 * QP_GEMM_COUNT * (L > 0 ? L : 1) + 64;
+    st->pending = (qpl_pending *)std::calloc((size_t)st->max_pending, sizeof *st->pending);
+    st->kept = (qpl_stats *)std::calloc((size_t)st->max_pending, sizeof *st->kept);
+    if (!st->pending || !st->kept) {
+        std::snprintf(err, errlen, "out of memory for the GPU GEMM dispatch");
+        qp_cuda_linear_destroy(l);
+        return nullptr;
+    }
     const int64_t n = cfg->max_elems > 0 ? cfg->max_elems : 1;
     // every sub-buffer 256-byte aligned (cuBLASLt's default operand alignment; vector loads)
     const size_t f32 = ((size_t)n * sizeof(float) + 255) / 256 * 256, b16 = ((size_t)n * 2 + 255) / 256 * 256;
-    const size_t bytes = 2 * (2 * f32 + b16) + 2 * sizeof(dev_scratch) + 2 * RED_BLOCKS * sizeof(red_out) + 1024;
+    const size_t kept = (size_t)st->max_pending * sizeof(dev_scratch);
+    const size_t bytes = 2 * (2 * f32 + b16) + 2 * sizeof(dev_scratch) + 2 * RED_BLOCKS * sizeof(red_out) + kept + 1024;
     cudaError_t e = cudaMalloc(&l->mem, bytes);
+    if (e == cudaSuccess) e = cudaMallocHost((void **)&l->h_kept, kept);
     if (e != cudaSuccess) {
-        std::snprintf(err, errlen, "GPU GEMM dispatch: %s", cudaGetErrorString(e));
+        std::snprintf(err, errlen, "GPU GEMM dispatch: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
         qp_cuda_linear_destroy(l);
         return nullptr;
     }
@@ -353,7 +414,9 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
     p = (char *)(((uintptr_t)p + 255) / 256 * 256);
     l->d_scr = (dev_scratch *)p, p += 2 * sizeof(dev_scratch);
     p = (char *)(((uintptr_t)p + 255) / 256 * 256);
-    l->d_partial = (red_out *)p;
+    l->d_partial = (red_out *)p, p += 2 * RED_BLOCKS * sizeof(red_out);
+    p = (char *)(((uintptr_t)p + 255) / 256 * 256);
+    l->d_kept = (dev_scratch *)p;
     l->blt = qp_cublt_create(stream, err, errlen);
     if (!l->blt) {
         qp_cuda_linear_destroy(l);
@@ -364,9 +427,9 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
     qpl_set_device(st, qp_cublt_cc(l->blt), emu && emu[0] == '1');
     qpl_ops *o = &l->ops;
     o->ctx = l;
-    o->transpose = op_transpose, o->transpose_u8 = op_transpose_u8, o->copy = op_copy, o->rht16 = op_rht16;
+    o->transpose = op_transpose, o->transpose_u8 = op_transpose_u8, o->copy = op_copy, o->rht = op_rht;
     o->qdq = op_qdq, o->quantize = op_quantize, o->to_bf16 = op_to_bf16, o->reduce = op_reduce;
-    o->fetch = op_fetch, o->scale_inv_ptr = op_scale_inv_ptr, o->gemm = op_gemm;
+    o->keep = op_keep, o->fetch_kept = op_fetch_kept, o->scale_inv_ptr = op_scale_inv_ptr, o->gemm = op_gemm;
     o->bias_add = op_bias_add, o->bias_grad = op_bias_grad;
     o->amax = op_amax, o->block_scales_ptr = op_block_scales_ptr;
     return l;
@@ -375,18 +438,38 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
 extern "C" void qp_cuda_linear_destroy(qp_cuda_linear *l)
 {
     if (!l) return;
+    if (l->stream) cudaStreamSynchronize(l->stream);
     if (l->blt) qp_cublt_destroy(l->blt);
     if (l->mem) cudaFree(l->mem);
+    if (l->h_kept) cudaFreeHost(l->h_kept);
     for (int s = 0; s < 2; s++) {
         if (l->d_plain[s]) cudaFree(l->d_plain[s]);
         if (l->d_tiled[s]) cudaFree(l->d_tiled[s]);
     }
+    if (l->d_colsum) cudaFree(l->d_colsum);
+    std::free(l->st.pending);
+    std::free(l->st.kept);
     std::free(l->st.plans);
     std::free(l);
 }
 
+extern "C" int qp_cuda_linear_flush(qp_cuda_linear *l)
+{
+    if (l->failed) return -1;
+    if (qpl_flush(&l->st, &l->ops)) {
+        l->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" void qp_cuda_linear_set_profiler(qp_cuda_linear *l, qp_cuda_prof *p) { l->prof = p; }
+
+// The host's scaling states must be current before a new step or micro-batch
+// quantizes with them, and before evaluation freezes them.
 extern "C" void qp_cuda_linear_begin_step(qp_cuda_linear *l, int64_t step, int log_qerr)
 {
+    qp_cuda_linear_flush(l);
     l->st.step = step;
     l->st.micro = 0;
     l->st.log_qerr = log_qerr;
@@ -395,12 +478,14 @@ extern "C" void qp_cuda_linear_begin_step(qp_cuda_linear *l, int64_t step, int l
 
 extern "C" void qp_cuda_linear_begin_micro(qp_cuda_linear *l, int micro)
 {
+    qp_cuda_linear_flush(l);
     l->st.micro = micro;
     qp_linear_begin_micro(l->st.host, micro);
 }
 
 extern "C" void qp_cuda_linear_set_frozen(qp_cuda_linear *l, int frozen)
 {
+    qp_cuda_linear_flush(l);
     l->st.frozen = frozen;
     qp_linear_set_frozen(l->st.host, frozen);
 }
@@ -411,6 +496,7 @@ extern "C" const char *qp_cuda_linear_path(const qp_cuda_linear *l) { return l->
 extern "C" int qp_cuda_linear_forward(qp_cuda_linear *l, int layer, qp_gemm_id g, float *d_Y, const float *d_X,
                                       const float *d_W, const float *d_b, int M, int IC, int OC)
 {
+    if (l->failed) return -1;
     return qpl_forward(&l->st, &l->ops, layer, g, d_Y, d_X, d_W, d_b, M, IC, OC);
 }
 
@@ -418,5 +504,6 @@ extern "C" int qp_cuda_linear_backward(qp_cuda_linear *l, int layer, qp_gemm_id 
                                        float *d_db, const float *d_dY, const float *d_X, const float *d_W, int M,
                                        int IC, int OC)
 {
+    if (l->failed) return -1;
     return qpl_backward(&l->st, &l->ops, layer, g, d_dX, d_dW, d_db, d_dY, d_X, d_W, M, IC, OC);
 }

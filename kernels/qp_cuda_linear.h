@@ -9,9 +9,14 @@
  * qp_linear (created by the caller, used only for them): checkpoints read and
  * restore them with qp_linear_scaling() exactly as for a CPU run, and events
  * go through the same callback. The device amax (qp_cuda_tstats) and a
- * reduction kernel's counts come back in one small copy per scaled operand.
+ * reduction kernel's counts stay on the device, per use, until
+ * qp_cuda_linear_flush brings them all back in one copy and applies them in
+ * order (qp_cuda_linear_pass.h): no host synchronisation per scaled operand;
+ * tensor decode scales reach the GEMM as device pointers. begin_step,
+ * begin_micro and set_frozen flush; so must the caller before it reads the
+ * host qp_linear's states or counts (checkpoints, the end of a run).
  * qerr rows (rel_l2, snr_db, sat_frac, zero_frac) are computed by a device
- * reduction when the step logs them and go through cfg->on_qerr.
+ * reduction when the step logs them and go through cfg->on_qerr at the flush.
  *
  * Products, by recipe (qp_cuda_linear_path names the one chosen; the choice
  * is qp_cuda_linear_pass.h's qpl_set_device / qpl_gemm_kind, tested on the
@@ -55,6 +60,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qp_cuda_prof.h"
 #include "qp_linear.h"
 
 #ifdef __cplusplus
@@ -72,6 +78,11 @@ void qp_cuda_linear_begin_step(qp_cuda_linear *l, int64_t step, int log_qerr);
 void qp_cuda_linear_begin_micro(qp_cuda_linear *l, int micro);
 void qp_cuda_linear_set_frozen(qp_cuda_linear *l, int frozen);
 const char *qp_cuda_linear_error(const qp_cuda_linear *l);
+/* Apply every kept statistic (scaling updates, events, qerr rows): waits for
+ * the stream. 0, or -1 with the error (then every later call fails too). */
+int qp_cuda_linear_flush(qp_cuda_linear *l);
+/* Mark the dispatch's phases (GEMM, quantization, bias) on p, or NULL. */
+void qp_cuda_linear_set_profiler(qp_cuda_linear *l, qp_cuda_prof *p);
 /* The GEMM path of the transformer blocks' GEMMs: "fp32", "bf16", "emulated-bf16", "fp8-native",
  * "mxfp8-native" or "nvfp4-native". */
 const char *qp_cuda_linear_path(const qp_cuda_linear *l);

@@ -5,6 +5,15 @@
  * rotated, quantized in which order and format, with which SR stream and
  * scale, how its statistics update the scaling state and make a qerr row, and
  * which GEMM runs — train/qp_linear.c's prepare()/run() for a GPU.
+ * Statistics never stop the stream per operand: a quantization's statistics
+ * are kept on the device (op keep) with a pending record on the host, and
+ * qpl_flush fetches every kept set in one copy and applies them in order —
+ * the scaling updates, events and qerr rows qp_linear makes at each use.
+ * Nothing read between a use and the flush depends on them (a delayed
+ * scale's other uses in the step take the scale that use took, noted at
+ * once; current scaling computes its scales on the device), so the results
+ * are qp_linear's; the caller flushes before anything reads the scaling
+ * states (the next micro-batch, checkpoints, the end of a step).
  * kernels/qp_cuda_linear.cu instantiates it with kernel launches;
  * tests/kernels/test_cuda_linear_pass.c with host operations (quant/'s qdq,
  * the CPU GEMM) and checks every recipe against qp_linear on the CPU — so the
@@ -34,7 +43,7 @@ typedef struct {
     int (*transpose)(void *ctx, const float *src, float *dst, int src_rows, int src_cols);
     int (*transpose_u8)(void *ctx, const uint8_t *src, uint8_t *dst, int src_rows, int src_cols);
     int (*copy)(void *ctx, float *dst, const float *src, int64_t n);
-    int (*rht16)(void *ctx, float *x, int rows, int cols, uint64_t seed);
+    int (*rht)(void *ctx, float *x, int rows, int cols, int n, uint64_t seed); /* n-point, in place */
     /* unscaled quantize-dequantize into y (FP32) and, when y_bf16, BF16 */
     int (*qdq)(void *ctx, qp_fmt fmt, const float *x, float *y, uint16_t *y_bf16, int rows, int cols,
                const qp_qopts *o, int side);
@@ -46,7 +55,11 @@ typedef struct {
     int (*to_bf16)(void *ctx, const float *x, uint16_t *y, int64_t n);
     /* the error/flush reduction of x against y (FP32), or against FP8 codes */
     int (*reduce)(void *ctx, const float *x, const float *y, const uint8_t *codes, int e5m2, int64_t n, int side);
-    int (*fetch)(void *ctx, int side, qpl_stats *out); /* waits */
+    /* keep the statistics now in scratch `side` (its last quantize/qdq and
+     * reduce) as kept set `slot` (< qpl_state.max_pending), in stream order */
+    int (*keep)(void *ctx, int side, int slot);
+    /* kept sets 0..n-1 to the host (waits for the stream) */
+    int (*fetch_kept)(void *ctx, int n, qpl_stats *out);
     const float *(*scale_inv_ptr)(void *ctx, int side);
     int (*gemm)(void *ctx, const qp_cublt_operand *A, const qp_cublt_operand *B, float *D, int M, int N, int K,
                 float alpha, float beta);
@@ -59,6 +72,19 @@ typedef struct {
     const uint8_t *(*block_scales_ptr)(void *ctx, int side);
 } qpl_ops;
 
+/* A use whose statistics wait on the device for qpl_flush. */
+typedef struct {
+    int64_t step;
+    int log_qerr; /* the step logs qerr rows */
+    int layer;
+    qp_gemm_id g;
+    qp_pass pass;
+    qp_operand o;
+    int update;   /* scaling update (first use, not frozen) */
+    int64_t n;    /* elements */
+    float gamax;  /* data parallel: the ranks' amax, else < 0 */
+} qpl_pending;
+
 typedef struct {
     qp_linear_cfg cfg;
     qp_linear *host;           /* scaling states and events */
@@ -70,6 +96,9 @@ typedef struct {
     int fp8_native;   /* per-tensor FP8 GEMMs run natively (qpl_set_device) */
     int block_native; /* MXFP8 and NVFP4 GEMMs run natively, block-scaled */
     const char *path; /* qp_cuda_linear_path's name */
+    qpl_pending *pending;     /* max_pending records, n_pending waiting */
+    qpl_stats *kept;          /* max_pending: where qpl_flush fetches them */
+    int n_pending, max_pending;
     char err[256];
 } qpl_state;
 
@@ -81,43 +110,64 @@ typedef struct {
     float scale_inv; /* per-tensor decode scale, folded into alpha */
 } qpl_operand;
 
-/* Statistics to the host: the scaling update, the qerr row, the decode scale.
- * gamax >= 0: data parallel, the ranks' max amax (this operand is a token
- * slice): the update sees it and the counts summed over ranks through the
- * cfg's reduce_sum, as qp_linear.c's prepare() does. */
-static inline int qpl_finish_stats(qpl_state *l, const qpl_ops *op, int layer, qp_gemm_id g, qp_pass pass,
-                                   qp_operand o, qp_scaling_state *st, int update, int have_red, int64_t n, int side,
-                                   float gamax, float *scale_inv)
+/* One kept use's statistics on the host: the scaling update and the qerr row,
+ * as qp_linear.c's prepare() makes them. gamax >= 0: data parallel, the
+ * ranks' max amax (this operand is a token slice): the update sees it and the
+ * counts summed over ranks through the cfg's reduce_sum. */
+static inline void qpl_apply_stats(qpl_state *l, const qpl_pending *p, const qpl_stats *h)
 {
-    qpl_stats h;
-    if (op->fetch(op->ctx, side, &h)) return -1;
-    *scale_inv = h.scale_inv;
-    if (!have_red) return 0;
     qp_qstats qs;
     memset(&qs, 0, sizeof qs);
-    qs.n = n;
-    qs.n_nonfinite = (int64_t)h.n_nonfinite;
-    qs.n_nonzero = (int64_t)h.n_nonzero;
-    qs.n_sat = (int64_t)h.n_sat;
-    qs.n_flushed = (int64_t)h.n_flushed;
-    qs.amax = h.amax;
-    qs.scale = h.scale;
-    qs.scale_inv = h.scale_inv;
-    if (update && gamax >= 0.0f) {
-        qs.amax = gamax;
+    qs.n = p->n;
+    qs.n_nonfinite = (int64_t)h->n_nonfinite;
+    qs.n_nonzero = (int64_t)h->n_nonzero;
+    qs.n_sat = (int64_t)h->n_sat;
+    qs.n_flushed = (int64_t)h->n_flushed;
+    qs.amax = h->amax;
+    qs.scale = h->scale;
+    qs.scale_inv = h->scale_inv;
+    if (p->update && p->gamax >= 0.0f) {
+        qs.amax = p->gamax;
         qp_linear_reduce_counts(&l->cfg, &qs);
     }
-    if (update) qp_scaling_update(st, l->step, &qs);
-    if (l->log_qerr && l->cfg.on_qerr) {
-        const double xx = h.xx, ee = h.ee;
+    if (p->update) qp_scaling_update(qp_linear_scaling(l->host, p->layer, p->g, p->o), p->step, &qs);
+    if (p->log_qerr && l->cfg.on_qerr) {
+        const double xx = h->xx, ee = h->ee;
         const double rel = ee == 0.0 ? 0.0 : (xx == 0.0 ? INFINITY : sqrt(ee / xx));
         const double snr = ee == 0.0 ? INFINITY : (xx == 0.0 ? -INFINITY : 10.0 * log10(xx / ee));
         const double sat = qs.n ? (double)qs.n_sat / (double)qs.n : 0.0;
         const double zero = qs.n_nonzero ? (double)qs.n_flushed / (double)qs.n_nonzero : 0.0;
-        qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
+        qp_qerr_row row = {p->step, p->layer, qp_gemm_name(p->g), qp_operand_name(p->o), qp_pass_name(p->pass),
                            rel, snr, sat, zero, qs.amax, qs.scale};
         l->cfg.on_qerr(&row, l->cfg.user);
     }
+}
+
+/* Every kept use's statistics to the host in one copy, applied in the order
+ * of the uses. 0, or -1 (the op wrote err). */
+static inline int qpl_flush(qpl_state *l, const qpl_ops *op)
+{
+    if (l->n_pending == 0) return 0;
+    const int n = l->n_pending;
+    l->n_pending = 0;
+    if (op->fetch_kept(op->ctx, n, l->kept)) return -1;
+    for (int i = 0; i < n; i++) qpl_apply_stats(l, &l->pending[i], &l->kept[i]);
+    return 0;
+}
+
+/* The statistics of the use just quantized on `side` wait for qpl_flush (a
+ * full list is flushed first: applying earlier is what qp_linear does anyway).
+ * Under delayed scaling the step's other uses of this tensor take the scale
+ * this use took (qp_scaling_update's last_scale), noted now. */
+static inline int qpl_keep_stats(qpl_state *l, const qpl_ops *op, int layer, qp_gemm_id g, qp_pass pass,
+                                 qp_operand o, const qp_linear_use *u, int64_t n, int side, float gamax)
+{
+    if (l->n_pending == l->max_pending && qpl_flush(l, op)) return -1;
+    if (op->keep(op->ctx, side, l->n_pending)) return -1;
+    l->pending[l->n_pending++] = (qpl_pending){l->step, l->log_qerr, layer, g, pass, o, u->update, n, gamax};
+    qp_scaling_state *st = qp_linear_scaling(l->host, layer, g, o);
+    if (u->update && st->cfg.mode == QP_SCALING_DELAYED && qp_formats[st->fmt].tensor_scale)
+        st->last_scale = u->opts.scale;
     return 0;
 }
 
@@ -142,7 +192,7 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
     const qp_linear_plan *plan = &l->plans[layer];
     const qp_fmt fmt = plan->fmt[o];
     const qp_format_traits *t = &qp_formats[fmt];
-    const int rht = pass == QP_PASS_WGRAD && plan->rht_wgrad;
+    const int rht = pass == QP_PASS_WGRAD ? qp_linear_rht_n(plan) : 0;
     const float *in = src;
     int trans = src_trans;
     if (trans && (t->block_cols > 1 || rht)) {
@@ -151,14 +201,14 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
         trans = 0;
     }
     if (rht) {
-        if (cols % 16) {
+        if (cols % rht) {
             snprintf(l->err, sizeof l->err,
-                     "the Hadamard transform needs a contraction of a multiple of 16, not %d (layer %d, %s)", cols,
-                     layer, qp_gemm_name(g));
+                     "the %d-point Hadamard transform needs a contraction of a multiple of %d, not %d (layer %d, %s)",
+                     rht, rht, cols, layer, qp_gemm_name(g));
             return -1;
         }
         if (in != l->tbuf[side] && op->copy(x, l->tbuf[side], in, (int64_t)rows * cols)) return -1;
-        if (op->rht16(x, l->tbuf[side], rows, cols, qp_linear_rht_seed(l->cfg.seed))) return -1;
+        if (op->rht(x, l->tbuf[side], rows, cols, rht, qp_linear_rht_seed(l->cfg.seed))) return -1;
         in = l->tbuf[side];
     }
     qp_scaling_state *st = qp_linear_scaling(l->host, layer, g, o);
@@ -194,11 +244,10 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
                                      op->block_scales_ptr(x, side), 0};
         out->scale_inv = 1.0f;
         if (!want_stats) return 0;
-        float unused;
         if (op->qdq(x, fmt, in, l->ybuf[side], NULL, rows, cols, &u.opts, side) ||
             op->reduce(x, in, l->ybuf[side], NULL, 0, n, side))
             return -1;
-        return qpl_finish_stats(l, op, layer, g, pass, o, st, update, 1, n, side, gamax, &unused);
+        return qpl_keep_stats(l, op, layer, g, pass, o, &u, n, side, gamax);
     }
     if (native == QPL_FP8) {
         /* FP8 codes in stored order (the CPU's SR words), transposed as bytes
@@ -211,24 +260,43 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
         out->op = (qp_cublt_operand){fmt == QP_FMT_FP8_E5M2 ? QP_CUBLT_E5M2 : QP_CUBLT_E4M3, l->bbuf[side],
                                      op->scale_inv_ptr(x, side), NULL, 0};
         out->scale_inv = 1.0f;
-        float unused;
-        return want_stats ? qpl_finish_stats(l, op, layer, g, pass, o, st, update, 1, n, side, gamax, &unused) : 0;
+        return want_stats ? qpl_keep_stats(l, op, layer, g, pass, o, &u, n, side, gamax) : 0;
     }
     /* FP32 copy always (statistics, transposition); BF16 straight from the
      * quantizer when no transpose follows, else a per-tensor format quantized
-     * in stored order (the CPU's SR words) and transposed */
-    if (op->qdq(x, fmt, in, l->ybuf[side], trans ? NULL : l->bbuf[side], qrows, qcols, &u.opts, side)) return -1;
-    if (trans && (op->transpose(x, l->ybuf[side], l->tbuf[side], qrows, qcols) ||
-                  op->to_bf16(x, l->tbuf[side], l->bbuf[side], n)))
+     * in stored order (the CPU's SR words) and transposed.
+     * An FP32-scaled FP8 block format (its row says unscaled_exact = 0: the
+     * scales along K cannot go into alpha and code * scale is not a BF16
+     * value) runs its fully scaled values through an FP32 GEMM
+     * (CUBLAS_COMPUTE_32F), and so does its partner operand (unscaled, its
+     * tensor scale in alpha; cuBLASLt multiplies like with like): each value
+     * is code * scale rounded once to FP32, so the product agrees with the
+     * CPU's K-chunked emulation (qp_gemm_run_kscaled) to FP32 rounding, not
+     * bit for bit. Hopper's native block-scaled FP8 GEMM (cuBLAS 12.9+) is
+     * not wired here. Block formats are never stored transposed here. */
+    const qp_operand partner = pass == QP_PASS_FPROP   ? (o == QP_OPND_X ? QP_OPND_W : QP_OPND_X)
+                               : pass == QP_PASS_DGRAD ? (o == QP_OPND_DY ? QP_OPND_W : QP_OPND_DY)
+                                                       : (o == QP_OPND_DY ? QP_OPND_X : QP_OPND_DY);
+    const int f32_gemm = !t->unscaled_exact || !qp_formats[plan->fmt[partner]].unscaled_exact;
+    qp_qopts qo = u.opts;
+    if (!t->unscaled_exact) qo.unscaled = false;
+    if (op->qdq(x, fmt, in, l->ybuf[side], trans || f32_gemm ? NULL : l->bbuf[side], qrows, qcols, &qo, side))
         return -1;
-    float scale_inv = 1.0f;
-    if (t->tensor_scale || want_stats) {
-        if (want_stats && op->reduce(x, in, l->ybuf[side], NULL, 0, n, side)) return -1;
-        if (qpl_finish_stats(l, op, layer, g, pass, o, st, update, want_stats, n, side, gamax, &scale_inv))
-            return -1;
+    if (trans && (op->transpose(x, l->ybuf[side], l->tbuf[side], qrows, qcols) ||
+                  (!f32_gemm && op->to_bf16(x, l->tbuf[side], l->bbuf[side], n))))
+        return -1;
+    if (want_stats && (op->reduce(x, in, l->ybuf[side], NULL, 0, n, side) ||
+                       qpl_keep_stats(l, op, layer, g, pass, o, &u, n, side, gamax)))
+        return -1;
+    /* the tensor decode scale stays on the device: folded into alpha there */
+    const float *scale_inv = t->tensor_scale ? op->scale_inv_ptr(x, side) : NULL;
+    out->scale_inv = 1.0f;
+    if (f32_gemm) {
+        out->op = (qp_cublt_operand){QP_CUBLT_F32, trans ? l->tbuf[side] : l->ybuf[side],
+                                     t->unscaled_exact ? scale_inv : NULL, NULL, 0};
+        return 0;
     }
-    out->op = (qp_cublt_operand){QP_CUBLT_BF16, l->bbuf[side], NULL, NULL, fmt != QP_FMT_BF16};
-    out->scale_inv = scale_inv;
+    out->op = (qp_cublt_operand){QP_CUBLT_BF16, l->bbuf[side], scale_inv, NULL, fmt != QP_FMT_BF16};
     return 0;
 }
 

@@ -1,8 +1,11 @@
 // qp_cuda_model.cu — the GPT on the GPU (see qp_cuda_model.h). The order of
 // the passes is qp_cuda_model_pass.h's (shared with a CPU test); each kernel
-// here runs one formula of qp_cuda_model_math.h per thread (a row, a head, a
-// channel or an element), in the CPU's order of operations. Correctness
-// first: rows are one thread each, not yet tiled.
+// computes the formulas of qp_cuda_model_math.h in the CPU's order of
+// operations: elementwise and per-row kernels a thread per element / row,
+// attention a warp per (b, h, t) row with its per-channel sums in registers,
+// the column sums of LayerNorm's weight and bias gradients in the header's
+// two-level chunk order over the whole GPU. No float atomics anywhere: every
+// sum has one owner and a fixed order, so two runs are bit-identical.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -16,6 +19,9 @@
 
 namespace {
 constexpr int NT = 256;             // threads per block
+// Kernels of a thread per row (B*T rows, a few thousand): small blocks, so the
+// rows spread over every multiprocessor instead of a few dozen.
+constexpr int ROW_NT = 32;
 constexpr int RED_BLOCKS = 256;     // gradient-norm partials
 }
 
@@ -39,12 +45,18 @@ __global__ void k_encoder_fwd(float *out, const int32_t *inp, const float *wte, 
     }
 }
 
-// One thread per channel, tokens in (b,t) order: the CPU's scatter-add order.
-__global__ void k_encoder_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int BT, int T, int C)
+// Token embedding gradients: a thread per channel, tokens in (b,t) order (the
+// CPU's scatter-add order; a token may repeat, so a channel has one owner).
+__global__ void k_encoder_bwd_token(float *dwte, const float *dout, const int32_t *inp, int BT, int C)
 {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
-    qpm_encoder_bwd_channel(dwte, dwpe, dout, inp, BT, T, C, c);
+    if (c < C) qpm_encoder_bwd_token(dwte, dout, inp, BT, C, c);
+}
+
+// Position embedding gradients: a thread per (t, c), the sequences in order.
+__global__ void k_encoder_bwd_pos(float *dwpe, const float *dout, int B, int T, int C)
+{
+    GRID_STRIDE(i, (int64_t)T * C) qpm_encoder_bwd_pos(dwpe, dout, B, T, C, (int)(i / C), (int)(i % C));
 }
 
 __global__ void k_layernorm_fwd(float *out, float *mean, float *rstd, const float *inp, const float *w, const float *b,
@@ -63,44 +75,216 @@ __global__ void k_layernorm_bwd_rows(float *dinp, const float *dout, const float
     qpm_layernorm_bwd_row(dinp + (int64_t)i * C, dout + (int64_t)i * C, inp + (int64_t)i * C, w, mean[i], rstd[i], C);
 }
 
-__global__ void k_layernorm_bwd_channels(float *dw, float *db, const float *dout, const float *inp, const float *mean,
-                                         const float *rstd, int N, int C)
+// LayerNorm weight/bias gradients, first level: chunk k of QPM_SUM_ROWS rows
+// (blockIdx.y, striding by gridDim.y), a thread per channel (coalesced).
+__global__ void k_layernorm_bwd_chunks(float *part_w, float *part_b, const float *dout, const float *inp,
+                                       const float *mean, const float *rstd, int N, int C)
 {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    qpm_layernorm_bwd_channel(dw, db, dout, inp, mean, rstd, N, C, c);
+    for (int k = blockIdx.y; k < qpm_sum_chunks(N); k += gridDim.y) {
+        const int i0 = k * QPM_SUM_ROWS, i1 = i0 + QPM_SUM_ROWS < N ? i0 + QPM_SUM_ROWS : N;
+        qpm_layernorm_bwd_chunk(part_w + (int64_t)k * C + c, part_b + (int64_t)k * C + c, dout, inp, mean, rstd, i0,
+                                i1, C, c);
+    }
 }
 
-__global__ void k_attention_fwd(float *out, float *preatt, float *att, const float *qkv, int B, int T, int C, int NH)
+// ... second level: each channel's chunk sums in chunk order.
+__global__ void k_layernorm_bwd_combine(float *dw, float *db, const float *part_w, const float *part_b, int nchunks,
+                                        int C)
 {
-    const int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (idx >= (int64_t)B * T * NH) return;
-    const int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / NH / T);
-    const int hs = C / NH;
-    const int64_t row = (((int64_t)b * NH + h) * T + t) * T;
-    qpm_attention_fwd_row(out + ((int64_t)b * T + t) * C + h * hs, preatt + row, att + row, qkv, b, t, h, T, C, NH);
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < C) qpm_layernorm_bwd_combine(dw, db, part_w, part_b, nchunks, C, c);
 }
 
-// Attention backward in two launches of one thread per (b, t, h) row (a
-// thread per head, B*NH of them, left the GPU nearly idle: seconds per layer
-// at T = 1024): the query rows, then the key rows (qpm_attention_bwd_query /
-// _key: the head's sums in the head's order).
-__global__ void k_attention_bwd_query(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
-                                      const float *att, int B, int T, int C, int NH)
+// ---- attention: a warp per (b, h, t) row -------------------------------------
+// Rows are numbered (b, h, t) with t fastest, ATT_WARPS consecutive rows per
+// block: the warps of a block read the same key/value (or query/dout) rows at
+// about the same time, from L1. Per-channel sums live in registers: channel
+// lane + 32 m in register m (head size <= QP_CUDA_ATT_HS_MAX); every sum adds
+// its terms in the host formula's order (qpm_attention_fwd_row,
+// qpm_attention_bwd_query, qpm_attention_bwd_key), dot8's through eight lanes.
+namespace {
+constexpr unsigned kFull = 0xFFFFFFFFu;
+constexpr int ATT_WARPS = 8;
+constexpr int ATT_CH = QP_CUDA_ATT_HS_MAX / 32;
+static_assert(QP_CUDA_ATT_HS_MAX % 32 == 0, "whole lanes per head");
+} // namespace
+
+// qpm_dot8(a, b, n) on a group of eight lanes (lane j of the group holds running
+// sum j; the xor butterfly over 1, 2, 4 is dot8's tree). The whole warp calls it.
+__device__ __forceinline__ float group_dot8(const float *a, const float *b, int n, int j)
 {
-    const int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (idx >= (int64_t)B * T * NH) return;
-    const int h = (int)(idx % NH), t = (int)((idx / NH) % T), b = (int)(idx / NH / T);
-    qpm_attention_bwd_query(dqkv, dpreatt, datt, dout, qkv, att, b, t, h, T, C, NH);
+    float s = qpm_dot8_part(a, b, n, j);
+    s += __shfl_xor_sync(kFull, s, 1);
+    s += __shfl_xor_sync(kFull, s, 2);
+    s += __shfl_xor_sync(kFull, s, 4);
+    return s + qpm_dot8_tail(a, b, n);
 }
 
-__global__ void k_attention_bwd_key(float *dqkv, const float *dpreatt, const float *dout, const float *qkv,
-                                    const float *att, int B, int T, int C, int NH)
+struct att_row {
+    int b, h, t, hs;
+    int64_t row; // (b, h, t): its preatt/att row starts at row * T
+};
+
+__device__ __forceinline__ bool att_row_of(att_row *r, int B, int T, int C, int NH)
 {
-    const int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (idx >= (int64_t)B * T * NH) return;
-    const int h = (int)(idx % NH), t2 = (int)((idx / NH) % T), b = (int)(idx / NH / T);
-    qpm_attention_bwd_key(dqkv, dpreatt, dout, qkv, att, b, t2, h, T, C, NH);
+    r->row = (int64_t)blockIdx.x * ATT_WARPS + (threadIdx.x >> 5);
+    if (r->row >= (int64_t)B * NH * T) return false;
+    r->t = (int)(r->row % T);
+    r->h = (int)((r->row / T) % NH);
+    r->b = (int)(r->row / T / NH);
+    r->hs = C / NH;
+    return true;
+}
+
+__global__ void __launch_bounds__(ATT_WARPS * 32)
+    k_attention_fwd(float *out, float *preatt, float *att, const float *qkv, int B, int T, int C, int NH)
+{
+    att_row r;
+    if (!att_row_of(&r, B, T, C, NH)) return; // the whole warp
+    const int lane = threadIdx.x & 31, g = lane >> 3, j = lane & 7, t = r.t, hs = r.hs;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const int64_t C3 = 3 * (int64_t)C, seq = (int64_t)r.b * T * C3;
+    const float *q = qkv + seq + t * C3 + r.h * hs;
+    const float *keys = qkv + seq + C + r.h * hs, *vals = qkv + seq + 2 * C + r.h * hs;
+    float *pre = preatt + r.row * T, *a = att + r.row * T;
+    // scores q . k_t2 * scale, four keys at a time, and their maximum
+    float maxv = -INFINITY;
+    for (int t0 = 0; t0 <= t; t0 += 4) {
+        const int t2 = t0 + g;
+        const float v = group_dot8(q, keys + (t2 <= t ? t2 : t) * C3, hs, j) * scale;
+        if (t2 <= t) {
+            if (j == 0) pre[t2] = v;
+            if (v > maxv) maxv = v;
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        const float o = __shfl_xor_sync(kFull, maxv, off);
+        if (o > maxv) maxv = o;
+    }
+    __syncwarp();
+    // exponentials; their sum in t2 order on one lane (the host's running sum)
+    for (int t2 = lane; t2 <= t; t2 += 32) a[t2] = expf(pre[t2] - maxv);
+    __syncwarp();
+    float sum = 0.0f;
+    if (lane == 0)
+        for (int t2 = 0; t2 <= t; t2++) sum += a[t2];
+    const float inv = 1.0f / __shfl_sync(kFull, sum, 0);
+    for (int t2 = lane; t2 < T; t2 += 32) a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
+    // out[i] = sum over t2 in order of a[t2] v_t2[i]; a[t0 + lane] is this lane's own write
+    float acc[ATT_CH];
+#pragma unroll
+    for (int m = 0; m < ATT_CH; m++) acc[m] = 0.0f;
+    for (int t0 = 0; t0 <= t; t0 += 32) {
+        const float am = t0 + lane <= t ? a[t0 + lane] : 0.0f;
+        const int n = t - t0 + 1 < 32 ? t - t0 + 1 : 32;
+        for (int k = 0; k < n; k++) {
+            const float at = __shfl_sync(kFull, am, k);
+            const float *v = vals + (t0 + k) * C3;
+#pragma unroll
+            for (int m = 0; m < ATT_CH; m++)
+                if (lane + 32 * m < hs) acc[m] += at * v[lane + 32 * m];
+        }
+    }
+    float *o = out + ((int64_t)r.b * T + t) * C + r.h * hs;
+#pragma unroll
+    for (int m = 0; m < ATT_CH; m++)
+        if (lane + 32 * m < hs) o[lane + 32 * m] = acc[m];
+}
+
+// Attention backward in two launches (qpm_attention_bwd_query, then
+// qpm_attention_bwd_key, which reads every later query row's dpreatt).
+__global__ void __launch_bounds__(ATT_WARPS * 32)
+    k_attention_bwd_query(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
+                          const float *att, int B, int T, int C, int NH)
+{
+    att_row r;
+    if (!att_row_of(&r, B, T, C, NH)) return;
+    const int lane = threadIdx.x & 31, g = lane >> 3, j = lane & 7, t = r.t, hs = r.hs;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const int64_t C3 = 3 * (int64_t)C, seq = (int64_t)r.b * T * C3;
+    const float *keys = qkv + seq + C + r.h * hs, *vals = qkv + seq + 2 * C + r.h * hs;
+    const float *a = att + r.row * T, *d = dout + ((int64_t)r.b * T + t) * C + r.h * hs;
+    float *da = datt + r.row * T, *dpre = dpreatt + r.row * T;
+    float *dq = dqkv + seq + t * C3 + r.h * hs;
+    // da[t2] += v_t2 . d, four keys at a time
+    for (int t0 = 0; t0 <= t; t0 += 4) {
+        const int t2 = t0 + g;
+        const float v = group_dot8(vals + (t2 <= t ? t2 : t) * C3, d, hs, j);
+        if (t2 <= t && j == 0) da[t2] += v;
+    }
+    __syncwarp();
+    // dot = dot8(a, da, t + 1): its eight running sums on lanes 0..7
+    float s = lane < 8 ? qpm_dot8_part(a, da, t + 1, lane) : 0.0f;
+    s += __shfl_xor_sync(kFull, s, 1);
+    s += __shfl_xor_sync(kFull, s, 2);
+    s += __shfl_xor_sync(kFull, s, 4);
+    const float dot = __shfl_sync(kFull, s, 0) + qpm_dot8_tail(a, da, t + 1);
+    for (int t2 = lane; t2 <= t; t2 += 32) dpre[t2] += a[t2] * (da[t2] - dot);
+    // dq[i] += k_t2[i] * (dpre[t2] * scale), t2 in order; dpre[t0 + lane] is this lane's own write
+    float acc[ATT_CH];
+#pragma unroll
+    for (int m = 0; m < ATT_CH; m++) acc[m] = lane + 32 * m < hs ? dq[lane + 32 * m] : 0.0f;
+    for (int t0 = 0; t0 <= t; t0 += 32) {
+        const float gm = t0 + lane <= t ? dpre[t0 + lane] * scale : 0.0f;
+        const int n = t - t0 + 1 < 32 ? t - t0 + 1 : 32;
+        for (int k = 0; k < n; k++) {
+            const float gk = __shfl_sync(kFull, gm, k);
+            const float *kr = keys + (t0 + k) * C3;
+#pragma unroll
+            for (int m = 0; m < ATT_CH; m++)
+                if (lane + 32 * m < hs) acc[m] += kr[lane + 32 * m] * gk;
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < ATT_CH; m++)
+        if (lane + 32 * m < hs) dq[lane + 32 * m] = acc[m];
+}
+
+// Key row t2 of (b, h): dv += att[t][t2] d_t and dk += q_t (dpreatt[t][t2] * scale)
+// over the queries t >= t2 in increasing t.
+__global__ void __launch_bounds__(ATT_WARPS * 32)
+    k_attention_bwd_key(float *dqkv, const float *dpreatt, const float *dout, const float *qkv, const float *att,
+                        int B, int T, int C, int NH)
+{
+    att_row r;
+    if (!att_row_of(&r, B, T, C, NH)) return;
+    const int lane = threadIdx.x & 31, t2 = r.t, hs = r.hs;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const int64_t C3 = 3 * (int64_t)C, seq = (int64_t)r.b * T * C3;
+    const int64_t head = r.row - t2; // (b, h, 0): query t's att row is (head + t) * T
+    const float *qs = qkv + seq + r.h * hs, *ds = dout + (int64_t)r.b * T * C + r.h * hs;
+    float *dk = dqkv + seq + t2 * C3 + C + r.h * hs, *dv = dqkv + seq + t2 * C3 + 2 * C + r.h * hs;
+    float accv[ATT_CH], acck[ATT_CH];
+#pragma unroll
+    for (int m = 0; m < ATT_CH; m++) {
+        const bool in = lane + 32 * m < hs;
+        accv[m] = in ? dv[lane + 32 * m] : 0.0f;
+        acck[m] = in ? dk[lane + 32 * m] : 0.0f;
+    }
+    for (int t0 = t2; t0 < T; t0 += 32) {
+        const int64_t mine = (head + t0 + lane) * T + t2;
+        const float am = t0 + lane < T ? att[mine] : 0.0f;
+        const float gm = t0 + lane < T ? dpreatt[mine] * scale : 0.0f;
+        const int n = T - t0 < 32 ? T - t0 : 32;
+        for (int k = 0; k < n; k++) {
+            const float at = __shfl_sync(kFull, am, k), gk = __shfl_sync(kFull, gm, k);
+            const float *dr = ds + (int64_t)(t0 + k) * C, *qr = qs + (t0 + k) * C3;
+#pragma unroll
+            for (int m = 0; m < ATT_CH; m++)
+                if (lane + 32 * m < hs) {
+                    accv[m] += at * dr[lane + 32 * m];
+                    acck[m] += qr[lane + 32 * m] * gk;
+                }
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < ATT_CH; m++)
+        if (lane + 32 * m < hs) {
+            dv[lane + 32 * m] = accv[m];
+            dk[lane + 32 * m] = acck[m];
+        }
 }
 
 __global__ void k_gelu_fwd(float *out, const float *inp, int64_t n)
@@ -182,34 +366,17 @@ __global__ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n,
 
 // ---- memory -------------------------------------------------------------------
 
-static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])
-{
-    // the order of qp_gpt_acts (as train/qp_model.c)
-    const int64_t L = c->layers, C = c->dim, NH = c->heads, V = c->vocab, BT = (int64_t)B * T;
-    const int64_t v[QP_GPT_NACTS] = {BT * C,      L * BT * C,  L * BT,     L * BT,     L * BT * 3 * C, L * BT * C,
-                                     L * B * NH * T * T, L * B * NH * T * T, L * BT * C, L * BT * C, L * BT * C,
-                                     L * BT,      L * BT,      L * BT * 4 * C, L * BT * 4 * C, L * BT * C, L * BT * C,
-                                     BT * C,      BT,          BT,         BT * V,     BT * V,     BT};
-    std::memcpy(s, v, sizeof v);
-}
-
 static void carve_params(qp_gpt_params *p, float *mem, const int64_t *sizes)
 {
     float **ptrs = (float **)p; // qp_gpt_params is QP_GPT_NPARAMS float pointers in tensor order
     for (int i = 0; i < QP_GPT_NPARAMS; i++) ptrs[i] = mem, mem += sizes[i];
 }
 
-static void carve_acts(qp_gpt_acts *a, float *mem, const int64_t *sizes)
-{
-    float **ptrs = (float **)a; // QP_GPT_NACTS float pointers in order
-    for (int i = 0; i < QP_GPT_NACTS; i++) ptrs[i] = mem, mem += sizes[i];
-}
 static_assert(sizeof(qp_gpt_params) == QP_GPT_NPARAMS * sizeof(float *), "qp_gpt_params is pointers only");
-static_assert(sizeof(qp_gpt_acts) == QP_GPT_NACTS * sizeof(float *), "qp_gpt_acts is pointers only");
 
 static int fail(qp_cuda_gpt *m, cudaError_t e, const char *what)
 {
-    std::snprintf(m->err, sizeof m->err, "%s: %s", what, cudaGetErrorString(e));
+    std::snprintf(m->err, sizeof m->err, "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
     return -1;
 }
 
@@ -219,15 +386,21 @@ static int launched(qp_cuda_gpt *m, const char *what)
     return e == cudaSuccess ? 0 : fail(m, e, what);
 }
 
-extern "C" int qp_cuda_gpt_devices(void)
+extern "C" int qp_cuda_gpt_device_count(char *why, size_t whylen)
 {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
         cudaGetLastError();
+        if (why && whylen)
+            std::snprintf(why, whylen, "cudaGetDeviceCount: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
         return 0;
     }
+    if (n < 1 && why && whylen) std::snprintf(why, whylen, "0 devices");
     return n;
 }
+
+extern "C" int qp_cuda_gpt_devices(void) { return qp_cuda_gpt_device_count(nullptr, 0); }
 
 extern "C" int64_t qp_cuda_gpt_linear_elems(const qp_gpt_config *c, int B, int T)
 {
@@ -252,8 +425,14 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
                                 void *stream, char *err, size_t errlen)
 {
     std::memset(m, 0, sizeof *m);
-    if (qp_cuda_gpt_devices() < 1) {
-        std::snprintf(err, errlen, "no CUDA device found");
+    char why[200];
+    if (qp_cuda_gpt_device_count(why, sizeof why) < 1) {
+        std::snprintf(err, errlen, "no CUDA device found (%s)", why);
+        return -1;
+    }
+    if (c->heads < 1 || c->dim % c->heads || c->dim / c->heads > QP_CUDA_ATT_HS_MAX) {
+        std::snprintf(err, errlen, "the GPU attention takes head sizes up to %d (dim %d / %d heads)",
+                      QP_CUDA_ATT_HS_MAX, c->dim, c->heads);
         return -1;
     }
     m->cfg = *c;
@@ -261,10 +440,11 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     qp_gpt_param_shapes(c, m->param_sizes, nullptr, nullptr);
     for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
     int64_t as[QP_GPT_NACTS];
-    act_sizes(c, B, T, as);
-    for (int i = 0; i < QP_GPT_NACTS; i++) m->num_acts += as[i];
+    qpm_act_sizes(c, B, T, as);
+    m->num_acts = qp_gpt_carve_acts(&m->acts, nullptr, as);
     const int64_t BT = (int64_t)B * T;
-    const size_t floats = (size_t)(4 * m->num_params + 2 * m->num_acts);
+    const int64_t part_floats = 2 * (int64_t)qpm_sum_chunks((int)BT) * c->dim;
+    const size_t floats = (size_t)(4 * m->num_params + 2 * m->num_acts + part_floats);
     const size_t bytes = floats * sizeof(float) + 2 * 2 * BT * sizeof(int32_t) + (RED_BLOCKS + 8) * sizeof(double) +
                          256;
     batch_io *io = (batch_io *)std::calloc(1, sizeof(batch_io));
@@ -290,8 +470,8 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     for (int s = 0; s < 2 && e == cudaSuccess; s++) e = cudaEventRecord(io->used[s], (cudaStream_t)m->stream);
     m->io = io;
     if (e != cudaSuccess) {
-        std::snprintf(err, errlen, "GPU model of %lld parameters and %lld activations: %s", (long long)m->num_params,
-                      (long long)m->num_acts, cudaGetErrorString(e));
+        std::snprintf(err, errlen, "GPU model of %lld parameters and %lld activations: %s (%s)",
+                      (long long)m->num_params, (long long)m->num_acts, cudaGetErrorName(e), cudaGetErrorString(e));
         qp_cuda_gpt_free(m);
         return -1;
     }
@@ -302,13 +482,14 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     m->adam_v = f, f += m->num_params;
     m->acts_memory = f, f += m->num_acts;
     m->grads_acts_memory = f, f += m->num_acts;
+    m->d_part = f, f += part_floats;
     int32_t *tok = (int32_t *)f;
     for (int s = 0; s < 2; s++) io->d_tok[s] = tok + s * 2 * BT;
     m->d_red = (double *)(((uintptr_t)(tok + 4 * BT) + 255) / 256 * 256);
     carve_params(&m->params, m->params_memory, m->param_sizes);
     carve_params(&m->grads, m->grads_memory, m->param_sizes);
-    carve_acts(&m->acts, m->acts_memory, as);
-    carve_acts(&m->grads_acts, m->grads_acts_memory, as);
+    qp_gpt_carve_acts(&m->acts, m->acts_memory, as);
+    qp_gpt_carve_acts(&m->grads_acts, m->grads_acts_memory, as);
     m->d_inputs = io->d_tok[0], m->d_targets = io->d_tok[0] + BT;
     if (host_params && qp_cuda_gpt_upload(m, host_params, nullptr, nullptr)) {
         std::snprintf(err, errlen, "%s", m->err);
@@ -395,6 +576,52 @@ extern "C" int qp_cuda_gpt_set_batch(qp_cuda_gpt *m, const int32_t *inputs, cons
     return 0;
 }
 
+// ---- layer launches (also the tests' entry points) -------------------------------
+
+extern "C" int qp_cuda_attention_forward(float *out, float *preatt, float *att, const float *qkv, int B, int T, int C,
+                                         int NH, void *stream)
+{
+    if (NH < 1 || C % NH || C / NH > QP_CUDA_ATT_HS_MAX) return (int)cudaErrorInvalidValue;
+    const unsigned g = (unsigned)(((int64_t)B * NH * T + ATT_WARPS - 1) / ATT_WARPS);
+    k_attention_fwd<<<g, ATT_WARPS * 32, 0, (cudaStream_t)stream>>>(out, preatt, att, qkv, B, T, C, NH);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int qp_cuda_attention_backward(float *dqkv, float *dpreatt, float *datt, const float *dout,
+                                          const float *qkv, const float *att, int B, int T, int C, int NH,
+                                          void *stream)
+{
+    if (NH < 1 || C % NH || C / NH > QP_CUDA_ATT_HS_MAX) return (int)cudaErrorInvalidValue;
+    const unsigned g = (unsigned)(((int64_t)B * NH * T + ATT_WARPS - 1) / ATT_WARPS);
+    k_attention_bwd_query<<<g, ATT_WARPS * 32, 0, (cudaStream_t)stream>>>(dqkv, dpreatt, datt, dout, qkv, att, B, T,
+                                                                          C, NH);
+    k_attention_bwd_key<<<g, ATT_WARPS * 32, 0, (cudaStream_t)stream>>>(dqkv, dpreatt, dout, qkv, att, B, T, C, NH);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int qp_cuda_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                                          const float *w, const float *mean, const float *rstd, int N, int C,
+                                          float *d_part, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    const int nchunks = qpm_sum_chunks(N);
+    float *pw = d_part, *pb = d_part + (int64_t)nchunks * C;
+    k_layernorm_bwd_rows<<<(unsigned)((N + ROW_NT - 1) / ROW_NT), ROW_NT, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
+    const dim3 grid((unsigned)((C + 127) / 128), (unsigned)(nchunks < 65535 ? nchunks : 65535));
+    k_layernorm_bwd_chunks<<<grid, 128, 0, s>>>(pw, pb, dout, inp, mean, rstd, N, C);
+    k_layernorm_bwd_combine<<<(unsigned)((C + 127) / 128), 128, 0, s>>>(dw, db, pw, pb, nchunks, C);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int qp_cuda_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T,
+                                        int C, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    k_encoder_bwd_token<<<(unsigned)((C + ROW_NT - 1) / ROW_NT), ROW_NT, 0, s>>>(dwte, dout, inp, B * T, C);
+    k_encoder_bwd_pos<<<blocks_for((int64_t)T * C), NT, 0, s>>>(dwpe, dout, B, T, C);
+    return (int)cudaGetLastError();
+}
+
 // ---- the layer operations of qp_cuda_model_pass.h, as kernel launches ------------
 
 namespace {
@@ -410,75 +637,88 @@ static int op_check(void *x, const char *what)
     dev_ctx *c = (dev_ctx *)x;
     return launched(c->m, what);
 }
+static int op_rc(void *x, int rc, const char *what)
+{
+    return rc ? fail(((dev_ctx *)x)->m, (cudaError_t)rc, what) : 0;
+}
 #define S_ (((dev_ctx *)x)->s)
+#define PH_(ph) qp_cuda_prof_mark(((dev_ctx *)x)->m->prof, ph)
 
 static int op_encoder_fwd(void *x, float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T,
                           int C)
 {
+    PH_(QP_PHASE_ROWOPS);
     k_encoder_fwd<<<blocks_for((int64_t)B * T * C), NT, 0, S_>>>(out, inp, wte, wpe, B * T, T, C);
     return op_check(x, "encoder forward");
 }
 static int op_encoder_bwd(void *x, float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C)
 {
-    k_encoder_bwd<<<blocks_for(C), NT, 0, S_>>>(dwte, dwpe, dout, inp, B * T, T, C);
-    return op_check(x, "encoder backward");
+    PH_(QP_PHASE_ROWOPS);
+    return op_rc(x, qp_cuda_encoder_backward(dwte, dwpe, dout, inp, B, T, C, S_), "encoder backward");
 }
 static int op_layernorm_fwd(void *x, float *out, float *mean, float *rstd, const float *inp, const float *w,
                             const float *b, int N, int C)
 {
-    k_layernorm_fwd<<<blocks_for(N), NT, 0, S_>>>(out, mean, rstd, inp, w, b, N, C);
+    PH_(QP_PHASE_ROWOPS);
+    k_layernorm_fwd<<<(unsigned)((N + ROW_NT - 1) / ROW_NT), ROW_NT, 0, S_>>>(out, mean, rstd, inp, w, b, N, C);
     return op_check(x, "layernorm forward");
 }
 static int op_layernorm_bwd(void *x, float *dinp, float *dw, float *db, const float *dout, const float *inp,
                             const float *w, const float *mean, const float *rstd, int N, int C)
 {
-    k_layernorm_bwd_rows<<<blocks_for(N), NT, 0, S_>>>(dinp, dout, inp, w, mean, rstd, N, C);
-    k_layernorm_bwd_channels<<<blocks_for(C), NT, 0, S_>>>(dw, db, dout, inp, mean, rstd, N, C);
-    return op_check(x, "layernorm backward");
+    PH_(QP_PHASE_ROWOPS);
+    return op_rc(x, qp_cuda_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, ((dev_ctx *)x)->m->d_part,
+                                               S_),
+                 "layernorm backward");
 }
 static int op_attention_fwd(void *x, float *out, float *preatt, float *att, const float *qkv, int B, int T, int C,
                             int NH)
 {
-    k_attention_fwd<<<blocks_for((int64_t)B * T * NH), NT, 0, S_>>>(out, preatt, att, qkv, B, T, C, NH);
-    return op_check(x, "attention forward");
+    PH_(QP_PHASE_ATTN);
+    return op_rc(x, qp_cuda_attention_forward(out, preatt, att, qkv, B, T, C, NH, S_), "attention forward");
 }
 static int op_attention_bwd(void *x, float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
                             const float *att, int B, int T, int C, int NH)
 {
-    const unsigned g = blocks_for((int64_t)B * T * NH);
-    k_attention_bwd_query<<<g, NT, 0, S_>>>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
-    k_attention_bwd_key<<<g, NT, 0, S_>>>(dqkv, dpreatt, dout, qkv, att, B, T, C, NH);
-    return op_check(x, "attention backward");
+    PH_(QP_PHASE_ATTN);
+    return op_rc(x, qp_cuda_attention_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH, S_),
+                 "attention backward");
 }
 static int op_gelu_fwd(void *x, float *out, const float *inp, int64_t n)
 {
+    PH_(QP_PHASE_ROWOPS);
     k_gelu_fwd<<<blocks_for(n), NT, 0, S_>>>(out, inp, n);
     return op_check(x, "gelu forward");
 }
 static int op_gelu_bwd(void *x, float *dinp, const float *inp, const float *dout, int64_t n)
 {
+    PH_(QP_PHASE_ROWOPS);
     k_gelu_bwd<<<blocks_for(n), NT, 0, S_>>>(dinp, inp, dout, n);
     return op_check(x, "gelu backward");
 }
 static int op_residual_fwd(void *x, float *out, const float *a, const float *b, int64_t n)
 {
+    PH_(QP_PHASE_ROWOPS);
     k_residual_fwd<<<blocks_for(n), NT, 0, S_>>>(out, a, b, n);
     return op_check(x, "residual forward");
 }
 static int op_residual_bwd(void *x, float *da, float *db, const float *dout, int64_t n)
 {
+    PH_(QP_PHASE_ROWOPS);
     k_residual_bwd<<<blocks_for(n), NT, 0, S_>>>(da, db, dout, n);
     return op_check(x, "residual backward");
 }
 static int op_softmax_ce_fwd(void *x, float *probs, float *losses, const float *logits, const int32_t *targets, int N,
                              int V)
 {
-    k_softmax_ce_fwd<<<blocks_for(N), NT, 0, S_>>>(probs, losses, logits, targets, N, V);
+    PH_(QP_PHASE_ROWOPS);
+    k_softmax_ce_fwd<<<(unsigned)((N + ROW_NT - 1) / ROW_NT), ROW_NT, 0, S_>>>(probs, losses, logits, targets, N, V);
     return op_check(x, "softmax forward");
 }
 static int op_softmax_ce_bwd(void *x, float *dlogits, const float *probs, const int32_t *targets, float dloss, int N,
                              int V)
 {
+    PH_(QP_PHASE_ROWOPS);
     k_softmax_ce_bwd<<<blocks_for((int64_t)N * V), NT, 0, S_>>>(dlogits, probs, targets, dloss, N, V);
     return op_check(x, "softmax backward");
 }
@@ -500,10 +740,12 @@ static int op_linear_bwd(void *x, int layer, qp_gemm_id g, float *dX, float *dW,
 }
 static int op_zero(void *x, float *p, int64_t n)
 {
+    PH_(QP_PHASE_ROWOPS); /* the activation gradients (the CPU zeroes them in its row passes) */
     const cudaError_t e = cudaMemsetAsync(p, 0, (size_t)n * sizeof(float), S_);
     return e == cudaSuccess ? 0 : fail(((dev_ctx *)x)->m, e, "memset");
 }
 #undef S_
+#undef PH_
 
 static qpm_ops device_ops(dev_ctx *c)
 {
@@ -536,6 +778,7 @@ extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_cuda_linear *lin)
     double mean = 0.0;
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaMemcpyAsync(&mean, m->d_red + RED_BLOCKS, sizeof mean, cudaMemcpyDeviceToHost, s);
+    qp_cuda_prof_mark(m->prof, QP_PH_HOST);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     if (e != cudaSuccess) return fail(m, e, "forward");
     m->mean_loss = (float)mean;
@@ -544,6 +787,7 @@ extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_cuda_linear *lin)
 
 extern "C" int qp_cuda_gpt_zero_grad(qp_cuda_gpt *m)
 {
+    qp_cuda_prof_mark(m->prof, QP_PHASE_OPTIM);
     const cudaError_t e = cudaMemsetAsync(m->grads_memory, 0, (size_t)m->num_params * sizeof(float),
                                           (cudaStream_t)m->stream);
     return e == cudaSuccess ? 0 : fail(m, e, "zero grad");
@@ -564,11 +808,13 @@ extern "C" int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_cuda_linear *lin, float l
 extern "C" int qp_cuda_gpt_grad_norm(qp_cuda_gpt *m, double *norm)
 {
     cudaStream_t s = (cudaStream_t)m->stream;
+    qp_cuda_prof_mark(m->prof, QP_PHASE_OPTIM);
     k_sumsq_partial<<<RED_BLOCKS, NT, 0, s>>>(m->grads_memory, m->num_params, m->d_red);
     k_sum_final<<<1, 1, 0, s>>>(m->d_red, RED_BLOCKS, m->d_red + RED_BLOCKS + 1);
     double ss = 0.0;
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaMemcpyAsync(&ss, m->d_red + RED_BLOCKS + 1, sizeof ss, cudaMemcpyDeviceToHost, s);
+    qp_cuda_prof_mark(m->prof, QP_PH_HOST);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     if (e != cudaSuccess) return fail(m, e, "gradient norm");
     *norm = std::sqrt(ss);
@@ -582,6 +828,7 @@ extern "C" int qp_cuda_gpt_adamw(qp_cuda_gpt *m, const qp_optim_cfg *c, int64_t 
     const float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
     const float flr = (float)lr;
     cudaStream_t s = (cudaStream_t)m->stream;
+    qp_cuda_prof_mark(m->prof, QP_PHASE_OPTIM);
     int64_t off = 0;
     for (int k = 0; k < QP_GPT_NPARAMS; k++) {
         const float wd = qp_gpt_param_decays(k) ? (float)c->weight_decay : 0.0f;
@@ -593,8 +840,11 @@ extern "C" int qp_cuda_gpt_adamw(qp_cuda_gpt *m, const qp_optim_cfg *c, int64_t 
     return launched(m, "AdamW");
 }
 
+extern "C" void qp_cuda_gpt_set_profiler(qp_cuda_gpt *m, qp_cuda_prof *p) { m->prof = p; }
+
 extern "C" int qp_cuda_gpt_sync(qp_cuda_gpt *m)
 {
+    qp_cuda_prof_mark(m->prof, QP_PH_HOST);
     const cudaError_t e = cudaStreamSynchronize((cudaStream_t)m->stream);
     return e == cudaSuccess ? 0 : fail(m, e, "synchronize");
 }

@@ -23,12 +23,17 @@
 #include <stdint.h>
 
 #include "qp_cuda_linear.h"
+#include "qp_cuda_prof.h"
 #include "qp_model.h"
 #include "qp_optim.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Largest head size (dim / heads) the attention kernels take: a warp per
+ * row keeps the row's per-channel sums in registers, dim/heads / 32 each. */
+#define QP_CUDA_ATT_HS_MAX 128
 
 typedef struct {
     qp_gpt_config cfg;
@@ -41,16 +46,22 @@ typedef struct {
     int32_t *d_inputs, *d_targets;    /* the current batch */
     int has_targets;
     double *d_red;                    /* reduction partials and results */
+    float *d_part;                    /* LayerNorm weight/bias gradient chunk sums (2 x chunks x C) */
     void *mem;                        /* the one device allocation */
     int32_t *h_stage;                 /* pinned, two slots: inputs then targets */
     void *stream;                     /* cudaStream_t: the compute stream */
     void *io;                         /* batch copies: copy stream, events, two device slots */
+    qp_cuda_prof *prof;               /* phase timing, or NULL (qp_cuda_gpt_set_profiler) */
     float mean_loss;
     char err[256];
 } qp_cuda_gpt;
 
 /* Number of CUDA devices (0 without a driver or GPU). */
 int qp_cuda_gpt_devices(void);
+/* The same, and when it is 0, why in `why` ("cudaGetDeviceCount:
+ * cudaErrorInsufficientDriver (CUDA driver version is insufficient ...)" or
+ * "0 devices"): a driver/runtime mismatch must not read as "no GPU". */
+int qp_cuda_gpt_device_count(char *why, size_t whylen);
 /* The operand size a qp_cuda_linear for this model needs (its max_elems):
  * the transformer GEMMs' and the LM head's transposed operands. */
 int64_t qp_cuda_gpt_linear_elems(const qp_gpt_config *c, int B, int T);
@@ -78,6 +89,21 @@ int qp_cuda_gpt_grad_norm(qp_cuda_gpt *m, double *norm);
 int qp_cuda_gpt_adamw(qp_cuda_gpt *m, const qp_optim_cfg *c, int64_t t, double lr, float clip_scale);
 /* Wait for everything queued. */
 int qp_cuda_gpt_sync(qp_cuda_gpt *m);
+/* Mark the model's operations' phases on p (NULL: none); p's stream must be m->stream. */
+void qp_cuda_gpt_set_profiler(qp_cuda_gpt *m, qp_cuda_prof *p);
+
+/* The layer kernels alone, on `stream`, for tests (test_cuda_model_kernels
+ * checks them against qp_cuda_model_math.h's host formulas). Shapes and
+ * semantics as qpm_ops (qp_cuda_model_pass.h); d_part: 2 * ceil(N /
+ * QPM_SUM_ROWS) * C floats. Return 0 or a cudaError_t value. */
+int qp_cuda_attention_forward(float *out, float *preatt, float *att, const float *qkv, int B, int T, int C, int NH,
+                              void *stream);
+int qp_cuda_attention_backward(float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
+                               const float *att, int B, int T, int C, int NH, void *stream);
+int qp_cuda_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp, const float *w,
+                               const float *mean, const float *rstd, int N, int C, float *d_part, void *stream);
+int qp_cuda_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C,
+                             void *stream);
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,21 @@
 /* qp_cuda_model_math.h — the per-row and per-element formulas of the GPT
- * (train/qp_model_kernels.c), written once for the host and the device.
+ * on the GPU, written once for the host and the device.
  *
- * Owns: nothing but arithmetic. Each function computes what one iteration of
- * the CPU kernel's outer loop computes, in the same order of operations, so
- * the GPU kernels (kernels/qp_cuda_model.cu: one thread per row / element)
- * and the CPU trainer agree to rounding. tests/kernels/test_cuda_model_math.c
- * checks every function against the CPU model without a GPU. Compiled by
- * nvcc with -fmad=false (no contraction) and by gcc as plain C. */
+ * Owns: nothing but arithmetic. Each row function computes one row of a
+ * layer of the model of train/qp_model_kernels.c; the GPU kernels
+ * (kernels/qp_cuda_model.cu) call exactly these, and the pieces they spread
+ * over lanes and threads (dot8's eight running sums, the attention rows'
+ * per-channel sums, the two-level column sums) are the same sums in the same
+ * order, so a GPU kernel gives these functions' bits (test_cuda_model_kernels,
+ * on a GPU). The CPU kernels compute the same quantities in their own order
+ * — rows summed in 16 vector lanes, attention blocked with an online softmax
+ * (no T x T matrix, each row's log-sum-exp kept) where the GPU takes a warp
+ * per row over the T x T scores — so the two devices agree to rounding, not
+ * to the bit: tests/kernels/test_cuda_model_math.c checks every function
+ * against the CPU kernels (1e-6 relative; see there for the few looser
+ * bounds), and the column sums and embedding gradients, whose order is the
+ * same, bit for bit.
+ * Compiled by nvcc with -fmad=false (no contraction) and by gcc as plain C. */
 #ifndef QP_CUDA_MODEL_MATH_H
 #define QP_CUDA_MODEL_MATH_H
 
@@ -23,17 +32,47 @@
 
 #define QPM_GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
 
-/* Dot product with eight running sums combined in a fixed order (qp_model_kernels.c's dot8). */
+/* Dot product with eight running sums combined in a fixed order (qp_model_kernels.c's dot8),
+ * in three pieces the GPU computes on eight lanes: running sum j (j = 0..7) over the
+ * elements 8m + j of the whole groups of eight, in increasing m; the tail (the last
+ * n % 8 elements, in order); the fixed tree ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)) plus
+ * the tail. An xor butterfly over lanes 1, 2, 4 forms exactly that tree (IEEE
+ * addition is commutative), so every lane of the group ends with qpm_dot8's bits. */
+QPM_FN float qpm_dot8_part(const float *a, const float *b, int n, int j)
+{
+    float s = 0.0f;
+    for (int i = j; i + 8 - j <= n; i += 8) s += a[i] * b[i];
+    return s;
+}
+
+QPM_FN float qpm_dot8_tail(const float *a, const float *b, int n)
+{
+    float tail = 0.0f;
+    for (int i = n - n % 8; i < n; i++) tail += a[i] * b[i];
+    return tail;
+}
+
+QPM_FN float qpm_dot8_tree(const float s[8], float tail)
+{
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail;
+}
+
 QPM_FN float qpm_dot8(const float *a, const float *b, int n)
 {
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
-    float tail = 0.0f;
-    for (; i < n; i++) tail += a[i] * b[i];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+    float s[8];
+    for (int j = 0; j < 8; j++) s[j] = qpm_dot8_part(a, b, n, j);
+    return qpm_dot8_tree(s, qpm_dot8_tail(a, b, n));
 }
+
+/* Column sums over many rows (LayerNorm weight/bias gradients, bias
+ * gradients) in a fixed two-level order, so the GPU can spread them over the
+ * whole device without atomics: rows in chunks of QPM_SUM_ROWS, each chunk
+ * summed in row order from 0, the chunk sums added in chunk order from 0.
+ * The CPU kernels' column sums (train/qp_model_kernels.h QP_ROW_BLOCK) use
+ * the same chunks, so on the same inputs the two give the same bits
+ * (test_cuda_model_math). */
+#define QPM_SUM_ROWS 32
+QPM_FN int qpm_sum_chunks(int N) { return (N + QPM_SUM_ROWS - 1) / QPM_SUM_ROWS; }
 
 /* exp(x) for x <= 0: the CPU's Cody-Waite reduction and Cephes polynomial. */
 QPM_FN float qpm_exp_nonpos(float x)
@@ -76,16 +115,20 @@ QPM_FN float qpm_gelu_grad(float x)
     return 0.5f * (1.0f + th) + 0.5f * x * sech2 * QPM_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-/* Token + position embedding gradients of channel c, tokens in (b,t) order
- * (the CPU's scatter-add order; one owner per channel, no atomics). */
-QPM_FN void qpm_encoder_bwd_channel(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int BT, int T,
-                                    int C, int c)
+/* Token embedding gradient of channel c, tokens in (b,t) order (the CPU's
+ * scatter-add order; one owner per channel, no atomics). */
+QPM_FN void qpm_encoder_bwd_token(float *dwte, const float *dout, const int32_t *inp, int BT, int C, int c)
 {
-    for (int bt = 0; bt < BT; bt++) {
-        const float d = dout[(int64_t)bt * C + c];
-        dwte[(int64_t)inp[bt] * C + c] += d;
-        dwpe[(int64_t)(bt % T) * C + c] += d;
-    }
+    for (int bt = 0; bt < BT; bt++) dwte[(int64_t)inp[bt] * C + c] += dout[(int64_t)bt * C + c];
+}
+
+/* Position embedding gradient of (t, c): the sequences in order (the CPU
+ * adds them in (b,t) order, so position t sees b = 0, 1, ... in turn). */
+QPM_FN void qpm_encoder_bwd_pos(float *dwpe, const float *dout, int B, int T, int C, int t, int c)
+{
+    float s = dwpe[(int64_t)t * C + c];
+    for (int b = 0; b < B; b++) s += dout[((int64_t)b * T + t) * C + c];
+    dwpe[(int64_t)t * C + c] = s;
 }
 
 /* LayerNorm of one row x[C] into o[C]; its mean and 1/std. */
@@ -121,19 +164,74 @@ QPM_FN void qpm_layernorm_bwd_row(float *dx, const float *d, const float *x, con
     }
 }
 
-/* LayerNorm weight and bias gradients of channel c, rows in order
- * (dout, inp: N x C; mean, rstd: N). */
+/* LayerNorm weight and bias gradients of channel c over rows [i0, i1) in
+ * order (dout, inp: N x C; mean, rstd: N): one chunk's sums. */
+QPM_FN void qpm_layernorm_bwd_chunk(float *sw, float *sb, const float *dout, const float *inp, const float *mean,
+                                    const float *rstd, int i0, int i1, int C, int c)
+{
+    float w = 0.0f, b = 0.0f;
+    for (int i = i0; i < i1; i++) {
+        const float d = dout[(int64_t)i * C + c];
+        w += (inp[(int64_t)i * C + c] - mean[i]) * rstd[i] * d;
+        b += d;
+    }
+    *sw = w;
+    *sb = b;
+}
+
+/* dw[c] += the chunk sums of channel c (part_w, part_b: chunk k at k * C + c) in chunk order. */
+QPM_FN void qpm_layernorm_bwd_combine(float *dw, float *db, const float *part_w, const float *part_b, int nchunks,
+                                      int C, int c)
+{
+    float w = 0.0f, b = 0.0f;
+    for (int k = 0; k < nchunks; k++) {
+        w += part_w[(int64_t)k * C + c];
+        b += part_b[(int64_t)k * C + c];
+    }
+    dw[c] += w;
+    db[c] += b;
+}
+
+/* Both levels for one channel, as the GPU's two kernels compute them. */
 QPM_FN void qpm_layernorm_bwd_channel(float *dw, float *db, const float *dout, const float *inp, const float *mean,
                                       const float *rstd, int N, int C, int c)
 {
-    float sw = 0.0f, sb = 0.0f;
-    for (int i = 0; i < N; i++) {
-        const float d = dout[(int64_t)i * C + c];
-        sw += (inp[(int64_t)i * C + c] - mean[i]) * rstd[i] * d;
-        sb += d;
+    float w = 0.0f, b = 0.0f;
+    for (int k = 0; k < qpm_sum_chunks(N); k++) {
+        const int i0 = k * QPM_SUM_ROWS, i1 = i0 + QPM_SUM_ROWS < N ? i0 + QPM_SUM_ROWS : N;
+        float cw, cb;
+        qpm_layernorm_bwd_chunk(&cw, &cb, dout, inp, mean, rstd, i0, i1, C, c);
+        w += cw;
+        b += cb;
     }
-    dw[c] += sw;
-    db[c] += sb;
+    dw[c] += w;
+    db[c] += b;
+}
+
+/* Column n of dY (M x N) summed over rows [i0, i1) in order. */
+QPM_FN float qpm_colsum_chunk(const float *dY, int i0, int i1, int N, int n)
+{
+    float s = 0.0f;
+    for (int i = i0; i < i1; i++) s += dY[(int64_t)i * N + n];
+    return s;
+}
+
+/* db[n] += column sum of dY, in chunks (the bias gradient; part: chunk k at k * N + n). */
+QPM_FN void qpm_colsum_combine(float *db, const float *part, int nchunks, int N, int n)
+{
+    float s = 0.0f;
+    for (int k = 0; k < nchunks; k++) s += part[(int64_t)k * N + n];
+    db[n] += s;
+}
+
+QPM_FN void qpm_colsum(float *db, const float *dY, int M, int N, int n)
+{
+    float s = 0.0f;
+    for (int k = 0; k < qpm_sum_chunks(M); k++) {
+        const int i0 = k * QPM_SUM_ROWS, i1 = i0 + QPM_SUM_ROWS < M ? i0 + QPM_SUM_ROWS : M;
+        s += qpm_colsum_chunk(dY, i0, i1, N, n);
+    }
+    db[n] += s;
 }
 
 /* Causal attention of query row t of head h of batch b: pre/att rows of T,

@@ -1,12 +1,14 @@
 // qp_cuda_quant.cu — amax, quantization and fused quantize-dequantize kernels
-// (see qp_cuda_quant.h). Every element and block rule comes from
-// qp_cuda_qcore.h, the code tests/kernels/test_qcore.c checks against quant/
-// on the CPU; the kernels only decide who does which block:
+// (see qp_cuda_quant.h). Every element and block rule is quant/qp_core.h's
+// and the work split qp_cuda_qcore.h's, the code tests/kernels/test_qcore.c
+// checks against quant/ on the CPU; the kernels only decide who does which
+// block, by the format's row:
 //   per-tensor formats (fp32, bf16, fp8): one thread per 16 consecutive
 //     elements of a row (no row padding in their layout);
-//   1D block formats (mxfp8, mxfp8-e5m2, mxfp4, nvfp4): one thread per block;
-//   nvfp4-2d: sixteen threads per 16x16 tile, one per tile row, the tile amax
-//     reduced across them with warp shuffles.
+//   1D block formats (MX, NVFP4, FP8 1x128): one thread per block;
+//   16x16 tiles (nvfp4-2d): sixteen threads per tile, one per tile row, the
+//     tile amax reduced across them with warp shuffles;
+//   128x128 blocks (fp8-block-2d): a CUDA block of 128 threads per tile.
 // Current scaling runs an amax kernel first and each thread derives the tensor
 // scale from that device amax itself (qc_make_plan): no host sync anywhere.
 #include <cuda_fp8.h>
@@ -14,6 +16,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "qp_cuda_internal.cuh"
@@ -57,6 +60,16 @@ unsigned int amax_grid(int64_t n)
     return (unsigned int)(b < 1 ? 1 : b > 4096 ? 4096 : b);
 }
 
+// Compile-time rows of the format table (qp_core.h's QP_FORMAT_TABLE), for
+// the per-thread array sizes: fmt_c<FMT>::row.
+template <int FMT> struct fmt_c;
+#define QP_FMT_CONST(id, ...)                                                                                          \
+    template <> struct fmt_c<id> {                                                                                     \
+        static constexpr qp_format_traits row = {.fmt = id, __VA_ARGS__};                                              \
+    };
+QP_FORMAT_TABLE(QP_FMT_CONST)
+#undef QP_FMT_CONST
+
 // What one quantization kernel needs.
 struct QArgs {
     const float *x;
@@ -78,8 +91,7 @@ struct QArgs {
     bool vec;                  // all pointers 16-byte aligned
 };
 
-template <int FMT>
-__device__ __forceinline__ qc_plan device_plan(const QArgs &a, const qc_fmt_info &f)
+__device__ __forceinline__ qp_tplan device_plan(const QArgs &a, const qp_format_traits &f)
 {
     float given = a.given;
     if (f.tensor_scale && a.d_scale_in) {
@@ -87,7 +99,7 @@ __device__ __forceinline__ qc_plan device_plan(const QArgs &a, const qc_fmt_info
         if (!(given > 0.0f)) given = 1.0f;
     }
     const float amax = a.amax_done ? a.st->amax : 0.0f;
-    qc_plan p = qc_make_plan(&f, given, amax, a.unscaled, a.sr, a.seed, a.stream);
+    qp_tplan p = qc_make_plan(&f, given, amax, a.unscaled, a.sr, a.seed, a.stream);
     qc_plan_sr_map(&p, a.sr_offset, a.sr_stride);
     return p;
 }
@@ -103,10 +115,10 @@ __device__ __forceinline__ qc_plan device_plan(const QArgs &a, const qc_fmt_info
 template <int FMT>
 __global__ void __launch_bounds__(kThreads) tensor_kernel(QArgs a)
 {
-    constexpr int E = QC_TENSOR_CHUNK, EB = FMT == QP_FMT_FP32 ? 4 : FMT == QP_FMT_BF16 ? 2 : 1;
-    const qc_fmt_info f = qc_format(FMT);
-    const qc_plan p = device_plan<FMT>(a, f);
-    qc_counts cnt;
+    constexpr int E = QC_TENSOR_CHUNK, EB = fmt_c<FMT>::row.elem_bits / 8;
+    const qp_format_traits f = qp_format(FMT);
+    const qp_tplan p = device_plan(a, f);
+    qp_ecounts cnt;
     qc_counts_zero(&cnt);
     float amax = 0.0f;
     qc_job j;
@@ -133,46 +145,82 @@ __global__ void __launch_bounds__(kThreads) tensor_kernel(QArgs a)
     add_stats(a.st, cnt, amax, !a.amax_done);
 }
 
-// 1D block formats: one thread per block of a row.
+// Encode elements [k0, k0 + CH) of a block whose scale is known, from global
+// memory, in register chunks of CH: the FP8 block formats' 128-element rows.
+template <int CH>
+__device__ __forceinline__ void encode_chunks(const QArgs &a, const qp_format_traits &f, const qp_tplan &p,
+                                              const qc_job &j, const qp_bscale &bs, int bc, qp_ecounts *cnt)
+{
+    const bool vx = a.vec && (a.cols % 4) == 0;
+    const uint64_t g0 = qc_sr_gidx(&p, a.cols, j.row, j.col);
+    for (int k0 = 0; k0 < bc; k0 += CH) { // every chunk: those past j.m store the padding's zero codes
+        const int m = j.m - k0 >= CH ? CH : j.m - k0 > 0 ? j.m - k0 : 0;
+        float v[CH], y[CH];
+        load_block<CH>(a.x + j.x_off + k0, m, vx, v);
+        if (a.codes) {
+            uint8_t c[CH]; // one byte per element: the FP8 block formats
+            qc_encode_block(&f, &p, v, m, CH, &bs, g0 + (uint64_t)k0, c, y, cnt);
+            store_bytes<CH>(a.codes + j.code_off + k0, CH, a.vec, c);
+        } else {
+            qc_encode_block(&f, &p, v, m, CH, &bs, g0 + (uint64_t)k0, nullptr, y, cnt);
+        }
+        if (a.y) store_floats<CH>(a.y + j.x_off + k0, m, vx, y);
+        if (a.ybf) store_bf16<CH>(a.ybf + j.x_off + k0, m, vx && (a.cols % 8) == 0, y);
+    }
+}
+
+// 1D block formats: one thread per block of a row; blocks of up to 32 in
+// registers, the 128-element FP8 blocks read twice (amax, then encode).
 template <int FMT>
 __global__ void __launch_bounds__(kThreads) block_kernel(QArgs a)
 {
-    constexpr int BC = FMT == QP_FMT_NVFP4 ? QK_NVFP4 : QK_MX;
-    constexpr int NB = FMT == QP_FMT_MXFP4 || FMT == QP_FMT_NVFP4 ? BC / 2 : BC;
-    const qc_fmt_info f = qc_format(FMT);
-    const qc_plan p = device_plan<FMT>(a, f);
-    qc_counts cnt;
+    constexpr int BC = fmt_c<FMT>::row.block_cols;
+    constexpr int NB = (BC * fmt_c<FMT>::row.elem_bits + 7) / 8;
+    const qp_format_traits f = qp_format(FMT);
+    const qp_tplan p = device_plan(a, f);
+    qp_ecounts cnt;
     qc_counts_zero(&cnt);
     float amax = 0.0f;
     qc_job j;
     if (qc_block_job(&f, a.rows, a.cols, a.row_bytes, a.scale_cols, blockIdx.x * (int64_t)blockDim.x + threadIdx.x,
                      &j)) {
-        const bool vx = a.vec && (a.cols % 4) == 0;
-        float v[BC], y[BC];
-        load_block<BC>(a.x + j.x_off, j.m, vx, v);
-        if (a.codes) {
-            uint8_t c[NB], sc;
-            amax = qc_quantize_block(&f, &p, v, j.m, qc_sr_gidx(&p, a.cols, j.row, j.col), c, &sc, y, &cnt);
-            store_bytes<NB>(a.codes + j.code_off, NB, a.vec, c);
-            a.scales[j.scale_idx] = sc;
+        if constexpr (BC > 32) {
+            int nf;
+            qc_block_amax_pad(a.x + j.x_off, j.m, BC, &amax, &nf);
+            const qp_bscale bs = qc_block_scale(&f, &p, amax, nf, a.x + j.x_off, j.m);
+            if (a.codes) qc_store_scale(&f, a.scales, j.scale_idx, &bs);
+            encode_chunks<32>(a, f, p, j, bs, BC, &cnt);
         } else {
-            amax = qc_quantize_block(&f, &p, v, j.m, qc_sr_gidx(&p, a.cols, j.row, j.col), nullptr, nullptr, y,
-                                     &cnt);
+            const bool vx = a.vec && (a.cols % 4) == 0;
+            float v[BC], y[BC];
+            load_block<BC>(a.x + j.x_off, j.m, vx, v);
+            qp_bscale bs;
+            if (a.codes) {
+                uint8_t c[NB];
+                amax = qc_quantize_block(&f, &p, v, j.m, qc_sr_gidx(&p, a.cols, j.row, j.col), c, &bs, y, &cnt);
+                store_bytes<NB>(a.codes + j.code_off, NB, a.vec, c);
+                qc_store_scale(&f, a.scales, j.scale_idx, &bs);
+            } else {
+                amax = qc_quantize_block(&f, &p, v, j.m, qc_sr_gidx(&p, a.cols, j.row, j.col), nullptr, &bs, y,
+                                         &cnt);
+            }
+            if (a.y) store_floats<BC>(a.y + j.x_off, j.m, vx, y);
+            if (a.ybf) store_bf16<BC>(a.ybf + j.x_off, j.m, vx && (a.cols % 8) == 0, y);
         }
-        if (a.y) store_floats<BC>(a.y + j.x_off, j.m, vx, y);
-        if (a.ybf) store_bf16<BC>(a.ybf + j.x_off, j.m, vx && (a.cols % 8) == 0, y);
     }
     add_stats(a.st, cnt, amax, !a.amax_done);
 }
 
 // NVFP4-2D: sixteen lanes per 16x16 tile (a half warp), lane = tile row; the
 // tile amax is reduced across the half warp with shuffles.
-__global__ void __launch_bounds__(kThreads) tile_kernel(QArgs a)
+template <int FMT>
+__global__ void __launch_bounds__(kThreads) tile16_kernel(QArgs a)
 {
-    const qc_fmt_info f = qc_format(QP_FMT_NVFP4_2D);
-    const qc_plan p = device_plan<QP_FMT_NVFP4_2D>(a, f);
+    static_assert(fmt_c<FMT>::row.block_rows == 16 && fmt_c<FMT>::row.block_cols == 16, "16x16 tiles");
+    const qp_format_traits f = qp_format(FMT);
+    const qp_tplan p = device_plan(a, f);
     qc_job j;
-    const bool live = qc_tile_job(a.rows, a.cols, a.row_bytes, a.scale_rows, a.scale_cols,
+    const bool live = qc_tile_job(&f, a.rows, a.cols, a.row_bytes, a.scale_rows, a.scale_cols,
                                   blockIdx.x * (int64_t)blockDim.x + threadIdx.x, &j);
     const bool vx = a.vec && (a.cols % 4) == 0;
     float v[16], y[16];
@@ -185,15 +233,15 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(QArgs a)
     // the tile amax: max over the half warp (all 32 lanes take part)
     float ta = amax;
     for (int o = 8; o > 0; o >>= 1) ta = fmaxf(ta, __shfl_xor_sync(0xFFFFFFFFu, ta, o, 16));
-    qc_counts cnt;
+    qp_ecounts cnt;
     qc_counts_zero(&cnt);
     if (live) {
-        const qc_bscale bs = qc_block_scale(&f, &p, ta, 0);
+        const qp_bscale bs = qc_block_scale(&f, &p, ta, 0, nullptr, 0);
         if (a.codes) {
             uint8_t c[8];
             qc_encode_block(&f, &p, v, j.m, 16, &bs, qc_sr_gidx(&p, a.cols, j.row, j.col), c, y, &cnt);
             store_bytes<8>(a.codes + j.code_off, 8, a.vec, c);
-            if (j.lane == 0) a.scales[j.scale_idx] = bs.code;
+            if (j.lane == 0) qc_store_scale(&f, a.scales, j.scale_idx, &bs);
         } else {
             qc_encode_block(&f, &p, v, j.m, 16, &bs, qc_sr_gidx(&p, a.cols, j.row, j.col), nullptr, y, &cnt);
         }
@@ -203,12 +251,44 @@ __global__ void __launch_bounds__(kThreads) tile_kernel(QArgs a)
     add_stats(a.st, cnt, amax, !a.amax_done);
 }
 
+// FP8 128x128 blocks: one CUDA block of 128 threads per tile, thread = tile
+// row (its 128 elements read twice: amax, then encode); the tile amax is
+// reduced through shared memory.
+template <int FMT>
+__global__ void __launch_bounds__(128) tile128_kernel(QArgs a)
+{
+    static_assert(fmt_c<FMT>::row.block_rows == 128 && fmt_c<FMT>::row.block_cols == 128, "128x128 blocks");
+    __shared__ float wmax[4];
+    const qp_format_traits f = qp_format(FMT);
+    const qp_tplan p = device_plan(a, f);
+    qc_job j;
+    const bool live = qc_tile_job(&f, a.rows, a.cols, a.row_bytes, a.scale_rows, a.scale_cols,
+                                  blockIdx.x * (int64_t)128 + threadIdx.x, &j);
+    float amax = 0.0f;
+    if (live) {
+        int nf;
+        qc_block_amax_pad(a.x + j.x_off, j.m, 128, &amax, &nf);
+    }
+    const float w = warp_max(amax);
+    if ((threadIdx.x & 31) == 0) wmax[threadIdx.x >> 5] = w;
+    __syncthreads();
+    const float ta = fmaxf(fmaxf(wmax[0], wmax[1]), fmaxf(wmax[2], wmax[3]));
+    qp_ecounts cnt;
+    qc_counts_zero(&cnt);
+    if (live) {
+        const qp_bscale bs = qc_block_scale(&f, &p, ta, 0, nullptr, 0);
+        if (a.codes && j.lane == 0) qc_store_scale(&f, a.scales, j.scale_idx, &bs);
+        encode_chunks<32>(a, f, p, j, bs, 128, &cnt);
+    }
+    add_stats(a.st, cnt, amax, !a.amax_done);
+}
+
 // The tensor scale used, into the stats (one thread).
 template <int FMT>
 __global__ void finish_kernel(QArgs a)
 {
-    const qc_fmt_info f = qc_format(FMT);
-    const qc_plan p = device_plan<FMT>(a, f);
+    const qp_format_traits f = qp_format(FMT);
+    const qp_tplan p = device_plan(a, f);
     a.st->scale = p.scale;
     a.st->scale_inv = p.scale_inv;
 }
@@ -216,14 +296,16 @@ __global__ void finish_kernel(QArgs a)
 template <int FMT>
 int launch_fmt(QArgs a, bool want_stats, cudaStream_t s)
 {
-    const qc_fmt_info f = qc_format(FMT);
+    constexpr qp_format_traits f = fmt_c<FMT>::row;
     if (a.n > 0) {
-        if (f.block_cols == 1)
+        if constexpr (f.block_cols == 1)
             tensor_kernel<FMT><<<grid_for(qc_tensor_jobs(a.rows, a.cols)), kThreads, 0, s>>>(a);
-        else if (f.block_rows == 1)
+        else if constexpr (f.block_rows == 1)
             block_kernel<FMT><<<grid_for((int64_t)a.rows * a.scale_cols), kThreads, 0, s>>>(a);
+        else if constexpr (f.block_rows == 16)
+            tile16_kernel<FMT><<<grid_for(a.scale_rows * a.scale_cols * 16), kThreads, 0, s>>>(a);
         else
-            tile_kernel<<<grid_for(a.scale_rows * a.scale_cols * 16), kThreads, 0, s>>>(a);
+            tile128_kernel<FMT><<<(unsigned)(a.scale_rows * a.scale_cols), 128, 0, s>>>(a);
     }
     if (want_stats) finish_kernel<FMT><<<1, 1, 0, s>>>(a);
     return last_error();
@@ -232,10 +314,9 @@ int launch_fmt(QArgs a, bool want_stats, cudaStream_t s)
 int run(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_qopts *opts, const float *d_scale_in,
         uint8_t *d_codes, uint8_t *d_scales, float *d_y, uint16_t *d_ybf, qp_cuda_tstats *d_stats, void *stream)
 {
-    if ((unsigned)fmt >= QP_FMT_COUNT || rows < 0 || cols < 0) return (int)cudaErrorInvalidValue;
-    const qc_fmt_info f = qc_format(fmt);
-    if (d_codes && f.block_scale != QP_SCALE_NONE && f.block_scale != QP_SCALE_TENSOR && !d_scales)
-        return (int)cudaErrorInvalidValue;
+    if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return (int)cudaErrorInvalidValue;
+    const qp_format_traits f = qp_format(fmt);
+    if (d_codes && f.scale_bytes && !d_scales) return (int)cudaErrorInvalidValue;
     static const qp_qopts defaults = {};
     if (!opts) opts = &defaults;
     cudaStream_t s = (cudaStream_t)stream;
@@ -281,18 +362,16 @@ int run(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_qopts *opts, 
                                                          reinterpret_cast<unsigned int *>(&st->amax));
         a.amax_done = true;
     }
-    int rc;
+    // one case per row of the format table, generated from it: a new format
+    // gets its kernels without an edit here
+    int rc = (int)cudaErrorInvalidValue;
+#define QP_LAUNCH_CASE(id, ...)                                                                                        \
+    case id: rc = launch_fmt<id>(a, d_stats != nullptr, s); break;
     switch (fmt) {
-    case QP_FMT_FP32: rc = launch_fmt<QP_FMT_FP32>(a, d_stats != nullptr, s); break;
-    case QP_FMT_BF16: rc = launch_fmt<QP_FMT_BF16>(a, d_stats != nullptr, s); break;
-    case QP_FMT_FP8_E4M3: rc = launch_fmt<QP_FMT_FP8_E4M3>(a, d_stats != nullptr, s); break;
-    case QP_FMT_FP8_E5M2: rc = launch_fmt<QP_FMT_FP8_E5M2>(a, d_stats != nullptr, s); break;
-    case QP_FMT_MXFP8: rc = launch_fmt<QP_FMT_MXFP8>(a, d_stats != nullptr, s); break;
-    case QP_FMT_MXFP8_E5M2: rc = launch_fmt<QP_FMT_MXFP8_E5M2>(a, d_stats != nullptr, s); break;
-    case QP_FMT_MXFP4: rc = launch_fmt<QP_FMT_MXFP4>(a, d_stats != nullptr, s); break;
-    case QP_FMT_NVFP4: rc = launch_fmt<QP_FMT_NVFP4>(a, d_stats != nullptr, s); break;
-    default: rc = launch_fmt<QP_FMT_NVFP4_2D>(a, d_stats != nullptr, s); break;
+        QP_FORMAT_TABLE(QP_LAUNCH_CASE)
+    case QP_FMT_COUNT: break;
     }
+#undef QP_LAUNCH_CASE
     if (!d_stats) {
         e = cudaFreeAsync(st, s);
         if (!rc && e != cudaSuccess) rc = (int)e;
@@ -319,7 +398,15 @@ extern "C" int qp_cuda_device_count(void)
     return n;
 }
 
-extern "C" const char *qp_cuda_error_string(int rc) { return rc ? cudaGetErrorString((cudaError_t)rc) : "no error"; }
+// "cudaErrorXxx (description)": the name says which error even when the
+// description is generic (a driver/runtime mismatch, an illegal address).
+extern "C" const char *qp_cuda_error_string(int rc)
+{
+    static thread_local char buf[256];
+    if (!rc) return "no error";
+    std::snprintf(buf, sizeof buf, "%s (%s)", cudaGetErrorName((cudaError_t)rc), cudaGetErrorString((cudaError_t)rc));
+    return buf;
+}
 
 extern "C" int qp_cuda_amax(const float *d_x, int64_t n, float *d_amax, void *stream)
 {
@@ -362,7 +449,7 @@ extern "C" int qp_cuda_quantize_fp8(const float *d_x, int64_t n, int e5m2, uint8
     if (err != cudaSuccess) return (int)err;
     float amax;
     std::memcpy(&amax, &bits, sizeof amax);
-    const float s = qc_scale_from_amax(e5m2 ? 57344.0f : 448.0f, amax);
+    const float s = qp_scale_rule_from_amax(e5m2 ? QP_E5M2_MAX : QP_E4M3_MAX, amax, 0);
     cast_fp8_kernel<<<blocks, threads>>>(d_x, n, s, e5m2, d_codes);
     err = cudaDeviceSynchronize();
     *scale_inv = 1.0f / s;

@@ -1,16 +1,18 @@
 /* qp_cuda_quant.h — CUDA quantization kernels (the GPU side of quant/).
  *
- * Owns: device-side amax, per-tensor FP8, MXFP8/MXFP4, NVFP4 (1x16, 16x16)
- * quantization into quant/'s packed layout, fused quantize-dequantize (for the
- * emulated GEMM path), the 16-point RHT and transposition — each bit-identical
- * to its quant/ counterpart (qp_quantize, qp_qdq, qp_rht16) for the same input,
- * options and seed. The element and block rules are shared host/device code in
- * qp_cuda_qcore.h, which CPU tests check against quant/ without a GPU; the GPU
- * tests (tests/kernels/) check the kernels themselves and SKIP without one.
+ * Owns: device-side amax, quantization of every format of qp_formats[] into
+ * quant/'s packed layout, fused quantize-dequantize (for the emulated GEMM
+ * path; formats no GPU has, such as MXFP6 or Four Over Six, run only this
+ * way), the random Hadamard transforms and transposition — each
+ * bit-identical to its quant/ counterpart (qp_quantize, qp_qdq, qp_rht) for
+ * the same input, options and seed. The element and block rules are
+ * quant/qp_core.h's, compiled for the device; the work split is
+ * qp_cuda_qcore.h's, which CPU tests check against quant/ without a GPU; the
+ * GPU tests (tests/kernels/) check the kernels themselves and SKIP without one.
  *
  * All functions are host-callable with C linkage, enqueue on `stream` (a
  * cudaStream_t; NULL = the default stream), do not synchronise unless stated,
- * and return 0 or a cudaError_t value (qp_cuda_error_string names it).
+ * and return 0 or a cudaError_t value (qp_cuda_error_string: "cudaErrorXxx (text)").
  * Device pointers are prefixed d_. */
 #ifndef QP_CUDA_QUANT_H
 #define QP_CUDA_QUANT_H
@@ -59,8 +61,12 @@ int qp_cuda_quantize(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_
 int qp_cuda_qdq(qp_fmt fmt, const float *d_x, float *d_y, uint16_t *d_y_bf16, int rows, int cols,
                 const qp_qopts *opts, const float *d_tensor_scale_in, qp_cuda_tstats *d_stats, void *stream);
 
-/* In place, x <- x R along each row's consecutive 16-blocks, as qp_rht16.
- * cols must be a multiple of 16 (else cudaErrorInvalidValue). */
+/* In place, x <- x R along each row's consecutive n-vectors (n = 16, 32, 64
+ * or 128), as qp_rht; the inverse as qp_rht_inverse. cols must be a multiple
+ * of n (else cudaErrorInvalidValue). */
+int qp_cuda_rht(float *d_x, int rows, int cols, int n, uint64_t seed, void *stream);
+int qp_cuda_rht_inverse(float *d_x, int rows, int cols, int n, uint64_t seed, void *stream);
+/* qp_cuda_rht with n = 16. */
 int qp_cuda_rht16(float *d_x, int rows, int cols, uint64_t seed, void *stream);
 
 /* d_dst (cols x rows) = transpose of d_src (rows x cols). */

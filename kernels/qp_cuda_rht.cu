@@ -1,7 +1,7 @@
-// qp_cuda_rht.cu — the 16-point random Hadamard transform and the transpose
-// (see qp_cuda_quant.h). The RHT of one 16-vector is qp_cuda_qcore.h's
-// qc_rht16_vec (the butterflies and sign rule of quant/qp_hadamard.c, checked
-// on the CPU by test_qcore); the sign mask is drawn on the host once.
+// qp_cuda_rht.cu — random Hadamard transforms of 16..128 points and the
+// transpose (see qp_cuda_quant.h). The RHT of one n-vector is quant/qp_core.h's
+// qp_rht_vec (the butterflies and sign rule of quant/qp_hadamard.c, which
+// test_qcore checks on the CPU); the sign words are drawn on the host once.
 #include <cuda_runtime.h>
 
 #include "qp_cuda_internal.cuh"
@@ -11,27 +11,29 @@ using namespace qpc;
 
 namespace {
 
-// One thread per 16-vector (n16 of them), 16-byte loads and stores when aligned.
-__global__ void __launch_bounds__(kThreads) rht16_kernel(float *x, int64_t n16, uint32_t mask, bool vec)
+// One thread per N-vector (n_vec of them), 16-byte loads and stores when aligned.
+template <int N>
+__global__ void __launch_bounds__(kThreads) rht_kernel(float *x, int64_t n_vec, uint4 words, bool vec, int inverse)
 {
     const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i >= n16) return;
-    float v[16];
-    float *p = x + i * 16;
+    if (i >= n_vec) return;
+    const uint32_t w[4] = {words.x, words.y, words.z, words.w};
+    float v[N];
+    float *p = x + i * N;
     // plain (coherent) loads, not load_block's __ldg: the kernel writes x, and
     // the read-only path is only defined for data no thread writes meanwhile
     if (vec) {
 #pragma unroll
-        for (int k = 0; k < 16; k += 4) {
+        for (int k = 0; k < N; k += 4) {
             const float4 q = *reinterpret_cast<const float4 *>(p + k);
             v[k] = q.x, v[k + 1] = q.y, v[k + 2] = q.z, v[k + 3] = q.w;
         }
     } else {
 #pragma unroll
-        for (int k = 0; k < 16; k++) v[k] = p[k];
+        for (int k = 0; k < N; k++) v[k] = p[k];
     }
-    qc_rht16_vec(v, mask);
-    store_floats<16>(p, 16, vec, v);
+    qp_rht_vec(v, N, w, inverse);
+    store_floats<N>(p, N, vec, v);
 }
 
 constexpr int kTile = 32, kRowsPerPass = 8;
@@ -59,14 +61,38 @@ __global__ void transpose_kernel(const float *src, float *dst, int rows, int col
 
 }  // namespace
 
+static int launch_rht(float *d_x, int rows, int cols, int n, uint64_t seed, int inverse, void *stream)
+{
+    if (rows < 0 || cols < 0 || !qp_rht_size_ok(n) || cols % n) return (int)cudaErrorInvalidValue;
+    const int64_t n_vec = (int64_t)rows * cols / n;
+    if (n_vec == 0) return 0;
+    uint32_t w[4];
+    qp_rht_sign_words(seed, w);
+    const uint4 words = make_uint4(w[0], w[1], w[2], w[3]);
+    cudaStream_t s = (cudaStream_t)stream;
+    const bool vec = aligned16(d_x);
+    switch (n) {
+    case 16: rht_kernel<16><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
+    case 32: rht_kernel<32><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
+    case 64: rht_kernel<64><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
+    case 128: rht_kernel<128><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
+    }
+    return last_error();
+}
+
+extern "C" int qp_cuda_rht(float *d_x, int rows, int cols, int n, uint64_t seed, void *stream)
+{
+    return launch_rht(d_x, rows, cols, n, seed, 0, stream);
+}
+
+extern "C" int qp_cuda_rht_inverse(float *d_x, int rows, int cols, int n, uint64_t seed, void *stream)
+{
+    return launch_rht(d_x, rows, cols, n, seed, 1, stream);
+}
+
 extern "C" int qp_cuda_rht16(float *d_x, int rows, int cols, uint64_t seed, void *stream)
 {
-    if (rows < 0 || cols < 0 || cols % 16) return (int)cudaErrorInvalidValue;
-    const int64_t n16 = (int64_t)rows * cols / 16;
-    if (n16 == 0) return 0;
-    rht16_kernel<<<grid_for(n16), kThreads, 0, (cudaStream_t)stream>>>(d_x, n16, qc_rht_sign_mask(seed),
-                                                                         aligned16(d_x));
-    return last_error();
+    return launch_rht(d_x, rows, cols, 16, seed, 0, stream);
 }
 
 extern "C" int qp_cuda_transpose(const float *d_src, float *d_dst, int rows, int cols, void *stream)

@@ -79,7 +79,7 @@ int qp_nccl_sum_f32(qp_nccl *c, float *d_buf, int64_t n, double *ms, char *err, 
     }
     const cudaError_t e = cudaStreamSynchronize(c->stream);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "all-reduce: %s", cudaGetErrorString(e));
+        snprintf(err, errlen, "all-reduce: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
         return -1;
     }
     if (ms) *ms = now_ms() - t0;

@@ -1,47 +1,71 @@
 #!/usr/bin/env bash
-# paper/build.sh — the write-up from generated numbers: runs (or reuses) the
-# study sweep, the NVFP4 ablation and the data-pipeline comparison with
-# qsweep, draws the figures with qplot, generates every table and number
-# (paper/gen_tables.py, from summary.h5 and the run files) and builds
-# paper/out/qprec.pdf with latexmk when TeX is installed (else says what to
-# install, and leaves the generated sources in paper/out/).
-#   paper/build.sh             the full study (hours on 2 cores; resumable)
-#   QP_PAPER_QUICK=1 paper/build.sh   the few-minute version (experiments/quick*.ini)
-#   QP_SWEEPS=DIR              where the sweeps live (default sweeps/)
+# paper/build.sh — the write-up from generated numbers: installs what it needs
+# (like test.sh: the Debian packages of scripts/setup.sh, TeX, the English
+# corpus), runs (or resumes) the study sweep (sizes x tokens per parameter x
+# recipes x seeds, with noise twins), the NVFP4 ablation and the data-pipeline
+# comparison with qsweep, fits the loss law (paper/scaling_fit.py), draws the
+# figures with qplot, generates every table, number and verdict
+# (paper/gen_tables.py) and builds paper/out/qprec.pdf with latexmk.
+#   paper/build.sh                    the full study: about 1.5 hours on this
+#                                     project's 2 cores when nothing else runs
+#                                     (resumable: rerun it to continue)
+#   QP_PAPER_QUICK=1 paper/build.sh   the quick variant (experiments/quick_*.ini)
+#   QP_SWEEPS=DIR                     where the sweeps live (default sweeps/)
+#   QP_JOBS=N                         runs at a time (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 qp_install_deps
+qp_install_deps "${QP_TEX_PACKAGES[@]}"
 qp_build build >/dev/null
+corpus=$(qp_corpus)
 sweeps=${QP_SWEEPS:-sweeps}
 if [ -n "${QP_PAPER_QUICK:-}" ]; then
-  study=experiments/quick.ini ablation=experiments/quick_ablation.ini sweeps=$sweeps/quick
+  study=experiments/quick_study.ini ablation=experiments/quick_ablation.ini sweeps=$sweeps/quick cell=nano:4
 else
-  study=experiments/study.ini ablation=experiments/ablation.ini
+  study=experiments/study.ini ablation=experiments/ablation.ini cell=nano:32
 fi
 pipeline=experiments/pipeline.ini
 jobs=${QP_JOBS:-2}
-status=0
-build/bin/qsweep "$study" -j "$jobs" --out "$sweeps/study" || status=$?
-build/bin/qsweep "$ablation" -j "$jobs" --out "$sweeps/ablation" || status=$?
-# one run at a time: the data-wait measurement should not share the CPU
-build/bin/qsweep "$pipeline" -j 1 --out "$sweeps/pipeline" || status=$?
-[ "$status" -eq 0 ] || echo "paper/build.sh: some runs failed (see the sweeps' summary.md); building from what finished" >&2
 out=paper/out
 mkdir -p "$out/generated" "$out/fig"
-build/bin/qplot all "$sweeps/study"
-cp "$sweeps/study/fig/"*.pdf "$out/fig/"
-# the error heatmap of the NVFP4 recipe, seed 1 (what the caption says)
-nv=$(ls "$sweeps/study/runs/"*recipe=nvfp4_seed=1*.h5 2>/dev/null | grep -v ckpt | head -1)
-[ -n "$nv" ] && build/bin/qplot qerr "$nv" -o "$out/fig/qerr.pdf"
-/usr/bin/python3 paper/gen_tables.py --study "$sweeps/study" --ablation "$sweeps/ablation" \
-  --pipeline "$sweeps/pipeline" --out "$out/generated"
+status=0
+: >"$out/generated/times.txt"
+sweep() { # NAME INI JOBS: run (or resume) one sweep, timing it
+  local t0=$SECONDS rc=0
+  build/bin/qsweep "$2" -j "$3" --data "$corpus" --out "$sweeps/$1" || rc=$?
+  echo "$1 $((SECONDS - t0))" >>"$out/generated/times.txt"
+  echo "paper/build.sh: sweep $1: $((SECONDS - t0)) s" >&2
+  [ "$rc" -eq 0 ] || status=$rc
+}
+sweep study "$study" "$jobs"
+sweep ablation "$ablation" "$jobs"
+# one run at a time: the data-wait measurement should not share the CPU
+sweep pipeline "$pipeline" 1
+[ "$status" -eq 0 ] || echo "paper/build.sh: some runs failed (see the sweeps' summary.md); building from what finished" >&2
+
+# the scaling fit and its figure
+/usr/bin/python3 paper/scaling_fit.py "$sweeps/study" --out "$out/generated"
+cp "$out/generated/scaling_gap.pdf" "$out/fig/"
+# figures of one cell (the ablation's model and length): its runs, no noise twins
+m=${cell%%:*} t=${cell##*:}
+cellruns=()
+for f in "$sweeps/study/runs/model=${m}_tokens_per_param=${t}_recipe="*.h5; do
+  case $f in *.ckpt.h5|*_data_seed=*) ;; *) cellruns+=("$f") ;; esac
+done
+for kind in loss gap throughput; do
+  build/bin/qplot "$kind" "${cellruns[@]}" -o "$out/fig/$kind.pdf"
+done
+# the error heatmaps of every quantized recipe, seed 1, side by side
+heat=()
+for f in "${cellruns[@]}"; do
+  case $f in *recipe=bf16_*) ;; *_seed=1.h5) heat+=("$f") ;; esac
+done
+build/bin/qplot qerr "${heat[@]}" -o "$out/fig/qerr.pdf"
+build/bin/qplot events "$sweeps/study/runs/model=${m}_tokens_per_param=${t}_recipe=fp8_seed=1.h5" -o "$out/fig/events.pdf"
+/usr/bin/python3 paper/gen_tables.py --study "$sweeps/study" --scaling "$out/generated" --ablation "$sweeps/ablation" \
+  --pipeline "$sweeps/pipeline" --cell "$cell" --out "$out/generated"
 cp paper/qprec.tex "$out/"
-if command -v latexmk >/dev/null && kpsewhich booktabs.sty >/dev/null 2>&1; then
-  (cd "$out" && latexmk -pdf -interaction=nonstopmode -halt-on-error qprec.tex >latexmk.log 2>&1) || {
-    tail -20 "$out/latexmk.log" >&2; exit 1; }
-  echo "paper: $out/qprec.pdf"
-else
-  echo "paper: sources and generated tables in $out/; to build the PDF install TeX:"
-  echo "  apt-get install -y latexmk texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended"
-fi
+(cd "$out" && latexmk -pdf -interaction=nonstopmode -halt-on-error qprec.tex >latexmk.log 2>&1) || {
+  tail -20 "$out/latexmk.log" >&2; exit 1; }
+echo "paper: $out/qprec.pdf (sweep times in $out/generated/times.txt)"

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""gen_tables.py — every number of the paper, generated: LaTeX macros and
-tables from the sweeps' summary.h5 (written by qsweep) and, for the error and
-pipeline breakdowns, from the run files themselves (h5py).
+"""gen_tables.py — every number and verdict of the paper, generated: LaTeX
+macros and tables from the sweeps' summary.h5 (qsweep; columns read by name),
+the scaling fit (paper/scaling_fit.py's scaling.json) and, for the error and
+pipeline breakdowns, the run files themselves (h5py). Every verdict sentence
+comes from paper/verdicts.py, which words a number by its 95% interval.
 
-usage: gen_tables.py --study DIR --ablation DIR --pipeline DIR --out DIR
-Writes OUT/macros.tex, OUT/table_main.tex, OUT/table_ablation.tex,
-OUT/table_qerr.tex. \\qp{key}{field} expands to a generated value."""
+usage: gen_tables.py --study DIR --scaling DIR --ablation DIR --pipeline DIR --cell MODEL:TPP --out DIR
+Writes OUT/macros.tex and OUT/table_{gaps,noise,fit,holdout,published,ablation,qerr}.tex;
+\\qp{key}{field} expands to a generated value."""
 import argparse
 import datetime
 import glob
+import json
 import math
 import os
 import sys
@@ -16,33 +19,43 @@ import sys
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_verdicts  # noqa: E402
+import verdicts as v  # noqa: E402
+from intervals import mean_ci  # noqa: E402
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--study", required=True)
+ap.add_argument("--scaling", required=True)
 ap.add_argument("--ablation", required=True)
 ap.add_argument("--pipeline", required=True)
+ap.add_argument("--cell", required=True, help="MODEL:TPP, the cell the figures and the qerr table show")
 ap.add_argument("--out", required=True)
 args = ap.parse_args()
 os.makedirs(args.out, exist_ok=True)
+CELL_MODEL, CELL_TPP = args.cell.split(":")
+
+# Published numbers quoted in issue 11 (Quartet-II's raw results, Llama on C4):
+# NVIDIA's NVFP4 recipe minus BF16, in nats, at ~25, ~100, ~400 tokens/parameter.
+PUBLISHED = {"30M": {25: 0.055, 100: 0.079, 400: 0.103}, "100M": {25: 0.057, 100: 0.073, 400: 0.080}}
+PUBLISHED_NOISE = "0.002--0.004"
 
 
 def s(x):
     return x.decode() if isinstance(x, bytes) else str(x)
 
 
-def table(path, name):
-    with h5py.File(path, "r") as f:
-        if name not in f:
-            sys.exit(f"gen_tables: {path} has no /{name} table")
-        return f[name][:], dict(f.attrs)
+def tex(text):
+    return (str(text).replace("\\", "\\textbackslash{}").replace("_", r"\_").replace("%", r"\%")
+            .replace("&", r"\&").replace("#", r"\#").replace("|", ",").replace("–", "--").replace("²", "$^2$"))
 
 
 def summary(d):
     p = os.path.join(d, "summary.h5")
     if not os.path.exists(p):
         sys.exit(f"gen_tables: {p} missing: run the sweep (paper/build.sh) first")
-    runs, attrs = table(p, "runs")
-    groups, _ = table(p, "recipes")
-    return runs, groups, attrs
+    with h5py.File(p, "r") as f:
+        return f["runs"][:], f["recipes"][:], (f["noise"][:] if "noise" in f else None), dict(f.attrs)
 
 
 macros = {}
@@ -52,122 +65,306 @@ def m(key, field, value):
     macros[(key, field)] = value
 
 
-def fmt(x, nd=3):
-    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{nd}f}"
+def fin(x):
+    return x is not None and isinstance(x, (int, float, np.floating)) and math.isfinite(x)
 
 
-def tex(name):
-    return name.replace("_", r"\_").replace("|", ",").replace("%", r"\%")
+def pct(x, lo=None, hi=None):
+    if not fin(x):
+        return "--"
+    if lo is None or not (fin(lo) and fin(hi)):
+        return f"{x:+.2f}"
+    return f"{x:+.2f} [{lo:+.2f}, {hi:+.2f}]"
 
 
-# ---- the main study ---------------------------------------------------------------
-runs, groups, sattrs = summary(args.study)
+def bold(text, flag):
+    return "\\textbf{" + text + "}" if flag else text
+
+
+def write(name, text):
+    with open(os.path.join(args.out, name), "w") as f:
+        f.write(text)
+
+
+def rows_where(table, **kw):
+    names = table.dtype.names
+    return [r for r in table if all(k in names and s(r[k]) == str(val) for k, val in kw.items())]
+
+
+# ---- the study: sizes x tokens per parameter x recipes x seeds ------------------------------
+runs, groups, noise, sattrs = summary(args.study)
 base = s(sattrs.get("baseline", "bf16"))
-recipes = [s(r) for r in groups["recipe"]]
-done = runs[runs["status"] == b"done"]
-if len(done) == 0:
+gn = groups.dtype.names
+recipes = list(dict.fromkeys(s(r) for r in groups["recipe"]))
+others = [r for r in recipes if r != base]
+models = list(dict.fromkeys(s(r) for r in groups["model"])) if "model" in gn else [CELL_MODEL]
+tpps = sorted(dict.fromkeys(s(r) for r in groups["tokens_per_param"]), key=float) if "tokens_per_param" in gn else \
+    [CELL_TPP]
+done = [r for r in runs if s(r["status"]) == "done"]
+if not done:
     sys.exit("gen_tables: no finished run in the study sweep")
-first = sorted(glob.glob(os.path.join(args.study, "runs", "*.h5")))
-first = [p for p in first if not p.endswith(".ckpt.h5")]
+first = sorted(p for p in glob.glob(os.path.join(args.study, "runs", "*.h5")) if not p.endswith(".ckpt.h5"))
 with h5py.File(first[0], "r", libver="latest", swmr=True) as f:
-    a = {k: s(v) for k, v in f.attrs.items()}
-for k in ["layers", "heads", "dim", "seq", "batch", "steps", "lr", "warmup"]:
-    m("study", k, a.get(k, "?"))
-m("study", "params", f"{int(a.get('num_params', 0)) / 1e6:.2f}\\,M")
+    a = {k: s(v_) for k, v_ in f.attrs.items()}
+for k in ["heads", "seq", "batch", "lr", "warmup", "val_tokens"]:
+    m("study", k.replace("_", ""), a.get(k, "?"))
+m("study", "corpus", tex(os.path.basename(a.get("data", "?"))))
 m("study", "nrecipes", str(len(recipes)))
 m("study", "nseeds", str(int(groups["n_seeds"].max())))
+m("study", "nruns", str(len(runs)))
+m("study", "ndone", str(len(done)))
 m("study", "date", datetime.date.today().isoformat())
-m("study", "plotseed", s(done["seed"][0]) if "seed" in done.dtype.names else "1")
-desc = [s(v) for k, v in a.items() if k == "recipe_description"]
-m("study", "bfsixteenlast", "1")
+m("study", "models", ", ".join(tex(x) for x in models))
+m("study", "tpps", ", ".join(tpps))
+m("study", "cellmodel", tex(CELL_MODEL))
+m("study", "celltpp", CELL_TPP)
+ep = [float(r["epochs"]) for r in runs if math.isfinite(float(r["epochs"]))]
+m("study", "epochsmax", f"{max(ep):.2f}" if ep else "?")
+Ns = {}
 for g in groups:
-    r = s(g["recipe"])
-    m(r, "valloss", fmt(float(g["val_loss_mean"])))
-    m(r, "vallossstd", fmt(float(g["val_loss_std"])))
-    m(r, "gap", f"{float(g['gap_pct_mean']):+.2f}" if math.isfinite(g["gap_pct_mean"]) else "n/a")
-    m(r, "gapstd", fmt(float(g["gap_pct_std"]), 2))
-    base_val = float(groups[groups["recipe"] == base.encode()]["val_loss_mean"][0])
-    m(r, "gapabs", f"{float(g['val_loss_mean']) - base_val:+.3f}")
-    rr = runs[runs["recipe"] == g["recipe"]]
-    m(r, "tokps", f"{np.median(rr['tokens_per_s_median']):.0f}")
-    m(r, "waitpct", f"{100 * np.mean(rr['data_wait_share']):.2f}")
-    evs = [c for c in runs.dtype.names if c.startswith("ev_")]
-    m(r, "events", f"{np.mean(sum(rr[c] for c in evs)):.0f}")
+    if "model" in gn and fin(float(g["params_nonembedding"])):
+        Ns[s(g["model"])] = float(g["params_nonembedding"])
+m("study", "sizes", ", ".join(f"{tex(k)} ({v_ / 1e3:.0f}k)" for k, v_ in Ns.items()))
+if Ns:
+    m("study", "sizespan", f"{max(Ns.values()) / min(Ns.values()):.1f}")
+m("study", "tppspan", f"{float(tpps[-1]) / float(tpps[0]):g}")
 
+# the gap table: a row per cell, a column per recipe
+lines = []
+for mo in models:
+    for t in tpps:
+        cell = rows_where(groups, **({"model": mo} if "model" in gn else {}),
+                          **({"tokens_per_param": t} if "tokens_per_param" in gn else {}))
+        if not cell:
+            continue
+        epochs = max((float(g["epochs_max"]) for g in cell if fin(float(g["epochs_max"]))), default=float("nan"))
+        cells = []
+        for r in others:
+            g = [x for x in cell if s(x["recipe"]) == r]
+            if not g:
+                cells.append("--")
+                continue
+            g = g[0]
+            txt = pct(float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]))
+            cells.append(bold(txt, int(g["resolved"])))
+        lines.append(f"{tex(mo)} & {t} & {epochs:.2f} & " + " & ".join(cells) + " \\\\")
+write("table_gaps.tex",
+      "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{lrr" + "r" * len(others) + "}\n\\toprule\n"
+      "model & tokens/param & epochs & " + " & ".join(tex(r) for r in others) + " \\\\\n\\midrule\n" +
+      "\n".join(lines) + "\n\\bottomrule\n\\end{tabular}\n"
+      f"\\caption{{Final validation loss gap to {tex(base)} in \\% of {tex(base)}'s loss: the mean over "
+      f"{macros[('study', 'nseeds')]} seeds of the gap to the {tex(base)} run of the same seed (same initial weights "
+      "and batches), with its 95\\% interval (t below 5 seeds, bootstrap from 5). Bold: resolved (the interval "
+      "excludes 0).}\\label{tab:gaps}\n\\end{table*}\n")
 
-def verdict_gap(r, label):
-    g = [x for x in groups if s(x["recipe"]) == r]
-    if not g:
-        return ""
-    g = g[0]
-    gap, sd = float(g["gap_pct_mean"]), float(g["gap_pct_std"])
-    if not math.isfinite(gap):
-        return f"{label} did not finish every seed."
-    spread = f" (seed spread {sd:.2f}\\%)" if math.isfinite(sd) else ""
-    if math.isfinite(sd) and abs(gap) < sd:
-        return f"{label} ends {gap:+.2f}\\% from BF16{spread}: within the spread between seeds."
-    return f"{label} ends {gap:+.2f}\\% from BF16{spread}."
+# the noise floor per cell
+nrows, rms_all = [], []
+if noise is not None and len(noise):
+    for g in noise:
+        mo = s(g["model"]) if "model" in noise.dtype.names else ""
+        t = s(g["tokens_per_param"]) if "tokens_per_param" in noise.dtype.names else ""
+        rms_all.append(float(g["gap_pct_rms"]))
+        nrows.append(f"{tex(mo)} & {t} & {tex(s(g['recipe']))} & {int(g['n_seeds'])} & "
+                     f"{pct(float(g['gap_pct_mean']), float(g['gap_ci_lo']), float(g['gap_ci_hi']))} & "
+                     f"{float(g['gap_pct_rms']):.2f} \\\\")
+write("table_noise.tex",
+      "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrlrrr}\n\\toprule\n"
+      "model & tok/param & recipe & seeds & gap \\% [95\\% CI] & rms \\\\\n\\midrule\n" +
+      ("\n".join(nrows) if nrows else "\\multicolumn{6}{c}{no noise twins in this sweep} \\\\") +
+      "\n\\bottomrule\n\\end{tabular}\n\\caption{The noise floor: the same recipe and initial weights under "
+      "another data seed (batches, stochastic rounding, Hadamard signs), against the run of its seed. A recipe's "
+      "gap no larger than this is not a property of its format.}\\label{tab:noise}\n\\end{table}\n")
+noise_rms = float(np.sqrt(np.mean(np.square(rms_all)))) if rms_all else float("nan")
+m("noise", "rms", f"{noise_rms:.2f}" if fin(noise_rms) else "n/a")
 
+# verdicts in the figures' cell
+where = {}
+if "model" in gn:
+    where["model"] = CELL_MODEL
+if "tokens_per_param" in gn:
+    where["tokens_per_param"] = CELL_TPP
+cellnoise = [float(g["gap_pct_rms"]) for g in (noise if noise is not None else [])
+             if all(k not in noise.dtype.names or s(g[k]) == val for k, val in where.items())]
+ver = gen_verdicts.study_verdicts(os.path.join(args.study, "summary.h5"), where,
+                                  noise_rms=cellnoise[0] if cellnoise else None)
+for k, sentence in ver.items():
+    m("verdict", k.replace("-", ""), tex(sentence))
+for r in others:
+    g = rows_where(groups, recipe=r, **where)
+    if g:
+        m(r, "gap", pct(float(g[0]["gap_pct_mean"])))
+        m(r, "gapci", pct(float(g[0]["gap_pct_mean"]), float(g[0]["gap_ci_lo"]), float(g[0]["gap_ci_hi"])))
 
-m("verdict", "fp8", verdict_gap("fp8", "FP8 with delayed scaling"))
-m("verdict", "nvfp4", verdict_gap("nvfp4", "NVFP4 with the full recipe"))
-m("verdict", "mxfp4", verdict_gap("mxfp4", "MXFP4"))
+# trends along tokens per parameter (per size) and along size (per ratio)
+trend = []
+for r in [x for x in ("nvfp4", "mxfp4", "fp8") if x in others]:
+    for mo in models:
+        g = sorted(rows_where(groups, recipe=r, **({"model": mo} if "model" in gn else {})),
+                   key=lambda x: float(x["tokens_per_param_actual"]))
+        if len(g) >= 2:
+            trend.append(v.trend(f"{gen_verdicts.label(r)}'s gap at {mo}",
+                                 [float(x["tokens_per_param_actual"]) for x in g],
+                                 [float(x["gap_pct_mean"]) for x in g], [float(x["gap_ci_lo"]) for x in g],
+                                 [float(x["gap_ci_hi"]) for x in g], "tokens/parameter"))
+    for t in tpps:
+        g = sorted(rows_where(groups, recipe=r, **({"tokens_per_param": t} if "tokens_per_param" in gn else {})),
+                   key=lambda x: float(x["params_nonembedding"]))
+        if len(g) >= 2:
+            trend.append(v.trend(f"{gen_verdicts.label(r)}'s gap at {t} tokens/parameter",
+                                 [float(x["params_nonembedding"]) for x in g],
+                                 [float(x["gap_pct_mean"]) for x in g], [float(x["gap_ci_lo"]) for x in g],
+                                 [float(x["gap_ci_hi"]) for x in g], "parameters"))
+m("verdict", "trends", tex(" ".join(trend)) if trend else "No recipe was run at two cells.")
 
-rows = []
-for g in groups:
-    r = s(g["recipe"])
-    rr = runs[runs["recipe"] == g["recipe"]]
-    stt = [int(x) for x in rr["steps_to_target"] if int(x) >= 0]
-    rows.append(f"{tex(r)} & {fmt(float(g['val_loss_mean']))} $\\pm$ {fmt(float(g['val_loss_std']))} & "
-                f"{macros[(r, 'gap')]} & {int(np.median(stt)) if stt else '--'} & {macros[(r, 'events')]} \\\\")
-try:
-    target = f"{float(s(sattrs.get('target_loss', 'nan'))):g}"
-except ValueError:
-    target = "n/a"
-with open(os.path.join(args.out, "table_main.tex"), "w") as f:
-    f.write("\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrrrr}\n\\toprule\n"
-            "recipe & val.\\ loss & gap \\% & steps to " + target + " & events/run \\\\\n\\midrule\n")
-    f.write("\n".join(rows) + "\n\\bottomrule\n\\end{tabular}\n")
-    f.write(f"\\caption{{Final validation loss (mean $\\pm$ sd over {macros[('study', 'nseeds')]} seeds), "
-            f"relative gap to {tex(base)} of the same seed, median steps for the 10-step mean training loss "
-            f"to reach {target}, recalibration events per run.}}\n\\label{{tab:main}}\n\\end{{table}}\n")
+# MXFP4 against NVFP4 and FP8 against the noise floor, in every cell
+cmp_lines = []
+for mo in models:
+    for t in tpps:
+        w = {**({"model": mo} if "model" in gn else {}), **({"tokens_per_param": t} if "tokens_per_param" in gn else {})}
+        d = gen_verdicts.paired(runs, "mxfp4", "nvfp4", w)
+        if d:
+            mm, lo, hi, res, n = mean_ci(d)
+            cmp_lines.append((mo, t, "MXFP4 $-$ NVFP4", pct(mm, lo, hi), res))
+        d = [float(r["gap_pct"]) for r in rows_where(runs, recipe="fp8", **w) if fin(float(r["gap_pct"]))]
+        if d:
+            mm, lo, hi, res, n = mean_ci(d)
+            nr = [float(g["gap_pct_rms"]) for g in (noise if noise is not None else [])
+                  if all(k not in noise.dtype.names or s(g[k]) == val for k, val in w.items())]
+            cmp_lines.append((mo, t, "FP8" + (f" (noise rms {nr[0]:.2f})" if nr else ""), pct(mm, lo, hi), res))
+n_mx = sum(1 for c in cmp_lines if c[2].startswith("MXFP4"))
+n_mx_res = sum(1 for c in cmp_lines if c[2].startswith("MXFP4") and c[4] and c[3].startswith("+"))
+m("verdict", "mxfp4count", f"MXFP4's gap is larger than NVFP4's, resolved, in {n_mx_res} of {n_mx} cells "
+  f"(paired by seed); in the others the difference is unresolved or reversed (Table~\\ref{{tab:trend}}).")
+write("table_trend.tex",
+      "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{lrlr}\n\\toprule\n"
+      "model & tok/param & quantity & \\% [95\\% CI] \\\\\n\\midrule\n" +
+      "\n".join(f"{tex(a_)} & {b_} & {c_} & {bold(d_, e_)} \\\\" for a_, b_, c_, d_, e_ in cmp_lines) +
+      "\n\\bottomrule\n\\end{tabular}\n\\caption{Per cell: MXFP4's paired gap minus NVFP4's, and FP8's gap with "
+      "the cell's noise floor. Bold: resolved.}\\label{tab:trend}\n\\end{table*}\n")
 
-# ---- the NVFP4 ablation ------------------------------------------------------------------
-aruns, agroups, aattrs = summary(args.ablation)
-abl_rows, notes = [], []
-ref = [g for g in agroups if s(g["recipe"]) == "nvfp4"]
-ref_val = float(ref[0]["val_loss_mean"]) if ref else float("nan")
+# ---- the scaling fit -------------------------------------------------------------------------------
+with open(os.path.join(args.scaling, "scaling.json")) as f:
+    sc = json.load(f)
+if "fit" in sc:
+    p = sc["fit"]
+    m("fit", "E", f"{p['E']:.3f}")
+    m("fit", "A", f"{p['A']:.3g}")
+    m("fit", "alpha", f"{p['alpha']:.3f}")
+    m("fit", "B", f"{p['B']:.3g}")
+    m("fit", "beta", f"{p['beta']:.3f}")
+    m("fit", "resid", f"{p['rms_log_residual']:.4f}")
+    m("fit", "ncells", str(p["n_cells"]))
+    frows, fsent = [], []
+    for r, e in sc["efficiency"].items():
+        cells_ = []
+        for kind in ("eff_N", "eff_D"):
+            x = e[kind]
+            cells_.append(f"{x['all_seeds']:.3f} [{x['ci_lo']:.3f}, {x['ci_hi']:.3f}]" if fin(x["ci_lo"]) else
+                          f"{x['all_seeds']:.3f}")
+            if x["below_1"]:
+                fsent.append(f"{gen_verdicts.label(r)}'s {'parameter' if kind == 'eff_N' else 'data'} efficiency is "
+                             f"below 1 (resolved: {x['all_seeds']:.3f}, per-seed interval [{x['ci_lo']:.3f}, "
+                             f"{x['ci_hi']:.3f}]).")
+            elif fin(x["ci_lo"]):
+                fsent.append(f"{gen_verdicts.label(r)}'s {'parameter' if kind == 'eff_N' else 'data'} efficiency "
+                             f"({x['all_seeds']:.3f}, per-seed interval [{x['ci_lo']:.3f}, {x['ci_hi']:.3f}]) is not "
+                             "resolved from 1.")
+        frows.append(f"{tex(r)} & " + " & ".join(cells_) + " \\\\")
+    write("table_fit.tex",
+          "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrr}\n\\toprule\n"
+          "recipe & eff$_N$ [95\\% CI] & eff$_D$ [95\\% CI] \\\\\n\\midrule\n" + "\n".join(frows) +
+          "\n\\bottomrule\n\\end{tabular}\n\\caption{Effective parameter and data efficiency: the multipliers of "
+          f"$N$ and $D$ that map each recipe onto {tex(base)}'s law (fit to all seeds; interval over the per-seed "
+          "fits).}\\label{tab:fit}\n\\end{table}\n")
+    m("verdict", "fit", tex(" ".join(fsent)))
+    ho = sc.get("holdout", {})
+    hrows, inside = [], 0
+    for r, h in ho.get("recipes", {}).items():
+        inside += h["inside"]
+        hrows.append(f"{tex(r)} & {h['predicted_all_seeds']:.4f} & "
+                     + (f"[{h['ci_lo']:.4f}, {h['ci_hi']:.4f}]" if fin(h["ci_lo"]) else "--")
+                     + f" & {h['observed_mean']:.4f} & {'yes' if h['inside'] else 'no'} \\\\")
+    write("table_holdout.tex",
+          "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrrrr}\n\\toprule\n"
+          "recipe & predicted & per-seed interval & measured & inside \\\\\n\\midrule\n" + "\n".join(hrows) +
+          "\n\\bottomrule\n\\end{tabular}\n\\caption{The held-out cell (" + tex(str(ho.get("model"))) + ", " +
+          str(ho.get("tpp")) + " tokens/parameter): the law fitted without it, its predicted validation loss and "
+          "the interval of the per-seed fits' predictions, against the measured mean.}\\label{tab:holdout}\n"
+          "\\end{table}\n")
+    m("holdout", "cell", f"{tex(str(ho.get('model')))} at {ho.get('tpp')} tokens/parameter")
+    m("holdout", "inside", f"{inside} of {len(ho.get('recipes', {}))}")
+    # published comparison: the fit's NVFP4 gap in nats at 25/100/400 tokens per parameter for each size
+    prow = []
+    sizes = sorted(Ns.items(), key=lambda kv: kv[1])
+    for t in (25, 100, 400):
+        cells_ = [f"{PUBLISHED['30M'][t]:+.3f}", f"{PUBLISHED['100M'][t]:+.3f}"]
+        for name, N in sizes:
+            if "nvfp4" in p["eff_N"]:
+                def law(r):
+                    return (p["E"] + p["A"] / (p["eff_N"][r] * N) ** p["alpha"] +
+                            p["B"] / (p["eff_D"][r] * t * N) ** p["beta"])
+                meas = [g for g in rows_where(groups, recipe="nvfp4", model=name)
+                        if abs(float(g["tokens_per_param_actual"]) - t) / t < 0.05] if "model" in gn else []
+                txt = f"{law('nvfp4') - law(base):+.3f}"
+                if meas:
+                    bl = rows_where(groups, recipe=base, model=name, tokens_per_param=s(meas[0]["tokens_per_param"]))
+                    txt += f" (meas. {float(meas[0]['val_loss_mean']) - float(bl[0]['val_loss_mean']):+.3f})"
+                cells_.append(txt)
+        prow.append(f"{t} & " + " & ".join(cells_) + " \\\\")
+    write("table_published.tex",
+          "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{r" + "r" * (2 + len(sizes)) + "}\n\\toprule\n"
+          "tokens/param & Quartet-II 30M & Quartet-II 100M & " +
+          " & ".join(f"qprec {tex(n)} ({N / 1e3:.0f}k)" for n, N in sizes) + " \\\\\n\\midrule\n" + "\n".join(prow) +
+          "\n\\bottomrule\n\\end{tabular}\n\\caption{NVIDIA's NVFP4 recipe minus BF16 in validation loss (nats). "
+          "Published: Quartet-II's raw results, Llama models on C4 (repeat runs differ by "
+          f"{PUBLISHED_NOISE} nats). qprec: the fitted law of Table~\\ref{{tab:fit}} at each size (an "
+          "extrapolation outside the grid), with the measured seed-mean difference where the grid has that "
+          "cell.}\\label{tab:published}\n\\end{table*}\n")
+else:
+    m("fit", "error", tex(sc.get("error", "no fit")))
+    for name in ("table_fit.tex", "table_holdout.tex", "table_published.tex"):
+        write(name, "% no fit: " + sc.get("error", "") + "\n")
+    m("verdict", "fit", tex("The loss law could not be fitted: " + sc.get("error", "") + "."))
+
+# ---- the NVFP4 ablation -------------------------------------------------------------------------
+aruns, agroups, _, aattrs = summary(args.ablation)
+abase = s(aattrs.get("baseline", "nvfp4"))
+abl_rows, abl_sent = [], []
 for g in agroups:
     r = s(g["recipe"])
-    d = float(g["val_loss_mean"]) - ref_val
-    abl_rows.append(f"{tex(r)} & {fmt(float(g['val_loss_mean']))} $\\pm$ {fmt(float(g['val_loss_std']))} & "
-                    f"{d:+.3f} \\\\")
-    m(r, "ablval", fmt(float(g["val_loss_mean"])))
-    m(r, "abldelta", f"{d:+.3f}")
-    if r != "nvfp4" and math.isfinite(d):
-        notes.append((d, r))
-notes.sort(reverse=True)
-if notes:
-    worst = notes[0]
-    m("verdict", "ablation", f"Removing parts of the recipe costs at most {worst[0]:+.3f} in validation loss "
-      f"({tex(worst[1])} is the largest change); " +
-      ", ".join(f"{tex(r)} {d:+.3f}" for d, r in notes[1:]) + ".")
-else:
-    m("verdict", "ablation", "")
-with open(os.path.join(args.out, "table_ablation.tex"), "w") as f:
-    f.write("\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrr}\n\\toprule\n"
-            "variant & val.\\ loss & vs.\\ nvfp4 \\\\\n\\midrule\n" + "\n".join(abl_rows) +
-            "\n\\bottomrule\n\\end{tabular}\n\\caption{NVFP4 recipe ablation (mean $\\pm$ sd over seeds); "
-            "a modifier drops one element of NVIDIA's recipe.}\\label{tab:ablation}\n\\end{table}\n")
+    if r == abase:
+        abl_rows.append(f"{tex(r)} (reference) & {float(g['val_loss_mean']):.4f} & -- \\\\")
+        continue
+    txt = pct(float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]))
+    abl_rows.append(f"{tex(r)} & {float(g['val_loss_mean']):.4f} & "
+                    f"{bold(txt, int(g['resolved']))} \\\\")
+    abl_sent.append(v.gap(r, float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]),
+                          int(g["n_seeds"]), base="the full recipe"))
+write("table_ablation.tex",
+      "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrr}\n\\toprule\n"
+      "variant & val.\\ loss & gap \\% [95\\% CI] \\\\\n\\midrule\n" + "\n".join(abl_rows) +
+      "\n\\bottomrule\n\\end{tabular}\n\\caption{NVFP4 recipe ablation: gap to the full recipe (paired by seed), "
+      "mean and 95\\% interval over seeds; bold: resolved. A modifier drops one element of NVIDIA's recipe; "
+      "bf16-last=N keeps N final blocks in BF16.}\\label{tab:ablation}\n\\end{table}\n")
+m("verdict", "ablation", tex(" ".join(abl_sent)))
+with h5py.File(sorted(p_ for p_ in glob.glob(os.path.join(args.ablation, "runs", "*.h5"))
+                      if not p_.endswith(".ckpt.h5"))[0], "r", libver="latest", swmr=True) as f:
+    aa = {k: s(v_) for k, v_ in f.attrs.items()}
+m("ablation", "setup", tex(f"{aa.get('layers')} layers, width {aa.get('dim')}, {aa.get('steps')} steps of "
+                           f"{int(aa.get('batch', 0)) * int(aa.get('seq', 0))} tokens ("
+                           f"{float(aa.get('tokens_per_param', 'nan')):.0f} tokens/parameter)"))
+m("ablation", "nseeds", str(int(agroups["n_seeds"].max())))
 
-# ---- where the quantization error concentrates (from the run files) -------------------
+
+# ---- where the quantization error concentrates (the figures' cell, from the run files) ------------
 def qerr_means(recipe):
     acc = {}
-    for p in glob.glob(os.path.join(args.study, "runs", "*.h5")):
-        if p.endswith(".ckpt.h5"):
+    for p_ in glob.glob(os.path.join(args.study, "runs", "*.h5")):
+        if p_.endswith(".ckpt.h5"):
             continue
-        with h5py.File(p, "r", libver="latest", swmr=True) as f:
-            if s(f.attrs.get("recipe", "")) != recipe or "quant/error" not in f:
+        with h5py.File(p_, "r", libver="latest", swmr=True) as f:
+            at = {k: s(v_) for k, v_ in f.attrs.items()}
+            if at.get("recipe") != recipe or "quant/error" not in f or at.get("data_seed") != at.get("seed"):
                 continue
             q = f["quant/error"][:]
         q = q[q["rel_l2"] > 1e-4]  # BF16-kept blocks are not the recipe's format
@@ -176,73 +373,45 @@ def qerr_means(recipe):
                 sel = q[(q["operand"] == op) & (q["pass"] == ps)]
                 if len(sel):
                     acc.setdefault((s(op), s(ps)), []).append(float(np.mean(sel["rel_l2"])))
-    return {k: float(np.mean(v)) for k, v in acc.items()}
+    return {k: float(np.mean(v_)) for k, v_ in acc.items()}
 
 
-qrows, worst = [], None
+qrows = []
 keys = [("x", "fprop"), ("w", "fprop"), ("dy", "dgrad"), ("w", "dgrad"), ("dy", "wgrad"), ("x", "wgrad")]
-per = {r: qerr_means(r) for r in ["fp8", "mxfp8", "nvfp4", "mxfp4"] if r in recipes}
+per = {r: qerr_means(r) for r in others}
+per = {r: q for r, q in per.items() if q}
 for op, ps in keys:
-    cells = [f"{per[r][(op, ps)]:.3f}" if (op, ps) in per[r] else "--" for r in per]
-    qrows.append(f"{op} & {ps} & " + " & ".join(cells) + " \\\\")
-if "nvfp4" in per and per["nvfp4"]:
-    k, v = max(per["nvfp4"].items(), key=lambda kv: kv[1])
-    lo_k, lo_v = min(per["nvfp4"].items(), key=lambda kv: kv[1])
-    m("verdict", "qerr", f"Under NVFP4 the largest mean error is on {k[0]} in {k[1]} ({v:.3f}), the smallest on "
-      f"{lo_k[0]} in {lo_k[1]} ({lo_v:.3f}).")
+    qrows.append(f"{op} & {ps} & " + " & ".join(f"{per[r][(op, ps)]:.3f}" if (op, ps) in per[r] else "--"
+                                                 for r in per) + " \\\\")
+if per.get("nvfp4"):
+    k, val = max(per["nvfp4"].items(), key=lambda kv: kv[1])
+    lk, lv = min(per["nvfp4"].items(), key=lambda kv: kv[1])
+    m("verdict", "qerr", f"Under NVFP4 the largest mean error is on {k[0]} in {k[1]} ({val:.3f}), the smallest on "
+      f"{lk[0]} in {lk[1]} ({lv:.3f}).")
 else:
     m("verdict", "qerr", "")
-with open(os.path.join(args.out, "table_qerr.tex"), "w") as f:
-    f.write("\\begin{table}[t]\\centering\\small\n\\begin{tabular}{ll" + "r" * len(per) + "}\n\\toprule\n"
-            "operand & pass & " + " & ".join(tex(r) for r in per) + " \\\\\n\\midrule\n" + "\n".join(qrows) +
-            "\n\\bottomrule\n\\end{tabular}\n\\caption{Mean relative L2 quantization error by operand and pass "
-            "(quantized blocks only, all logged steps and seeds).}\\label{tab:qerr}\n\\end{table}\n")
+write("table_qerr.tex",
+      "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{ll" + "r" * len(per) + "}\n\\toprule\n"
+      "operand & pass & " + " & ".join(tex(r) for r in per) + " \\\\\n\\midrule\n" + "\n".join(qrows) +
+      "\n\\bottomrule\n\\end{tabular}\n\\caption{Mean relative L2 quantization error by operand and pass "
+      "(quantized blocks only, all logged steps, cells and seeds).}\\label{tab:qerr}\n\\end{table}\n")
 
-# ---- recalibration and the data pipeline ------------------------------------------------
-evs = [c for c in runs.dtype.names if c.startswith("ev_")]
-parts = []
-for r in recipes:
-    rr = runs[runs["recipe"] == r.encode()]
-    tot = {c[3:]: float(np.mean(rr[c])) for c in evs}
-    busiest = max(tot.items(), key=lambda kv: kv[1])
-    if busiest[1] > 0:
-        parts.append(f"{tex(r)} {sum(tot.values()):.0f} (mostly {busiest[0].replace('_', ' ')})")
-m("verdict", "events", "Recalibration events per run: " + ", ".join(parts) + "." if parts else
-  "No recipe recalibrated.")
-
-pruns, pgroups, _ = summary(args.pipeline)
+# ---- the data pipeline ------------------------------------------------------------------------
+pruns, _, _, _ = summary(args.pipeline)
 if "prefetch" in pruns.dtype.names:
     desc = []
     for pf in sorted(set(pruns["prefetch"]), key=lambda x: int(x)):
         rr = pruns[pruns["prefetch"] == pf]
         desc.append(f"with prefetch {s(pf)} a step waits {100 * np.mean(rr['data_wait_share']):.2f}\\% of its "
                     f"time for data ({np.median(rr['tokens_per_s_median']):.0f} tokens/s)")
-    shares = {s(pf): float(np.mean(pruns[pruns["prefetch"] == pf]["data_wait_share"])) for pf in set(pruns["prefetch"])}
-    lo = min(shares, key=shares.get)
-    tail = (" Preparing a batch from an in-memory byte corpus takes microseconds, so at this scale the loader "
-            "thread cannot pay off." if lo == "0" else f" The loader thread (prefetch {lo}) waits least.")
-    m("verdict", "pipeline", "Measured on BF16 runs of the baby model: " + "; ".join(desc) + "." + tail)
+    m("verdict", "pipeline", "Measured on BF16 runs: " + "; ".join(desc) + ".")
 else:
     m("verdict", "pipeline", "")
-
-fp8 = [g for g in groups if s(g["recipe"]) == "fp8"]
-nv = [g for g in groups if s(g["recipe"]) == "nvfp4"]
-nvn = [g for g in groups if s(g["recipe"]) == "nvfp4-naive"]
-pub = []
-if fp8:
-    gp = float(fp8[0]["gap_pct_mean"])
-    pub.append("FP8 is " + ("near parity with BF16 here too" if abs(gp) < 1 else f"{gp:+.2f}\\% from BF16 here") + ".")
-if nv and nvn:
-    a_, b_ = float(nv[0]["gap_pct_mean"]), float(nvn[0]["gap_pct_mean"])
-    pub.append(f"The full NVFP4 recipe's gap ({a_:+.2f}\\%) is " + ("smaller" if a_ < b_ else "not smaller") +
-               f" than the naive recipe's ({b_:+.2f}\\%), " +
-               ("as published." if a_ < b_ else "unlike the published large-scale result."))
-m("verdict", "published", " ".join(pub))
 
 with open(os.path.join(args.out, "macros.tex"), "w") as f:
     f.write("% generated by paper/gen_tables.py — do not edit\n")
     f.write("\\makeatletter\n\\newcommand{\\qp}[2]{\\@ifundefined{qp@#1@#2}{\\textbf{??}}{\\csname qp@#1@#2\\endcsname}}\n")
-    for (k, fld), v in sorted(macros.items()):
-        f.write(f"\\expandafter\\def\\csname qp@{k}@{fld}\\endcsname{{{v}}}\n")
+    for (k, fld), val in sorted(macros.items()):
+        f.write(f"\\expandafter\\def\\csname qp@{k}@{fld}\\endcsname{{{val}}}\n")
     f.write("\\makeatother\n")
-print(f"gen_tables: {len(macros)} macros, 4 files in {args.out}")
+print(f"gen_tables: {len(macros)} macros in {args.out}")

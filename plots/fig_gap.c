@@ -6,12 +6,15 @@
  * curves are smoothed (qp_ema, --smooth) and the relative gap
  *     gap(t) = 100 * (L_R(t) - L_base(t)) / L_base(t)   [%]
  * is taken at the steps both logged. Across R's seeds: the mean, and the
- * band min..max, at the steps every pair has (runs still being written
- * stop at different steps). A run without a partner is left out with a
+ * band of its 95% t-interval (qs_stats.h; mean +- t * sd / sqrt(n), none
+ * with one seed), at the steps every pair has (runs still being written
+ * stop at different steps). The summary's final-gap interval switches to a
+ * bootstrap from 5 seeds; a band drawn at every step keeps the t-interval,
+ * which is the wider of the two there. A run without a partner is left out with a
  * note on stderr; a figure with no pair at all is an error.
  *
  * Data file, per recipe j (in the order recipes first appear):
- *   index j: step  mean_gap  min_gap  max_gap  n_seeds
+ *   index j: step  mean_gap  ci_lo  ci_hi  n_seeds
  * Variables: n, colors, titles ("fp8 (2-seed mean)": the line is the
  * seeds' mean), baseline, basecolor, anyband (1 if some recipe has more
  * than one seed, so the band means something), xlo, xhi (and ylo, yhi for
@@ -25,44 +28,7 @@
 #include "qp_note.h"
 #include "qp_stats.h"
 #include "qp_style.h"
-
-/* Root attributes that say how or where a run was computed, or what was
- * logged besides the training loss: runs differing only in these are the
- * same experiment. Everything else (model, data, optimizer, steps, the
- * initial-weight hash) must match. */
-static const char *const IGNORED[] = {
-    "recipe",     "recipe_description", "seed",       "host",         "version",     "gemm_bf16",
-    "gemm_impl_bf16", "gemm_impl_f32",  "model_kernels", "simd",      "threads",     "prefetch",
-    "eval_every", "eval_batches",       "qerr_every", "ckpt_every",
-};
-
-static int ignored(const char *key)
-{
-    for (size_t i = 0; i < sizeof IGNORED / sizeof *IGNORED; i++)
-        if (!strcmp(IGNORED[i], key)) return 1;
-    return 0;
-}
-
-/* First attribute (besides IGNORED) on which a and b differ, NULL if none.
- * Both lists are sorted by key. */
-static const char *config_diff(const qp_run *a, const qp_run *b)
-{
-    int i = 0, j = 0;
-    while (i < a->nattrs || j < b->nattrs) {
-        int c = i == a->nattrs ? 1 : j == b->nattrs ? -1 : strcmp(a->attrs[i].key, b->attrs[j].key);
-        if (c < 0) {
-            if (!ignored(a->attrs[i].key)) return a->attrs[i].key;
-            i++;
-        } else if (c > 0) {
-            if (!ignored(b->attrs[j].key)) return b->attrs[j].key;
-            j++;
-        } else {
-            if (!ignored(a->attrs[i].key) && strcmp(a->attrs[i].value, b->attrs[j].value)) return a->attrs[i].key;
-            i++, j++;
-        }
-    }
-    return NULL;
-}
+#include "qs_stats.h"
 
 typedef struct {
     size_t n;
@@ -120,13 +86,14 @@ static long find_step(const pair_gap *p, int64_t s)
 static size_t write_block(FILE *data, const char *recipe, const pair_gap *p, int np, qp_range *rg)
 {
     size_t rows = 0;
+    const double tq = np > 1 ? qs_t_quantile(0.975, np - 1) : NAN;
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
             if (!rows) return 0;
-            fprintf(data, "# %s - baseline: step mean min max n_seeds\n", recipe);
+            fprintf(data, "# %s - baseline: step mean ci95_lo ci95_hi n_seeds\n", recipe);
         }
         for (size_t k = 0; k < p[0].n; k++) {
-            double sum = 0, lo = p[0].gap[k], hi = p[0].gap[k];
+            double sum = 0, sq = 0;
             int have = 1;
             for (int q = 0; q < np; q++) {
                 long at = q ? find_step(&p[q], p[0].step[k]) : (long)k;
@@ -135,24 +102,29 @@ static size_t write_block(FILE *data, const char *recipe, const pair_gap *p, int
                     break;
                 }
                 double g = p[q].gap[at];
-                sum += g;
-                if (g < lo) lo = g;
-                if (g > hi) hi = g;
+                sum += g, sq += g * g;
             }
             if (!have) continue;
             if (pass == 0) {
                 rows++;
                 continue;
             }
+            const double mean = sum / np;
+            double lo = NAN, hi = NAN;
+            if (np > 1) {
+                const double sd = sqrt(fmax(0.0, (sq - np * mean * mean) / (np - 1)));
+                const double h = tq * sd / sqrt((double)np);
+                lo = mean - h, hi = mean + h;
+            }
             fprintf(data, "%lld ", (long long)p[0].step[k]);
-            qp_fig_num(data, sum / np);
+            qp_fig_num(data, mean);
             fputc(' ', data);
             qp_fig_num(data, lo);
             fputc(' ', data);
             qp_fig_num(data, hi);
             fprintf(data, " %d\n", np);
-            qp_range_add(rg, (double)p[0].step[k], lo);
-            qp_range_add(rg, (double)p[0].step[k], hi);
+            qp_range_add(rg, (double)p[0].step[k], np > 1 ? lo : mean);
+            qp_range_add(rg, (double)p[0].step[k], np > 1 ? hi : mean);
         }
     }
     fputs("\n\n", data);
@@ -164,7 +136,7 @@ static const qp_run *partner(const qp_run *const *runs, int n, const qp_run *r, 
     *why = NULL;
     for (int j = 0; j < n; j++) {
         if (strcmp(runs[j]->recipe, base) || runs[j]->seed != r->seed) continue;
-        const char *d = config_diff(r, runs[j]);
+        const char *d = qp_config_diff(r, runs[j], 0);
         if (!d) return runs[j];
         if (!*why) *why = d;
     }
@@ -252,6 +224,7 @@ int qp_fig_gap(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *dat
     qp_gpv_str(v, "baseline", base);
     qp_gpv_str(v, "basecolor", qp_recipe_color(base));
     qp_gpv_int(v, "anyband", anyband);
+    qp_gpv_num(v, "height", 3.3); /* room for the key above the plot */
     qp_range_vars(&rg, v, 0, 0);
     rc = 0;
     goto out;

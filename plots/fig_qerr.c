@@ -1,4 +1,6 @@
-/* fig_qerr.c — heatmap of one run's quantization error over steps.
+/* fig_qerr.c — heatmaps of runs' quantization error over steps: one run,
+ * or several side by side (a panel per run, e.g. one per recipe), sharing
+ * rows, steps and the colour scale.
  *
  * Rows are the (layer, GEMM, pass, operand) combinations the run logged,
  * block 0 on top, GEMMs in forward order (qkv, attproj, fc, fcproj), passes
@@ -12,8 +14,8 @@
  * layer. Each row gets 0.09 in (6.5 pt labels), so the figure grows with the
  * model, up to 10 in; past that the per-row labels go, then the GEMM ones.
  *
- * Data file, index 0: x_lo x_hi y_lo y_hi log10_rel_l2   (one row per cell)
- * Variables: nrows, rowlabels, groups + gpos (GEMM labels and the row they
+ * Data file, index i (run i): x_lo x_hi y_lo y_hi log10_rel_l2   (a row per cell)
+ * Variables: npanels, titles (the runs' recipes, for several panels), nrows, rowlabels, groups + gpos (GEMM labels and the row they
  * centre on), layers + lpos (block labels), gbreaks / lbreaks (y between
  * two GEMMs' / layers' rows), xmin, xmax, xtic, cbmin, cbmax, nexact,
  * title, height (inches). */
@@ -122,22 +124,27 @@ static int label_rows(const qp_qerr_rec *const *rows, size_t nrows, qp_gpvars *v
 int qp_fig_qerr(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,
                 size_t errlen)
 {
-    (void)n, (void)o;
-    const qp_run *r = runs[0]; /* one run: the first given */
-    size_t m = r->n_qerr;
-    if (!m) {
-        snprintf(err, errlen, "%s: no /quant/error rows (qtrain logs them with --qerr-every N)", r->path);
-        return -1;
+    (void)o;
+    size_t m = 0;
+    for (int i = 0; i < n; i++) {
+        if (!runs[i]->n_qerr) {
+            snprintf(err, errlen, "%s: no /quant/error rows (qtrain logs them with --qerr-every N)", runs[i]->path);
+            return -1;
+        }
+        m += runs[i]->n_qerr;
     }
     const qp_qerr_rec **sorted = malloc(m * sizeof *sorted);
     const qp_qerr_rec **rows = malloc(m * sizeof *rows);
     int64_t *steps = malloc(m * sizeof *steps);
     double *z = NULL;
+    qp_words titles = {0};
     int rc = -1;
     if (!sorted || !rows || !steps) goto oom;
 
-    /* distinct rows and steps */
-    for (size_t i = 0; i < m; i++) sorted[i] = &r->qerr[i], steps[i] = r->qerr[i].step;
+    /* distinct rows and steps over every run: the panels share both axes */
+    size_t k = 0;
+    for (int i = 0; i < n; i++)
+        for (size_t j = 0; j < runs[i]->n_qerr; j++) sorted[k] = &runs[i]->qerr[j], steps[k++] = runs[i]->qerr[j].step;
     qsort(sorted, m, sizeof *sorted, cmp_row);
     size_t nrows = 0;
     for (size_t i = 0; i < m; i++)
@@ -147,56 +154,65 @@ int qp_fig_qerr(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
     for (size_t i = 0; i < m; i++)
         if (!nsteps || steps[nsteps - 1] != steps[i]) steps[nsteps++] = steps[i];
 
-    /* the matrix; a later row for the same cell wins */
     z = malloc(nrows * nsteps * sizeof *z);
     if (!z) goto oom;
-    for (size_t i = 0; i < nrows * nsteps; i++) z[i] = NAN;
-    size_t nexact = 0;
-    for (size_t i = 0; i < m; i++) {
-        const qp_qerr_rec *q = &r->qerr[i];
-        const qp_qerr_rec **hit = bsearch(&q, rows, nrows, sizeof *rows, cmp_row);
-        const int64_t *col = bsearch(&q->step, steps, nsteps, sizeof *steps, cmp_i64);
-        double e = q->rel_l2;
-        z[(size_t)(hit - rows) * nsteps + (size_t)(col - steps)] = e > 0 && isfinite(e) ? log10(e) : NAN;
-        if (e == 0) nexact++;
-    }
     double lo = INFINITY, hi = -INFINITY;
-    for (size_t i = 0; i < nrows * nsteps; i++)
-        if (isfinite(z[i])) {
-            if (z[i] < lo) lo = z[i];
-            if (z[i] > hi) hi = z[i];
+    size_t nexact = 0;
+    for (int i = 0; i < n; i++) {
+        const qp_run *r = runs[i];
+        /* the matrix of run i; a later row for the same cell wins */
+        for (size_t c = 0; c < nrows * nsteps; c++) z[c] = NAN;
+        for (size_t j = 0; j < r->n_qerr; j++) {
+            const qp_qerr_rec *q = &r->qerr[j];
+            const qp_qerr_rec **hit = bsearch(&q, rows, nrows, sizeof *rows, cmp_row);
+            const int64_t *col = bsearch(&q->step, steps, nsteps, sizeof *steps, cmp_i64);
+            double e = q->rel_l2;
+            z[(size_t)(hit - rows) * nsteps + (size_t)(col - steps)] = e > 0 && isfinite(e) ? log10(e) : NAN;
+            if (e == 0) nexact++;
         }
-    if (!(lo <= hi)) {
-        snprintf(err, errlen, "%s: every logged quantization error is 0 (recipe %s quantizes nothing)", r->path,
-                 r->recipe);
-        goto out;
+        int any = 0;
+        for (size_t c = 0; c < nrows * nsteps; c++)
+            if (isfinite(z[c])) {
+                any = 1;
+                if (z[c] < lo) lo = z[c];
+                if (z[c] > hi) hi = z[c];
+            }
+        if (!any) {
+            snprintf(err, errlen, "%s: every logged quantization error is 0 (recipe %s quantizes nothing)", r->path,
+                     r->recipe);
+            goto out;
+        }
+        /* cells: each step's column reaches halfway to its neighbours */
+        fprintf(data, "# %s: x_lo x_hi y_lo y_hi log10(rel_l2)\n", r->path);
+        for (size_t c = 0; c < nsteps; c++) {
+            double st = (double)steps[c];
+            double left = c ? (st - (double)steps[c - 1]) / 2 : nsteps > 1 ? ((double)steps[1] - st) / 2 : 0.5;
+            double right = c + 1 < nsteps ? ((double)steps[c + 1] - st) / 2 : left;
+            for (size_t row = 0; row < nrows; row++) {
+                double val = z[row * nsteps + c];
+                if (!isfinite(val)) continue;
+                fprintf(data, "%.9g %.9g %.1f %.1f %.6f\n", st - left, st + right, row - 0.5, row + 0.5, val);
+            }
+        }
+        fputs("\n\n", data);
+        if (n > 1) qp_words_add(&titles, "%s", r->recipe);
     }
     if (hi - lo < 0.02) lo -= 0.01, hi += 0.01; /* one colour: still a readable scale */
-
-    /* cells: each step's column reaches halfway to its neighbours */
-    fprintf(data, "# %s: x_lo x_hi y_lo y_hi log10(rel_l2)\n", r->path);
-    for (size_t c = 0; c < nsteps; c++) {
-        double s = (double)steps[c];
-        double left = c ? (s - (double)steps[c - 1]) / 2 : nsteps > 1 ? ((double)steps[1] - s) / 2 : 0.5;
-        double right = c + 1 < nsteps ? ((double)steps[c + 1] - s) / 2 : left;
-        for (size_t row = 0; row < nrows; row++) {
-            double val = z[row * nsteps + c];
-            if (!isfinite(val)) continue;
-            fprintf(data, "%.9g %.9g %.1f %.1f %.6f\n", s - left, s + right, row - 0.5, row + 0.5, val);
-        }
-    }
-    fputs("\n\n", data);
     double s0 = (double)steps[0], s1 = (double)steps[nsteps - 1];
     double x0 = s0 - (nsteps > 1 ? ((double)steps[1] - s0) / 2 : 0.5);
     double x1 = s1 + (nsteps > 1 ? (s1 - (double)steps[nsteps - 2]) / 2 : 0.5);
 
     if (label_rows(rows, nrows, v, err, errlen)) goto out;
     char title[2 * QP_LABEL_LEN];
-    const char *base = strrchr(r->path, '/');
-    snprintf(title, sizeof title, "%s (%s)", r->recipe, base ? base + 1 : r->path);
+    const char *base = strrchr(runs[0]->path, '/');
+    if (n == 1) snprintf(title, sizeof title, "%s (%s)", runs[0]->recipe, base ? base + 1 : runs[0]->path);
+    else snprintf(title, sizeof title, "%d runs", n);
     double height = 0.9 + ROW_IN * (double)nrows;
     height = height < 2.6 ? 2.6 : height > MAX_HEIGHT_IN ? MAX_HEIGHT_IN : height;
+    if (titles.oom) goto oom;
 
+    qp_gpv_int(v, "npanels", n);
+    qp_gpv_words(v, "titles", (const char *const *)titles.w, titles.n);
     qp_gpv_int(v, "nrows", (long long)nrows);
     qp_gpv_num(v, "xmin", x0);
     qp_gpv_num(v, "xmax", x1);
@@ -209,8 +225,9 @@ int qp_fig_qerr(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
     rc = 0;
     goto out;
 oom:
-    snprintf(err, errlen, "%s: out of memory", r->path);
+    snprintf(err, errlen, "%s: out of memory", runs[0]->path);
 out:
+    qp_words_free(&titles);
     free(sorted);
     free(rows);
     free(steps);

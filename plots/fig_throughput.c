@@ -10,12 +10,12 @@
  * optimizer, data wait, communication) and what is left ("other"), averaged
  * over the recipe's runs and every step but each run's first (where oneDNN
  * builds its kernels). A run written before the profile (schema version 1)
- * or on a GPU (phases NaN) adds its steps to "other" only.
+ * or with it off (phases NaN) adds its steps to "other" only.
  *
- * Data file, index 0, one row per run:
+ * Data file, index 0 (series "runs"), one row per run:
  *   i  "label"  rgb(int)  median_tok_s  q25  q75  wait_pct
- * index 1, one row per recipe:
- *   i  "recipe"  ms_<phase> for each phase in qp_phases order  ms_other
+ * index 1 (series "phases per recipe, mean ms per step"), one row per recipe:
+ *   i  "recipe"  <phase>_ms for each phase in qp_phases order  other_ms
  * Variables: n (runs), nrec (recipes), phases (the phases' labels, words). */
 #include <math.h>
 #include <stdlib.h>
@@ -43,7 +43,7 @@ int qp_fig_throughput(const qp_run *const *runs, int n, const qp_fig_opts *o, FI
                       size_t errlen)
 {
     (void)o, (void)err, (void)errlen;
-    fputs("# i label rgb median_tokens_per_s q25 q75 data_wait_pct\n", data);
+    fputs("# runs: i label rgb median_tokens_per_s q25 q75 data_wait_pct\n", data);
     for (int i = 0; i < n; i++) {
         const qp_run *r = runs[i];
         char label[QP_LABEL_LEN];
@@ -64,7 +64,7 @@ int qp_fig_throughput(const qp_run *const *runs, int n, const qp_fig_opts *o, FI
         qp_fig_num(data, total > 0 ? 100 * wait / total : 0);
         fputc('\n', data);
     }
-    fputs("\n\n# i recipe", data);
+    fputs("\n\n# phases per recipe, mean ms per step: i recipe", data);
     for (int p = 0; p < QP_PHASE_COUNT; p++) fprintf(data, " %s", qp_phases[p].column);
     fputs(" other_ms\n", data);
     int nrec = 0;

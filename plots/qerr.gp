@@ -1,17 +1,19 @@
-# qerr.gp — one run's quantization error per (layer, GEMM, pass, operand)
-# over steps, as a heatmap. Data and variables: fig_qerr.c.
+# qerr.gp — runs' quantization error per (layer, GEMM, pass, operand) over
+# steps, as heatmaps: one, or a panel per run side by side sharing rows and
+# the colour scale. Data and variables: fig_qerr.c.
 if (!exists("plotsdir")) plotsdir = system("dirname ".ARG0)
+# Widths in inches: block labels, GEMM labels and row labels (1.08), each
+# panel (1.64), gaps between panels (0.12), the colour box (0.78).
+PW = 1.64
+GAP = 0.12
+width = 1.08 + npanels * PW + (npanels - 1) * GAP + 0.78
+W = width
 load plotsdir."/style.gp"
 
-# Margins in inches (the figure's width is fixed, its height grows with the
-# rows): block labels, GEMM labels, row labels, the map, the colour box.
-W = 3.5
-set lmargin at screen 1.08/W
-set rmargin at screen 1 - 0.78/W
 set tmargin at screen 1 - 0.3/height
 set bmargin at screen 0.5/height
+if (npanels > 1) { set multiplot }
 
-set title title noenhanced offset 0, -0.4
 set xlabel "optimizer step" offset 0, 0.3
 set xrange [xmin:xmax]
 set xtics xtic out
@@ -25,6 +27,7 @@ set cbrange [cbmin:cbmax]
 set cblabel "log_{10}(relative L2 error)" offset -0.5, 0
 set cbtics out scale 0.6
 set colorbox user origin screen 1 - 0.70/W, screen 0.5/height size screen 0.1/W, screen 1 - 0.8/height
+unset colorbox
 # viridis: perceptually uniform, readable in grey and by colour-blind readers
 set palette defined (0 "#440154", 1 "#472c7a", 2 "#3b518b", 3 "#2c718e", 4 "#21908d", \
                      5 "#27ad81", 6 "#5cc863", 7 "#aadc32", 8 "#fde725")
@@ -48,4 +51,27 @@ if (nexact > 0) {
     set label "blank: exact (error 0)" at screen 1 - 0.05/W, screen 0.12/height right font ",7"
 }
 
-plot datafile index 0 using (($1+$2)/2):(($3+$4)/2):1:2:3:4:5 with boxxyerror fs solid 1.0 noborder lc palette notitle
+do for [p=1:npanels] {
+    set lmargin at screen (1.08 + (p-1)*(PW+GAP))/W
+    set rmargin at screen (1.08 + (p-1)*(PW+GAP) + PW)/W
+    set title (npanels > 1 ? word(titles, p) : title) noenhanced offset 0, -0.4
+    if (p == npanels) { set colorbox }
+    if (p == 2) {
+        # the labels and lines left of the map belong to the first panel
+        unset label
+        unset arrow
+        set ytics ()
+        do for [i=1:nrows] { set ytics add ("" i-1) }
+        do for [b in gbreaks] {
+            set arrow from graph 0, first b+0 to graph 1, first b+0 nohead lc rgb "white" lw 0.7 front
+        }
+        do for [b in lbreaks] {
+            set arrow from graph 0, first b+0 to graph 1, first b+0 nohead lc rgb "white" lw 2.5 front
+        }
+        if (nexact > 0) {
+            set label "blank: exact (error 0)" at screen 1 - 0.05/W, screen 0.12/height right font ",7"
+        }
+    }
+    plot datafile index p-1 using (($1+$2)/2):(($3+$4)/2):1:2:3:4:5 with boxxyerror fs solid 1.0 noborder lc palette notitle
+}
+if (npanels > 1) { unset multiplot }

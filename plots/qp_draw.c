@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qp_figcsv.h"
 #include "qp_gnuplot.h"
 
 #ifndef QP_PLOTS_DIR
@@ -35,6 +36,34 @@ const char *qp_plots_dir(void)
 {
     const char *d = getenv("QP_PLOTS_DIR");
     return d && *d ? d : QP_PLOTS_DIR;
+}
+
+const char *const QP_DRAW_FORMATS[QP_DRAW_NFORMATS] = {"png", "svg", "pdf"};
+
+/* gnuplot draws path (a hidden temporary beside it, renamed over it only
+ * when gnuplot succeeded) from the variables the kind set. */
+static int draw_one(const qp_fig_kind *kind, qp_gpvars *v, const char *path, char *err, size_t errlen)
+{
+    char script[4096], tmp[4300];
+    snprintf(script, sizeof script, "%s/%s.gp", qp_plots_dir(), kind->name);
+    const char *slash = strrchr(path, '/');
+    const int dirlen = slash ? (int)(slash - path + 1) : 0;
+    snprintf(tmp, sizeof tmp, "%.*s.%s.qplot-%ld.tmp", dirlen, path, slash ? slash + 1 : path, (long)getpid());
+    qp_gpv_str(v, "out", tmp);
+    qp_gpv_str(v, "term", qp_term_for(path));
+    qp_gpv_str(v, "plotsdir", qp_plots_dir());
+    int rc = qp_gnuplot_run(script, v, err, errlen);
+    struct stat st;
+    if (!rc && (stat(tmp, &st) != 0 || st.st_size == 0)) {
+        snprintf(err, errlen, "gnuplot (%s.gp) wrote no figure to %s", kind->name, tmp);
+        rc = -1;
+    }
+    if (!rc && rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        rc = -1;
+    }
+    if (rc) unlink(tmp);
+    return rc;
 }
 
 int qp_draw(const qp_fig_kind *kind, const qp_run *const *runs, int n, const qp_fig_opts *o, const char *out,
@@ -92,25 +121,21 @@ int qp_draw(const qp_fig_kind *kind, const qp_run *const *runs, int n, const qp_
         goto out;
     }
 
-    /* gnuplot writes a hidden temporary that replaces out on success */
-    char tmp[4096];
-    const char *slash = strrchr(out, '/');
-    int dirlen = slash ? (int)(slash - out + 1) : 0;
-    snprintf(tmp, sizeof tmp, "%.*s.%s.qplot-%ld.tmp", dirlen, out, slash ? slash + 1 : out, (long)getpid());
-    qp_gpv_str(&v, "out", tmp);
-    qp_gpv_str(&v, "term", term);
-    qp_gpv_str(&v, "plotsdir", qp_plots_dir());
-    rc = qp_gnuplot_run(script, &v, err, errlen);
-    struct stat st;
-    if (!rc && (stat(tmp, &st) != 0 || st.st_size == 0)) {
-        snprintf(err, errlen, "gnuplot (%s.gp) wrote no figure to %s", kind->name, tmp);
-        rc = -1;
+    /* the figure in every format, the one asked for first; then the data as CSV */
+    const size_t vars_len = v.len;
+    char path[4200];
+    for (int k = -1; !rc && k < QP_DRAW_NFORMATS; k++) {
+        if (k >= 0 && !strcasecmp(ext_of(out), QP_DRAW_FORMATS[k])) continue; /* out itself, drawn first */
+        if (k < 0) snprintf(path, sizeof path, "%s", out);
+        else snprintf(path, sizeof path, "%.*s.%s", (int)stem, out, QP_DRAW_FORMATS[k]);
+        v.len = vars_len; /* the kind's variables; out and term are the format's */
+        if (v.s) v.s[vars_len] = '\0';
+        rc = draw_one(kind, &v, path, err, errlen);
     }
-    if (!rc && rename(tmp, out) != 0) {
-        snprintf(err, errlen, "%s: %s", out, strerror(errno));
-        rc = -1;
+    if (!rc) {
+        snprintf(path, sizeof path, "%.*s.csv", (int)stem, out);
+        rc = qp_figcsv_write(datafile, path, err, errlen);
     }
-    if (rc) unlink(tmp);
 out:
     qp_gpv_free(&v);
     return rc;

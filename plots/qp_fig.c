@@ -2,6 +2,7 @@
 #include "qp_fig.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 const qp_fig_kind QP_FIG_KINDS[] = {
@@ -10,6 +11,7 @@ const qp_fig_kind QP_FIG_KINDS[] = {
     {"qerr", QP_RUN_QERR, qp_fig_qerr},
     {"events", QP_RUN_EVENTS, qp_fig_events},
     {"throughput", 0, qp_fig_throughput},
+    {"recalib", QP_RUN_EVENTS, qp_fig_recalib},
 };
 const int QP_FIG_NKINDS = (int)(sizeof QP_FIG_KINDS / sizeof *QP_FIG_KINDS);
 
@@ -18,6 +20,17 @@ const qp_fig_kind *qp_fig_find(const char *name)
     for (int i = 0; i < QP_FIG_NKINDS; i++)
         if (!strcmp(QP_FIG_KINDS[i].name, name)) return &QP_FIG_KINDS[i];
     return NULL;
+}
+
+const char *qp_fig_names(void)
+{
+    static char names[512];
+    if (!names[0])
+        for (int i = 0; i < QP_FIG_NKINDS; i++) {
+            const size_t n = strlen(names);
+            snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", QP_FIG_KINDS[i].name);
+        }
+    return names;
 }
 
 void qp_fig_num(FILE *f, double x)

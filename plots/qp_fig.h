@@ -7,7 +7,9 @@
  * adds the ones every script reads (datafile, out, term, plotsdir). The
  * comment above each write() in fig_KIND.c is the data file's layout.
  * A write() that finds nothing to draw fails with one line naming the run
- * (never an empty figure). */
+ * (never an empty figure). The first comment of each block names its
+ * series and columns ("# SERIES: col col ..."): the figure's CSV twin
+ * takes its header from there (qp_figcsv.h). */
 #ifndef QP_FIG_H
 #define QP_FIG_H
 
@@ -35,6 +37,8 @@ extern const qp_fig_kind QP_FIG_KINDS[];
 extern const int QP_FIG_NKINDS;
 
 const qp_fig_kind *qp_fig_find(const char *name);
+/* "loss, gap, ...": every kind's name, for messages. */
+const char *qp_fig_names(void);
 
 int qp_fig_loss(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,
                 size_t errlen);
@@ -44,6 +48,8 @@ int qp_fig_qerr(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
                 size_t errlen);
 int qp_fig_events(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,
                   size_t errlen);
+int qp_fig_recalib(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,
+                   size_t errlen);
 int qp_fig_throughput(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,
                       size_t errlen);
 

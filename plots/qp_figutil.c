@@ -132,3 +132,47 @@ void qp_range_vars(const qp_range *r, qp_gpvars *v, int logx, int logy)
     qp_gpv_num(v, "ylo", ylo);
     qp_gpv_num(v, "yhi", yhi);
 }
+
+/* Root attributes that say how or where a run was computed, or what was
+ * logged besides the training loss: runs differing only in these are the
+ * same experiment. Everything else (model, data, optimizer, steps, the
+ * initial-weight hash) must match. */
+static const char *const IGNORED[] = {
+    "recipe",     "recipe_description", "seed",       "host",         "version",     "gemm_bf16",
+    "gemm_impl_bf16", "gemm_impl_f32",  "model_kernels", "simd",      "threads",     "prefetch",
+    "eval_every", "eval_batches",       "qerr_every", "ckpt_every", "data_seed",
+};
+
+static int ignored(const char *key, int across_seeds)
+{
+    if (across_seeds && !strcmp(key, "init_param_hash")) return 1;
+    for (size_t i = 0; i < sizeof IGNORED / sizeof *IGNORED; i++)
+        if (!strcmp(IGNORED[i], key)) return 1;
+    return 0;
+}
+
+const char *qp_config_diff(const qp_run *a, const qp_run *b, int across_seeds)
+{
+    int i = 0, j = 0;
+    while (i < a->nattrs || j < b->nattrs) {
+        int c = i == a->nattrs ? 1 : j == b->nattrs ? -1 : strcmp(a->attrs[i].key, b->attrs[j].key);
+        if (c < 0) {
+            if (!ignored(a->attrs[i].key, across_seeds)) return a->attrs[i].key;
+            i++;
+        } else if (c > 0) {
+            if (!ignored(b->attrs[j].key, across_seeds)) return b->attrs[j].key;
+            j++;
+        } else {
+            if (!ignored(a->attrs[i].key, across_seeds) && strcmp(a->attrs[i].value, b->attrs[j].value)) return a->attrs[i].key;
+            i++, j++;
+        }
+    }
+    return NULL;
+}
+
+
+int qp_run_is_twin(const qp_run *r)
+{
+    const char *ds = qp_run_attr(r, "data_seed"), *sd = qp_run_attr(r, "seed");
+    return ds && sd && strcmp(ds, sd) != 0;
+}

@@ -49,4 +49,13 @@ void qp_group_title(const qp_run *const *runs, int n, int i, char *out, size_t l
 int qp_run_words(const qp_run *const *runs, int n, qp_gpvars *v, const char *colors_name, const char *labels_name,
                  int grouped);
 
+/* The first root attribute (besides those that say how or where a run was
+ * computed or what it logged: recipe, seed, data_seed, host, threads, ...)
+ * on which a and b differ, NULL if none: NULL means the same experiment.
+ * across_seeds: also ignore the initial weights' hash (runs of other seeds). */
+const char *qp_config_diff(const qp_run *a, const qp_run *b, int across_seeds);
+
+/* A noise-floor twin: trained with a data seed other than its seed. */
+int qp_run_is_twin(const qp_run *r);
+
 #endif

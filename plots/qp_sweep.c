@@ -1,6 +1,8 @@
 /* qp_sweep.c — sweep directories for "qplot all" (see qp_sweep.h). */
 #include "qp_sweep.h"
 
+#include "qp_figutil.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -67,9 +69,16 @@ int qp_sweep_pick(const char *kind, const qp_run *const *runs, int n, const char
 {
     int k = 0;
     if (!strcmp(kind, "qerr")) {
+        /* a panel per recipe: its first run that logged errors */
         for (int pass = 0; pass < 2 && !k; pass++)
-            for (int i = 0; i < n && !k; i++)
-                if (runs[i]->n_qerr && (pass || strcmp(runs[i]->recipe, baseline))) pick[k++] = i;
+            for (int i = 0; i < n; i++) {
+                if (!runs[i]->n_qerr || qp_run_is_twin(runs[i]) || (!pass && !strcmp(runs[i]->recipe, baseline)))
+                    continue;
+                int seen = 0;
+                for (int j = 0; j < k; j++) seen |= !strcmp(runs[pick[j]]->recipe, runs[i]->recipe);
+                if (!seen) pick[k++] = i;
+                if (pass) break; /* only the baseline logged errors: one panel */
+            }
         if (!k) snprintf(err, errlen, "qerr: no run logged quantization errors (/quant/error is empty in all %d)", n);
         return k;
     }
@@ -83,6 +92,9 @@ int qp_sweep_pick(const char *kind, const qp_run *const *runs, int n, const char
         if (!k) pick[k++] = 0;
         return k;
     }
-    for (int i = 0; i < n; i++) pick[k++] = i;
+    /* noise-floor twins would double their recipe's runs */
+    for (int i = 0; i < n; i++)
+        if (!qp_run_is_twin(runs[i])) pick[k++] = i;
+    if (!k) snprintf(err, errlen, "%s: every run is a noise-floor twin", kind);
     return k;
 }

@@ -3,11 +3,12 @@
  *
  * Owns: the sweep layout qplot reads (run files DIR/runs/NAME.h5, figures to DIR/fig/)
  * and the per-figure choice of runs:
- *   loss, gap, throughput: every run;
- *   qerr:   one run, the first (by file name) that logged quantization
- *           errors and is not of the baseline recipe (the baseline's error
- *           is BF16 rounding, the least interesting map), else the first
- *           that logged any;
+ *   loss, gap, throughput: every run but the noise-floor twins
+ *           (qp_run_is_twin);
+ *   qerr:   a panel per recipe but the baseline (whose error is BF16
+ *           rounding, the least interesting map): its first run (by file
+ *           name) that logged quantization errors; when only baseline runs
+ *           did, the first of them;
  *   events: per recipe, the first run with events; the first run when no
  *           run has any.
  * A summary file in DIR, if qsweep wrote one, is not needed: the run files

@@ -1,7 +1,8 @@
 /* qplot.c — figures from qtrain run files, drawn by gnuplot.
  *
- *   qplot KIND RUN.h5... -o FIG.{png,svg,pdf} [options]
- *   qplot all SWEEPDIR [options]        (run files DIR/runs/NAME.h5 -> DIR/fig/KIND.png and .pdf)
+ *   qplot KIND RUN.h5... -o FIG.{png,svg,pdf} [options]   (and its twins: FIG in the other two
+ *                                                         formats, FIG.csv with the data drawn)
+ *   qplot all SWEEPDIR [options]        (run files DIR/runs/NAME.h5 -> DIR/fig/KIND.{png,svg,pdf,csv})
  *
  * Owns: the command line, the rounds (one, or one every --interval seconds
  * with --follow) and exit codes: 0 drawn (or --follow stopped by SIGINT or
@@ -51,14 +52,19 @@ static void usage(FILE *f)
           "       qplot all SWEEPDIR [options]\n"
           "Figures from qtrain run files (docs/runfile.md), drawn by gnuplot with plots/KIND.gp.\n"
           "KIND:\n"
-          "  loss        training loss of every run (EMA-smoothed, raw faint), validation as markers\n"
-          "  gap         % loss gap to the baseline recipe per step: mean over seeds, band min..max\n"
-          "  qerr        per-layer x GEMM x pass x operand quantization error over steps (first run)\n"
+          "  loss        training loss per recipe: mean over seeds (EMA-smoothed) with its 95% band,\n"
+          "              validation as markers\n"
+          "  gap         % loss gap to the baseline recipe per step, paired by seed: mean, 95% band\n"
+          "  qerr        per-layer x GEMM x pass x operand quantization error over steps, a panel per run\n"
           "  events      recalibration events by step, layer and kind (a panel per run)\n"
           "  throughput  median tokens/s (IQR bars) and data-wait share per run\n"
-          "  all         every figure of a sweep: SWEEPDIR/runs/*.h5 -> SWEEPDIR/fig/KIND.png and .pdf\n"
+          "  recalib     recalibration events per run of each recipe, by block, GEMM and operand\n"
+          "  all         every figure of a sweep: SWEEPDIR/runs/*.h5 -> SWEEPDIR/fig/KIND.*\n"
+          "Every figure is written as PNG, SVG and PDF, with the exact data it was drawn from\n"
+          "beside it as CSV (FIG.csv: one row per data point, the block and series it belongs to).\n"
           "options:\n"
-          "  -o, --output FILE   figure file; the format follows the extension: .png, .svg, .pdf\n"
+          "  -o, --output FILE   figure file, .png, .svg or .pdf (the other two formats and FIG.csv\n"
+          "                      are written beside it)\n"
           "  --smooth A          EMA factor for training-loss curves, 0 <= A < 1 (default 0.9)\n"
           "  --logx, --logy      logarithmic step / loss axis (loss)\n"
           "  --baseline R        reference recipe of the gap figure (default bf16)\n"
@@ -136,7 +142,7 @@ static int parse_args(int argc, char **argv, options *o)
         default: return fail("unknown option '%s' (see qplot --help)", argv[optind - 1]);
         }
     }
-    if (optind >= argc) return fail("no figure kind given (loss, gap, qerr, events, throughput, all)");
+    if (optind >= argc) return fail("no figure kind given (%s, all)", qp_fig_names());
     o->kind = argv[optind++];
     o->runs = argv + optind;
     o->nruns = argc - optind;
@@ -146,7 +152,7 @@ static int parse_args(int argc, char **argv, options *o)
         return 0;
     }
     if (!qp_fig_find(o->kind))
-        return fail("unknown figure kind '%s' (loss, gap, qerr, events, throughput, all)", o->kind);
+        return fail("unknown figure kind '%s' (%s, all)", o->kind, qp_fig_names());
     if (!o->nruns) return fail("%s: no run files given", o->kind);
     if (!o->out) return fail("%s: no output file (-o FILE.png|.svg|.pdf)", o->kind);
     if (!qp_term_for(o->out)) {
@@ -280,8 +286,7 @@ static int round_all(const options *o, const char *scratch, round_info *ri, msgs
     }
     rc = bad;
     for (int i = 0; i < n; i++) ptrs[i] = &runs[i];
-    static const char *const formats[] = {"png", "pdf"};
-    ri->figures = QP_FIG_NKINDS * (int)(sizeof formats / sizeof *formats);
+    ri->figures = QP_FIG_NKINDS;
     for (int k = 0; k < QP_FIG_NKINDS; k++) {
         const qp_fig_kind *kind = &QP_FIG_KINDS[k];
         int np = qp_sweep_pick(kind->name, ptrs, n, o->fig.baseline, pick, err, sizeof err);
@@ -297,13 +302,12 @@ static int round_all(const options *o, const char *scratch, round_info *ri, msgs
             break;
         }
         for (int i = 0; i < np; i++) sel[i] = &runs[pick[i]];
-        for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) {
-            snprintf(out, sizeof out, "%s/%s.%s", figdir, kind->name, formats[f]);
-            if (qp_draw(kind, sel, np, &o->fig, out, scratch, o->keep_data, err, sizeof err)) {
-                msg_add(m, err);
-                rc = -1;
-                break; /* the other format would fail the same way */
-            }
+        /* KIND.png, and its twins KIND.svg, KIND.pdf, KIND.csv (qp_draw.h) */
+        snprintf(out, sizeof out, "%s/%s.png", figdir, kind->name);
+        if (qp_draw(kind, sel, np, &o->fig, out, scratch, o->keep_data, err, sizeof err)) {
+            msg_add(m, err);
+            rc = -1;
+        } else {
             ri->drawn++;
         }
         free(sel);

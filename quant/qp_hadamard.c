@@ -1,50 +1,32 @@
-/* qp_hadamard.c — 16-point random Hadamard transform (see qp_hadamard.h),
- * computed with the fast Walsh-Hadamard butterfly (H16 is symmetric). */
+/* qp_hadamard.c — random Hadamard transforms over tensors (see qp_hadamard.h):
+ * qp_core.h's qp_rht_vec per n-vector, or the same butterflies sixteen lanes
+ * at a time. */
 #include "qp_hadamard.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "qp_rng.h"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
 
-void qp_rht_signs(uint64_t seed, float signs[16])
+void qp_rht_signs_n(uint64_t seed, int n, float *signs)
 {
-    uint32_t r[4];
-    qp_philox4x32(seed, 0, 0, r);
-    for (int i = 0; i < 16; i++) signs[i] = (r[0] >> i) & 1u ? -1.0f : 1.0f;
+    uint32_t w[4];
+    qp_rht_sign_words(seed, w);
+    for (int j = 0; j < n; j++) signs[j] = qp_rht_sign_neg(w, j) ? -1.0f : 1.0f;
 }
 
-static void fwht16(float *v)
-{
-    for (int h = 1; h < 16; h <<= 1)
-        for (int i = 0; i < 16; i += 2 * h)
-            for (int j = i; j < i + h; j++) {
-                const float a = v[j], b = v[j + h];
-                v[j] = a + b;
-                v[j + h] = a - b;
-            }
-}
-
-/* Forward: v <- diag(s) H v / 4. Inverse: v <- H diag(s) v / 4. */
-static void rht_scalar(float *x, int64_t n, const float s[16], int inverse)
-{
-    for (int64_t i = 0; i < n; i += 16) {
-        float *v = x + i;
-        if (inverse)
-            for (int j = 0; j < 16; j++) v[j] *= s[j];
-        fwht16(v);
-        for (int j = 0; j < 16; j++) v[j] *= inverse ? 0.25f : 0.25f * s[j];
-    }
-}
+void qp_rht_signs(uint64_t seed, float signs[16]) { qp_rht_signs_n(seed, 16, signs); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* The same butterflies, one block per register: lane j pairs with j ^ h; the
- * lower lane of a pair takes a + b, the upper b - a... exactly the scalar
- * loop's operations, so the results are identical. */
-__attribute__((target("avx512f"))) static void rht_avx512(float *x, int64_t n, const float s[16], int inverse)
+/* The same butterflies, one 16-lane register per 16 elements: for h < 16 lane
+ * j pairs with j ^ h inside a register (the lower lane of a pair takes a + b,
+ * the upper b - a... exactly the scalar loop's operations), for h >= 16
+ * register i pairs with register i + h/16; then the same multiplications by
+ * +-1 and +-1/sqrt(n). The results are qp_rht_vec's bits. */
+__attribute__((target("avx512f"))) static void rht_avx512(float *x, int64_t len, int n, const uint32_t w[4],
+                                                          int inverse)
 {
     static const int32_t partner[4][16] = {
         {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14},
@@ -52,28 +34,55 @@ __attribute__((target("avx512f"))) static void rht_avx512(float *x, int64_t n, c
         {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11},
         {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7}};
     static const __mmask16 upper[4] = {0xAAAA, 0xCCCC, 0xF0F0, 0xFF00};
-    const __m512 sign = _mm512_loadu_ps(s), quarter = _mm512_set1_ps(0.25f);
-    const __m512 post = inverse ? quarter : _mm512_mul_ps(quarter, sign);
+    const int m = n / 16;
+    __m512 sign[QP_RHT_MAX / 16], post[QP_RHT_MAX / 16];
+    const float norm = qp_rht_norm(n);
+    for (int i = 0; i < m; i++) {
+        float s[16], ps[16];
+        for (int j = 0; j < 16; j++) {
+            const int neg = qp_rht_sign_neg(w, 16 * i + j);
+            s[j] = neg ? -1.0f : 1.0f;
+            ps[j] = inverse ? norm : (neg ? -norm : norm);
+        }
+        sign[i] = _mm512_loadu_ps(s);
+        post[i] = _mm512_loadu_ps(ps);
+    }
     __m512i idx[4];
     for (int h = 0; h < 4; h++) idx[h] = _mm512_loadu_si512(partner[h]);
-    for (int64_t i = 0; i < n; i += 16) {
-        __m512 v = _mm512_loadu_ps(x + i);
-        if (inverse) v = _mm512_mul_ps(v, sign);
-        for (int h = 0; h < 4; h++) {
-            const __m512 p = _mm512_permutexvar_ps(idx[h], v);
-            /* lower lane j: v[j] + v[j+h]; upper lane: v[j-h] - v[j] */
-            v = _mm512_mask_blend_ps(upper[h], _mm512_add_ps(v, p), _mm512_sub_ps(p, v));
+    for (int64_t i0 = 0; i0 < len; i0 += n) {
+        __m512 v[QP_RHT_MAX / 16];
+        for (int i = 0; i < m; i++) {
+            v[i] = _mm512_loadu_ps(x + i0 + 16 * i);
+            if (inverse) v[i] = _mm512_mul_ps(v[i], sign[i]);
+            for (int h = 0; h < 4; h++) {
+                const __m512 p = _mm512_permutexvar_ps(idx[h], v[i]);
+                /* lower lane j: v[j] + v[j+h]; upper lane: v[j-h] - v[j] */
+                v[i] = _mm512_mask_blend_ps(upper[h], _mm512_add_ps(v[i], p), _mm512_sub_ps(p, v[i]));
+            }
         }
-        _mm512_storeu_ps(x + i, _mm512_mul_ps(v, post));
+        for (int h = 1; h < m; h <<= 1)
+            for (int i = 0; i < m; i += 2 * h)
+                for (int j = i; j < i + h; j++) {
+                    const __m512 a = v[j], b = v[j + h];
+                    v[j] = _mm512_add_ps(a, b);
+                    v[j + h] = _mm512_sub_ps(a, b);
+                }
+        for (int i = 0; i < m; i++) _mm512_storeu_ps(x + i0 + 16 * i, _mm512_mul_ps(v[i], post[i]));
     }
 }
 #endif
 
-static void rht(float *x, int64_t rows, int64_t cols, uint64_t seed, int inverse)
+static void rht_scalar(float *x, int64_t len, int n, const uint32_t w[4], int inverse)
 {
-    float s[16];
-    qp_rht_signs(seed, s);
-    const int64_t n = rows * cols;
+    for (int64_t i = 0; i < len; i += n) qp_rht_vec(x + i, n, w, inverse);
+}
+
+static int rht(float *x, int64_t rows, int64_t cols, int n, uint64_t seed, int inverse)
+{
+    if (!qp_rht_size_ok(n) || cols % n) return -1;
+    uint32_t w[4];
+    qp_rht_sign_words(seed, w);
+    const int64_t total = rows * cols;
 #if defined(__x86_64__) && defined(__GNUC__)
     const char *cap = getenv("QP_SIMD");
     __builtin_cpu_init();
@@ -81,31 +90,23 @@ static void rht(float *x, int64_t rows, int64_t cols, uint64_t seed, int inverse
 #else
     const int vec = 0;
 #endif
-    /* rows of 16-blocks in parallel: each block is independent */
-#pragma omp parallel for schedule(static) if (n >= (1 << 16))
-    for (int64_t r0 = 0; r0 < n; r0 += 4096) {
-        const int64_t len = n - r0 < 4096 ? n - r0 : 4096;
+    /* chunks of whole n-vectors in parallel: each vector is independent */
+#pragma omp parallel for schedule(static) if (total >= (1 << 16))
+    for (int64_t r0 = 0; r0 < total; r0 += 4096) {
+        const int64_t len = total - r0 < 4096 ? total - r0 : 4096;
 #if defined(__x86_64__) && defined(__GNUC__)
         if (vec) {
-            rht_avx512(x + r0, len, s, inverse);
+            rht_avx512(x + r0, len, n, w, inverse);
             continue;
         }
 #endif
-        rht_scalar(x + r0, len, s, inverse);
+        rht_scalar(x + r0, len, n, w, inverse);
     }
     (void)vec;
-}
-
-int qp_rht16(float *x, int64_t rows, int64_t cols, uint64_t seed)
-{
-    if (cols % 16) return -1;
-    rht(x, rows, cols, seed, 0);
     return 0;
 }
 
-int qp_rht16_inverse(float *x, int64_t rows, int64_t cols, uint64_t seed)
-{
-    if (cols % 16) return -1;
-    rht(x, rows, cols, seed, 1);
-    return 0;
-}
+int qp_rht(float *x, int64_t rows, int64_t cols, int n, uint64_t seed) { return rht(x, rows, cols, n, seed, 0); }
+int qp_rht_inverse(float *x, int64_t rows, int64_t cols, int n, uint64_t seed) { return rht(x, rows, cols, n, seed, 1); }
+int qp_rht16(float *x, int64_t rows, int64_t cols, uint64_t seed) { return rht(x, rows, cols, 16, seed, 0); }
+int qp_rht16_inverse(float *x, int64_t rows, int64_t cols, uint64_t seed) { return rht(x, rows, cols, 16, seed, 1); }

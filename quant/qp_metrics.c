@@ -72,3 +72,10 @@ int qp_metrics_for_format(qp_fmt fmt, const float *x, int64_t rows, int64_t cols
     free(own);
     return 0;
 }
+
+uint64_t qp_metrics_name_stream(const char *name)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *s = name; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}

@@ -45,6 +45,11 @@ void qp_metrics_compute(const float *x, const float *y, int64_t n, const qp_qsta
 int qp_metrics_for_format(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, const qp_qopts *o,
                           int rht, uint64_t rht_seed, float *scratch, qp_metrics *m);
 
+/* The stochastic-rounding stream of a tensor called `name` in a report
+ * (qerr, the Python package's qprec.errors): FNV-1a of the name, so a
+ * tensor's rounding does not depend on which other tensors are in the run. */
+uint64_t qp_metrics_name_stream(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

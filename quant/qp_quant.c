@@ -15,30 +15,9 @@
 #include "qp_quant_internal.h"
 #include "qp_scaling.h"
 
-#define BF16_MAX 3.38953139e38f
-
-const qp_format_traits qp_formats[QP_FMT_COUNT] = {
-    {"fp32", QP_FMT_FP32, QP_ELEM_F32, 32, FLT_MAX, 127, 1, 1, QP_SCALE_NONE, false,
-     "IEEE float32, unchanged (the reference)"},
-    {"bf16", QP_FMT_BF16, QP_ELEM_BF16, 16, BF16_MAX, 127, 1, 1, QP_SCALE_NONE, false,
-     "bfloat16, round to nearest even"},
-    {"fp8-e4m3", QP_FMT_FP8_E4M3, QP_ELEM_E4M3, 8, QP_E4M3_MAX, QP_E4M3_EMAX, 1, 1, QP_SCALE_TENSOR, true,
-     "FP8 E4M3, one FP32 scale per tensor"},
-    {"fp8-e5m2", QP_FMT_FP8_E5M2, QP_ELEM_E5M2, 8, QP_E5M2_MAX, QP_E5M2_EMAX, 1, 1, QP_SCALE_TENSOR, true,
-     "FP8 E5M2, one FP32 scale per tensor"},
-    {"mxfp8", QP_FMT_MXFP8, QP_ELEM_E4M3, 8, QP_E4M3_MAX, QP_E4M3_EMAX, 1, QK_MX, QP_SCALE_E8M0, false,
-     "OCP MXFP8: E4M3 elements, E8M0 scale per 32"},
-    {"mxfp8-e5m2", QP_FMT_MXFP8_E5M2, QP_ELEM_E5M2, 8, QP_E5M2_MAX, QP_E5M2_EMAX, 1, QK_MX, QP_SCALE_E8M0, false,
-     "OCP MXFP8: E5M2 elements, E8M0 scale per 32"},
-    {"mxfp4", QP_FMT_MXFP4, QP_ELEM_E2M1, 4, QP_E2M1_MAX, QP_E2M1_EMAX, 1, QK_MX, QP_SCALE_E8M0, false,
-     "OCP MXFP4: E2M1 elements, E8M0 scale per 32"},
-    {"nvfp4", QP_FMT_NVFP4, QP_ELEM_E2M1, 4, QP_E2M1_MAX, QP_E2M1_EMAX, 1, QK_NVFP4, QP_SCALE_UE4M3, true,
-     "NVFP4: E2M1 elements, E4M3 scale per 1x16, FP32 tensor scale"},
-    {"nvfp4-2d", QP_FMT_NVFP4_2D, QP_ELEM_E2M1, 4, QP_E2M1_MAX, QP_E2M1_EMAX, QK_NVFP4, QK_NVFP4, QP_SCALE_UE4M3,
-     true, "NVFP4 with one E4M3 scale per 16x16 tile (weights)"},
-};
-
-/* The table is indexed by qp_fmt: keep the rows in enum order. */
+/* The rows are qp_core.h's QP_FORMAT_TABLE, indexed by qp_fmt. */
+#define QP_FORMAT_ROW_ELEM(id, ...) [id] = {.fmt = id, __VA_ARGS__},
+const qp_format_traits qp_formats[QP_FMT_COUNT] = {QP_FORMAT_TABLE(QP_FORMAT_ROW_ELEM)};
 _Static_assert(sizeof(qp_formats) / sizeof(qp_formats[0]) == QP_FMT_COUNT, "one row per format");
 
 const qp_format_traits *qp_format_by_name(const char *name)
@@ -50,9 +29,9 @@ const qp_format_traits *qp_format_by_name(const char *name)
 
 const char *qp_format_names(void)
 {
-    static char names[256];
+    static char names[512];
     if (!names[0]) {
-        char buf[256] = "";
+        char buf[512] = "";
         for (int i = 0; i < QP_FMT_COUNT; i++) {
             if (i) strcat(buf, ", ");
             strcat(buf, qp_formats[i].name);
@@ -62,12 +41,7 @@ const char *qp_format_names(void)
     return names;
 }
 
-float qp_tensor_scale_range(qp_fmt fmt)
-{
-    const qp_format_traits *t = &qp_formats[fmt];
-    if (!t->tensor_scale) return 0.0f;
-    return t->block_scale == QP_SCALE_UE4M3 ? QP_E2M1_MAX * QP_E4M3_MAX : t->elem_max;
-}
+float qp_tensor_scale_range(qp_fmt fmt) { return qp_fmt_valid(fmt) ? qp_formats[fmt].tensor_range : 0.0f; }
 
 static int64_t blocks_per_row(const qp_format_traits *t, int64_t cols)
 {
@@ -76,6 +50,7 @@ static int64_t blocks_per_row(const qp_format_traits *t, int64_t cols)
 
 int64_t qp_row_bytes(qp_fmt fmt, int64_t cols)
 {
+    if (!qp_fmt_valid(fmt)) return -1;
     const qp_format_traits *t = &qp_formats[fmt];
     const int64_t padded = blocks_per_row(t, cols) * t->block_cols;
     return (padded * t->elem_bits + 7) / 8;
@@ -83,19 +58,28 @@ int64_t qp_row_bytes(qp_fmt fmt, int64_t cols)
 
 void qp_scale_shape(qp_fmt fmt, int64_t rows, int64_t cols, int64_t *scale_rows, int64_t *scale_cols)
 {
+    *scale_rows = *scale_cols = 0;
+    if (!qp_fmt_valid(fmt) || qp_formats[fmt].scale_bytes == 0) return;
     const qp_format_traits *t = &qp_formats[fmt];
-    if (t->block_scale == QP_SCALE_E8M0 || t->block_scale == QP_SCALE_UE4M3) {
-        *scale_rows = (rows + t->block_rows - 1) / t->block_rows;
-        *scale_cols = blocks_per_row(t, cols);
-    } else {
-        *scale_rows = *scale_cols = 0;
-    }
+    *scale_rows = (rows + t->block_rows - 1) / t->block_rows;
+    *scale_cols = blocks_per_row(t, cols);
+}
+
+/* Zeroed bytes on a 64-byte boundary (whole cache lines: the vector path
+ * streams aligned lines of large outputs). NULL when out of memory. */
+static void *zalloc64(size_t bytes)
+{
+    void *p = NULL;
+    bytes = (bytes + 63) / 64 * 64;
+    if (posix_memalign(&p, 64, bytes)) return NULL;
+    memset(p, 0, bytes);
+    return p;
 }
 
 int qp_qtensor_alloc(qp_qtensor *q, qp_fmt fmt, int64_t rows, int64_t cols)
 {
     memset(q, 0, sizeof *q);
-    if ((unsigned)fmt >= QP_FMT_COUNT || rows < 0 || cols < 0) return -1;
+    if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return -1;
     if (cols > 0 && rows > INT64_MAX / 8 / cols) return -1;
     q->fmt = fmt;
     q->rows = rows;
@@ -103,8 +87,8 @@ int qp_qtensor_alloc(qp_qtensor *q, qp_fmt fmt, int64_t rows, int64_t cols)
     q->row_bytes = qp_row_bytes(fmt, cols);
     q->scale_inv = 1.0f;
     qp_scale_shape(fmt, rows, cols, &q->scale_rows, &q->scale_cols);
-    q->codes = calloc((size_t)(rows * q->row_bytes) + 1, 1);
-    if (q->scale_rows) q->scales = calloc((size_t)(q->scale_rows * q->scale_cols) + 1, 1);
+    q->codes = zalloc64((size_t)(rows * q->row_bytes) + 1);
+    if (q->scale_rows) q->scales = zalloc64((size_t)(q->scale_rows * q->scale_cols * qp_formats[fmt].scale_bytes) + 1);
     if (!q->codes || (q->scale_rows && !q->scales)) {
         qp_qtensor_free(q);
         return -1;
@@ -119,98 +103,138 @@ void qp_qtensor_free(qp_qtensor *q)
     q->codes = q->scales = NULL;
 }
 
-/* 2^e as a float for -149 <= e <= 127, without libm. */
-static inline float pow2f(int e)
-{
-    return e >= -126 ? qp_bits_f32((uint32_t)(e + 127) << 23) : qp_bits_f32(1u << (e + 149));
-}
-
-/* The block-scale rule for one block: OCP MX or NVIDIA's NVFP4. */
-static void block_scale_rule(const qp_plan *p, float amax_b, int nonfinite, float *enc, float *dec, uint8_t *code,
-                             uint8_t *flag)
-{
-    const qp_format_traits *t = p->t;
-    *enc = *dec = 0.0f;
-    *flag = 0;
-    if (t->block_scale == QP_SCALE_E8M0) {
-        if (nonfinite) {
-            *code = QP_E8M0_NAN;
-            *flag = QP_BLOCK_NAN;
-            *dec = NAN;
-            return;
-        }
-        const int e = amax_b > 0.0f ? qp_floor_log2(amax_b) - t->elem_emax : -127;
-        *code = qp_e8m0_from_exp(e);
-        *enc = pow2f(127 - (int)*code);
-        *dec = pow2f((int)*code - 127);
-    } else { /* QP_SCALE_UE4M3 */
-        const float d = amax_b * (p->scale * (1.0f / 6.0f));
-        *code = qp_f32_to_ue4m3(d);
-        const float d_b = qp_ue4m3_to_f32(*code);
-        if (d_b == 0.0f) {
-            *flag = QP_BLOCK_ZERO;
-            return;
-        }
-        *enc = fminf(1.0f / (d_b * p->scale_inv), FLT_MAX);
-        *dec = d_b;
-    }
-}
-
 int64_t qp_ue4m3_log2_fx[128];
 
 void qp_tables_init(void)
 {
     static int done;
     if (done) return;
-    for (int c = 1; c < 127; c++) qp_ue4m3_log2_fx[c] = llround(log2((double)qp_ue4m3_to_f32((uint8_t)c)) * 4294967296.0);
+    /* the FP32 scales' log2 (qp_log2_fx_f32): exponent plus a function of
+     * the mantissa bits, which the vector path's 8-entry tables rely on */
+    for (int c = 1; c < 127; c++) qp_ue4m3_log2_fx[c] = qp_log2_fx_f32(qp_ue4m3_to_f32((uint8_t)c));
     done = 1;
 }
 
-void qp_block_scales_ref(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
-                         qp_blockscales *bs, qp_block_stats *st)
+void qp_block_scales_ref(const qp_plan *p, const float *x, int64_t cols, int bc, const float *amax,
+                         const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
 {
     const qp_format_traits *t = p->t;
-    const int mx = t->block_scale == QP_SCALE_E8M0;
+    const qp_tplan tp = qp_plan_tensor(p);
+    const int nan_blocks = t->block_scale == QP_SCALE_E8M0; /* the other rules ignore non-finite values */
     for (int64_t b = 0; b < nb; b++) {
         const float a = amax[b];
-        block_scale_rule(p, a, mx && nonfinite[b], &bs->enc[b], &bs->dec[b], &bs->code[b], &bs->flag[b]);
+        const int64_t c0 = b * bc, n = cols - c0 < bc ? cols - c0 : bc;
+        const qp_bscale s = qp_block_rule(t, &tp, a, nan_blocks && nonfinite[b], x ? x + c0 : NULL, (int)n);
+        bs->enc[b] = s.enc;
+        bs->dec[b] = s.dec;
+        bs->code[b] = (uint8_t)s.code;
+        bs->flag[b] = s.flag;
         st->n_blocks++;
         if (a > st->amax) st->amax = a;
-        if ((bs->flag[b] & QP_BLOCK_NAN) || !(a > 0.0f)) continue;
-        if (mx) {
-            const int e = qp_floor_log2(a) - t->elem_emax;
-            if (e < -127) st->n_zero++;
-            if (e > 127) st->n_sat++;
-        } else {
-            if (bs->flag[b] & QP_BLOCK_ZERO) st->n_zero++;
-            if (a * (p->scale * (1.0f / 6.0f)) > QP_E4M3_MAX) st->n_sat++;
-        }
-        const float sc = bs->dec[b];
+        if ((s.flag & QP_BLOCK_NAN) || !(a > 0.0f)) continue;
+        st->n_zero += s.clamped_low;
+        st->n_sat += s.clamped_high;
+        const float sc = s.dec;
         if (sc > 0.0f) {
             if (st->n_live == 0 || sc < st->min) st->min = sc;
             if (st->n_live == 0 || sc > st->max) st->max = sc;
-            st->log2_fx += mx ? (int64_t)((int)bs->code[b] - 127) * 4294967296LL : qp_ue4m3_log2_fx[bs->code[b]];
+            st->log2_fx += qp_block_scale_log2_fx(t->block_scale, (uint8_t)s.code, sc);
             st->n_live++;
         }
     }
 }
 
+int64_t qp_block_scale_log2_fx(qp_block_scale kind, uint8_t code, float dec)
+{
+    switch (kind) {
+    case QP_SCALE_E8M0: return (int64_t)((int)code - 127) * 4294967296LL;
+    case QP_SCALE_UE4M3: return qp_ue4m3_log2_fx[code & 0x7F];
+    case QP_SCALE_F32: return qp_log2_fx_f32(dec);
+    case QP_SCALE_NONE:
+    case QP_SCALE_TENSOR:
+    case QP_SCALE_COUNT: break;
+    }
+    return 0;
+}
+
 typedef struct {
     qp_counts cnt;
     qp_block_stats bst;
+    float pass1_amax; /* two-pass formats: the largest block amax of the chunk */
 } chunk_result;
 
+/* Rows per chunk: 16, or one band of 2D blocks when they are taller. */
 #define CHUNK_ROWS 16
+static int64_t chunk_rows(const qp_format_traits *t) { return t->block_rows > CHUNK_ROWS ? t->block_rows : CHUNK_ROWS; }
 
+/* Tensors whose input and output together exceed a typical last-level cache
+ * have their outputs written with streaming stores: a reader would not find
+ * them in the caches anyway, and streaming saves reading each output line
+ * before writing it. Speed only: the values written are the same. */
+#define QP_STREAM_MIN_BYTES ((int64_t)32 << 20)
+
+/* Formats whose block scales depend on a tensor scale (NVFP4): the first pass
+ * over the tensor stores every block amax, the tensor amax is their maximum,
+ * and the second pass encodes without reading any block twice. */
+static int two_pass(const qp_format_traits *t) { return t->block_cols > 1 && t->tensor_scale; }
+
+/* The block scales of one row or band into packed storage. */
+static void store_scales(const qp_format_traits *t, uint8_t *dst, const qp_blockscales *bs, int64_t nb)
+{
+    if (t->block_scale == QP_SCALE_F32) {
+        for (int64_t b = 0; b < nb; b++) {
+            const uint32_t u = qp_f32_bits(bs->dec[b]);
+            dst[4 * b] = (uint8_t)u, dst[4 * b + 1] = (uint8_t)(u >> 8);
+            dst[4 * b + 2] = (uint8_t)(u >> 16), dst[4 * b + 3] = (uint8_t)(u >> 24);
+        }
+    } else {
+        memcpy(dst, bs->code, (size_t)nb);
+    }
+}
+
+/* Marks the blocks holding NaN/Inf for the vector encoder (QP_BLOCK_NONFINITE). */
+static void mark_nonfinite(qp_blockscales *bs, const uint8_t *nf, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b += 8) {
+        uint64_t w = 0;
+        memcpy(&w, nf + b, (size_t)(nb - b < 8 ? nb - b : 8));
+        if (!w) continue; /* (nearly always) */
+        for (int64_t i = b; i < b + 8 && i < nb; i++) bs->flag[i] |= nf[i] ? QP_BLOCK_NONFINITE : 0;
+    }
+}
+
+/* Block amaxes of rows [r0, r1): one row of nb entries per row for 1D
+ * blocks; for 2D tiles one row, the maximum over the band (row_amax/row_nf:
+ * scratch for a row). */
+static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, const float *x, int64_t r0, int64_t r1,
+                            int64_t cols, float *amax, uint8_t *nf, float *row_amax, uint8_t *row_nf)
+{
+    const int bc = t->block_cols;
+    const int64_t nb = (cols + bc - 1) / bc;
+    if (t->block_rows == 1) {
+        for (int64_t r = r0; r < r1; r++) k->block_amax(x + r * cols, cols, bc, amax + (r - r0) * nb, nf + (r - r0) * nb);
+        return;
+    }
+    for (int64_t b = 0; b < nb; b++) amax[b] = 0.0f, nf[b] = 0;
+    for (int64_t r = r0; r < r1; r++) {
+        k->block_amax(x + r * cols, cols, bc, row_amax, row_nf);
+        for (int64_t b = 0; b < nb; b++) {
+            if (row_amax[b] > amax[b]) amax[b] = row_amax[b];
+            nf[b] |= row_nf[b];
+        }
+    }
+}
+
+/* Quantize rows [r0, r1). pre_amax/pre_nf: the block amaxes of these rows
+ * (row r0's or the band's first), stored by the first pass of a two-pass
+ * format; NULL to compute them here. */
 static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r0, int64_t r1,
                            int64_t cols, uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols,
-                           float *y, float *amax_buf, uint8_t *nf_buf, qp_blockscales *bs, chunk_result *res)
+                           float *y, const float *pre_amax, const uint8_t *pre_nf, float *amax_buf, uint8_t *nf_buf,
+                           qp_blockscales *bs, chunk_result *res)
 {
     const qp_format_traits *t = p->t;
     const int bc = t->block_cols;
-    for (int64_t r = r0; r < r1; r++) {
-        if (codes) memset(codes + r * row_bytes, 0, (size_t)row_bytes);
-    }
     if (bc <= 1) {
         for (int64_t r = r0; r < r1; r++)
             k->encode_row(p, x + r * cols, cols, NULL, 1, codes ? codes + r * row_bytes : NULL,
@@ -219,29 +243,29 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
     }
     const int64_t nb = (cols + bc - 1) / bc;
     if (t->block_rows > 1) {
-        /* 2D tiles: this chunk is one band of block_rows rows. */
-        float *row_amax = amax_buf + nb;
-        uint8_t *row_nf = nf_buf + nb;
-        for (int64_t b = 0; b < nb; b++) amax_buf[b] = 0.0f, nf_buf[b] = 0;
-        for (int64_t r = r0; r < r1; r++) {
-            k->block_amax(x + r * cols, cols, bc, row_amax, row_nf);
-            for (int64_t b = 0; b < nb; b++) {
-                if (row_amax[b] > amax_buf[b]) amax_buf[b] = row_amax[b];
-                nf_buf[b] |= row_nf[b];
-            }
-        }
-        k->block_scales(p, amax_buf, nf_buf, nb, bs, &res->bst);
-        if (scales) memcpy(scales + (r0 / t->block_rows) * scale_cols, bs->code, (size_t)nb);
+        /* 2D tiles: this chunk is one band of block_rows rows (a 16-row band
+         * stays in L2 between its amax and its encoding; a 128-row band of
+         * wide rows is read again from L3, which keeps each row one
+         * sequential stream for the prefetchers) */
+        const float *amax = pre_amax ? pre_amax : amax_buf;
+        const uint8_t *nf = pre_nf ? pre_nf : nf_buf;
+        if (!pre_amax) band_block_amax(k, t, x, r0, r1, cols, amax_buf, nf_buf, amax_buf + nb, nf_buf + nb);
+        k->block_scales(p, NULL, cols, bc, amax, nf, nb, bs, &res->bst);
+        mark_nonfinite(bs, nf, nb);
+        if (scales) store_scales(t, scales + (r0 / t->block_rows) * scale_cols * t->scale_bytes, bs, nb);
         for (int64_t r = r0; r < r1; r++)
-            k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL,
-                          y ? y + r * cols : NULL, p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
+            k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL, y ? y + r * cols : NULL,
+                          p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
         return;
     }
     for (int64_t r = r0; r < r1; r++) {
-        k->block_amax(x + r * cols, cols, bc, amax_buf, nf_buf);
+        const float *amax = pre_amax ? pre_amax + (r - r0) * nb : amax_buf;
+        const uint8_t *nf = pre_nf ? pre_nf + (r - r0) * nb : nf_buf;
+        if (!pre_amax) k->block_amax(x + r * cols, cols, bc, amax_buf, nf_buf);
         /* NVFP4 block scales ignore non-finite values; MX marks the block NaN. */
-        k->block_scales(p, amax_buf, nf_buf, nb, bs, &res->bst);
-        if (scales) memcpy(scales + r * scale_cols, bs->code, (size_t)nb);
+        k->block_scales(p, x + r * cols, cols, bc, amax, nf, nb, bs, &res->bst);
+        mark_nonfinite(bs, nf, nb);
+        if (scales) store_scales(t, scales + r * scale_cols * t->scale_bytes, bs, nb);
         k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL,
                       y ? y + r * cols : NULL, p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
     }
@@ -251,8 +275,8 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
  * quantization allocates nothing (the trainer's step loop relies on it). It
  * is freed when its thread exits. */
 typedef struct {
-    void *buf[2];
-    size_t cap[2];
+    void *buf[3];
+    size_t cap[3];
 } thread_scratch;
 
 static pthread_key_t scratch_key;
@@ -263,6 +287,7 @@ static void scratch_free(void *p)
     thread_scratch *t = p;
     free(t->buf[0]);
     free(t->buf[1]);
+    free(t->buf[2]);
     free(t);
 }
 
@@ -288,62 +313,134 @@ static void *scratch(int slot, size_t bytes)
     return t->buf[slot];
 }
 
-static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int64_t rows, int64_t cols,
+/* The tensor amax of a per-tensor format, read from the end backwards in
+ * 1 MiB pieces: the encoding pass then starts on the part the last-level
+ * cache still holds (its outputs, when large, are streamed past the caches).
+ * The two-pass formats' first pass walks its chunks backwards likewise. */
+static float first_pass_amax(const qp_kernels *k, const float *x, int64_t n)
+{
+    const int64_t piece = (int64_t)1 << 18;
+    float amax = 0.0f;
+    for (int64_t end = n; end > 0; end -= piece) {
+        const int64_t start = end > piece ? end - piece : 0;
+        const float m = k->amax(x + start, end - start);
+        if (m > amax) amax = m;
+    }
+    return amax;
+}
+
+/* This thread's row buffers for nb blocks: block amaxes and flags (twice:
+ * a band's and a row's) and the four arrays of qp_blockscales. NULL when out
+ * of memory. */
+static float *row_buffers(int64_t nb, uint8_t **nf_buf, qp_blockscales *bs)
+{
+    const size_t amax_bytes = (size_t)(2 * nb) * sizeof(float), nf_bytes = (size_t)(2 * nb);
+    char *mem = scratch(1, amax_bytes + nf_bytes + (size_t)nb * (2 * sizeof(float) + 2) + 16);
+    if (!mem) return NULL;
+    *nf_buf = (uint8_t *)(mem + amax_bytes);
+    char *bs_mem = (char *)(((uintptr_t)(mem + amax_bytes + nf_bytes) + 15) & ~(uintptr_t)15);
+    bs->enc = (float *)bs_mem;
+    bs->dec = bs->enc + nb;
+    bs->code = (uint8_t *)(bs->dec + nb);
+    bs->flag = bs->code + nb;
+    return (float *)mem;
+}
+
+static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int64_t rows, int64_t cols,
                             uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols, float *y,
                             const qp_qopts *o, qp_qstats *st, float *scale_inv_out)
 {
     static const qp_qopts defaults;
     if (!o) o = &defaults;
+    if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return -1;
     const qp_format_traits *t = &qp_formats[fmt];
     qp_plan p = {t, 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream, (uint64_t)o->sr_offset,
-                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols)};
+                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols), false, false};
     const int64_t n = rows * cols;
+    const int blocky = t->block_cols > 1, twopass = two_pass(t);
+    const int64_t crows = chunk_rows(t), nchunks = (rows + crows - 1) / crows;
+    const int64_t nb = blocky ? (cols + t->block_cols - 1) / t->block_cols : 0;
+    const int parallel = n >= (1 << 18) && nchunks > 1;
+    chunk_result *res = scratch(0, ((size_t)nchunks + 1) * sizeof *res);
+    if (!res) abort(); /* out of memory inside a quantizer: nothing sensible to return */
+    memset(res, 0, ((size_t)nchunks + 1) * sizeof *res);
+
+    /* the stored block amaxes of a two-pass format: one row of nb per row (1D) or per band (2D) */
+    float *pre_amax = NULL;
+    uint8_t *pre_nf = NULL;
+    const int64_t pre_rows = (rows + t->block_rows - 1) / t->block_rows;
+    if (twopass) {
+        char *mem = scratch(2, (size_t)(pre_rows * nb) * (sizeof(float) + 1) + 1);
+        if (!mem) abort();
+        pre_amax = (float *)mem;
+        pre_nf = (uint8_t *)(pre_amax + pre_rows * nb);
+    }
+
     float amax = 0.0f;
-    const int blocky = t->block_cols > 1;
-    if (!blocky || t->tensor_scale) amax = k->amax(x, n);
+    int failed = 0;
+    if (twopass) {
+#if QP_HAVE_OPENMP
+#pragma omp parallel if (parallel) reduction(| : failed)
+#endif
+        {
+            qp_blockscales unused;
+            uint8_t *nf_buf = NULL;
+            float *amax_buf = row_buffers(nb, &nf_buf, &unused);
+            if (!amax_buf) {
+                failed = 1;
+            } else {
+#if QP_HAVE_OPENMP
+#pragma omp for schedule(static)
+#endif
+                for (int64_t i = 0; i < nchunks; i++) {
+                    const int64_t c = nchunks - 1 - i; /* backwards: see first_pass_amax */
+                    const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
+                    const int64_t first = r0 / t->block_rows, count = (r1 - r0 + t->block_rows - 1) / t->block_rows;
+                    band_block_amax(k, t, x, r0, r1, cols, pre_amax + first * nb, pre_nf + first * nb,
+                                    amax_buf, nf_buf);
+                    res[c].pass1_amax = k->amax(pre_amax + first * nb, count * nb);
+                }
+            }
+        }
+        if (failed) abort();
+        for (int64_t c = 0; c < nchunks; c++)
+            if (res[c].pass1_amax > amax) amax = res[c].pass1_amax;
+    } else if (!blocky && t->tensor_scale) {
+        amax = first_pass_amax(k, x, n);
+    }
+    p.row_amax = !blocky && !t->tensor_scale; /* the amax comes with the encoding */
     if (t->tensor_scale) {
-        p.scale = o->scale > 0.0f ? o->scale : qp_scale_from_amax(qp_tensor_scale_range(fmt), amax, 0);
+        p.scale = o->scale > 0.0f ? o->scale : qp_scale_rule_from_amax(t->tensor_range, amax, 0);
         p.scale_inv = 1.0f / p.scale;
     }
     if (scale_inv_out) *scale_inv_out = p.scale_inv;
     p.out_mul = o->unscaled ? 1.0f : p.scale_inv;
+    const int64_t out_bytes = y ? n * (int64_t)sizeof(float) : rows * row_bytes;
+    p.nt = n * (int64_t)sizeof(float) + out_bytes >= QP_STREAM_MIN_BYTES;
 
-    const int64_t nchunks = (rows + CHUNK_ROWS - 1) / CHUNK_ROWS;
-    chunk_result *res = scratch(0, ((size_t)nchunks + 1) * sizeof *res);
-    if (res) memset(res, 0, ((size_t)nchunks + 1) * sizeof *res);
-    const int64_t nb = blocky ? (cols + t->block_cols - 1) / t->block_cols : 0;
-    int failed = 0;
 #if QP_HAVE_OPENMP
-#pragma omp parallel if (n >= (1 << 18) && nchunks > 1) reduction(| : failed)
+#pragma omp parallel if (parallel) reduction(| : failed)
 #endif
     {
-        /* one buffer for block amaxes, flags and the four arrays of qp_blockscales */
-        const size_t amax_bytes = (size_t)(2 * nb) * sizeof(float), nf_bytes = (size_t)(2 * nb);
-        char *mem = blocky ? scratch(1, amax_bytes + nf_bytes + (size_t)nb * (2 * sizeof(float) + 2) + 16) : NULL;
-        float *amax_buf = mem ? (float *)mem : NULL;
-        uint8_t *nf_buf = mem ? (uint8_t *)(mem + amax_bytes) : NULL;
-        char *bs_mem = mem ? (char *)(((uintptr_t)(mem + amax_bytes + nf_bytes) + 15) & ~(uintptr_t)15) : NULL;
-        qp_blockscales bsa = {0}, *bs = &bsa;
-        if (bs_mem) {
-            bsa.enc = (float *)bs_mem;
-            bsa.dec = bsa.enc + nb;
-            bsa.code = (uint8_t *)(bsa.dec + nb);
-            bsa.flag = bsa.code + nb;
-        }
-        if (!res || (blocky && (!amax_buf || !nf_buf || !bs_mem))) {
+        qp_blockscales bsa = {0};
+        uint8_t *nf_buf = NULL;
+        float *amax_buf = blocky ? row_buffers(nb, &nf_buf, &bsa) : NULL;
+        if (blocky && !amax_buf) {
             failed = 1;
         } else {
 #if QP_HAVE_OPENMP
 #pragma omp for schedule(static)
 #endif
             for (int64_t c = 0; c < nchunks; c++) {
-                const int64_t r0 = c * CHUNK_ROWS, r1 = r0 + CHUNK_ROWS < rows ? r0 + CHUNK_ROWS : rows;
-                quantize_chunk(k, &p, x, r0, r1, cols, codes, row_bytes, scales, scale_cols, y, amax_buf, nf_buf,
-                               bs, &res[c]);
+                const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
+                const int64_t first = (r0 / t->block_rows) * nb;
+                quantize_chunk(k, &p, x, r0, r1, cols, codes, row_bytes, scales, scale_cols, y,
+                               twopass ? pre_amax + first : NULL, twopass ? pre_nf + first : NULL, amax_buf, nf_buf,
+                               &bsa, &res[c]);
             }
         }
     }
-    if (failed || !res) abort(); /* out of memory inside a quantizer: nothing sensible to return */
+    if (failed) abort(); /* out of memory inside a quantizer: nothing sensible to return */
 
     qp_qstats s;
     memset(&s, 0, sizeof s);
@@ -355,6 +452,7 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
         s.n_sat += res[c].cnt.n_sat;
         s.n_flushed += res[c].cnt.n_flushed;
         if (res[c].bst.amax > amax && !t->tensor_scale) amax = res[c].bst.amax;
+        if (res[c].cnt.amax > amax && p.row_amax) amax = res[c].cnt.amax;
         const qp_block_stats *cb = &res[c].bst;
         if (cb->n_live) {
             if (!b.n_live || cb->min < b.min) b.min = cb->min;
@@ -376,6 +474,7 @@ static void quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int
     s.block_scale_max = b.max;
     s.block_scale_log2_mean = b.n_live ? (double)b.log2_fx / 4294967296.0 / (double)b.n_live : 0.0;
     if (st) *st = s;
+    return 0;
 }
 
 /* ---- path selection ---------------------------------------------------- */
@@ -400,59 +499,65 @@ const char *qp_simd_name(void) { return active_kernels()->name; }
 
 float qp_amax(const float *x, int64_t n) { return active_kernels()->amax(x, n); }
 
-void qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
+int qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
-    quantize_driver(active_kernels(), q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
+    return quantize_driver(active_kernels(), q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
                     q->scale_cols, NULL, o, st, &q->scale_inv);
 }
 
-void qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
+int qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
     (void)active_kernels(); /* tables */
-    quantize_driver(&qp_kernels_ref, q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
+    return quantize_driver(&qp_kernels_ref, q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
                     q->scale_cols, NULL, o, st, &q->scale_inv);
 }
 
-void qp_qdq(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o, qp_qstats *st)
+int qp_qdq(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o, qp_qstats *st)
 {
-    quantize_driver(active_kernels(), fmt, x, rows, cols, NULL, 0, NULL, 0, y, o, st, NULL);
+    return quantize_driver(active_kernels(), fmt, x, rows, cols, NULL, 0, NULL, 0, y, o, st, NULL);
 }
 
-void qp_qdq_ref(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o,
-                qp_qstats *st)
+int qp_qdq_ref(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o,
+               qp_qstats *st)
 {
     (void)active_kernels(); /* tables */
-    quantize_driver(&qp_kernels_ref, fmt, x, rows, cols, NULL, 0, NULL, 0, y, o, st, NULL);
+    return quantize_driver(&qp_kernels_ref, fmt, x, rows, cols, NULL, 0, NULL, 0, y, o, st, NULL);
 }
 
 /* ---- decoding packed storage -------------------------------------------- */
 
-static uint32_t load_code(const qp_format_traits *t, const uint8_t *row, int64_t c)
+float qp_block_scale_at(const qp_qtensor *q, int64_t r, int64_t c)
 {
-    switch (t->elem_bits) {
-    case 4: return (row[c >> 1] >> (4 * (c & 1))) & 0xF;
-    case 8: return row[c];
-    case 16: return (uint32_t)row[2 * c] | (uint32_t)row[2 * c + 1] << 8;
-    default: {
-        uint32_t v;
-        memcpy(&v, row + 4 * c, 4);
-        return v;
+    if (!qp_fmt_valid(q->fmt) || !q->scales) return 1.0f;
+    const qp_format_traits *t = &qp_formats[q->fmt];
+    const int64_t i = (r / t->block_rows) * q->scale_cols + c / t->block_cols;
+    return qp_block_scale_decode(t->block_scale, q->scales + i * t->scale_bytes);
+}
+
+void qp_decode_codes(const qp_qtensor *q, float *y)
+{
+    if (!qp_fmt_valid(q->fmt)) {
+        for (int64_t i = 0; i < q->rows * q->cols; i++) y[i] = NAN;
+        return;
     }
+    const qp_format_traits *t = &qp_formats[q->fmt];
+    for (int64_t r = 0; r < q->rows; r++) {
+        const uint8_t *row = q->codes + r * q->row_bytes;
+        for (int64_t c = 0; c < q->cols; c++) y[r * q->cols + c] = qp_decode_elem(t->elem, qp_load_code(t->elem, row, c));
     }
 }
 
 void qp_dequantize(const qp_qtensor *q, float *y)
 {
+    if (!qp_fmt_valid(q->fmt)) {
+        qp_decode_codes(q, y);
+        return;
+    }
     const qp_format_traits *t = &qp_formats[q->fmt];
     for (int64_t r = 0; r < q->rows; r++) {
         const uint8_t *row = q->codes + r * q->row_bytes;
-        for (int64_t c = 0; c < q->cols; c++) {
-            float dec = 1.0f;
-            if (q->scales) {
-                const uint8_t code = q->scales[(r / t->block_rows) * q->scale_cols + c / t->block_cols];
-                dec = t->block_scale == QP_SCALE_E8M0 ? qp_e8m0_to_f32(code) : qp_ue4m3_to_f32(code);
-            }
-            y[r * q->cols + c] = qp_decode_elem(t->elem, load_code(t, row, c)) * dec * q->scale_inv;
-        }
+        for (int64_t c = 0; c < q->cols; c++)
+            y[r * q->cols + c] =
+                qp_decode_elem(t->elem, qp_load_code(t->elem, row, c)) * qp_block_scale_at(q, r, c) * q->scale_inv;
     }
 }

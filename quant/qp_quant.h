@@ -1,30 +1,40 @@
-/* qp_quant.h — tensor quantizers: per-tensor FP8, OCP MX (MXFP8, MXFP4) and
- * NVFP4 (1x16 and 16x16) block formats, packed storage and dequantization,
- * and a fused quantize-dequantize for emulation.
+/* qp_quant.h — tensor quantizers: per-tensor FP8, OCP MX (MXFP8, MXFP6,
+ * MXFP4, with the OCP or the round-up scale rule), NVFP4 (1x16, 16x16, Four
+ * Over Six) and FP8 block scaling (1x128, 128x128; FP32 or power-of-two
+ * scales), packed storage and dequantization, and a fused
+ * quantize-dequantize for emulation.
  *
- * Owns: the scale rules and the packed layout of every tensor format, and the
- * traits table that names them (a new format is one row of qp_formats[]).
+ * Owns: the quantization driver, the packed layout of every tensor format and
+ * qp_formats[], the table that names them. The rows themselves and every
+ * rule are qp_core.h's (host/device C the CUDA kernels compile too); adding a
+ * format is docs/formats.md's "Adding a format".
  *
  * Layout. A tensor is a row-major rows x cols float32 matrix; blocks run along
  * the contiguous (last) dimension. A row is padded with zeros to a whole number
  * of blocks: the padding is never read from the input, contributes nothing to
- * any amax, and is stored as code 0. Codes: one byte per element for FP8, two
- * (little-endian) for BF16, four for FP32, two elements per byte for FP4 (even
- * element in the low nibble, as cuda_fp4's __nv_fp4x2 stores them). Block
- * scales: one byte each, scale_rows x scale_cols, row-major, in the plain
- * (not swizzled) order; NVFP4-2D keeps one scale per 16x16 tile.
+ * any amax, and is stored as code 0. Codes: one byte per element for FP8 and
+ * FP6 (FP6 in the low six bits), two (little-endian) for BF16, four for FP32,
+ * two elements per byte for FP4 (even element in the low nibble, as cuda_fp4's
+ * __nv_fp4x2 stores them). Block scales: scale_rows x scale_cols, row-major,
+ * in the plain (not swizzled) order, scale_bytes each (one byte for E8M0 and
+ * UE4M3, the four little-endian bytes of the FP32 decode scale for FP8
+ * blocks); 2D formats keep one scale per tile.
  *
  * Scale rules (x is the input, Q the element quantizer, "dec" what a reader
- * multiplies codes by):
+ * multiplies codes by; the exact float order is qp_core.h's qp_block_scale):
  *   bf16      y = bf16(x)
  *   fp8-e4m3  s = 448/amax (per tensor; amax over finite values; s = 1 if
  *   fp8-e5m2  amax == 0; clamped to FLT_MAX), y = Q(x*s), dec = 1/s.  A caller
  *             may pass its own s (delayed scaling, qp_scaling.h).
  *   mxfp8     per 32-block: X = 2^(floor(log2 amax_b) - emax), emax = 8 (E4M3),
- *   mxfp8-e5m2  15 (E5M2), 2 (E2M1), clamped to [2^-127, 2^127], stored as
- *   mxfp4     E8M0; y = Q(x / X) (elements saturate), dec = X. A block holding
- *             NaN or Inf gets the NaN scale 0xFF (all its elements decode NaN),
- *             as the OCP reference code does; an all-zero block gets 2^-127.
+ *   mxfp8-e5m2  15 (E5M2), 2 (E2M1, E2M3), 4 (E3M2), clamped to
+ *   mxfp6-*   [2^-127, 2^127], stored as E8M0; y = Q(x / X) (elements
+ *   mxfp4     saturate), dec = X. A block holding NaN or Inf gets the NaN
+ *             scale 0xFF (all its elements decode NaN), as the OCP reference
+ *             code does; an all-zero block gets 2^-127.
+ *   mxfp8-rceil, mxfp4-rceil  X = 2^ceil(log2(fl(amax_b * fl(1/elem_max)))),
+ *             Transformer Engine's and cuBLAS's rule: the block amax never
+ *             saturates. Otherwise as MX.
  *   nvfp4     S = 6*448/amax (tensor, FP32; 1 if amax == 0), per 16-block
  *   nvfp4-2d  d_b = ue4m3(amax_b * (S * (1/6))), e_b = 1/(d_b * (1/S)),
  *             y = e2m1(x * e_b), dec = e2m1 * d_b * (1/S). A block whose d_b
@@ -32,6 +42,14 @@
  *             amax and S ignore non-finite values. The float operations run
  *             in exactly this order, Transformer Engine's (at an E4M3 tie,
  *             amax_b*S/6 and amax_b*(S*(1/6)) can round to different scales).
+ *   nvfp4-4o6 S = 6*256/amax; per 16-block the NVFP4 scale d6 of t =
+ *             amax_b*(S*(1/6)) and d4 of t*1.5 (the block scaled to 4); the
+ *             one whose decoded block has the smaller squared error wins
+ *             (ties: 6).
+ *   fp8-block, fp8-block-2d  per 1x128 tile / 128x128 block: s_b = 448/amax_b
+ *             (1 if 0, FLT_MAX on overflow), y = Q(x * s_b), dec = 1/s_b stored
+ *             as FP32; -pow2: s_b keeps its exponent bits only (rounded down
+ *             to a power of two). Non-finite inputs do not count in amax_b.
  * NaN/Inf: per-tensor amax ignores non-finite values; they are counted in
  * qp_qstats.n_nonfinite and encoded as the element codec does (see qp_format.h).
  */
@@ -42,43 +60,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qp_core.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define QK_MX 32     /* OCP MX block size */
-#define QK_NVFP4 16  /* NVFP4 block size (and 2D tile side) */
-#define QK_RHT 16    /* random Hadamard transform size */
-
-typedef enum {
-    QP_FMT_FP32 = 0,
-    QP_FMT_BF16,
-    QP_FMT_FP8_E4M3,
-    QP_FMT_FP8_E5M2,
-    QP_FMT_MXFP8,
-    QP_FMT_MXFP8_E5M2,
-    QP_FMT_MXFP4,
-    QP_FMT_NVFP4,
-    QP_FMT_NVFP4_2D,
-    QP_FMT_COUNT
-} qp_fmt;
-
-typedef enum { QP_ELEM_F32, QP_ELEM_BF16, QP_ELEM_E4M3, QP_ELEM_E5M2, QP_ELEM_E2M1 } qp_elem;
-typedef enum { QP_SCALE_NONE, QP_SCALE_TENSOR, QP_SCALE_E8M0, QP_SCALE_UE4M3 } qp_block_scale;
-
-typedef struct {
-    const char *name;        /* CLI name, e.g. "nvfp4-2d" */
-    qp_fmt fmt;
-    qp_elem elem;
-    int elem_bits;           /* storage bits per element */
-    float elem_max;          /* largest finite element magnitude */
-    int elem_emax;           /* exponent of elem_max (MX scale rule) */
-    int block_rows;          /* 1, or 16 for 2D tiles */
-    int block_cols;          /* elements per block along a row; 1 = no blocks */
-    qp_block_scale block_scale;
-    bool tensor_scale;       /* has an FP32 per-tensor scale */
-    const char *description;
-} qp_format_traits;
 
 extern const qp_format_traits qp_formats[QP_FMT_COUNT];
 
@@ -101,9 +87,11 @@ typedef struct {
                           (fp8: s; nvfp4: S); ignored by formats without a tensor scale */
     bool unscaled;     /* qp_qdq only: output decode(code) * block scale, leaving the
                           per-tensor decode scale (qp_qstats.scale_inv) to the caller.
-                          These values are exact in BF16 for every format (MX: unless
-                          the block scale is below 2^-124), which is what lets a BF16
-                          GEMM with the tensor scales in alpha emulate the hardware. */
+                          These values are exact in BF16 for every format whose row
+                          says unscaled_exact (MX and power-of-two blocks: unless the
+                          block scale is below 2^-124), which is what lets a BF16
+                          GEMM with the tensor scales in alpha emulate the hardware;
+                          the FP32-scaled FP8 blocks are not (qp_decode_codes). */
 } qp_qopts;
 
 /* What one quantization saw. Counts are over real (unpadded) elements. */
@@ -134,7 +122,7 @@ typedef struct {
     float scale_inv;       /* per-tensor decode scale */
 } qp_qtensor;
 
-/* Storage sizes for a rows x cols tensor. */
+/* Storage sizes for a rows x cols tensor (an unknown fmt: -1, and no scales). */
 int64_t qp_row_bytes(qp_fmt fmt, int64_t cols);
 void qp_scale_shape(qp_fmt fmt, int64_t rows, int64_t cols, int64_t *scale_rows, int64_t *scale_cols);
 
@@ -144,22 +132,31 @@ void qp_qtensor_free(qp_qtensor *q);
 
 /* Quantize x (rows x cols) into q (allocated for the same format and shape).
  * st may be NULL. Uses the fastest path this CPU has; identical output to
- * qp_quantize_ref. */
-void qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st);
+ * qp_quantize_ref. Returns 0, or -1 (nothing written) when q->fmt is not a
+ * format or the shape is negative. */
+int qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st);
 /* The scalar reference every fast path is tested against. */
-void qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st);
-/* y (rows x cols) = decoded q. */
+int qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st);
+/* y (rows x cols) = decoded q (an unknown format: NaN everywhere). */
 void qp_dequantize(const qp_qtensor *q, float *y);
+/* y (rows x cols) = the decoded element codes of q, without block or tensor
+ * scales: what a tensor core multiplies before it applies the scales (the FP8
+ * block formats' GEMM emulation, train/qp_gemm.h). */
+void qp_decode_codes(const qp_qtensor *q, float *y);
+/* The decoded block scale of element (r, c) of q (1 without block scales). */
+float qp_block_scale_at(const qp_qtensor *q, int64_t r, int64_t c);
 
 /* Fused quantize-dequantize: y = dequantize(quantize(x)) exactly, without the
- * packed copy. y may equal x. */
-void qp_qdq(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols,
-            const qp_qopts *o, qp_qstats *st);
-void qp_qdq_ref(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols,
-                const qp_qopts *o, qp_qstats *st);
+ * packed copy. y may equal x. Returns 0, or -1 (nothing written) for an
+ * unknown fmt or a negative shape. */
+int qp_qdq(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols,
+           const qp_qopts *o, qp_qstats *st);
+int qp_qdq_ref(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols,
+               const qp_qopts *o, qp_qstats *st);
 
-/* The magnitude a per-tensor scale maps amax onto: elem_max for FP8,
- * 6*448 for NVFP4 (element max times block-scale max); 0 without a tensor scale. */
+/* The magnitude a per-tensor scale maps amax onto (the row's tensor_range):
+ * elem_max for FP8, 6*448 for NVFP4 (element max times block-scale max),
+ * 6*256 for Four Over Six; 0 without a tensor scale or for an unknown fmt. */
 float qp_tensor_scale_range(qp_fmt fmt);
 
 /* Per-tensor amax over finite values (max is order-independent, so this is

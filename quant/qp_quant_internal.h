@@ -8,6 +8,9 @@
 #ifndef QP_QUANT_INTERNAL_H
 #define QP_QUANT_INTERNAL_H
 
+#include <math.h>
+#include <string.h>
+
 #include "qp_format.h"
 #include "qp_quant.h"
 
@@ -19,17 +22,31 @@ typedef struct {
     bool sr;
     uint64_t seed, stream;
     uint64_t sr_offset, sr_stride; /* global index of row r's first element: sr_offset + r * sr_stride */
+    bool nt;          /* a large tensor: outputs may bypass the caches (streaming stores) */
+    bool row_amax;    /* encode_row also reports max |x| over finite x (qp_counts.amax); set
+                         for the formats without any scale (bf16, fp32), whose statistics
+                         need the amax but whose encoding does not */
 } qp_plan;
 
+/* The plan as qp_core.h's rules take it. */
+static inline qp_tplan qp_plan_tensor(const qp_plan *p)
+{
+    const qp_tplan t = {p->scale, p->scale_inv, p->out_mul, p->sr, p->seed, p->stream, p->sr_offset, p->sr_stride};
+    return t;
+}
+
 /* The block scales of one row (or one band of 2D tiles), as arrays: the
- * stored code, what elements are multiplied by before the element codec (enc)
- * and what codes are multiplied by after decoding (dec). */
-#define QP_BLOCK_NAN 1   /* MX block holding NaN/Inf: every element decodes NaN */
-#define QP_BLOCK_ZERO 2  /* NVFP4 block whose scale is 0: every element stores 0 */
+ * stored code (E8M0/UE4M3; the FP32 formats store dec), what elements are
+ * multiplied by before the element codec (enc) and what codes are multiplied
+ * by after decoding (dec); flag: QP_BLOCK_NAN / QP_BLOCK_ZERO (qp_core.h). */
 typedef struct {
     float *enc, *dec;
     uint8_t *code, *flag;
 } qp_blockscales;
+
+/* A flag bit the driver adds for the vector encoder: the block (tile) holds
+ * NaN or Inf. The reference reads only QP_BLOCK_NAN and QP_BLOCK_ZERO. */
+#define QP_BLOCK_NONFINITE 0x80
 
 /* Block-scale statistics. log2 of the scales is summed in fixed point
  * (units of 2^-32) so that every summation order gives the same total. */
@@ -40,12 +57,52 @@ typedef struct {
     float amax;      /* largest block amax */
 } qp_block_stats;
 
+/* log2 of a positive finite float in units of 2^-32 (the FP32 block scales'
+ * statistic), as a fixed sequence of IEEE double operations without libm,
+ * which the vector path repeats lane by lane: d = m * 2^e with m in
+ * (sqrt(1/2), sqrt(2)], s = (m-1)/(m+1), log2 m = s * sum_i c_i s^(2i) with
+ * c_i = 2/((2i+1) ln 2) (|s| < 0.172: the truncation is below 2^-44), the
+ * fraction rounded half up. quant/ is compiled with -ffp-contract=off, so
+ * p*z + c stays two roundings here as in the vector code. */
+#define QP_LOG2_TERMS 8
+#define QP_LOG2_SQRT2 1.4142135623730951
+#define QP_LOG2_LN2 0.69314718055994531
+static const double qp_log2_coef[QP_LOG2_TERMS] = {
+    2.0 / (1.0 * QP_LOG2_LN2), 2.0 / (3.0 * QP_LOG2_LN2),  2.0 / (5.0 * QP_LOG2_LN2),  2.0 / (7.0 * QP_LOG2_LN2),
+    2.0 / (9.0 * QP_LOG2_LN2), 2.0 / (11.0 * QP_LOG2_LN2), 2.0 / (13.0 * QP_LOG2_LN2), 2.0 / (15.0 * QP_LOG2_LN2)};
+
+static inline int64_t qp_log2_fx_f32(float v)
+{
+    const double d = (double)v;
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    int64_t e = (int64_t)(u >> 52) - 1023;
+    u = (u & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull;
+    double m;
+    memcpy(&m, &u, sizeof m);
+    if (m > QP_LOG2_SQRT2) {
+        m = m * 0.5;
+        e += 1;
+    }
+    const double s = (m - 1.0) / (m + 1.0), z = s * s;
+    double p = qp_log2_coef[QP_LOG2_TERMS - 1];
+    for (int i = QP_LOG2_TERMS - 2; i >= 0; i--) {
+        p = p * z;
+        p = p + qp_log2_coef[i];
+    }
+    const double l = (s * p) * 4294967296.0;
+    return e * 4294967296LL + (int64_t)floor(l + 0.5);
+}
+
 /* log2 of every UE4M3 value in units of 2^-32 (filled by qp_tables_init). */
 extern int64_t qp_ue4m3_log2_fx[128];
 void qp_tables_init(void);
+/* log2 of a stored block scale in units of 2^-32 (the statistics' sum). */
+int64_t qp_block_scale_log2_fx(qp_block_scale kind, uint8_t code, float dec);
 
 typedef struct {
     int64_t n_nonfinite, n_nonzero, n_sat, n_flushed;
+    float amax; /* with qp_plan.row_amax */
 } qp_counts;
 
 /* Element loops one path implements. */
@@ -56,13 +113,16 @@ typedef struct {
     /* per block of bc elements along a row of cols: finite amax and a
      * non-finite flag (the last block may be partial) */
     void (*block_amax)(const float *x, int64_t cols, int bc, float *amax, uint8_t *nonfinite);
-    /* the block-scale rule for nb blocks of known amax; adds to st */
-    void (*block_scales)(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
-                         qp_blockscales *bs, qp_block_stats *st);
+    /* the block-scale rule for nb blocks of known amax; adds to st. x: the
+     * row the blocks are from (cols elements, blocks of bc), which the Four
+     * Over Six rule reads; NULL for a band of 2D tiles */
+    void (*block_scales)(const qp_plan *p, const float *x, int64_t cols, int bc, const float *amax,
+                         const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st);
     /* Encode one row. bs holds one entry per block (bc elements each; NULL for
      * per-tensor formats, which use p->scale). Writes codes (packed, may be
-     * NULL) and/or y = decoded values (may be NULL), adds to cnt. gidx0 is the
-     * global index of x[0] (stochastic rounding stream position). */
+     * NULL: every byte of the row, the padding of a partial last block as
+     * zeros) and/or y = decoded values (may be NULL), adds to cnt. gidx0 is
+     * the global index of x[0] (stochastic rounding stream position). */
     void (*encode_row)(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                        uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt);
 } qp_kernels;
@@ -71,13 +131,10 @@ extern const qp_kernels qp_kernels_ref;
 /* NULL when the CPU or compiler lacks AVX-512. */
 const qp_kernels *qp_kernels_avx512(void);
 
-/* The scalar block-scale rule and statistics (the reference's block_scales). */
-void qp_block_scales_ref(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
-                         qp_blockscales *bs, qp_block_stats *st);
-
-/* Scalar element encode/decode shared by the reference loops and the vector
- * paths' tails. */
-uint32_t qp_encode_elem(qp_elem e, float v, int sr, uint32_t r);
-float qp_decode_elem(qp_elem e, uint32_t code);
+/* The scalar block-scale rule and statistics (the reference's block_scales,
+ * and the vector path's explicit fallback for the rules it does not
+ * vectorize: qp_simd_avx512.c). */
+void qp_block_scales_ref(const qp_plan *p, const float *x, int64_t cols, int bc, const float *amax,
+                         const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st);
 
 #endif

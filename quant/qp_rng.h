@@ -2,26 +2,16 @@
  *
  * Owns: every random number the quantizers use. A value depends only on
  * (seed, counter), never on call order or thread count, so stochastic rounding
- * of element i of a tensor is reproducible on any number of threads and, with
- * the same generator in kernels/, on the GPU. */
+ * of element i of a tensor is reproducible on any number of threads and on the
+ * GPU, which compiles the same code (qp_core.h):
+ *   qp_philox4x32(seed, ctr_lo, ctr_hi, out[4])  four 32-bit outputs of
+ *       Philox-4x32-10 for the 128-bit counter (ctr_lo, ctr_hi) and key seed
+ *   qp_rng_u32(seed, stream, i)  the word of element i of a stream: word i%4
+ *       of philox(seed, counter = (i/4, stream))
+ * Checked against Random123's published known-answer vectors (test_format). */
 #ifndef QP_RNG_H
 #define QP_RNG_H
 
-#include <stdint.h>
+#include "qp_core.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* Four 32-bit outputs of Philox-4x32 with 10 rounds for a 128-bit counter
- * (ctr_lo, ctr_hi) and 64-bit key (seed). */
-void qp_philox4x32(uint64_t seed, uint64_t ctr_lo, uint64_t ctr_hi, uint32_t out[4]);
-
-/* The random word for element index i of stream `stream` under `seed`:
- * word i%4 of philox(seed, counter = (i/4, stream)). */
-uint32_t qp_rng_u32(uint64_t seed, uint64_t stream, uint64_t i);
-
-#ifdef __cplusplus
-}
-#endif
 #endif

@@ -1,12 +1,33 @@
 /* qp_simd_avx512.c — AVX-512 element loops, bit-identical to qp_quant_ref.c.
  *
- * The encoders are the arithmetic of qp_format.c sixteen lanes at a time:
- * normal results by adding the round-to-nearest-even bias to the float bits,
- * subnormal results by letting the FPU round |x| + magic; stochastic rounding
- * adds a vector Philox (64 words per call) and the integer form of
- * qp_format.c's rule (rows not starting at a multiple of 16 elements use the
- * reference loop). Compiled with
- * target attributes and chosen at run time, so the library runs anywhere. */
+ * Encoding, sixteen lanes at a time, in float arithmetic the FPU rounds:
+ * |v| is clamped to the element maximum (saturation), then rounded to the
+ * element grid by adding and subtracting 2^(e + 23 - mbits), e the larger of
+ * |v|'s exponent and the codec's minimum normal exponent, so the sum's ulp is
+ * the grid spacing there and the FPU's round-to-nearest-even is the codec's
+ * (normal and subnormal codes alike); the rounded value r is the decoded
+ * value, and r * 2^(bias - 127) has the code in its bits (exact: r is on the
+ * grid). Stochastic rounding computes q = |v| / ulp, floor and fraction the
+ * same way (qp_core.h's qp_sr_magnitude), its words from a sixteen-lane
+ * Philox-4x32-10 (64 words per call, two runs cached so any row offset costs
+ * no extra call). Non-finite inputs and the NaN/zero blocks of the block
+ * rules take a fix-up branch that vectors of finite values never enter.
+ * BF16 rounds with vcvtne2ps2bf16 where the CPU has AVX512_BF16 (the same
+ * round-to-nearest-even for normal numbers; vectors holding a NaN, an
+ * infinity or a subnormal use the integer form, which matches qp_core.h's
+ * 0x7FFF NaN and its subnormal rounding).
+ *
+ * Block amax: raw |x| maxima, sixteen blocks reduced at once; a block whose
+ * maximum is not finite is redone over its finite values. Block scales:
+ * the OCP MX and round-up MX rules, NVFP4's, the FP8 blocks' FP32 and
+ * power-of-two rules and Four Over Six sixteen blocks at a time (Four Over
+ * Six computes both candidates' errors with one block per lane, the elements
+ * in order, in double, as qp_core.h does). Codes are packed 64 at a time and
+ * written whole (padding included); with qp_plan.nt (large tensors) aligned
+ * full lines are streamed past the caches.
+ *
+ * Compiled with target attributes and chosen at run time, so the library
+ * runs anywhere. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -17,84 +38,122 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"), always_inline)) static inline
-#define AVX512_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static
+#define QP_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq"
+#define AVX512 __attribute__((target(QP_AVX512_TARGET), always_inline)) static inline
+#define AVX512_FN __attribute__((target(QP_AVX512_TARGET))) static
+#define AVX512BF16_FN __attribute__((target(QP_AVX512_TARGET ",avx512bf16"))) static
+#define AVX512BF16 __attribute__((target(QP_AVX512_TARGET ",avx512bf16"), always_inline)) static inline
 
-typedef struct {
-    int mbits, bias;
-    uint32_t maxcode, nancode, sign_shift;
-    float elem_max;
-} vfmt;
+#define I32(v) _mm512_set1_epi32((int)(uint32_t)(v))
+#define F32(v) _mm512_set1_ps(v)
+#define ABS_BITS 0x7FFFFFFFu
+#define INF_BITS 0x7F800000u
+#define EXP_BITS 0x7F800000u
+/* vfpclassps categories */
+#define FPC_NAN 0x81u       /* QNaN, SNaN */
+#define FPC_NONFINITE 0x99u /* QNaN, SNaN, +Inf, -Inf */
+#define FPC_ODD_BF16 0xB9u  /* non-finite or subnormal */
+#define XOR3 0x96           /* vpternlog: a ^ b ^ c */
+#define OR_AND 0xF8         /* vpternlog: a | (b & c) */
 
-static const vfmt V_E4M3 = {3, 7, 0x7E, 0x7F, 7, 448.0f};
-static const vfmt V_E5M2 = {2, 15, 0x7B, 0x7F, 7, 57344.0f};
-static const vfmt V_E2M1 = {1, 1, 0x7, 0x7, 3, 6.0f};
+static int have_bf16; /* AVX512_BF16 (set by qp_kernels_avx512) */
 
-static __mmask16 tail_mask(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1); }
+static __mmask16 tail_mask(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
 
-AVX512 __m512i encode_minifloat(__m512 v, vfmt f, __mmask16 *nan)
+static int popc(uint32_t m) { return __builtin_popcount(m); }
+
+/* ---- element codecs ---------------------------------------------------------- */
+
+/* Round the clamped magnitudes a (float bits, 0 <= a <= max) to the grid of
+ * f, to nearest even, in one float addition: a + M with M = 2^(e + 23 - mbits)
+ * + G ulp, e = max(exponent of a, emin), ulp = 2^(e - mbits) the grid spacing
+ * there. The sum's mantissa then counts ulps: n (the rounded significand, the
+ * FPU rounding a to even n since G = (e - emin) << mbits is even) plus G,
+ * which is exactly the magnitude code: ((e - emin + 1) << mbits) + (n - 2^mbits)
+ * for normal results, n for subnormal ones. No operation has a subnormal
+ * result (those are slow on some CPUs). Returns the codes; *r (when not
+ * NULL) gets the rounded magnitude, sum - M. */
+AVX512 __m512i rn_code(__m512i a, qp_minifloat f, __m512 *r)
 {
-    const __m512i b = _mm512_castps_si512(v);
-    const __m512i a = _mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF));
-    const __mmask16 sub = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32((127 - f.bias + 1) << 23));
-    const int drop = 23 - f.mbits;
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(a, drop), _mm512_set1_epi32(1));
-    const __m512i rnd = _mm512_add_epi32(_mm512_add_epi32(a, _mm512_set1_epi32((1 << (drop - 1)) - 1)), lsb);
-    const __m512i norm = _mm512_sub_epi32(_mm512_srli_epi32(rnd, drop), _mm512_set1_epi32((127 - f.bias) << f.mbits));
-    const __m512 magic = _mm512_castsi512_ps(_mm512_set1_epi32((127 + 1 - f.bias - f.mbits + 23) << 23));
-    const __m512i subc = _mm512_sub_epi32(_mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), magic)),
-                                          _mm512_castps_si512(magic));
-    __m512i code = _mm512_min_epu32(_mm512_mask_blend_epi32(sub, norm, subc), _mm512_set1_epi32((int)f.maxcode));
-    code = _mm512_or_si512(code, _mm512_slli_epi32(_mm512_srli_epi32(b, 31), f.sign_shift));
-    *nan = _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7F800000));
-    return _mm512_mask_blend_epi32(*nan, code, _mm512_set1_epi32((int)f.nancode));
+    const __m512i emin = I32((uint32_t)(128 - f.bias) << 23);
+    const __m512i e = _mm512_max_epu32(_mm512_and_si512(a, I32(EXP_BITS)), emin);
+    const __m512i m0 = _mm512_add_epi32(e, I32((uint32_t)(23 - f.mbits) << 23));
+    const __m512i m = _mm512_add_epi32(m0, _mm512_srli_epi32(_mm512_sub_epi32(e, emin), 23 - f.mbits));
+    const __m512 t = _mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(m));
+    if (r) *r = _mm512_sub_ps(t, _mm512_castsi512_ps(m));
+    return _mm512_sub_epi32(_mm512_castps_si512(t), m0);
 }
 
-/* Decoded value of a minifloat code (NaN codes are handled by the caller). */
-AVX512 __m512 decode_minifloat(__m512i code, vfmt f)
+/* qp_sr_magnitude for clamped magnitudes a with words r: up to the next grid
+ * value with probability floor(frac * 2^32) / 2^32. Returns the magnitude's
+ * code (lo + G: lo the rounded significand count in ulps, G = (e - emin) <<
+ * mbits as in rn_code) and, when r_out is not NULL, the magnitude. No
+ * min(v, max) is needed: a <= max, and max is the last grid value of its
+ * binade for every codec (E4M3's 480 is NaN's code, beyond the clamp). */
+AVX512 __m512i sr_code(__m512i a, qp_minifloat f, __m512i r, __m512 *r_out)
 {
-    const __m512i mag = _mm512_and_si512(code, _mm512_set1_epi32((int)((1u << f.sign_shift) - 1)));
-    const __mmask16 sub = _mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32(1 << f.mbits));
-    const __m512i normbits =
-        _mm512_add_epi32(_mm512_slli_epi32(mag, 23 - f.mbits), _mm512_set1_epi32((127 - f.bias) << 23));
-    const __m512 subv = _mm512_mul_ps(_mm512_cvtepi32_ps(mag),
-                                      _mm512_castsi512_ps(_mm512_set1_epi32((127 + 1 - f.bias - f.mbits) << 23)));
+    const __m512i emin = I32((uint32_t)(128 - f.bias) << 23);
+    const __m512i e = _mm512_max_epu32(_mm512_and_si512(a, I32(EXP_BITS)), emin);
+    const __m512 inv_ulp = _mm512_castsi512_ps(_mm512_sub_epi32(I32((uint32_t)(254 + f.mbits) << 23), e));
+    const __m512 q = _mm512_mul_ps(_mm512_castsi512_ps(a), inv_ulp);
+    const __m512 lo = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512i thr = _mm512_cvttps_epu32(_mm512_mul_ps(_mm512_sub_ps(q, lo), F32(4294967296.0f)));
+    const __mmask16 up = _mm512_cmplt_epu32_mask(r, thr);
+    const __m512 n = _mm512_mask_add_ps(lo, up, lo, F32(1.0f));
+    if (r_out) *r_out = _mm512_mul_ps(n, _mm512_castsi512_ps(_mm512_sub_epi32(e, I32((uint32_t)f.mbits << 23))));
+    return _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_srli_epi32(_mm512_sub_epi32(e, emin), 23 - f.mbits));
+}
+
+/* qp_encode_minifloat of any v (NaN and Inf included), for the few block-scale codes. */
+AVX512 __m512i encode_any(__m512 v, qp_minifloat f)
+{
+    const __m512i b = _mm512_castps_si512(v), av = _mm512_and_si512(b, I32(ABS_BITS));
+    const __m512i a = _mm512_min_epu32(av, _mm512_castps_si512(F32(f.max)));
+    __m512i code = _mm512_ternarylogic_epi32(rn_code(a, f, NULL), _mm512_srli_epi32(b, 31 - f.sign_shift),
+                                             I32(1u << f.sign_shift), OR_AND);
+    return _mm512_mask_blend_epi32(_mm512_cmpgt_epu32_mask(av, I32(INF_BITS)), code, I32(f.nan_code));
+}
+
+/* The decoded value of codes that are not NaN codes. */
+AVX512 __m512 decode_minifloat(__m512i code, qp_minifloat f)
+{
+    const __m512i mag = _mm512_and_si512(code, I32((1u << f.sign_shift) - 1));
+    const __mmask16 sub = _mm512_cmplt_epu32_mask(mag, I32(1u << f.mbits));
+    const __m512i normbits = _mm512_add_epi32(_mm512_slli_epi32(mag, 23 - f.mbits), I32((uint32_t)(127 - f.bias) << 23));
+    const __m512 subv = _mm512_mul_ps(_mm512_cvtepi32_ps(mag), _mm512_castsi512_ps(I32((uint32_t)(127 + 1 - f.bias - f.mbits) << 23)));
     const __m512 val = _mm512_mask_blend_ps(sub, _mm512_castsi512_ps(normbits), subv);
     const __m512i sign = _mm512_slli_epi32(_mm512_srli_epi32(code, f.sign_shift), 31);
     return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(val), sign));
 }
 
+/* ---- amax ---------------------------------------------------------------------- */
+
+/* Max |x| bits over finite values of x[0..n). */
+AVX512 uint32_t finite_absmax(const float *x, int64_t n)
+{
+    __m512i m = _mm512_setzero_si512();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __m512i a = _mm512_and_si512(_mm512_maskz_loadu_epi32(tail_mask(n - i), x + i), I32(ABS_BITS));
+        m = _mm512_mask_max_epu32(m, _mm512_cmplt_epu32_mask(a, I32(INF_BITS)), m, a);
+    }
+    return _mm512_reduce_max_epu32(m);
+}
+
 AVX512_FN float v_amax(const float *x, int64_t n)
 {
-    const __m512i absmask = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+    /* the raw |x| maximum; only a tensor holding NaN or Inf needs the finite one */
+    const __m512i absm = I32(ABS_BITS);
     __m512i m0 = _mm512_setzero_si512(), m1 = m0, m2 = m0, m3 = m0;
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
-        const __m512i a0 = _mm512_and_si512(_mm512_loadu_si512(x + i), absmask);
-        const __m512i a1 = _mm512_and_si512(_mm512_loadu_si512(x + i + 16), absmask);
-        const __m512i a2 = _mm512_and_si512(_mm512_loadu_si512(x + i + 32), absmask);
-        const __m512i a3 = _mm512_and_si512(_mm512_loadu_si512(x + i + 48), absmask);
-        m0 = _mm512_mask_max_epu32(m0, _mm512_cmplt_epu32_mask(a0, inf), m0, a0);
-        m1 = _mm512_mask_max_epu32(m1, _mm512_cmplt_epu32_mask(a1, inf), m1, a1);
-        m2 = _mm512_mask_max_epu32(m2, _mm512_cmplt_epu32_mask(a2, inf), m2, a2);
-        m3 = _mm512_mask_max_epu32(m3, _mm512_cmplt_epu32_mask(a3, inf), m3, a3);
+        m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), absm));
+        m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 16), absm));
+        m2 = _mm512_max_epu32(m2, _mm512_and_si512(_mm512_loadu_si512(x + i + 32), absm));
+        m3 = _mm512_max_epu32(m3, _mm512_and_si512(_mm512_loadu_si512(x + i + 48), absm));
     }
-    for (; i < n; i += 16) {
-        const __mmask16 k = tail_mask(n - i);
-        const __m512i a = _mm512_and_si512(_mm512_maskz_loadu_epi32(k, x + i), absmask);
-        m0 = _mm512_mask_max_epu32(m0, _mm512_cmplt_epu32_mask(a, inf), m0, a);
-    }
-    m0 = _mm512_max_epu32(_mm512_max_epu32(m0, m1), _mm512_max_epu32(m2, m3));
-    return qp_bits_f32(_mm512_reduce_max_epu32(m0));
-}
-
-/* |x| bits of 16 lanes with non-finite lanes zeroed; sets the lanes' non-finite bits in *nf. */
-AVX512 __m512i finite_abs(const float *x, __mmask16 k, __mmask16 *nf)
-{
-    const __m512i a = _mm512_and_si512(_mm512_maskz_loadu_epi32(k, x), _mm512_set1_epi32(0x7FFFFFFF));
-    const __mmask16 fin = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(0x7F800000));
-    *nf = (__mmask16)~fin;
-    return _mm512_maskz_mov_epi32(fin, a);
+    for (; i < n; i += 16) m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_maskz_loadu_epi32(tail_mask(n - i), x + i), absm));
+    const uint32_t m = _mm512_reduce_max_epu32(_mm512_max_epu32(_mm512_max_epu32(m0, m1), _mm512_max_epu32(m2, m3)));
+    return qp_bits_f32(m < INF_BITS ? m : finite_absmax(x, n));
 }
 
 /* Max over each of 16 vectors, as one vector (lane i = max of v[i]): a
@@ -120,379 +179,941 @@ AVX512 __m512i hmax16(__m512i v[16])
     return v[0];
 }
 
+/* Finite amax of one block of n elements and whether it holds NaN/Inf. */
+AVX512 float block_amax_one(const float *xb, int64_t n, uint8_t *nonfinite)
+{
+    __m512i m = _mm512_setzero_si512();
+    __mmask16 nf = 0;
+    for (int64_t c = 0; c < n; c += 16) {
+        const __mmask16 k = tail_mask(n - c);
+        const __m512i a = _mm512_and_si512(_mm512_maskz_loadu_epi32(k, xb + c), I32(ABS_BITS));
+        const __mmask16 fin = _mm512_cmplt_epu32_mask(a, I32(INF_BITS));
+        m = _mm512_mask_max_epu32(m, fin, m, a);
+        nf |= (__mmask16)(k & ~fin);
+    }
+    *nonfinite = nf != 0;
+    return qp_bits_f32(_mm512_reduce_max_epu32(m));
+}
+
+/* Block amaxes of the whole groups of sixteen blocks of BC elements (BC a
+ * compile-time 16, 32 or 128): raw |x| maxima, reduced sixteen blocks at
+ * once; a block whose maximum is not finite is redone. Returns the blocks
+ * done. */
+AVX512 int64_t block_amax_groups(const float *x, int64_t full, const int bc, float *amax, uint8_t *nonfinite)
+{
+    int64_t b = 0;
+    for (; b + 16 <= full; b += 16) {
+        __m512i v[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) {
+            const float *xb = x + (b + i) * bc;
+            __m512i m = _mm512_and_si512(_mm512_loadu_si512(xb), I32(ABS_BITS));
+#pragma GCC unroll 8
+            for (int j = 16; j < bc; j += 16) m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_loadu_si512(xb + j), I32(ABS_BITS)));
+            v[i] = m;
+        }
+        const __m512i m = hmax16(v);
+        unsigned nf = _mm512_cmpge_epu32_mask(m, I32(INF_BITS));
+        _mm512_storeu_si512(amax + b, m);
+        _mm_storeu_si128((__m128i *)(nonfinite + b), _mm512_cvtepi32_epi8(_mm512_maskz_set1_epi32((__mmask16)nf, 1)));
+        for (; nf; nf &= nf - 1) {
+            const int i = __builtin_ctz(nf);
+            amax[b + i] = block_amax_one(x + (b + i) * bc, bc, &nonfinite[b + i]);
+        }
+    }
+    return b;
+}
+
 AVX512_FN void v_block_amax(const float *x, int64_t cols, int bc, float *amax, uint8_t *nonfinite)
 {
     const int64_t nb = (cols + bc - 1) / bc, full = cols / bc;
     int64_t b = 0;
-    if (bc == 16 || bc == 32) {
-        /* sixteen whole blocks at a time */
-        for (; b + 16 <= full; b += 16) {
-            __m512i v[16];
-            uint32_t nfbits = 0;
-            for (int i = 0; i < 16; i++) {
-                const float *xb = x + (b + i) * bc;
-                __mmask16 nf0, nf1 = 0;
-                v[i] = finite_abs(xb, 0xFFFF, &nf0);
-                if (bc == 32) v[i] = _mm512_max_epu32(v[i], finite_abs(xb + 16, 0xFFFF, &nf1));
-                nfbits |= (uint32_t)((nf0 | nf1) != 0) << i;
-            }
-            _mm512_storeu_si512(amax + b, hmax16(v));
-            _mm_storeu_si128((__m128i *)(nonfinite + b),
-                             _mm512_cvtepi32_epi8(_mm512_maskz_set1_epi32((__mmask16)nfbits, 1)));
-        }
+    switch (bc) { /* the block widths of the format table */
+    case 16: b = block_amax_groups(x, full, 16, amax, nonfinite); break;
+    case 32: b = block_amax_groups(x, full, 32, amax, nonfinite); break;
+    case 128: b = block_amax_groups(x, full, 128, amax, nonfinite); break;
+    default: break;
     }
-    for (; b < nb; b++) {
-        __m512i m = _mm512_setzero_si512();
-        __mmask16 nf = 0;
-        for (int64_t c = b * bc; c < (b + 1) * bc && c < cols; c += 16) {
-            __mmask16 lane_nf;
-            const __mmask16 k = tail_mask(cols - c);
-            m = _mm512_max_epu32(m, finite_abs(x + c, k, &lane_nf));
-            nf |= lane_nf & k;
+    for (; b < nb; b++) amax[b] = block_amax_one(x + b * bc, cols - b * bc < bc ? cols - b * bc : bc, &nonfinite[b]);
+}
+
+/* ---- block scales ------------------------------------------------------------- */
+
+/* Sixteen blocks' scales and what their statistics need. */
+typedef struct {
+    __m512 enc, dec;
+    __m512i code, flag;
+    __mmask16 zero, sat, live; /* counted as clamped low / high; with a non-zero decode scale */
+} scale16;
+
+/* NVFP4's rule for t = amax_b * (S * (1/6)) (times 1.5: Four Over Six's
+ * other candidate): d_b = ue4m3(t), e_b = min(1/(d_b * Sinv), FLT_MAX); a
+ * block whose d_b is 0 stores zeros. live: blocks with a non-zero amax. */
+AVX512 scale16 nvfp4_scale16(__m512 t, float scale_inv, __mmask16 k, __mmask16 live)
+{
+    const qp_minifloat e4m3 = QP_MF_E4M3;
+    scale16 s;
+    s.code = encode_any(t, e4m3); /* t >= 0: the UE4M3 code */
+    const __m512 db = decode_minifloat(s.code, e4m3);
+    const __mmask16 zero = _mm512_mask_cmp_ps_mask(k, db, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    const __m512 e = _mm512_div_ps(F32(1.0f), _mm512_mul_ps(db, F32(scale_inv)));
+    s.enc = _mm512_maskz_mov_ps((__mmask16)~zero, _mm512_min_ps(e, F32(FLT_MAX)));
+    s.dec = _mm512_maskz_mov_ps((__mmask16)~zero, db);
+    s.flag = _mm512_maskz_mov_epi32(zero, I32(QP_BLOCK_ZERO));
+    s.zero = live & zero;
+    s.sat = _mm512_mask_cmp_ps_mask(live, t, F32(QP_E4M3_MAX), _CMP_GT_OQ);
+    s.live = live & (__mmask16)~zero;
+    return s;
+}
+
+/* qp_log2_fx_f32 of the eight doubles d (positive, from floats); lanes outside m give 0. */
+AVX512 __m512i log2_fx8(__m512d d, __mmask8 m)
+{
+    const __m512i u = _mm512_castpd_si512(d);
+    __m512i e = _mm512_sub_epi64(_mm512_srli_epi64(u, 52), _mm512_set1_epi64(1023));
+    __m512d x = _mm512_castsi512_pd(_mm512_or_si512(_mm512_and_si512(u, _mm512_set1_epi64(0x000FFFFFFFFFFFFFll)),
+                                                    _mm512_set1_epi64(0x3FF0000000000000ll)));
+    const __mmask8 big = _mm512_cmp_pd_mask(x, _mm512_set1_pd(QP_LOG2_SQRT2), _CMP_GT_OQ);
+    x = _mm512_mask_mul_pd(x, big, x, _mm512_set1_pd(0.5));
+    e = _mm512_mask_add_epi64(e, big, e, _mm512_set1_epi64(1));
+    const __m512d s = _mm512_div_pd(_mm512_sub_pd(x, _mm512_set1_pd(1.0)), _mm512_add_pd(x, _mm512_set1_pd(1.0)));
+    const __m512d z = _mm512_mul_pd(s, s);
+    __m512d p = _mm512_set1_pd(qp_log2_coef[QP_LOG2_TERMS - 1]);
+    for (int i = QP_LOG2_TERMS - 2; i >= 0; i--) p = _mm512_add_pd(_mm512_mul_pd(p, z), _mm512_set1_pd(qp_log2_coef[i]));
+    const __m512d l = _mm512_mul_pd(_mm512_mul_pd(s, p), _mm512_set1_pd(4294967296.0));
+    const __m512d r = _mm512_roundscale_pd(_mm512_add_pd(l, _mm512_set1_pd(0.5)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    return _mm512_maskz_add_epi64(m, _mm512_slli_epi64(e, 32), _mm512_cvttpd_epi64(r));
+}
+
+/* qp_ue4m3_log2_fx of eight UE4M3 codes (64-bit lanes): a normal code c is
+ * (c>>3 - 7) * 2^32 plus the entry of its mantissa bits (the table is
+ * qp_log2_fx_f32's, which is exponent plus a function of the mantissa), a
+ * subnormal one its own entry. */
+AVX512 __m512i ue4m3_log2_fx8(__m512i c)
+{
+    const __m512i t = _mm512_add_epi64(_mm512_loadu_si512(qp_ue4m3_log2_fx + 8), _mm512_set1_epi64(6ll << 32));
+    const __m512i s = _mm512_loadu_si512(qp_ue4m3_log2_fx);
+    const __m512i m = _mm512_and_si512(c, _mm512_set1_epi64(7));
+    const __m512i normal = _mm512_add_epi64(_mm512_slli_epi64(_mm512_sub_epi64(_mm512_srli_epi64(c, 3), _mm512_set1_epi64(7)), 32),
+                                            _mm512_permutexvar_epi64(m, t));
+    return _mm512_mask_blend_epi64(_mm512_cmplt_epu64_mask(c, _mm512_set1_epi64(8)), normal, _mm512_permutexvar_epi64(m, s));
+}
+
+/* qp_block_scales_ref's statistics, accumulated in registers over a row's
+ * blocks and added to the caller's at the end (min, max and sums do not
+ * depend on the order). */
+typedef struct {
+    int64_t n_blocks, n_zero, n_sat, n_live;
+    __m512 min, max; /* of live decode scales */
+    __m512i amax;    /* block amax bits */
+    __m512i log2_fx; /* eight 64-bit sums */
+} stats_acc;
+
+AVX512 stats_acc stats_init(void)
+{
+    const stats_acc a = {0, 0, 0, 0, F32(INFINITY), F32(-INFINITY), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    return a;
+}
+
+AVX512 void stats_add(stats_acc *acc, const scale16 *s, __mmask16 k, __m512 a)
+{
+    acc->n_blocks += popc(k);
+    acc->n_zero += popc(s->zero);
+    acc->n_sat += popc(s->sat);
+    acc->n_live += popc(s->live);
+    acc->min = _mm512_mask_min_ps(acc->min, s->live, acc->min, s->dec);
+    acc->max = _mm512_mask_max_ps(acc->max, s->live, acc->max, s->dec);
+    acc->amax = _mm512_mask_max_epu32(acc->amax, k, acc->amax, _mm512_castps_si512(a));
+}
+
+AVX512 void stats_done(const stats_acc *acc, qp_block_stats *st)
+{
+    st->n_blocks += acc->n_blocks;
+    st->n_zero += acc->n_zero;
+    st->n_sat += acc->n_sat;
+    if (acc->n_live) {
+        const float mn = _mm512_reduce_min_ps(acc->min), mx = _mm512_reduce_max_ps(acc->max);
+        if (st->n_live == 0 || mn < st->min) st->min = mn;
+        if (st->n_live == 0 || mx > st->max) st->max = mx;
+        st->n_live += acc->n_live;
+    }
+    st->log2_fx += _mm512_reduce_add_epi64(acc->log2_fx);
+    const float am = qp_bits_f32(_mm512_reduce_max_epu32(acc->amax));
+    if (am > st->amax) st->amax = am;
+}
+
+/* The log2 statistic of sixteen UE4M3 scales. */
+AVX512 void ue4m3_log2_add(stats_acc *acc, const scale16 *s)
+{
+    const __m512i lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(s->code));
+    const __m512i hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(s->code, 1));
+    acc->log2_fx = _mm512_mask_add_epi64(acc->log2_fx, (__mmask8)s->live, acc->log2_fx, ue4m3_log2_fx8(lo));
+    acc->log2_fx = _mm512_mask_add_epi64(acc->log2_fx, (__mmask8)(s->live >> 8), acc->log2_fx, ue4m3_log2_fx8(hi));
+}
+
+AVX512 void store_scales16(const scale16 *s, __mmask16 k, qp_blockscales *bs, int64_t b)
+{
+    _mm512_mask_storeu_ps(bs->enc + b, k, s->enc);
+    _mm512_mask_storeu_ps(bs->dec + b, k, s->dec);
+    _mm512_mask_cvtepi32_storeu_epi8(bs->code + b, k, s->code);
+    _mm512_mask_cvtepi32_storeu_epi8(bs->flag + b, k, s->flag);
+}
+
+/* OCP MX (floor) and Transformer Engine's round-up rule. */
+AVX512 scale16 mx_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, __mmask16 nan, stats_acc *acc)
+{
+    scale16 s;
+    const __m512i ai = _mm512_castps_si512(a);
+    const __mmask16 live = _mm512_mask_cmp_ps_mask((__mmask16)(k & ~nan), a, _mm512_setzero_ps(), _CMP_GT_OQ);
+    __m512i e;
+    if (t->rule == QP_RULE_MX_RCEIL) {
+        /* qp_f32_to_e8m0_ceil of amax * fl(1/elem_max): the exponent field,
+         * plus one when a mantissa bit is set (a subnormal only above
+         * 2^-127); never 0xFF since the product is finite */
+        const __m512i vb = _mm512_castps_si512(_mm512_mul_ps(a, F32(1.0f / t->elem_max)));
+        const __m512i ex = _mm512_srli_epi32(vb, 23), man = _mm512_and_si512(vb, I32(0x7FFFFF));
+        const __mmask16 up = _mm512_cmpneq_epi32_mask(man, _mm512_setzero_si512()) &
+                             _mm512_cmpneq_epi32_mask(ex, I32(0xFE)) &
+                             ~(_mm512_cmpeq_epi32_mask(ex, _mm512_setzero_si512()) &
+                               _mm512_cmple_epu32_mask(man, I32(0x400000)));
+        e = _mm512_sub_epi32(_mm512_mask_add_epi32(ex, up, ex, I32(1)), I32(127));
+        s.zero = _mm512_mask_cmplt_epu32_mask(live, vb, I32(0x00400000));
+        s.sat = 0;
+    } else {
+        /* floor(log2 amax) from the exponent field. A subnormal amax reads as
+         * -127 instead of its true exponent (< -126); with emax >= 2 both
+         * clamp to the same -127 scale, and both count as underflow. */
+        e = _mm512_sub_epi32(_mm512_srli_epi32(ai, 23), I32(127 + t->elem_emax));
+        s.zero = _mm512_mask_cmplt_epi32_mask(live, e, I32(-127));
+        s.sat = _mm512_mask_cmpgt_epi32_mask(live, e, I32(127));
+    }
+    e = _mm512_mask_blend_epi32(live, I32(-127), e);
+    e = _mm512_max_epi32(_mm512_min_epi32(e, I32(127)), I32(-127));
+    s.code = _mm512_mask_blend_epi32(nan, _mm512_add_epi32(e, I32(127)), I32(0xFF));
+    /* 2^-e and 2^e; 2^-127 is the float subnormal 1 << 22 */
+    const __m512i enc_bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(e, I32(127)),
+                                                     _mm512_slli_epi32(_mm512_sub_epi32(I32(127), e), 23), I32(1 << 22));
+    const __m512i dec_bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(e, I32(-127)),
+                                                     _mm512_slli_epi32(_mm512_add_epi32(e, I32(127)), 23), I32(1 << 22));
+    s.enc = _mm512_maskz_mov_ps((__mmask16)~nan, _mm512_castsi512_ps(enc_bits));
+    s.dec = _mm512_mask_blend_ps(nan, _mm512_castsi512_ps(dec_bits), F32(NAN));
+    s.flag = _mm512_maskz_mov_epi32(nan, I32(QP_BLOCK_NAN));
+    s.live = live;
+    /* sum of e * 2^32: e as 64-bit lanes, shifted */
+    const __m512i elo = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(e)), ehi = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(e, 1));
+    acc->log2_fx = _mm512_mask_add_epi64(acc->log2_fx, (__mmask8)live, acc->log2_fx, _mm512_slli_epi64(elo, 32));
+    acc->log2_fx = _mm512_mask_add_epi64(acc->log2_fx, (__mmask8)(live >> 8), acc->log2_fx, _mm512_slli_epi64(ehi, 32));
+    return s;
+}
+
+/* FP8 blocks: s_b = elem_max / amax_b (1 for 0, FLT_MAX on overflow), its
+ * exponent bits only for the power-of-two rule; dec = 1/s_b. */
+AVX512 scale16 f32_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, stats_acc *acc)
+{
+    scale16 s;
+    const __mmask16 live = _mm512_mask_cmp_ps_mask(k, a, _mm512_setzero_ps(), _CMP_GT_OQ);
+    const __m512 q = _mm512_div_ps(F32(t->elem_max), a);
+    const __mmask16 over = (__mmask16)~_mm512_cmp_ps_mask(q, F32(FLT_MAX), _CMP_LE_OQ);
+    __m512 sc = _mm512_mask_blend_ps(over, q, F32(FLT_MAX));
+    sc = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(sc, _mm512_setzero_ps(), _CMP_EQ_OQ), sc, F32(1.0f));
+    if (t->rule == QP_RULE_POW2_BLOCK) sc = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(sc), I32(0xFF800000u)));
+    sc = _mm512_mask_blend_ps(live, F32(1.0f), sc); /* qp_scale_rule_from_amax: 1 without a positive amax */
+    s.enc = sc;
+    s.dec = _mm512_div_ps(F32(1.0f), sc);
+    s.code = _mm512_castps_si512(s.dec);
+    s.flag = _mm512_setzero_si512();
+    s.zero = live & over;
+    s.sat = 0;
+    s.live = _mm512_mask_cmp_ps_mask(live, s.dec, _mm512_setzero_ps(), _CMP_GT_OQ);
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(s.dec));
+    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s.dec), 1)));
+    acc->log2_fx = _mm512_add_epi64(acc->log2_fx, log2_fx8(_mm512_mask_blend_pd((__mmask8)s.live, _mm512_set1_pd(1.0), lo), (__mmask8)s.live));
+    acc->log2_fx = _mm512_add_epi64(acc->log2_fx, log2_fx8(_mm512_mask_blend_pd((__mmask8)(s.live >> 8), _mm512_set1_pd(1.0), hi),
+                                                           (__mmask8)(s.live >> 8)));
+    return s;
+}
+
+/* The 16x16 transpose of v (rows to columns). */
+AVX512 void transpose16(__m512 v[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        v[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        v[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        v[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        v[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    /* v[4g + j] holds, in 128-bit lane L, elements 4L..4L+3 of column j of rows 4g..4g+3 */
+    for (int g = 0; g < 2; g++)
+        for (int j = 0; j < 4; j++) {
+            t[8 * g + j] = _mm512_shuffle_f32x4(v[8 * g + j], v[8 * g + 4 + j], 0x88);
+            t[8 * g + 4 + j] = _mm512_shuffle_f32x4(v[8 * g + j], v[8 * g + 4 + j], 0xDD);
         }
-        amax[b] = qp_bits_f32(_mm512_reduce_max_epu32(m));
-        nonfinite[b] = nf != 0;
+    for (int j = 0; j < 8; j++) {
+        v[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        v[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
     }
 }
 
-/* The block-scale rule of qp_quant.c's block_scale_rule, sixteen blocks at a
- * time, with the same statistics (qp_block_scales_ref). */
-AVX512_FN void v_block_scales(const qp_plan *p, const float *amax, const uint8_t *nonfinite, int64_t nb,
-                              qp_blockscales *bs, qp_block_stats *st)
+/* Adds sum over the finite lanes of ((double)|x| - (double)y)^2 to err. */
+AVX512 void add_sq_err(__m512d err[2], __m512 ax, __m512 y, __mmask16 fin)
+{
+    const __m512d x0 = _mm512_cvtps_pd(_mm512_castps512_ps256(ax));
+    const __m512d x1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(ax), 1)));
+    const __m512d y0 = _mm512_cvtps_pd(_mm512_castps512_ps256(y));
+    const __m512d y1 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(y), 1)));
+    const __m512d d0 = _mm512_sub_pd(x0, y0), d1 = _mm512_sub_pd(x1, y1);
+    err[0] = _mm512_mask_add_pd(err[0], (__mmask8)fin, err[0], _mm512_mul_pd(d0, d0));
+    err[1] = _mm512_mask_add_pd(err[1], (__mmask8)(fin >> 8), err[1], _mm512_mul_pd(d1, d1));
+}
+
+/* The E2M1 grid value of |v| (v >= 0 or NaN), saturating. */
+AVX512 __m512 e2m1_value(__m512 v)
+{
+    const qp_minifloat e2m1 = QP_MF_E2M1;
+    __m512 r;
+    (void)rn_code(_mm512_min_epu32(_mm512_castps_si512(v), _mm512_castps_si512(F32(e2m1.max))), e2m1, &r);
+    return r;
+}
+
+/* Four Over Six for sixteen whole blocks of 16 at xb: NVFP4's scale to 6
+ * and to 4, and each block's squared error under both, 4 only when strictly
+ * smaller. qp_4o6_block_error sums in double, in element order; here one
+ * block per lane (the blocks transposed), the errors are first summed in
+ * float, which decides every block whose two errors differ by more than the
+ * float sum's error bound, and only the others (close calls, all-tiny or
+ * non-finite blocks: rare) are summed exactly as qp_core.h does. The bound:
+ * each float difference, square and sum step rounds relatively by 2^-24 or
+ * absolutely by 2^-150 near underflow, so for 16 terms the float sum F and
+ * the double sum D of the same squares satisfy |F - D| <= 1.2e-6 F + 2^-143
+ * (D's own error is 2^-48 relative); the test takes 2^-12 (F4 + F6) + 2^-100,
+ * two hundred times that, which costs nothing measurable (closer calls are
+ * that rare). Non-finite inputs make a float sum NaN or Inf, which no
+ * comparison decides. The error is taken on |x| and |y|
+ * (y has x's sign, so the difference is the same up to its sign). */
+AVX512 scale16 fo6_scale16(const qp_plan *p, const float *xb, __m512 a, __mmask16 live)
+{
+    const __m512 t6 = _mm512_mul_ps(a, F32(p->scale * (1.0f / p->t->elem_max)));
+    const scale16 s6 = nvfp4_scale16(t6, p->scale_inv, 0xFFFF, live);
+    const scale16 s4 = nvfp4_scale16(_mm512_mul_ps(t6, F32(1.5f)), p->scale_inv, 0xFFFF, live);
+    const __m512 sinv = F32(p->scale_inv);
+    __m512 col[16];
+    for (int i = 0; i < 16; i++)
+        col[i] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(xb + 16 * i), I32(ABS_BITS)));
+    transpose16(col);
+    __m512 f6 = _mm512_setzero_ps(), f4 = f6;
+    for (int j = 0; j < 16; j++) {
+        const __m512 d6 = _mm512_sub_ps(col[j], _mm512_mul_ps(_mm512_mul_ps(e2m1_value(_mm512_mul_ps(col[j], s6.enc)), s6.dec), sinv));
+        const __m512 d4 = _mm512_sub_ps(col[j], _mm512_mul_ps(_mm512_mul_ps(e2m1_value(_mm512_mul_ps(col[j], s4.enc)), s4.dec), sinv));
+        f6 = _mm512_add_ps(f6, _mm512_mul_ps(d6, d6));
+        f4 = _mm512_add_ps(f4, _mm512_mul_ps(d4, d4));
+    }
+    const __m512 bound = _mm512_add_ps(_mm512_mul_ps(_mm512_add_ps(f4, f6), F32(0x1p-12f)), F32(0x1p-100f));
+    __mmask16 four = _mm512_cmp_ps_mask(_mm512_sub_ps(f6, f4), bound, _CMP_GT_OQ);
+    const __mmask16 six = _mm512_cmp_ps_mask(_mm512_sub_ps(f4, f6), bound, _CMP_GT_OQ) |
+                          _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_EQ_OQ); /* no error either way */
+    const __mmask16 open = (__mmask16)~(four | six);
+    if (open) {
+        __m512d e6[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()}, e4[2] = {e6[0], e6[1]};
+        for (int j = 0; j < 16; j++) {
+            const __mmask16 fin = _mm512_cmplt_epu32_mask(_mm512_castps_si512(col[j]), I32(INF_BITS));
+            add_sq_err(e6, col[j], _mm512_mul_ps(_mm512_mul_ps(e2m1_value(_mm512_mul_ps(col[j], s6.enc)), s6.dec), sinv), fin);
+            add_sq_err(e4, col[j], _mm512_mul_ps(_mm512_mul_ps(e2m1_value(_mm512_mul_ps(col[j], s4.enc)), s4.dec), sinv), fin);
+        }
+        const __mmask16 exact4 = (__mmask16)(_mm512_cmp_pd_mask(e4[0], e6[0], _CMP_LT_OQ) |
+                                             (_mm512_cmp_pd_mask(e4[1], e6[1], _CMP_LT_OQ) << 8));
+        four |= open & exact4;
+    }
+    scale16 s;
+    s.enc = _mm512_mask_blend_ps(four, s6.enc, s4.enc);
+    s.dec = _mm512_mask_blend_ps(four, s6.dec, s4.dec);
+    s.code = _mm512_mask_blend_epi32(four, s6.code, s4.code);
+    s.flag = _mm512_mask_blend_epi32(four, s6.flag, s4.flag);
+    s.zero = (__mmask16)((s6.zero & ~four) | (s4.zero & four));
+    s.sat = (__mmask16)((s6.sat & ~four) | (s4.sat & four));
+    s.live = (__mmask16)((s6.live & ~four) | (s4.live & four));
+    return s;
+}
+
+/* qp_core.h's block-scale rules, sixteen blocks at a time, with
+ * qp_block_scales_ref's statistics. Four Over Six reads the row's elements
+ * and takes sixteen whole blocks at a time; its last few blocks (and partial
+ * ones) run the scalar rule. */
+AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, int bc, const float *amax,
+                              const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
 {
     const qp_format_traits *t = p->t;
-    const int mx = t->block_scale == QP_SCALE_E8M0;
-    const __m512i one = _mm512_set1_epi32(1);
-    for (int64_t b = 0; b < nb; b += 16) {
-        const __mmask16 k = tail_mask(nb - b);
-        const __m512 a = _mm512_maskz_loadu_ps(k, amax + b);
-        const __m512i ai = _mm512_castps_si512(a);
-        __mmask16 nan = 0;
-        if (mx) nan = _mm512_mask_test_epi32_mask(k, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, nonfinite + b)),
-                                                  _mm512_set1_epi32(0xFF));
-        const __mmask16 live = _mm512_mask_cmp_ps_mask((__mmask16)(k & ~nan), a, _mm512_setzero_ps(), _CMP_GT_OQ);
-        __m512 enc, dec;
-        __m512i code, flag;
-        __mmask16 counted_zero, counted_sat, scale_live;
-        if (mx) {
-            /* floor(log2 amax) from the exponent field. A subnormal amax reads
-             * as -127 instead of its true exponent (< -126); with emax >= 2
-             * both clamp to the same -127 scale, and both count as underflow. */
-            __m512i e = _mm512_sub_epi32(_mm512_srli_epi32(ai, 23), _mm512_set1_epi32(127 + t->elem_emax));
-            counted_zero = _mm512_mask_cmplt_epi32_mask(live, e, _mm512_set1_epi32(-127));
-            counted_sat = _mm512_mask_cmpgt_epi32_mask(live, e, _mm512_set1_epi32(127));
-            e = _mm512_mask_blend_epi32(live, _mm512_set1_epi32(-127), e);
-            e = _mm512_max_epi32(_mm512_min_epi32(e, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
-            code = _mm512_mask_blend_epi32(nan, _mm512_add_epi32(e, _mm512_set1_epi32(127)), _mm512_set1_epi32(0xFF));
-            /* 2^-e and 2^e; 2^-127 is the float subnormal 1 << 22 */
-            const __m512i enc_bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(127)),
-                                                             _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(127), e), 23),
-                                                             _mm512_set1_epi32(1 << 22));
-            const __m512i dec_bits = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(-127)),
-                                                             _mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), 23),
-                                                             _mm512_set1_epi32(1 << 22));
-            enc = _mm512_maskz_mov_ps((__mmask16)~nan, _mm512_castsi512_ps(enc_bits));
-            dec = _mm512_mask_blend_ps(nan, _mm512_castsi512_ps(dec_bits), _mm512_set1_ps(NAN));
-            flag = _mm512_maskz_mov_epi32(nan, _mm512_set1_epi32(QP_BLOCK_NAN));
-            scale_live = live;
-            st->log2_fx += (int64_t)_mm512_mask_reduce_add_epi32(live, e) * 4294967296LL;
-        } else {
-            const __m512 d = _mm512_mul_ps(a, _mm512_set1_ps(p->scale * (1.0f / 6.0f)));
-            __mmask16 dnan;
-            code = encode_minifloat(d, V_E4M3, &dnan);
-            const __m512 db = decode_minifloat(code, V_E4M3);
-            const __mmask16 zero = _mm512_mask_cmp_ps_mask(k, db, _mm512_setzero_ps(), _CMP_EQ_OQ);
-            enc = _mm512_min_ps(_mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(db, _mm512_set1_ps(p->scale_inv))),
-                                _mm512_set1_ps(FLT_MAX));
-            enc = _mm512_maskz_mov_ps((__mmask16)~zero, enc);
-            dec = _mm512_maskz_mov_ps((__mmask16)~zero, db);
-            flag = _mm512_maskz_mov_epi32(zero, _mm512_set1_epi32(QP_BLOCK_ZERO));
-            counted_zero = live & zero;
-            counted_sat = _mm512_mask_cmp_ps_mask(live, d, _mm512_set1_ps(QP_E4M3_MAX), _CMP_GT_OQ);
-            scale_live = live & (__mmask16)~zero;
-            uint8_t c8[16];
-            _mm_storeu_si128((__m128i *)c8, _mm512_cvtepi32_epi8(code));
-            for (unsigned m = scale_live; m; m &= m - 1) st->log2_fx += qp_ue4m3_log2_fx[c8[__builtin_ctz(m)]];
+    stats_acc acc = stats_init();
+    int64_t b = 0;
+    switch (t->rule) {
+    case QP_RULE_MX_FLOOR:
+    case QP_RULE_MX_RCEIL:
+        for (; b < nb; b += 16) {
+            const __mmask16 k = tail_mask(nb - b);
+            const __m512 a = _mm512_maskz_loadu_ps(k, amax + b);
+            const __mmask16 nan = _mm512_mask_test_epi32_mask(k, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, nonfinite + b)), I32(0xFF));
+            const scale16 s = mx_scale16(t, a, k, nan, &acc);
+            store_scales16(&s, k, bs, b);
+            stats_add(&acc, &s, k, a);
         }
-        (void)one;
-        _mm512_mask_storeu_ps(bs->enc + b, k, enc);
-        _mm512_mask_storeu_ps(bs->dec + b, k, dec);
-        _mm512_mask_cvtepi32_storeu_epi8(bs->code + b, k, code);
-        _mm512_mask_cvtepi32_storeu_epi8(bs->flag + b, k, flag);
-        st->n_blocks += __builtin_popcount(k);
-        st->n_zero += __builtin_popcount(counted_zero);
-        st->n_sat += __builtin_popcount(counted_sat);
-        if (scale_live) {
-            const float mn = _mm512_mask_reduce_min_ps(scale_live, dec), mxv = _mm512_mask_reduce_max_ps(scale_live, dec);
-            if (st->n_live == 0 || mn < st->min) st->min = mn;
-            if (st->n_live == 0 || mxv > st->max) st->max = mxv;
-            st->n_live += __builtin_popcount(scale_live);
-        }
-        const float am = qp_bits_f32(_mm512_mask_reduce_max_epu32(k, ai));
-        if (am > st->amax) st->amax = am;
-    }
-}
-
-/* Store 16 codes at element offset c of a packed row. */
-AVX512 void store_codes(int bits, uint8_t *codes, int64_t c, __m512i code, __mmask16 k)
-{
-    switch (bits) {
-    case 4: {
-        const __m512i pairs = _mm512_or_si512(_mm512_and_si512(code, _mm512_set1_epi64(0xF)),
-                                              _mm512_slli_epi64(_mm512_srli_epi64(code, 32), 4));
-        const int nbytes = (__builtin_popcount(k) + 1) / 2;
-        _mm512_mask_cvtepi64_storeu_epi8(codes + c / 2, (__mmask8)((1u << nbytes) - 1), pairs);
         break;
+    case QP_RULE_NVFP4:
+        for (; b < nb; b += 16) {
+            const __mmask16 k = tail_mask(nb - b);
+            const __m512 a = _mm512_maskz_loadu_ps(k, amax + b);
+            const __mmask16 live = _mm512_mask_cmp_ps_mask(k, a, _mm512_setzero_ps(), _CMP_GT_OQ);
+            const scale16 s = nvfp4_scale16(_mm512_mul_ps(a, F32(p->scale * (1.0f / t->elem_max))), p->scale_inv, k, live);
+            store_scales16(&s, k, bs, b);
+            ue4m3_log2_add(&acc, &s);
+            stats_add(&acc, &s, k, a);
+        }
+        break;
+    case QP_RULE_F32_BLOCK:
+    case QP_RULE_POW2_BLOCK:
+        for (; b < nb; b += 16) {
+            const __mmask16 k = tail_mask(nb - b);
+            const __m512 a = _mm512_maskz_loadu_ps(k, amax + b);
+            const scale16 s = f32_scale16(t, a, k, &acc);
+            store_scales16(&s, k, bs, b);
+            stats_add(&acc, &s, k, a);
+        }
+        break;
+    case QP_RULE_NVFP4_4O6:
+        if (x && bc == 16)
+            for (; b + 16 <= cols / bc; b += 16) {
+                const __m512 a = _mm512_loadu_ps(amax + b);
+                const __mmask16 live = _mm512_cmp_ps_mask(a, _mm512_setzero_ps(), _CMP_GT_OQ);
+                const scale16 s = fo6_scale16(p, x + b * bc, a, live);
+                store_scales16(&s, 0xFFFF, bs, b);
+                ue4m3_log2_add(&acc, &s);
+                stats_add(&acc, &s, 0xFFFF, a);
+            }
+        break;
+    case QP_RULE_NONE:
+    case QP_RULE_TENSOR:
+    case QP_RULE_COUNT: break;
     }
-    case 8: _mm512_mask_cvtepi32_storeu_epi8(codes + c, k, code); break;
-    case 16: _mm512_mask_cvtepi32_storeu_epi16(codes + 2 * c, k, code); break;
-    default: _mm512_mask_storeu_epi32(codes + 4 * c, k, code); break;
+    stats_done(&acc, st);
+    if (b < nb) {
+        qp_blockscales rest = {bs->enc + b, bs->dec + b, bs->code + b, bs->flag + b};
+        qp_block_scales_ref(p, x ? x + b * bc : NULL, cols - b * bc, bc, amax + b, nonfinite + b, nb - b, &rest, st);
     }
 }
 
-/* ---- stochastic rounding ---------------------------------------------------- */
+/* ---- stochastic rounding words ---------------------------------------------------- */
 
-/* 32x32 -> 64-bit products of all sixteen lanes, split into high and low words. */
-AVX512 void mulhilo(__m512i c, uint32_t m, __m512i *hi, __m512i *lo)
+/* The words of elements 128g .. 128g+127 of a stream (qp_rng_u32 for index
+ * 128g + j): Philox-4x32-10 for the counters 32g .. 32g+31, eight to a vector
+ * with each 32-bit word in the low half of a 64-bit lane (vpmuludq gives the
+ * whole product; the high halves carry junk the next multiply ignores), four
+ * independent vectors so the multiplies' latency overlaps, then reordered
+ * into element order (out[v]: elements 16v .. 16v+15). keys: the ten rounds'
+ * key words, two each. */
+AVX512 void philox128(const uint32_t keys[20], uint64_t stream, uint64_t g, __m512i out[8])
 {
-    const __m512i mv = _mm512_set1_epi32((int)m);
-    const __m512i pe = _mm512_mul_epu32(c, mv), po = _mm512_mul_epu32(_mm512_srli_epi64(c, 32), mv);
-    *lo = _mm512_mask_blend_epi32(0xAAAA, pe, _mm512_slli_epi64(po, 32));
-    *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(pe, 32), po);
-}
-
-/* The random words of elements 64g .. 64g+63 of a stream (qp_rng_u32 for
- * index = 64g + j): Philox-4x32-10 for the sixteen counters 16g .. 16g+15 in
- * the lanes, then a 4x16 transpose into element order. */
-AVX512 void philox64(uint64_t seed, uint64_t stream, uint64_t g, __m512i out[4])
-{
-    const uint64_t k0 = 16 * g;
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i base = _mm512_set1_epi32((int)(uint32_t)k0);
-    __m512i c0 = _mm512_add_epi32(base, lane);
-    const __mmask16 carry = _mm512_cmplt_epu32_mask(c0, base);
-    __m512i c1 = _mm512_mask_add_epi32(_mm512_set1_epi32((int)(uint32_t)(k0 >> 32)), carry,
-                                       _mm512_set1_epi32((int)(uint32_t)(k0 >> 32)), _mm512_set1_epi32(1));
-    __m512i c2 = _mm512_set1_epi32((int)(uint32_t)stream), c3 = _mm512_set1_epi32((int)(uint32_t)(stream >> 32));
-    uint32_t key0 = (uint32_t)seed, key1 = (uint32_t)(seed >> 32);
+    __m512i c0[4], c1[4], c2[4], c3[4];
+    for (int q = 0; q < 4; q++) {
+        const __m512i ctr = _mm512_add_epi64(_mm512_set1_epi64((long long)(32 * g + 8 * q)), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+        c0[q] = ctr;
+        c1[q] = _mm512_srli_epi64(ctr, 32);
+        c2[q] = _mm512_set1_epi64((long long)(stream & 0xFFFFFFFFu));
+        c3[q] = _mm512_set1_epi64((long long)(stream >> 32));
+    }
+    const __m512i m0 = _mm512_set1_epi64(0xD2511F53), m1 = _mm512_set1_epi64(0xCD9E8D57);
     for (int round = 0; round < 10; round++) {
-        __m512i hi0, lo0, hi1, lo1;
-        mulhilo(c0, 0xD2511F53u, &hi0, &lo0);
-        mulhilo(c2, 0xCD9E8D57u, &hi1, &lo1);
-        c0 = _mm512_xor_si512(_mm512_xor_si512(hi1, c1), _mm512_set1_epi32((int)key0));
-        c2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3), _mm512_set1_epi32((int)key1));
-        c1 = lo1;
-        c3 = lo0;
-        key0 += 0x9E3779B9u;
-        key1 += 0xBB67AE85u;
+        const __m512i k0 = I32(keys[2 * round]), k1 = I32(keys[2 * round + 1]);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            const __m512i p0 = _mm512_mul_epu32(c0[q], m0), p1 = _mm512_mul_epu32(c2[q], m1);
+            c0[q] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p1, 32), c1[q], k0, XOR3);
+            c2[q] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p0, 32), c3[q], k1, XOR3);
+            c1[q] = p1, c3[q] = p0;
+        }
     }
-    /* lanes hold counters; element 4k + w is word w of counter k */
-    const __m512i t0 = _mm512_unpacklo_epi32(c0, c1), t1 = _mm512_unpackhi_epi32(c0, c1);
-    const __m512i t2 = _mm512_unpacklo_epi32(c2, c3), t3 = _mm512_unpackhi_epi32(c2, c3);
-    const __m512i u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
-    const __m512i u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
-    const __m512i x = _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i y = _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i x2 = _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512i y2 = _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(3, 2, 3, 2));
-    out[0] = _mm512_shuffle_i32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0));
-    out[1] = _mm512_shuffle_i32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1));
-    out[2] = _mm512_shuffle_i32x4(x2, y2, _MM_SHUFFLE(2, 0, 2, 0));
-    out[3] = _mm512_shuffle_i32x4(x2, y2, _MM_SHUFFLE(3, 1, 3, 1));
+    /* qword j of w01 = words 0, 1 of counter j; of w23 = words 2, 3 */
+    const __m512i pair = _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+    const __m512i q0 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), q1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+    for (int q = 0; q < 4; q++) {
+        const __m512i w01 = _mm512_permutex2var_epi32(c0[q], pair, c1[q]), w23 = _mm512_permutex2var_epi32(c2[q], pair, c3[q]);
+        out[2 * q] = _mm512_permutex2var_epi64(w01, q0, w23);
+        out[2 * q + 1] = _mm512_permutex2var_epi64(w01, q1, w23);
+    }
 }
 
-/* The random words of 16 elements starting at global index idx, generated 64
- * at a time; an idx that is not a multiple of 16 (a slice of a bigger tensor,
- * qp_qopts.sr_offset / sr_row_stride) takes its words from two aligned runs. */
+/* Runs of 128 words by parity of the run index, so a row at any offset
+ * computes each run once. */
 typedef struct {
-    uint64_t seed, stream, group;
-    int valid;
-    __m512i words[4];
+    uint64_t stream;
+    uint32_t keys[20];
+    uint64_t run[2]; /* run held in slot (UINT64_MAX: none) */
+    __m512i w[2][8];
 } rng_cache;
 
-AVX512 __m512i rng16_aligned(rng_cache *rc, uint64_t idx)
+AVX512 void rng_init(rng_cache *c, uint64_t seed, uint64_t stream)
 {
-    const uint64_t g = idx / 64;
-    if (!rc->valid || rc->group != g) {
-        philox64(rc->seed, rc->stream, g, rc->words);
-        rc->group = g;
-        rc->valid = 1;
-    }
-    return rc->words[(idx % 64) / 16];
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++, k0 += 0x9E3779B9u, k1 += 0xBB67AE85u) c->keys[2 * r] = k0, c->keys[2 * r + 1] = k1;
+    c->stream = stream;
+    c->run[0] = c->run[1] = UINT64_MAX;
 }
 
-AVX512 __m512i rng16(rng_cache *rc, uint64_t idx)
+/* Out of line: one call per 128 words, and inlined at every use it would
+ * bloat the row loops past the instruction cache. */
+__attribute__((target(QP_AVX512_TARGET), noinline)) static void rng_fill(rng_cache *c, uint64_t g)
 {
-    const int sh = (int)(idx % 16);
-    if (!sh) return rng16_aligned(rc, idx);
-    const __m512i lo = rng16_aligned(rc, idx - (uint64_t)sh), hi = rng16_aligned(rc, idx - (uint64_t)sh + 16);
-    const __m512i sel = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                         _mm512_set1_epi32(sh));
-    return _mm512_permutex2var_epi32(lo, sel, hi);
+    const int s = (int)(g & 1);
+    philox128(c->keys, c->stream, g, c->w[s]);
+    c->run[s] = g;
 }
 
-/* Stochastic rounding of v onto the grid of f, as qp_format.c's sr_magnitude:
- * the result is a representable value (signed), NaN stays NaN. */
-AVX512 __m512 sr_round(__m512 v, vfmt f, __m512i r)
+AVX512 const __m512i *rng_run(rng_cache *c, uint64_t g)
 {
-    const __m512i b = _mm512_castps_si512(v), a = _mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF));
-    const __m512i sign = _mm512_and_si512(b, _mm512_set1_epi32((int)0x80000000u));
-    const int emin = 1 - f.bias, drop = 23 - f.mbits;
-    const __m512i E = _mm512_sub_epi32(_mm512_srli_epi32(a, 23), _mm512_set1_epi32(127));
-    const __mmask16 normal = _mm512_cmpge_epi32_mask(E, _mm512_set1_epi32(emin));
-    /* normal results: the dropped mantissa bits are the fraction of the gap */
-    const __m512i dmask = _mm512_set1_epi32((1 << drop) - 1);
-    const __m512i thr_n = _mm512_slli_epi32(_mm512_and_si512(a, dmask), 32 - drop);
-    const __m512i lo_n = _mm512_andnot_si512(dmask, a);
-    const __mmask16 up_n = _mm512_cmplt_epu32_mask(r, thr_n);
-    const __m512i vn = _mm512_mask_add_epi32(lo_n, up_n, lo_n, _mm512_set1_epi32(1 << drop));
-    /* subnormal results: significand m times 2^(Eeff-23) on a grid of 2^(emin-mbits) */
-    const __mmask16 has_exp = _mm512_cmpneq_epi32_mask(_mm512_srli_epi32(a, 23), _mm512_setzero_si512());
-    const __m512i m = _mm512_mask_or_epi32(_mm512_and_si512(a, _mm512_set1_epi32(0x7FFFFF)), has_exp,
-                                           _mm512_and_si512(a, _mm512_set1_epi32(0x7FFFFF)),
-                                           _mm512_set1_epi32(0x800000));
-    const __m512i Eeff = _mm512_max_epi32(E, _mm512_set1_epi32(-126));
-    const __m512i sh = _mm512_sub_epi32(_mm512_set1_epi32(23 + emin - f.mbits), Eeff);
-    const __m512i lo_s = _mm512_srlv_epi32(m, sh);
-    const __m512i frac = _mm512_sub_epi32(m, _mm512_sllv_epi32(lo_s, sh));
-    const __mmask16 le32 = _mm512_cmple_epi32_mask(sh, _mm512_set1_epi32(32));
-    const __m512i thr_s = _mm512_mask_blend_epi32(le32, _mm512_srlv_epi32(frac, _mm512_sub_epi32(sh, _mm512_set1_epi32(32))),
-                                                  _mm512_sllv_epi32(frac, _mm512_sub_epi32(_mm512_set1_epi32(32), sh)));
-    const __mmask16 up_s = _mm512_cmplt_epu32_mask(r, thr_s);
-    const __m512i qs = _mm512_mask_add_epi32(lo_s, up_s, lo_s, _mm512_set1_epi32(1));
-    const __m512 vs = _mm512_mul_ps(_mm512_cvtepi32_ps(qs),
-                                    _mm512_castsi512_ps(_mm512_set1_epi32((127 + emin - f.mbits) << 23)));
-    __m512 mag = _mm512_mask_blend_ps(normal, vs, _mm512_castsi512_ps(vn));
-    mag = _mm512_min_ps(mag, _mm512_set1_ps(f.elem_max));
-    const __m512 out = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(mag), sign));
-    const __mmask16 isnan = _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7F800000));
-    return _mm512_mask_blend_ps(isnan, out, v);
+    const int s = (int)(g & 1);
+    if (c->run[s] != g) rng_fill(c, g);
+    return c->w[s];
 }
 
-/* Per-lane counters, kept in registers across a row (a count through a
- * pointer would be reloaded after every store of codes). */
-typedef struct {
-    __m512i nonfinite, nonzero, sat, flushed;
-} vcounts;
-
-#define COUNT(acc, mask) ((acc) = _mm512_mask_add_epi32((acc), (mask), (acc), _mm512_set1_epi32(1)))
-
-/* Sixteen elements with one encode multiplier and one decode multiplier. */
-AVX512 void encode16(const qp_plan *p, vfmt f, const float *x, int64_t n_left, float enc, float dec,
-                     uint8_t *codes, int64_t c, float *y, vcounts *cnt, const __m512i *rnd)
+/* The words of elements idx .. idx+15. */
+AVX512 __m512i rng16(rng_cache *c, uint64_t idx)
 {
-    const qp_format_traits *t = p->t;
-    const __mmask16 k = tail_mask(n_left);
-    const __m512 xv = _mm512_maskz_loadu_ps(k, x);
-    const __m512i a = _mm512_and_si512(_mm512_castps_si512(xv), _mm512_set1_epi32(0x7FFFFFFF));
-    const __mmask16 fin = _mm512_mask_cmplt_epu32_mask(k, a, _mm512_set1_epi32(0x7F800000));
-    const __mmask16 nz = _mm512_mask_cmpneq_epi32_mask(fin, a, _mm512_setzero_si512());
-    COUNT(cnt->nonfinite, k & ~fin);
-    COUNT(cnt->nonzero, nz);
-    __m512i code;
-    __m512 yv;
-    if (t->elem == QP_ELEM_F32) {
-        code = _mm512_castps_si512(_mm512_mul_ps(xv, _mm512_set1_ps(enc)));
-        yv = _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(code), _mm512_set1_ps(dec)),
-                           _mm512_set1_ps(p->out_mul));
-        COUNT(cnt->flushed, _mm512_mask_cmpeq_epi32_mask(
-            nz, _mm512_and_si512(code, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_setzero_si512()));
-    } else if (t->elem == QP_ELEM_BF16) {
-        const __m512i b = _mm512_castps_si512(_mm512_mul_ps(xv, _mm512_set1_ps(enc)));
-        if (rnd) { /* round the magnitude up with probability (low 16 bits) / 2^16 */
-            const __m512i ab = _mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF));
-            const __mmask16 up = _mm512_cmplt_epu32_mask(_mm512_srli_epi32(*rnd, 16),
-                                                         _mm512_and_si512(ab, _mm512_set1_epi32(0xFFFF)));
-            code = _mm512_mask_add_epi32(_mm512_srli_epi32(ab, 16), up, _mm512_srli_epi32(ab, 16), _mm512_set1_epi32(1));
-            code = _mm512_or_si512(code, _mm512_slli_epi32(_mm512_srli_epi32(b, 31), 15));
-        } else {
-            const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-            code = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-        }
-        const __mmask16 isnan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF)),
-                                                        _mm512_set1_epi32(0x7F800000));
-        code = _mm512_mask_blend_epi32(isnan, code, _mm512_set1_epi32(0x7FFF));
-        const __m512i mag = _mm512_and_si512(code, _mm512_set1_epi32(0x7FFF));
-        COUNT(cnt->sat, _mm512_mask_cmpeq_epi32_mask(fin, mag, _mm512_set1_epi32(0x7F80)));
-        COUNT(cnt->flushed, _mm512_mask_cmpeq_epi32_mask(nz, mag, _mm512_setzero_si512()));
-        yv = _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(code, 16)), _mm512_set1_ps(dec)),
-                           _mm512_set1_ps(p->out_mul));
+    const uint64_t g = idx / 128;
+    const int q = (int)(idx % 128) / 16, sh = (int)(idx % 16);
+    const __m512i *w = rng_run(c, g);
+    if (!sh) return w[q];
+    const __m512i hi = q < 7 ? w[q + 1] : rng_run(c, g + 1)[0];
+    return _mm512_permutex2var_epi32(w[q], _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), I32(sh)), hi);
+}
+
+/* ---- storing ---------------------------------------------------------------------- */
+
+/* 64 dword codes (0..255) as 64 bytes in element order. */
+AVX512 __m512i pack_bytes(const __m512i c[4])
+{
+    const __m512i b = _mm512_packus_epi16(_mm512_packus_epi32(c[0], c[1]), _mm512_packus_epi32(c[2], c[3]));
+    /* dword 4L + j of b holds elements 4L..4L+3 of c[j] */
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), b);
+}
+
+/* n bytes (0 < n <= 64) of v at dst; streamed when a whole aligned line. */
+AVX512 void store_bytes64(uint8_t *dst, __m512i v, int64_t n, int nt)
+{
+    if (n >= 64) {
+        if (nt && !((uintptr_t)dst & 63)) _mm512_stream_si512((__m512i *)dst, v);
+        else _mm512_storeu_si512(dst, v);
     } else {
-        const __m512 v = _mm512_mul_ps(xv, _mm512_set1_ps(enc));
-        __mmask16 isnan;
-        code = encode_minifloat(rnd ? sr_round(v, f, *rnd) : v, f, &isnan);
-        const __m512 av = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)));
-        COUNT(cnt->sat, _mm512_mask_cmp_ps_mask(fin, av, _mm512_set1_ps(f.elem_max), _CMP_GT_OQ));
-        const __m512i mag = _mm512_and_si512(code, _mm512_set1_epi32((int)((1u << f.sign_shift) - 1)));
-        COUNT(cnt->flushed, _mm512_mask_cmpeq_epi32_mask(nz, mag, _mm512_setzero_si512()));
-        if (y) {
-            yv = _mm512_mul_ps(_mm512_mul_ps(decode_minifloat(code, f), _mm512_set1_ps(dec)),
-                               _mm512_set1_ps(p->out_mul));
-            /* E4M3/E5M2 NaN codes decode to NaN; E2M1 has none (NaN encodes as 6). */
-            if (f.nancode != f.maxcode) yv = _mm512_mask_blend_ps(isnan, yv, _mm512_set1_ps(NAN));
-        } else {
-            yv = _mm512_setzero_ps();
-        }
+        _mm512_mask_storeu_epi8(dst, ((__mmask64)1 << n) - 1, v);
     }
-    if (codes) store_codes(t->elem_bits, codes, c, code, k);
-    if (y) _mm512_mask_storeu_ps(y + c, k, yv);
 }
 
-AVX512 void encode_blocks(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
-                          uint8_t *codes, float *y, vcounts *cnt, rng_cache *rc, uint64_t gidx0)
+AVX512 void store_bytes32(uint8_t *dst, __m256i v, int64_t n, int nt)
 {
-    const int64_t nb = (cols + bc - 1) / bc;
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t flag = bs->flag[b];
-        const int64_t c0 = b * bc, c1 = c0 + bc < cols ? c0 + bc : cols;
-        if (flag) {
-            /* Codes stay 0 (the row was cleared); values are NaN or 0. */
-            for (int64_t c = c0; c < c1; c += 16) {
-                const __mmask16 k = tail_mask(c1 - c);
-                const __m512i a = _mm512_and_si512(_mm512_maskz_loadu_epi32(k, x + c), _mm512_set1_epi32(0x7FFFFFFF));
-                const __mmask16 fin = _mm512_mask_cmplt_epu32_mask(k, a, _mm512_set1_epi32(0x7F800000));
-                const __mmask16 nz = _mm512_mask_cmpneq_epi32_mask(fin, a, _mm512_setzero_si512());
-                COUNT(cnt->nonfinite, k & ~fin);
-                COUNT(cnt->nonzero, nz);
-                if (flag & QP_BLOCK_ZERO) COUNT(cnt->flushed, nz);
-                if (y) _mm512_mask_storeu_ps(y + c, k, _mm512_set1_ps(flag & QP_BLOCK_NAN ? NAN : 0.0f));
-            }
+    if (n >= 32) {
+        if (nt && !((uintptr_t)dst & 31)) _mm256_stream_si256((__m256i *)dst, v);
+        else _mm256_storeu_si256((__m256i *)dst, v);
+    } else {
+        _mm256_mask_storeu_epi8(dst, ((__mmask32)1 << n) - 1, v);
+    }
+}
+
+AVX512 void store_floats(float *dst, __m512 v, __mmask16 k, int nt)
+{
+    if (k == 0xFFFF && nt && !((uintptr_t)dst & 63)) _mm512_stream_ps(dst, v);
+    else _mm512_mask_storeu_ps(dst, k, v);
+}
+
+/* ---- encoding rows ------------------------------------------------------------------ */
+
+/* Counts of one row, in registers. */
+typedef struct {
+    int64_t nonfinite, nonzero, sat, flushed;
+    __m512i amax; /* |x| bits, finite x (qp_plan.row_amax) */
+} row_counts;
+
+AVX512 void add_counts(qp_counts *total, const row_counts *c)
+{
+    total->n_nonfinite += c->nonfinite;
+    total->n_nonzero += c->nonzero;
+    total->n_sat += c->sat;
+    total->n_flushed += c->flushed;
+    const float m = qp_bits_f32(_mm512_reduce_max_epu32(c->amax));
+    if (m > total->amax) total->amax = m;
+}
+
+/* The exponent fields a clamped magnitude of f can have: emin's field up to
+ * the largest value's. */
+static int mf_emin_field(qp_minifloat f) { return 128 - f.bias; }
+static int mf_fields(qp_minifloat f) { return (int)(qp_f32_bits(f.max) >> 23) - mf_emin_field(f) + 1; }
+
+/* rn_code's two magic numbers by exponent field, as vpermd/vpermt2d tables
+ * indexed by the field's low bits (the fields of f are fewer than 32
+ * consecutive values, so the low bits tell them apart): m0 = 2^(e + 23 -
+ * mbits) and m = m0 + G ulp. */
+typedef struct {
+    __m512i m_lo, m_hi, m0_lo, m0_hi;
+} rn_tables;
+
+AVX512 rn_tables make_rn_tables(qp_minifloat f)
+{
+    const int wide = mf_fields(f) > 16, ef0 = mf_emin_field(f);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    rn_tables t;
+    for (int h = 0; h < 2; h++) {
+        /* field of entry i: ef0 + ((i - ef0) mod 16 or 32) */
+        const __m512i i = _mm512_add_epi32(lane, I32(16 * h));
+        const __m512i ef = _mm512_add_epi32(I32(ef0), _mm512_and_si512(_mm512_sub_epi32(i, I32(ef0)), I32(wide ? 31 : 15)));
+        const __m512i m0 = _mm512_slli_epi32(_mm512_add_epi32(ef, I32(23 - f.mbits)), 23);
+        const __m512i m = _mm512_add_epi32(m0, _mm512_slli_epi32(_mm512_sub_epi32(ef, I32(ef0)), f.mbits));
+        if (h) t.m_hi = m, t.m0_hi = m0;
+        else t.m_lo = m, t.m0_lo = m0;
+    }
+    return t;
+}
+
+AVX512 __m512i tbl(__m512i idx, __m512i lo, __m512i hi, int wide)
+{
+    return wide ? _mm512_permutex2var_epi32(lo, idx, hi) : _mm512_permutexvar_epi32(idx, lo);
+}
+
+/* rn_code with the tables: the codes of clamped magnitudes a (grid values
+ * give their own code); *r (when not NULL) the rounded magnitudes. */
+AVX512 __m512i rn_code_t(__m512i a, qp_minifloat f, const rn_tables *t, __m512 *r)
+{
+    const int wide = mf_fields(f) > 16;
+    const __m512i idx = _mm512_srli_epi32(_mm512_max_epu32(a, I32((uint32_t)mf_emin_field(f) << 23)), 23);
+    const __m512i m = tbl(idx, t->m_lo, t->m_hi, wide);
+    const __m512 sum = _mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(m));
+    if (r) *r = _mm512_sub_ps(sum, _mm512_castsi512_ps(m));
+    return _mm512_sub_epi32(_mm512_castps_si512(sum), tbl(idx, t->m0_lo, t->m0_hi, wide));
+}
+
+/* What mf_row writes: codes (qp_quantize) or decoded values (qp_qdq), the
+ * latter times the block scale and, for OUT_VALUES2, the tensor's out_mul. */
+enum { OUT_CODES = 1, OUT_VALUES = 2, OUT_VALUES2 = 6 };
+
+/* The state of one minifloat row. */
+typedef struct {
+    const qp_plan *p;
+    const float *x;
+    const qp_blockscales *bs;
+    int64_t cols, padded, row_bytes;
+    int bshift;
+    uint8_t *codes;
+    float *y;
+    rn_tables tabs;
+    rng_cache rc;
+    uint64_t gidx0;
+    int64_t nonzero, flushed, sat, nonfinite;
+} mf_state;
+
+/* 64 elements from c0 of a minifloat row (full: all inside the row). Counts,
+ * over all 64 lanes (the lanes past the row are zeros with code 0, so they
+ * cancel): Z lanes with x = +-0, C lanes whose code magnitude (or value) is
+ * 0, S lanes above the element maximum; nonzero = 64 - Z - F, flushed = C -
+ * Z (F: non-finite lanes). Vectors of NaN/Inf inputs or of a flagged block
+ * correct these in a branch the others never take. blocks: a block format
+ * (NaN/Inf are flagged per block; else looked for in each vector). */
+AVX512 void mf_step(mf_state *st, const qp_minifloat f, const int sr, const int out, const int blocks, const int full,
+                    int64_t c0)
+{
+    const qp_plan *p = st->p;
+    const int nibbles = f.sign_shift == 3; /* E2M1: two codes per byte */
+    const __m512i maxb = _mm512_castps_si512(F32(f.max));
+    __m512i code[4];
+    uint64_t zero_x = 0, zero_c = 0, over = 0;
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        const int64_t cj = c0 + 16 * j;
+        code[j] = _mm512_setzero_si512();
+        if (!full && cj >= st->padded) {
+            zero_x |= (uint64_t)0xFFFF << (16 * j);
+            if (out & OUT_VALUES) zero_c |= (uint64_t)0xFFFF << (16 * j);
             continue;
         }
-        for (int64_t c = c0; c < c1; c += 16) {
-            const __m512i r = rc ? rng16(rc, gidx0 + (uint64_t)c) : _mm512_setzero_si512();
-            encode16(p, f, x + c, c1 - c, bs->enc[b], bs->dec[b], codes, c, y, cnt, rc ? &r : NULL);
+        const __mmask16 k = full ? (__mmask16)0xFFFF : tail_mask(st->cols - cj);
+        const __m512 xv = full ? _mm512_loadu_ps(st->x + cj) : _mm512_maskz_loadu_ps(k, st->x + cj);
+        float enc = p->scale, dec = 1.0f;
+        unsigned flag = 0;
+        if (blocks) {
+            const int64_t b = cj >> st->bshift;
+            enc = st->bs->enc[b], dec = st->bs->dec[b], flag = st->bs->flag[b];
+        }
+        const __m512 v = _mm512_mul_ps(xv, F32(enc));
+        const __m512i av = _mm512_and_si512(_mm512_castps_si512(v), I32(ABS_BITS));
+        __mmask16 sat_j = _mm512_cmpgt_epu32_mask(av, maxb);
+        const __m512i a = _mm512_min_epu32(av, maxb);
+        __m512 r;
+        __m512i mag = _mm512_setzero_si512();
+        if (sr) {
+            const __m512i rw = rng16(&st->rc, st->gidx0 + (uint64_t)cj);
+            const __m512i emin = I32((uint32_t)mf_emin_field(f) << 23);
+            /* FP8 with no lane in (0, 2^emin) (nearly always): the gap's fraction is
+             * the low 23 - mbits bits of |v|, the step one unit above them */
+            if (f.sign_shift == 7 && !_mm512_mask_cmplt_epu32_mask(_mm512_test_epi32_mask(a, a), a, emin)) {
+                const int d = 23 - f.mbits;
+                const __m512i low = I32((1u << d) - 1), lo = _mm512_andnot_si512(low, a);
+                const __mmask16 up = _mm512_cmplt_epu32_mask(rw, _mm512_slli_epi32(_mm512_and_si512(a, low), 32 - d));
+                const __m512i vb = _mm512_mask_add_epi32(lo, up, lo, I32(1u << d));
+                r = _mm512_castsi512_ps(vb);
+                if (out & OUT_CODES)
+                    mag = _mm512_max_epi32(_mm512_sub_epi32(_mm512_srli_epi32(vb, d), I32((uint32_t)(127 - f.bias) << f.mbits)),
+                                           _mm512_setzero_si512());
+            } else {
+                mag = sr_code(a, f, rw, (out & OUT_VALUES) ? &r : NULL);
+            }
+        } else {
+            mag = rn_code_t(a, f, &st->tabs, (out & OUT_VALUES) ? &r : NULL);
+        }
+        const __mmask16 z = _mm512_testn_epi32_mask(_mm512_castps_si512(xv), I32(ABS_BITS));
+        __mmask16 zc = 0;
+        __m512i cd = _mm512_setzero_si512();
+        __m512 yv = _mm512_setzero_ps();
+        if (out & OUT_CODES)
+            cd = _mm512_ternarylogic_epi32(mag, _mm512_srli_epi32(_mm512_castps_si512(v), 31 - f.sign_shift),
+                                           I32(1u << f.sign_shift), OR_AND);
+        if (out & OUT_VALUES) {
+            zc = _mm512_testn_epi32_mask(_mm512_castps_si512(r), _mm512_castps_si512(r));
+            yv = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(r), _mm512_castps_si512(v),
+                                                               I32(0x80000000u), OR_AND));
+            if (blocks) yv = _mm512_mul_ps(yv, F32(dec));
+            if (out == OUT_VALUES2) yv = _mm512_mul_ps(yv, F32(p->out_mul));
+        }
+        const __mmask16 nf = blocks ? 0 : _mm512_fpclass_ps_mask(xv, FPC_NONFINITE);
+        if (__builtin_expect(nf | flag, 0)) {
+            const __mmask16 nfj = _mm512_fpclass_ps_mask(xv, FPC_NONFINITE);
+            const int live = 16 - popc(z); /* non-zero lanes, finite or not */
+            st->nonfinite += popc(nfj);
+            sat_j &= (__mmask16)~nfj;
+            if (flag & (QP_BLOCK_NAN | QP_BLOCK_ZERO)) {
+                /* the block stores zeros: every lane counts in C, as flushed only when ZERO */
+                st->flushed -= (flag & QP_BLOCK_ZERO) ? popc(nfj) : live;
+                sat_j = 0;
+                cd = _mm512_setzero_si512();
+                zc = 0xFFFF;
+                yv = F32(flag & QP_BLOCK_NAN ? NAN : 0.0f);
+            } else {
+                const __mmask16 isnan = _mm512_fpclass_ps_mask(xv, FPC_NAN);
+                cd = _mm512_mask_blend_epi32(isnan, cd, I32(f.nan_code));
+                /* E4M3/E5M2 NaN decodes NaN; E2M1/E2M3/E3M2 encode it as the largest value */
+                const float nan_y = f.nan_code != f.maxcode ? NAN : (f.max * dec) * p->out_mul;
+                yv = _mm512_mask_blend_ps(isnan, yv, F32(nan_y));
+            }
+        }
+        zero_x |= (uint64_t)z << (16 * j);
+        zero_c |= (uint64_t)zc << (16 * j);
+        over |= (uint64_t)sat_j << (16 * j);
+        code[j] = cd;
+        if ((out & OUT_VALUES) && k) store_floats(st->y + cj, yv, k, p->nt);
+    }
+    const int nz_x = __builtin_popcountll(zero_x);
+    st->nonzero += 64 - nz_x;
+    st->sat += __builtin_popcountll(over);
+    if (out & OUT_CODES) {
+        const __m512i bytes = pack_bytes(code);
+        zero_c |= _mm512_testn_epi8_mask(bytes, _mm512_set1_epi8((char)((1u << f.sign_shift) - 1)));
+        if (nibbles) {
+            const __m512i pairs = _mm512_maddubs_epi16(bytes, _mm512_set1_epi16(0x1001)); /* even + 16 * odd */
+            store_bytes32(st->codes + c0 / 2, _mm512_cvtepi16_epi8(pairs), full ? 32 : st->row_bytes - c0 / 2, p->nt);
+        } else {
+            store_bytes64(st->codes + c0, bytes, full ? 64 : st->row_bytes - c0, p->nt);
         }
     }
+    st->flushed += __builtin_popcountll(zero_c) - nz_x;
 }
 
-AVX512 void encode_row_fmt(const qp_plan *p, vfmt f, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
-                           uint8_t *codes, float *y, qp_counts *total, uint64_t gidx0)
+/* One row of a minifloat format (E4M3, E5M2, E2M1, E2M3, E3M2), round to
+ * nearest or stochastic (sr), writing codes or values (out), 64 elements per
+ * step; every byte of the padded row is written. */
+AVX512 void mf_row(const qp_plan *p, const qp_minifloat f, const int sr, const int out, const int blocks, const float *x,
+                   int64_t cols, const qp_blockscales *bs, int bc, uint8_t *codes, float *y, uint64_t gidx0,
+                   qp_counts *total)
 {
-    vcounts acc = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
-    vcounts *cnt = &acc;
-    rng_cache cache = {p->seed, p->stream, 0, 0, {_mm512_setzero_si512()}}, *rc = p->sr ? &cache : NULL;
-    if (!bs) {
-        for (int64_t c = 0; c < cols; c += 16) {
-            const __m512i r = rc ? rng16(rc, gidx0 + (uint64_t)c) : _mm512_setzero_si512();
-            encode16(p, f, x + c, cols - c, p->scale, 1.0f, codes, c, y, cnt, rc ? &r : NULL);
-        }
-    } else {
-        encode_blocks(p, f, x, cols, bs, bc, codes, y, cnt, rc, gidx0);
-    }
-    total->n_nonfinite += _mm512_reduce_add_epi32(acc.nonfinite);
-    total->n_nonzero += _mm512_reduce_add_epi32(acc.nonzero);
-    total->n_sat += _mm512_reduce_add_epi32(acc.sat);
-    total->n_flushed += _mm512_reduce_add_epi32(acc.flushed);
+    mf_state st;
+    st.p = p, st.x = x, st.bs = bs, st.cols = cols, st.codes = codes, st.y = y, st.gidx0 = gidx0;
+    st.padded = blocks ? (cols + bc - 1) / bc * bc : cols;
+    st.row_bytes = f.sign_shift == 3 ? (st.padded + 1) / 2 : st.padded;
+    st.bshift = blocks ? __builtin_ctz((unsigned)bc) : 0; /* bc: 16, 32 or 128 */
+    st.tabs = make_rn_tables(f);
+    if (sr) rng_init(&st.rc, p->seed, p->stream);
+    st.nonzero = st.flushed = st.sat = st.nonfinite = 0;
+    int64_t c0 = 0;
+    for (; c0 + 64 <= cols; c0 += 64) mf_step(&st, f, sr, out, blocks, 1, c0);
+    for (; c0 < st.padded; c0 += 64) mf_step(&st, f, sr, out, blocks, 0, c0);
+    if (p->nt) _mm_sfence();
+    total->n_nonfinite += st.nonfinite;
+    total->n_nonzero += st.nonzero - st.nonfinite;
+    total->n_sat += st.sat;
+    total->n_flushed += st.flushed;
 }
-AVX512_FN void v_encode_row(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
-                            uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt)
+
+/* BF16 of sixteen lanes by integer arithmetic (any input), with counts. */
+AVX512 __m512i bf16_int(__m512 xv, __mmask16 k, const __m512i *rnd, row_counts *n)
 {
+    const __m512i b = _mm512_castps_si512(xv), ab = _mm512_and_si512(b, I32(ABS_BITS));
+    const __mmask16 fin = _mm512_mask_cmplt_epu32_mask(k, ab, I32(INF_BITS));
+    const __mmask16 isnan = _mm512_cmpgt_epu32_mask(ab, I32(INF_BITS));
+    __m512i code;
+    if (rnd) { /* the magnitude up with probability (low 16 bits) / 2^16 */
+        const __mmask16 up = _mm512_cmplt_epu32_mask(_mm512_srli_epi32(*rnd, 16), _mm512_and_si512(ab, I32(0xFFFF)));
+        const __m512i hi = _mm512_srli_epi32(ab, 16);
+        code = _mm512_or_si512(_mm512_mask_add_epi32(hi, up, hi, I32(1)), _mm512_slli_epi32(_mm512_srli_epi32(b, 31), 15));
+    } else {
+        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), I32(1));
+        code = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, I32(0x7FFF)), lsb), 16);
+    }
+    code = _mm512_mask_blend_epi32(isnan, code, I32(0x7FFF));
+    const __m512i mag = _mm512_and_si512(code, I32(0x7FFF));
+    const __mmask16 nz = _mm512_mask_test_epi32_mask(fin, ab, ab);
+    n->amax = _mm512_mask_max_epu32(n->amax, fin, n->amax, ab);
+    n->nonfinite += popc(k & (__mmask16)~fin);
+    n->nonzero += popc(nz);
+    n->sat += popc(_mm512_mask_cmpeq_epi32_mask(fin, mag, I32(0x7F80)));
+    n->flushed += popc(_mm512_mask_cmpeq_epi32_mask(nz, mag, _mm512_setzero_si512()));
+    return code;
+}
+
+/* 32 dword codes as 32 little-endian 16-bit codes. */
+AVX512 __m512i pack_words(__m512i c0, __m512i c1)
+{
+    static const int16_t even[32] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                                     32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
+    return _mm512_permutex2var_epi16(c0, _mm512_loadu_si512(even), c1);
+}
+
+/* The decoded values of 16 BF16 codes in the low or high half of 32. */
+AVX512 __m512 bf16_values(__m256i w, float out_mul)
+{
+    __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(w), 16));
+    return out_mul != 1.0f ? _mm512_mul_ps(v, F32(out_mul)) : v;
+}
+
+/* One BF16 row, 32 elements per step; hw: vcvtne2ps2bf16 for vectors of
+ * normal numbers and zeros (where it is qp_core.h's rounding). */
+AVX512BF16 void bf16_row(const qp_plan *p, const int hw, const float *x, int64_t cols, uint8_t *codes, float *y,
+                     uint64_t gidx0, qp_counts *total)
+{
+    rng_cache rc;
+    if (p->sr) rng_init(&rc, p->seed, p->stream);
+    row_counts n = {0, 0, 0, 0, _mm512_setzero_si512()};
+    for (int64_t c0 = 0; c0 < cols; c0 += 32) {
+        const __mmask16 k0 = tail_mask(cols - c0), k1 = tail_mask(cols - c0 - 16);
+        const __m512 x0 = _mm512_maskz_loadu_ps(k0, x + c0), x1 = _mm512_maskz_loadu_ps(k1, x + c0 + 16);
+        __m512i w;
+        if (hw && !p->sr && !(_mm512_fpclass_ps_mask(x0, FPC_ODD_BF16) | _mm512_fpclass_ps_mask(x1, FPC_ODD_BF16))) {
+            w = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+            /* normal inputs never flush; zero inputs give 0, overflow gives Inf */
+            if (p->row_amax) /* vrangeps: the larger magnitude of each pair, sign cleared */
+                n.amax = _mm512_max_epu32(n.amax, _mm512_castps_si512(_mm512_range_ps(x0, x1, 0x0B)));
+            const __m512i mag = _mm512_and_si512(w, _mm512_set1_epi16(0x7FFF));
+            const uint32_t valid = (uint32_t)k0 | (uint32_t)k1 << 16;
+            n.nonzero += __builtin_popcount(valid & ~(uint32_t)_mm512_cmpeq_epi16_mask(mag, _mm512_setzero_si512()));
+            n.sat += __builtin_popcount((uint32_t)_mm512_cmpeq_epi16_mask(mag, _mm512_set1_epi16(0x7F80)));
+        } else {
+            __m512i r0, r1;
+            if (p->sr) r0 = rng16(&rc, gidx0 + (uint64_t)c0), r1 = rng16(&rc, gidx0 + (uint64_t)c0 + 16);
+            const __m512i c0v = bf16_int(x0, k0, p->sr ? &r0 : NULL, &n), c1v = bf16_int(x1, k1, p->sr ? &r1 : NULL, &n);
+            w = pack_words(c0v, c1v);
+        }
+        if (codes) {
+            const int64_t left = 2 * (cols - c0);
+            store_bytes64(codes + 2 * c0, w, left, p->nt);
+        }
+        if (y) {
+            store_floats(y + c0, bf16_values(_mm512_castsi512_si256(w), p->out_mul), k0, p->nt);
+            if (k1) store_floats(y + c0 + 16, bf16_values(_mm512_extracti64x4_epi64(w, 1), p->out_mul), k1, p->nt);
+        }
+    }
+    if (p->nt) _mm_sfence();
+    add_counts(total, &n);
+}
+
+/* FP32 "quantization" (scale 1: the identity, with the counts). */
+AVX512 void f32_row(const qp_plan *p, const float *x, int64_t cols, uint8_t *codes, float *y, qp_counts *total)
+{
+    row_counts n = {0, 0, 0, 0, _mm512_setzero_si512()};
+    for (int64_t c = 0; c < cols; c += 16) {
+        const __mmask16 k = tail_mask(cols - c);
+        const __m512 xv = _mm512_maskz_loadu_ps(k, x + c);
+        const __m512i a = _mm512_and_si512(_mm512_castps_si512(xv), I32(ABS_BITS));
+        const __mmask16 fin = _mm512_mask_cmplt_epu32_mask(k, a, I32(INF_BITS));
+        const __mmask16 nz = _mm512_mask_test_epi32_mask(fin, a, a);
+        n.amax = _mm512_mask_max_epu32(n.amax, fin, n.amax, a);
+        const __m512 v = _mm512_mul_ps(xv, F32(p->scale));
+        const __m512i av = _mm512_and_si512(_mm512_castps_si512(v), I32(ABS_BITS));
+        n.nonfinite += popc(k & (__mmask16)~fin);
+        n.nonzero += popc(nz);
+        n.sat += popc(_mm512_mask_cmp_ps_mask(fin, _mm512_castsi512_ps(av), F32(FLT_MAX), _CMP_GT_OQ));
+        n.flushed += popc(_mm512_mask_testn_epi32_mask(nz, av, av));
+        if (codes) _mm512_mask_storeu_epi32(codes + 4 * c, k, _mm512_castps_si512(v));
+        if (y) _mm512_mask_storeu_ps(y + c, k, _mm512_mul_ps(v, F32(p->out_mul)));
+    }
+    add_counts(total, &n);
+}
+
+#define ENCODE_ROW_ARGS                                                                                              \
+    const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc, uint8_t *codes, float *y,      \
+        uint64_t gidx0, qp_counts *cnt
+/* Codes, values or (no caller does) both: then the values' pass counts nothing. */
+#define MF_ROW(name, MF, SR, BLOCKS)                                                                                 \
+    AVX512_FN void name(ENCODE_ROW_ARGS)                                                                             \
+    {                                                                                                                \
+        const qp_minifloat f = MF;                                                                                   \
+        qp_counts none = {0, 0, 0, 0, 0.0f};                                                                         \
+        if (codes) mf_row(p, f, SR, OUT_CODES, BLOCKS, x, cols, bs, bc, codes, NULL, gidx0, cnt);                    \
+        if (y && p->out_mul != 1.0f)                                                                                 \
+            mf_row(p, f, SR, OUT_VALUES2, BLOCKS, x, cols, bs, bc, NULL, y, gidx0, codes ? &none : cnt);             \
+        else if (y)                                                                                                  \
+            mf_row(p, f, SR, OUT_VALUES, BLOCKS, x, cols, bs, bc, NULL, y, gidx0, codes ? &none : cnt);              \
+    }
+MF_ROW(row_e4m3, QP_MF_E4M3, 0, 1)
+MF_ROW(row_e4m3_sr, QP_MF_E4M3, 1, 1)
+MF_ROW(row_e4m3_t, QP_MF_E4M3, 0, 0)
+MF_ROW(row_e4m3_t_sr, QP_MF_E4M3, 1, 0)
+MF_ROW(row_e5m2, QP_MF_E5M2, 0, 1)
+MF_ROW(row_e5m2_sr, QP_MF_E5M2, 1, 1)
+MF_ROW(row_e5m2_t, QP_MF_E5M2, 0, 0)
+MF_ROW(row_e5m2_t_sr, QP_MF_E5M2, 1, 0)
+MF_ROW(row_e2m1, QP_MF_E2M1, 0, 1)
+MF_ROW(row_e2m1_sr, QP_MF_E2M1, 1, 1)
+MF_ROW(row_e2m3, QP_MF_E2M3, 0, 1)
+MF_ROW(row_e2m3_sr, QP_MF_E2M3, 1, 1)
+MF_ROW(row_e3m2, QP_MF_E3M2, 0, 1)
+MF_ROW(row_e3m2_sr, QP_MF_E3M2, 1, 1)
+
+AVX512BF16_FN void row_bf16_hw(ENCODE_ROW_ARGS)
+{
+    (void)bs, (void)bc;
+    bf16_row(p, 1, x, cols, codes, y, gidx0, cnt);
+}
+
+/* compiled for AVX512_BF16 too, but never executes it (hw = 0) */
+AVX512BF16_FN void row_bf16(ENCODE_ROW_ARGS)
+{
+    (void)bs, (void)bc;
+    bf16_row(p, 0, x, cols, codes, y, gidx0, cnt);
+}
+
+AVX512_FN void v_encode_row(ENCODE_ROW_ARGS)
+{
+    QP_STATIC_ASSERT(QP_ELEM_COUNT == 7, "v_encode_row names every element codec");
+    const int sr = p->sr;
     switch (p->t->elem) {
-    case QP_ELEM_E4M3: encode_row_fmt(p, V_E4M3, x, cols, bs, bc, codes, y, cnt, gidx0); break;
-    case QP_ELEM_E5M2: encode_row_fmt(p, V_E5M2, x, cols, bs, bc, codes, y, cnt, gidx0); break;
-    case QP_ELEM_E2M1: encode_row_fmt(p, V_E2M1, x, cols, bs, bc, codes, y, cnt, gidx0); break;
-    default: encode_row_fmt(p, V_E4M3, x, cols, bs, bc, codes, y, cnt, gidx0); break; /* BF16/F32 ignore f */
+    case QP_ELEM_E4M3:
+        (bs ? (sr ? row_e4m3_sr : row_e4m3) : (sr ? row_e4m3_t_sr : row_e4m3_t))(p, x, cols, bs, bc, codes, y, gidx0, cnt);
+        return;
+    case QP_ELEM_E5M2:
+        (bs ? (sr ? row_e5m2_sr : row_e5m2) : (sr ? row_e5m2_t_sr : row_e5m2_t))(p, x, cols, bs, bc, codes, y, gidx0, cnt);
+        return;
+    /* FP4 and FP6 come only with block scales (bs) */
+    case QP_ELEM_E2M1: (sr ? row_e2m1_sr : row_e2m1)(p, x, cols, bs, bc, codes, y, gidx0, cnt); return;
+    case QP_ELEM_E2M3: (sr ? row_e2m3_sr : row_e2m3)(p, x, cols, bs, bc, codes, y, gidx0, cnt); return;
+    case QP_ELEM_E3M2: (sr ? row_e3m2_sr : row_e3m2)(p, x, cols, bs, bc, codes, y, gidx0, cnt); return;
+    case QP_ELEM_BF16: (have_bf16 ? row_bf16_hw : row_bf16)(p, x, cols, bs, bc, codes, y, gidx0, cnt); return;
+    case QP_ELEM_F32: f32_row(p, x, cols, codes, y, cnt); return;
+    case QP_ELEM_COUNT: break;
     }
 }
 
@@ -501,12 +1122,15 @@ static const qp_kernels avx512_kernels = {"avx512", v_amax, v_block_amax, v_bloc
 const qp_kernels *qp_kernels_avx512(void)
 {
     const char *cap = getenv("QP_SIMD");
-    if (cap && strcmp(cap, "avx512") != 0 && strcmp(cap, "native") != 0) return NULL;
+    if (cap && strcmp(cap, "avx512") != 0 && strcmp(cap, "avx512-nobf16") != 0 && strcmp(cap, "native") != 0)
+        return NULL;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        return &avx512_kernels;
-    return NULL;
+    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")))
+        return NULL;
+    /* QP_SIMD=avx512-nobf16 leaves vcvtne2ps2bf16 out (what a CPU without it runs) */
+    have_bf16 = __builtin_cpu_supports("avx512bf16") && !(cap && strcmp(cap, "avx512-nobf16") == 0);
+    return &avx512_kernels;
 }
 
 #else

@@ -12,25 +12,34 @@ QP_PACKAGES=(
   libopenmpi-dev openmpi-bin    # data-parallel qtrain (mpirun) and its "mpi" tests
   gnuplot-nox                   # figures
   python3 python3-numpy python3-h5py python3-torch   # independent oracles in tests
+  python3-pip                   # ml_dtypes (PyPI, not in Debian 12): the codec cross-check
+  python3-venv python3-pandas   # the Python package (pip install ./python into a venv; runfile.load)
+  slurm-wlm munge               # qsweep --submit against a real single-node Slurm ("slurm" tests)
+  python3-scipy                 # intervals' reference values, the scaling fit (paper/)
   clang libclang-rt-14-dev      # libFuzzer targets
 )
 
 qp_missing_packages() {
   local missing=() p
-  for p in "${QP_PACKAGES[@]}"; do
+  local pkgs=("$@")
+  [ $# -gt 0 ] || pkgs=("${QP_PACKAGES[@]}")
+  for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   echo "${missing[@]:-}"
 }
 
+# paper/build.sh: TeX for the PDF (installed like the rest, as root)
+QP_TEX_PACKAGES=(latexmk texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended)
+
 qp_install_deps() {
   local missing
-  missing=$(qp_missing_packages)
+  missing=$(qp_missing_packages "$@")
   [ -z "$missing" ] && return 0
   if [ "$(id -u)" -ne 0 ]; then
     echo "qprec needs these Debian packages; run as root:" >&2
     echo "  apt-get install -y $missing" >&2
-    exit 1
+    return 1
   fi
   echo "== installing: $missing"
   export DEBIAN_FRONTEND=noninteractive
@@ -39,9 +48,40 @@ qp_install_deps() {
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
+# ml_dtypes (the OCP element codecs, independently of CUDA) into Debian's
+# python3, which the tests use: Debian 12 does not package it. 0.5.x works
+# with Debian's numpy 1.24 and has the FP6/FP4/E8M0 types.
+qp_install_pip_deps() {
+  /usr/bin/python3 -c "import ml_dtypes" 2>/dev/null && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "qprec's tests need ml_dtypes; run as root:" >&2
+    echo "  /usr/bin/python3 -m pip install --break-system-packages 'ml_dtypes>=0.5,<0.6'" >&2
+    return 1
+  fi
+  echo "== installing ml_dtypes (PyPI)"
+  /usr/bin/python3 -m pip install -q --break-system-packages 'ml_dtypes>=0.5,<0.6'
+}
+
 qp_build() {
   local dir=${1:-build}; shift || true
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >"$dir.configure.log" 2>&1 || {
-    cat "$dir.configure.log" >&2; exit 1; }
+    cat "$dir.configure.log" >&2; return 1; }
   cmake --build "$dir" -j"$(nproc)"
+}
+
+# The English corpus of the shipped studies (scripts/corpus.py: Debian
+# packages' texts, fetched with apt-get download, nothing installed), built
+# once into DIR (default data/english) and verified against its pinned
+# manifest; prints the corpus path.
+qp_corpus() {
+  local dir=${1:-data/english}
+  if [ -f "$dir/english.txt" ] && /usr/bin/python3 scripts/corpus.py check "$dir" >/dev/null 2>&1; then
+    echo "$dir/english.txt"; return 0
+  fi
+  if ! /usr/bin/python3 scripts/corpus.py build --out "$dir" >&2; then
+    # apt-get download needs the package lists
+    [ "$(id -u)" -eq 0 ] || exit 1
+    apt-get update -qq && /usr/bin/python3 scripts/corpus.py build --out "$dir" >&2 || exit 1
+  fi
+  echo "$dir/english.txt"
 }

@@ -105,6 +105,54 @@ static float dec_e4m3(uint32_t c) { return qp_e4m3_to_f32((uint8_t)c); }
 static float dec_e5m2(uint32_t c) { return qp_e5m2_to_f32((uint8_t)c); }
 static float dec_e2m1(uint32_t c) { return qp_e2m1_to_f32((uint8_t)c); }
 static float dec_bf16(uint32_t c) { return qp_bf16_to_f32((uint16_t)c); }
+static uint32_t enc_e2m3(float x, uint32_t r) { return qp_f32_to_e2m3_sr(x, r); }
+static uint32_t enc_e3m2(float x, uint32_t r) { return qp_f32_to_e3m2_sr(x, r); }
+static float dec_e2m3(uint32_t c) { return qp_e2m3_to_f32((uint8_t)c); }
+static float dec_e3m2(uint32_t c) { return qp_e3m2_to_f32((uint8_t)c); }
+
+/* The FP6 elements of OCP MX v1.0 (E2M3: bias 1, max 7.5, min subnormal
+ * 0.125; E3M2: bias 3, max 28, min subnormal 0.0625), and the round-up E8M0. */
+static void test_fp6_and_e8m0_ceil(void)
+{
+    CHECK(qp_e2m3_to_f32(0x1F) == 7.5f && qp_e2m3_to_f32(0x01) == 0.125f && qp_e2m3_to_f32(0x08) == 1.0f,
+          "e2m3 max / min subnormal / one");
+    CHECK(qp_e3m2_to_f32(0x1F) == 28.0f && qp_e3m2_to_f32(0x01) == 0.0625f && qp_e3m2_to_f32(0x0C) == 1.0f,
+          "e3m2 max / min subnormal / one");
+    CHECK(qp_e2m3_to_f32(0x21) == -0.125f && qp_e3m2_to_f32(0x3F) == -28.0f && qp_e2m3_to_f32(0xC8) == 1.0f,
+          "fp6 sign in bit 5, bits above ignored");
+    for (int c = 0; c < 64; c++) {
+        CHECK(qp_f32_to_e2m3(qp_e2m3_to_f32((uint8_t)c)) == c, "e2m3 code %02x", c);
+        CHECK(qp_f32_to_e3m2(qp_e3m2_to_f32((uint8_t)c)) == c, "e3m2 code %02x", c);
+    }
+    CHECK(qp_f32_to_e2m3(7.75f) == 0x1F && qp_f32_to_e2m3(-INFINITY) == 0x3F && qp_f32_to_e2m3(NAN) == 0x1F,
+          "e2m3 saturates, NaN -> +max");
+    CHECK(qp_f32_to_e3m2(30.0f) == 0x1F && qp_f32_to_e3m2(-1e30f) == 0x3F && qp_f32_to_e3m2(NAN) == 0x1F,
+          "e3m2 saturates, NaN -> +max");
+    CHECK(qp_f32_to_e2m3(0.0625f) == 0 && qp_f32_to_e2m3(0.1875f) == 2 && qp_f32_to_e2m3(-0.01f) == 0x20,
+          "e2m3 subnormal ties to even, underflow keeps the sign");
+    CHECK(qp_f32_to_e3m2(1.125f) == 0x0C && qp_f32_to_e3m2(1.375f) == 0x0E, "e3m2 ties to even");
+    const float x6[] = {0.3f, -2.71f, 7.3f, 0.07f, 5.55f};
+    for (unsigned i = 0; i < sizeof x6 / sizeof x6[0]; i++) check_sr_mean("e2m3", x6[i], enc_e2m3, dec_e2m3);
+    const float x7[] = {0.3f, -21.0f, 0.04f, 13.3f};
+    for (unsigned i = 0; i < sizeof x7 / sizeof x7[0]; i++) check_sr_mean("e3m2", x7[i], enc_e3m2, dec_e3m2);
+    CHECK(qp_f32_to_e2m3_sr(100.0f, 0) == 0x1F && qp_f32_to_e3m2_sr(NAN, 5) == 0x1F, "fp6 SR saturates, NaN");
+
+    CHECK(qp_f32_to_e8m0_ceil(1.0f) == 127 && qp_f32_to_e8m0_ceil(1.0000001f) == 128 &&
+              qp_f32_to_e8m0_ceil(0.75f) == 127 && qp_f32_to_e8m0_ceil(0.5f) == 126,
+          "e8m0 ceil: powers of two stay, others round up");
+    CHECK(qp_f32_to_e8m0_ceil(ldexpf(1.0f, -127)) == 0 && qp_f32_to_e8m0_ceil(ldexpf(1.5f, -127)) == 1 &&
+              qp_f32_to_e8m0_ceil(1e-45f) == 0 && qp_f32_to_e8m0_ceil(0.0f) == 0,
+          "e8m0 ceil at the bottom: 2^-127 is code 0, above it code 1");
+    CHECK(qp_f32_to_e8m0_ceil(FLT_MAX) == 0xFE && qp_f32_to_e8m0_ceil(INFINITY) == 0xFF &&
+              qp_f32_to_e8m0_ceil(NAN) == 0xFF && qp_f32_to_e8m0_ceil(-3.0f) == 0,
+          "e8m0 ceil saturates at 2^127, NaN/Inf -> 0xFF, x <= 0 -> 0");
+    for (int e = -126; e < 127; e++) {
+        const float p2 = ldexpf(1.0f, e);
+        CHECK(qp_f32_to_e8m0_ceil(p2) == qp_f32_to_e8m0(p2) && qp_f32_to_e8m0_ceil(nextafterf(p2, 0)) == e + 127 &&
+                  qp_f32_to_e8m0_ceil(nextafterf(p2, INFINITY)) == e + 128,
+              "e8m0 floor/ceil around 2^%d", e);
+    }
+}
 
 static void test_stochastic_rounding(void)
 {
@@ -150,5 +198,6 @@ int main(void)
     test_scale_codecs();
     test_stochastic_rounding();
     test_philox();
+    test_fp6_and_e8m0_ceil();
     return qp_test_finish("test_format");
 }

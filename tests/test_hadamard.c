@@ -1,7 +1,12 @@
-/* test_hadamard.c — the 16-point random Hadamard transform: orthogonality
- * (inverse restores x), products of rotated operands equal the originals'
- * (the property the NVFP4 wgrad GEMM relies on), agreement with an explicit
- * H16 * diag(s) / 4 matrix, seed dependence, and bad shapes. */
+/* test_hadamard.c — random Hadamard transforms: the 16-point one's
+ * orthogonality (inverse restores x), products of rotated operands equal the
+ * originals' (the property the NVFP4 wgrad GEMM relies on), agreement with an
+ * explicit H16 * diag(s) / 4 matrix, seed dependence and bad shapes; its bits
+ * equal the transform as it was before the sizes were generalized; and for
+ * n = 16, 32, 64, 128: against a dense normalized Hadamard matrix
+ * H_n diag(s) / sqrt(n) built here from its definition (H_ij = (-1)^popcount(i&j)),
+ * the inverse, the product identity, the vector path against the scalar one,
+ * and bad sizes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,5 +91,83 @@ int main(void)
 
     float bad[20];
     CHECK(qp_rht16(bad, 1, 20, 1) == -1 && qp_rht16_inverse(bad, 1, 20, 1) == -1, "cols %% 16 != 0 rejected");
+
+    /* The 16-point transform as it was written before the sizes were
+     * generalized (butterflies, then x 0.25 * s_j): the same bits. */
+    {
+        enum { R = 50, K3 = 48 };
+        static float v[R * K3], w[R * K3];
+        unsigned long long st = 77;
+        for (int i = 0; i < R * K3; i++) v[i] = w[i] = qp_test_normal(&st) * (i % 5 == 0 ? 300.0f : 1.0f);
+        float sgn[16];
+        qp_rht_signs(1234, sgn);
+        for (int i = 0; i < R * K3; i += 16) {
+            float *q = w + i;
+            for (int h = 1; h < 16; h <<= 1)
+                for (int b = 0; b < 16; b += 2 * h)
+                    for (int j = b; j < b + h; j++) {
+                        const float x0 = q[j], x1 = q[j + h];
+                        q[j] = x0 + x1;
+                        q[j + h] = x0 - x1;
+                    }
+            for (int j = 0; j < 16; j++) q[j] *= 0.25f * sgn[j];
+        }
+        qp_rht16(v, R, K3, 1234);
+        CHECK(memcmp(v, w, sizeof v) == 0, "rht16 bit-identical to the original 16-point transform");
+    }
+
+    /* Every size against the dense matrix, inverse, products, vector path. */
+    for (int n = 16; n <= 128; n *= 2) {
+        enum { R = 7, NV = 3 };
+        const int K4 = NV * n;
+        float *x0 = malloc(sizeof(float) * R * K4), *x = malloc(sizeof(float) * R * K4), *y = malloc(sizeof(float) * R * K4);
+        float *sg4 = malloc(sizeof(float) * n);
+        unsigned long long st = 1000 + (unsigned)n;
+        for (int i = 0; i < R * K4; i++) x0[i] = x[i] = y[i] = qp_test_normal(&st) * (i % 37 == 0 ? 50.0f : 1.0f);
+        CHECK(qp_rht(x, R, K4, n, 4321) == 0, "rht %d", n);
+        qp_rht_signs_n(4321, n, sg4);
+        const double norm = 1.0 / sqrt((double)n);
+        double worst = 0;
+        for (int r = 0; r < R; r++)
+            for (int blk = 0; blk < NV; blk++)
+                for (int j = 0; j < n; j++) {
+                    double acc = 0;
+                    for (int i = 0; i < n; i++)
+                        acc += x0[r * K4 + blk * n + i] * ((popcount((unsigned)(i & j)) & 1) ? -1.0 : 1.0) * sg4[j] * norm;
+                    worst = fmax(worst, fabs(acc - x[r * K4 + blk * n + j]) / (1.0 + fabs(acc)));
+                }
+        CHECK(worst < 2e-6, "rht %d: matches the dense normalized Hadamard matrix (worst %g)", n, worst);
+        /* the 16 first signs are the 16-point transform's */
+        float sg16[16];
+        qp_rht_signs(4321, sg16);
+        CHECK(memcmp(sg4, sg16, sizeof sg16) == 0, "rht %d: signs extend the 16-point ones", n);
+        /* orthogonal: the inverse restores x, norms are kept */
+        double n0 = 0, n1 = 0;
+        for (int i = 0; i < R * K4; i++) n0 += (double)x0[i] * x0[i], n1 += (double)x[i] * x[i];
+        CHECK(fabs(n0 - n1) <= 1e-5 * n0, "rht %d keeps the norm: %g vs %g", n, n0, n1);
+        CHECK(qp_rht_inverse(x, R, K4, n, 4321) == 0, "rht %d inverse", n);
+        double ie = 0;
+        for (int i = 0; i < R * K4; i++) ie = fmax(ie, fabs(x[i] - x0[i]) / (1.0 + fabs(x0[i])));
+        CHECK(ie < 1e-5, "rht %d: inverse restores x (%g)", n, ie);
+        /* vector path == scalar path, forward and inverse */
+        memcpy(x, x0, sizeof(float) * R * K4);
+        qp_rht(x, R, K4, n, 99);
+        setenv("QP_SIMD", "scalar", 1);
+        qp_rht(y, R, K4, n, 99);
+        CHECK(memcmp(x, y, sizeof(float) * R * K4) == 0, "rht %d: vector == scalar", n);
+        qp_rht_inverse(y, R, K4, n, 99);
+        unsetenv("QP_SIMD");
+        qp_rht_inverse(x, R, K4, n, 99);
+        CHECK(memcmp(x, y, sizeof(float) * R * K4) == 0, "rht %d: vector inverse == scalar inverse", n);
+        /* bad shapes: cols not a multiple of n, nothing changed */
+        memcpy(y, x0, sizeof(float) * R * K4);
+        CHECK(qp_rht(y, R, K4 - 16, n, 1) == (n == 16 ? 0 : -1), "rht %d: cols %d", n, K4 - 16);
+        if (n > 16) CHECK(memcmp(y, x0, sizeof(float) * R * (K4 - 16)) == 0, "rht %d: refused input unchanged", n);
+        free(x0), free(x), free(y), free(sg4);
+    }
+    static const int bad_n[] = {0, 8, 24, 256, -16};
+    for (int i = 0; i < 5; i++)
+        CHECK(qp_rht(bad, 1, 16, bad_n[i], 1) == -1 && qp_rht_inverse(bad, 1, 16, bad_n[i], 1) == -1,
+              "rht size %d rejected", bad_n[i]);
     return qp_test_finish("test_hadamard");
 }

@@ -244,25 +244,26 @@ static void test_stochastic(void)
  * (unaligned word index) for per-tensor ones. */
 static void test_sr_slices(void)
 {
-    const int64_t R = 32, C = 96;
+    const int64_t R = 256, C = 384;
     float *x = randn(R * C, 91, 1.0f), *whole = malloc(R * C * 4), *part = malloc(R * C * 4),
           *src = malloc(R * C * 4);
     for (int f = QP_FMT_BF16; f < QP_FMT_COUNT; f++) {
         const qp_format_traits *t = &qp_formats[f];
         for (int path = 0; path < 2; path++) {
-            void (*qdq)(qp_fmt, const float *, float *, int64_t, int64_t, const qp_qopts *, qp_qstats *) =
+            int (*qdq)(qp_fmt, const float *, float *, int64_t, int64_t, const qp_qopts *, qp_qstats *) =
                 path ? qp_qdq : qp_qdq_ref;
             qp_qopts o = {.stochastic = true, .seed = 7, .stream = 123, .unscaled = true};
             qp_qstats st;
             qdq((qp_fmt)f, x, whole, R, C, &o, &st);
             if (t->tensor_scale) o.scale = st.scale;
-            /* rows [16, 32): a constant offset */
+            /* rows [R/2, R) (R/2 a multiple of every block height): a constant offset */
             qp_qopts ro = o;
-            ro.sr_offset = 16 * C;
-            qdq((qp_fmt)f, x + 16 * C, part, 16, C, &ro, NULL);
-            CHECK(memcmp(part, whole + 16 * C, 16 * C * 4) == 0, "%s %s: row slice", t->name, path ? "fast" : "ref");
-            /* columns [c0, c0 + 32) of every row: offset c0, row stride C */
-            const int64_t c0 = t->block_cols > 1 ? 32 : 5, w = 32;
+            ro.sr_offset = R / 2 * C;
+            qdq((qp_fmt)f, x + R / 2 * C, part, R / 2, C, &ro, NULL);
+            CHECK(memcmp(part, whole + R / 2 * C, R / 2 * C * 4) == 0, "%s %s: row slice", t->name,
+                  path ? "fast" : "ref");
+            /* columns [c0, c0 + w) of every row: offset c0, row stride C */
+            const int64_t c0 = t->block_cols > 1 ? t->block_cols : 5, w = t->block_cols > 32 ? t->block_cols : 32;
             for (int64_t r = 0; r < R; r++) memcpy(src + r * w, x + r * C + c0, w * 4);
             qp_qopts co = o;
             co.sr_offset = c0;
@@ -315,10 +316,12 @@ static void test_unscaled(void)
         int same = 1, bf16_exact = 1;
         for (int64_t i = 0; i < n; i++) {
             same &= qp_same_float(u[i] * s2.scale_inv, y[i]);
-            if (f != QP_FMT_FP32) bf16_exact &= qp_bf16_to_f32(qp_f32_to_bf16(u[i])) == u[i];
+            bf16_exact &= qp_bf16_to_f32(qp_f32_to_bf16(u[i])) == u[i];
         }
         CHECK(same && memcmp(&s1, &s2, sizeof s1) == 0, "%s unscaled * scale_inv == scaled", qp_formats[f].name);
-        CHECK(bf16_exact, "%s unscaled values exact in bf16", qp_formats[f].name);
+        /* the row's unscaled_exact is what the trainer's GEMM choice reads: it must be true exactly when it holds */
+        CHECK(bf16_exact == qp_formats[f].unscaled_exact, "%s unscaled values exact in bf16: %d, the table says %d",
+              qp_formats[f].name, bf16_exact, qp_formats[f].unscaled_exact);
     }
     free(x), free(y), free(u);
 }
@@ -339,8 +342,98 @@ static void test_table(void)
           "row bytes");
 }
 
+/* The new rules, at the level of one tensor: the round-up MX scale never
+ * saturates a block's amax; FP8 blocks store the FP32 decode scale 1/s (a
+ * power of two for -pow2) and decode to qp_qdq's values; Four Over Six's
+ * error is at most always-6's under the same tensor scale, per block. */
+static void test_new_rules(void)
+{
+    const int64_t rows = 48, cols = 300, n = rows * cols;
+    float *x = randn(n, 321, 1.0f), *y = malloc(n * 4), *y6 = malloc(n * 4), *d = malloc(n * 4);
+    for (int64_t i = 0; i < n; i += 97) x[i] *= 40.0f; /* outliers */
+    qp_qstats st;
+    static const qp_fmt rceil[] = {QP_FMT_MXFP8_RCEIL, QP_FMT_MXFP4_RCEIL};
+    for (int k = 0; k < 2; k++) {
+        CHECK(qp_qdq(rceil[k], x, y, rows, cols, NULL, &st) == 0, "rceil qdq");
+        CHECK(st.n_sat == 0, "%s: %lld elements saturated (the round-up scale never saturates amax)",
+              qp_formats[rceil[k]].name, (long long)st.n_sat);
+    }
+    CHECK(qp_qdq(QP_FMT_MXFP8, x, y, rows, cols, NULL, &st) == 0 && st.n_sat > 0,
+          "the OCP floor rule does saturate some blocks of this tensor (so the rceil check can fail)");
+    static const qp_fmt blk[] = {QP_FMT_FP8_BLOCK, QP_FMT_FP8_BLOCK_2D, QP_FMT_FP8_BLOCK_POW2, QP_FMT_FP8_BLOCK_2D_POW2};
+    for (int k = 0; k < 4; k++) {
+        const qp_format_traits *t = &qp_formats[blk[k]];
+        qp_qtensor q;
+        CHECK(qp_qtensor_alloc(&q, blk[k], rows, cols) == 0, "alloc %s", t->name);
+        CHECK(q.scale_rows == (rows + t->block_rows - 1) / t->block_rows && q.scale_cols == 3, "%s scale shape",
+              t->name);
+        qp_quantize(x, &q, NULL, &st);
+        qp_dequantize(&q, y);
+        qp_qdq(blk[k], x, d, rows, cols, NULL, NULL);
+        CHECK(memcmp(y, d, n * 4) == 0, "%s: dequantize == qdq", t->name);
+        int pow2 = 1, exact = 1;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c += 128) {
+                const float dec = qp_block_scale_at(&q, r, c);
+                pow2 &= (qp_f32_bits(dec) & 0x7FFFFFu) == 0;
+                /* the stored scale is 1/s with s = 448 / amax_b (TE's compute_scale_from_amax) */
+                float amax = 0.0f;
+                for (int64_t rr = r / t->block_rows * t->block_rows; rr < rows && rr < (r / t->block_rows + 1) * t->block_rows; rr++)
+                    for (int64_t cc = c; cc < c + 128 && cc < cols; cc++) amax = fmaxf(amax, fabsf(x[rr * cols + cc]));
+                float sc = 448.0f / amax;
+                if (t->rule == QP_RULE_POW2_BLOCK) sc = qp_bits_f32(qp_f32_bits(sc) & 0xFF800000u);
+                exact &= dec == 1.0f / sc;
+            }
+        CHECK(exact, "%s: stored scales are 1/(448/amax_b)%s", t->name, t->rule == QP_RULE_POW2_BLOCK ? ", truncated" : "");
+        CHECK(pow2 == (t->rule == QP_RULE_POW2_BLOCK), "%s: power-of-two scales %d", t->name, pow2);
+        qp_qtensor_free(&q);
+    }
+    /* Four Over Six vs always-6 (NVFP4's rule) under 4/6's tensor scale */
+    qp_qstats s4;
+    qp_qdq(QP_FMT_NVFP4_4O6, x, y, rows, cols, NULL, &s4);
+    qp_qopts same = {.scale = s4.scale};
+    qp_qdq(QP_FMT_NVFP4, x, y6, rows, cols, &same, NULL);
+    CHECK(s4.scale == 1536.0f / qp_amax(x, n), "4o6 tensor scale 6*256/amax");
+    int worse = 0, better = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t b = 0; b < cols; b += 16) {
+            double e4 = 0, e6 = 0;
+            for (int64_t c = b; c < b + 16 && c < cols; c++) {
+                const double v = x[r * cols + c];
+                e4 += (v - y[r * cols + c]) * (v - y[r * cols + c]);
+                e6 += (v - y6[r * cols + c]) * (v - y6[r * cols + c]);
+            }
+            worse += e4 > e6;
+            better += e4 < e6;
+        }
+    CHECK(worse == 0 && better > 0, "4o6: %d blocks worse than always-6, %d better", worse, better);
+    free(x), free(y), free(y6), free(d);
+}
+
+/* An unknown format is an error wherever one enters quant/. */
+static void test_unknown_format(void)
+{
+    float x[4] = {1, 2, 3, 4}, y[4];
+    qp_qtensor q;
+    static const int bad[] = {-1, QP_FMT_COUNT, 1000};
+    for (int i = 0; i < 3; i++) {
+        const qp_fmt f = (qp_fmt)bad[i];
+        CHECK(qp_qdq(f, x, y, 1, 4, NULL, NULL) == -1 && qp_qdq_ref(f, x, y, 1, 4, NULL, NULL) == -1,
+              "qp_qdq(%d) refused", bad[i]);
+        CHECK(qp_qtensor_alloc(&q, f, 1, 4) == -1, "alloc(%d) refused", bad[i]);
+        CHECK(qp_row_bytes(f, 4) == -1 && qp_tensor_scale_range(f) == 0.0f, "sizes of %d", bad[i]);
+        int64_t sr = 7, sc = 7;
+        qp_scale_shape(f, 4, 4, &sr, &sc);
+        CHECK(sr == 0 && sc == 0, "scale shape of %d", bad[i]);
+    }
+    CHECK(qp_format_by_name("mxfp6") == NULL && qp_format_by_name("") == NULL, "unknown names");
+    CHECK(qp_qdq(QP_FMT_MXFP8, x, y, -1, 4, NULL, NULL) == -1, "negative shape refused");
+}
+
 int main(void)
 {
+    test_new_rules();
+    test_unknown_format();
     test_packed_equals_fused();
     test_fp8_tensor_scale();
     test_mx_scale_rule();

@@ -1,9 +1,14 @@
 /* test_simd.c — the vector path (qp_quantize / qp_qdq / qp_amax) against the
- * scalar reference, bit for bit: codes, scales, tensor scale, statistics and
- * decoded values, on random data and on adversarial inputs — rounding ties,
- * float and target subnormals, block maxima at the scale boundaries, NaN/Inf,
- * zeros, ragged shapes. On a CPU without a vector path it says so and checks
- * the reference against itself only. */
+ * scalar reference, bit for bit, for every format of the table: codes,
+ * scales, tensor scale, statistics and decoded values, on random data and on
+ * adversarial inputs — rounding ties, float and target subnormals, block
+ * maxima at the scale boundaries, NaN/Inf (dense, and sparse so that finite
+ * and non-finite blocks sit side by side), zeros, values near FLT_MAX, small
+ * grids where Four Over Six's two errors tie, ragged shapes, and tensors
+ * large enough for streaming stores (aligned and not). ctest runs it twice:
+ * as the CPU allows, and with QP_SIMD=avx512-nobf16 (BF16 without
+ * vcvtne2ps2bf16). On a CPU without a vector path it says so and checks the
+ * reference against itself only. */
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,8 +17,8 @@
 #include "qp_quant.h"
 #include "qp_test.h"
 
-enum { RANDOM, TIES, SUBNORMAL, BOUNDARY, SPECIAL, NKINDS };
-static const char *kind_names[NKINDS] = {"random", "ties", "subnormal", "boundary", "special"};
+enum { RANDOM, TIES, SUBNORMAL, BOUNDARY, SPECIAL, SPARSE, HUGE, GRID, NKINDS };
+static const char *kind_names[NKINDS] = {"random", "ties", "subnormal", "boundary", "special", "sparse", "huge", "grid"};
 
 /* Values that sit exactly on rounding midpoints of every element grid after
  * any power-of-two scale: (2k+1)/2 ulps at assorted binades. */
@@ -52,13 +57,30 @@ static void fill(float *x, int64_t n, int kind, unsigned long long seed)
             if (i % 3) x[i] *= 0.25f * g;
             break;
         }
-        default: {
+        case SPECIAL: {
             static const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, FLT_MIN,
                                              1e-45f, 1.0f};
             x[i] = (qp_test_next(&s) % 8 == 0) ? specials[qp_test_next(&s) % 10] : g;
             if (i % 97 == 0) x[i] = 0.0f;
             break;
         }
+        case SPARSE: {
+            /* mostly finite blocks, a few holding one NaN or Inf, runs of zeros */
+            const unsigned long long r = qp_test_next(&s) % 700;
+            x[i] = r == 0 ? NAN : r == 1 ? -INFINITY : r == 2 ? INFINITY : (i / 40) % 9 == 4 ? 0.0f : g;
+            break;
+        }
+        case HUGE:
+            /* magnitudes near FLT_MAX (BF16 rounding to Inf, scaled values overflowing) and tiny ones */
+            x[i] = (qp_test_next(&s) % 3 ? FLT_MAX / ldexpf(1.0f, (int)(qp_test_next(&s) % 12)) : 1e-30f) *
+                   (g < 0 ? -1.0f : 1.0f) * (1.0f - 1e-3f * (float)(qp_test_next(&s) % 256));
+            break;
+        default:
+            /* small multiples of powers of two, whole blocks constant now and then: the two
+             * candidates of Four Over Six often give exactly equal errors */
+            x[i] = (float)((int)(qp_test_next(&s) % 13) - 6) * ldexpf(1.0f, (int)(qp_test_next(&s) % 3) - 1);
+            if ((i / 16) % 5 == 2) x[i] = x[i - i % 16];
+            break;
         }
     }
     if (kind == SPECIAL && n >= 64)
@@ -103,7 +125,7 @@ int main(void)
     printf("vector path: %s\n", qp_simd_name());
     if (strcmp(qp_simd_name(), "scalar") == 0) printf("note: no vector path on this CPU; reference vs itself\n");
     const int64_t shapes[][2] = {{1, 1}, {1, 15}, {1, 17}, {3, 31}, {2, 33}, {5, 48}, {17, 100}, {33, 64},
-                                 {16, 257}, {64, 1024}};
+                                 {16, 257}, {64, 1024}, {130, 300}, {2, 4160}};
     for (int kind = 0; kind < NKINDS; kind++)
         for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             const int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
@@ -127,6 +149,24 @@ int main(void)
             }
             free(x);
         }
+    /* Tensors of 32 MiB and more are written with streaming stores: aligned
+     * rows, and output rows that are not 64-byte aligned (y one float in). */
+    {
+        const int64_t rows = 2048, cols = 4096, n = rows * cols;
+        float *x = malloc((size_t)n * 4);
+        fill(x, n, SPARSE, 77);
+        static const qp_fmt big[] = {QP_FMT_BF16, QP_FMT_FP8_E4M3, QP_FMT_MXFP4, QP_FMT_NVFP4, QP_FMT_FP8_BLOCK_2D};
+        for (unsigned f = 0; f < sizeof big / sizeof big[0]; f++) compare(big[f], x, rows, cols, NULL, "large");
+        qp_qopts sr = {.stochastic = true, .seed = 3, .stream = 1};
+        compare(QP_FMT_MXFP8_E5M2, x, rows, cols, &sr, "large-stochastic");
+        float *ya = malloc((size_t)n * 4 + 64), *yb = malloc((size_t)n * 4 + 64);
+        qp_qstats sa, sb;
+        qp_qdq(QP_FMT_MXFP8, x, ya + 1, rows, cols, NULL, &sa);
+        qp_qdq_ref(QP_FMT_MXFP8, x, yb, rows, cols, NULL, &sb);
+        CHECK(same_floats(ya + 1, yb, n) && memcmp(&sa, &sb, sizeof sa) == 0, "mxfp8 large, unaligned output");
+        free(ya), free(yb), free(x);
+    }
+
     /* Per-tensor ties with scale 1: the exact midpoints of the FP8 grids. */
     float ties[512];
     for (int i = 0; i < 256; i++) {

@@ -39,15 +39,6 @@ typedef struct {
     struct timespec last;
 } work;
 
-/* The SR stream of a tensor is a hash of its name, so a tensor's rounding
- * does not depend on which other tensors or files are in the run. */
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static void compute_tensor(work *w, size_t i)
 {
     const qp_tensor *t = &w->l->t[i];
@@ -67,7 +58,7 @@ static void compute_tensor(work *w, size_t i)
         qp_qopts qo = {0};
         qo.stochastic = var->sr != 0;
         qo.seed = o->seed;
-        qo.stream = name_hash(t->name);
+        qo.stream = qp_metrics_name_stream(t->name); /* qp_metrics.h */
         const int rc = qp_metrics_for_format(var->fmt, t->data, t->rows, t->cols, &qo, var->rht, o->seed,
                                              scratch, &w->m[i * (size_t)o->nvar + v]);
         *st = rc == 0 ? SLOT_OK : SLOT_FAIL;

@@ -1,6 +1,7 @@
 /* qp_backend.c — the CPU backend (see qp_backend.h): the existing calls. */
 #include "qp_backend.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,14 @@ static int cpu_nothing(qp_backend *b)
     return 0;
 }
 
+static void cpu_phases(qp_backend *b, double ms[QP_PHASE_COUNT])
+{
+    (void)b;
+    qp_prof_read(ms);
+    if (!qp_prof_enabled())
+        for (int i = 0; i < QP_PHASE_COUNT; i++) ms[i] = NAN;
+}
+
 static const char *cpu_error(qp_backend *b) { return C(b)->err; }
 static void cpu_destroy(qp_backend *b)
 {
@@ -97,12 +106,18 @@ int qp_backend_cpu(qp_backend *b, qp_gpt *model, qp_linear *lin, float *adam_m, 
     b->from_host = cpu_nothing;
     b->error = cpu_error;
     b->destroy = cpu_destroy;
+    b->phases = cpu_phases;
     return 0;
 }
 
 #if !QP_HAVE_CUDA
 int qp_backend_cuda_built(void) { return 0; }
 int qp_backend_cuda_devices(void) { return 0; }
+int qp_backend_cuda_device_count(char *why, size_t whylen)
+{
+    if (why && whylen) snprintf(why, whylen, "built without CUDA");
+    return 0;
+}
 int qp_backend_cuda_nccl(void) { return 0; }
 
 int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,

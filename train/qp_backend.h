@@ -19,6 +19,7 @@
 #include "qp_linear.h"
 #include "qp_model.h"
 #include "qp_optim.h"
+#include "qp_prof.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,6 +59,11 @@ struct qp_backend {
     int (*grads_to_host)(qp_backend *b);
     int (*grads_from_host)(qp_backend *b);
     int (*poke)(qp_backend *b, int grads, int64_t offset, float value);
+    /* The last step's time by phase (qp_prof.h; the run file's phase
+     * columns), read after adamw: the CPU's from the host's phase profile
+     * (reset at each step's start), a device's from its own timing of the
+     * step's work; NaN for a phase not measured. */
+    void (*phases)(qp_backend *b, double ms[QP_PHASE_COUNT]);
 };
 
 /* The CPU: model, dispatch and moment buffers stay the caller's. 0, or -1 (no memory). */
@@ -66,6 +72,9 @@ int qp_backend_cpu(qp_backend *b, qp_gpt *model, qp_linear *lin, float *adam_m, 
 /* 1 if this build has the CUDA backend; the number of CUDA devices (0 without). */
 int qp_backend_cuda_built(void);
 int qp_backend_cuda_devices(void);
+/* The same; when it is 0, why in `why` (the CUDA error's name, e.g.
+ * "cudaGetDeviceCount: cudaErrorInsufficientDriver (...)", or "0 devices"). */
+int qp_backend_cuda_device_count(char *why, size_t whylen);
 /* 1 if the CUDA backend was built with NCCL (data parallelism on GPUs). */
 int qp_backend_cuda_nccl(void);
 /* The GPU, for the host model (its parameters are copied up) with lc the

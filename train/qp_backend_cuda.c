@@ -1,6 +1,16 @@
 /* qp_backend_cuda.c — the CUDA backend (see qp_backend.h): the GPU model and
  * dispatch of kernels/, with the host model's parameters and the host Adam
- * moments as checkpoint mirrors. Built only with CUDA. */
+ * moments as checkpoint mirrors. Built only with CUDA.
+ *
+ * The dispatch keeps quantization statistics on the device; they are applied
+ * to the host scaling states where the stream is drained anyway (after the
+ * forward's loss, the gradient norm, AdamW) and before the host states are
+ * read (checkpoints), so the trainer always sees them current.
+ * The GPU's phases (kernels/qp_cuda_prof.h: qp_prof.h's, timed by events
+ * on the compute stream) fill the run file's phase columns, step by step,
+ * unless the phase profile is off (QP_PROFILE=0); QP_CUDA_PROFILE=1 also
+ * prints the whole run's split on stderr at the end: "qtrain: GPU phases
+ * (QP_CUDA_PROFILE): ...". */
 #include "qp_backend.h"
 
 #include <stdio.h>
@@ -11,6 +21,7 @@
 
 #include "qp_cuda_linear.h"
 #include "qp_cuda_model.h"
+#include "qp_cuda_prof.h"
 #include "qp_dist.h"
 #if QP_HAVE_NCCL
 #include "qp_nccl.h"
@@ -21,6 +32,9 @@ typedef struct {
     float *adam_m, *adam_v;
     qp_cuda_gpt m;
     qp_cuda_linear *lin;
+    qp_cuda_prof *prof;  /* the phase profile (NULL: off) */
+    int prof_report;     /* QP_CUDA_PROFILE=1: the run's split on stderr at the end */
+    int64_t prof_steps;  /* steps ended (the first two are warm-up, not in the report) */
     int m_ok;
     const int32_t *last_in, *last_tg;
 #if QP_HAVE_NCCL
@@ -37,6 +51,9 @@ static int gfail(gpu *g, const char *msg)
     return -1;
 }
 
+/* the dispatch's kept statistics into the host scaling states (waits) */
+static int gflush(gpu *g) { return qp_cuda_linear_flush(g->lin) ? gfail(g, qp_cuda_linear_error(g->lin)) : 0; }
+
 static void g_begin_step(qp_backend *b, int64_t step, int log_qerr) { qp_cuda_linear_begin_step(G(b)->lin, step, log_qerr); }
 static void g_begin_micro(qp_backend *b, int micro) { qp_cuda_linear_begin_micro(G(b)->lin, micro); }
 static void g_set_frozen(qp_backend *b, int frozen) { qp_cuda_linear_set_frozen(G(b)->lin, frozen); }
@@ -44,6 +61,11 @@ static void g_set_frozen(qp_backend *b, int frozen) { qp_cuda_linear_set_frozen(
 static int g_zero_grad(qp_backend *b)
 {
     gpu *g = G(b);
+    /* a step starts: what ran since the last step's end (evaluation,
+     * checkpoint copies) is not the step's. The stream is idle here (every
+     * step, evaluation and copy ends waiting for it), so the wait is free. */
+    if (g->prof && (qp_cuda_gpt_sync(&g->m) || qp_cuda_prof_collect(g->prof, 0)))
+        return gfail(g, g->m.err[0] ? g->m.err : "phase profile: CUDA error");
     return qp_cuda_gpt_zero_grad(&g->m) ? gfail(g, g->m.err) : 0;
 }
 
@@ -51,6 +73,7 @@ static int g_forward(qp_backend *b, const int32_t *in, const int32_t *tg, float 
 {
     gpu *g = G(b);
     if (qp_cuda_gpt_set_batch(&g->m, in, tg) || qp_cuda_gpt_forward(&g->m, g->lin)) return gfail(g, g->m.err);
+    if (gflush(g)) return -1;
     g->last_in = in, g->last_tg = tg;
     *mean_loss = g->m.mean_loss;
     return 0;
@@ -66,19 +89,24 @@ static int g_backward(qp_backend *b, const int32_t *in, const int32_t *tg, float
 static int g_grad_norm(qp_backend *b, double *norm)
 {
     gpu *g = G(b);
-    return qp_cuda_gpt_grad_norm(&g->m, norm) ? gfail(g, g->m.err) : 0;
+    return qp_cuda_gpt_grad_norm(&g->m, norm) ? gfail(g, g->m.err) : gflush(g);
 }
 
 static int g_adamw(qp_backend *b, const qp_optim_cfg *c, int64_t t, double lr, float clip)
 {
     gpu *g = G(b);
     /* waits for the step to finish, so step_ms and the power window are the step's */
-    return qp_cuda_gpt_adamw(&g->m, c, t, lr, clip) || qp_cuda_gpt_sync(&g->m) ? gfail(g, g->m.err) : 0;
+    if (qp_cuda_gpt_adamw(&g->m, c, t, lr, clip) || qp_cuda_gpt_sync(&g->m)) return gfail(g, g->m.err);
+    if (g->prof && qp_cuda_prof_collect(g->prof, ++g->prof_steps > 2)) return gfail(g, "phase profile: CUDA error");
+    return gflush(g);
 }
+
+static void g_phases(qp_backend *b, double ms[QP_PHASE_COUNT]) { qp_cuda_prof_last(G(b)->prof, ms); }
 
 static int g_to_host(qp_backend *b)
 {
     gpu *g = G(b);
+    if (gflush(g)) return -1;
     return qp_cuda_gpt_download(&g->m, g->host->params_memory, g->adam_m, g->adam_v) ? gfail(g, g->m.err) : 0;
 }
 
@@ -97,7 +125,7 @@ static int g_copy(gpu *g, void *dst, const void *src, int64_t n, enum cudaMemcpy
     cudaError_t e = cudaMemcpyAsync(dst, src, (size_t)n * sizeof(float), kind, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     if (e != cudaSuccess) {
-        snprintf(g->err, sizeof g->err, "copy: %s", cudaGetErrorString(e));
+        snprintf(g->err, sizeof g->err, "copy: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
         return -1;
     }
     return 0;
@@ -128,6 +156,7 @@ static int g_allreduce_grads(qp_backend *b)
 {
     gpu *g = G(b);
     double ms = 0.0;
+    qp_cuda_prof_mark(g->prof, QP_PHASE_COMM);
     const int rc = qp_nccl_sum_f32(g->nccl, g->m.grads_memory, g->m.num_params, &ms, g->err, sizeof g->err);
     qp_dist_add_comm_ms(ms);
     return rc;
@@ -153,6 +182,12 @@ static void g_destroy(qp_backend *b)
 {
     gpu *g = G(b);
     if (g) {
+        if (g->prof && g->prof_report) {
+            char line[600];
+            qp_cuda_prof_report(g->prof, line, sizeof line);
+            fprintf(stderr, "qtrain: GPU phases (QP_CUDA_PROFILE): %s\n", line);
+        }
+        qp_cuda_prof_destroy(g->prof);
         qp_cuda_linear_destroy(g->lin);
 #if QP_HAVE_NCCL
         qp_nccl_destroy(g->nccl);
@@ -165,6 +200,7 @@ static void g_destroy(qp_backend *b)
 
 int qp_backend_cuda_built(void) { return 1; }
 int qp_backend_cuda_devices(void) { return qp_cuda_gpt_devices(); }
+int qp_backend_cuda_device_count(char *why, size_t whylen) { return qp_cuda_gpt_device_count(why, whylen); }
 #if QP_HAVE_NCCL
 int qp_backend_cuda_nccl(void) { return 1; }
 #else
@@ -175,9 +211,10 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
                     float *adam_v, char *err, size_t errlen)
 {
     memset(b, 0, sizeof *b);
-    const int ndev = qp_cuda_gpt_devices();
+    char why[200];
+    const int ndev = qp_cuda_gpt_device_count(why, sizeof why);
     if (ndev < 1) {
-        snprintf(err, errlen, "no CUDA device found");
+        snprintf(err, errlen, "no CUDA device found (%s)", why);
         return -1;
     }
     if (lc->dp_size > 1) {
@@ -186,7 +223,7 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
         const int dev = qp_nccl_pick_device(qp_dist_local_rank(), ndev);
         const cudaError_t e = cudaSetDevice(dev);
         if (e != cudaSuccess) {
-            snprintf(err, errlen, "cudaSetDevice(%d): %s", dev, cudaGetErrorString(e));
+            snprintf(err, errlen, "cudaSetDevice(%d): %s (%s)", dev, cudaGetErrorName(e), cudaGetErrorString(e));
             return -1;
         }
 #else
@@ -223,6 +260,17 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
         g_destroy(b);
         return -1;
     }
+    const char *prof = getenv("QP_CUDA_PROFILE");
+    g->prof_report = prof && prof[0] == '1';
+    if (g->prof_report || qp_prof_enabled()) {
+        if (!(g->prof = qp_cuda_prof_create(g->m.stream))) {
+            snprintf(err, errlen, "the GPU phase profile: no CUDA events (QP_PROFILE=0 runs without it)");
+            g_destroy(b);
+            return -1;
+        }
+        qp_cuda_gpt_set_profiler(&g->m, g->prof);
+        qp_cuda_linear_set_profiler(g->lin, g->prof);
+    }
     struct cudaDeviceProp p;
     int dev = 0;
     if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess)
@@ -245,6 +293,7 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
     b->grads_to_host = g_grads_to_host;
     b->grads_from_host = g_grads_from_host;
     b->poke = g_poke;
+    b->phases = g_phases;
 #if QP_HAVE_NCCL
     if (g->nccl) b->allreduce_grads = g_allreduce_grads;
 #endif

@@ -18,7 +18,16 @@
  *     off_i = qp_rng_u32(seed, s, (uint64_t)index * B + i) % (n_s - T)
  *     inputs [i*T + t] = tok[base_s + off_i + t]        t in [0, T)
  *     targets[i*T + t] = tok[base_s + off_i + t + 1]
- * so off_i + T <= n_s - 1: a window never leaves its split. The draw is one
+ * so off_i + T <= n_s - 1: a window never leaves its split.
+ *
+ * Fixed batches (the validation set every run of a study shares, whatever
+ * its seed): a set of nb batches is W = nb*B windows spread evenly over the
+ * whole split, window w at base_s + floor(w * (n_s-1-T) / (W-1)) (the first
+ * at the split's start, the last ending at its end), batch k = windows
+ * kB .. kB+B-1. The stride is at least T (no window overlaps another) as nb
+ * is at most floor(floor((n_s-1)/T) / B); a set of that size covers the
+ * split. Spread, not from the start: a split made of several texts (the
+ * English corpus) is sampled in proportion at any size. The draw is one
  * 32-bit word, so with n_s - T > 2^32 the offsets cover only the first 2^32
  * positions of the split (and the modulo bias is < (n_s - T) / 2^32). */
 #include "qp_data.h"
@@ -200,6 +209,20 @@ int64_t qp_dataset_tokens(const qp_dataset *d, int split)
     return -1;
 }
 
+/* One window of T+1 tokens at absolute offset off into row i. */
+static void copy_window(const qp_dataset *d, uint64_t off, int T, int32_t *in, int32_t *tg)
+{
+    if (d->shard) {
+        const uint8_t *p = d->tok + 2 * off;
+        for (int t = 0; t < T; t++) in[t] = (int32_t)le16(p + 2 * t);
+        for (int t = 0; t < T; t++) tg[t] = (int32_t)le16(p + 2 * (t + 1));
+    } else {
+        const uint8_t *p = d->tok + off;
+        for (int t = 0; t < T; t++) in[t] = p[t];
+        for (int t = 0; t < T; t++) tg[t] = p[t + 1];
+    }
+}
+
 /* Also -1 for an unknown split, B or T < 1, or a negative index. Reads only
  * the immutable mapping, so any number of threads may call it at once. */
 int qp_dataset_batch(const qp_dataset *d, int split, uint64_t seed, int64_t index, int B, int T, int32_t *inputs,
@@ -211,16 +234,30 @@ int qp_dataset_batch(const qp_dataset *d, int split, uint64_t seed, int64_t inde
     const uint64_t span = (uint64_t)(n - T);
     for (int i = 0; i < B; i++) {
         const uint64_t off = (uint64_t)base + qp_rng_u32(seed, (uint64_t)split, (uint64_t)index * (uint64_t)B + (uint64_t)i) % span;
-        int32_t *in = inputs + (size_t)i * T, *tg = targets + (size_t)i * T;
-        if (d->shard) {
-            const uint8_t *p = d->tok + 2 * off;
-            for (int t = 0; t < T; t++) in[t] = (int32_t)le16(p + 2 * t);
-            for (int t = 0; t < T; t++) tg[t] = (int32_t)le16(p + 2 * (t + 1));
-        } else {
-            const uint8_t *p = d->tok + off;
-            for (int t = 0; t < T; t++) in[t] = p[t];
-            for (int t = 0; t < T; t++) tg[t] = p[t + 1];
-        }
+        copy_window(d, off, T, inputs + (size_t)i * T, targets + (size_t)i * T);
+    }
+    return 0;
+}
+
+int64_t qp_dataset_fixed_batches(const qp_dataset *d, int split, int B, int T)
+{
+    const int64_t n = qp_dataset_tokens(d, split);
+    if (n < 0 || B < 1 || T < 1 || n < (int64_t)T + 1) return 0;
+    return (n - 1) / T / B;
+}
+
+int qp_dataset_fixed_batch(const qp_dataset *d, int split, int64_t index, int64_t nbatches, int B, int T,
+                           int32_t *inputs, int32_t *targets)
+{
+    const int64_t most = qp_dataset_fixed_batches(d, split, B, T);
+    if (nbatches < 1 || nbatches > most || index < 0 || index >= nbatches) return -1;
+    const int64_t n = qp_dataset_tokens(d, split), base = split == QP_SPLIT_TRAIN ? 0 : d->n_train;
+    const int64_t nw = nbatches * B, last = n - 1 - T; /* the last window start that fits */
+    for (int i = 0; i < B; i++) {
+        const int64_t w = index * B + i;
+        /* spread evenly from the first to the last position (stride >= T: no overlap) */
+        const int64_t off = nw > 1 ? (int64_t)((__int128)w * last / (nw - 1)) : 0;
+        copy_window(d, (uint64_t)(base + off), T, inputs + (size_t)i * T, targets + (size_t)i * T);
     }
     return 0;
 }

@@ -36,6 +36,16 @@ int64_t qp_dataset_tokens(const qp_dataset *d, int split);
 int qp_dataset_batch(const qp_dataset *d, int split, uint64_t seed, int64_t index, int B, int T, int32_t *inputs,
                      int32_t *targets);
 
+/* The fixed batches of a split, the same for every seed (so every run of a
+ * study evaluates on the same tokens): a set of nbatches batches is
+ * nbatches*B windows of T+1 tokens spread evenly over the whole split,
+ * without overlap. _batches: the most a set may hold (windows of stride T
+ * covering the split; 0 if none fits); _batch: fill batch `index` of a set
+ * of nbatches, -1 when either is out of range. */
+int64_t qp_dataset_fixed_batches(const qp_dataset *d, int split, int B, int T);
+int qp_dataset_fixed_batch(const qp_dataset *d, int split, int64_t index, int64_t nbatches, int B, int T,
+                           int32_t *inputs, int32_t *targets);
+
 /* FNV-1a 64 of a batch's tokens: logged per step so runs can prove they saw
  * the same data. */
 uint64_t qp_batch_hash(const int32_t *tokens, int64_t n);

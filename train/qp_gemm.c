@@ -28,6 +28,8 @@ struct qp_gemm {
     int bf16_ok;           /* BF16 kernels usable (probed at create) */
     uint16_t *abuf, *bbuf; /* BF16 copies of the operands */
     size_t abuf_n, bbuf_n;
+    float *kbuf;           /* qp_gemm_run_kscaled: the chunks of A and B, a partial product, the sum */
+    size_t kbuf_n;
     char impl_bf16[96], impl_f32[96];
     double seconds, flops;
     char err[256];
@@ -147,6 +149,7 @@ void qp_gemm_destroy(qp_gemm *g)
     dnnl_engine_destroy(g->engine);
     free(g->abuf);
     free(g->bbuf);
+    free(g->kbuf);
     free(g);
 }
 
@@ -235,6 +238,66 @@ int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, fl
 {
     qp_prof_push(QP_PHASE_GEMM);
     const int rc = gemm_run(g, A, a_t, B, b_t, C, M, N, K, alpha, accumulate, bf16_exact);
+    qp_prof_pop();
+    return rc;
+}
+
+/* Columns [k0, k0 + w) of X (rows x K, or stored K x rows when x_t) into dst (rows x w). */
+static void copy_chunk(const float *X, int x_t, int rows, int K, int k0, int w, float *dst)
+{
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < w; k++) dst[(size_t)r * w + k] = x_t ? X[(size_t)(k0 + k) * rows + r] : X[(size_t)r * K + k0 + k];
+}
+
+static int gemm_run_kscaled(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N,
+                            int K, int kc, const float *sa, const float *sb, float alpha, int accumulate,
+                            int bf16_exact)
+{
+    if (kc <= 0 || M <= 0 || N <= 0 || K <= 0) {
+        snprintf(g->err, sizeof g->err, "K-chunked GEMM: bad shape %dx%dx%d, chunk %d", M, N, K, kc);
+        return -1;
+    }
+    const int nk = (K + kc - 1) / kc;
+    const size_t w = (size_t)(K < kc ? K : kc), need = (size_t)M * w + (size_t)N * w + 2 * (size_t)M * N;
+    if (g->kbuf_n < need) {
+        float *nb = realloc(g->kbuf, need * sizeof(float));
+        if (!nb) {
+            snprintf(g->err, sizeof g->err, "out of memory for the K-chunked GEMM");
+            return -1;
+        }
+        g->kbuf = nb;
+        g->kbuf_n = need;
+    }
+    float *ac = g->kbuf, *bc = ac + (size_t)M * w, *part = bc + (size_t)N * w, *acc = part + (size_t)M * N;
+    for (int c = 0; c < nk; c++) {
+        const int k0 = c * kc, wc = K - k0 < kc ? K - k0 : kc;
+        copy_chunk(A, a_t, M, K, k0, wc, ac);
+        copy_chunk(B, b_t, N, K, k0, wc, bc);
+        if (gemm_run(g, ac, 0, bc, 0, part, M, N, wc, 1.0f, 0, bf16_exact)) return -1;
+        /* promoted to FP32 and scaled, in chunk order: acc += (sa * sb) * part */
+#pragma omp parallel for schedule(static)
+        for (int m = 0; m < M; m++) {
+            const float am = sa ? sa[(size_t)m * nk + c] : 1.0f;
+            float *arow = acc + (size_t)m * N;
+            const float *prow = part + (size_t)m * N;
+            for (int n = 0; n < N; n++) {
+                const float scale = am * (sb ? sb[(size_t)n * nk + c] : 1.0f);
+                arow[n] = c == 0 ? scale * prow[n] : arow[n] + scale * prow[n];
+            }
+        }
+    }
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < (size_t)M * N; i++) C[i] = accumulate ? alpha * acc[i] + C[i] : alpha * acc[i];
+    return 0;
+}
+
+/* The chunk copies and the FP32 promotion count as GEMM time too. */
+int qp_gemm_run_kscaled(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
+                        int kc, const float *sa, const float *sb, float alpha, int accumulate, int bf16_exact)
+{
+    qp_prof_push(QP_PHASE_GEMM);
+    const int rc = gemm_run_kscaled(g, A, a_t, B, b_t, C, M, N, K, kc, sa, sb, alpha, accumulate, bf16_exact);
     qp_prof_pop();
     return rc;
 }

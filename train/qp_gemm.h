@@ -31,6 +31,17 @@ int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, fl
                 float alpha, int accumulate, int bf16_exact);
 const char *qp_gemm_error(const qp_gemm *g);
 
+/* The FP8 block-scaled GEMM as DeepSeek-V3's kernels and Hopper's
+ * block-scaled cuBLASLt GEMMs compute it, whose FP32 block scales along K
+ * cannot be folded into alpha: for each chunk c of kc columns of K, in order,
+ * the partial product P_c = A_c B_c^T of the operands' element codes (exact
+ * BF16 values: bf16_exact) is accumulated on its own (FP32, oneDNN), then
+ * promoted: acc += (sa[m*nk + c] * sb[n*nk + c]) * P_c in FP32, nk =
+ * ceil(K / kc) (sa, sb NULL meaning 1); finally C = alpha * acc (+ C when
+ * accumulate). Operands as qp_gemm_run's. Returns 0, or -1 with a message. */
+int qp_gemm_run_kscaled(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
+                        int kc, const float *sa, const float *sb, float alpha, int accumulate, int bf16_exact);
+
 /* oneDNN's implementation names, for the run file: e.g. "brg:avx512_core_bf16"
  * ("none" before the first product of that type). */
 const char *qp_gemm_impl_bf16(const qp_gemm *g);

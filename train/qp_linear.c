@@ -22,6 +22,12 @@ struct qp_linear {
     qp_scaling_state *states;   /* [layer][gemm][operand] */
     float *tbuf[2], *qbuf[2];   /* per GEMM side: transposed/rotated copy, quantized copy */
     float *mbuf;                /* dequantized values for error metrics */
+    /* per side, grown on first use by a format whose block scales cannot go
+     * into alpha (FP32-scaled FP8 blocks): packed codes and scales, and the
+     * scale of every (row, K-chunk) for qp_gemm_run_kscaled */
+    uint8_t *kcodes[2], *kscales[2];
+    float *kscale[2];
+    size_t kcodes_n[2], kscales_n[2], kscale_n[2];
     int64_t step;
     int micro;
     int log_qerr;
@@ -93,7 +99,7 @@ void qp_linear_destroy(qp_linear *l)
         for (int i = 0; i < l->cfg.n_layers * N_QGEMMS * QP_OPND_COUNT; i++) qp_scaling_free(&l->states[i]);
     free(l->states);
     free(l->plans);
-    for (int s = 0; s < 2; s++) free(l->tbuf[s]), free(l->qbuf[s]);
+    for (int s = 0; s < 2; s++) free(l->tbuf[s]), free(l->qbuf[s]), free(l->kcodes[s]), free(l->kscales[s]), free(l->kscale[s]);
     free(l->mbuf);
     free(l);
 }
@@ -130,6 +136,12 @@ static uint64_t mix64(uint64_t z)
 }
 
 uint64_t qp_linear_rht_seed(uint64_t seed) { return mix64(seed ^ 0x52485431ull); }
+
+int qp_linear_rht_n(const qp_linear_plan *plan)
+{
+    if (!plan->rht_wgrad) return 0;
+    return plan->rht_n > 0 ? plan->rht_n : QK_RHT;
+}
 
 void qp_linear_use_init(qp_linear_use *u, const qp_linear_cfg *cfg, const qp_linear_plan *plan, qp_scaling_state *st,
                         int64_t step, int micro, int frozen, int layer, qp_gemm_id g, qp_pass pass, qp_operand o,
@@ -190,15 +202,59 @@ typedef struct {
     int trans;       /* stored cols x rows */
     float scale_inv; /* per-tensor decode scale, folded into alpha */
     int bf16_exact;
+    const float *kscale; /* not NULL: data holds element codes, this the scale of (row, K-chunk of QK_FP8_BLOCK) */
 } operand;
+
+static int grow(void **buf, size_t *cap, size_t bytes)
+{
+    if (*cap >= bytes) return 0;
+    void *nb = realloc(*buf, bytes);
+    if (!nb) return -1;
+    *buf = nb;
+    *cap = bytes;
+    return 0;
+}
+
+/* A format whose block scales must stay out of the GEMM's operands (FP32
+ * scales per 128 along K): quantize into packed storage, hand the GEMM the
+ * element codes (exact in BF16) and each row's scale per K-chunk. The values
+ * for error metrics (mbuf) are code * block scale, qp_qdq's. */
+static int prepare_kchunked(qp_linear *l, int side, qp_fmt fmt, const float *in, int rows, int cols,
+                            const qp_qopts *o, qp_qstats *qs)
+{
+    const qp_format_traits *t = &qp_formats[fmt];
+    qp_qtensor q = {.fmt = fmt, .rows = rows, .cols = cols, .row_bytes = qp_row_bytes(fmt, cols), .scale_inv = 1.0f};
+    qp_scale_shape(fmt, rows, cols, &q.scale_rows, &q.scale_cols);
+    const int nk = (int)q.scale_cols;
+    if (grow((void **)&l->kcodes[side], &l->kcodes_n[side], (size_t)rows * (size_t)q.row_bytes + 1) ||
+        grow((void **)&l->kscales[side], &l->kscales_n[side],
+             (size_t)(q.scale_rows * q.scale_cols * t->scale_bytes) + 1) ||
+        grow((void **)&l->kscale[side], &l->kscale_n[side], (size_t)rows * nk * sizeof(float) + 1)) {
+        snprintf(l->err, sizeof l->err, "out of memory for a block-scaled GEMM operand");
+        return -1;
+    }
+    q.codes = l->kcodes[side];
+    q.scales = l->kscales[side];
+    if (qp_quantize(in, &q, o, qs)) {
+        snprintf(l->err, sizeof l->err, "cannot quantize to %s", t->name);
+        return -1;
+    }
+    qp_decode_codes(&q, l->qbuf[side]);
+    float *ks = l->kscale[side];
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < nk; c++) ks[(size_t)r * nk + c] = qp_block_scale_at(&q, r, (int64_t)c * t->block_cols);
+    return 0;
+}
 
 /* Square 2D blocks (NVFP4-2D's 16x16 tiles) cover the same elements whether
  * the tensor is read as stored or transposed, so, without the RHT or SR
  * (whose words follow the layout), quantizing the stored layout gives the
- * transposed quantization's values, transposed: no transpose needed. */
+ * transposed quantization's values, transposed: no transpose needed. Not for
+ * formats handed to the GEMM as codes with per-(row, K-chunk) scales
+ * (prepare_kchunked: FP8 128x128 blocks), whose scales follow the layout. */
 static int stored_layout_quantizes_alike(const qp_format_traits *t, int rht, int sr)
 {
-    return t->block_rows > 1 && t->block_rows == t->block_cols && !rht && !sr;
+    return t->block_rows > 1 && t->block_rows == t->block_cols && t->unscaled_exact && !rht && !sr;
 }
 
 /* The wgrad pass quantizes dY^T exactly as the dgrad pass quantized dY when
@@ -212,28 +268,54 @@ static int dy_quantized_alike(const qp_linear_plan *plan)
            !plan->sr[QP_OPND_DY];
 }
 
+/* The /quant/error row of an operand use (when logged): the source `in`
+ * (rows x cols as the GEMM reads it) against this side's quantized copy
+ * (qcols per stored row; prepare_kchunked's codes times their block scales). */
+static void record_qerr(qp_linear *l, int layer, qp_gemm_id g, qp_operand o, qp_pass pass, int side, const float *in,
+                        int rows, int cols, int qcols, const qp_qstats *qs)
+{
+    if (!l->log_qerr || !l->cfg.on_qerr) return;
+    const qp_format_traits *t = &qp_formats[l->plans[layer].fmt[o]];
+    const int64_t n = (int64_t)rows * cols;
+    if (!t->unscaled_exact) {
+        const int nk = (qcols + t->block_cols - 1) / t->block_cols;
+        for (int64_t i = 0; i < n; i++)
+            l->mbuf[i] = l->qbuf[side][i] * l->kscale[side][(i / qcols) * nk + (i % qcols) / t->block_cols];
+    } else {
+        for (int64_t i = 0; i < n; i++) l->mbuf[i] = l->qbuf[side][i] * qs->scale_inv;
+    }
+    qp_metrics m;
+    qp_metrics_compute(in, l->mbuf, n, qs, &m);
+    qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
+                       m.rel_l2, m.snr_db, m.sat_frac, m.zero_frac, m.amax, qs->scale};
+    l->cfg.on_qerr(&row, l->cfg.user);
+}
+
 /* Quantize one GEMM operand (rows x cols, contraction along cols) for `pass`.
  * *qs_out (may be NULL): what the quantization saw (before any data-parallel
  * reduction). reuse: this side's buffer already holds the operand quantized
  * exactly so (dy_quantized_alike), with these stats; only its error is
- * recorded. Returns 0, or -1 with l->err set. */
+ * recorded (record_qerr). Returns 0, or -1 with l->err set. */
 static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
                    int src_trans, int rows, int cols, operand *out, qp_qstats *qs_out, const qp_qstats *reuse)
 {
     if (g == QP_GEMM_HEAD || l->plans[layer].fmt[o] == QP_FMT_FP32) {
-        *out = (operand){src, src_trans, 1.0f, 0};
+        *out = (operand){src, src_trans, 1.0f, 0, NULL};
         return 0;
     }
     const qp_linear_plan *plan = &l->plans[layer];
     const qp_fmt fmt = plan->fmt[o];
     const qp_format_traits *t = &qp_formats[fmt];
-    const int rht = pass == QP_PASS_WGRAD && plan->rht_wgrad;
+    const int rht = pass == QP_PASS_WGRAD ? qp_linear_rht_n(plan) : 0;
+    const int kchunked = !t->unscaled_exact;
     const float *in = src;
     int trans = src_trans;
     qp_qstats qs;
     if (reuse) {
         qs = *reuse;
-        goto quantized;
+        record_qerr(l, layer, g, o, pass, side, in, rows, cols, trans ? rows : cols, &qs);
+        *out = (operand){l->qbuf[side], trans, qs.scale_inv, 1, NULL};
+        return 0;
     }
     if (trans && (t->block_cols > 1 || rht) && !stored_layout_quantizes_alike(t, rht, plan->sr[o])) {
         transpose(src, l->tbuf[side], rows, cols);
@@ -242,10 +324,10 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     }
     if (rht) {
         if (in != l->tbuf[side]) memcpy(l->tbuf[side], in, (size_t)rows * cols * sizeof(float));
-        if (qp_rht16(l->tbuf[side], rows, cols, qp_linear_rht_seed(l->cfg.seed))) {
+        if (qp_rht(l->tbuf[side], rows, cols, rht, qp_linear_rht_seed(l->cfg.seed))) {
             snprintf(l->err, sizeof l->err,
-                     "the Hadamard transform needs a contraction of a multiple of 16, not %d (layer %d, %s)", cols,
-                     layer, qp_gemm_name(g));
+                     "the %d-point Hadamard transform needs a contraction of a multiple of %d, not %d (layer %d, %s)",
+                     rht, rht, cols, layer, qp_gemm_name(g));
             return -1;
         }
         in = l->tbuf[side];
@@ -260,31 +342,33 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
         qp_linear_use_global_amax(&u, fmt, gamax);
     }
-    qp_qdq(fmt, in, l->qbuf[side], qrows, qcols, &u.opts, &qs);
+    if (kchunked) {
+        if (prepare_kchunked(l, side, fmt, in, qrows, qcols, &u.opts, &qs)) return -1;
+    } else if (qp_qdq(fmt, in, l->qbuf[side], qrows, qcols, &u.opts, &qs)) {
+        snprintf(l->err, sizeof l->err, "cannot quantize to format %d", (int)fmt);
+        return -1;
+    }
     if (qs_out) *qs_out = qs;
     if (u.update && u.reduce_amax) {
         qs.amax = gamax;
         qp_linear_reduce_counts(&l->cfg, &qs);
     }
     if (u.update) qp_scaling_update(st, l->step, &qs);
-quantized:
-    if (l->log_qerr && l->cfg.on_qerr) {
-        const int64_t n = (int64_t)rows * cols;
-        for (int64_t i = 0; i < n; i++) l->mbuf[i] = l->qbuf[side][i] * qs.scale_inv;
-        qp_metrics m;
-        qp_metrics_compute(in, l->mbuf, n, &qs, &m);
-        qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
-                           m.rel_l2, m.snr_db, m.sat_frac, m.zero_frac, m.amax, qs.scale};
-        l->cfg.on_qerr(&row, l->cfg.user);
-    }
-    *out = (operand){l->qbuf[side], trans, qs.scale_inv, 1};
+    record_qerr(l, layer, g, o, pass, side, in, rows, cols, qcols, &qs);
+    *out = (operand){l->qbuf[side], trans, qs.scale_inv, 1, kchunked ? l->kscale[side] : NULL};
     return 0;
 }
 
 static int run(qp_linear *l, const operand *a, const operand *b, float *C, int M, int N, int K, int accumulate)
 {
-    if (qp_gemm_run(l->cfg.gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, a->scale_inv * b->scale_inv,
-                    accumulate, a->bf16_exact && b->bf16_exact)) {
+    const float alpha = a->scale_inv * b->scale_inv;
+    const int exact = a->bf16_exact && b->bf16_exact;
+    const int rc = a->kscale || b->kscale
+                       ? qp_gemm_run_kscaled(l->cfg.gemm, a->data, a->trans, b->data, b->trans, C, M, N, K,
+                                             QK_FP8_BLOCK, a->kscale, b->kscale, alpha, accumulate, exact)
+                       : qp_gemm_run(l->cfg.gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, alpha,
+                                     accumulate, exact);
+    if (rc) {
         snprintf(l->err, sizeof l->err, "%s", qp_gemm_error(l->cfg.gemm));
         return -1;
     }

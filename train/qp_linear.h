@@ -113,6 +113,9 @@ void qp_linear_use_global_amax(qp_linear_use *u, qp_fmt fmt, float global_amax);
 void qp_linear_reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs);
 /* The RHT's sign seed for the dispatch's seed. */
 uint64_t qp_linear_rht_seed(uint64_t seed);
+/* The size of the plan's RHT on the wgrad operands: 0 without one, else
+ * rht_n (16 when a plan sets rht_wgrad without a size). */
+int qp_linear_rht_n(const qp_linear_plan *plan);
 
 /* Scaling state of (layer, gemm, operand), for checkpoints: delayed scaling's
  * history and scales must survive a resume. */

@@ -3,6 +3,7 @@
 #include "qp_model.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,30 +51,52 @@ static void carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GP
     }
 }
 
+void qp_gpt_act_fields(qp_gpt_acts *a, float **f[QP_GPT_NACTS])
+{
+    f[QP_ACT_ENCODED] = &a->encoded, f[QP_ACT_LN1] = &a->ln1, f[QP_ACT_LN1_MEAN] = &a->ln1_mean;
+    f[QP_ACT_LN1_RSTD] = &a->ln1_rstd, f[QP_ACT_QKV] = &a->qkv, f[QP_ACT_ATTY] = &a->atty;
+    f[QP_ACT_PREATT] = &a->preatt, f[QP_ACT_ATT] = &a->att, f[QP_ACT_ATTPROJ] = &a->attproj;
+    f[QP_ACT_RESIDUAL2] = &a->residual2, f[QP_ACT_LN2] = &a->ln2, f[QP_ACT_LN2_MEAN] = &a->ln2_mean;
+    f[QP_ACT_LN2_RSTD] = &a->ln2_rstd, f[QP_ACT_FCH] = &a->fch, f[QP_ACT_FCH_GELU] = &a->fch_gelu;
+    f[QP_ACT_FCPROJ] = &a->fcproj, f[QP_ACT_RESIDUAL3] = &a->residual3, f[QP_ACT_LNF] = &a->lnf;
+    f[QP_ACT_LNF_MEAN] = &a->lnf_mean, f[QP_ACT_LNF_RSTD] = &a->lnf_rstd, f[QP_ACT_LOGITS] = &a->logits;
+    f[QP_ACT_PROBS] = &a->probs, f[QP_ACT_LOSSES] = &a->losses, f[QP_ACT_ATT_LSE] = &a->att_lse;
+}
+_Static_assert(sizeof(qp_gpt_acts) == QP_GPT_NACTS * sizeof(float *), "a QP_ACT_ index per qp_gpt_acts field");
+_Static_assert(offsetof(qp_gpt_acts, att_lse) == QP_ACT_ATT_LSE * sizeof(float *), "QP_ACT_ in field order");
+
+int64_t qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS])
+{
+    float **f[QP_GPT_NACTS];
+    qp_gpt_act_fields(a, f);
+    int64_t used = 0;
+    for (int i = 0; i < QP_GPT_NACTS; i++) {
+        if (mem) *f[i] = sizes[i] ? mem + used : NULL;
+        /* whole 16-float vectors per tensor */
+        used += (sizes[i] + 15) / 16 * 16;
+    }
+    return used;
+}
+
 /* The CPU kernels' layout (see qp_gpt_acts): no T x T matrices, one layer's
- * projection outputs. */
+ * projection outputs, each row's log-sum-exp. */
 static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])
 {
     const int64_t L = c->layers, C = c->dim, NH = c->heads, V = c->vocab, BT = (int64_t)B * T;
-    const int64_t v[QP_GPT_NACTS] = {BT * C,      L * BT * C,  L * BT,     L * BT,     L * BT * 3 * C, L * BT * C,
-                                     0,           0,           BT * C,     L * BT * C, L * BT * C,
-                                     L * BT,      L * BT,      L * BT * 4 * C, L * BT * 4 * C, BT * C, L * BT * C,
-                                     BT * C,      BT,          BT,         BT * V,     BT * V,     BT,
-                                     L * B * NH * T};
-    memcpy(s, v, sizeof v);
-}
-
-static void carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS])
-{
-    float **ptrs[QP_GPT_NACTS] = {&a->encoded, &a->ln1, &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty,
-                                  &a->preatt, &a->att, &a->attproj, &a->residual2, &a->ln2, &a->ln2_mean,
-                                  &a->ln2_rstd, &a->fch, &a->fch_gelu, &a->fcproj, &a->residual3, &a->lnf,
-                                  &a->lnf_mean, &a->lnf_rstd, &a->logits, &a->probs, &a->losses, &a->att_lse};
-    for (int i = 0; i < QP_GPT_NACTS; i++) {
-        *ptrs[i] = sizes[i] ? mem : NULL;
-        /* each tensor on a 64-byte boundary (16 floats): whole vectors per row */
-        mem += (sizes[i] + 15) / 16 * 16;
-    }
+    for (int i = 0; i < QP_GPT_NACTS; i++) s[i] = 0;
+    s[QP_ACT_ENCODED] = BT * C;
+    s[QP_ACT_LN1] = L * BT * C, s[QP_ACT_LN1_MEAN] = L * BT, s[QP_ACT_LN1_RSTD] = L * BT;
+    s[QP_ACT_QKV] = L * BT * 3 * C, s[QP_ACT_ATTY] = L * BT * C;
+    s[QP_ACT_PREATT] = 0, s[QP_ACT_ATT] = 0;
+    s[QP_ACT_ATTPROJ] = BT * C;
+    s[QP_ACT_RESIDUAL2] = L * BT * C;
+    s[QP_ACT_LN2] = L * BT * C, s[QP_ACT_LN2_MEAN] = L * BT, s[QP_ACT_LN2_RSTD] = L * BT;
+    s[QP_ACT_FCH] = L * BT * 4 * C, s[QP_ACT_FCH_GELU] = L * BT * 4 * C;
+    s[QP_ACT_FCPROJ] = BT * C;
+    s[QP_ACT_RESIDUAL3] = L * BT * C;
+    s[QP_ACT_LNF] = BT * C, s[QP_ACT_LNF_MEAN] = BT, s[QP_ACT_LNF_RSTD] = BT;
+    s[QP_ACT_LOGITS] = BT * V, s[QP_ACT_PROBS] = BT * V, s[QP_ACT_LOSSES] = BT;
+    s[QP_ACT_ATT_LSE] = L * B * NH * T;
 }
 
 /* N(0, std) from Philox, indexed by element: the same weights on any thread count. */
@@ -100,7 +123,7 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, 
     for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
     int64_t as[QP_GPT_NACTS];
     act_sizes(c, B, T, as);
-    for (int i = 0; i < QP_GPT_NACTS; i++) m->num_acts += (as[i] + 15) / 16 * 16;
+    m->num_acts = qp_gpt_carve_acts(&m->acts, NULL, as);
     m->num_scratch = qp_gpt_scratch_floats(c, B, T);
     m->params_memory = malloc((size_t)m->num_params * sizeof(float));
     m->grads_memory = calloc((size_t)m->num_params, sizeof(float));
@@ -114,7 +137,7 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, 
     }
     carve_params(&m->params, m->params_memory, m->param_sizes);
     carve_params(&m->grads, m->grads_memory, m->param_sizes);
-    carve_acts(&m->acts, m->acts_memory, as);
+    qp_gpt_carve_acts(&m->acts, m->acts_memory, as);
 
     const float proj_std = 0.02f / sqrtf(2.0f * (float)c->layers);
     float *mem = m->params_memory;

@@ -62,7 +62,17 @@ void qp_gpt_param_shapes(const qp_gpt_config *c, int64_t sizes[QP_GPT_NPARAMS], 
 /* Tensors that get weight decay (matrices; not norms, biases or... embeddings do). */
 int qp_gpt_param_decays(int i);
 
-#define QP_GPT_NACTS 24
+/* The activations, by index in the order of qp_gpt_acts' fields: a layout
+ * is a size per index (qp_model.c's for the CPU, qpm_act_sizes in
+ * kernels/qp_cuda_model_pass.h for the GPU), carved through
+ * qp_gpt_act_fields. */
+enum {
+    QP_ACT_ENCODED, QP_ACT_LN1, QP_ACT_LN1_MEAN, QP_ACT_LN1_RSTD, QP_ACT_QKV, QP_ACT_ATTY, QP_ACT_PREATT, QP_ACT_ATT,
+    QP_ACT_ATTPROJ, QP_ACT_RESIDUAL2, QP_ACT_LN2, QP_ACT_LN2_MEAN, QP_ACT_LN2_RSTD, QP_ACT_FCH, QP_ACT_FCH_GELU,
+    QP_ACT_FCPROJ, QP_ACT_RESIDUAL3, QP_ACT_LNF, QP_ACT_LNF_MEAN, QP_ACT_LNF_RSTD, QP_ACT_LOGITS, QP_ACT_PROBS,
+    QP_ACT_LOSSES, QP_ACT_ATT_LSE,
+    QP_GPT_NACTS
+};
 typedef struct {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C) */
@@ -89,6 +99,13 @@ typedef struct {
     float *losses;    /* (B, T) */
     float *att_lse;   /* CPU: (L, B, NH, T) log-sum-exp of each query row's scaled scores; GPU: nothing */
 } qp_gpt_acts;
+
+/* f[QP_ACT_X] = &a->x for every activation. */
+void qp_gpt_act_fields(qp_gpt_acts *a, float **f[QP_GPT_NACTS]);
+/* Point a's fields into mem, sizes[i] floats each (a field of size 0 is
+ * NULL), each tensor on a 64-byte boundary; returns the floats used. With
+ * mem NULL only counts. */
+int64_t qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS]);
 
 typedef struct {
     qp_gpt_config cfg;

@@ -29,6 +29,14 @@ static int64_t now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+static const char *const phase_names[QP_PHASE_COUNT] = {
+    [QP_PHASE_GEMM] = "gemm",     [QP_PHASE_QUANT] = "quant", [QP_PHASE_ATTN] = "attn", [QP_PHASE_ROWOPS] = "rowops",
+    [QP_PHASE_OPTIM] = "optim",   [QP_PHASE_DATA] = "data",   [QP_PHASE_COMM] = "comm",
+};
+_Static_assert(sizeof phase_names / sizeof phase_names[0] == QP_PHASE_COUNT, "a name per phase");
+
+const char *qp_phase_name(qp_phase p) { return (unsigned)p < QP_PHASE_COUNT ? phase_names[p] : "?"; }
+
 int qp_prof_enabled(void)
 {
     if (P.on < 0) {

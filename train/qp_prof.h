@@ -20,14 +20,20 @@ extern "C" {
 
 typedef enum {
     QP_PHASE_GEMM = 0, /* the matrix products (qp_gemm_run, operand conversion included) */
-    QP_PHASE_QUANT,    /* the precision dispatch around them: operand quantization, transposes, RHT, metrics, bias */
+    QP_PHASE_QUANT,    /* the precision dispatch around them: operand quantization, transposes, RHT, metrics */
     QP_PHASE_ATTN,     /* attention's softmax(QK^T)V, forward and backward */
-    QP_PHASE_ROWOPS,   /* embeddings, LayerNorm, residuals, GELU, softmax/cross-entropy */
+    QP_PHASE_ROWOPS,   /* embeddings, LayerNorm, residuals, GELU, biases, softmax/cross-entropy */
     QP_PHASE_OPTIM,    /* gradient norm and AdamW */
     QP_PHASE_DATA,     /* waiting for the batch (measured by the loader) */
     QP_PHASE_COMM,     /* cross-rank collectives (measured by qp_dist) */
     QP_PHASE_COUNT
 } qp_phase;
+
+/* The phase's short name, the stem of its run-file column (qp_runschema.h:
+ * "gemm" -> /train/gemm_ms): "gemm", "quant", "attn", "rowops", "optim",
+ * "data", "comm". The GPU's profile (kernels/qp_cuda_prof.h) uses the same
+ * phases and names. */
+const char *qp_phase_name(qp_phase p);
 
 /* Profiling is on unless disabled (QP_PROFILE=0 in the environment, or
  * qp_prof_enable(0)); off, push and pop do nothing and every phase reads 0. */

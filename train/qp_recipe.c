@@ -104,6 +104,7 @@ int qp_recipe_parse(const char *spec, qp_recipe *r, char *err, size_t errlen)
     p->fmt[QP_OPND_DY] = base->dy;
     p->sr[QP_OPND_DY] = base->sr_dy && !drop_sr;
     p->rht_wgrad = base->rht && !drop_rht;
+    p->rht_n = p->rht_wgrad ? QK_RHT : 0;
     p->scaling = base->scaling;
     if (r->bf16_last < 0 && base->bf16_last_default == 0) r->bf16_last = 0;
     if (r->bf16_first < 0) r->bf16_first = 0;

@@ -45,6 +45,7 @@ typedef struct {
     qp_fmt fmt[QP_OPND_COUNT];
     bool sr[QP_OPND_COUNT];
     bool rht_wgrad;            /* RHT on both operands of the weight-gradient GEMM */
+    int rht_n;                 /* ... of this size (16, 32, 64, 128; 0 with rht_wgrad: 16) */
     qp_scaling_mode scaling;   /* for formats with a per-tensor scale */
 } qp_linear_plan;
 

@@ -35,22 +35,24 @@ static const qp_runcol TRAIN[] = {
     {"grad_comm_rel_err", F64, "1", "`--grad-comm bf16|fp8`: relative L2 error ‖g_comm − g_fp32‖/‖g_fp32‖ of the "
      "gradient the ranks exchanged (summed after a BF16 or per-tensor-scaled FP8 E4M3 exchange) against an FP32 "
      "all-reduce of the same gradients; NaN for `fp32`", 1, AT(qp_train_row, grad_comm_rel_err)},
-    {"gemm_ms", F64, "ms", "part of `step_ms` in the matrix products (oneDNN, operand conversion included; phase "
-     "`gemm`); NaN where not measured (`--device cuda`)", 2, AT(qp_train_row, gemm_ms)},
+    {"gemm_ms", F64, "ms", "part of `step_ms` in the matrix products (oneDNN or cuBLASLt, operand conversion "
+     "included; phase `gemm`); NaN where not measured", 2, AT(qp_train_row, gemm_ms)},
     {"quant_ms", F64, "ms", "part of `step_ms` in the precision dispatch around the products: operand quantization, "
-     "transposes, Hadamard transforms, error metrics, bias add and sum (phase `quant`); NaN where not measured", 2,
+     "transposes, Hadamard transforms, error metrics (phase `quant`); NaN where not measured", 2,
      AT(qp_train_row, quant_ms)},
     {"attn_ms", F64, "ms", "part of `step_ms` in attention's softmax(QKᵀ/√d)·V, forward and backward (phase `attn`); "
      "NaN where not measured", 2, AT(qp_train_row, attn_ms)},
     {"rowops_ms", F64, "ms", "part of `step_ms` in the other row operations: embeddings, LayerNorm, residuals, GELU, "
-     "softmax/cross-entropy (phase `rowops`); NaN where not measured", 2, AT(qp_train_row, rowops_ms)},
+     "biases and their gradients, softmax/cross-entropy (phase `rowops`); NaN where not measured", 2, AT(qp_train_row, rowops_ms)},
     {"optim_ms", F64, "ms", "part of `step_ms` in the gradient norm and AdamW (phase `optim`); NaN where not measured",
      2, AT(qp_train_row, optim_ms)},
 };
 
 static const qp_runcol EVAL[] = {
     {"step", I64, "", "step after which validation ran; never decreases", 1, AT(qp_eval_row, step)},
-    {"val_loss", F64, "nats", "mean cross-entropy per token over the validation batches", 1,
+    {"val_loss", F64, "nats", "mean cross-entropy per token over the fixed validation set: consecutive non-overlapping "
+     "windows of seq+1 tokens from the start of the validation split, `val_tokens` of them in whole batches — the "
+     "same tokens for every seed and recipe of a study (`qp_dataset_fixed_batch`, `train/qp_data.h`)", 1,
      AT(qp_eval_row, val_loss)},
 };
 

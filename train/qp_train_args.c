@@ -31,10 +31,22 @@ void qp_train_usage(FILE *f)
             "  --grad-comm-ef     error feedback for --grad-comm bf16|fp8 (residual not checkpointed)\n"
             "  --grad-accum N     micro-batches per optimizer step (default 1)\n"
             "  --steps N          optimizer steps (default %lld)\n"
+            "  --tokens-per-param R   instead of --steps: train on R tokens per non-embedding parameter,\n"
+            "                     steps = round(R x N / (batch x seq x grad-accum)); N = every parameter but\n"
+            "                     the token/position embeddings (the tied LM head included). The run file\n"
+            "                     records params_nonembedding, tokens_total, tokens_per_param and epochs;\n"
+            "                     more than 4 epochs of the training split warns once\n"
             "  --lr X --min-lr X --warmup N   AdamW lr, cosine floor (default lr/10), warm-up steps\n"
             "  --weight-decay X --grad-clip X (default %g, %g; clip 0 = off)\n"
             "  --seed S           weights, batches and stochastic rounding (default %llu)\n"
-            "  --eval-every N --eval-batches N   validation loss cadence (default %lld, %lld)\n"
+            "  --data-seed S      batches, stochastic rounding and Hadamard signs from S instead of --seed\n"
+            "                     (the initial weights stay --seed's): runs differing only in it measure\n"
+            "                     the noise floor\n"
+            "  --eval-every N --eval-batches N   validation loss cadence and size in batches (default %lld,\n"
+            "                     %lld). The validation set is fixed: consecutive windows from the start of\n"
+            "                     the validation split, the same for every seed and recipe\n"
+            "  --val-tokens N|all the validation set by size instead: at least N tokens (whole batches, at\n"
+            "                     most the split), or the whole validation split\n"
             "  --qerr-every N     log per-layer quantization error every N steps (default %lld, 0 = off)\n"
             "  --ckpt-every N     checkpoint cadence (default %lld; also at the end)\n"
             "  --val-frac X       last fraction of the data used for validation (default %g)\n"
@@ -169,7 +181,8 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         INT("--layers", layers, -(1LL << 30), 1LL << 30) INT("--heads", heads, -(1LL << 30), 1LL << 30)
         INT("--dim", dim, -(1LL << 30), 1LL << 30) INT("--seq", seq, -(1LL << 30), 1LL << 30)
         INT("--batch", batch, -(1LL << 30), 1LL << 30) INT("--grad-accum", grad_accum, -(1LL << 30), 1LL << 30)
-        INT("--steps", steps, -(1LL << 40), 1LL << 40) INT("--warmup", warmup, -(1LL << 40), 1LL << 40)
+        else if (!strcmp(a, "--steps")) { bad = parse_i64(a, v, -(1LL << 40), 1LL << 40, &n, err, errlen); o->steps = n; o->steps_given = true; }
+        INT("--warmup", warmup, -(1LL << 40), 1LL << 40)
         INT("--eval-every", eval_every, -(1LL << 40), 1LL << 40) INT("--eval-batches", eval_batches, -(1LL << 40), 1LL << 40)
         INT("--qerr-every", qerr_every, -(1LL << 40), 1LL << 40) INT("--ckpt-every", ckpt_every, -(1LL << 40), 1LL << 40)
         INT("--stop-after", stop_after, 0, 1LL << 40)
@@ -179,6 +192,18 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         else if (!strcmp(a, "--seed")) {
             bad = parse_i64(a, v, 0, INT64_MAX, &n, err, errlen);
             o->seed = (uint64_t)n;
+        } else if (!strcmp(a, "--data-seed")) {
+            bad = parse_i64(a, v, 0, INT64_MAX, &n, err, errlen);
+            o->data_seed = n;
+        } else if (!strcmp(a, "--tokens-per-param")) {
+            bad = parse_f64(a, v, &o->tokens_per_param, err, errlen);
+            if (!bad && !(o->tokens_per_param > 0 && o->tokens_per_param < 1e9)) {
+                snprintf(err, errlen, "--tokens-per-param expects a number in (0, 1e9), not '%s'", v);
+                bad = 1;
+            }
+        } else if (!strcmp(a, "--val-tokens")) {
+            if (!strcmp(v, "all")) o->val_tokens = -1;
+            else bad = parse_i64(a, v, 1, 1LL << 40, &o->val_tokens, err, errlen);
         } else {
             snprintf(err, errlen, "unknown option '%s' (see --help)", a);
             return QP_ARGS_BAD;

@@ -43,6 +43,29 @@ static void a_init_hash(const qp_train_state *r, const char *h, char *b, size_t 
     const uint64_t x = qp_fnv1a(r->model.params_memory, (size_t)r->model.num_params * sizeof(float), 1469598103934665603ull);
     snprintf(b, n, "%016llx", (unsigned long long)x);
 }
+/* sizing by compute (qp_size.h; the trainer's size_run) */
+static int64_t tokens_total(const qp_train_state *r) { return r->o.steps * r->o.batch * r->o.seq * r->o.grad_accum; }
+static void a_nonembedding(const qp_train_state *r, const char *h, char *b, size_t n)
+{
+    (void)h, snprintf(b, n, "%lld", (long long)r->nonembedding);
+}
+static void a_tokens_total(const qp_train_state *r, const char *h, char *b, size_t n)
+{
+    (void)h, snprintf(b, n, "%lld", (long long)tokens_total(r));
+}
+static void a_tokens_per_param(const qp_train_state *r, const char *h, char *b, size_t n)
+{
+    (void)h, snprintf(b, n, "%.6g", (double)tokens_total(r) / (double)r->nonembedding);
+}
+static void a_epochs(const qp_train_state *r, const char *h, char *b, size_t n) { (void)h, snprintf(b, n, "%.6g", r->epochs); }
+static void a_data_seed(const qp_train_state *r, const char *h, char *b, size_t n)
+{
+    (void)h, snprintf(b, n, "%llu", (unsigned long long)r->data_seed);
+}
+static void a_val_tokens(const qp_train_state *r, const char *h, char *b, size_t n)
+{
+    (void)h, snprintf(b, n, "%lld", (long long)r->val_batches * r->o.batch * r->o.seq);
+}
 static void a_gemm_bf16(const qp_train_state *r, const char *h, char *b, size_t n)
 {
     (void)h, snprintf(b, n, "%s", qp_gemm_has_bf16(r->gemm) ? "onednn-bf16" : "fp32-fallback");
@@ -96,7 +119,7 @@ static void a_power(const qp_train_state *r, const char *h, char *b, size_t n)
                                                                              : "integrated from 20 ms power samples");
 }
 
-#define N_ATTRS 46
+#define N_ATTRS 53
 static const attr ATTRS[] = {
     FN("version", a_version),
     FN("host", a_host),
@@ -124,6 +147,13 @@ static const attr ATTRS[] = {
     FN("omp_wait", a_omp_wait),
     OPT("prefetch", A_INT, prefetch),
     FN("num_params", a_num_params),
+    FN("params_nonembedding", a_nonembedding),
+    FN("tokens_total", a_tokens_total),
+    FN("tokens_per_param", a_tokens_per_param),
+    OPT("tokens_per_param_asked", A_F64, tokens_per_param), /* 0: sized by --steps */
+    FN("epochs", a_epochs),
+    FN("data_seed", a_data_seed),
+    FN("val_tokens", a_val_tokens),
     FN("init_param_hash", a_init_hash),
     FN("gemm_bf16", a_gemm_bf16),
     FN("gemm_impl_f32", a_gemm_f32),

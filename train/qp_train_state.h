@@ -27,6 +27,7 @@
 /* a scaling state in a checkpoint: scale, last scale, ring position, count,
  * updates, 4 event counts, 2 EMAs x 3 floats */
 #define QP_STATE_COLS 15
+#define QP_VAL_GROUPS 10 /* random groups of the validation set's standard error */
 
 typedef struct {
     qp_train_opts o;
@@ -50,6 +51,11 @@ typedef struct {
     /* data parallelism: this rank takes rows [rank*Bl, (rank+1)*Bl) of every global batch */
     int rank, world, Bl;
     qp_grad_exchange *gx; /* the gradient exchange (--grad-comm) */
+    uint64_t data_seed;   /* --data-seed, else --seed */
+    int64_t nonembedding, val_batches;
+    double epochs;        /* tokens_total / training-split tokens */
+    double val_se;        /* standard error of the last evaluation's loss */
+    double val_group[QP_VAL_GROUPS]; /* its interleaved groups' mean losses */
     qp_backend be;        /* where the step runs (--device) */
     qp_nvml *nvml;        /* GPU power sampling, NULL if unavailable */
     char power_why[200];

@@ -19,6 +19,7 @@
 #include "qp_optim.h"
 #include "qp_prof.h"
 #include "qp_scaling.h"
+#include "qp_size.h"
 #include "qp_train_state.h"
 
 volatile int qp_train_stop_requested;
@@ -35,7 +36,8 @@ void qp_train_opts_default(qp_train_opts *o)
     o->ckpt_every = 500;
     o->lr = 1e-3, o->min_lr = -1.0, o->weight_decay = 0.1, o->grad_clip = 1.0;
     o->beta1 = 0.9, o->beta2 = 0.99, o->eps = 1e-8, o->val_frac = 0.1, o->divergence_factor = 4.0;
-    o->seed = 1337;
+    o->seed = QP_DEFAULT_SEED;
+    o->data_seed = -1;
 }
 
 int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
@@ -62,6 +64,10 @@ int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
         !(o->divergence_factor > 1))
         BAD("--weight-decay and --grad-clip must be >= 0, --divergence-factor > 1");
     if (o->eval_only && !o->resume_from[0]) BAD("--eval-only needs --resume-from CKPT");
+    if (o->tokens_per_param != 0 && !(o->tokens_per_param > 0 && isfinite(o->tokens_per_param)))
+        BAD("--tokens-per-param must be a positive number");
+    if (o->tokens_per_param > 0 && o->steps_given) BAD("give --steps or --tokens-per-param, not both");
+    if (o->val_tokens < -1) BAD("--val-tokens must be a token count or 'all'");
     if ((int64_t)o->batch * o->seq > (int64_t)1 << 28) BAD("--batch x --seq too large");
     if ((unsigned)o->device >= QP_DEVICE_COUNT || (unsigned)o->on_divergence >= QP_ON_DIVERGENCE_COUNT ||
         (unsigned)o->grad_comm >= QP_GRAD_COMM_COUNT)
@@ -169,6 +175,53 @@ static int handle_divergence(qp_train_state *r, int64_t step, double loss, const
 
 /* ---- set-up ------------------------------------------------------------------ */
 
+/* Sizing by compute (qp_size.h): steps from --tokens-per-param, the epochs
+ * they make of the training split (a warning past QP_MAX_EPOCHS), the data
+ * seed and the fixed validation set. */
+static int size_run(qp_train_state *r, char *err, size_t errlen)
+{
+    const int B = r->o.batch, T = r->o.seq;
+    const int64_t per_step = (int64_t)B * T * r->o.grad_accum;
+    r->nonembedding = qp_size_nonembedding(r->o.layers, r->o.dim);
+    r->data_seed = r->o.data_seed >= 0 ? (uint64_t)r->o.data_seed : r->o.seed;
+    if (r->o.tokens_per_param > 0) {
+        r->o.steps = qp_size_steps(r->o.tokens_per_param, r->nonembedding, per_step);
+        if (r->o.steps < 0) {
+            snprintf(err, errlen, "--tokens-per-param %g gives more than 2^40 steps", r->o.tokens_per_param);
+            return QP_EXIT_BAD_INPUT;
+        }
+    }
+    r->epochs = (double)r->o.steps * (double)per_step / (double)qp_dataset_tokens(r->data, QP_SPLIT_TRAIN);
+    const int64_t avail = qp_dataset_fixed_batches(r->data, QP_SPLIT_VAL, B, T);
+    int64_t want = r->o.val_tokens == -1 ? avail
+                 : r->o.val_tokens > 0 ? (r->o.val_tokens + (int64_t)B * T - 1) / ((int64_t)B * T)
+                                       : r->o.eval_batches;
+    if (want > avail) want = avail;
+    if (want < 1) {
+        snprintf(err, errlen, "the validation split of %s holds no whole batch of %d x %d tokens", r->o.data, B, T + 1);
+        return QP_EXIT_BAD_INPUT;
+    }
+    r->val_batches = want;
+    return QP_EXIT_OK;
+}
+
+/* Once the run file is open (so bad input stays one line): the size of the
+ * run, and the warning past QP_MAX_EPOCHS (even with --quiet). */
+static void announce_size(const qp_train_state *r)
+{
+    if (r->rank) return;
+    const int64_t tokens = r->o.steps * r->o.batch * r->o.seq * r->o.grad_accum;
+    if (r->epochs > QP_MAX_EPOCHS)
+        fprintf(stderr, "qtrain: warning: %lld tokens are %.2f epochs of the training split of %s (> %g): the loss "
+                "measures memorization as much as learning; use a larger corpus (scripts/corpus.py) or fewer "
+                "tokens\n", (long long)tokens, r->epochs, r->o.data, QP_MAX_EPOCHS);
+    if (!r->o.quiet)
+        fprintf(stderr, "qtrain: %lld non-embedding parameters, %lld steps, %lld tokens = %.3g tokens/parameter, "
+                "%.3g epochs; validation set %lld tokens\n", (long long)r->nonembedding, (long long)r->o.steps,
+                (long long)tokens, (double)tokens / (double)r->nonembedding, r->epochs,
+                (long long)r->val_batches * r->o.batch * r->o.seq);
+}
+
 /* RUN.ckpt.h5 or RUN.ckpt.h5.prev is there (whole or not). */
 static int ckpt_exists(const char *path)
 {
@@ -196,8 +249,11 @@ static int evaluate(qp_train_state *r, double *val_loss, char *err, size_t errle
 {
     const int B = r->o.batch, T = r->o.seq, Bl = r->Bl;
     double sum = 0.0;
-    for (int64_t i = 0; i < r->o.eval_batches; i++) {
-        if (qp_dataset_batch(r->data, QP_SPLIT_VAL, r->o.seed, i, B, T, r->eval_in, r->eval_tg)) {
+    (void)B;
+    double group[QP_VAL_GROUPS] = {0};
+    int64_t count[QP_VAL_GROUPS] = {0};
+    for (int64_t i = 0; i < r->val_batches; i++) {
+        if (qp_dataset_fixed_batch(r->data, QP_SPLIT_VAL, i, r->val_batches, B, T, r->eval_in, r->eval_tg)) {
             snprintf(err, errlen, "validation split too short for --seq %d", T);
             return -1;
         }
@@ -207,10 +263,26 @@ static int evaluate(qp_train_state *r, double *val_loss, char *err, size_t errle
             snprintf(err, errlen, "forward failed: %s", r->be.error(&r->be));
             return -1;
         }
-        sum += loss;
+        double bl = loss;
+        qp_dist_sum_f64(&bl, 1); /* the global batch's mean: equal slices */
+        bl /= (double)r->world;
+        sum += bl;
+        group[i % QP_VAL_GROUPS] += bl, count[i % QP_VAL_GROUPS]++;
     }
-    qp_dist_sum_f64(&sum, 1); /* the global batch's mean: equal slices */
-    *val_loss = sum / (double)r->o.eval_batches / (double)r->world;
+    *val_loss = sum / (double)r->val_batches;
+    /* The set's own sampling error, by random groups: batch i goes to group
+     * i mod K, so each group is a systematic sample of the whole split like
+     * the set itself; the spread of the K group means over sqrt(K) estimates
+     * the standard error of the set's mean (a naive per-batch formula would
+     * count the differences between the corpus's parts as noise). */
+    double gm[QP_VAL_GROUPS], gs = 0;
+    int k = 0;
+    for (int g = 0; g < QP_VAL_GROUPS; g++)
+        if (count[g]) gm[k] = group[g] / (double)count[g], gs += gm[k++];
+    for (int g = 0; g < QP_VAL_GROUPS; g++) r->val_group[g] = count[g] ? group[g] / (double)count[g] : NAN;
+    double q = 0;
+    for (int g = 0; g < k; g++) q += (gm[g] - gs / k) * (gm[g] - gs / k);
+    r->val_se = k > 1 ? sqrt(q / (k - 1) / k) : NAN;
     return 0;
 }
 
@@ -354,7 +426,17 @@ static int eval_only(qp_train_state *r, qp_ckpt *from, const char *host, char *e
     if (evaluate(r, &val, err, errlen) || qp_runlog_eval(r->log, 0, val, err, errlen) ||
         qp_runlog_status(r->log, 0, "done", "eval-only", err, errlen))
         return QP_EXIT_RUNTIME;
-    if (r->rank == 0) printf("val_loss %.6f (recipe %s, checkpoint %s)\n", val, r->recipe.spec, r->o.resume_from);
+    if (r->rank == 0) {
+        printf("val_loss %.6f (recipe %s, checkpoint %s; fixed validation set of %lld tokens, standard error %.6f "
+               "from %d interleaved groups of its %lld batches)\n", val, r->recipe.spec, r->o.resume_from,
+               (long long)r->val_batches * r->o.batch * r->o.seq, r->val_se, QP_VAL_GROUPS,
+               (long long)r->val_batches);
+        /* the group means: two checkpoints' differences per group give the
+         * standard error of a paired gap on this set */
+        printf("val_groups");
+        for (int g = 0; g < QP_VAL_GROUPS; g++) printf(" %.9g", r->val_group[g]);
+        printf("\n");
+    }
     return QP_EXIT_OK;
 }
 
@@ -534,10 +616,7 @@ static qp_train_row step_row(qp_train_state *r, const step_clock *clk, int64_t s
 {
     const double step_ms = now_ms() - clk->t0, tokens = (double)r->o.batch * r->o.seq * r->o.grad_accum;
     double ph[QP_PHASE_COUNT];
-    qp_prof_read(ph);
-    /* the host's clock sees the CPU backend's phases; a device's are not measured */
-    if (strcmp(r->be.name, "cpu") || !qp_prof_enabled())
-        for (int i = 0; i < QP_PHASE_COUNT; i++) ph[i] = NAN;
+    r->be.phases(&r->be, ph);
     qp_nvml_window pw = {NAN, NAN, NAN, NAN, 0, 0};
     if (r->nvml) qp_nvml_take(r->nvml, &pw);
     return (qp_train_row){.step = step, .loss = loss, .lr = lr, .grad_norm = norm, .step_ms = step_ms,
@@ -592,8 +671,9 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     r->Bl = r->o.batch / r->world;
     const int on_gpu = r->o.device == QP_DEVICE_CUDA;
     if (on_gpu && !qp_backend_cuda_built()) return snprintf(err, errlen, "--device cuda: built without CUDA"), QP_EXIT_BAD_INPUT;
-    if (on_gpu && qp_backend_cuda_devices() < 1)
-        return snprintf(err, errlen, "--device cuda: no CUDA device found"), QP_EXIT_BAD_INPUT;
+    char why[200] = "";
+    if (on_gpu && qp_backend_cuda_device_count(why, sizeof why) < 1)
+        return snprintf(err, errlen, "--device cuda: no CUDA device found (%s)", why), QP_EXIT_BAD_INPUT;
     if (on_gpu && r->world > 1 && !qp_backend_cuda_nccl())
         return snprintf(err, errlen, "--device cuda with %d ranks needs NCCL: this qtrain was built without it "
                         "(NCCL, CUDA and MPI must all be found by CMake)", r->world), QP_EXIT_BAD_INPUT;
@@ -632,11 +712,15 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
             goto done;
         }
     const int B = r->o.batch, T = r->o.seq, Bl = r->Bl;
+    rc = size_run(r, err, errlen);
+    if (rc != QP_EXIT_OK) goto done;
+    rc = QP_EXIT_BAD_INPUT;
     int first, last;
     qp_recipe_bf16_blocks(&r->recipe, r->o.layers, &first, &last);
-    if (r->recipe.plan.rht_wgrad && first + last < r->o.layers && ((int64_t)Bl * T) % 16) {
-        snprintf(err, errlen, "recipe %s applies the 16-point Hadamard transform over batch x seq tokens: "
-                 "--batch x --seq must be a multiple of 16%s", r->recipe.spec,
+    const int rht_n = qp_linear_rht_n(&r->recipe.plan);
+    if (rht_n && first + last < r->o.layers && ((int64_t)Bl * T) % rht_n) {
+        snprintf(err, errlen, "recipe %s applies the %d-point Hadamard transform over batch x seq tokens: "
+                 "--batch x --seq must be a multiple of %d%s", r->recipe.spec, rht_n, rht_n,
                  r->world > 1 ? " on every rank (--batch / ranks x --seq)" : "");
         goto done;
     }
@@ -659,7 +743,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         rc = QP_EXIT_BAD_INPUT;
         goto done;
     }
-    qp_linear_cfg lc = {.n_layers = r->o.layers, .max_elems = qp_gpt_max_gemm_elems(&mc, Bl, T), .seed = r->o.seed,
+    qp_linear_cfg lc = {.n_layers = r->o.layers, .max_elems = qp_gpt_max_gemm_elems(&mc, Bl, T), .seed = r->data_seed,
                         .recipe = &r->recipe, .gemm = r->gemm, .on_event = on_event, .on_qerr = on_qerr, .user = r};
     if (r->world > 1) {
         lc.dp_rank = r->rank, lc.dp_size = r->world;
@@ -702,9 +786,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     char resumed_from[1200];
     rc = open_run(r, host, resumed_from, sizeof resumed_from, err, errlen);
     if (rc != QP_EXIT_OK) goto done;
+    announce_size(r);
     rc = QP_EXIT_RUNTIME;
 
-    qp_loader *loader = qp_loader_create(r->data, QP_SPLIT_TRAIN, r->o.seed, B, T, r->o.prefetch,
+    qp_loader *loader = qp_loader_create(r->data, QP_SPLIT_TRAIN, r->data_seed, B, T, r->o.prefetch,
                                          r->step * r->o.grad_accum, err, errlen);
     if (!loader) goto done;
     const qp_optim_cfg oc = {r->o.lr, r->o.min_lr, r->o.beta1, r->o.beta2, r->o.eps, r->o.weight_decay,

@@ -56,8 +56,23 @@ typedef struct {
     int64_t stop_after;   /* > 0: stop after this many steps as if interrupted (tests resume) */
     double lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps, val_frac, divergence_factor;
     uint64_t seed;
+    /* training randomness apart from the initial weights: batch order,
+     * stochastic rounding, Hadamard signs. -1: the same as seed. Two runs of
+     * one seed and recipe with different data seeds start from the same
+     * weights and differ only in these: their gap is the noise floor. */
+    int64_t data_seed;
+    /* > 0: steps = round(tokens_per_param x non-embedding parameters /
+     * tokens per step) (qp_size.h); --steps may not be given with it */
+    double tokens_per_param;
+    bool steps_given;
+    /* the fixed validation set (qp_dataset_fixed_batch): 0 = eval_batches
+     * batches, -1 = the whole validation split, else at least this many
+     * tokens (whole batches, at most the split) */
+    int64_t val_tokens;
     bool resume, eval_only, quiet;
 } qp_train_opts;
+
+#define QP_DEFAULT_SEED 1337 /* --seed when none is given (qsweep reads it too) */
 
 /* nanoGPT's baby Shakespeare configuration (4 layers, 4 heads, 128 wide,
  * context 64, batch 12, lr 1e-3, warm-up 100, 2000 steps). */

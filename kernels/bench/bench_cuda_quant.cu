@@ -69,8 +69,10 @@ void row(const char *name, double bytes, const std::function<int()> &fn)
 
 int main(int argc, char **argv)
 {
-    if (qp_cuda_device_count() == 0) {
-        std::printf("bench_cuda_quant: no CUDA device, SKIP\n");
+    int ndev = 0;
+    const cudaError_t de = cudaGetDeviceCount(&ndev);
+    if (de != cudaSuccess || ndev == 0) {
+        std::printf("bench_cuda_quant: no CUDA device (%s), SKIP\n", de != cudaSuccess ? cudaGetErrorName(de) : "0 devices");
         return 77;
     }
     const int rows = argc > 2 ? std::atoi(argv[1]) : 8192, cols = argc > 2 ? std::atoi(argv[2]) : 8192;

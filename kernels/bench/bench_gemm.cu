@@ -63,8 +63,9 @@ static int cmp_float(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        std::printf("bench_gemm: no CUDA device, SKIP\n");
+    const cudaError_t de = cudaGetDeviceCount(&ndev);
+    if (de != cudaSuccess || ndev == 0) {
+        std::printf("bench_gemm: no CUDA device (%s), SKIP\n", de != cudaSuccess ? cudaGetErrorName(de) : "0 devices");
         return 77;
     }
     const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20, warmup = 5;
@@ -85,10 +86,15 @@ int main(int argc, char **argv)
     uint8_t *d_A, *d_B, *d_sa, *d_sb;
     float *d_D, *d_scale, *d_amax;
     const int64_t scale_bytes = qp_scale_tiled_size(nmax, nmax / 16);
-    if (cudaMalloc((void **)&d_A, nmax * nmax * 2) || cudaMalloc((void **)&d_B, nmax * nmax * 2) ||
-        cudaMalloc((void **)&d_D, nmax * nmax * 4) || cudaMalloc((void **)&d_sa, scale_bytes) ||
-        cudaMalloc((void **)&d_sb, scale_bytes) || cudaMalloc((void **)&d_scale, 4) || cudaMalloc((void **)&d_amax, 4)) {
-        std::fprintf(stderr, "bench_gemm: cudaMalloc failed\n");
+    cudaError_t me = cudaMalloc((void **)&d_A, nmax * nmax * 2);
+    if (me == cudaSuccess) me = cudaMalloc((void **)&d_B, nmax * nmax * 2);
+    if (me == cudaSuccess) me = cudaMalloc((void **)&d_D, nmax * nmax * 4);
+    if (me == cudaSuccess) me = cudaMalloc((void **)&d_sa, scale_bytes);
+    if (me == cudaSuccess) me = cudaMalloc((void **)&d_sb, scale_bytes);
+    if (me == cudaSuccess) me = cudaMalloc((void **)&d_scale, 4);
+    if (me == cudaSuccess) me = cudaMalloc((void **)&d_amax, 4);
+    if (me != cudaSuccess) {
+        std::fprintf(stderr, "bench_gemm: cudaMalloc: %s (%s)\n", cudaGetErrorName(me), cudaGetErrorString(me));
         return 1;
     }
     const float one = 1.0f / 448.0f;
@@ -145,14 +151,22 @@ int main(int argc, char **argv)
                 ok = qp_cublt_gemm(h, &a, &b, d_D, n, n, n, 1.0f, 0.0f, amax, &path) == 0;
                 cudaEventRecord(e1);
                 if (!ok) break;
-                if (cudaEventSynchronize(e1) != cudaSuccess) ok = false;
+                const cudaError_t se = cudaEventSynchronize(e1);
+                if (se != cudaSuccess) {
+                    std::printf("  %-18s n=%d: %s (%s)\n", p.name, n, cudaGetErrorName(se), cudaGetErrorString(se));
+                    failures++;
+                    ok = false;
+                    break;
+                }
                 float t = 0;
                 cudaEventElapsedTime(&t, e0, e1);
                 if (i >= warmup) ms.push_back(t);
             }
             if (!ok) {
-                std::printf("  %-18s n=%d: %s\n", p.name, n, qp_cublt_error(h));
-                failures++;
+                if (qp_cublt_error(h)[0]) {
+                    std::printf("  %-18s n=%d: %s\n", p.name, n, qp_cublt_error(h));
+                    failures++;
+                }
                 continue;
             }
             std::qsort(ms.data(), ms.size(), sizeof(float), cmp_float);

@@ -35,6 +35,9 @@ put("experiment", "dash_keys.ini", "[base]\ndata=/abs/x.bin\ngrad-accum = 2\nmin
 put("experiment", "bad_key.ini", "[base]\ndata = x\nfoo = 1\n")
 put("experiment", "empty_grid.ini", "[base]\ndata = x\n[grid]\nseed =\n")
 put("experiment", "no_data.ini", "[grid]\nrecipe = bf16\n")
+put("experiment", "slurm.ini",
+    "[base]\ndata = corpus.txt\ndevice = cuda\n[grid]\nseed = 1, 2\n[slurm]\npartition = gpu,long\naccount = p-1\n"
+    "time = 1-02:30:00\ncpus-per-task = 4\ngpus_per_task = 0\nntasks = 2\nmpi = pmix\n")
 
 # ---- token shards and byte files
 MAGIC = 20240520

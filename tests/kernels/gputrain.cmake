@@ -9,6 +9,13 @@
 #   test_cuda_train       20 steps of a small model, fp32 and bf16, CPU vs GPU
 #                         losses within 1e-3 relative (label gpu, SKIP 77
 #                         without a device)
+#   test_cuda_model_kernels  the layer kernels against the host formulas, bit
+#                         for bit (label gpu, SKIP 77)
+#   test_no_float_atomics the training path's PTX has no float atomic adds
+#                         (label unit; needs nvcc, no GPU)
+#   test_device_check     kernels/bench/device_check.sh on stubs: a summary
+#                         line per section, the global deadline, <= 8 files in
+#                         OUT, exit 77 after nvidia-smi = FAIL (label unit)
 set(QP_KTEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 if(TARGET qpmodel)
   add_executable(test_cuda_model_math ${QP_KTEST_DIR}/test_cuda_model_math.c)
@@ -40,6 +47,14 @@ if(TARGET qtrain AND QP_PYTHON)
   set_tests_properties(test_qtrain_device PROPERTIES LABELS "unit;train" TIMEOUT 600)
 endif()
 
+# kernels/bench/device_check.sh with a stub nvidia-smi and stub binaries (no GPU needed)
+if(QP_PYTHON)
+  add_test(NAME test_device_check
+           COMMAND bash ${QP_KTEST_DIR}/test_device_check.sh ${QP_PYTHON} ${CMAKE_C_COMPILER}
+                   ${CMAKE_CURRENT_BINARY_DIR}/device_check_test)
+  set_tests_properties(test_device_check PROPERTIES LABELS "unit" TIMEOUT 600)
+endif()
+
 if(TARGET qpnvml)
   add_library(fake_nvml MODULE ${QP_KTEST_DIR}/fake_nvml.c)
   add_executable(test_nvml ${QP_KTEST_DIR}/test_nvml.c)
@@ -61,6 +76,25 @@ if(TARGET qpmodel)
   # a barrier, and spinning workers would starve them on a small machine
   set_tests_properties(test_cuda_linear_pass PROPERTIES LABELS "unit"
                        ENVIRONMENT "OMP_NUM_THREADS=2;OMP_WAIT_POLICY=passive")
+endif()
+
+# the model's layer kernels against the host formulas, bit for bit (label gpu, SKIP 77)
+if(TARGET qpcudatrain)
+  add_executable(test_cuda_model_kernels ${QP_KTEST_DIR}/test_cuda_model_kernels.cu)
+  target_include_directories(test_cuda_model_kernels PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(test_cuda_model_kernels PRIVATE qpcudatrain)
+  target_compile_options(test_cuda_model_kernels PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-fmad=false>)
+  add_test(NAME test_cuda_model_kernels COMMAND test_cuda_model_kernels)
+  set_tests_properties(test_cuda_model_kernels PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
+  # no floating-point atomics in the training path's CUDA code (PTX, no GPU needed)
+  add_test(NAME test_no_float_atomics
+           COMMAND bash ${QP_KTEST_DIR}/check_float_atomics.sh ${CMAKE_CUDA_COMPILER}
+                   ${CMAKE_CURRENT_BINARY_DIR}/float_atomics -arch=compute_90 -I${PROJECT_SOURCE_DIR}/kernels
+                   -I${PROJECT_SOURCE_DIR}/train -I${PROJECT_SOURCE_DIR}/quant -I${PROJECT_SOURCE_DIR}/io --
+                   ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_model.cu ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_linear.cu
+                   ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_quant.cu ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_rht.cu
+                   ${PROJECT_SOURCE_DIR}/kernels/qp_cublaslt.cu)
+  set_tests_properties(test_no_float_atomics PROPERTIES LABELS "unit")
 endif()
 
 # the GPU dispatch's native GEMMs (fp8, mxfp8, nvfp4) against its emulated path (label gpu, SKIP 77)

@@ -3,13 +3,14 @@
  * operations, against the CPU dispatch (train/qp_linear.c), without a GPU.
  *
  * Host operations: quant/'s qp_qdq / qp_quantize for the device quantizer
- * (bit-identical to it by its own tests), qp_rht16, plain transposes, and the
+ * (bit-identical to it by its own tests), qp_rht, plain transposes, and the
  * CPU GEMM on the operands the GPU GEMM would get (BF16 bits, FP32, or FP8
  * codes with a decode-scale pointer). For every recipe, both paths (emulated
  * and FP8-native for the FP8 recipes), several layers, three steps and two
  * micro-batches: Y, dX, dW and db to 1e-5 of their largest magnitude (the
  * GEMMs sum in other orders), the scaling states exactly, the same events and
- * the same qerr rows. Native paths by a fake compute capability (qpl_set_device:
+ * the same qerr rows — with the statistics kept and flushed only at the end of
+ * each micro-batch, as the GPU does (and a tiny kept list, flushed early). Native paths by a fake compute capability (qpl_set_device:
  * 90 FP8, 100 MXFP8/NVFP4 block-scaled, the host GEMM decoding codes and
  * cuBLASLt-tiled block scales) and the decisions alone (path names, the kind
  * of each GEMM by formats and shape, QP_CUDA_EMULATE). Data parallelism: two
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "qp_cuda_linear_pass.h"
+#include "qp_cuda_model_math.h"
 #include "qp_format.h"
 #include "qp_gemm.h"
 #include "qp_hadamard.h"
@@ -33,10 +35,14 @@
 
 static unsigned long long rng = 0x1234567887654321ull;
 
+#define MAXKEPT 512
+
 typedef struct {
     qpl_state *st;
     qp_gemm *gemm;
     qpl_stats stats[2];
+    qpl_stats kept[MAXKEPT]; /* the device's kept statistics */
+    int n_fetches;           /* flushes that fetched something */
     float scale_inv[2];
     float *fa, *fb; /* GEMM operands as FP32 */
     uint8_t *tiled[2];  /* per side: block scales in cuBLASLt's tiled layout */
@@ -66,10 +72,10 @@ static int h_copy(void *x, float *dst, const float *src, int64_t n)
     memcpy(dst, src, (size_t)n * sizeof(float));
     return 0;
 }
-static int h_rht16(void *x, float *d, int rows, int cols, uint64_t seed)
+static int h_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
     (void)x;
-    return qp_rht16(d, rows, cols, seed);
+    return qp_rht(d, rows, cols, n, seed);
 }
 static void put_stats(host *h, int side, const qp_qstats *qs)
 {
@@ -131,9 +137,16 @@ static int h_reduce(void *x, const float *in, const float *y, const uint8_t *cod
     s->xx = xx, s->ee = ee, s->n_nonzero = nz, s->n_flushed = fl;
     return 0;
 }
-static int h_fetch(void *x, int side, qpl_stats *out)
+static int h_keep(void *x, int side, int slot)
 {
-    *out = H->stats[side];
+    if (slot < 0 || slot >= MAXKEPT || slot >= H->st->max_pending) return -1;
+    H->kept[slot] = H->stats[side];
+    return 0;
+}
+static int h_fetch_kept(void *x, int n, qpl_stats *out)
+{
+    H->n_fetches++;
+    memcpy(out, H->kept, (size_t)n * sizeof *out);
     return 0;
 }
 static const float *h_scale_inv_ptr(void *x, int side) { return &H->scale_inv[side]; }
@@ -195,6 +208,10 @@ static int h_gemm(void *x, const qp_cublt_operand *A, const qp_cublt_operand *B,
     }
     H->kinds[A->type == QP_CUBLT_MXFP8 ? QPL_MXFP8 : A->type == QP_CUBLT_NVFP4 ? QPL_NVFP4 : fp8 ? QPL_FP8 : QPL_EMULATED]++;
     if (to_f32(A, H->fa, M, K) || to_f32(B, H->fb, N, K)) return -1;
+    /* BF16 and FP32 operands' decode scales are folded into alpha on the
+     * device, as qp_cublt_gemm's alpha kernel does: alpha * (sA * sB) */
+    if ((A->type == QP_CUBLT_BF16 || A->type == QP_CUBLT_F32) && (A->d_scale_inv || B->d_scale_inv))
+        alpha = alpha * ((A->d_scale_inv ? *A->d_scale_inv : 1.0f) * (B->d_scale_inv ? *B->d_scale_inv : 1.0f));
     return qp_gemm_run(H->gemm, H->fa, 0, H->fb, 0, D, M, N, K, alpha, beta != 0.0f, A->type == QP_CUBLT_BF16);
 }
 static int h_bias_add(void *x, float *Y, const float *b, int M, int N)
@@ -206,14 +223,27 @@ static int h_bias_add(void *x, float *Y, const float *b, int M, int N)
 static int h_bias_grad(void *x, float *db, const float *dY, int M, int N)
 {
     (void)x;
-    for (int n = 0; n < N; n++) {
-        float s = 0.0f;
-        for (int m = 0; m < M; m++) s += dY[(int64_t)m * N + n];
-        db[n] += s;
-    }
+    for (int n = 0; n < N; n++) qpm_colsum(db, dY, M, N, n); /* the GPU's chunk order */
     return 0;
 }
 #undef H
+
+static qpl_ops host_ops(host *h)
+{
+    return (qpl_ops){.ctx = h, .transpose = h_transpose, .transpose_u8 = h_transpose_u8, .copy = h_copy,
+                     .rht = h_rht, .qdq = h_qdq, .quantize = h_quantize, .to_bf16 = h_to_bf16,
+                     .reduce = h_reduce, .keep = h_keep, .fetch_kept = h_fetch_kept,
+                     .scale_inv_ptr = h_scale_inv_ptr, .gemm = h_gemm, .bias_add = h_bias_add,
+                     .bias_grad = h_bias_grad, .amax = h_amax, .block_scales_ptr = h_block_scales_ptr};
+}
+
+/* The pass state's kept-statistics lists (the device's are the ops' own). */
+static void pending_alloc(qpl_state *st, int max_pending)
+{
+    st->max_pending = max_pending;
+    st->pending = calloc((size_t)max_pending, sizeof *st->pending);
+    st->kept = calloc((size_t)max_pending, sizeof *st->kept);
+}
 
 /* ---- records ------------------------------------------------------------------- */
 
@@ -262,15 +292,25 @@ static float *randv(int64_t n, float s)
     return v;
 }
 
+/* Not NULL: run() uses this plan for every layer instead of the recipe's
+ * (formats and RHT sizes no recipe name reaches yet). */
+static const qp_linear_plan *g_plan;
+
 /* cc: the fake GPU's compute capability (0: none, every GEMM emulated);
- * expect: the path name qpl_set_device must give. */
-static void run(const char *spec, int cc, int M, int IC, int OC, const char *expect)
+ * expect: the path name qpl_set_device must give; max_pending: the kept
+ * list's length (0: the GPU dispatch's, which a micro-batch never fills). */
+static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char *expect, int max_pending)
 {
     const int native = cc > 0;
     const int L = 3;
     char err[256];
     qp_recipe recipe;
-    CHECK(qp_recipe_parse(spec, &recipe, err, sizeof err) == 0, "%s", err);
+    CHECK(qp_recipe_parse(g_plan ? "fp32" : spec, &recipe, err, sizeof err) == 0, "%s", err);
+    if (g_plan) {
+        recipe.plan = *g_plan;
+        recipe.bf16_first = recipe.bf16_last = 0;
+        snprintf(recipe.spec, sizeof recipe.spec, "%s", spec);
+    }
     static rec rref, rown;
     memset(&rref, 0, sizeof rref);
     memset(&rown, 0, sizeof rown);
@@ -293,16 +333,14 @@ static void run(const char *spec, int cc, int M, int IC, int OC, const char *exp
         st.ybuf[s] = malloc(max_elems * sizeof(float));
         st.bbuf[s] = malloc(max_elems * sizeof(uint16_t));
     }
+    pending_alloc(&st, max_pending ? max_pending : 6 * QP_GEMM_COUNT * L + 64);
     qpl_set_device(&st, cc, 0);
     CHECK(!strcmp(st.path, expect), "%s on cc %d: path %s, expected %s", spec, cc, st.path, expect);
     host h;
     memset(&h, 0, sizeof h);
     h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
     h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
-    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht16,
-                         h_qdq,     h_quantize,  h_to_bf16,      h_reduce,        h_fetch,
-                         h_scale_inv_ptr, h_gemm, h_bias_add,    h_bias_grad,     h_amax,
-                         h_block_scales_ptr};
+    const qpl_ops ops = host_ops(&h);
     float *W = randv((int64_t)OC * IC, 0.05f), *b = randv(OC, 0.1f);
     float *Y0 = malloc(sizeof(float) * M * OC), *Y1 = malloc(sizeof(float) * M * OC);
     float *dX0 = calloc((size_t)M * IC, sizeof(float)), *dX1 = calloc((size_t)M * IC, sizeof(float));
@@ -336,8 +374,13 @@ static void run(const char *spec, int cc, int M, int IC, int OC, const char *exp
             close_to("dW", full, dW0, dW1, (int64_t)OC * IC);
             close_to("db", full, db0, db1, OC);
             free(X), free(dY);
+            /* as the GPU backend: the kept statistics applied once per micro-batch */
+            CHECK(qpl_flush(&st, &ops) == 0, "%s flush: %s", spec, st.err);
         }
     }
+    /* a micro-batch's statistics fit the GPU's list: one fetch per micro-batch at most */
+    CHECK(max_pending ? h.n_fetches > 6 || rown.n + rown.nev == 0 : h.n_fetches <= 6,
+          "%s: %d fetches of kept statistics over 6 micro-batches (list of %d)", spec, h.n_fetches, st.max_pending);
     /* the LM head: FP32, transposed operands through tbuf */
     {
         const int V = 40, C = 24;
@@ -394,9 +437,14 @@ static void run(const char *spec, int cc, int M, int IC, int OC, const char *exp
     free(h.tiled[0]), free(h.tiled[1]);
     free(W), free(b), free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
     for (int s = 0; s < 2; s++) free(st.tbuf[s]), free(st.ybuf[s]), free(st.bbuf[s]);
-    free(st.plans), free(h.fa), free(h.fb);
+    free(st.plans), free(h.fa), free(h.fb), free(st.pending), free(st.kept);
     qp_linear_destroy(ref), qp_linear_destroy(states);
     qp_gemm_destroy(gemm);
+}
+
+static void run(const char *spec, int cc, int M, int IC, int OC, const char *expect)
+{
+    run_kept(spec, cc, M, IC, OC, expect, 0);
 }
 
 /* ---- data parallelism: two "ranks" (threads) -------------------------------- */
@@ -491,15 +539,13 @@ static void *dp_rank(void *arg)
         st.ybuf[s] = malloc(max_elems * sizeof(float));
         st.bbuf[s] = malloc(max_elems * sizeof(uint16_t));
     }
+    pending_alloc(&st, 6 * QP_GEMM_COUNT * L + 64);
     qpl_set_device(&st, j->cc, 0);
     host h;
     memset(&h, 0, sizeof h);
     h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
     h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
-    const qpl_ops ops = {&h,        h_transpose, h_transpose_u8, h_copy,          h_rht16,
-                         h_qdq,     h_quantize,  h_to_bf16,      h_reduce,        h_fetch,
-                         h_scale_inv_ptr, h_gemm, h_bias_add,    h_bias_grad,     h_amax,
-                         h_block_scales_ptr};
+    const qpl_ops ops = host_ops(&h);
     float *Y0 = malloc(sizeof(float) * M * OC), *Y1 = malloc(sizeof(float) * M * OC);
     float *dX0 = calloc((size_t)M * IC, sizeof(float)), *dX1 = calloc((size_t)M * IC, sizeof(float));
     float *dW0 = calloc((size_t)OC * IC, sizeof(float)), *dW1 = calloc((size_t)OC * IC, sizeof(float));
@@ -527,6 +573,10 @@ static void *dp_rank(void *arg)
                     const double w = worst_rel(Y0, Y1, (int64_t)M * OC);
                     if (w > j->worst) j->worst = w;
                 }
+            if (!j->failed && qpl_flush(&st, &ops)) {
+                j->failed = 1;
+                snprintf(j->msg, sizeof j->msg, "flush: %s", st.err);
+            }
         }
     }
     const double w[3] = {worst_rel(dX0, dX1, (int64_t)M * IC), worst_rel(dW0, dW1, (int64_t)OC * IC),
@@ -548,7 +598,7 @@ static void *dp_rank(void *arg)
     memcpy(j->kinds, h.kinds, sizeof h.kinds);
     free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
     for (int s = 0; s < 2; s++) free(st.tbuf[s]), free(st.ybuf[s]), free(st.bbuf[s]);
-    free(st.plans), free(h.fa), free(h.fb), free(h.tiled[0]), free(h.tiled[1]);
+    free(st.plans), free(h.fa), free(h.fb), free(h.tiled[0]), free(h.tiled[1]), free(st.pending), free(st.kept);
     qp_linear_destroy(ref), qp_linear_destroy(states);
     qp_gemm_destroy(gemm);
     return NULL;
@@ -670,6 +720,35 @@ int main(void)
     run("mxfp4", 100, 32, 64, 96, "emulated-bf16");
     run("mxfp8", 90, 32, 64, 96, "emulated-bf16"); /* Hopper: no block scaling */
     run("fp8", 100, 32, 64, 96, "fp8-native");
+    /* a kept list of 3: flushed early, mid-pass, with the same results */
+    run_kept("fp8", 0, 32, 48, 64, "emulated-bf16", 3);
+    run_kept("fp8", 90, 32, 48, 64, "fp8-native", 3);
+    run_kept("nvfp4", 100, 32, 64, 96, "nvfp4-native", 3);
+    /* Plans of the new formats (emulated on every GPU): FP8 blocks with FP32
+     * scales run an FP32 GEMM of the scaled values on the GPU against the
+     * CPU's K-chunked GEMM (contractions above 128), the others the BF16
+     * emulation; RHT sizes from the plan. */
+    static const struct {
+        const char *what;
+        qp_fmt x, w, dy;
+        int rht_n, M;
+    } plans[] = {
+        {"fp8-block plan", QP_FMT_FP8_BLOCK, QP_FMT_FP8_BLOCK_2D, QP_FMT_FP8_BLOCK, 0, 160},
+        {"fp8-block x, mxfp8 w plan", QP_FMT_FP8_BLOCK, QP_FMT_MXFP8, QP_FMT_FP8_E5M2, 0, 160},
+        {"fp8-block-pow2 plan", QP_FMT_FP8_BLOCK_POW2, QP_FMT_FP8_BLOCK_2D_POW2, QP_FMT_FP8_BLOCK_POW2, 0, 160},
+        {"mxfp6/4o6/rceil plan", QP_FMT_MXFP6_E2M3, QP_FMT_NVFP4_4O6, QP_FMT_MXFP4_RCEIL, 0, 64},
+        {"nvfp4 rht 128 plan", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 128, 128},
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        qp_linear_plan p;
+        memset(&p, 0, sizeof p);
+        p.fmt[QP_OPND_X] = plans[i].x, p.fmt[QP_OPND_W] = plans[i].w, p.fmt[QP_OPND_DY] = plans[i].dy;
+        p.rht_wgrad = plans[i].rht_n > 0, p.rht_n = plans[i].rht_n;
+        p.scaling = QP_SCALING_CURRENT;
+        g_plan = &p;
+        run(plans[i].what, 0, plans[i].M, 192, 144, "emulated-bf16");
+        g_plan = NULL;
+    }
     test_decisions();
     const char *dp[] = {"bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4,nvfp4-2d"};
     for (size_t i = 0; i < sizeof dp / sizeof dp[0]; i++) run_dp(dp[i], 0, 32, 64, 96);

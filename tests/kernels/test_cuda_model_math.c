@@ -4,15 +4,25 @@
  * The CPU kernels are the static functions of train/qp_model_kernels.c,
  * compiled into this test (a third copy, suffix _mathtest); each is run on
  * random data and compared with the loop of per-row / per-element functions
- * the GPU kernels call, to 1e-6 relative (the CPU's attention is blocked with
- * an online softmax and keeps no T x T matrix: its output, log-sum-exp and
- * input gradient are compared). Then the GPU's pass order
- * (qp_cuda_model_pass.h, the code qp_cuda_model.cu runs) is run with host
- * operations over the same formulas and the CPU dispatch, and the whole
- * forward and backward (losses, probabilities, every parameter gradient,
- * with gradient accumulation) compared with the CPU model's. The GPU differs
- * from this host build of the same code only in libm (expf/logf ulps) and
- * its GEMMs, which the GPU test (test_cuda_train) bounds end to end. */
+ * the GPU kernels call. The two compute the same quantities in different
+ * orders, so they agree to rounding, not to the bit: the CPU sums a row in
+ * 16 vector lanes and runs attention blocked with an online softmax keeping
+ * only each row's log-sum-exp (its output, log-sum-exp and input gradient are
+ * compared with the GPU's row softmax over T x T scores). Tolerances: 1e-6
+ * relative (|a - b| / (1 + |a|)); 5e-5 for a LayerNorm row of mean 100
+ * (below). Column sums (the CPU's blocks of QP_ROW_BLOCK rows, the GPU's
+ * chunks of QPM_SUM_ROWS: the same size) and the embedding gradients add the
+ * same terms in the same order: bit for bit. What the GPU splits over lanes
+ * and threads (dot8's eight lanes and butterfly, the chunk sums, attention's
+ * query/key split) is checked bit for bit against the one-thread host
+ * formula. Then the GPU's pass order
+ * (qp_cuda_model_pass.h, the code qp_cuda_model.cu runs, on the GPU's own
+ * activation layout, qpm_act_sizes) is run with host operations over the
+ * same formulas and the CPU dispatch, and the whole forward and backward
+ * (losses, probabilities, every parameter gradient, with gradient
+ * accumulation) compared with the CPU model's. The GPU differs from this
+ * host build of the same code only in libm (expf/logf ulps) and its GEMMs,
+ * which the GPU test (test_cuda_train) bounds end to end. */
 #define QP_KERNEL_SUFFIX _mathtest
 #include "../../train/qp_model_kernels.c"
 
@@ -66,8 +76,10 @@ static double max_rel(const float *a, const float *b, int64_t n, int64_t *worst)
 #define SAME(name, a, b, n) SAME_TOL(name, a, b, n, 1e-6)
 /* LayerNorm of a row whose mean is 100 and spread 3: the CPU sums a row in
  * 16 lanes, the GPU's row function in order, so their means differ in the
- * last bit of 100, which the normalization magnifies by 100/3. */
-#define LN_TOL 1e-5
+ * last bits of 100 (an ulp is 7.6e-6; 37 terms round differently by a few),
+ * which reach the output times rstd·|w| (~1/3 × up to ~3 here). A wrong
+ * formula is off by whole units. */
+#define LN_TOL 5e-5
 
 static void test_gelu(void)
 {
@@ -97,13 +109,14 @@ static void test_gelu(void)
     free(x), free(y0), free(y1), free(dout), free(d0), free(d1);
 }
 
-static void test_layernorm(void)
+static void test_layernorm_n(int N)
 {
-    const int N = 13, C = 37;
+    const int C = 37;
     float *x = randv((int64_t)N * C, 3.0f), *w = randv(C, 1.0f), *b = randv(C, 0.3f);
     for (int c = 0; c < C; c++) x[c] += 100.0f; /* a row with a large mean */
     float *o0 = malloc(sizeof(float) * N * C), *o1 = malloc(sizeof(float) * N * C);
-    float m0[13], r0[13], m1[13], r1[13];
+    float *m0 = malloc(N * sizeof(float)), *r0 = malloc(N * sizeof(float));
+    float *m1 = malloc(N * sizeof(float)), *r1 = malloc(N * sizeof(float));
     /* the fused residual add with a zero projection: its input is x */
     float *res = malloc(sizeof(float) * N * C), *zy = calloc((size_t)N * C, sizeof(float)), *zb = calloc(C, sizeof(float));
     residual_layernorm_forward(res, o0, m0, r0, x, zy, zb, NULL, NULL, NULL, w, b, N, 1, C);
@@ -119,12 +132,108 @@ static void test_layernorm(void)
     residual_layernorm_backward(dx0, dw0, db0, NULL, part, dout, x, w, m0, r0, NULL, 0, 1, N, C);
     for (int i = 0; i < N; i++)
         qpm_layernorm_bwd_row(dx1 + (int64_t)i * C, dout + (int64_t)i * C, x + (int64_t)i * C, w, m1[i], r1[i], C);
+    float *dw2 = copyv(dw1, C), *db2 = copyv(db1, C);
     for (int c = 0; c < C; c++) qpm_layernorm_bwd_channel(dw1, db1, dout, x, m1, r1, N, C, c);
     SAME_TOL("layernorm backward dx", dx0, dx1, (int64_t)N * C, LN_TOL);
-    SAME_TOL("layernorm backward dw", dw0, dw1, C, LN_TOL);
-    SAME("layernorm backward db", db0, db1, C);
+    /* the CPU's blocks of QP_ROW_BLOCK rows are the GPU's chunks: the bias
+     * gradient (dout's column sums) has the same bits; the weight gradient's
+     * terms carry the row statistics' difference (LN_TOL) */
+    char name[96];
+    snprintf(name, sizeof name, "layernorm backward dw (N %d, %d chunks)", N, qpm_sum_chunks(N));
+    SAME_TOL(name, dw0, dw1, C, LN_TOL);
+    for (int c = 0; c < C; c++)
+        CHECK(qp_same_float(db0[c], db1[c]), "layernorm backward db (N %d) channel %d: %.9g vs %.9g", N, c, db0[c],
+              db1[c]);
+    /* the GPU's two kernels: chunk sums over (chunk, channel), then each channel's
+     * chunks in order — the same bits as the one-channel function */
+    const int nk = qpm_sum_chunks(N);
+    float *pw = malloc((size_t)nk * C * sizeof(float)), *pb = malloc((size_t)nk * C * sizeof(float));
+    for (int k = nk - 1; k >= 0; k--) /* any chunk order: each chunk has its own slot */
+        for (int c = 0; c < C; c++) {
+            const int i0 = k * QPM_SUM_ROWS, i1 = i0 + QPM_SUM_ROWS < N ? i0 + QPM_SUM_ROWS : N;
+            qpm_layernorm_bwd_chunk(pw + (int64_t)k * C + c, pb + (int64_t)k * C + c, dout, x, m1, r1, i0, i1, C, c);
+        }
+    for (int c = 0; c < C; c++) qpm_layernorm_bwd_combine(dw2, db2, pw, pb, nk, C, c);
+    for (int c = 0; c < C; c++)
+        CHECK(qp_same_float(dw1[c], dw2[c]) && qp_same_float(db1[c], db2[c]),
+              "layernorm backward chunks (N %d) channel %d: %.9g/%.9g vs %.9g/%.9g", N, c, dw1[c], db1[c], dw2[c],
+              db2[c]);
+    /* bias gradients: the same two levels, against the CPU's fused column sums
+     * (residual_layernorm_backward's dbias: the sums of the dres it wrote) */
+    float *cs0 = randv(C, 0.1f), *cs1 = copyv(cs0, C), *cs2 = copyv(cs0, C);
+    float *dres = calloc((size_t)N * C, sizeof(float)), *dw3 = calloc(C, sizeof(float)), *db3 = calloc(C, sizeof(float));
+    residual_layernorm_backward(dres, dw3, db3, cs0, part, dout, x, w, m0, r0, NULL, 0, 0, N, C);
+    for (int c = 0; c < C; c++) qpm_colsum(cs1, dres, N, C, c);
+    for (int k = 0; k < nk; k++)
+        for (int c = 0; c < C; c++) {
+            const int i0 = k * QPM_SUM_ROWS, i1 = i0 + QPM_SUM_ROWS < N ? i0 + QPM_SUM_ROWS : N;
+            pw[(int64_t)k * C + c] = qpm_colsum_chunk(dres, i0, i1, C, c);
+        }
+    for (int c = 0; c < C; c++) qpm_colsum_combine(cs2, pw, nk, C, c);
+    for (int c = 0; c < C; c++)
+        CHECK(qp_same_float(cs0[c], cs1[c]) && qp_same_float(cs1[c], cs2[c]),
+              "column sums (N %d) column %d: cpu %.9g, host formula %.9g, chunks %.9g", N, c, cs0[c], cs1[c], cs2[c]);
+    free(pw), free(pb), free(cs0), free(cs1), free(cs2), free(dw2), free(db2), free(dres), free(dw3), free(db3);
+    free(m0), free(r0), free(m1), free(r1);
     free(x), free(w), free(b), free(o0), free(o1), free(dout), free(dx0), free(dx1);
     free(dw0), free(db0), free(dw1), free(db1), free(res), free(zy), free(zb), free(part);
+}
+
+_Static_assert(QPM_SUM_ROWS == QP_ROW_BLOCK, "the GPU's column-sum chunks are the CPU's row blocks");
+
+static void test_layernorm(void)
+{
+    test_layernorm_n(13);  /* one chunk, one CPU block short of 32 */
+    test_layernorm_n(64);
+    test_layernorm_n(300); /* five chunks, the last one short */
+}
+
+/* The embeddings' gradients: the CPU adds every (b,t) row in order into its
+ * token's and position's rows, which is each GPU thread's order (a channel's
+ * tokens; a (t, c)'s sequences): the same bits. */
+static void test_encoder(int B, int T, int C, int V)
+{
+    const int BT = B * T;
+    int32_t *inp = malloc(BT * sizeof(int32_t));
+    for (int i = 0; i < BT; i++) inp[i] = (int32_t)(qp_test_next(&rng) % V); /* repeats: V < BT */
+    float *dres = randv((int64_t)BT * C, 1.0f), *te0 = randv((int64_t)V * C, 0.1f), *pe0 = randv((int64_t)T * C, 0.1f);
+    float *te1 = copyv(te0, (int64_t)V * C), *pe1 = copyv(pe0, (int64_t)T * C);
+    encoder_backward(te0, pe0, dres, inp, BT, T, C);
+    for (int c = 0; c < C; c++) qpm_encoder_bwd_token(te1, dres, inp, BT, C, c);
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) qpm_encoder_bwd_pos(pe1, dres, B, T, C, t, c);
+    int bad = 0;
+    for (int64_t i = 0; i < (int64_t)V * C; i++) bad += !qp_same_float(te0[i], te1[i]);
+    for (int64_t i = 0; i < (int64_t)T * C; i++) bad += !qp_same_float(pe0[i], pe1[i]);
+    CHECK(bad == 0, "embedding gradients (B%d T%d C%d V%d): %d elements differ", B, T, C, V, bad);
+    free(inp), free(dres), free(te0), free(pe0), free(te1), free(pe1);
+}
+
+/* dot8, the GPU's dot product (attention's scores): its eight lanes and the
+ * xor butterfly give qpm_dot8's bits on every lane; against the CPU's
+ * 16-lane row_dot, rounding only. */
+static void test_dot8(void)
+{
+    for (int n = 0; n < 40; n++) {
+        float *a = randv(n + 1, 1.0f), *b = randv(n + 1, 1.0f);
+        const float x = row_dot(a, b, n), y = qpm_dot8(a, b, n);
+        double mag = 0.0;
+        for (int i = 0; i < n; i++) mag += fabs((double)a[i] * b[i]);
+        CHECK(fabs((double)x - y) <= 1e-6 * (1.0 + mag), "dot8(%d): cpu %.9g vs %.9g", n, x, y);
+        /* the GPU's eight lanes: running sum j on lane j, then an xor butterfly
+         * over 1, 2, 4 (lane l adds lane l^k's value); every lane must end
+         * with dot8's bits */
+        float lane[8], next[8];
+        for (int j = 0; j < 8; j++) lane[j] = qpm_dot8_part(a, b, n, j);
+        for (int k = 1; k < 8; k <<= 1) {
+            for (int j = 0; j < 8; j++) next[j] = lane[j] + lane[j ^ k];
+            memcpy(lane, next, sizeof lane);
+        }
+        const float tail = qpm_dot8_tail(a, b, n);
+        for (int j = 0; j < 8; j++)
+            CHECK(qp_same_float(y, lane[j] + tail), "dot8(%d) butterfly lane %d: %.9g vs %.9g", n, j, lane[j] + tail, y);
+        free(a), free(b);
+    }
 }
 
 static void test_attention(int B, int T, int C, int NH)
@@ -168,11 +277,13 @@ static void test_attention(int B, int T, int C, int NH)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) qpm_attention_bwd_head(dqkv1, dpre1, datt1, dout, qkv, att1, b, h, T, C, NH);
     SAME("attention backward dqkv", dqkv0, dqkv1, nq);
-    /* the bias gradient: column sums of the CPU's dqkv (in row order; the CPU sums blocks of rows) */
+    /* the bias gradient: the column sums of the CPU's dqkv, as the GPU
+     * dispatch forms them (qpm_colsum's chunks, the CPU's row blocks) */
     float *cs = calloc(3 * C, sizeof(float));
-    for (int64_t i = 0; i < (int64_t)B * T; i++)
-        for (int c = 0; c < 3 * C; c++) cs[c] += dqkv0[i * 3 * C + c];
-    SAME("attention backward bias gradient", db, cs, 3 * C);
+    for (int c = 0; c < 3 * C; c++) qpm_colsum(cs, dqkv0, B * T, 3 * C, c);
+    int bad = 0;
+    for (int c = 0; c < 3 * C; c++) bad += !qp_same_float(db[c], cs[c]);
+    CHECK(bad == 0, "attention backward bias gradient: %d of %d columns differ from qpm_colsum", bad, 3 * C);
     /* the GPU's split: every query row, then every key row, each an
      * independent thread there; here in reverse order, which must not matter */
     float *dqkv3 = calloc(nq, sizeof(float)), *dpre3 = calloc(na, sizeof(float)), *datt3 = calloc(na, sizeof(float));
@@ -266,7 +377,10 @@ static int h_encoder_fwd(void *x, float *out, const int32_t *inp, const float *w
 static int h_encoder_bwd(void *x, float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C)
 {
     (void)x;
-    for (int c = 0; c < C; c++) qpm_encoder_bwd_channel(dwte, dwpe, dout, inp, B * T, T, C, c);
+    /* as the GPU: token rows by channel, positions by (t, c) */
+    for (int c = 0; c < C; c++) qpm_encoder_bwd_token(dwte, dout, inp, B * T, C, c);
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) qpm_encoder_bwd_pos(dwpe, dout, B, T, C, t, c);
     return 0;
 }
 static int h_layernorm_fwd(void *x, float *out, float *mean, float *rstd, const float *inp, const float *w,
@@ -373,9 +487,9 @@ static int h_zero(void *x, float *p, int64_t n)
     return 0;
 }
 
-/* The GPU's activation layout (kernels/qp_cuda_model.cu act_sizes: every
- * layer's T x T attention matrices, no log-sum-exp), which the pass order
- * works on; the CPU model's qp_gpt keeps less. */
+/* The GPU's activation layout (qpm_act_sizes: every layer's T x T
+ * attention matrices, no log-sum-exp), which the pass order works on; the
+ * CPU model's qp_gpt keeps less. */
 typedef struct {
     qp_gpt_acts acts, grads;
     float *mem, *gmem;
@@ -384,17 +498,14 @@ typedef struct {
 
 static void gpu_layout_init(gpu_layout *g, const qp_gpt_config *c, int B, int T)
 {
-    const int64_t L = c->layers, C = c->dim, NH = c->heads, V = c->vocab, BT = (int64_t)B * T;
-    const int64_t sz[QP_GPT_NACTS] = {BT * C,      L * BT * C,  L * BT,     L * BT,     L * BT * 3 * C, L * BT * C,
-                                      L * B * NH * T * T, L * B * NH * T * T, L * BT * C, L * BT * C, L * BT * C,
-                                      L * BT,      L * BT,      L * BT * 4 * C, L * BT * 4 * C, L * BT * C, L * BT * C,
-                                      BT * C,      BT,          BT,         BT * V,     BT * V,     BT, 0};
-    g->n = 0;
-    for (int i = 0; i < QP_GPT_NACTS; i++) g->n += sz[i];
+    int64_t sz[QP_GPT_NACTS];
+    qpm_act_sizes(c, B, T, sz);
+    g->n = qp_gpt_carve_acts(&g->acts, NULL, sz);
     g->mem = calloc((size_t)g->n, sizeof(float));
     g->gmem = calloc((size_t)g->n, sizeof(float));
-    float **a = (float **)&g->acts, **d = (float **)&g->grads, *m = g->mem, *gm = g->gmem;
-    for (int i = 0; i < QP_GPT_NACTS; i++) a[i] = m, d[i] = gm, m += sz[i], gm += sz[i];
+    qp_gpt_carve_acts(&g->acts, g->mem, sz);
+    qp_gpt_carve_acts(&g->grads, g->gmem, sz);
+    CHECK(g->acts.preatt && g->acts.att && !g->acts.att_lse, "the GPU layout has T x T matrices and no log-sum-exp");
 }
 
 static void test_pass(const char *recipe, int L, int NH, int C, int B, int T, int accum)
@@ -463,8 +574,11 @@ static void test_pass(const char *recipe, int L, int NH, int C, int B, int T, in
 
 int main(void)
 {
+    test_dot8();
     test_gelu();
     test_layernorm();
+    test_encoder(3, 7, 37, 5);
+    test_encoder(2, 16, 64, 50);
     test_attention(2, 9, 24, 3);
     test_attention(1, 17, 64, 4); /* head size 16: dot8's full lanes and a tail-free loop */
     test_attention(3, 5, 10, 5);  /* head size 2: only dot8's tail */

@@ -31,7 +31,7 @@ unsigned long long g_rng = 0x5151;
     do {                                                                                                \
         const cudaError_t e_ = (x);                                                                     \
         if (e_ != cudaSuccess) {                                                                        \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));    \
+            std::fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_), cudaGetErrorString(e_));    \
             std::exit(1);                                                                               \
         }                                                                                               \
     } while (0)
@@ -129,6 +129,7 @@ void run(const char *spec, const char *want_path, double tol, cudaStream_t s)
     CHECK(worst <= tol && wx <= tol && ww <= tol && wb <= tol,
           "%s: native vs emulated Y %.3g dX %.3g dW %.3g db %.3g of the largest (tolerance %g)", spec, worst, wx, ww,
           wb, tol);
+    for (int k = 0; k < 2; k++) CHECK(qp_cuda_linear_flush(lin[k]) == 0, "%s: flush: %s", spec, qp_cuda_linear_error(lin[k]));
     int bad = 0;
     for (int layer = 0; layer < L; layer++)
         for (int g = 0; g < 4; g++)

@@ -115,6 +115,8 @@ static int run_recipe(const char *spec, double tol)
                       cc);
         CHECK(qp_cuda_gpt_adamw(&gpu, &oc, step + 1, lr, cg) == 0, "%s", gpu.err);
     }
+    /* the dispatch keeps its statistics on the device until a flush */
+    CHECK(qp_cuda_linear_flush(glin) == 0, "%s: flush: %s", spec, qp_cuda_linear_error(glin));
     CHECK(last_loss < first_loss, "%s: loss did not fall (%.4f -> %.4f)", spec, first_loss, last_loss);
     /* the same qerr rows (same layers, GEMMs, operands, passes), close metrics */
     CHECK(qc.n == qg.n, "%s: %d qerr rows on the CPU, %d on the GPU", spec, qc.n, qg.n);

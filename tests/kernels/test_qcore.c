@@ -1,19 +1,29 @@
-/* test_qcore.c — kernels/qp_cuda_qcore.h (the element and block rules the CUDA
- * kernels run) against quant/, bit for bit, on the CPU: no GPU or nvcc needed.
+/* test_qcore.c — the CUDA kernels' work split (kernels/qp_cuda_qcore.h: which
+ * thread owns which elements, codes and scale, and the per-thread block and
+ * tile assembly built on quant/qp_core.h) against quant/, bit for bit, on the
+ * CPU: no GPU or nvcc needed.
  *
- * 1. Codecs: every encoder on a dense sweep of float bit patterns (RN, and SR
- *    with random words), every decoder on every code, Philox and the SR word.
- * 2. The format table: qc_format(f) agrees with qp_formats[f] for every f.
+ * 1. (nvcc build, test_qcore_nvcc, only) qp_core.h as nvcc compiles it — the
+ *    translation the kernels' host side sees — against the same rules as gcc
+ *    compiled them into libqpquant: every codec on a dense sweep of float bit
+ *    patterns (RN, and SR with random words), every decoder on every code,
+ *    Philox and the SR word. In the gcc build both sides would be the same
+ *    compilation of the same code, so the section is left out there.
+ * 2. The format table: qp_format(f), the switch the device evaluates, agrees
+ *    with qp_formats[f] for every f; an unknown value gives the "unknown" row.
  * 3. Whole tensors: a driver that walks a tensor exactly as the kernels do
  *    (per-tensor formats in chunks of 16 elements of a row, 1D formats one block
- *    at a time, NVFP4-2D one 16x16 tile at a time, global index
- *    sr_offset + r*sr_row_stride + c for SR) is compared with qp_quantize (codes, scales, scale_inv, statistics)
- *    and qp_qdq (values, scaled and unscaled, and their BF16 bits) for every
- *    format in qp_formats[], RN and SR, current and given scales, on random
- *    and adversarial data and ragged shapes; SR with row offsets and strides
- *    (qp_qopts.sr_offset/sr_row_stride, the data-parallel slices) too, and a
- *    driver given a wrong stride must differ.
- * 4. RHT: qc_rht16_vec over every 16-vector against qp_rht16. */
+ *    at a time — 128-element blocks in register chunks of 32 — 2D formats one
+ *    tile at a time, the tile amax reduced over its rows, global index
+ *    sr_offset + r*sr_row_stride + c for SR) is compared with qp_quantize
+ *    (codes, scales, scale_inv, statistics) and qp_qdq (values, scaled and
+ *    unscaled, and their BF16 bits) for every format in qp_formats[], RN and
+ *    SR, current and given scales, on random and adversarial data and ragged
+ *    shapes; SR with row offsets and strides (qp_qopts.sr_offset/sr_row_stride,
+ *    the data-parallel slices) too, and a driver given a wrong stride must
+ *    differ.
+ * 4. RHT: qp_rht_vec (what rht_kernel runs) over every n-vector against
+ *    qp_rht (quant/'s AVX-512 or scalar loop), n = 16, 32, 64, 128. */
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,12 +36,13 @@
 #include "qp_test.h"
 #include "qc_testdata.h"
 
-/* ---- 1. codecs ------------------------------------------------------------ */
+/* ---- 1. codecs (nvcc build) ----------------------------------------------- */
 
+#ifdef __CUDACC__
 static void test_codecs(void)
 {
     unsigned long long s = 99;
-    int64_t bad[12] = {0};
+    int64_t bad[QP_ELEM_COUNT][2] = {{0}}, sbad = 0;
     /* every pattern of the top 20 bits with assorted low 12 bits: all
      * exponents, signs, NaN/Inf, subnormals, and the rounding-relevant bits */
     static const uint32_t lows[] = {0x000, 0x001, 0x7FF, 0x800, 0x801, 0xFFF, 0x400, 0x3FF};
@@ -40,82 +51,44 @@ static void test_codecs(void)
             const uint32_t low = k < sizeof lows / sizeof lows[0] ? lows[k] : (uint32_t)qp_test_next(&s) & 0xFFF;
             const float x = qp_bits_f32(hi << 12 | low);
             const uint32_t r = (uint32_t)qp_test_next(&s);
-            bad[0] += qc_f32_to_e4m3(x) != qp_f32_to_e4m3(x);
-            bad[1] += qc_f32_to_e5m2(x) != qp_f32_to_e5m2(x);
-            bad[2] += qc_f32_to_e2m1(x) != qp_f32_to_e2m1(x);
-            bad[3] += qc_f32_to_bf16(x) != qp_f32_to_bf16(x);
-            bad[4] += qc_f32_to_ue4m3(x) != qp_f32_to_ue4m3(x);
-            bad[5] += qc_f32_to_e4m3_sr(x, r) != qp_f32_to_e4m3_sr(x, r);
-            bad[6] += qc_f32_to_e5m2_sr(x, r) != qp_f32_to_e5m2_sr(x, r);
-            bad[7] += qc_f32_to_e2m1_sr(x, r) != qp_f32_to_e2m1_sr(x, r);
-            bad[8] += qc_f32_to_bf16_sr(x, r) != qp_f32_to_bf16_sr(x, r);
-            if (qc_isfinite(x) && x != 0.0f) bad[9] += qc_floor_log2(x) != qp_floor_log2(x);
+            for (int e = 0; e < QP_ELEM_COUNT; e++)
+                for (int sr = 0; sr < 2; sr++)
+                    bad[e][sr] += qp_encode_elem((qp_elem)e, x, sr, r) != qp_lib_encode_elem((qp_elem)e, x, sr, r);
+            sbad += qp_f32_to_ue4m3(x) != qp_lib_scale_code(QP_SCALE_UE4M3, x, 0);
+            sbad += qp_f32_to_e8m0(x) != qp_lib_scale_code(QP_SCALE_E8M0, x, 0);
+            sbad += qp_f32_to_e8m0_ceil(x) != qp_lib_scale_code(QP_SCALE_E8M0, x, 1);
+            if (qp_isfinitef(x) && x != 0.0f) sbad += qp_floor_log2(x) != qp_lib_floor_log2(x);
         }
     }
-    static const char *names[] = {"e4m3", "e5m2", "e2m1", "bf16", "ue4m3", "e4m3_sr", "e5m2_sr", "e2m1_sr",
-                                  "bf16_sr", "floor_log2"};
-    for (int i = 0; i < 10; i++) CHECK(bad[i] == 0, "encoder %s: %lld mismatches", names[i], (long long)bad[i]);
-
-    /* SR near the rounding points: the threshold compare (r < frac*2^32) */
-    int64_t srbad = 0;
-    for (int i = 0; i < 200000; i++) {
-        const float x = (float)qp_test_normal(&s) * ldexpf(1.0f, (int)(qp_test_next(&s) % 24) - 12);
-        const float ulpfrac = (float)(qp_test_next(&s) % 64) / 64.0f;
-        const float y = x + ulpfrac * ldexpf(1.0f, qp_floor_log2(x == 0.0f ? 1.0f : x) - 3);
-        const uint32_t r = (uint32_t)(qp_test_next(&s) % 5 == 0 ? (uint32_t)(ulpfrac * 4294967296.0) + (i % 3) - 1
-                                                                   : (uint32_t)qp_test_next(&s));
-        srbad += qc_f32_to_e4m3_sr(y, r) != qp_f32_to_e4m3_sr(y, r);
-        srbad += qc_f32_to_e5m2_sr(y, r) != qp_f32_to_e5m2_sr(y, r);
-        srbad += qc_f32_to_e2m1_sr(y, r) != qp_f32_to_e2m1_sr(y, r);
-    }
-    /* r exactly at the rounding threshold floor(frac * 2^32) and next to it
-     * (computed here in double, independently): "up iff r < threshold" */
-    static const struct { int mbits, emin; } grid[3] = {{3, -6}, {2, -14}, {1, 0}};
-    for (int i = 0; i < 300000; i++) {
-        const int k = i % 3;
-        const float x = (float)qp_test_normal(&s) * ldexpf(1.0f, (int)(qp_test_next(&s) % 16) - 8 - (k == 1) * 8);
-        const float ax = fabsf(x);
-        if (ax == 0.0f || ax >= (k == 0 ? 448.0f : k == 1 ? 57344.0f : 6.0f)) continue;
-        int e = qp_floor_log2(ax);
-        if (e < grid[k].emin) e = grid[k].emin;
-        const double q = (double)ax / ldexp(1.0, e - grid[k].mbits);
-        const uint32_t t = (uint32_t)((q - floor(q)) * 4294967296.0);
-        for (int d = -1; d <= 1; d++) {
-            const uint32_t r = t + (uint32_t)d;
-            if (k == 0) srbad += qc_f32_to_e4m3_sr(x, r) != qp_f32_to_e4m3_sr(x, r);
-            if (k == 1) srbad += qc_f32_to_e5m2_sr(x, r) != qp_f32_to_e5m2_sr(x, r);
-            if (k == 2) srbad += qc_f32_to_e2m1_sr(x, r) != qp_f32_to_e2m1_sr(x, r);
-        }
-    }
-    CHECK(srbad == 0, "SR near thresholds: %lld mismatches", (long long)srbad);
+    for (int e = 0; e < QP_ELEM_COUNT; e++)
+        CHECK(bad[e][0] == 0 && bad[e][1] == 0, "encoder %d: %lld RN / %lld SR mismatches", e, (long long)bad[e][0],
+              (long long)bad[e][1]);
+    CHECK(sbad == 0, "scale encoders / floor_log2: %lld mismatches", (long long)sbad);
 
     int dbad = 0;
+    for (uint32_t c = 0; c < 65536; c++)
+        for (int e = 0; e < QP_ELEM_COUNT; e++) {
+            if (e == QP_ELEM_F32) continue;
+            if (e != QP_ELEM_BF16 && c > 255) continue;
+            dbad += !qp_same_float(qp_decode_elem((qp_elem)e, c), qp_lib_decode_elem((qp_elem)e, c));
+        }
     for (int c = 0; c < 256; c++) {
-        dbad += !qp_same_float(qc_e4m3_to_f32((uint8_t)c), qp_e4m3_to_f32((uint8_t)c));
-        dbad += !qp_same_float(qc_e5m2_to_f32((uint8_t)c), qp_e5m2_to_f32((uint8_t)c));
-        dbad += !qp_same_float(qc_e2m1_to_f32((uint8_t)c), qp_e2m1_to_f32((uint8_t)c));
-        dbad += !qp_same_float(qc_ue4m3_to_f32((uint8_t)c), qp_ue4m3_to_f32((uint8_t)c));
-        dbad += !qp_same_float(qc_e8m0_to_f32((uint8_t)c), qp_e8m0_to_f32((uint8_t)c));
+        dbad += !qp_same_float(qp_ue4m3_to_f32((uint8_t)c), qp_lib_scale_value(QP_SCALE_UE4M3, (uint8_t)c));
+        dbad += !qp_same_float(qp_e8m0_to_f32((uint8_t)c), qp_lib_scale_value(QP_SCALE_E8M0, (uint8_t)c));
     }
-    for (int e = -300; e <= 300; e++) dbad += qc_e8m0_from_exp(e) != qp_e8m0_from_exp(e);
-    for (uint32_t c = 0; c < 65536; c++) dbad += !qp_same_float(qc_bf16_to_f32((uint16_t)c), qp_bf16_to_f32((uint16_t)c));
     CHECK(dbad == 0, "decoders: %d mismatches", dbad);
 
     int rbad = 0;
     for (int i = 0; i < 2000; i++) {
         const uint64_t seed = qp_test_next(&s), stream = i % 7 == 0 ? 0 : qp_test_next(&s);
-        const uint64_t lo = i % 3 == 0 ? (uint64_t)i : qp_test_next(&s);
-        uint32_t a[4], b[4];
-        qp_philox4x32(seed, lo, stream, a);
-        qc_philox4x32(seed, lo, stream, b);
-        rbad += memcmp(a, b, sizeof a) != 0;
-        qc_rng g;
-        qc_rng_init(&g, seed, stream);
         const uint64_t i0 = i % 2 ? (uint64_t)i : qp_test_next(&s) >> 2;
-        for (uint64_t k = i0; k < i0 + 9; k++) rbad += qc_rng_word(&g, k) != qp_rng_u32(seed, stream, k);
+        qp_rng_run g;
+        qp_rng_run_init(&g, seed, stream);
+        for (uint64_t k = i0; k < i0 + 9; k++) rbad += qp_rng_run_word(&g, k) != qp_lib_rng_u32(seed, stream, k);
     }
     CHECK(rbad == 0, "philox / SR words: %d mismatches", rbad);
 }
+#endif
 
 /* ---- 2. format table -------------------------------------------------------- */
 
@@ -123,13 +96,20 @@ static void test_format_table(void)
 {
     for (int f = 0; f < QP_FMT_COUNT; f++) {
         const qp_format_traits *t = &qp_formats[f];
-        const qc_fmt_info q = qc_format(f);
-        CHECK(q.fmt == (int)t->fmt && q.elem == (int)t->elem && q.elem_bits == t->elem_bits &&
+        const qp_format_traits q = qp_format(f);
+        CHECK(q.fmt == t->fmt && !strcmp(q.name, t->name) && q.elem == t->elem && q.elem_bits == t->elem_bits &&
                   q.elem_max == t->elem_max && q.elem_emax == t->elem_emax && q.block_rows == t->block_rows &&
-                  q.block_cols == t->block_cols && q.block_scale == (int)t->block_scale &&
-                  q.tensor_scale == (int)t->tensor_scale,
-              "qc_format(%s) differs from qp_formats[]", t->name);
-        CHECK(qc_tensor_scale_range(&q) == qp_tensor_scale_range((qp_fmt)f), "%s: tensor scale range", t->name);
+                  q.block_cols == t->block_cols && q.block_scale == t->block_scale && q.rule == t->rule &&
+                  q.scale_bytes == t->scale_bytes && q.tensor_scale == t->tensor_scale &&
+                  q.tensor_range == t->tensor_range && q.unscaled_exact == t->unscaled_exact,
+              "qp_format(%s) differs from qp_formats[]", t->name);
+        CHECK(q.tensor_range == qp_tensor_scale_range((qp_fmt)f), "%s: tensor scale range", t->name);
+    }
+    static const int unknown[] = {-1, QP_FMT_COUNT, QP_FMT_COUNT + 7, 1 << 30};
+    for (int i = 0; i < 4; i++) {
+        const qp_format_traits q = qp_format(unknown[i]);
+        CHECK(q.fmt == QP_FMT_COUNT && q.block_cols == 0 && !qp_fmt_valid(unknown[i]), "qp_format(%d): unknown row",
+              unknown[i]);
     }
 }
 
@@ -137,8 +117,23 @@ static void test_format_table(void)
 
 typedef struct {
     float amax, scale, scale_inv;
-    qc_counts cnt;
+    qp_ecounts cnt;
 } drv_stats;
+
+/* A 128-element block row as the kernels encode it (encode_chunks): in
+ * register chunks of 32 under the block's scale. */
+static void encode_chunked(const qp_format_traits *f, const qp_tplan *p, const float *x, int m, int bc,
+                           const qp_bscale *bs, uint64_t g0, uint8_t *codes, float *y, qp_ecounts *cnt)
+{
+    for (int k0 = 0; k0 < bc; k0 += 32) {
+        const int mk = m - k0 >= 32 ? 32 : m - k0 > 0 ? m - k0 : 0; /* chunks past m: padding codes 0 */
+        uint8_t c[32];
+        float yy[32];
+        qc_encode_block(f, p, x + k0, mk, 32, bs, g0 + (uint64_t)k0, c, yy, cnt);
+        if (codes) memcpy(codes + k0, c, 32); /* one byte per element: FP8 blocks */
+        if (y) memcpy(y + k0, yy, (size_t)mk * sizeof(float));
+    }
+}
 
 /* Quantize as the kernels split the work (qc_*_job: which thread owns which
  * elements, codes and scale), sequentially. given > 0: that tensor scale. */
@@ -146,7 +141,7 @@ static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t col
                            uint64_t seed, uint64_t stream, int64_t sr_off, int64_t sr_stride, int unscaled,
                            uint8_t *codes, uint8_t *scales, float *y, drv_stats *st)
 {
-    const qc_fmt_info f = qc_format(fmt);
+    const qp_format_traits f = qp_format(fmt);
     const int64_t n = rows * cols;
     /* the amax pass (max over finite |x|; any grouping gives the same max) */
     float amax = 0.0f;
@@ -156,7 +151,7 @@ static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t col
         qc_block_amax(x + i, (int)(n - i < 37 ? n - i : 37), &a, &nf);
         if (a > amax) amax = a;
     }
-    qc_plan p = qc_make_plan(&f, given, amax, unscaled, sr, seed, stream);
+    qp_tplan p = qc_make_plan(&f, given, amax, unscaled, sr, seed, stream);
     qc_plan_sr_map(&p, sr_off, sr_stride);
     st->amax = amax;
     st->scale = p.scale;
@@ -176,48 +171,67 @@ static void qcore_quantize(qp_fmt fmt, const float *x, int64_t rows, int64_t col
     } else if (f.block_rows == 1) {
         /* block_kernel: one thread per block */
         for (int64_t t = 0; qc_block_job(&f, rows, cols, row_bytes, scols, t, &j); t++) {
-            uint8_t sc;
-            qc_quantize_block(&f, &p, x + j.x_off, j.m, qc_sr_gidx(&p, cols, j.row, j.col),
-                              codes ? codes + j.code_off : NULL, &sc, y ? y + j.x_off : NULL, &st->cnt);
-            if (scales) scales[j.scale_idx] = sc;
+            qp_bscale bs;
+            const uint64_t g0 = qc_sr_gidx(&p, cols, j.row, j.col);
+            if (f.block_cols > 32) {
+                float a;
+                int nf;
+                qc_block_amax_pad(x + j.x_off, j.m, f.block_cols, &a, &nf);
+                bs = qc_block_scale(&f, &p, a, nf, x + j.x_off, j.m);
+                encode_chunked(&f, &p, x + j.x_off, j.m, f.block_cols, &bs, g0, codes ? codes + j.code_off : NULL,
+                               y ? y + j.x_off : NULL, &st->cnt);
+            } else {
+                qc_quantize_block(&f, &p, x + j.x_off, j.m, g0, codes ? codes + j.code_off : NULL, &bs,
+                                  y ? y + j.x_off : NULL, &st->cnt);
+            }
+            if (scales) qc_store_scale(&f, scales, j.scale_idx, &bs);
         }
     } else {
-        /* tile_kernel: sixteen threads per tile, the tile amax reduced over them */
-        for (int64_t t0 = 0; t0 < srows * scols * 16; t0 += 16) {
-            qc_job jl[16];
-            int live[16];
+        /* tile16_kernel / tile128_kernel: one thread per tile row, the tile
+         * amax reduced over them */
+        const int side = f.block_rows;
+        for (int64_t t0 = 0; t0 < srows * scols * side; t0 += side) {
+            qc_job jl[128];
+            int live[128];
             float ta = 0.0f;
-            for (int l = 0; l < 16; l++) {
-                live[l] = qc_tile_job(rows, cols, row_bytes, srows, scols, t0 + l, &jl[l]);
+            for (int l = 0; l < side; l++) {
+                live[l] = qc_tile_job(&f, rows, cols, row_bytes, srows, scols, t0 + l, &jl[l]);
                 if (!live[l]) continue;
                 float a;
                 int nf;
-                qc_block_amax_pad(x + jl[l].x_off, jl[l].m, 16, &a, &nf);
+                qc_block_amax_pad(x + jl[l].x_off, jl[l].m, f.block_cols, &a, &nf);
                 if (a > ta) ta = a;
             }
-            const qc_bscale bs = qc_block_scale(&f, &p, ta, 0);
-            for (int l = 0; l < 16; l++) {
+            const qp_bscale bs = qc_block_scale(&f, &p, ta, 0, NULL, 0);
+            for (int l = 0; l < side; l++) {
                 if (!live[l]) continue;
-                qc_encode_block(&f, &p, x + jl[l].x_off, jl[l].m, 16, &bs, qc_sr_gidx(&p, cols, jl[l].row, jl[l].col),
-                                codes ? codes + jl[l].code_off : NULL, y ? y + jl[l].x_off : NULL, &st->cnt);
-                if (scales && jl[l].lane == 0) scales[jl[l].scale_idx] = bs.code;
+                const uint64_t g0 = qc_sr_gidx(&p, cols, jl[l].row, jl[l].col);
+                uint8_t *cp = codes ? codes + jl[l].code_off : NULL;
+                float *yp = y ? y + jl[l].x_off : NULL;
+                if (side == 16) qc_encode_block(&f, &p, x + jl[l].x_off, jl[l].m, 16, &bs, g0, cp, yp, &st->cnt);
+                else encode_chunked(&f, &p, x + jl[l].x_off, jl[l].m, f.block_cols, &bs, g0, cp, yp, &st->cnt);
+                if (scales && jl[l].lane == 0) qc_store_scale(&f, scales, jl[l].scale_idx, &bs);
             }
         }
-        /* the reference for the same split: qc_quantize_tile16 per tile */
+        /* the reference for the same split: qc_quantize_tile per tile */
         if (codes && scales) {
-            const int64_t nb = rows * row_bytes;
-            uint8_t *c2 = (uint8_t *)malloc((size_t)nb + 1), *s2 = (uint8_t *)malloc((size_t)(srows * scols) + 1);
-            qc_counts cnt2;
+            const int64_t nb = rows * row_bytes, ns = srows * scols * f.scale_bytes;
+            uint8_t *c2 = (uint8_t *)calloc((size_t)nb + 1, 1), *s2 = (uint8_t *)calloc((size_t)ns + 1, 1);
+            qp_ecounts cnt2;
             qc_counts_zero(&cnt2);
             for (int64_t tr = 0; tr < srows; tr++)
                 for (int64_t tc = 0; tc < scols; tc++) {
-                    const int64_t r0 = tr * 16, c0 = tc * 16;
-                    const int nr = (int)(rows - r0 < 16 ? rows - r0 : 16), nc = (int)(cols - c0 < 16 ? cols - c0 : 16);
-                    qc_quantize_tile16(&f, &p, x + r0 * cols + c0, cols, nr, nc, qc_sr_gidx(&p, cols, r0, c0),
-                                       sr_stride > 0 ? (uint64_t)sr_stride : (uint64_t)cols, c2 + r0 * row_bytes + c0 / 2, row_bytes, &s2[tr * scols + tc], NULL, &cnt2);
+                    const int64_t r0 = tr * side, c0 = tc * f.block_cols;
+                    const int nr = (int)(rows - r0 < side ? rows - r0 : side),
+                              nc = (int)(cols - c0 < f.block_cols ? cols - c0 : f.block_cols);
+                    qp_bscale bs;
+                    qc_quantize_tile(&f, &p, x + r0 * cols + c0, cols, nr, nc, qc_sr_gidx(&p, cols, r0, c0),
+                                     sr_stride > 0 ? (uint64_t)sr_stride : (uint64_t)cols,
+                                     c2 + r0 * row_bytes + c0 * f.elem_bits / 8, row_bytes, &bs, NULL, &cnt2);
+                    qc_store_scale(&f, s2, tr * scols + tc, &bs);
                 }
-            CHECK(memcmp(c2, codes, (size_t)nb) == 0 && memcmp(s2, scales, (size_t)(srows * scols)) == 0,
-                  "qc_quantize_tile16 differs from the tile-kernel split");
+            CHECK(memcmp(c2, codes, (size_t)nb) == 0 && memcmp(s2, scales, (size_t)ns) == 0,
+                  "%s: qc_quantize_tile differs from the tile-kernel split", f.name);
             free(c2);
             free(s2);
         }
@@ -241,7 +255,8 @@ static void one_case(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, con
     if (qp_qtensor_alloc(&q, fmt, rows, cols)) abort();
     qp_qstats ref;
     qp_quantize(x, &q, o, &ref);
-    const size_t cbytes = (size_t)(rows * q.row_bytes), sbytes = (size_t)(q.scale_rows * q.scale_cols);
+    const size_t cbytes = (size_t)(rows * q.row_bytes),
+                 sbytes = (size_t)(q.scale_rows * q.scale_cols * qp_formats[fmt].scale_bytes);
     uint8_t *codes = (uint8_t *)calloc(cbytes + 1, 1), *scales = (uint8_t *)calloc(sbytes + 1, 1);
     memset(codes, 0xA5, cbytes); /* every byte must be written, padding included */
     memset(scales, 0xA5, sbytes);
@@ -275,7 +290,7 @@ static void one_case(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, con
         CHECK(d < 0, "%s %s unscaled=%d: qdq differs at %lld: %a vs %a (x=%a)", name, what, unscaled, (long long)d,
               d >= 0 ? y[d] : 0.0, d >= 0 ? yr[d] : 0.0, d >= 0 ? x[d] : 0.0);
         int64_t bb = 0;
-        for (int64_t i = 0; i < n; i++) bb += qc_f32_to_bf16(y[i]) != qp_f32_to_bf16(yr[i]);
+        for (int64_t i = 0; i < n; i++) bb += qp_f32_to_bf16(y[i]) != qp_f32_to_bf16(yr[i]);
         CHECK(bb == 0, "%s %s: bf16 of qdq differs", name, what);
     }
     free(y);
@@ -306,7 +321,8 @@ static void test_tensors(void)
                         o.seed = qp_test_next(&s);
                         o.stream = gi == 2 ? qp_test_next(&s) : (uint64_t)si;
                         o.scale = given[gi];
-                        if (gi == 2 && fmt >= QP_FMT_NVFP4) o.scale = 37.5f; /* a given NVFP4 global scale */
+                        if (gi == 2 && qp_formats[fmt].block_scale == QP_SCALE_UE4M3)
+                            o.scale = 37.5f; /* a given NVFP4 global scale */
                         char what[96];
                         snprintf(what, sizeof what, "%s %s scale=%g", kind_names[kind], sr ? "SR" : "RN", o.scale);
                         one_case((qp_fmt)fmt, x, rows, cols, &o, what);
@@ -315,13 +331,14 @@ static void test_tensors(void)
         }
 }
 
-/* A bigger tensor (several 16-row chunks of quant/'s driver, its threads). */
+/* A bigger tensor (several 16-row chunks of quant/'s driver, its threads;
+ * whole and partial 128x128 blocks). */
 static void test_large(void)
 {
-    const int64_t rows = 100, cols = 1000, n = rows * cols;
+    const int64_t rows = 260, cols = 1000, n = rows * cols;
     float *x = (float *)malloc((size_t)n * sizeof *x);
     fill(x, n, cols, RANDOM, 4242);
-    x[5] = NAN, x[1234] = INFINITY, x[77777] = -0.0f, x[99999] = 1e-42f;
+    x[5] = NAN, x[1234] = INFINITY, x[77777] = -0.0f, x[99999] = 1e-42f, x[200001] = -INFINITY;
     for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++)
         for (int sr = 0; sr < 2; sr++) {
             qp_qopts o;
@@ -360,7 +377,9 @@ static void test_nvfp4_order(void)
             found += a > 0.0f;
             for (int j = 0; j < 16; j++) x[b * 16 + j] = a * (j == (int)(b % 16) ? 1.0f : (float)j / 17.0f);
         }
-        for (int fmt = QP_FMT_NVFP4; fmt <= QP_FMT_NVFP4_2D; fmt++) {
+        static const qp_fmt nv[] = {QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4_4O6};
+        for (int k = 0; k < 3; k++) {
+            const qp_fmt fmt = nv[k];
             qp_qopts o;
             memset(&o, 0, sizeof o);
             o.scale = S;
@@ -413,7 +432,8 @@ static void test_sr_map(void)
             if (qp_qtensor_alloc(&q, (qp_fmt)fmt, rows, cols)) abort();
             qp_quantize(x, &q, &o, NULL);
             const size_t cbytes = (size_t)(rows * q.row_bytes);
-            uint8_t *codes = (uint8_t *)calloc(cbytes + 1, 1), *scales = (uint8_t *)calloc((size_t)(q.scale_rows * q.scale_cols) + 1, 1);
+            uint8_t *codes = (uint8_t *)calloc(cbytes + 1, 1),
+                    *scales = (uint8_t *)calloc((size_t)(q.scale_rows * q.scale_cols * qp_formats[fmt].scale_bytes) + 1, 1);
             drv_stats st;
             qcore_quantize((qp_fmt)fmt, x, rows, cols, 0.0f, 1, 11, 12, 3 * cols, 2 * cols + 1, 0, codes, scales, NULL,
                            &st);
@@ -432,25 +452,25 @@ static void test_sr_map(void)
 
 static void test_rht(void)
 {
-    const int64_t rows = 37, cols = 96, n = rows * cols;
+    const int64_t rows = 37, cols = 256, n = rows * cols;
     float *x = (float *)malloc((size_t)n * sizeof *x), *ref = (float *)malloc((size_t)n * sizeof *ref);
     unsigned long long s = 5;
-    for (int trial = 0; trial < 4; trial++) {
-        const uint64_t seed = trial == 0 ? 0 : qp_test_next(&s);
-        fill(x, n, cols, trial == 3 ? SPECIAL : trial == 2 ? SUBNORMAL : RANDOM, 300 + (unsigned long long)trial);
-        memcpy(ref, x, (size_t)n * sizeof *x);
-        CHECK(qp_rht16(ref, rows, cols, seed) == 0, "qp_rht16");
-        float sg[16];
-        qp_rht_signs(seed, sg);
-        const uint32_t mask = qc_rht_sign_mask(seed);
-        int sbad = 0;
-        for (int j = 0; j < 16; j++) sbad += ((mask >> j) & 1u) != (sg[j] < 0.0f);
-        CHECK(sbad == 0, "RHT signs for seed %llu", (unsigned long long)seed);
-        for (int64_t i = 0; i < n; i += 16) qc_rht16_vec(x + i, mask);
-        int64_t bad = 0;
-        for (int64_t i = 0; i < n; i++) bad += !qp_same_float(x[i], ref[i]);
-        CHECK(bad == 0, "RHT trial %d: %lld values differ", trial, (long long)bad);
-    }
+    for (int size = 16; size <= QP_RHT_MAX; size *= 2)
+        for (int trial = 0; trial < 4; trial++)
+            for (int inverse = 0; inverse < 2; inverse++) {
+                const uint64_t seed = trial == 0 ? 0 : qp_test_next(&s);
+                fill(x, n, cols, trial == 3 ? SPECIAL : trial == 2 ? SUBNORMAL : RANDOM,
+                     300 + (unsigned long long)trial);
+                memcpy(ref, x, (size_t)n * sizeof *x);
+                CHECK((inverse ? qp_rht_inverse : qp_rht)(ref, rows, cols, size, seed) == 0, "qp_rht %d", size);
+                uint32_t w[4];
+                qp_rht_sign_words(seed, w);
+                for (int64_t i = 0; i < n; i += size) qp_rht_vec(x + i, size, w, inverse);
+                int64_t bad = 0;
+                for (int64_t i = 0; i < n; i++) bad += !qp_same_float(x[i], ref[i]);
+                CHECK(bad == 0, "RHT %d%s trial %d: %lld values differ", size, inverse ? " inverse" : "", trial,
+                      (long long)bad);
+            }
     free(x);
     free(ref);
 }
@@ -458,7 +478,9 @@ static void test_rht(void)
 int main(void)
 {
     test_format_table();
+#ifdef __CUDACC__
     test_codecs();
+#endif
     test_rht();
     test_tensors();
     test_large();

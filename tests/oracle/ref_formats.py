@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """ref_formats.py -- an independent numpy reference of the quantization formats
 qprec emulates, written from the published formulas (Transformer Engine FP8
-current scaling, OCP MX v1.0, NVIDIA's NVFP4 recipe), not from qprec's C code.
+current scaling, OCP MX v1.0 with its FP8/FP6/FP4 elements, NVIDIA's NVFP4
+recipe, Transformer Engine's round-up MX scales (arXiv 2506.08027) and
+Float8BlockScaling / DeepSeek-V3's FP8 blocks, Four Over Six (arXiv
+2512.02010 and its authors' reference code)), not from qprec's C code.
 
 Conventions (qp_quant.h): x is a rows x cols float32 matrix, blocks run along
 the last dimension, a partial last block is padded with zeros (which never
@@ -36,8 +39,11 @@ ELEM = {
     "e4m3": (4, 3, 7, 448.0),
     "e5m2": (5, 2, 15, 57344.0),
     "e2m1": (2, 1, 1, 6.0),
+    "e2m3": (2, 3, 1, 7.5),      # OCP MX v1.0 FP6: no Inf/NaN, saturating
+    "e3m2": (3, 2, 3, 28.0),
     "bf16": (8, 7, 127, None),
 }
+FLT_MAX = float(np.finfo(np.float32).max)
 BF16_MAX = float.fromhex("0x1.fep127")   # largest finite bf16
 
 
@@ -115,17 +121,26 @@ def _pad_cols(x, bc):
     return xp, nb
 
 
-def q_mx(x, elem, emax, block=32):
+def q_mx(x, elem, emax, block=32, rceil=False):
     """OCP MX v1.0: X = 2^(floor(log2 amax_b) - emax), exponent in [-127, 127],
-    y = X * Q(x / X). (Blocks holding NaN/Inf are not modelled.)"""
+    y = X * Q(x / X). (Blocks holding NaN/Inf are not modelled.)
+    rceil: Transformer Engine / cuBLAS (arXiv 2506.08027): X is the power of
+    two at or above v = amax_b * (1/max), both in FP32 as TE computes it
+    (max_norm_rcp), i.e. 2^ceil(log2 v), so amax_b / X <= max."""
     vmax = elem_max(elem)
     rows, cols = x.shape
     xp, nb = _pad_cols(x, block)
     xb = xp.reshape(rows, nb, block).astype(np.float64)
     ab = np.max(np.where(np.isfinite(xb), np.abs(xb), 0.0), axis=2)   # rows x nb
-    _, e = np.frexp(np.where(ab > 0, ab, 1.0))
-    e = e.astype(np.int64) - 1 - emax
-    e = np.where(ab > 0, e, -127)
+    if rceil:
+        v = (ab.astype(F32) * (F32(1.0) / F32(vmax))).astype(np.float64)
+        m, e = np.frexp(np.where(v > 0, v, 1.0))      # v = m 2^e, m in [0.5, 1)
+        e = e.astype(np.int64) - np.where(m == 0.5, 1, 0)  # ceil(log2 v)
+        e = np.where(v > 0, e, -127)
+    else:
+        _, e = np.frexp(np.where(ab > 0, ab, 1.0))
+        e = e.astype(np.int64) - 1 - emax
+        e = np.where(ab > 0, e, -127)
     e = np.clip(e, -127, 127)
     X = np.ldexp(1.0, e.astype(np.int32))[:, :, None]
     scaled = xb / X                                    # exact
@@ -175,12 +190,14 @@ def q_nvfp4(x, tile_rows=1, bc=16):
     return y, n_sat
 
 
-def q_nvfp4_fast(x, tile_rows=1, bc=16):
-    """Vectorised q_nvfp4 (same arithmetic); used for big tensors."""
+def q_nvfp4_fast(x, tile_rows=1, bc=16, scale_max=448.0):
+    """Vectorised q_nvfp4 (same arithmetic); used for big tensors. scale_max:
+    the block-scale value the tensor amax maps onto (448; Four Over Six's
+    always-6 candidate uses 256)."""
     rows, cols = x.shape
     amax = finite_amax(x)
     with np.errstate(divide="ignore", over="ignore"):
-        S = F32(1.0) if amax == 0 else F32(F32(6.0 * 448.0) / amax)
+        S = F32(1.0) if amax == 0 else F32(F32(6.0 * scale_max) / amax)
     if not np.isfinite(S):
         S = F32(np.finfo(F32).max)
     Sinv = F32(F32(1.0) / S)
@@ -211,6 +228,95 @@ def q_nvfp4_fast(x, tile_rows=1, bc=16):
     return y[:rows, :cols], n_sat
 
 
+def q_nvfp4_4o6(x):
+    """Four Over Six (Cook et al., arXiv 2512.02010; the authors' reference
+    quantize_to_fp4 with the MSE rule): the tensor amax maps onto 6 * 256
+    (S = 1536/amax), leaving room to scale a block by 1.5. Per 1x16 block,
+    candidate "6" is the NVFP4 block rule (d6 = E4M3(amax_b * (S * (1/6))),
+    Transformer Engine's order) and candidate "4" scales the same pre-rounding
+    value by 1.5 (d4 = E4M3(t * 1.5)): the block's largest element lands on 4
+    instead of 6. Each candidate quantizes the block (RNE to E2M1 of
+    x * 1/(d * (1/S))) and decodes it as a reader would (E2M1 * d * (1/S) in
+    FP32); the candidate with the strictly smaller sum of squared errors over
+    the block's finite elements (float64, in element order) wins, else 6."""
+    rows, cols = x.shape
+    bc = 16
+    amax = finite_amax(x)
+    with np.errstate(divide="ignore", over="ignore"):
+        S = F32(1.0) if amax == 0 else F32(F32(6.0 * 256.0) / amax)
+    if not np.isfinite(S):
+        S = F32(np.finfo(F32).max)
+    Sinv = F32(F32(1.0) / S)
+    S6 = F32(S * F32(F32(1.0) / F32(6.0)))
+    nbc = -(-cols // bc)
+    xp = np.zeros((rows, nbc * bc), dtype=F32)
+    xp[:, :cols] = x
+    fin = np.zeros(xp.shape, dtype=bool)
+    fin[:, :cols] = np.isfinite(x)
+    xa = np.where(fin, np.abs(xp), F32(0.0)).astype(F32)
+    ab = xa.reshape(rows, nbc, bc).max(axis=2).astype(F32)
+    t6 = (ab * S6).astype(F32)
+    t4 = (t6 * F32(1.5)).astype(F32)
+    xb = xp.reshape(rows, nbc, bc)
+    fb = fin.reshape(rows, nbc, bc)
+    cand = []
+    for t in (t6, t4):
+        d = round_to_grid(t, "e4m3").astype(F32)
+        with np.errstate(divide="ignore"):
+            eb = (F32(1.0) / (d * Sinv).astype(F32)).astype(F32)
+        eb = np.minimum(np.where(d > 0, eb, F32(0.0)), F32(np.finfo(F32).max))
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = (xb * eb[:, :, None]).astype(F32)
+        q = round_to_grid(scaled, "e2m1").astype(F32)
+        y = ((q * d[:, :, None]).astype(F32) * Sinv).astype(F32)
+        y = np.where((d > 0)[:, :, None], y, F32(0.0))
+        err = np.zeros((rows, nbc))
+        for j in range(bc):                            # element order, as a sum
+            dj = np.where(fb[:, :, j], xb[:, :, j].astype(np.float64) - y[:, :, j].astype(np.float64), 0.0)
+            err = err + dj * dj
+        cand.append((y, scaled, err, d))
+    (y6, sc6, e6, d6), (y4, sc4, e4, d4) = cand
+    pick4 = (e4 < e6)[:, :, None]
+    y = np.where(pick4, y4, y6).reshape(rows, nbc * bc)[:, :cols]
+    sc = np.where(pick4, sc4, sc6)
+    live = np.where(pick4, (d4 > 0)[:, :, None], (d6 > 0)[:, :, None])
+    n_sat = int(np.count_nonzero((np.abs(sc) > 6.0) & live & fb))
+    return y.astype(F32), n_sat
+
+
+def q_fp8_block(x, tile_rows=1, bc=128, pow2=False):
+    """FP8 block scaling, DeepSeek-V3 (arXiv 2412.19437: 1x128 tiles for
+    activations and gradients, 128x128 blocks for weights) as Transformer
+    Engine's Float8BlockScaling computes it (compute_scale_from_amax): per
+    block, s = 448 / amax_b in FP32 (1 when amax_b is 0; FLT_MAX when the
+    quotient overflows), pow2: s keeps only its sign and exponent bits (TE's
+    default power-of-two scales); y = E4M3(x * s) * (1/s). Partial blocks at
+    the edges are padded with zeros; amax_b is over finite values."""
+    rows, cols = x.shape
+    nbr = -(-rows // tile_rows)
+    nbc = -(-cols // bc)
+    xp = np.zeros((nbr * tile_rows, nbc * bc), dtype=F32)
+    xp[:rows, :cols] = x
+    fin = np.zeros(xp.shape, dtype=bool)
+    fin[:rows, :cols] = np.isfinite(x)
+    xa = np.where(fin, np.abs(xp), F32(0.0)).astype(F32)
+    ab = xa.reshape(nbr, tile_rows, nbc, bc).max(axis=(1, 3)).astype(F32)
+    with np.errstate(divide="ignore", over="ignore"):
+        s = np.where(ab > 0, (F32(448.0) / np.where(ab > 0, ab, F32(1.0))).astype(F32), F32(1.0)).astype(F32)
+    s = np.where(np.isfinite(s), s, F32(np.finfo(F32).max)).astype(F32)
+    if pow2:
+        s = (s.view(np.uint32) & np.uint32(0xFF800000)).view(F32)
+    sinv = (F32(1.0) / s).astype(F32)
+    sf = np.repeat(np.repeat(s, tile_rows, 0), bc, 1)
+    sinvf = np.repeat(np.repeat(sinv, tile_rows, 0), bc, 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = (xp * sf).astype(F32)
+    q = round_to_grid(scaled, "e4m3").astype(F32)
+    y = (q * sinvf).astype(F32)
+    n_sat = int(np.count_nonzero((np.abs(scaled) > 448.0) & fin))
+    return y[:rows, :cols], n_sat
+
+
 FORMATS = {
     "bf16": lambda x: q_bf16(x),
     "fp8-e4m3": lambda x: q_fp8_tensor(x, "e4m3"),
@@ -220,6 +326,15 @@ FORMATS = {
     "mxfp4": lambda x: q_mx(x, "e2m1", 2),
     "nvfp4": lambda x: q_nvfp4_fast(x, 1, 16),
     "nvfp4-2d": lambda x: q_nvfp4_fast(x, 16, 16),
+    "mxfp8-rceil": lambda x: q_mx(x, "e4m3", 8, rceil=True),
+    "mxfp4-rceil": lambda x: q_mx(x, "e2m1", 2, rceil=True),
+    "fp8-block": lambda x: q_fp8_block(x, 1, 128),
+    "fp8-block-2d": lambda x: q_fp8_block(x, 128, 128),
+    "fp8-block-pow2": lambda x: q_fp8_block(x, 1, 128, pow2=True),
+    "fp8-block-2d-pow2": lambda x: q_fp8_block(x, 128, 128, pow2=True),
+    "nvfp4-4o6": q_nvfp4_4o6,
+    "mxfp6-e2m3": lambda x: q_mx(x, "e2m3", 2),
+    "mxfp6-e3m2": lambda x: q_mx(x, "e3m2", 4),
 }
 
 
@@ -359,7 +474,7 @@ def selftest():
     # Brute force against grids decoded from the bit layouts: every code value,
     # every midpoint, and random values
     rng = np.random.default_rng(1)
-    for elem in ("e4m3", "e5m2", "e2m1"):
+    for elem in ("e4m3", "e5m2", "e2m1", "e2m3", "e3m2"):
         grid = _decode_grid(elem)
         gv = np.array([p[0] for p in grid])
         mids = (gv[1:] + gv[:-1]) / 2
@@ -469,6 +584,62 @@ def selftest():
     y, ns = q_nvfp4(x, 16)
     y = np.where(np.abs(y - np.round(y * 4) / 4) <= 1e-6 * np.abs(y), np.round(y * 4) / 4, y)
     eq(y[15, 3], 1.5, "nv2d same tile"); eq(y[17, 1], 0.25, "nv2d own tile")
+    # FP6 (OCP MX v1.0): E2M3 max 7.5, min subnormal 0.125; E3M2 max 28, min subnormal 0.0625
+    for v, w in [(7.5, 7.5), (7.75, 7.5), (100.0, 7.5), (0.0625, 0.0), (0.0626, 0.125), (1.0625, 1.0),
+                 (1.1875, 1.25), (math.inf, 7.5), (math.nan, math.nan)]:
+        eq(g(v, "e2m3"), w, f"e2m3({v})")
+    for v, w in [(28.0, 28.0), (30.0, 28.0), (26.0, 24.0), (0.03125, 0.0), (0.0313, 0.0625), (1.125, 1.0),
+                 (1.375, 1.5), (-1e9, -28.0)]:
+        eq(g(v, "e3m2"), w, f"e3m2({v})")
+    # mxfp6-e2m3: block amax 7 -> floor(log2 7) = 2 -> X = 2^0: 7 exact, 7.4 -> 7.5
+    x = np.zeros((1, 32), F32)
+    x[0, :3] = [7.0, 7.4, -0.3]
+    y, ns = q_mx(x, "e2m3", 2)
+    eq(y[0, 0], 7.0, "mxfp6 7"); eq(y[0, 1], 7.5, "mxfp6 7.4"); eq(y[0, 2], -0.25, "mxfp6 -.3"); eq(ns, 0, "mxfp6 nsat")
+    # mxfp6-e3m2: amax 30 -> floor(log2 30) = 4 -> X = 2^0: 30 saturates to 28
+    x[0, :3] = [30.0, 5.0, 0.1]
+    y, ns = q_mx(x, "e3m2", 4)
+    eq(y[0, 0], 28.0, "mxfp6 e3m2 sat"); eq(y[0, 1], 5.0, "mxfp6 e3m2 5"); eq(y[0, 2], 0.125, "mxfp6 e3m2 .1")
+    eq(ns, 1, "mxfp6 e3m2 nsat")
+    # rceil: amax 3.9 (the OCP rule's 2^-7 saturates 499 -> 448): 3.9/448 -> 2^-6,
+    # 3.9*64 = 249.6 -> 256 -> 4.0, nothing saturates; amax 448: X = 1 exactly;
+    # amax 449: X = 2
+    x = np.zeros((1, 96), F32)
+    x[0, 0] = 3.9
+    x[0, 32] = 448.0
+    x[0, 33] = 3.0
+    x[0, 64] = 449.0
+    y, ns = q_mx(x, "e4m3", 8, rceil=True)
+    eq(y[0, 0], 4.0, "rceil 3.9"); eq(y[0, 32], 448.0, "rceil 448"); eq(y[0, 33], 3.0, "rceil 3")
+    eq(y[0, 64], 448.0, "rceil 449 -> 224*2"); eq(ns, 0, "rceil nsat")
+    y, ns = q_mx(x, "e4m3", 8)
+    eq(y[0, 0], 3.5, "floor 3.9 saturates"); eq(ns, 2, "floor nsat: 3.9 and 449")
+    # FP32 block scales: amax 2 -> s = 224, 1 -> 224 exact -> y = 1; pow2: s = 128
+    x = np.zeros((2, 130), F32)
+    x[0, :2] = [2.0, 1.0]
+    x[0, 128] = 1e-3                                  # a partial second tile
+    y, ns = q_fp8_block(x, 1, 128)
+    eq(y[0, 1], 1.0, "fp8-block 1"); eq(y[0, 0], 2.0, "fp8-block 2"); eq(y[0, 128], float(F32(1e-3)), "fp8-block tile 2")
+    eq(np.abs(y[1]).sum(), 0.0, "fp8-block zero row")
+    y, ns = q_fp8_block(x, 1, 128, pow2=True)
+    eq(y[0, 0], 2.0, "fp8-block-pow2 2")
+    # 1.1 * 224 = 246.4 -> E4M3 240 -> /224; pow2: 1.1 * 128 = 140.8 -> 144 -> /128
+    x[0, 1] = 1.1
+    y, _ = q_fp8_block(x, 1, 128)
+    eq(y[0, 1], float(F32(F32(240.0) * F32(F32(1.0) / F32(224.0)))), "fp8-block 1.1")
+    y, _ = q_fp8_block(x, 1, 128, pow2=True)
+    eq(y[0, 1], 144.0 / 128.0, "fp8-block-pow2 1.1")
+    # Four Over Six: tensor amax 6 (S = 256). Block amax 5: d6 = E4M3(213.3) = 208,
+    # 5*256/208 = 6.15 -> 6 -> 6*208/256 = 4.875 (error 0.125); d4 = E4M3(320) =
+    # 320, 5*256/320 = 4 -> 5.0 exactly: 4 wins. The block holding 6: d6 = 256,
+    # exact, 6 wins (ties go to 6).
+    x = np.zeros((1, 32), F32)
+    x[0, 0] = 6.0
+    x[0, 16] = 5.0
+    y, ns = q_nvfp4_4o6(x)
+    eq(y[0, 16], 5.0, "4o6 scaled to 4"); eq(y[0, 0], 6.0, "4o6 scaled to 6"); eq(ns, 0, "4o6 nsat")
+    y, _ = q_nvfp4_fast(x, 1, 16, scale_max=256.0)
+    eq(y[0, 16], 4.875, "nvfp4 with the 4o6 tensor scale")
     # metrics conventions
     m = metrics("fp8-e4m3", np.zeros((4, 4), F32))
     eq(m["rel_l2"], 0.0, "zeros rel_l2"); assert m["snr_db"] is None

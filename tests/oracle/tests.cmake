@@ -14,6 +14,20 @@ if(QP_PYTHON)
              COMMAND ${QP_PYTHON} ${QP_ORACLE_DIR}/ref_formats.py --selftest)
     set_tests_properties(oracle_selftest PROPERTIES LABELS "oracle" TIMEOUT 300)
 
+    # E4M3, E2M1, E2M3, E3M2 and E8M0 against ml_dtypes (PyPI; scripts/setup.sh
+    # installs it into Debian's python3)
+    add_executable(codec_dump ${QP_ORACLE_DIR}/codec_dump.c)
+    target_link_libraries(codec_dump PRIVATE qpquant)
+    execute_process(COMMAND ${QP_PYTHON} -c "import ml_dtypes"
+                    RESULT_VARIABLE _qp_oracle_mldtypes OUTPUT_QUIET ERROR_QUIET)
+    if(_qp_oracle_mldtypes EQUAL 0)
+      add_test(NAME oracle_mldtypes
+               COMMAND ${QP_PYTHON} ${QP_ORACLE_DIR}/check_mldtypes.py $<TARGET_FILE:codec_dump>)
+      set_tests_properties(oracle_mldtypes PROPERTIES LABELS "oracle" TIMEOUT 300)
+    else()
+      message(WARNING "${QP_PYTHON} has no ml_dtypes (scripts/setup.sh installs it): oracle_mldtypes not added")
+    endif()
+
     if(TARGET qerr)
       # check_qerr.py --generate writes the demo file (tools/gen_demo_tensors.py)
       # into the build tree first, then runs qerr on it.

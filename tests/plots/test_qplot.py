@@ -17,10 +17,12 @@ PART is one of
   follow    --follow on a file a running qtrain is writing: redraws, exit 0
             on SIGTERM and on SIGINT, no temporary left behind
 Exit status 1 if any check failed."""
+import csv
 import os
 import queue
 import random
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -36,7 +38,8 @@ passed = failed = 0
 # Okabe-Ito colours qplot assigns to these recipes (plots/qp_style.c), as the
 # SVG terminal writes them
 RGB = {"bf16": "rgb(  0, 114, 178)", "fp8": "rgb(230, 159,   0)"}
-KINDS = ["loss", "gap", "qerr", "events", "throughput"]
+KINDS = ["loss", "gap", "qerr", "events", "throughput", "recalib"]
+EXTS = ("png", "svg", "pdf")  # every figure is drawn in all three, with its data as FIG.csv
 FOUR = [os.path.join(RUNS, f"{r}_s{s}.h5") for r in ("bf16", "fp8") for s in (1, 2)]
 
 
@@ -77,6 +80,48 @@ def png_ok(path, min_w=700, min_h=500):
 def svg_text(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
+
+
+def dat_records(path):
+    """(index, series, {column: value}) for every data row of a gnuplot data file, read by the
+    convention plots/qp_fig.h documents (an independent reading of what qp_figcsv.c converts):
+    blocks two blank lines apart, the first comment "# SERIES: col col" (parentheses group a
+    name), fields split like a shell splits them (double quotes: one field)."""
+    recs, block, blanks, header, names = [], -1, 2, None, None
+    for line in open(path).read().splitlines():
+        t = line.strip()
+        if not t:
+            blanks += 1
+            continue
+        if blanks >= 2:
+            block, header, names = block + 1, None, None
+        blanks = 0
+        if t.startswith("#"):
+            if header is None and names is None:
+                header = t[1:].strip()
+            continue
+        fields = shlex.split(t)
+        if names is None:
+            series, _, cols = header.partition(": ") if header and ": " in header else ("", "", header or "")
+            words, depth, cur = [], 0, ""
+            for ch in cols + " ":
+                if ch in " \t" and not depth:
+                    if cur:
+                        words.append(cur)
+                    cur = ""
+                    continue
+                depth += (ch == "(") - (ch == ")" and depth > 0)
+                cur += ch
+            names = (series, words if len(words) == len(fields) else [f"col{k + 1}" for k in range(len(fields))])
+        recs.append((block, names[0], dict(zip(names[1], fields))))
+    return recs
+
+
+def csv_records(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [(int(r["index"]), r["series"], {k: v for k, v in r.items() if k not in ("index", "series") and v != ""})
+            for r in rows]
 
 
 def svg_ok(path):
@@ -130,15 +175,31 @@ def part_kinds():
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     for kind in KINDS:
-        for ext in ("png", "svg", "pdf"):
+        for ext in EXTS:
+            for e in EXTS + ("csv", "dat"):
+                if os.path.exists(os.path.join(out, f"{kind}.{e}")):
+                    os.remove(os.path.join(out, f"{kind}.{e}"))
             fig = os.path.join(out, f"{kind}.{ext}")
             p = qplot([kind] + FOUR + ["-o", fig, "--keep-data"])
             check(p.returncode == 0, f"{kind}.{ext}: exit {p.returncode}: {p.stderr}")
             # gnuplot's stderr is qplot's failure; on success nothing at all is said
             check(p.stderr == "" and p.stdout == "", f"{kind}.{ext}: said {p.stderr!r} {p.stdout!r}")
-            check(os.path.exists(fig) and VALID[ext](fig), f"{kind}.{ext}: not a valid {ext} file")
+            for twin in EXTS:  # -o names one; the other two are drawn beside it
+                t = os.path.join(out, f"{kind}.{twin}")
+                check(os.path.exists(t) and VALID[twin](t), f"-o {kind}.{ext}: {kind}.{twin} is not a valid {twin} file")
             check(os.path.exists(os.path.join(out, f"{kind}.dat")), f"{kind}.{ext}: --keep-data kept no data")
+            # the CSV twin holds exactly the numbers drawn: every row of the data file, named
+            csvp = os.path.join(out, f"{kind}.csv")
+            if check(os.path.exists(csvp), f"-o {kind}.{ext}: no {kind}.csv beside it"):
+                a, b = csv_records(csvp), dat_records(os.path.join(out, f"{kind}.dat"))
+                check(a == b and len(a) > 0, f"{kind}.csv: {len(a)} rows, the data file {len(b)}; equal: {a == b}")
+                with open(csvp) as f:  # every column named by its data block's comment, none left generic
+                    head = f.readline().strip().split(",")
+                check(not [c for c in head if re.fullmatch(r"col\d+", c)], f"{kind}.csv: unnamed columns in {head}")
         check(not [f for f in os.listdir(out) if ".qplot-" in f], f"{kind}: a temporary figure was left behind")
+    with open(os.path.join(out, "loss.csv")) as f:
+        check(f.readline().strip() == "index,series,step,loss_mean,smoothed(EMA 0.9),ci95_lo,ci95_hi,val_loss_mean",
+              "loss.csv: the header names the columns from the data file's comments")
 
     # what the figures show: the runs, their recipes' colours, labelled rows
     s = svg_text(os.path.join(out, "loss.svg"))
@@ -155,6 +216,24 @@ def part_kinds():
     s = svg_text(os.path.join(out, "throughput.svg"))
     check(all(f"{r} s{k}" in s for r in ("bf16", "fp8") for k in (1, 2)), "throughput.svg: a bar per run")
     check(RGB["fp8"] in s, "throughput.svg: bars in recipe colours")
+    s = svg_text(os.path.join(out, "recalib.svg"))
+    check("bf16 (2 runs)" in s and "fp8 (2 runs)" in s and "block 0 qkv w" in s and "scale change" in s,
+          "recalib.svg: recipes compared, sites named, a panel per kind")
+    # recalib: the events per run of each recipe at each site, against h5py
+    counts, nrun = {}, {}
+    for path in FOUR:
+        with h5py.File(path, "r", libver="latest", swmr=True) as f:
+            rec = f.attrs["recipe"]
+            nrun[rec] = nrun.get(rec, 0) + 1
+            for e in f["events/recalib"][:]:
+                key = (e["kind"].decode(), rec, f"block {e['layer']} {e['gemm'].decode()} {e['operand'].decode()}")
+                counts[key] = counts.get(key, 0) + 1
+    rows = csv_records(os.path.join(out, "recalib.csv"))
+    got = {(r[1], r[2]["recipe"], r[2]["site"]): float(r[2]["per_run"]) for r in rows}
+    check(all(abs(got.get(k, -1) - c / nrun[k[1]]) < 1e-9 for k, c in counts.items()) and counts,
+          "recalib.csv: events per run = the run files' /events/recalib rows / the recipe's runs")
+    check(all(v == 0 for k, v in got.items() if k not in counts), "recalib.csv: zero where no run has an event")
+    check(any(k[1] == "bf16" for k in got), "recalib.csv: bf16 keeps its column without events")
 
     # the numbers: extracted data against an independent reading (h5py)
     def blocks(path):
@@ -169,18 +248,29 @@ def part_kinds():
             out_.append(m / (1 - a ** (k + 1)))
         return np.array(out_)
 
+    # loss.dat: a group per recipe (2 seeds each): the seeds' mean and its 95% t-band
     loss = blocks(os.path.join(out, "loss.dat"))
-    check(len(loss) == 8, f"loss.dat: {len(loss)} blocks, want 8 (train + eval per run)")
-    with h5py.File(FOUR[2], "r", libver="latest", swmr=True) as f:
-        step, raw = f["train/step"][:], f["train/loss"][:]
-        est, val = f["eval/step"][:], f["eval/val_loss"][:]
-    b = np.array(loss[4])
-    check(b.shape == (40, 3) and np.array_equal(b[:, 0], step), "loss.dat: fp8_s1 steps")
-    check(np.allclose(b[:, 1], raw, rtol=1e-8), "loss.dat: raw loss = /train/loss")
-    check(np.allclose(b[:, 2], ema(raw, 0.9), rtol=1e-8), "loss.dat: smoothed = bias-corrected EMA 0.9")
-    e = np.array(loss[5])
-    check(len(est) > 0 and np.array_equal(e[:, 0], est) and np.allclose(e[:, 1], val, rtol=1e-8),
-          "loss.dat: validation points = /eval")
+    check(len(loss) == 4, f"loss.dat: {len(loss)} blocks, want 4 (train + eval per recipe)")
+    raws, evs = [], []
+    for s_ in (1, 2):
+        with h5py.File(os.path.join(RUNS, f"fp8_s{s_}.h5"), "r", libver="latest", swmr=True) as f:
+            step, raws_ = f["train/step"][:], f["train/loss"][:]
+            est, val = f["eval/step"][:], f["eval/val_loss"][:]
+        raws.append(raws_)
+        evs.append(val)
+    raws = np.array(raws)
+    sm = np.array([ema(r, 0.9) for r in raws])
+    b = np.array(loss[2])
+    tq = 12.706204736174698  # scipy.stats.t.ppf(0.975, 1)
+    half = tq * sm.std(0, ddof=1) / np.sqrt(2)
+    check(b.shape == (40, 5) and np.array_equal(b[:, 0], step), "loss.dat: fp8 steps")
+    check(np.allclose(b[:, 1], raws.mean(0), rtol=1e-8), "loss.dat: raw mean = mean of /train/loss")
+    check(np.allclose(b[:, 2], sm.mean(0), rtol=1e-8), "loss.dat: smoothed mean of bias-corrected EMA 0.9")
+    check(np.allclose(b[:, 3], sm.mean(0) - half, rtol=1e-7, atol=1e-9) and
+          np.allclose(b[:, 4], sm.mean(0) + half, rtol=1e-7, atol=1e-9), "loss.dat: 95% t-band over the 2 seeds")
+    e = np.array(loss[3])
+    check(len(est) > 0 and np.array_equal(e[:, 0], est) and np.allclose(e[:, 1], np.mean(evs, 0), rtol=1e-8),
+          "loss.dat: validation points = mean of /eval")
 
     gap = blocks(os.path.join(out, "gap.dat"))
     check(len(gap) == 1, f"gap.dat: {len(gap)} blocks, want 1 (fp8)")
@@ -193,8 +283,10 @@ def part_kinds():
     g = np.array(g)
     d = np.array(gap[0])
     check(d.shape == (40, 5), f"gap.dat: shape {d.shape}")
-    check(np.allclose(d[:, 1], g.mean(0), rtol=1e-6, atol=1e-9) and np.allclose(d[:, 2], g.min(0), atol=1e-9)
-          and np.allclose(d[:, 3], g.max(0), atol=1e-9), "gap.dat: mean, min, max over seeds of the % gap")
+    half = 12.706204736174698 * g.std(0, ddof=1) / np.sqrt(2)  # scipy.stats.t.ppf(0.975, 1)
+    check(np.allclose(d[:, 1], g.mean(0), rtol=1e-6, atol=1e-9) and
+          np.allclose(d[:, 2], g.mean(0) - half, rtol=1e-6, atol=1e-8) and
+          np.allclose(d[:, 3], g.mean(0) + half, rtol=1e-6, atol=1e-8), "gap.dat: mean and 95% t-band of the % gap")
 
     # a run file caught mid-write: /train and /eval series one row apart
     ragged = os.path.join(out, "ragged.h5")
@@ -229,11 +321,12 @@ def part_all():
     check(len(lines) == 1 and lines[0].startswith("qplot: note:") and "started.h5" in lines[0],
           f"all: one note about the run without rows, got {p.stderr!r}")
     for kind in KINDS:
-        for ext in ("png", "pdf"):
+        for ext in EXTS:
             fig = os.path.join(sweep, "fig", f"{kind}.{ext}")
             check(os.path.exists(fig) and VALID[ext](fig), f"all: {kind}.{ext}")
-    check(sorted(os.listdir(os.path.join(sweep, "fig"))) == sorted(f"{k}.{e}" for k in KINDS for e in ("png", "pdf")),
-          f"all: fig/ holds exactly the ten figures: {os.listdir(os.path.join(sweep, 'fig'))}")
+    check(sorted(os.listdir(os.path.join(sweep, "fig"))) ==
+          sorted(f"{k}.{e}" for k in KINDS for e in EXTS + ("csv",)),
+          f"all: fig/ holds exactly every figure, its twins and CSVs: {os.listdir(os.path.join(sweep, 'fig'))}")
     # the qerr map shows a quantized run, not the baseline
     p = qplot(["all", sweep, "--keep-data"])
     check(p.returncode == 0, f"all --keep-data: {p.stderr}")
@@ -246,7 +339,7 @@ def part_all():
     errs = [l for l in p.stderr.splitlines() if not l.startswith("qplot: note:")]
     check(p.returncode == 2 and len(errs) == 1 and "junk.h5: not an HDF5 file" in errs[0],
           f"all with a bad run file: exit {p.returncode}, stderr {p.stderr!r}")
-    check(all(VALID[e](os.path.join(sweep, "fig", f"{k}.{e}")) for k in KINDS for e in ("png", "pdf")),
+    check(all(VALID[e](os.path.join(sweep, "fig", f"{k}.{e}")) for k in KINDS for e in EXTS),
           "all with a bad run file: the other runs' figures are drawn")
     one_line_error(qplot(["all", os.path.join(WORK, "no-such-sweep")]), "no-such-sweep/runs", "all: no sweep")
     os.makedirs(os.path.join(WORK, "bare", "runs"), exist_ok=True)
@@ -290,7 +383,7 @@ def part_errors():
     ]
     for args, fragment in cases:
         one_line_error(qplot(args), fragment, " ".join(a.replace(WORK, "W") for a in args) or "(no args)")
-        check(not os.path.exists(fig), f"{args}: a figure was written anyway")
+        check(not [f for f in os.listdir(out) if f.startswith("fig.")], f"{args}: a figure was written anyway")
     # a failed redraw leaves the last good figure as it was
     check(qplot(["loss", FOUR[0], "-o", fig]).returncode == 0, "good figure")
     before = open(fig, "rb").read()

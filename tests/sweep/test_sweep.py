@@ -17,6 +17,7 @@ import fcntl
 import math
 import os
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -455,7 +456,9 @@ def wait_for(cond, seconds, what):
 
 def case_resume():
     d = setup("resume")
-    steps = 800
+    # long enough that the first run is still going when the test sees step 150 and sends
+    # SIGTERM, on a machine several times faster than this one (no timing is asserted)
+    steps = 1600
     ini = write(os.path.join(d, "r.ini"), BASE.format(steps=steps, ckpt=100) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n")
     out = os.path.join(d, "out")
     first = os.path.join(out, "runs", "recipe=bf16_seed=1.h5")
@@ -609,12 +612,15 @@ def case_slurm():
     check(p.returncode == 0 and os.path.exists(script), f"--slurm: exit {p.returncode}: {p.stderr}")
     check(f"sbatch {script}" in p.stdout and f"--summarize {out}" in p.stdout, f"--slurm instructions: {p.stdout}")
     text = open(script).read()
-    for line in ("#SBATCH --array=0-3", "#SBATCH --cpus-per-task=1", f"#SBATCH --output={out}/logs/%a.log"):
+    for line in ("#SBATCH --array=0-3", "#SBATCH --cpus-per-task=1", "#SBATCH --ntasks=1",
+                 f"#SBATCH --output={out}/logs/slurm-%A_%a.log", "launch=()"):
         check(line + "\n" in text, f"script lacks {line!r}")
     check(not os.listdir(os.path.join(out, "runs")), "--slurm ran something")
     # the embedded commands are exactly the dry-run's
     dry = dry_lines(qsweep(ini, "--out", out, "--dry-run").stdout)
-    probe = write(os.path.join(d, "probe.sh"), text.replace('exec "${cmd[@]}"', 'printf "%s\\0" "${cmd[@]}"'))
+    run_line = '"${launch[@]}" "${cmd[@]}" >>"$log" 2>&1\n'
+    check(run_line in text, "script runs the command through launch")
+    probe = write(os.path.join(d, "probe.sh"), text.replace(run_line, 'printf "%s\\0" "${cmd[@]}"; exit 0\n'))
     for i, (name, argv) in enumerate(dry):
         r = subprocess.run(["bash", probe], capture_output=True, text=True, env=dict(os.environ, SLURM_ARRAY_TASK_ID=str(i)))
         got = r.stdout.split("\n", 1)[1].split("\0")[:-1] if "\n" in r.stdout else []
@@ -640,34 +646,208 @@ def case_slurm():
     rows = {r["name"]: r["status"] for r in read_csv(os.path.join(out, "summary.csv"))}
     check(rows == {"recipe=bf16_seed=1": "missing", "recipe=bf16_seed=2": "missing", "recipe=fp8_seed=1": "done",
                    "recipe=fp8_seed=2": "missing"}, f"summary after one task: {rows}")
+    # --status without a submission: the run files alone
+    p = qsweep("--status", out)
+    check(p.returncode == 0 and "nothing submitted to Slurm" in p.stdout and "total: 1 done, 3 not submitted" in p.stdout,
+          f"--status of a folder never submitted: {p.returncode} {p.stdout} {p.stderr}")
+    # a failing task records its failure as a local qsweep would (DIR/runs/NAME.exit)
+    ini_bad = write(os.path.join(d, "bad.ini"), BASE.format(steps=30, ckpt=10).replace("heads = 2\n", "") +
+                    "[grid]\nheads = 2, 3\n[sweep]\nthreads_per_run = 1\n")
+    bad = os.path.join(d, "bad")
+    check(qsweep(ini_bad, "--out", bad, "--slurm").returncode == 0, "--slurm for the failing grid")
+    r = subprocess.run(["bash", os.path.join(bad, "qsweep.sbatch")], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, SLURM_ARRAY_TASK_ID="1"))
+    marker = os.path.join(bad, "runs", "heads=3.exit")
+    check(r.returncode == 2 and os.path.exists(marker), f"failing task: exit {r.returncode}, marker written")
+    if os.path.exists(marker):
+        text_m = open(marker).read().splitlines()
+        check(text_m[0] == "exit 2" and "heads" in text_m[1], f"marker: {text_m}")
+    log = open(os.path.join(bad, "logs", "heads=3.log")).read()
+    check("== qsweep.sbatch: exit 2" in log, "the run's log has the task's footer")
+    p = qsweep("--status", bad)
+    check(re.search(r"heads=3\s+failed", p.stdout) is not None, f"--status shows the failure: {p.stdout}")
+
+    # [slurm]: resources into #SBATCH lines, the section kept in DIR/qsweep.ini
+    ini2 = write(os.path.join(d, "r.ini"), BASE.format(steps=30, ckpt=10).replace("[base]\n", "[base]\ndevice = cuda\n") +
+                 "[grid]\nseed = 1, 2\n[slurm]\npartition = gpu,long\naccount = proj-1\ntime = 1-02:30:00\n"
+                 "cpus-per-task = 4\nntasks = 2\nmpi = pmi2\n")
+    out2 = os.path.join(d, "res")
+    p = qsweep(ini2, "--out", out2, "--slurm")
+    check(p.returncode == 0, f"--slurm with [slurm]: {p.stderr}")
+    text2 = open(os.path.join(out2, "qsweep.sbatch")).read()
+    for line in ("#SBATCH --partition=gpu,long", "#SBATCH --account=proj-1", "#SBATCH --time=1-02:30:00",
+                 "#SBATCH --cpus-per-task=4", "#SBATCH --ntasks=2", "#SBATCH --gpus-per-task=1",
+                 "launch=(srun --mpi=pmi2 --ntasks=2 --cpus-per-task=4)"):
+        check(line + "\n" in text2, f"[slurm] script lacks {line!r}")
+    cmds2 = text2.split("cmds=(\n", 1)[1].split("\n)\n", 1)[0].splitlines()
+    check(len(cmds2) == 2 and all("--device cuda" in c and c.endswith("--threads 4'") for c in cmds2),
+          f"cpus_per_task gives the threads per run on Slurm; device reaches qtrain: {cmds2}")
+    rec = open(os.path.join(out2, "qsweep.ini")).read()
+    check(rec.endswith("[slurm]\npartition = gpu,long\naccount = proj-1\ntime = 1-02:30:00\ncpus_per_task = 4\n"
+                       "ntasks = 2\nmpi = pmi2\n"), f"qsweep.ini keeps [slurm]: {rec}")
+    # [slurm] may change between submissions ([base] and [grid] may not)
+    ini3 = write(os.path.join(d, "r3.ini"), open(ini2).read().replace("time = 1-02:30:00", "time = 45"))
+    check(qsweep(ini3, "--out", out2, "--slurm").returncode == 0 and
+          "#SBATCH --time=45\n" in open(os.path.join(out2, "qsweep.sbatch")).read(), "a new [slurm] into the same folder")
+    # --status reads squeue's and sacct's output (the formats Slurm 22.05 prints; the real
+    # thing is tests/slurm): fakes on PATH, for a folder with job 5 recorded
+    fake = os.path.join(d, "fakebin")
+    os.makedirs(fake, exist_ok=True)
+    write(os.path.join(fake, "squeue"), "#!/bin/sh\nprintf '5|2|PENDING\\n5|3|RUNNING\\n'\n")
+    write(os.path.join(fake, "sacct"), "#!/bin/sh\nprintf '5_0|COMPLETED\\n5_1|FAILED\\n5_[2-3]|PENDING\\n'\n")
+    for n in ("squeue", "sacct"):
+        os.chmod(os.path.join(fake, n), 0o755)
+    write(os.path.join(out, "slurm.jobs"), "5 0-3\n")
+    p = qsweep("--status", out, env=dict(os.environ, PATH=fake))
+    rows = {l.split()[0]: l.split()[1:] for l in p.stdout.splitlines() if l.startswith("recipe=")}
+    check(p.returncode == 0 and "note:" not in p.stdout, f"--status with squeue and sacct: {p.stdout} {p.stderr}")
+    check(rows.get("recipe=bf16_seed=1", [""])[0] == "missing" and rows.get("recipe=bf16_seed=2", [""])[0] == "failed"
+          and "Slurm says FAILED" in p.stdout and rows.get("recipe=fp8_seed=1", [""])[0] == "done"
+          and rows.get("recipe=fp8_seed=2", [""])[0] == "running",
+          f"--status: run file first (task 2 is done whatever squeue says), then squeue, then sacct: {rows}")
+    p = qsweep("--status", out, env=dict(os.environ, PATH="/nonexistent"))
+    check(p.returncode == 0 and "squeue did not answer" in p.stdout and "sacct did not answer" in p.stdout
+          and "pending? squeue did not answer" in p.stdout, f"--status without Slurm's tools: {p.stdout}")
+    os.remove(os.path.join(out, "slurm.jobs"))
+    # --submit where there is no sbatch: bad input, nothing written
+    out4 = os.path.join(d, "nosbatch")
+    p = qsweep(ini, "--out", out4, "--submit", env=dict(os.environ, PATH="/nonexistent"))
+    check(p.returncode == 2 and "sbatch is not on PATH" in p.stderr and not os.path.exists(out4),
+          f"--submit without sbatch: {p.returncode} {p.stderr}")
 
 
 def case_examples():
-    """The documented examples parse, expand as their comments say, and point at the shared corpus."""
+    """The documented examples parse, expand as their comments say, and point at the English corpus."""
     d = setup("examples")
     exp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
-    shared = os.path.realpath(os.path.join(exp, "..", "..", "shared", "data", "tinyshakespeare.txt"))
-    for name, n, first in [("study", 21, "recipe=bf16_seed=1"), ("ablation", 21, "recipe=nvfp4_seed=1"),
-                           ("quick", 21, "recipe=bf16_seed=1")]:
+    for name, n, first in [("study", 135, "model=pico_tokens_per_param=8_recipe=bf16_seed=1"),
+                           ("ablation", 18, "recipe=nvfp4_seed=1"), ("quick", None, "recipe=bf16_seed=1"),
+                           ("quick_study", 80, "model=pico_tokens_per_param=2_recipe=bf16_seed=1"),
+                           ("quick_ablation", 12, "recipe=nvfp4_seed=1")]:
         ini = os.path.join(exp, name + ".ini")
         with open(ini) as f:
-            check("data = ../../shared/data/tinyshakespeare.txt\n" in f.read(), f"{name}.ini: data path")
-        # --data: the shared corpus may be absent here; the file must still be valid
+            check("data = ../data/english/english.txt\n" in f.read(), f"{name}.ini: data path")
+        # --data: the corpus may not be built here; the file must still be valid
         p = qsweep(ini, "--out", os.path.join(d, name), "--dry-run", "--data", os.path.join(d, "corpus.txt"))
         runs = dry_lines(p.stdout)
-        check(p.returncode == 0 and len(runs) == n and runs[0][0] == first,
+        check(p.returncode == 0 and (n is None or len(runs) == n) and runs and runs[0][0] == first,
               f"{name}.ini: exit {p.returncode}, {len(runs)} runs ({p.stderr.strip()})")
-        if os.path.exists(shared):
-            p = qsweep(ini, "--out", os.path.join(d, name), "--dry-run")
-            check(p.returncode == 0 and f"--data {shared} " in p.stdout, f"{name}.ini with its own data: {p.stderr}")
     p = qsweep(os.path.join(exp, "ablation.ini"), "--out", os.path.join(d, "a"), "--dry-run", "--data",
                os.path.join(d, "corpus.txt"))
-    recipes = [a[a.index("--recipe") + 1] for _, a in dry_lines(p.stdout)][::3]
-    check(recipes == ["nvfp4", "nvfp4-rht", "nvfp4-sr", "nvfp4-2d", "nvfp4,bf16-last=0", "nvfp4,bf16-last=1",
-                      "nvfp4,bf16-last=2"], f"ablation recipes {recipes}")
+    recipes = [a[a.index("--recipe") + 1] for nm, a in dry_lines(p.stdout) if "data_seed" not in nm][::3]
+    check(recipes == ["nvfp4", "nvfp4-rht", "nvfp4-sr", "nvfp4-2d", "nvfp4-naive", "nvfp4-naive,bf16-last=1"],
+          f"ablation recipes {recipes}")
+    # the study: every cell's steps follow its tokens per parameter; the grid is triangular
+    p = qsweep(os.path.join(exp, "study.ini"), "--out", os.path.join(d, "s"), "--dry-run", "--data",
+               os.path.join(d, "corpus.txt"))
+    names = [nm for nm, _ in dry_lines(p.stdout)]
+    check(not any(nm.startswith("model=micro_tokens_per_param=64") for nm in names) and
+          any(nm.startswith("model=pico_tokens_per_param=64") for nm in names), "study.ini: triangular grid")
+    check(sum("_data_seed=" in nm for nm in names) == 27, "study.ini: 27 noise twins (every bf16 run)")
 
 
-CASES = {"parse": case_parse, "examples": case_examples, "grid": case_grid, "dryrun": case_dryrun, "run": case_run, "resume": case_resume,
+def case_study():
+    """Sizing by compute, the model axis, exclude, noise twins and the intervals of the summary: a tiny
+    sweep run for real, every new summary column recomputed here from the run files (numpy, scipy)."""
+    from scipy import stats
+    d = setup("study")
+    ini = write(os.path.join(d, "s.ini"), """[base]
+data = corpus.txt
+layers = 1
+heads = 2
+seq = 32
+batch = 4
+warmup = 5
+lr = 5e-3
+eval_every = 0
+val_tokens = 2000
+qerr_every = 0
+ckpt_every = 0
+prefetch = 2
+
+[grid]
+model = 12k, 40k
+tokens_per_param = 0.5, 1
+exclude = model=40k tokens_per_param=1
+recipe = bf16, fp8
+seed = 1, 2, 3
+
+[sweep]
+noise_floor = bf16
+""")
+    p = qsweep(ini, "--out", os.path.join(d, "dry"), "--dry-run")
+    runs = dry_lines(p.stdout)
+    check(p.returncode == 0 and len(runs) == 18 + 9, f"3 cells x 2 recipes x 3 seeds + 9 twins: {len(runs)} ({p.stderr})")
+    argv = dict(runs)
+    a = argv["model=12k_tokens_per_param=0.5_recipe=bf16_seed=1"]
+    b = argv["model=40k_tokens_per_param=0.5_recipe=bf16_seed=1"]
+    check(a[a.index("--dim") + 1] == "32" and b[b.index("--dim") + 1] == "64" and
+          a[a.index("--tokens-per-param") + 1] == "0.5",
+          f"model 12k -> --dim 32 (N 12,768), 40k -> --dim 64 (N 50,112) at 1 layer, 2 heads: {a} {b}")
+    t = argv.get("model=12k_tokens_per_param=0.5_recipe=bf16_seed=1_data_seed=1001", [])
+    check(t and t[t.index("--data-seed") + 1] == "1001" and t[t.index("--seed") + 1] == "1", f"twin argv {t}")
+    check(not any(n.startswith("model=40k_tokens_per_param=1_") for n in argv), "excluded cell absent")
+    out = os.path.join(d, "out")
+    p = qsweep(ini, "--out", out, "-j", "2", timeout=600)
+    check(p.returncode == 0, f"sweep: exit {p.returncode}: {p.stderr[-500:]}")
+    check("noise floor" in p.stdout and "resolved" in p.stdout, f"stdout names intervals and the noise floor: {p.stdout}")
+    rows = {r["name"]: r for r in read_csv(os.path.join(out, "summary.csv"))}
+    val = {}
+    for name, r in rows.items():
+        with open_run(os.path.join(out, "runs", name + ".h5")) as f:
+            at = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()}
+            val[name] = float(f["eval/val_loss"][-1])
+            nsteps = len(f["train/step"])
+            ih = at["init_param_hash"]
+            bh = f["train/batch_hash"][:]
+        N, L, C = int(at["params_nonembedding"]), int(at["layers"]), int(at["dim"])
+        check(N == L * (12 * C * C + 13 * C) + 2 * C, f"{name}: N {N}")
+        R = float(name.split("tokens_per_param=")[1].split("_")[0])
+        check(nsteps == max(1, round(R * N / (4 * 32))), f"{name}: {nsteps} steps for R={R}, N={N}")
+        check(close(float(r["epochs"]), float(at["epochs"]), 1e-6) and close(float(r["tokens_per_param_actual"]),
+              float(at["tokens_per_param"]), 1e-6), f"{name}: epochs/tokens_per_param columns")
+        check(r["noise_twin"] == ("1" if "data_seed=" in name else "0"), f"{name}: noise_twin column")
+        if "data_seed=" in name:
+            parent = name.split("_data_seed=")[0]
+            with open_run(os.path.join(out, "runs", parent + ".h5")) as f:
+                check(f.attrs["init_param_hash"] == ih, f"{name}: same initial weights as {parent}")
+                check(not np.array_equal(f["train/batch_hash"][:], bh), f"{name}: other batches than {parent}")
+            check(close(float(r["gap_pct"]), 100 * (val[name] - val[parent]) / val[parent], 1e-9) if parent in val
+                  else True, f"{name}: gap to its run")
+    groups = {g["group"]: g for g in read_h5_table(os.path.join(out, "summary.h5"), "recipes")}
+    noise = {g["group"]: g for g in read_h5_table(os.path.join(out, "summary.h5"), "noise")}
+    check(len(groups) == 6 and len(noise) == 3, f"{len(groups)} recipe groups, {len(noise)} noise groups")
+    for gname, g in groups.items():
+        cell = gname.split("_recipe=")[0]
+        rec = gname.split("_recipe=")[1]
+        gaps = []
+        for sd in (1, 2, 3):
+            r, b = f"{cell}_recipe={rec}_seed={sd}", f"{cell}_recipe=bf16_seed={sd}"
+            gaps.append(100 * (val[r] - val[b]) / val[b])
+        gaps = np.array(gaps)
+        m = gaps.mean()
+        if rec == "bf16":
+            check(g["gap_ci_lo"] == 0 and g["gap_ci_hi"] == 0 and g["resolved"] == 0, f"{gname}: baseline interval")
+            continue
+        lo, hi = stats.t.interval(0.95, 2, loc=m, scale=stats.sem(gaps))
+        check(close(g["gap_pct_mean"], m, 1e-9) and close(g["gap_ci_lo"], lo, 1e-7) and close(g["gap_ci_hi"], hi, 1e-7),
+              f"{gname}: [{g['gap_ci_lo']}, {g['gap_ci_hi']}] vs scipy [{lo}, {hi}]")
+        check(g["resolved"] == int(lo > 0 or hi < 0) and g["ci_method"] == "t", f"{gname}: resolved/method")
+        for sd in (1, 2, 3):
+            row = rows[f"{cell}_recipe={rec}_seed={sd}"]
+            check(close(row["gap_ci_lo"], g["gap_ci_lo"], 1e-9) and close(row["gap_ci_hi"], g["gap_ci_hi"], 1e-9) and
+                  int(row["resolved"]) == g["resolved"], f"{gname}: summary.csv carries the group's interval")
+    for gname, g in noise.items():
+        check(gname.endswith("_data_seed") and g["n_seeds"] == 3, f"noise group {gname}")
+        cell = gname.split("_recipe=")[0]
+        tw = [100 * (val[f"{cell}_recipe=bf16_seed={sd}_data_seed={1000 + sd}"] - val[f"{cell}_recipe=bf16_seed={sd}"])
+              / val[f"{cell}_recipe=bf16_seed={sd}"] for sd in (1, 2, 3)]
+        check(close(g["gap_pct_rms"], float(np.sqrt(np.mean(np.square(tw)))), 1e-9), f"{gname}: rms")
+    md = open(os.path.join(out, "summary.md")).read()
+    check("## Noise floor" in md and "epochs" in md and "[95% CI]" in md, "summary.md: intervals, epochs, noise floor")
+
+
+CASES = {"parse": case_parse, "examples": case_examples, "study": case_study, "grid": case_grid, "dryrun": case_dryrun, "run": case_run, "resume": case_resume,
          "fail": case_fail, "lock": case_lock, "summarize": case_summarize, "slurm": case_slurm}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; cases: {', '.join(CASES)}")

@@ -1,7 +1,7 @@
 /* test_data_batch.c — qp_data batches: the split and its rounding, batches
  * against the documented formula, determinism, the split boundary and the
- * target shift, too-short data, FNV-1a hashes, and (when present) the
- * tinyshakespeare corpus. */
+ * target shift, too-short data, FNV-1a hashes, (when present) the
+ * tinyshakespeare corpus, and the fixed (validation) batches. */
 #include "qp_data.h"
 #include "qp_test.h"
 #include "test_data_util.h"
@@ -244,6 +244,45 @@ static void test_corpus(void)
     free(tok);
 }
 
+/* The fixed batches (the validation set every run shares): windows spread
+ * evenly over the whole split, the first at its start, the last ending at
+ * its end, none overlapping; the same whatever the seed (there is none);
+ * the most a set may hold covers the split with stride T. */
+static void test_fixed(void)
+{
+    const int n = 5001, B = 3, T = 8;
+    const char *p = position_shard("fixed.bin", n);
+    qp_dataset *d = qp_dataset_open(p, 0.2, err, sizeof err);
+    CHECK(d != NULL, "open: %s", err);
+    if (!d) return;
+    const int64_t nv = qp_dataset_tokens(d, QP_SPLIT_VAL), base = n - nv;
+    const int64_t most = qp_dataset_fixed_batches(d, QP_SPLIT_VAL, B, T);
+    CHECK(most == (nv - 1) / T / B, "most %lld for %lld val tokens", (long long)most, (long long)nv);
+    int32_t in[3 * 8], tg[3 * 8];
+    for (int64_t nb = 1; nb <= most; nb += (nb < 5 ? 1 : 7)) {
+        int64_t prev = -1;
+        for (int64_t k = 0; k < nb; k++) {
+            CHECK(qp_dataset_fixed_batch(d, QP_SPLIT_VAL, k, nb, B, T, in, tg) == 0, "batch %lld of %lld",
+                  (long long)k, (long long)nb);
+            for (int i = 0; i < B; i++) {
+                const int64_t w = k * B + i, nw = nb * B, off = in[i * T] - base;
+                const int64_t want = nw > 1 ? w * (nv - 1 - T) / (nw - 1) : 0;
+                CHECK(off == want, "nb %lld window %lld at %lld, want %lld", (long long)nb, (long long)w,
+                      (long long)off, (long long)want);
+                CHECK(prev < 0 || off - prev >= T, "windows overlap: %lld after %lld", (long long)off, (long long)prev);
+                for (int t = 0; t < T; t++)
+                    CHECK(in[i * T + t] == base + off + t && tg[i * T + t] == base + off + t + 1, "window content");
+                prev = off;
+            }
+        }
+        CHECK(nb == 1 || prev + T + 1 == nv, "the last window ends at the split's end (nb %lld)", (long long)nb);
+    }
+    CHECK(qp_dataset_fixed_batch(d, QP_SPLIT_VAL, 0, most + 1, B, T, in, tg) == -1, "a set larger than the split");
+    CHECK(qp_dataset_fixed_batch(d, QP_SPLIT_VAL, 4, 4, B, T, in, tg) == -1, "index past the set");
+    CHECK(qp_dataset_fixed_batch(d, QP_SPLIT_VAL, -1, 4, B, T, in, tg) == -1, "negative index");
+    qp_dataset_close(d);
+}
+
 int main(void)
 {
     td_init();
@@ -253,6 +292,7 @@ int main(void)
     test_too_short();
     test_hash();
     test_corpus();
+    test_fixed();
     td_cleanup();
     return qp_test_finish("test_data_batch");
 }

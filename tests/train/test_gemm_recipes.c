@@ -19,7 +19,17 @@
  * Also: each recipe's plan is what qp_recipe.h documents, delayed scaling
  * runs its first step at scale 1 and the next from the previous amax, the
  * LM head is FP32 under every recipe, and the quantization-error records
- * match quant/'s error of the same operand. */
+ * match quant/'s error of the same operand.
+ *
+ * Every format of the table as an operand format (plans built directly, not
+ * from recipe names; contractions 256, 192 and 160, so FP8 blocks of 128 come
+ * whole and partial): the same exact check, including the FP32-scaled FP8
+ * blocks whose GEMM runs K-chunked (qp_gemm_run_kscaled); DeepSeek-V3's mix
+ * (1x128 activations and gradients, 128x128 weights) and other mixes; and
+ * the wgrad RHT of 16, 32, 64 and 128 points, reproduced exactly with the
+ * dispatch's public RHT seed (qp_linear_rht_seed). The K-chunked GEMM alone
+ * is checked against a float64 sum over chunks of (scale_a * scale_b) * the
+ * exact product of the codes. */
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -548,6 +558,184 @@ done:
     qp_linear_destroy(lin);
 }
 
+/* ---- every format as an operand ---------------------------------------------- */
+
+enum { FM = 256, FIC = 192, FOC = 160 };
+
+/* out = fully scaled dequantization of in (rows x cols, blocked along cols),
+ * after an n-point RHT with the dispatch's seed when rht_n. */
+static void fref_q(qp_fmt fmt, const float *in, float *out, int rows, int cols, int rht_n, uint64_t seed)
+{
+    memcpy(out, in, (size_t)rows * cols * sizeof(float));
+    if (rht_n) CHECK(qp_rht(out, rows, cols, rht_n, qp_linear_rht_seed(seed)) == 0, "reference RHT");
+    if (fmt != QP_FMT_FP32) CHECK(qp_qdq(fmt, out, out, rows, cols, NULL, NULL) == 0, "reference qdq");
+}
+
+/* One plan on one layer: every GEMM against quant/'s dequantized operands in
+ * float64. Returns the worst normalized difference. */
+static double run_plan(qp_gemm *gemm, const qp_linear_plan *plan, const char *what, uint64_t seed)
+{
+    char err[256];
+    qp_recipe r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.spec, sizeof r.spec, "%s", what);
+    r.plan = *plan;
+    r.history_len = 16;
+    r.algo = QP_AMAX_MAX;
+    const qp_linear_cfg lc = {.n_layers = 1, .max_elems = (int64_t)FM * FIC, .seed = seed, .recipe = &r, .gemm = gemm};
+    qp_linear *lin = qp_linear_create(&lc, err, sizeof err);
+    CHECK(lin != NULL, "%s: %s", what, err);
+    if (!lin) return INFINITY;
+    float *X = malloc(sizeof(float) * FM * FIC), *W = malloc(sizeof(float) * FOC * FIC), *dY = malloc(sizeof(float) * FM * FOC);
+    float *Xt = malloc(sizeof(float) * FM * FIC), *Wt = malloc(sizeof(float) * FOC * FIC), *dYt = malloc(sizeof(float) * FM * FOC);
+    float *Y = malloc(sizeof(float) * FM * FOC), *dX = malloc(sizeof(float) * FM * FIC), *dW = malloc(sizeof(float) * FOC * FIC);
+    float *pdX = malloc(sizeof(float) * FM * FIC), *pdW = malloc(sizeof(float) * FOC * FIC);
+    float *qa = malloc(sizeof(float) * FM * FOC), *qb = malloc(sizeof(float) * FM * FIC);
+    double *rv = malloc(sizeof(double) * FM * FIC), *rm = malloc(sizeof(double) * FM * FIC);
+    uint64_t s = seed;
+    fill(X, FM * FIC, 2.0f, &s);
+    fill(W, FOC * FIC, 0.05f, &s);
+    fill(dY, FM * FOC, 1e-3f, &s);
+    fill(pdX, FM * FIC, 1e-4f, &s);
+    fill(pdW, FOC * FIC, 1e-3f, &s);
+    transpose(X, Xt, FM, FIC);
+    transpose(W, Wt, FOC, FIC);
+    transpose(dY, dYt, FM, FOC);
+    memcpy(dX, pdX, sizeof(float) * FM * FIC);
+    memcpy(dW, pdW, sizeof(float) * FOC * FIC);
+    qp_linear_begin_step(lin, 0, 0);
+    double worst = 0.0;
+    if (qp_linear_forward(lin, 0, QP_GEMM_FC, Y, X, W, NULL, FM, FIC, FOC) ||
+        qp_linear_backward(lin, 0, QP_GEMM_FC, dX, dW, NULL, dY, X, W, FM, FIC, FOC)) {
+        CHECK(0, "%s: %s", what, qp_linear_error(lin));
+        worst = INFINITY;
+    } else {
+        const qp_fmt fx = plan->fmt[QP_OPND_X], fw = plan->fmt[QP_OPND_W], fdy = plan->fmt[QP_OPND_DY];
+        const int rn = qp_linear_rht_n(plan);
+        int nbad;
+        double w;
+        fref_q(fx, X, qb, FM, FIC, 0, seed); /* fprop: Y = q(X) q(W)^T */
+        fref_q(fw, W, qa, FOC, FIC, 0, seed);
+        gemm_ref(qb, qa, FM, FOC, FIC, rv, rm);
+        w = compare(Y, rv, rm, NULL, NULL, FM, FOC, &nbad);
+        CHECK(nbad == 0, "%s fprop: %d outside FP32 accumulation error (worst %.2e)", what, nbad, w);
+        worst = fmax(worst, w);
+        fref_q(fdy, dY, qa, FM, FOC, 0, seed); /* dgrad: dX += q(dY) q(W^T)^T */
+        fref_q(fw, Wt, qb, FIC, FOC, 0, seed);
+        gemm_ref(qa, qb, FM, FIC, FOC, rv, rm);
+        w = compare(dX, rv, rm, pdX, NULL, FM, FIC, &nbad);
+        CHECK(nbad == 0, "%s dgrad: %d outside FP32 accumulation error (worst %.2e)", what, nbad, w);
+        worst = fmax(worst, w);
+        fref_q(fdy, dYt, qa, FOC, FM, rn, seed); /* wgrad: dW += q(R dY^T) q(R X^T)^T */
+        fref_q(fx, Xt, qb, FIC, FM, rn, seed);
+        gemm_ref(qa, qb, FOC, FIC, FM, rv, rm);
+        w = compare(dW, rv, rm, pdW, NULL, FOC, FIC, &nbad);
+        CHECK(nbad == 0, "%s wgrad: %d outside FP32 accumulation error (worst %.2e)", what, nbad, w);
+        worst = fmax(worst, w);
+    }
+    free(X), free(W), free(dY), free(Xt), free(Wt), free(dYt), free(Y), free(dX), free(dW), free(pdX), free(pdW);
+    free(qa), free(qb), free(rv), free(rm);
+    qp_linear_destroy(lin);
+    return worst;
+}
+
+static void test_every_format(qp_gemm *gemm)
+{
+    printf("every format as x, w and dy (%dx%dx%d), worst |got - ref| / sum|a b|:\n", FM, FIC, FOC);
+    for (int f = 0; f < QP_FMT_COUNT; f++) {
+        qp_linear_plan p;
+        memset(&p, 0, sizeof p);
+        p.fmt[QP_OPND_X] = p.fmt[QP_OPND_W] = p.fmt[QP_OPND_DY] = (qp_fmt)f;
+        p.scaling = QP_SCALING_CURRENT;
+        const double w = run_plan(gemm, &p, qp_formats[f].name, 500 + (uint64_t)f);
+        printf("  %-20s %9.1e%s\n", qp_formats[f].name, w, qp_formats[f].block_scale == QP_SCALE_F32 && !qp_formats[f].unscaled_exact ? "  (K-chunked)" : "");
+    }
+    static const struct {
+        const char *what;
+        qp_fmt x, w, dy;
+        int rht_n;
+    } mixes[] = {
+        {"deepseek-v3 fp8 blocks", QP_FMT_FP8_BLOCK, QP_FMT_FP8_BLOCK_2D, QP_FMT_FP8_BLOCK, 0},
+        {"te fp8 blocks (pow2)", QP_FMT_FP8_BLOCK_POW2, QP_FMT_FP8_BLOCK_2D_POW2, QP_FMT_FP8_BLOCK_POW2, 0},
+        {"fp8-block x, bf16 w", QP_FMT_FP8_BLOCK, QP_FMT_BF16, QP_FMT_FP8_E5M2, 0},
+        {"mxfp6 x, nvfp4-4o6 w", QP_FMT_MXFP6_E2M3, QP_FMT_NVFP4_4O6, QP_FMT_MXFP6_E3M2, 0},
+        {"nvfp4 rht 16", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 16},
+        {"nvfp4 rht 32", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 32},
+        {"nvfp4 rht 64", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 64},
+        {"nvfp4 rht 128", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 128},
+        {"mxfp8-rceil rht 128", QP_FMT_MXFP8_RCEIL, QP_FMT_MXFP8_RCEIL, QP_FMT_MXFP8_RCEIL, 128},
+    };
+    for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++) {
+        qp_linear_plan p;
+        memset(&p, 0, sizeof p);
+        p.fmt[QP_OPND_X] = mixes[i].x, p.fmt[QP_OPND_W] = mixes[i].w, p.fmt[QP_OPND_DY] = mixes[i].dy;
+        p.rht_wgrad = mixes[i].rht_n > 0;
+        p.rht_n = mixes[i].rht_n;
+        p.scaling = QP_SCALING_CURRENT;
+        CHECK(qp_linear_rht_n(&p) == mixes[i].rht_n, "%s: RHT size", mixes[i].what);
+        printf("  %-20s %9.1e\n", mixes[i].what, run_plan(gemm, &p, mixes[i].what, 900 + (uint64_t)i));
+    }
+    /* a plan that sets rht_wgrad without a size (today's recipes did) means 16 */
+    qp_linear_plan p16;
+    memset(&p16, 0, sizeof p16);
+    p16.rht_wgrad = true;
+    CHECK(qp_linear_rht_n(&p16) == 16, "rht_wgrad without rht_n is the 16-point transform");
+}
+
+/* qp_gemm_run_kscaled alone: C = alpha * sum_c (sa sb) (A_c B_c^T) (+ C) in
+ * float64 from the codes (small integers times powers of two: exact) and the
+ * scales, for transposed and plain operands, whole and partial chunks. */
+static void test_kscaled(qp_gemm *gemm)
+{
+    enum { KM = 40, KN = 24, KK = 300, KC = 128, NK = 3 };
+    float *A = malloc(sizeof(float) * KM * KK), *B = malloc(sizeof(float) * KN * KK), *At = malloc(sizeof(float) * KM * KK);
+    float sa[KM * NK], sb[KN * NK], C[KM * KN], C0[KM * KN];
+    uint64_t s = 4242;
+    for (int i = 0; i < KM * KK; i++) A[i] = qp_e4m3_to_f32((uint8_t)(tm_next(&s) % 0x7E)) * (tm_next(&s) & 1 ? -1.0f : 1.0f);
+    for (int i = 0; i < KN * KK; i++) B[i] = qp_e4m3_to_f32((uint8_t)(tm_next(&s) % 0x7E));
+    for (int i = 0; i < KM * NK; i++) sa[i] = (float)(0.001 + tm_uniform(&s));
+    for (int i = 0; i < KN * NK; i++) sb[i] = (float)(0.01 + 10.0 * tm_uniform(&s));
+    for (int i = 0; i < KM * KN; i++) C0[i] = (float)tm_uniform(&s);
+    transpose(A, At, KM, KK);
+    int bad = 0;
+    double worst = 0.0;
+    for (int variant = 0; variant < 4; variant++) {
+        const int a_t = variant & 1, acc = variant >> 1;
+        const float alpha = 0.75f;
+        memcpy(C, C0, sizeof C);
+        CHECK(qp_gemm_run_kscaled(gemm, a_t ? At : A, a_t, B, 0, C, KM, KN, KK, KC, sa, sb, alpha, acc, 1) == 0,
+              "kscaled: %s", qp_gemm_error(gemm));
+        for (int m = 0; m < KM; m++)
+            for (int n = 0; n < KN; n++) {
+                double ref = 0.0, mag = 0.0;
+                for (int c = 0; c < NK; c++) {
+                    double part = 0.0;
+                    for (int k = c * KC; k < (c + 1) * KC && k < KK; k++) part += (double)A[m * KK + k] * B[n * KK + k];
+                    const double sc = (double)((float)sa[m * NK + c] * sb[n * NK + c]);
+                    ref += sc * part;
+                    mag += fabs(sc * part);
+                }
+                ref = alpha * ref + (acc ? C0[m * KN + n] : 0.0);
+                mag = alpha * mag + (acc ? fabs(C0[m * KN + n]) : 0.0);
+                const double d = fabs(C[m * KN + n] - ref) / (mag + 1e-30);
+                worst = fmax(worst, d);
+                bad += !(d <= TOL);
+            }
+    }
+    CHECK(bad == 0, "kscaled: %d results beyond %.0e of the float64 chunked sum (worst %.2e)", bad, TOL, worst);
+    printf("K-chunked GEMM (%dx%dx%d, chunks of %d) vs float64: worst %.1e\n", KM, KN, KK, KC, worst);
+    /* without the chunk scales the result must differ: the test can see the scales */
+    memcpy(C, C0, sizeof C);
+    qp_gemm_run_kscaled(gemm, A, 0, B, 0, C, KM, KN, KK, KC, NULL, NULL, 1.0f, 0, 1);
+    int same = 0;
+    float Cs[KM * KN];
+    qp_gemm_run_kscaled(gemm, A, 0, B, 0, Cs, KM, KN, KK, KC, sa, sb, 1.0f, 0, 1);
+    for (int i = 0; i < KM * KN; i++) same += C[i] == Cs[i];
+    CHECK(same < KM * KN / 10, "kscaled: the chunk scales change nothing (%d of %d equal)", same, KM * KN);
+    CHECK(qp_gemm_run_kscaled(gemm, A, 0, B, 0, C, KM, KN, KK, 0, sa, sb, 1.0f, 0, 1) == -1, "kscaled: chunk 0 refused");
+    free(A), free(B), free(At);
+}
+
 int main(void)
 {
     char err[256];
@@ -558,6 +746,8 @@ int main(void)
            qp_gemm_has_bf16(gemm) ? "yes" : "no (FP32 fallback)", TOL);
     printf("  %-26s %9s %9s %9s %9s %9s %9s\n", "recipe", "fprop", "dgrad", "wgrad", "head", "SR mean", "RHT err");
     for (int i = 0; i < NCASES; i++) run_case(&cases[i], gemm, 1000 + (uint64_t)i);
+    test_kscaled(gemm);
+    test_every_format(gemm);
     qp_gemm_destroy(gemm);
     return qp_test_finish("test_gemm_recipes");
 }

@@ -3,9 +3,13 @@
 
 One run (4 layers, 192 wide, fp8 with delayed scaling, a 22 MB checkpoint after every step,
 so checkpoint writes are most of the wall time) is killed KILLS times: about half at a random
-delay after its start (start-up, resume, steps, log flushes, checkpoint writes), the rest
-a random 0-30 ms after a checkpoint's .tmp file appears (inside a checkpoint write). After
-every kill:
+moment after its start (start-up, resume, steps, log flushes, checkpoint writes), the rest
+a random moment shortly after a checkpoint's .tmp file appears (inside a checkpoint write).
+The schedule is counted in steps, never in seconds: a kill comes after the segment's nth
+fresh .tmp (n drawn from 0-2 or 1-3) plus a random fraction of one step, the step's wall time
+measured live from the intervals between fresh .tmp files (at first, from the uninterrupted
+reference run: t_ref / STEPS). So a segment advances at most ~3 steps on any machine, however
+fast or slow, or loaded differently from the reference. After every kill:
   - the run file opens with h5py (swmr=True) and, after `h5clear -s` on a copy, with h5dump;
     /train/step is 0..n-1 with no gap, and n >= the checkpoint's step (the log is flushed
     before each checkpoint);
@@ -159,12 +163,52 @@ ck = run.replace(".h5", ".ckpt.h5")
 tmpf = ck + ".tmp"
 kills = in_ckpt = torn_tmp = between = at_start = resumes = damaged = 0
 segments = []
+step_times = [t_ref / STEPS]  # an upper bound at first (start-up included); then measured live
+
+
+def stat_or_none(path):
+    """stat, or None when absent: in one call, since qtrain renames the .tmp at any moment."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def step_s():
+    recent = sorted(step_times[-9:])
+    return recent[len(recent) // 2]
+
+
+def wait_fresh_tmp(proc, n, before):
+    """Block until the nth .tmp that appears after `before` (0: return at once). A fresh
+    .tmp is one that was absent at the previous poll or is another inode, or a rewrite of a
+    torn .tmp left by the last kill (qtrain truncates it: same inode, new mtime); the
+    intervals between fresh ones are the step's wall time (a checkpoint follows every step)."""
+    seen, last_t, prev, stale = 0, None, before, before
+    deadline = time.time() + 20 + 4 * t_ref  # a bound on the wait, not an assertion
+    while seen < n and time.time() < deadline and proc.poll() is None:
+        st = stat_or_none(tmpf)
+        rewritten = stale is not None and st is not None and st.st_ino == stale.st_ino and \
+            st.st_mtime_ns != stale.st_mtime_ns
+        if st is None or rewritten:
+            stale = None
+        if st is not None and (prev is None or st.st_ino != prev.st_ino or rewritten):
+            now = time.time()
+            if last_t is not None:
+                step_times.append(now - last_t)
+            seen, last_t = seen + 1, now
+        prev = st
+        time.sleep(0.0005)
+
+
 while True:
     mode = "ckpt" if kills < KILLS and rnd.random() < 0.5 else "time"
-    # ckpt: inside the nth checkpoint write of this segment (a write takes ~100-200 ms here)
+    # ckpt: within the first 40% of the step after the nth fresh .tmp, where the checkpoint
+    # write (most of a step's wall time here) is under way; time: anywhere in the step after
+    # the (n-1)th, start-up and resume included when n = 1
     nth = rnd.randint(1, 3)
-    delay = rnd.uniform(0.0, 0.1) if mode == "ckpt" else rnd.uniform(0.05, 1.5)
-    before = os.stat(tmpf) if os.path.exists(tmpf) else None
+    frac = rnd.random()
+    before = stat_or_none(tmpf)
     had_ckpt = os.path.exists(ck) or os.path.exists(ck + ".prev")
     resumes += had_ckpt
     proc = subprocess.Popen(cmd(run, ["--quiet"]), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -172,17 +216,8 @@ while True:
         _, err = proc.communicate(timeout=600)
         check(proc.returncode == 0, f"final segment: exit {proc.returncode}: {err}")
         break
-    if mode == "ckpt":
-        deadline, seen, last = time.time() + 20, 0, before
-        while time.time() < deadline and proc.poll() is None:
-            st = os.stat(tmpf) if os.path.exists(tmpf) else None
-            key = (st.st_ino, st.st_mtime_ns) if st else None
-            if st is not None and (last is None or key != (last.st_ino, last.st_mtime_ns)):
-                seen += 1
-                if seen >= nth:
-                    break
-            last = st if st is not None else last
-            time.sleep(0.0005)
+    wait_fresh_tmp(proc, nth if mode == "ckpt" else nth - 1, before)
+    delay = frac * (0.4 if mode == "ckpt" else 1.0) * step_s()
     time.sleep(delay)
     if proc.poll() is not None:  # finished before the kill: the run is complete
         _, err = proc.communicate()
@@ -191,10 +226,10 @@ while True:
     proc.kill()
     proc.communicate()
     kills += 1
-    st = os.stat(tmpf) if os.path.exists(tmpf) else None
+    st = stat_or_none(tmpf)
     fresh_tmp = st is not None and (before is None or (st.st_ino, st.st_mtime_ns) != (before.st_ino, before.st_mtime_ns))
     in_ckpt += fresh_tmp
-    tag = f"kill {kills} ({mode} {nth if mode == 'ckpt' else ''}, {delay * 1000:.0f} ms)"
+    tag = f"kill {kills} ({mode} {nth}, +{delay * 1000:.0f} ms)"
     # the newest whole checkpoint
     ck_step = None
     if os.path.exists(ck):
@@ -231,6 +266,6 @@ check(np.array_equal(lb["train/step"], np.arange(STEPS)), "final /train/step is 
 print(f"test_kill: {kills} SIGKILLs (seed {SEED}): {in_ckpt} inside a checkpoint write ({torn_tmp} leaving a torn .tmp), "
       f"{between} between its two renames, {at_start} before the segment wrote a new checkpoint; {resumes} resumes "
       f"from a checkpoint; "
-      f"{damaged} damaged-checkpoint copies; reference {t_ref:.1f} s; {check.passed} checks passed, {check.failed} failed")
+      f"{damaged} damaged-checkpoint copies; reference {t_ref:.1f} s, a step {step_s() * 1000:.0f} ms; {check.passed} checks passed, {check.failed} failed")
 shutil.rmtree(tmp, ignore_errors=True) if not check.failed else print("kept", tmp)
 sys.exit(1 if check.failed else 0)

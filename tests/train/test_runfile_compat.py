@@ -9,7 +9,8 @@ PART:
            exactly the table runschema_md prints from the schema; and a run
            file qtrain writes now has exactly the documented datasets and
            columns with the documented types (h5py, an independent reader),
-           plus root attribute runfile_schema.
+           plus root attribute runfile_schema, and every root attribute it
+           wrote is named in the docs.
   fixture  tests/fixtures/runfile_main_4747deb.h5.gz, written by qtrain of
            main at 4747deb (schema version 1, before the phase profile; the
            command is below): qplot draws every figure kind from it, qsweep
@@ -150,6 +151,10 @@ def part_docs():
                               (d.shape[0] == 6 or path != "/train"),
                               f"{name}: {d.dtype} {d.shape}, documented {typ}")
         check(seen == documented, f"written but not documented: {sorted(seen - documented)}")
+        # the root attributes (train/qp_train_attrs.c's table): each one named in the docs
+        text = open(os.path.join(SRC, "docs", "runfile.md"), encoding="utf-8").read()
+        undocumented = sorted(k for k in f.attrs if f"`{k}`" not in text)
+        check(not undocumented and len(f.attrs) > 40, f"root attributes not in docs/runfile.md: {undocumented}")
         step_ms = f["train/step_ms"][:]
         total = sum(f["train/" + k][:] for k in PHASES + ["data_wait_ms", "comm_ms"])
         check(np.all(np.isfinite(total)) and np.all(total <= step_ms * 1.0001 + 1e-3),

@@ -1,0 +1,155 @@
+/* qs_stats.c — intervals over seeds (see qs_stats.h). */
+#include "qs_stats.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Continued fraction of the incomplete beta function (modified Lentz). */
+static double betacf(double a, double b, double x)
+{
+    const double tiny = 1e-300;
+    double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
+    if (fabs(d) < tiny) d = tiny;
+    d = 1.0 / d;
+    double h = d;
+    for (int m = 1; m <= 10000; m++) {
+        const double m2 = 2.0 * m;
+        double aa = m * (b - m) * x / ((a - 1.0 + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        if (fabs(d) < tiny) d = tiny;
+        c = 1.0 + aa / c;
+        if (fabs(c) < tiny) c = tiny;
+        d = 1.0 / d;
+        h *= d * c;
+        aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1.0 + m2));
+        d = 1.0 + aa * d;
+        if (fabs(d) < tiny) d = tiny;
+        c = 1.0 + aa / c;
+        if (fabs(c) < tiny) c = tiny;
+        d = 1.0 / d;
+        const double del = d * c;
+        h *= del;
+        if (fabs(del - 1.0) < 1e-16) break;
+    }
+    return h;
+}
+
+/* Regularized incomplete beta I_x(a, b). */
+static double ibeta(double a, double b, double x)
+{
+    if (x <= 0) return 0;
+    if (x >= 1) return 1;
+    const double lbt = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+    if (x < (a + 1.0) / (a + b + 2.0)) return exp(lbt) * betacf(a, b, x) / a;
+    return 1.0 - exp(lbt) * betacf(b, a, 1.0 - x) / b;
+}
+
+double qs_t_cdf(double t, double df)
+{
+    if (isnan(t) || !(df > 0)) return NAN;
+    if (isinf(t)) return t > 0 ? 1.0 : 0.0;
+    /* the tail through I_{df/(df+t^2)}(df/2, 1/2), which keeps its digits for large |t| */
+    const double tail = 0.5 * ibeta(0.5 * df, 0.5, df / (df + t * t));
+    return t > 0 ? 1.0 - tail : tail;
+}
+
+static double t_pdf(double t, double df)
+{
+    return exp(lgamma(0.5 * (df + 1)) - lgamma(0.5 * df) - 0.5 * log(df * M_PI) -
+               0.5 * (df + 1) * log1p(t * t / df));
+}
+
+double qs_t_quantile(double p, double df)
+{
+    if (!(p > 0 && p < 1) || !(df > 0)) return NAN;
+    if (p == 0.5) return 0.0;
+    if (p < 0.5) return -qs_t_quantile(1.0 - p, df);
+    double lo = 0, hi = 1;
+    while (qs_t_cdf(hi, df) < p && hi < 1e300) hi *= 2;
+    for (int i = 0; i < 200 && hi - lo > 1e-15 * hi; i++) {
+        const double mid = 0.5 * (lo + hi);
+        if (qs_t_cdf(mid, df) < p) lo = mid;
+        else hi = mid;
+    }
+    double t = 0.5 * (lo + hi);
+    for (int i = 0; i < 3; i++) { /* Newton polish */
+        const double f = t_pdf(t, df);
+        if (!(f > 0)) break;
+        const double nt = t - (qs_t_cdf(t, df) - p) / f;
+        if (!(nt > lo && nt < hi)) break;
+        t = nt;
+    }
+    return t;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* numpy's default (linear) quantile of sorted v[0..n) */
+static double quantile_sorted(const double *v, int n, double q)
+{
+    const double pos = q * (n - 1);
+    const int i = (int)floor(pos);
+    const int j = i + 1 < n ? i + 1 : i;
+    return v[i] + (pos - i) * (v[j] - v[i]);
+}
+
+void qs_mean_ci(const double *x, int n, double level, qs_ci *out)
+{
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    int m = 0;
+    for (int i = 0; v && i < n; i++)
+        if (isfinite(x[i])) v[m++] = x[i];
+    *out = (qs_ci){m, NAN, NAN, NAN, NAN, 0, "none"};
+    if (!v || m == 0) {
+        free(v);
+        return;
+    }
+    double s = 0;
+    for (int i = 0; i < m; i++) s += v[i];
+    out->mean = s / m;
+    if (m < 2) {
+        free(v);
+        return;
+    }
+    double q = 0;
+    for (int i = 0; i < m; i++) q += (v[i] - out->mean) * (v[i] - out->mean);
+    out->sd = sqrt(q / (m - 1));
+    const double alpha = 1.0 - level;
+    if (m < QS_BOOT_MIN_N) {
+        const double h = qs_t_quantile(1.0 - alpha / 2, m - 1) * out->sd / sqrt((double)m);
+        out->lo = out->mean - h, out->hi = out->mean + h;
+        out->method = "t";
+    } else {
+        double *means = malloc(QS_BOOT_RESAMPLES * sizeof *means);
+        if (!means) {
+            free(v);
+            return;
+        }
+        uint64_t st = 0x5151C0FFEEull; /* fixed: the same interval every time */
+        for (int b = 0; b < QS_BOOT_RESAMPLES; b++) {
+            double t = 0;
+            for (int i = 0; i < m; i++) t += v[splitmix64(&st) % (uint64_t)m];
+            means[b] = t / m;
+        }
+        qsort(means, QS_BOOT_RESAMPLES, sizeof *means, cmp_double);
+        out->lo = quantile_sorted(means, QS_BOOT_RESAMPLES, alpha / 2);
+        out->hi = quantile_sorted(means, QS_BOOT_RESAMPLES, 1 - alpha / 2);
+        out->method = "bootstrap";
+        free(means);
+    }
+    out->resolved = out->lo > 0 || out->hi < 0;
+    free(v);
+}

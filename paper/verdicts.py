@@ -1,0 +1,86 @@
+"""verdicts.py — every sentence of the paper that judges a number, written
+from its interval, never from a mean alone (issue 11):
+
+  - a gap whose 95% interval excludes 0 is stated as a cost (or a gain),
+    with the interval;
+  - a gap whose interval includes 0 is written as unresolved, with the
+    interval;
+  - a gap measured on one seed has no interval and is written as such;
+  - a difference between two recipes is judged by the interval of the
+    per-seed difference of their paired gaps (the same seeds), not by
+    comparing their means.
+
+The functions return plain text ("%" unescaped); gen_tables.py escapes it
+for LaTeX. tests/paper/test_paper.py checks them on synthetic summaries."""
+import math
+
+
+def _num(x, unit):
+    return f"{x:+.2f}{unit}" if unit == "%" else f"{x:+.3f}{unit}"
+
+
+def _ci(lo, hi, unit):
+    return f"95% CI [{_num(lo, unit)}, {_num(hi, unit)}]"
+
+
+def gap(label, mean, lo, hi, n, base="BF16", unit="%", noise=None):
+    """A recipe's gap to the baseline. noise: the noise floor's rms (same
+    unit) to compare a resolved gap with, or None."""
+    if mean is None or not math.isfinite(mean):
+        return f"{label}: no finished run with a finished {base} partner."
+    if n < 2 or not (math.isfinite(lo) and math.isfinite(hi)):
+        return (f"{label} ends {_num(mean, unit)} from {base} on {n} seed: no interval, so the gap is "
+                f"unresolved.")
+    if lo > 0:
+        s = f"{label} costs {_num(mean, unit)} against {base} ({_ci(lo, hi, unit)}, {n} seeds): resolved."
+    elif hi < 0:
+        s = f"{label} ends {_num(mean, unit)} below {base} ({_ci(lo, hi, unit)}, {n} seeds): resolved."
+    else:
+        return (f"{label}'s gap to {base} ({_num(mean, unit)}, {_ci(lo, hi, unit)}, {n} seeds) is unresolved: "
+                f"the interval includes 0.")
+    if noise is not None and math.isfinite(noise) and abs(mean) <= noise:
+        s = s[:-len("resolved.")] + f"resolved, but no larger than the noise floor ({noise:.2f}{unit} rms)."
+    return s
+
+
+def within(label, mean, lo, hi, n, bound, base="BF16", unit="%"):
+    """Whether a gap is shown to stay within +-bound: only when the whole
+    interval does."""
+    if n < 2 or not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{label} ends {_num(mean, unit)} from {base} on {n} seed: too few seeds to bound its gap."
+    if -bound < lo and hi < bound:
+        return (f"{label} stays within {bound:g}{unit} of {base}: {_num(mean, unit)} ({_ci(lo, hi, unit)}, "
+                f"{n} seeds).")
+    return (f"{label} is not shown to stay within {bound:g}{unit} of {base}: {_num(mean, unit)} "
+            f"({_ci(lo, hi, unit)}, {n} seeds) reaches past it.")
+
+
+def compare(a, b, mean, lo, hi, n, unit="%", what="gap"):
+    """a's gap minus b's, paired by seed: mean and interval of the per-seed
+    differences."""
+    if n < 2 or not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"Whether {a}'s {what} differs from {b}'s is unresolved: {n} paired seed(s), no interval."
+    if lo > 0:
+        return (f"{a}'s {what} is larger than {b}'s by {_num(mean, unit)} ({_ci(lo, hi, unit)}, {n} paired "
+                f"seeds): resolved.")
+    if hi < 0:
+        return (f"{a}'s {what} is smaller than {b}'s by {_num(-mean, unit)[1:]} ({_ci(lo, hi, unit)} for "
+                f"{a} minus {b}, {n} paired seeds): resolved.")
+    return (f"The difference between {a}'s and {b}'s {what} ({_num(mean, unit)}, {_ci(lo, hi, unit)}, {n} paired "
+            f"seeds) is unresolved: the interval includes 0.")
+
+
+def trend(label, xs, means, los, his, xname, unit="%"):
+    """Whether a gap grows or shrinks along x (sorted): resolved only when
+    the interval of the last point lies wholly above (below) the first's."""
+    pts = [(x, m, lo, hi) for x, m, lo, hi in sorted(zip(xs, means, los, his))
+           if all(math.isfinite(v) for v in (m, lo, hi))]
+    if len(pts) < 2:
+        return f"{label}: fewer than two {xname} values with an interval; no trend can be read."
+    (x0, m0, l0, h0), (x1, m1, l1, h1) = pts[0], pts[-1]
+    span = f"from {_num(m0, unit)} at {x0:g} to {_num(m1, unit)} at {x1:g} {xname}"
+    if l1 > h0:
+        return f"{label} grows {span}: resolved (the intervals do not overlap)."
+    if h1 < l0:
+        return f"{label} shrinks {span}: resolved (the intervals do not overlap)."
+    return f"{label} goes {span}, but the intervals overlap: the trend is unresolved."

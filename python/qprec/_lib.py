@@ -1,0 +1,86 @@
+"""qprec._lib — loading libqprec.so (quant/ + csrc/qprec_capi.c) with ctypes.
+
+The library is, in this order: $QPREC_LIBRARY (a path; the project's tests
+point it at build/lib/libqprec.so), or libqprec.so inside this package
+(what `pip install ./python` puts there). Nothing here knows a format: the
+list, the sizes and the packed layouts are asked of the library."""
+import ctypes
+import os
+
+_ABI = 1
+
+# the order of qprec_capi.c's output arrays
+STATS = ("n", "n_nonfinite", "n_nonzero", "n_sat", "n_flushed", "amax", "scale", "scale_inv", "n_blocks",
+         "block_scale_min", "block_scale_max", "block_scale_log2_mean")
+METRICS = ("rel_l2", "snr_db", "max_abs", "cosine", "sat_frac", "zero_frac", "amax", "scale", "n_blocks",
+           "block_scale_min", "block_scale_max", "block_scale_log2_mean", "n_nonfinite")
+INT_FIELDS = frozenset(("n", "n_nonfinite", "n_nonzero", "n_sat", "n_flushed", "n_blocks"))
+
+_i64, _u64, _int, _f32p, _u8p, _dblp = (ctypes.c_int64, ctypes.c_uint64, ctypes.c_int,
+                                         ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_uint8),
+                                         ctypes.POINTER(ctypes.c_double))
+_SIGNATURES = {
+    "qprec_abi_version": (_int, []),
+    "qprec_format_count": (_int, []),
+    "qprec_format_index": (_int, [ctypes.c_char_p]),
+    "qprec_format_name": (ctypes.c_char_p, [_int]),
+    "qprec_format_description": (ctypes.c_char_p, [_int]),
+    "qprec_format_info": (_int, [_int, ctypes.POINTER(_i64), _dblp]),
+    "qprec_name_stream": (_u64, [ctypes.c_char_p]),
+    "qprec_nstats": (_int, []),
+    "qprec_nmetrics": (_int, []),
+    "qprec_quantize": (_int, [_int, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _u8p, _u8p, _f32p, _dblp]),
+    "qprec_dequantize": (_int, [_int, _i64, _i64, _u8p, _u8p, ctypes.c_float, _f32p]),
+    "qprec_qdq": (_int, [_int, _f32p, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _dblp]),
+    "qprec_errors": (_int, [_int, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _dblp]),
+    # quant/'s own functions (qp_quant.h): the storage sizes of a format
+    "qp_row_bytes": (_i64, [_int, _i64]),
+    "qp_scale_shape": (None, [_int, _i64, _i64, ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
+}
+
+_lib = None
+
+
+def _path():
+    p = os.environ.get("QPREC_LIBRARY")
+    if p:
+        return p
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libqprec.so")
+
+
+def lib():
+    """The loaded library (loaded on first use)."""
+    global _lib
+    if _lib is None:
+        p = _path()
+        if not os.path.exists(p):
+            raise ImportError(f"qprec: {p} not found: install the package with `pip install ./python` "
+                              f"(it compiles quant/), or set QPREC_LIBRARY to a built libqprec.so")
+        L = ctypes.CDLL(p)
+        for name, (res, args) in _SIGNATURES.items():
+            fn = getattr(L, name)
+            fn.restype, fn.argtypes = res, args
+        if L.qprec_abi_version() != _ABI:
+            raise ImportError(f"qprec: {p} speaks ABI {L.qprec_abi_version()}, this package {_ABI}: rebuild it")
+        if L.qprec_nstats() != len(STATS) or L.qprec_nmetrics() != len(METRICS):
+            raise ImportError(f"qprec: {p} and qprec/_lib.py disagree on the statistics they pass")
+        _lib = L
+    return _lib
+
+
+def ptr(a, ctype):
+    """A ctypes pointer into numpy array a (None for None)."""
+    return None if a is None else a.ctypes.data_as(ctypes.POINTER(ctype))
+
+
+def check(rc, fmt, what):
+    if rc == 0:
+        return
+    if rc == -1:
+        raise ValueError(f"qprec: {what}: unknown format {fmt!r}")
+    if rc == -2:
+        raise ValueError(f"qprec: {what}: the random Hadamard transform needs the last dimension to be a multiple "
+                         f"of 16")
+    if rc == -3:
+        raise MemoryError(f"qprec: {what}: out of memory")
+    raise RuntimeError(f"qprec: {what}: libqprec returned {rc}")

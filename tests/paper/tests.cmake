@@ -1,0 +1,17 @@
+# the paper's analysis (tests/paper/test_paper.py): the scaling fit on
+# synthetic data, the verdict sentences, the Python interval rule against
+# qsweep's C one, and the corpus manifest check. Needs numpy, scipy, h5py.
+if(QP_PYTHON AND TARGET stats_tool)
+  execute_process(COMMAND ${QP_PYTHON} -c "import numpy, scipy, h5py" RESULT_VARIABLE _qp_paper_py
+                  OUTPUT_QUIET ERROR_QUIET)
+  if(_qp_paper_py EQUAL 0)
+    foreach(case fit verdicts intervals corpus)
+      add_test(NAME paper_${case}
+               COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_paper.py ${case} ${PROJECT_SOURCE_DIR}
+                       ${CMAKE_CURRENT_BINARY_DIR}/paper_${case} $<TARGET_FILE:stats_tool>)
+      set_tests_properties(paper_${case} PROPERTIES LABELS "unit;paper" TIMEOUT 300)
+    endforeach()
+  else()
+    message(WARNING "QP_PYTHON lacks numpy, scipy or h5py (Debian: python3-scipy): the paper tests are not added")
+  endif()
+endif()

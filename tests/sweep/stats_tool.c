@@ -1,0 +1,54 @@
+/* stats_tool.c — experiments/qs_stats.c and train/qp_size.c on the command
+ * line, for tests/sweep/test_stats.py to compare with scipy/numpy:
+ *   stats_tool tq P DF          the Student t quantile
+ *   stats_tool tcdf T DF        the Student t CDF
+ *   stats_tool ci LEVEL X...    n mean sd lo hi resolved method
+ *   stats_tool size L C R B T A nonembedding parameters and the steps for R
+ *                               tokens per parameter at batch B, seq T, accum A
+ *   stats_tool model VALUE L H  the preset or the shape for a target count */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp_size.h"
+#include "qs_stats.h"
+
+int main(int argc, char **argv)
+{
+    if (argc >= 4 && !strcmp(argv[1], "tq")) {
+        printf("%.17g\n", qs_t_quantile(atof(argv[2]), atof(argv[3])));
+        return 0;
+    }
+    if (argc >= 4 && !strcmp(argv[1], "tcdf")) {
+        printf("%.17g\n", qs_t_cdf(atof(argv[2]), atof(argv[3])));
+        return 0;
+    }
+    if (argc >= 3 && !strcmp(argv[1], "ci")) {
+        const int n = argc - 3;
+        double *x = malloc((size_t)(n ? n : 1) * sizeof *x);
+        for (int i = 0; i < n; i++) x[i] = strtod(argv[3 + i], NULL);
+        qs_ci c;
+        qs_mean_ci(x, n, atof(argv[2]), &c);
+        printf("%d %.17g %.17g %.17g %.17g %d %s\n", c.n, c.mean, c.sd, c.lo, c.hi, c.resolved, c.method);
+        free(x);
+        return 0;
+    }
+    if (argc >= 8 && !strcmp(argv[1], "size")) {
+        const long long n = qp_size_nonembedding(atoi(argv[2]), atoi(argv[3]));
+        const long long tps = (long long)atoi(argv[5]) * atoi(argv[6]) * atoi(argv[7]);
+        printf("%lld %lld\n", n, (long long)qp_size_steps(atof(argv[4]), n, tps));
+        return 0;
+    }
+    if (argc >= 5 && !strcmp(argv[1], "model")) {
+        qp_model_preset m;
+        char err[256];
+        if (qp_size_model(argv[2], atoi(argv[3]), atoi(argv[4]), &m, err, sizeof err)) {
+            fprintf(stderr, "stats_tool: %s\n", err);
+            return 2;
+        }
+        printf("%d %d %d %lld\n", m.layers, m.heads, m.dim, (long long)qp_size_nonembedding(m.layers, m.dim));
+        return 0;
+    }
+    fprintf(stderr, "stats_tool: tq P DF | tcdf T DF | ci LEVEL X... | size L C R B T A | model VALUE L H\n");
+    return 2;
+}
