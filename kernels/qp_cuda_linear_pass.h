@@ -99,6 +99,10 @@ typedef struct {
     qpl_pending *pending;     /* max_pending records, n_pending waiting */
     qpl_stats *kept;          /* max_pending: where qpl_flush fetches them */
     int n_pending, max_pending;
+    /* the dgrad pass's global amax of dY (data parallel), for the wgrad pass
+     * when qp_linear_dy_reusable: the same tensor, so no second all-reduce */
+    float dy_gamax;
+    int dy_gamax_ok;
     char err[256];
 } qpl_state;
 
@@ -227,8 +231,13 @@ static inline int qpl_prepare(qpl_state *l, const qpl_ops *op, int layer, qp_gem
             snprintf(l->err, sizeof l->err, "data parallelism needs the device amax operation");
             return -1;
         }
-        if (op->amax(x, in, n, &a)) return -1;
-        l->cfg.reduce_max(&a, 1, l->cfg.reduce_user);
+        if (pass == QP_PASS_WGRAD && o == QP_OPND_DY && l->dy_gamax_ok) {
+            a = l->dy_gamax; /* dgrad's, of this same dY (qp_linear_dy_reusable) */
+        } else {
+            if (op->amax(x, in, n, &a)) return -1;
+            l->cfg.reduce_max(&a, 1, l->cfg.reduce_user);
+        }
+        if (pass == QP_PASS_DGRAD && o == QP_OPND_DY) l->dy_gamax = a, l->dy_gamax_ok = qp_linear_dy_reusable(plan);
         if (update) gamax = a;
         qp_linear_use_global_amax(&u, fmt, a);
     }
@@ -398,6 +407,7 @@ static inline int qpl_backward(qpl_state *l, const qpl_ops *op, int layer, qp_ge
 {
     if (qpl_check(l, layer, g, M, IC, OC)) return -1;
     qpl_operand a, b;
+    l->dy_gamax_ok = 0;
     /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC */
     int nat = qpl_gemm_kind(l, layer, g, QP_OPND_DY, QP_OPND_W, M, IC, OC);
     if (qpl_prepare(l, op, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, nat, &a) ||

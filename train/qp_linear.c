@@ -257,11 +257,7 @@ static int stored_layout_quantizes_alike(const qp_format_traits *t, int rht, int
     return t->block_rows > 1 && t->block_rows == t->block_cols && t->unscaled_exact && !rht && !sr;
 }
 
-/* The wgrad pass quantizes dY^T exactly as the dgrad pass quantized dY when
- * dY's format has no blocks (so no transpose), no RHT or SR applies, and the
- * scale is the same (delayed: the step's; current: the same tensor's amax):
- * then dgrad's quantized copy serves both. */
-static int dy_quantized_alike(const qp_linear_plan *plan)
+int qp_linear_dy_reusable(const qp_linear_plan *plan)
 {
     const qp_format_traits *t = &qp_formats[plan->fmt[QP_OPND_DY]];
     return plan->fmt[QP_OPND_DY] != QP_FMT_FP32 && t->block_rows == 1 && t->block_cols == 1 && !plan->rht_wgrad &&
@@ -294,7 +290,7 @@ static void record_qerr(qp_linear *l, int layer, qp_gemm_id g, qp_operand o, qp_
 /* Quantize one GEMM operand (rows x cols, contraction along cols) for `pass`.
  * *qs_out (may be NULL): what the quantization saw (before any data-parallel
  * reduction). reuse: this side's buffer already holds the operand quantized
- * exactly so (dy_quantized_alike), with these stats; only its error is
+ * exactly so (qp_linear_dy_reusable), with these stats; only its error is
  * recorded (record_qerr). Returns 0, or -1 with l->err set. */
 static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
                    int src_trans, int rows, int cols, operand *out, qp_qstats *qs_out, const qp_qstats *reuse)
@@ -417,7 +413,7 @@ int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *
         run(l, &a, &b, dX, M, IC, OC, 1))
         return -1;
     /* wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T; dY and X are stored M x rows = K x . */
-    const int reuse = g != QP_GEMM_HEAD && dy_quantized_alike(&l->plans[layer]);
+    const int reuse = g != QP_GEMM_HEAD && qp_linear_dy_reusable(&l->plans[layer]);
     if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, &a, NULL, reuse ? &dy_qs : NULL) ||
         prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, &b, NULL, NULL) ||
         run(l, &a, &b, dW, OC, IC, M, 1))

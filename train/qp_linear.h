@@ -116,6 +116,13 @@ uint64_t qp_linear_rht_seed(uint64_t seed);
 /* The size of the plan's RHT on the wgrad operands: 0 without one, else
  * rht_n (16 when a plan sets rht_wgrad without a size). */
 int qp_linear_rht_n(const qp_linear_plan *plan);
+/* 1 when the weight-gradient pass quantizes dY^T exactly as the data-gradient
+ * pass quantized dY: dY's format has no blocks (no transpose), neither the
+ * RHT nor stochastic rounding applies, and the scale is the same (delayed:
+ * the step's; current: the same tensor's amax). The CPU dispatch then hands
+ * the wgrad GEMM dgrad's quantized copy; the GPU's reuses dgrad's global
+ * amax (data parallel: one all-reduce, not two, on both). */
+int qp_linear_dy_reusable(const qp_linear_plan *plan);
 
 /* Scaling state of (layer, gemm, operand), for checkpoints: delayed scaling's
  * history and scales must survive a resume. */
