@@ -1,6 +1,8 @@
 /* qp_transpose.c — see qp_transpose.h. */
 #include "qp_transpose.h"
 
+#include "qp_simd_transpose.h"
+
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -32,35 +34,16 @@ static void tile_sse(const float *src, float *dst, int rows, int cols, int r0, i
         }
 }
 
-/* The same tile with 16x16 AVX-512 transposes (unpack, then 128-bit lane shuffles). */
+/* The same tile with 16x16 AVX-512 register transposes. */
 __attribute__((target("avx512f"))) static void tile_avx512(const float *src, float *dst, int rows, int cols, int r0,
                                                            int c0)
 {
     for (int r = r0; r < r0 + TILE; r += 16)
         for (int c = c0; c < c0 + TILE; c += 16) {
-            __m512 v[16], t[16];
+            __m512 v[16]; /* v[i]: dst's column c + i, rows r .. r + 15 (src's row c + i) */
             for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_ps(src + (size_t)(c + i) * rows + r);
-            for (int i = 0; i < 16; i += 2) {
-                t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
-                t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
-            }
-            for (int i = 0; i < 16; i += 4) {
-                v[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-                v[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-                v[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-                v[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-            }
-            /* v[4k + j] holds, in 128-bit lane q, column j of the 4x4 block (rows 4q.., cols 4k..) */
-            for (int i = 0; i < 4; i++) {
-                /* gather lane q of v[i], v[4+i], v[8+i], v[12+i]: output rows 4q + i */
-                const __m512 a = _mm512_shuffle_f32x4(v[i], v[4 + i], 0x44), b = _mm512_shuffle_f32x4(v[i], v[4 + i], 0xEE);
-                const __m512 e = _mm512_shuffle_f32x4(v[8 + i], v[12 + i], 0x44), d = _mm512_shuffle_f32x4(v[8 + i], v[12 + i], 0xEE);
-                t[i] = _mm512_shuffle_f32x4(a, e, 0x88);      /* lane 0 of each: row i */
-                t[4 + i] = _mm512_shuffle_f32x4(a, e, 0xDD);  /* lane 1: row 4 + i */
-                t[8 + i] = _mm512_shuffle_f32x4(b, d, 0x88);  /* lane 2: row 8 + i */
-                t[12 + i] = _mm512_shuffle_f32x4(b, d, 0xDD); /* lane 3: row 12 + i */
-            }
-            for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + (size_t)(r + i) * cols + c, t[i]);
+            qp_transpose16_avx512(v); /* v[i]: dst's row r + i, columns c .. c + 15 */
+            for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + (size_t)(r + i) * cols + c, v[i]);
         }
 }
 
