@@ -76,6 +76,10 @@ while time.time() < deadline and b"QP_OMP_APPLIED" not in environ:
 vars_ = dict(kv.split(b"=", 1) for kv in environ.split(b"\0") if b"=" in kv)
 check(vars_.get(b"OMP_WAIT_POLICY") == b"passive" and vars_.get(b"QP_OMP_APPLIED") == b"1",
       f"the running qtrain (pid {p.pid}) has OMP_WAIT_POLICY=passive in its environment: {vars_.get(b'OMP_WAIT_POLICY')}")
+# SIGTERM once the run has started (its run file exists: the handler that
+# makes a stop exit 130 is installed before), not in the instant after exec
+while time.time() < deadline and p.poll() is None and not any(n.startswith("live.h5") for n in os.listdir(WORK)):
+    time.sleep(0.05)
 p.send_signal(signal.SIGTERM)
 try:
     p.wait(60)
