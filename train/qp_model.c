@@ -40,7 +40,7 @@ int qp_gpt_param_decays(int i)
     return i >= 0 && i < QP_GPT_NPARAMS && decays[i];
 }
 
-static void carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GPT_NPARAMS])
+void qp_gpt_carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GPT_NPARAMS])
 {
     float **ptrs[QP_GPT_NPARAMS] = {&p->wte,  &p->wpe,  &p->ln1w,    &p->ln1b,    &p->qkvw, &p->qkvb,
                                     &p->attprojw, &p->attprojb, &p->ln2w, &p->ln2b, &p->fcw,  &p->fcb,
@@ -99,6 +99,20 @@ static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NAC
     s[QP_ACT_ATT_LSE] = L * B * NH * T;
 }
 
+void qp_gpt_gemm_dims(const qp_gpt_config *c, qp_gemm_id g, int *in, int *out)
+{
+    const int C = c->dim;
+    switch (g) {
+    case QP_GEMM_QKV: *in = C, *out = 3 * C; return;
+    case QP_GEMM_ATTPROJ: *in = C, *out = C; return;
+    case QP_GEMM_FC: *in = C, *out = 4 * C; return;
+    case QP_GEMM_FCPROJ: *in = 4 * C, *out = C; return;
+    case QP_GEMM_HEAD: *in = C, *out = c->vocab; return;
+    case QP_GEMM_COUNT: break;
+    }
+    *in = *out = 0;
+}
+
 /* N(0, std) from Philox, indexed by element: the same weights on any thread count. */
 static float normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std)
 {
@@ -135,8 +149,8 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, 
         qp_gpt_free(m);
         return -1;
     }
-    carve_params(&m->params, m->params_memory, m->param_sizes);
-    carve_params(&m->grads, m->grads_memory, m->param_sizes);
+    qp_gpt_carve_params(&m->params, m->params_memory, m->param_sizes);
+    qp_gpt_carve_params(&m->grads, m->grads_memory, m->param_sizes);
     qp_gpt_carve_acts(&m->acts, m->acts_memory, as);
 
     const float proj_std = 0.02f / sqrtf(2.0f * (float)c->layers);
@@ -166,6 +180,15 @@ int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T)
     /* the widest operand: an MLP activation (BT x 4C) or weight (4C x C) */
     const int64_t BT = (int64_t)B * T, C = c->dim, big = BT > C ? BT : C;
     return big * 4 * C;
+}
+
+int64_t qp_gpt_linear_elems(const qp_gpt_config *c, int B, int T)
+{
+    const int64_t BT = (int64_t)B * T, V = c->vocab, C = c->dim;
+    int64_t n = qp_gpt_max_gemm_elems(c, B, T);
+    if (BT * V > n) n = BT * V;
+    if (V * C > n) n = V * C;
+    return n;
 }
 
 void qp_gpt_zero_grad(qp_gpt *m) { memset(m->grads_memory, 0, (size_t)m->num_params * sizeof(float)); }

@@ -142,8 +142,18 @@ int qp_gpt_backward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int3
 /* Which compiled copy of the kernels runs: "x86-64-v4" or "baseline". */
 const char *qp_gpt_kernel_isa(void);
 
+/* The model's shape rules, written once for the CPU and the GPU model (the
+ * activation layouts differ: qp_gpt_carve_acts above). */
+/* Point each tensor of p at its slice of mem (host or device memory; tensor order). */
+void qp_gpt_carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GPT_NPARAMS]);
+/* Input and output width of GEMM g: qkv C -> 3C, attproj C -> C, fc C -> 4C,
+ * fcproj 4C -> C, head C -> V. */
+void qp_gpt_gemm_dims(const qp_gpt_config *c, qp_gemm_id g, int *in, int *out);
 /* Largest quantized-GEMM operand (for qp_linear_cfg.max_elems). */
 int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T);
+/* Largest operand of any GEMM, the LM head's included (a dispatch whose
+ * backend also transposes the head's operands). */
+int64_t qp_gpt_linear_elems(const qp_gpt_config *c, int B, int T);
 
 #ifdef __cplusplus
 }

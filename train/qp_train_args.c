@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qp_recipe.h"
+
 void qp_train_usage(FILE *f)
 {
     qp_train_opts d;
@@ -15,14 +17,22 @@ void qp_train_usage(FILE *f)
             "Train a GPT (nanoGPT/llm.c architecture) on the CPU with every linear layer's GEMMs in a\n"
             "chosen precision, logging to an HDF5 run file.\n"
             "  --data FILE        text (byte tokens, vocab 256) or llm.c .bin token shard (GPT-2, 50257)\n"
-            "  --recipe R         precision recipe (default %s):\n"
-            "                       fp32, bf16, fp8 (E4M3 x/w, E5M2 grads, delayed scaling, history 1024),\n"
-            "                       fp8-current, mxfp8, nvfp4 (NVIDIA's recipe: 1x16 x/dy, 16x16 w, RHT on\n"
-            "                       wgrad, SR on grads, last ~15%% blocks BF16), nvfp4-naive, mxfp4;\n"
+            "  --recipe R         precision recipe (default %s; grammar and presets: docs/recipes.md):\n"
+            "                       a preset: fp32, bf16, fp8 (E4M3 x/w, E5M2 grads, delayed scaling, history\n"
+            "                       1024), fp8-current, mxfp8, nvfp4 (NVIDIA's recipe: 1x16 x/dy, 16x16 w, RHT\n"
+            "                       on wgrad, SR on grads, last ~15%% blocks BF16), nvfp4-naive, mxfp4;\n"
             "                       modifiers after a comma: nvfp4-rht, nvfp4-sr, nvfp4-2d (drop that part),\n"
-            "                       bf16-last=N, bf16-first=N. Only the blocks' linear layers (qkv, attn proj,\n"
-            "                       fc, fc proj) are quantized: embeddings, LM head, attention's internal\n"
-            "                       products, norms and the optimizer stay FP32, as in the published recipes.\n"
+            "                       bf16-last=N, bf16-first=N; rules after a comma, applied in order:\n"
+            "                       TARGET=FORMAT[:OPT...] or TARGET:OPT[:OPT...], TARGET from blocks (L3,\n"
+            "                       L0-2, first2, last8, ~L3), GEMMs (qkv attproj fc fcproj), passes (fprop\n"
+            "                       dgrad wgrad), operands (x w dy) joined by '.' ('+' for a union), OPT:\n"
+            "                       sr rn current delayed hist=N amax=max|most-recent rht=N 1d 2d. E.g.\n"
+            "                       bf16,fprop=nvfp4   fp8-current,w=nvfp4   nvfp4,bf16-first=2,bf16-last=8.\n"
+            "                       Only the blocks' linear layers (qkv, attn proj, fc, fc proj) are\n"
+            "                       quantized: embeddings, LM head, attention's internal products, norms and\n"
+            "                       the optimizer stay FP32, as in the published recipes.\n"
+            "  --explain          print --recipe expanded for --layers blocks (one rule per pass x operand\n"
+            "                     x block group, the form the run file records) and exit\n"
             "  --layers L --heads H --dim C --seq T   model (default %d %d %d %d)\n"
             "  --batch B          sequences per micro-batch (default %d); under mpirun -np N the global\n"
             "                     batch: each rank takes B/N of the same sequences\n"
@@ -156,6 +166,7 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         if (!strcmp(a, "--eval-only")) { o->eval_only = true; continue; }
         if (!strcmp(a, "--quiet")) { o->quiet = true; continue; }
         if (!strcmp(a, "--grad-comm-ef")) { o->grad_comm_ef = true; continue; }
+        if (!strcmp(a, "--explain")) { o->explain = true; continue; }
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, errlen, "unexpected argument '%s' (see --help)", a);
             return QP_ARGS_BAD;
@@ -215,4 +226,37 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         if (bad) return QP_ARGS_BAD;
     }
     return QP_ARGS_OK;
+}
+
+int qp_train_explain(const qp_train_opts *o, FILE *out, char *err, size_t errlen)
+{
+    if (o->layers < 1 || o->layers > 1024) {
+        snprintf(err, errlen, "--layers must be in 1..1024, not %d", o->layers);
+        return QP_EXIT_BAD_INPUT;
+    }
+    qp_recipe *r = malloc(sizeof *r);
+    qp_linear_plan *plans = malloc((size_t)o->layers * QP_BLOCK_GEMMS * sizeof *plans);
+    char *text = NULL, desc[1400];
+    int rc = QP_EXIT_BAD_INPUT;
+    if (!r || !plans) {
+        snprintf(err, errlen, "out of memory");
+        rc = QP_EXIT_RUNTIME;
+    } else if (!qp_recipe_parse(o->recipe, r, err, errlen) && !qp_recipe_resolve(r, o->layers, plans, err, errlen)) {
+        text = qp_recipe_explain_text(plans, o->layers);
+        rc = QP_EXIT_RUNTIME;
+        if (!text) {
+            snprintf(err, errlen, "out of memory");
+        } else {
+            qp_recipe_describe(r, plans, o->layers, desc, sizeof desc);
+            fprintf(out, "# recipe '%s' for %d blocks: one rule per pass x operand x block group; joined by ','\n"
+                         "# they are the recipe spelled out (docs/recipes.md). %s\n%s",
+                    r->spec, o->layers, desc, text);
+            if (fflush(out) || ferror(out)) snprintf(err, errlen, "writing the expanded recipe failed");
+            else rc = QP_EXIT_OK;
+        }
+    }
+    free(text);
+    free(plans);
+    free(r);
+    return rc;
 }

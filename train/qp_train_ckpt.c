@@ -25,10 +25,10 @@ static void split3(double x, float f[3])
 
 void qp_train_pack_scaling(qp_train_state *r, float *hist, float *st)
 {
-    const int ns = QP_N_STATES(r->o.layers), H = r->recipe.history_len;
+    const int ns = QP_N_STATES(r->o.layers), H = qp_linear_history_len(r->lin);
     for (int i = 0; i < ns; i++) {
         const qp_scaling_state *s = state_at(r, i);
-        if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)H * sizeof(float));
+        if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)s->cfg.history_len * sizeof(float));
         float *row = st + (int64_t)i * QP_STATE_COLS;
         row[0] = s->scale, row[1] = s->last_scale, row[2] = (float)s->hist_pos, row[3] = (float)s->hist_count;
         row[4] = (float)s->n_updates;
@@ -40,10 +40,10 @@ void qp_train_pack_scaling(qp_train_state *r, float *hist, float *st)
 
 void qp_train_unpack_scaling(qp_train_state *r, const float *hist, const float *st)
 {
-    const int ns = QP_N_STATES(r->o.layers), H = r->recipe.history_len;
+    const int ns = QP_N_STATES(r->o.layers), H = qp_linear_history_len(r->lin);
     for (int i = 0; i < ns; i++) {
         qp_scaling_state *s = state_at(r, i);
-        if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)H * sizeof(float));
+        if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)s->cfg.history_len * sizeof(float));
         const float *row = st + (int64_t)i * QP_STATE_COLS;
         s->scale = row[0], s->last_scale = row[1], s->hist_pos = (int)row[2], s->hist_count = (int)row[3];
         s->n_updates = (int64_t)row[4];
@@ -60,7 +60,7 @@ int qp_train_write_checkpoint(qp_train_state *r, char *err, size_t errlen)
         snprintf(err, errlen, "checkpoint: %s", r->be.error(&r->be));
         return -1;
     }
-    const int L = r->o.layers, ns = QP_N_STATES(L), H = r->recipe.history_len;
+    const int L = r->o.layers, ns = QP_N_STATES(L), H = qp_linear_history_len(r->lin);
     int ndim[QP_GPT_NPARAMS];
     int64_t sizes[QP_GPT_NPARAMS], shape[QP_GPT_NPARAMS][3];
     qp_gpt_param_shapes(&r->model.cfg, sizes, ndim, shape);
@@ -127,8 +127,9 @@ int qp_train_load_checkpoint(qp_train_state *r, qp_ckpt *c, int with_optimizer, 
     if (read_i64(c, "step", &step, err, errlen) || read_i64(c, "best_loss_bits", &best_bits, err, errlen) ||
         read_i64(c, "history_len", &H, err, errlen))
         return -1;
-    if (H != r->recipe.history_len) {
-        snprintf(err, errlen, "checkpoint has an amax history of %lld, this run %d", (long long)H, r->recipe.history_len);
+    if (H != qp_linear_history_len(r->lin)) {
+        snprintf(err, errlen, "checkpoint has an amax history of %lld, this run %d", (long long)H,
+                 qp_linear_history_len(r->lin));
         return -1;
     }
     const int ns = QP_N_STATES(r->o.layers);

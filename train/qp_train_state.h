@@ -21,7 +21,7 @@
 #include "qp_trainer.h"
 
 #define QP_VERSION "0.3.0"
-#define QP_N_QGEMMS 4 /* the quantized GEMMs of a block (qp_linear.c) */
+#define QP_N_QGEMMS QP_BLOCK_GEMMS /* the quantized GEMMs of a block (qp_recipe.h) */
 /* scaling states: one per (layer, GEMM, operand) */
 #define QP_N_STATES(L) ((L) * QP_N_QGEMMS * QP_OPND_COUNT)
 /* a scaling state in a checkpoint: scale, last scale, ring position, count,
@@ -33,6 +33,7 @@ typedef struct {
     qp_train_opts o;
     qp_dataset *data;
     qp_recipe recipe;
+    qp_linear_plan *plans; /* the recipe resolved for this model: [layer][gemm] */
     qp_gemm *gemm;
     qp_linear *lin;
     qp_gpt model;

@@ -22,6 +22,8 @@
 #include "qp_size.h"
 #include "qp_train_state.h"
 
+_Static_assert(sizeof(((qp_train_opts *)0)->recipe) == QP_RECIPE_SPEC_MAX, "--recipe holds any recipe");
+
 volatile int qp_train_stop_requested;
 
 void qp_train_opts_default(qp_train_opts *o)
@@ -136,7 +138,8 @@ static int handle_divergence(qp_train_state *r, int64_t step, double loss, const
     if (bad_weights) reason = "nonfinite_weights";
     if (!gave_up && !bad_weights && is_mode(r, QP_ON_DIVERGENCE_SKIP_STEP)) {
         if (r->scaling_snap)
-            qp_train_unpack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)QP_N_STATES(r->o.layers) * r->recipe.history_len);
+            qp_train_unpack_scaling(r, r->scaling_snap,
+                                    r->scaling_snap + (int64_t)QP_N_STATES(r->o.layers) * qp_linear_history_len(r->lin));
         if (qp_runlog_divergence(r->log, step, loss, reason, "skip_step", err, errlen)) return QP_EXIT_RUNTIME;
         r->recoveries++;
         if (!r->o.quiet) fprintf(stderr, "\nqtrain: step %lld diverged (loss %g, %s): update skipped\n", (long long)step, loss, reason);
@@ -242,6 +245,7 @@ static void free_run(qp_train_state *r)
     if (r->model_ok) qp_gpt_free(&r->model);
     qp_dataset_close(r->data);
     free(r->adam_m), free(r->adam_v), free(r->eval_in), free(r->eval_tg), free(r->scaling_snap);
+    free(r->plans);
     qp_grad_exchange_destroy(r->gx);
 }
 
@@ -316,7 +320,7 @@ static int prepare_recovery(qp_train_state *r, int resumed, char *err, size_t er
 {
     if (is_mode(r, QP_ON_DIVERGENCE_SKIP_STEP)) {
         const int64_t ns = QP_N_STATES(r->o.layers);
-        r->scaling_snap = malloc((size_t)(ns * (r->recipe.history_len + QP_STATE_COLS)) * sizeof(float) + 1);
+        r->scaling_snap = malloc((size_t)(ns * (qp_linear_history_len(r->lin) + QP_STATE_COLS)) * sizeof(float) + 1);
         if (!r->scaling_snap) {
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -362,7 +366,7 @@ static int open_run(qp_train_state *r, const char *host, char *resumed_from, siz
                 goto out;
             }
         }
-        char rec[160];
+        char rec[QP_RECIPE_SPEC_MAX];
         if (qp_ckpt_attr_str(from, "recipe", rec, sizeof rec, err, errlen)) goto out;
         if (strcmp(rec, r->recipe.spec) != 0) {
             snprintf(err, errlen, "--resume: checkpoint %s was trained with recipe %s, not %s", used, rec,
@@ -417,7 +421,7 @@ static int eval_only(qp_train_state *r, qp_ckpt *from, const char *host, char *e
     }
     double val;
     /* Delayed scaling needs an amax history: one calibration pass first. */
-    if (r->recipe.plan.scaling == QP_SCALING_DELAYED) {
+    if (qp_recipe_has_delayed(r->plans, r->o.layers)) {
         r->be.begin_step(&r->be, 0, 0);
         if (evaluate(r, &val, err, errlen)) return QP_EXIT_RUNTIME;
     }
@@ -562,7 +566,7 @@ static int begin_step(qp_train_state *r, int64_t step, int log_qerr, char *err, 
 {
     if (r->scaling_snap)
         qp_train_pack_scaling(r, r->scaling_snap,
-                              r->scaling_snap + (int64_t)QP_N_STATES(r->o.layers) * r->recipe.history_len);
+                              r->scaling_snap + (int64_t)QP_N_STATES(r->o.layers) * qp_linear_history_len(r->lin));
     r->be.begin_step(&r->be, step, log_qerr);
     if (r->be.zero_grad(&r->be)) return step_failed(r, step, err, errlen);
     return inject_tensor(r, QP_INJ_PARAM, step, r->model.param_sizes, err, errlen) ? QP_EXIT_RUNTIME : QP_EXIT_OK;
@@ -653,6 +657,25 @@ static int train_step(qp_train_state *r, qp_loader *loader, const qp_optim_cfg *
     return finish_step(r, step, log_qerr, skipped, val, err, errlen);                         /* eval, ckpt */
 }
 
+/* The recipe for this model (r->plans): its blocks exist, its RHT sizes
+ * divide their contractions (wgrad's: this rank's tokens). */
+static int resolve_recipe(qp_train_state *r, char *err, size_t errlen)
+{
+    r->plans = malloc((size_t)r->o.layers * QP_N_QGEMMS * sizeof *r->plans);
+    if (!r->plans) return snprintf(err, errlen, "out of memory"), -1;
+    if (qp_recipe_resolve(&r->recipe, r->o.layers, r->plans, err, errlen)) return -1;
+    const qp_gpt_config shape = {qp_dataset_vocab(r->data), r->o.seq, r->o.layers, r->o.heads, r->o.dim};
+    int64_t K[QP_PASS_COUNT][QP_N_QGEMMS];
+    for (int g = 0; g < QP_N_QGEMMS; g++) {
+        int ic, oc;
+        qp_gpt_gemm_dims(&shape, (qp_gemm_id)g, &ic, &oc);
+        K[QP_PASS_FPROP][g] = ic, K[QP_PASS_DGRAD][g] = oc, K[QP_PASS_WGRAD][g] = (int64_t)r->Bl * r->o.seq;
+    }
+    if (!qp_recipe_check_rht(&r->recipe, r->plans, r->o.layers, K, err, errlen)) return 0;
+    if (r->world > 1) snprintf(err + strlen(err), errlen - strlen(err), " on every rank (--batch / ranks x --seq)");
+    return -1;
+}
+
 int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
 {
     qp_train_state R, *r = &R;
@@ -715,15 +738,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     rc = size_run(r, err, errlen);
     if (rc != QP_EXIT_OK) goto done;
     rc = QP_EXIT_BAD_INPUT;
-    int first, last;
-    qp_recipe_bf16_blocks(&r->recipe, r->o.layers, &first, &last);
-    const int rht_n = qp_linear_rht_n(&r->recipe.plan);
-    if (rht_n && first + last < r->o.layers && ((int64_t)Bl * T) % rht_n) {
-        snprintf(err, errlen, "recipe %s applies the %d-point Hadamard transform over batch x seq tokens: "
-                 "--batch x --seq must be a multiple of %d%s", r->recipe.spec, rht_n, rht_n,
-                 r->world > 1 ? " on every rank (--batch / ranks x --seq)" : "");
-        goto done;
-    }
+    if (resolve_recipe(r, err, errlen)) goto done;
     rc = QP_EXIT_RUNTIME;
     r->gemm = qp_gemm_create(err, errlen);
     if (!r->gemm) goto done;

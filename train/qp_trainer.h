@@ -45,7 +45,7 @@ typedef enum {
 extern const char *const qp_on_divergence_names[QP_ON_DIVERGENCE_COUNT]; /* "stop", "skip-step", "rollback" */
 
 typedef struct {
-    char data[1024], out[1024], recipe[160], resume_from[1024];
+    char data[1024], out[1024], recipe[1024], resume_from[1024]; /* recipe: QP_RECIPE_SPEC_MAX */
     qp_device device;                /* default cpu */
     qp_on_divergence on_divergence;  /* default stop */
     char inject[128];        /* debug fault injection, e.g. "nan:grad:wte@12" (see --help); "" = none */
@@ -70,6 +70,7 @@ typedef struct {
      * tokens (whole batches, at most the split) */
     int64_t val_tokens;
     bool resume, eval_only, quiet;
+    bool explain;            /* print the expanded recipe and exit (qp_train_explain) */
 } qp_train_opts;
 
 #define QP_DEFAULT_SEED 1337 /* --seed when none is given (qsweep reads it too) */
