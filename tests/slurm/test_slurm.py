@@ -313,7 +313,9 @@ def status_table(cl, out):
 
 def open_run(path):
     import h5py
-    return h5py.File(path, "r", libver="latest", swmr=True)
+    # without HDF5's flock, as qsweep and qplot read: a reader holding it while qtrain creates or
+    # resumes the file would fail that run (EAGAIN)
+    return h5py.File(path, "r", libver="latest", swmr=True, locking=False)
 
 
 def run_state(path):
