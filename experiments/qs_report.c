@@ -46,6 +46,16 @@ static void cut_utf8(const char *s, char *dst, size_t width)
     dst[n] = '\0';
 }
 
+/* A phase's column name without its "_ms": the summary's "<stem>_share". */
+static const char *phase_stem(int k)
+{
+    static char buf[QP_PHASE_COUNT][48];
+    const char *c = qp_phases[k].column;
+    const size_t n = strlen(c) > 3 && !strcmp(c + strlen(c) - 3, "_ms") ? strlen(c) - 3 : strlen(c);
+    snprintf(buf[k], sizeof buf[k], "%.*s", (int)n, c);
+    return buf[k];
+}
+
 static int axis_cols(table *t, const qs_summary *s, int skip_seed)
 {
     for (int a = 0; a < s->e->naxes; a++)
@@ -77,6 +87,13 @@ static int build_runs(table *t, const qs_summary *s)
     }
     col(t, "tokens_per_s_median", QP_H5COL_F64, "%.0f");
     col(t, "data_wait_share", QP_H5COL_F64, "%.4f");
+    col(t, "step_ms_median", QP_H5COL_F64, "%.1f");
+    for (int k = 0; k < QP_PHASE_COUNT; k++) {
+        if (k == QP_PHASE_DATA) continue; /* data_wait_share */
+        char n[48];
+        snprintf(n, sizeof n, "%.40s_share", phase_stem(k));
+        col(t, n, QP_H5COL_F64, "%.3f");
+    }
     col(t, "params_nonembedding", QP_H5COL_F64, "%.0f");
     col(t, "tokens_per_param_actual", QP_H5COL_F64, "%.1f"); /* the axis of that name is the asked value */
     col(t, "epochs", QP_H5COL_F64, "%.2f");
@@ -111,6 +128,9 @@ static int build_runs(table *t, const qs_summary *s)
         for (int l = 0; l < s->nlayers; l++) cell(t, i, c++)->f64 = l < r->st.nqerr ? r->st.qerr[l] : NAN;
         cell(t, i, c++)->f64 = r->st.tokps_median;
         cell(t, i, c++)->f64 = r->st.wait_share;
+        cell(t, i, c++)->f64 = r->st.step_ms_median;
+        for (int k = 0; k < QP_PHASE_COUNT; k++)
+            if (k != QP_PHASE_DATA) cell(t, i, c++)->f64 = r->st.phase_share[k];
         cell(t, i, c++)->f64 = r->st.params_nonembedding;
         cell(t, i, c++)->f64 = r->st.tokens_per_param;
         cell(t, i, c++)->f64 = r->st.epochs;
@@ -400,8 +420,11 @@ static void write_md(FILE *f, const qs_summary *s, table *runs)
           "gap: final_val_loss minus the baseline run's (same seed and other axes), absolute and in %; "
           "steps_to_target: first step whose 10-step running mean of the training loss is <= the target (-1: "
           "never); tokens_per_param: training tokens / non-embedding parameters; epochs: passes over the training "
-          "split; noise_twin: 1 for a noise-floor twin; ev_*: recalibration events by kind; qerr_layerN: mean rel_l2 of every /quant/error row of "
-          "block N; data_wait_share: sum of data wait / sum of step time. Definitions: docs/qsweep.md.\n\n",
+          "split; noise_twin: 1 for a noise-floor twin; ev_*: recalibration events by kind; qerr_layerN: mean rel_l2 "
+          "of every /quant/error row of block N; data_wait_share: sum of data wait / sum of step time; "
+          "step_ms_median: median step time; *_share: each phase's time (GEMM, quantization, attention, other row "
+          "ops, optimizer, communication) / step time, from the run file's phase profile. Definitions: "
+          "docs/qsweep.md.\n\n",
           f);
     fputs("## Runs\n\n", f);
     write_md_table(f, runs, runs->ncols - 1);

@@ -1,6 +1,7 @@
 /* qs_runfile.c — one run file to one summary row (see qs_runfile.h). */
 #define _GNU_SOURCE /* F_OFD_GETLK */
 #include "qs_runfile.h"
+#include "qp_h5open.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -74,28 +75,41 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A string root attribute (malloc'ed), NULL when absent or not one string. */
+static char *read_attr_str(hid_t file, const char *name)
+{
+    if (H5Aexists(file, name) <= 0) return NULL;
+    const hid_t a = H5Aopen(file, name, H5P_DEFAULT);
+    if (a < 0) return NULL;
+    const hid_t sp = H5Aget_space(a), ft = H5Aget_type(a);
+    const int one = sp >= 0 && H5Sget_simple_extent_type(sp) != H5S_NULL && H5Sget_simple_extent_npoints(sp) == 1 &&
+                    ft >= 0 && H5Tget_class(ft) == H5T_STRING && H5Tis_variable_str(ft) > 0;
+    if (sp >= 0) H5Sclose(sp);
+    if (ft >= 0) H5Tclose(ft);
+    char *v = NULL, *out = NULL;
+    if (one) {
+        const hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, H5T_VARIABLE);
+        H5Tset_cset(t, H5T_CSET_UTF8);
+        if (H5Aread(a, t, &v) >= 0 && v) out = strdup(v);
+        if (v) H5free_memory(v);
+        H5Tclose(t);
+    }
+    H5Aclose(a);
+    return out ? out : one ? NULL : strdup("(not a string)");
+}
+
 /* A numeric root attribute (the run file stores every attribute as text);
  * out is left alone when it is absent or not a number. */
 static void read_attr_num(hid_t file, const char *name, double *out)
 {
-    if (H5Aexists(file, name) <= 0) return;
-    const hid_t a = H5Aopen(file, name, H5P_DEFAULT);
-    if (a < 0) return;
-    const hid_t sp = H5Aget_space(a);
-    const int one = sp >= 0 && H5Sget_simple_extent_type(sp) != H5S_NULL && H5Sget_simple_extent_npoints(sp) == 1;
-    if (sp >= 0) H5Sclose(sp);
-    const hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, H5T_VARIABLE);
-    H5Tset_cset(t, H5T_CSET_UTF8);
-    char *v = NULL;
-    if (one && H5Aread(a, t, &v) >= 0 && v) {
+    char *v = read_attr_str(file, name);
+    if (v) {
         char *end;
         const double x = strtod(v, &end);
         if (end != v && !*end) *out = x;
     }
-    if (v) H5free_memory(v);
-    H5Tclose(t);
-    H5Aclose(a);
+    free(v);
 }
 
 static int read_attr_int(hid_t file, const char *name, int *out)
@@ -125,32 +139,51 @@ static int read_attr_int(hid_t file, const char *name, int *out)
     return ok ? 0 : -1;
 }
 
-static int read_train(hid_t file, double target, qs_runstats *s, const char **what)
+static double median(double *v, hsize_t n)
 {
-    static const char *names[] = {"train/step", "train/loss", "train/lr", "train/grad_norm", "train/step_ms",
-                                  "train/data_wait_ms", "train/tokens_per_s", "train/batch_hash"};
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int read_train(hid_t file, int version, double target, qs_runstats *s, const char **what)
+{
+    /* the series read here (and, from version 2 on, the phases): the shortest is the row count */
+    static const char *const used[] = {"step", "loss", "step_ms", "data_wait_ms", "tokens_per_s"};
+    static char names[QP_PHASE_COUNT + 8][96];
     hsize_t n = (hsize_t)-1;
-    for (int i = 0; i < 8; i++) {
-        const hsize_t m = length(file, names[i]);
+    for (int i = 0; i < (int)(sizeof used / sizeof used[0]) + QP_PHASE_COUNT; i++) {
+        const int nu = (int)(sizeof used / sizeof used[0]);
+        const qp_runcol *c = qp_runcol_find(QP_RS_TRAIN, i < nu ? used[i] : qp_phases[i - nu].column);
+        if (c->since > version) {
+            if (i >= nu) names[i - nu][0] = 0;
+            continue;
+        }
+        char *path = i < nu ? names[QP_PHASE_COUNT + i] : names[i - nu];
+        snprintf(path, 96, "train/%s", c->name);
+        if (i >= nu && H5Lexists(file, "train", H5P_DEFAULT) > 0 && H5Lexists(file, path, H5P_DEFAULT) <= 0) {
+            path[0] = 0; /* a phase this file does not have: not profiled */
+            continue;
+        }
+        const hsize_t m = length(file, path);
         if (m == (hsize_t)-1) {
-            *what = names[i];
+            *what = path;
             return -1;
         }
         if (m < n) n = m;
     }
     s->steps = (int64_t)n;
-    s->final_train = s->tokps_median = s->wait_share = NAN;
+    s->final_train = s->tokps_median = s->wait_share = s->step_ms_median = NAN;
+    for (int p = 0; p < QP_PHASE_COUNT; p++) s->phase_share[p] = NAN;
     s->steps_to_target = -1;
     if (n == 0) return 0;
     int64_t *step = malloc(n * sizeof *step);
-    double *loss = malloc(n * sizeof *loss), *ms = malloc(n * sizeof *ms), *wait = malloc(n * sizeof *wait),
-           *tok = malloc(n * sizeof *tok);
+    double *loss = malloc(n * sizeof *loss), *ms = malloc(n * sizeof *ms), *tok = malloc(n * sizeof *tok),
+           *ph = malloc(n * sizeof *ph);
     const char *bad = NULL;
-    if (!step || !loss || !ms || !wait || !tok) bad = "train (out of memory)";
+    if (!step || !loss || !ms || !tok || !ph) bad = "train (out of memory)";
     else if (read_rows(file, "train/step", H5T_NATIVE_INT64, 0, n, step)) bad = "train/step";
     else if (read_rows(file, "train/loss", H5T_NATIVE_DOUBLE, 0, n, loss)) bad = "train/loss";
     else if (read_rows(file, "train/step_ms", H5T_NATIVE_DOUBLE, 0, n, ms)) bad = "train/step_ms";
-    else if (read_rows(file, "train/data_wait_ms", H5T_NATIVE_DOUBLE, 0, n, wait)) bad = "train/data_wait_ms";
     else if (read_rows(file, "train/tokens_per_s", H5T_NATIVE_DOUBLE, 0, n, tok)) bad = "train/tokens_per_s";
     const int rc = bad ? -1 : 0;
     if (bad) {
@@ -170,13 +203,25 @@ static int read_train(hid_t file, double target, qs_runstats *s, const char **wh
                 break;
             }
         }
-    double sw = 0, sm = 0;
-    for (hsize_t i = 0; i < n; i++) sw += wait[i], sm += ms[i];
-    s->wait_share = sm > 0 ? sw / sm : NAN;
-    qsort(tok, n, sizeof *tok, cmp_double);
-    s->tokps_median = n % 2 ? tok[n / 2] : 0.5 * (tok[n / 2 - 1] + tok[n / 2]);
+    /* each phase's share of the step time, over the rows that measured it */
+    for (int p = 0; p < QP_PHASE_COUNT; p++) {
+        const qp_runcol *c = qp_runcol_find(QP_RS_TRAIN, qp_phases[p].column);
+        if (c->since > version || !names[p][0]) continue; /* not profiled */
+        if (read_rows(file, names[p], H5T_NATIVE_DOUBLE, 0, n, ph)) {
+            *what = names[p];
+            free(step), free(loss), free(ms), free(tok), free(ph);
+            return -1;
+        }
+        double sp = 0, st = 0;
+        for (hsize_t i = 0; i < n; i++)
+            if (!isnan(ph[i])) sp += ph[i], st += ms[i];
+        s->phase_share[p] = st > 0 ? sp / st : NAN;
+    }
+    s->wait_share = s->phase_share[QP_PHASE_DATA];
+    s->tokps_median = median(tok, n);
+    s->step_ms_median = median(ms, n);
 done:
-    free(step), free(loss), free(ms), free(wait), free(tok);
+    free(step), free(loss), free(ms), free(tok), free(ph);
     return rc;
 }
 
@@ -269,12 +314,13 @@ static int read_qerr(hid_t file, qs_runstats *s)
 int qs_runfile_read(const char *path, double target_loss, qs_runstats *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    s->final_train = s->final_val = s->tokps_median = s->wait_share = NAN;
+    s->final_train = s->final_val = s->tokps_median = s->wait_share = s->step_ms_median = NAN;
+    for (int p = 0; p < QP_PHASE_COUNT; p++) s->phase_share[p] = NAN;
     s->params_nonembedding = s->tokens_total = s->tokens_per_param = s->epochs = NAN;
     s->steps_to_target = -1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     s->writer_alive = writer_alive(path);
-    const hid_t file = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    const hid_t file = (hid_t)qp_h5_open_read(path, 1);
     if (file < 0) {
         snprintf(err, errlen, "%s: not a readable run file (HDF5 cannot open it%s)", path,
                  s->writer_alive ? "; qtrain is still creating it" : "");
@@ -286,8 +332,16 @@ int qs_runfile_read(const char *path, double target_loss, qs_runstats *s, char *
     read_attr_num(file, "tokens_total", &s->tokens_total);
     read_attr_num(file, "tokens_per_param", &s->tokens_per_param);
     read_attr_num(file, "epochs", &s->epochs);
+    int version = 1;
+    char *vs = read_attr_str(file, QP_RUNFILE_SCHEMA_ATTR);
+    const int vrc = qp_runschema_check_version(vs, path, "qsweep", &version, err, errlen);
+    free(vs);
+    if (vrc) {
+        H5Fclose(file);
+        return -1;
+    }
     if (read_status(file, s)) what = "status";
-    else if (read_train(file, target_loss, s, &what)) {
+    else if (read_train(file, version, target_loss, s, &what)) {
     } else if (read_val(file, s)) what = "eval";
     else if (read_events(file, s)) what = "events";
     else if (read_qerr(file, s)) what = "quant/error";

@@ -15,16 +15,23 @@
  *   qerr[l]         mean rel_l2 over every /quant/error row of layer l (all
  *                   steps, GEMMs, operands, passes; non-finite values skipped)
  *   tokps_median    median of /train/tokens_per_s (mean of the middle two
- *                   for an even count)
+ *                   for an even count); step_ms_median likewise
  *   wait_share      sum /train/data_wait_ms / sum /train/step_ms
+ *   phase_share[p]  sum of phase p's column (qp_runschema.h qp_phases) /
+ *                   sum /train/step_ms over the rows that measured it; NaN
+ *                   for a file without the profile (schema version 1) or
+ *                   none measured
  *   params_nonembedding, tokens_total, tokens_per_param, epochs
  *                   the root attributes of that name (NaN when absent: a run
- *                   file of an older qtrain) */
+ *                   file of an older qtrain)
+ * A file whose schema version is newer than this build's is refused. */
 #ifndef QS_RUNFILE_H
 #define QS_RUNFILE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "qp_runschema.h"
 
 #define QS_NKINDS 4
 extern const char *const qs_event_kinds[QS_NKINDS]; /* scale_change, overflow, underflow, nonfinite */
@@ -36,7 +43,8 @@ typedef struct {
     int layers;              /* root attribute "layers"; 0 when absent */
     int64_t steps, steps_to_target, divergences;
     int64_t events[QS_NKINDS];
-    double final_train, final_val, tokps_median, wait_share;
+    double final_train, final_val, tokps_median, wait_share, step_ms_median;
+    double phase_share[QP_PHASE_COUNT];
     double params_nonembedding, tokens_total, tokens_per_param, epochs;
     double *qerr;            /* per layer, NaN for a layer without rows */
     int nqerr;

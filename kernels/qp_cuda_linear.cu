@@ -197,7 +197,7 @@ static int launched(void *x, const char *what)
 
 template <typename T> static int transpose_t(void *x, const T *src, T *dst, int src_rows, int src_cols)
 {
-    PH_(QP_PH_QUANT);
+    PH_(QP_PHASE_QUANT);
     // gridDim.y is limited to 65535: the kernel loops over further row tiles
     const int64_t ty = ((int64_t)src_rows + 31) / 32;
     const dim3 grid((unsigned)((src_cols + 31) / 32), (unsigned)(ty < 1 ? 1 : ty > 65535 ? 65535 : ty)), block(32, 8);
@@ -212,7 +212,7 @@ static int op_transpose_u8(void *x, const uint8_t *src, uint8_t *dst, int r, int
 
 static int op_copy(void *x, float *dst, const float *src, int64_t n)
 {
-    PH_(QP_PH_QUANT);
+    PH_(QP_PHASE_QUANT);
     const cudaError_t e = cudaMemcpyAsync(dst, src, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, L_->stream);
     return e == cudaSuccess ? 0 : cuda_fail(L_, (int)e, "copy");
 }
@@ -221,7 +221,7 @@ static const char *op_error(void *x) { return L_->err; }
 
 static int op_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
-    PH_(QP_PH_QUANT);
+    PH_(QP_PHASE_QUANT);
     const int rc = qp_cuda_rht(d, rows, cols, n, seed, L_->stream);
     return rc ? cuda_fail(L_, rc, "RHT") : 0;
 }
@@ -229,7 +229,7 @@ static int op_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 static int op_qdq(void *x, qp_fmt fmt, const float *in, float *y, uint16_t *y_bf16, int rows, int cols,
                   const qp_qopts *o, int side)
 {
-    PH_(QP_PH_QUANT);
+    PH_(QP_PHASE_QUANT);
     const int rc = qp_cuda_qdq(fmt, in, y, y_bf16, rows, cols, o, nullptr, &L_->d_scr[side].tstats, L_->stream);
     return rc ? cuda_fail(L_, rc, "quantize") : 0;
 }
@@ -253,7 +253,7 @@ static int op_quantize(void *x, qp_fmt fmt, const float *in, int rows, int cols,
                        int side)
 {
     qp_cuda_linear *l = L_;
-    PH_(QP_PH_QUANT);
+    PH_(QP_PHASE_QUANT);
     const qp_format_traits *t = &qp_formats[fmt];
     uint8_t *plain = nullptr;
     int64_t sr = 0, sc = 0;
@@ -275,7 +275,7 @@ static const uint8_t *op_block_scales_ptr(void *x, int side) { return L_->d_tile
 static int op_amax(void *x, const float *in, int64_t n, float *out)
 {
     qp_cuda_linear *l = L_;
-    PH_(QP_PH_QUANT);
+    PH_(QP_PHASE_QUANT);
     int rc = qp_cuda_amax(in, n, &l->d_scr[0].amax, l->stream);
     cudaError_t e = cudaSuccess;
     if (!rc) e = cudaMemcpyAsync(out, &l->d_scr[0].amax, sizeof *out, cudaMemcpyDeviceToHost, l->stream);
@@ -286,7 +286,7 @@ static int op_amax(void *x, const float *in, int64_t n, float *out)
 
 static int op_to_bf16(void *x, const float *in, uint16_t *y, int64_t n)
 {
-    PH_(QP_PH_QUANT);
+    PH_(QP_PHASE_QUANT);
     k_f32_to_bf16<<<grid_for(n), 256, 0, L_->stream>>>(in, y, n);
     return launched(x, "BF16 conversion");
 }
@@ -294,7 +294,7 @@ static int op_to_bf16(void *x, const float *in, uint16_t *y, int64_t n)
 static int op_reduce(void *x, const float *in, const float *y, const uint8_t *codes, int e5m2, int64_t n, int side)
 {
     qp_cuda_linear *l = L_;
-    PH_(QP_PH_QUANT);
+    PH_(QP_PHASE_QUANT);
     red_out *part = l->d_partial + side * RED_BLOCKS;
     const qp_cuda_tstats *ts = &l->d_scr[side].tstats;
     if (codes)
@@ -365,7 +365,7 @@ static int to_cublt(const qp_linear_operand *o, qp_cublt_operand *c)
 static int op_gemm(void *x, const qp_linear_operand *A, const qp_linear_operand *B, float *D, int M, int N, int K,
                    float alpha, float beta)
 {
-    PH_(QP_PH_GEMM);
+    PH_(QP_PHASE_GEMM);
     qp_cublt_operand a, b;
     if (to_cublt(A, &a) || to_cublt(B, &b)) {
         std::snprintf(L_->err, sizeof L_->err, "GEMM operand of type %d x %d", (int)A->type, (int)B->type);
@@ -378,7 +378,7 @@ static int op_gemm(void *x, const qp_linear_operand *A, const qp_linear_operand 
 
 static int op_bias_add(void *x, float *Y, const float *b, int M, int N)
 {
-    PH_(QP_PH_POINTWISE);
+    PH_(QP_PHASE_ROWOPS);
     k_add_bias<<<grid_for((int64_t)M * N), 256, 0, L_->stream>>>(Y, b, M, N);
     return launched(x, "bias");
 }
@@ -386,7 +386,7 @@ static int op_bias_add(void *x, float *Y, const float *b, int M, int N)
 static int op_bias_grad(void *x, float *db, const float *dY, int M, int N)
 {
     qp_cuda_linear *l = L_;
-    PH_(QP_PH_POINTWISE);
+    PH_(QP_PHASE_ROWOPS);
     const int nchunks = qpm_sum_chunks(M);
     if (grow(l, &l->d_colsum, &l->colsum_cap, (size_t)nchunks * N * sizeof(float))) return -1;
     float *part = (float *)l->d_colsum;

@@ -205,10 +205,19 @@ static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_
     qpl_device *d = QPL_D;
     void *x = d->prim.ctx;
     const qp_format_traits *t = &qp_formats[j->fmt];
-    const int side = j->side, trans = j->trans, rows = j->rows, cols = j->cols;
-    const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
+    const int side = j->side, rows = j->rows, cols = j->cols;
+    const float *src = j->x;
+    int trans = j->trans;
     const int64_t n = (int64_t)rows * cols;
     d->n[side] = n;
+    if (trans && t->block_cols > 1) {
+        /* square 2D blocks the dispatch leaves as stored (they quantize
+         * alike either way): the GPU's block operands are rows x K */
+        QPL_TRY(d->prim.transpose(x, src, d->tbuf[side], cols, rows));
+        src = d->tbuf[side];
+        trans = 0;
+    }
+    const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
     switch (j->kind) {
     case QPL_MXFP8:
     case QPL_NVFP4:
@@ -217,21 +226,21 @@ static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_
          * decode scale as a device pointer (folded into alpha on the device).
          * Statistics come from a quantize-dequantize of the same operand
          * (same options, so the same values). */
-        QPL_TRY(d->prim.quantize(x, j->fmt, j->x, rows, cols, j->opts, (uint8_t *)d->bbuf[side], side));
+        QPL_TRY(d->prim.quantize(x, j->fmt, src, rows, cols, j->opts, (uint8_t *)d->bbuf[side], side));
         *out = (qp_linear_operand){j->kind == QPL_MXFP8 ? QP_LOP_MXFP8 : QP_LOP_NVFP4, d->bbuf[side], 0, 1.0f,
                                    j->kind == QPL_NVFP4 ? d->prim.scale_inv_ptr(x, side) : NULL,
                                    d->prim.block_scales_ptr(x, side), NULL};
         if (j->want_stats)
-            QPL_TRY(d->prim.qdq(x, j->fmt, j->x, d->ybuf[side], NULL, rows, cols, j->opts, side) ||
-                    d->prim.reduce(x, j->x, d->ybuf[side], NULL, 0, n, side));
+            QPL_TRY(d->prim.qdq(x, j->fmt, src, d->ybuf[side], NULL, rows, cols, j->opts, side) ||
+                    d->prim.reduce(x, src, d->ybuf[side], NULL, 0, n, side));
         return 0;
     case QPL_FP8: {
         /* FP8 codes in stored order (the CPU's SR words), transposed as bytes
          * when stored transposed; the decode scale reaches the GEMM as a
          * device pointer */
         uint8_t *codes = trans ? (uint8_t *)d->ybuf[side] : (uint8_t *)d->bbuf[side];
-        QPL_TRY(d->prim.quantize(x, j->fmt, j->x, qrows, qcols, j->opts, codes, side));
-        if (j->want_stats) QPL_TRY(d->prim.reduce(x, j->x, NULL, codes, j->fmt == QP_FMT_FP8_E5M2, n, side));
+        QPL_TRY(d->prim.quantize(x, j->fmt, src, qrows, qcols, j->opts, codes, side));
+        if (j->want_stats) QPL_TRY(d->prim.reduce(x, src, NULL, codes, j->fmt == QP_FMT_FP8_E5M2, n, side));
         if (trans) QPL_TRY(d->prim.transpose_u8(x, codes, (uint8_t *)d->bbuf[side], qrows, qcols));
         *out = (qp_linear_operand){j->fmt == QP_FMT_FP8_E5M2 ? QP_LOP_E5M2 : QP_LOP_E4M3, d->bbuf[side], 0, 1.0f,
                                    d->prim.scale_inv_ptr(x, side), NULL, NULL};
@@ -248,11 +257,11 @@ static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_
          * agrees with the CPU's K-chunked one to FP32 rounding, not bit for
          * bit; other formats stay unscaled, the tensor decode scale a device
          * pointer the GEMM folds into alpha. Block formats are never stored
-         * transposed here. */
+         * transposed here (see above). */
         const int bf16 = j->kind == QPL_EMULATED;
         qp_qopts o = *j->opts;
         if (!t->unscaled_exact) o.unscaled = false;
-        QPL_TRY(d->prim.qdq(x, j->fmt, j->x, d->ybuf[side], trans || !bf16 ? NULL : d->bbuf[side], qrows, qcols,
+        QPL_TRY(d->prim.qdq(x, j->fmt, src, d->ybuf[side], trans || !bf16 ? NULL : d->bbuf[side], qrows, qcols,
                             &o, side));
         const float *f32 = d->ybuf[side];
         if (trans) {
@@ -260,7 +269,7 @@ static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_
             f32 = d->tbuf[side];
             if (bf16) QPL_TRY(d->prim.to_bf16(x, d->tbuf[side], d->bbuf[side], n));
         }
-        if (j->want_stats) QPL_TRY(d->prim.reduce(x, j->x, d->ybuf[side], NULL, 0, n, side));
+        if (j->want_stats) QPL_TRY(d->prim.reduce(x, src, d->ybuf[side], NULL, 0, n, side));
         const float *scale_inv = t->tensor_scale && t->unscaled_exact ? d->prim.scale_inv_ptr(x, side) : NULL;
         *out = bf16 ? (qp_linear_operand){QP_LOP_BF16, d->bbuf[side], 0, 1.0f, scale_inv, NULL, NULL}
                     : (qp_linear_operand){QP_LOP_F32, f32, 0, 1.0f, scale_inv, NULL, NULL};
@@ -397,6 +406,7 @@ static inline int qpl_device_init(qpl_device *d, const qpl_prims *prim, float *c
                              .plain = qpl_op_plain,
                              .gemm_kind = qpl_op_gemm_kind,
                              .quantize = qpl_op_quantize,
+                             .reuse = NULL, /* operands are rows x K: wgrad quantizes dY^T again, the same values */
                              .keep = qpl_op_keep,
                              .fetch_kept = qpl_op_fetch_kept,
                              .gemm = qpl_op_gemm,

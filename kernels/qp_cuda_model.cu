@@ -366,8 +366,10 @@ __global__ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n,
 
 // ---- memory -------------------------------------------------------------------
 
-// act_sizes, the carving and the GEMM sizes are the model's shape rules
-// (train/qp_model.h), written once for the CPU and this GPU model.
+// The parameter carving and the GEMM sizes are the model's shape rules
+// (train/qp_model.h), written once for the CPU and this GPU model; the
+// activations are carved by qp_gpt_carve_acts in this model's own layout
+// (qpm_act_sizes: the T x T attention matrices).
 
 static int fail(qp_cuda_gpt *m, cudaError_t e, const char *what)
 {
@@ -426,8 +428,8 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     qp_gpt_param_shapes(c, m->param_sizes, nullptr, nullptr);
     for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
     int64_t as[QP_GPT_NACTS];
-    qp_gpt_act_sizes(c, B, T, as);
-    for (int i = 0; i < QP_GPT_NACTS; i++) m->num_acts += as[i];
+    qpm_act_sizes(c, B, T, as);
+    m->num_acts = qp_gpt_carve_acts(&m->acts, nullptr, as);
     const int64_t BT = (int64_t)B * T;
     const int64_t part_floats = 2 * (int64_t)qpm_sum_chunks((int)BT) * c->dim;
     const size_t floats = (size_t)(4 * m->num_params + 2 * m->num_acts + part_floats);
@@ -633,26 +635,26 @@ static int op_rc(void *x, int rc, const char *what)
 static int op_encoder_fwd(void *x, float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T,
                           int C)
 {
-    PH_(QP_PH_EMBED_LOSS);
+    PH_(QP_PHASE_ROWOPS);
     k_encoder_fwd<<<blocks_for((int64_t)B * T * C), NT, 0, S_>>>(out, inp, wte, wpe, B * T, T, C);
     return op_check(x, "encoder forward");
 }
 static int op_encoder_bwd(void *x, float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C)
 {
-    PH_(QP_PH_EMBED_LOSS);
+    PH_(QP_PHASE_ROWOPS);
     return op_rc(x, qp_cuda_encoder_backward(dwte, dwpe, dout, inp, B, T, C, S_), "encoder backward");
 }
 static int op_layernorm_fwd(void *x, float *out, float *mean, float *rstd, const float *inp, const float *w,
                             const float *b, int N, int C)
 {
-    PH_(QP_PH_LAYERNORM);
+    PH_(QP_PHASE_ROWOPS);
     k_layernorm_fwd<<<(unsigned)((N + ROW_NT - 1) / ROW_NT), ROW_NT, 0, S_>>>(out, mean, rstd, inp, w, b, N, C);
     return op_check(x, "layernorm forward");
 }
 static int op_layernorm_bwd(void *x, float *dinp, float *dw, float *db, const float *dout, const float *inp,
                             const float *w, const float *mean, const float *rstd, int N, int C)
 {
-    PH_(QP_PH_LAYERNORM);
+    PH_(QP_PHASE_ROWOPS);
     return op_rc(x, qp_cuda_layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C, ((dev_ctx *)x)->m->d_part,
                                                S_),
                  "layernorm backward");
@@ -660,51 +662,51 @@ static int op_layernorm_bwd(void *x, float *dinp, float *dw, float *db, const fl
 static int op_attention_fwd(void *x, float *out, float *preatt, float *att, const float *qkv, int B, int T, int C,
                             int NH)
 {
-    PH_(QP_PH_ATTENTION);
+    PH_(QP_PHASE_ATTN);
     return op_rc(x, qp_cuda_attention_forward(out, preatt, att, qkv, B, T, C, NH, S_), "attention forward");
 }
 static int op_attention_bwd(void *x, float *dqkv, float *dpreatt, float *datt, const float *dout, const float *qkv,
                             const float *att, int B, int T, int C, int NH)
 {
-    PH_(QP_PH_ATTENTION);
+    PH_(QP_PHASE_ATTN);
     return op_rc(x, qp_cuda_attention_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH, S_),
                  "attention backward");
 }
 static int op_gelu_fwd(void *x, float *out, const float *inp, int64_t n)
 {
-    PH_(QP_PH_POINTWISE);
+    PH_(QP_PHASE_ROWOPS);
     k_gelu_fwd<<<blocks_for(n), NT, 0, S_>>>(out, inp, n);
     return op_check(x, "gelu forward");
 }
 static int op_gelu_bwd(void *x, float *dinp, const float *inp, const float *dout, int64_t n)
 {
-    PH_(QP_PH_POINTWISE);
+    PH_(QP_PHASE_ROWOPS);
     k_gelu_bwd<<<blocks_for(n), NT, 0, S_>>>(dinp, inp, dout, n);
     return op_check(x, "gelu backward");
 }
 static int op_residual_fwd(void *x, float *out, const float *a, const float *b, int64_t n)
 {
-    PH_(QP_PH_POINTWISE);
+    PH_(QP_PHASE_ROWOPS);
     k_residual_fwd<<<blocks_for(n), NT, 0, S_>>>(out, a, b, n);
     return op_check(x, "residual forward");
 }
 static int op_residual_bwd(void *x, float *da, float *db, const float *dout, int64_t n)
 {
-    PH_(QP_PH_POINTWISE);
+    PH_(QP_PHASE_ROWOPS);
     k_residual_bwd<<<blocks_for(n), NT, 0, S_>>>(da, db, dout, n);
     return op_check(x, "residual backward");
 }
 static int op_softmax_ce_fwd(void *x, float *probs, float *losses, const float *logits, const int32_t *targets, int N,
                              int V)
 {
-    PH_(QP_PH_EMBED_LOSS);
+    PH_(QP_PHASE_ROWOPS);
     k_softmax_ce_fwd<<<(unsigned)((N + ROW_NT - 1) / ROW_NT), ROW_NT, 0, S_>>>(probs, losses, logits, targets, N, V);
     return op_check(x, "softmax forward");
 }
 static int op_softmax_ce_bwd(void *x, float *dlogits, const float *probs, const int32_t *targets, float dloss, int N,
                              int V)
 {
-    PH_(QP_PH_EMBED_LOSS);
+    PH_(QP_PHASE_ROWOPS);
     k_softmax_ce_bwd<<<blocks_for((int64_t)N * V), NT, 0, S_>>>(dlogits, probs, targets, dloss, N, V);
     return op_check(x, "softmax backward");
 }
@@ -726,7 +728,7 @@ static int op_linear_bwd(void *x, int layer, qp_gemm_id g, float *dX, float *dW,
 }
 static int op_zero(void *x, float *p, int64_t n)
 {
-    PH_(QP_PH_OPTIMIZER);
+    PH_(QP_PHASE_ROWOPS); /* the activation gradients (the CPU zeroes them in its row passes) */
     const cudaError_t e = cudaMemsetAsync(p, 0, (size_t)n * sizeof(float), S_);
     return e == cudaSuccess ? 0 : fail(((dev_ctx *)x)->m, e, "memset");
 }
@@ -773,7 +775,7 @@ extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_linear *lin)
 
 extern "C" int qp_cuda_gpt_zero_grad(qp_cuda_gpt *m)
 {
-    qp_cuda_prof_mark(m->prof, QP_PH_OPTIMIZER);
+    qp_cuda_prof_mark(m->prof, QP_PHASE_OPTIM);
     const cudaError_t e = cudaMemsetAsync(m->grads_memory, 0, (size_t)m->num_params * sizeof(float),
                                           (cudaStream_t)m->stream);
     return e == cudaSuccess ? 0 : fail(m, e, "zero grad");
@@ -794,7 +796,7 @@ extern "C" int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_linear *lin, float loss_s
 extern "C" int qp_cuda_gpt_grad_norm(qp_cuda_gpt *m, double *norm)
 {
     cudaStream_t s = (cudaStream_t)m->stream;
-    qp_cuda_prof_mark(m->prof, QP_PH_OPTIMIZER);
+    qp_cuda_prof_mark(m->prof, QP_PHASE_OPTIM);
     k_sumsq_partial<<<RED_BLOCKS, NT, 0, s>>>(m->grads_memory, m->num_params, m->d_red);
     k_sum_final<<<1, 1, 0, s>>>(m->d_red, RED_BLOCKS, m->d_red + RED_BLOCKS + 1);
     double ss = 0.0;
@@ -814,7 +816,7 @@ extern "C" int qp_cuda_gpt_adamw(qp_cuda_gpt *m, const qp_optim_cfg *c, int64_t 
     const float bc1 = 1.0f - powf(b1, (float)t), bc2 = 1.0f - powf(b2, (float)t);
     const float flr = (float)lr;
     cudaStream_t s = (cudaStream_t)m->stream;
-    qp_cuda_prof_mark(m->prof, QP_PH_OPTIMIZER);
+    qp_cuda_prof_mark(m->prof, QP_PHASE_OPTIM);
     int64_t off = 0;
     for (int k = 0; k < QP_GPT_NPARAMS; k++) {
         const float wd = qp_gpt_param_decays(k) ? (float)c->weight_decay : 0.0f;

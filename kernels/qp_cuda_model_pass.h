@@ -16,6 +16,31 @@
 #include "qp_linear.h"
 #include "qp_model.h"
 
+/* The GPU's activation layout, which the passes below index: every layer's
+ * tensors, the attention's T x T scores and probabilities of every layer
+ * (preatt, att; the GPU attention is a warp per row over them), no
+ * log-sum-exp. The CPU model (train/qp_model.c) keeps no T x T matrix and
+ * one layer's projection outputs instead; the two share qp_gpt_acts' fields
+ * and nothing else. Its gradients use the same layout. */
+static inline void qpm_act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])
+{
+    const int64_t L = c->layers, C = c->dim, NH = c->heads, V = c->vocab, BT = (int64_t)B * T;
+    for (int i = 0; i < QP_GPT_NACTS; i++) s[i] = 0;
+    s[QP_ACT_ENCODED] = BT * C;
+    s[QP_ACT_LN1] = L * BT * C, s[QP_ACT_LN1_MEAN] = L * BT, s[QP_ACT_LN1_RSTD] = L * BT;
+    s[QP_ACT_QKV] = L * BT * 3 * C, s[QP_ACT_ATTY] = L * BT * C;
+    s[QP_ACT_PREATT] = L * B * NH * T * T, s[QP_ACT_ATT] = L * B * NH * T * T;
+    s[QP_ACT_ATTPROJ] = L * BT * C;
+    s[QP_ACT_RESIDUAL2] = L * BT * C;
+    s[QP_ACT_LN2] = L * BT * C, s[QP_ACT_LN2_MEAN] = L * BT, s[QP_ACT_LN2_RSTD] = L * BT;
+    s[QP_ACT_FCH] = L * BT * 4 * C, s[QP_ACT_FCH_GELU] = L * BT * 4 * C;
+    s[QP_ACT_FCPROJ] = L * BT * C;
+    s[QP_ACT_RESIDUAL3] = L * BT * C;
+    s[QP_ACT_LNF] = BT * C, s[QP_ACT_LNF_MEAN] = BT, s[QP_ACT_LNF_RSTD] = BT;
+    s[QP_ACT_LOGITS] = BT * V, s[QP_ACT_PROBS] = BT * V, s[QP_ACT_LOSSES] = BT;
+    s[QP_ACT_ATT_LSE] = 0;
+}
+
 /* Each returns 0, or -1 (the context keeps the message). */
 typedef struct {
     void *ctx;

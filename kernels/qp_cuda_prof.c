@@ -10,34 +10,27 @@
 
 enum { kEvents = 4096 }; /* marks between two collections (a GPT-2-small step makes ~800) */
 
-static const char *const kNames[QP_PH_COUNT] = {
-    [QP_PH_GEMM] = "gemm",           [QP_PH_QUANT] = "quantize",   [QP_PH_ATTENTION] = "attention",
-    [QP_PH_LAYERNORM] = "layernorm", [QP_PH_POINTWISE] = "pointwise", [QP_PH_EMBED_LOSS] = "embed+loss",
-    [QP_PH_OPTIMIZER] = "optimizer", [QP_PH_HOST] = "host",
-};
-_Static_assert(sizeof kNames / sizeof kNames[0] == QP_PH_COUNT, "a name per phase");
 
 struct qp_cuda_prof {
     cudaStream_t stream;
     cudaEvent_t ev[kEvents];
-    qp_cuda_phase ph[kEvents];
+    int ph[kEvents];
     int n;          /* marks recorded since the last collection (mark 0 may be the open one carried over) */
     bool overflow;  /* marks dropped: the period is not counted */
     bool broken;
     double ms[QP_PH_COUNT];
+    double last[QP_PH_COUNT]; /* the last collected period; NaN when it was not measured */
     long steps;
 };
 
-const char *qp_cuda_phase_name(qp_cuda_phase ph)
-{
-    return (unsigned)ph < QP_PH_COUNT ? kNames[ph] : "?";
-}
+const char *qp_cuda_phase_name(int ph) { return ph == QP_PH_HOST ? "host" : qp_phase_name((qp_phase)ph); }
 
 qp_cuda_prof *qp_cuda_prof_create(void *stream)
 {
     qp_cuda_prof *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->stream = (cudaStream_t)stream;
+    for (int i = 0; i < QP_PH_COUNT; i++) p->last[i] = NAN;
     for (int i = 0; i < kEvents; i++)
         if (cudaEventCreate(&p->ev[i]) != cudaSuccess) {
             for (int k = 0; k < i; k++) cudaEventDestroy(p->ev[k]);
@@ -55,9 +48,9 @@ void qp_cuda_prof_destroy(qp_cuda_prof *p)
     free(p);
 }
 
-void qp_cuda_prof_mark(qp_cuda_prof *p, qp_cuda_phase ph)
+void qp_cuda_prof_mark(qp_cuda_prof *p, int ph)
 {
-    if (!p || p->broken || (p->n > 0 && p->ph[p->n - 1] == ph)) return;
+    if (!p || (unsigned)ph >= QP_PH_COUNT || p->broken || (p->n > 0 && p->ph[p->n - 1] == ph)) return;
     if (p->n == kEvents) {
         p->overflow = true;
         return;
@@ -72,13 +65,17 @@ void qp_cuda_prof_mark(qp_cuda_prof *p, qp_cuda_phase ph)
 int qp_cuda_prof_collect(qp_cuda_prof *p, int count)
 {
     if (!p || p->broken) return p ? -1 : 0;
-    count = count && !p->overflow;
+    const bool measured = !p->overflow;
+    count = count && measured;
+    for (int i = 0; i < QP_PH_COUNT; i++) p->last[i] = measured ? 0.0 : NAN;
     for (int i = 0; i + 1 < p->n; i++) {
         float t = 0.0f;
         if (cudaEventElapsedTime(&t, p->ev[i], p->ev[i + 1]) != cudaSuccess) {
             p->broken = true;
+            for (int k = 0; k < QP_PH_COUNT; k++) p->last[k] = NAN;
             return -1;
         }
+        if (measured) p->last[p->ph[i]] += t;
         if (count) p->ms[p->ph[i]] += t;
     }
     if (count) p->steps++;
@@ -92,10 +89,15 @@ int qp_cuda_prof_collect(qp_cuda_prof *p, int count)
     return 0;
 }
 
-double qp_cuda_prof_ms(const qp_cuda_prof *p, qp_cuda_phase ph)
+double qp_cuda_prof_ms(const qp_cuda_prof *p, int ph)
 {
     if (!p || p->steps == 0 || (unsigned)ph >= QP_PH_COUNT) return NAN;
     return p->ms[ph] / (double)p->steps;
+}
+
+void qp_cuda_prof_last(const qp_cuda_prof *p, double ms[QP_PHASE_COUNT])
+{
+    for (int i = 0; i < QP_PHASE_COUNT; i++) ms[i] = p && !p->broken ? p->last[i] : NAN;
 }
 
 void qp_cuda_prof_report(const qp_cuda_prof *p, char *buf, size_t n)
@@ -108,9 +110,12 @@ void qp_cuda_prof_report(const qp_cuda_prof *p, char *buf, size_t n)
     for (int i = 0; i < QP_PH_COUNT; i++) total += p->ms[i];
     total /= (double)p->steps;
     size_t at = (size_t)snprintf(buf, n, "%ld steps, %.2f ms/step:", p->steps, total);
+    const char *sep = "";
     for (int i = 0; i < QP_PH_COUNT && at < n; i++) {
+        if (i == QP_PHASE_DATA || (i == QP_PHASE_COMM && p->ms[i] == 0.0)) continue; /* not GPU phases / unused */
         const double ms = p->ms[i] / (double)p->steps;
-        at += (size_t)snprintf(buf + at, n - at, " %s %.2f (%.0f%%)%s", kNames[i], ms,
-                                    total > 0 ? 100.0 * ms / total : 0.0, i + 1 < QP_PH_COUNT ? "," : "");
+        at += (size_t)snprintf(buf + at, n - at, "%s %s %.2f (%.0f%%)", sep, qp_cuda_phase_name(i), ms,
+                               total > 0 ? 100.0 * ms / total : 0.0);
+        sep = ",";
     }
 }

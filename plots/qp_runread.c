@@ -1,5 +1,6 @@
 /* qp_runread.c — read a run file (see qp_runread.h). */
 #include "qp_h5err.h"
+#include "qp_h5open.h"
 #include "qp_runread.h"
 
 #include <errno.h>
@@ -22,21 +23,6 @@ static char *dup_str(const char *s)
     return d;
 }
 
-static hid_t open_swmr(const char *path)
-{
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0) return -1;
-#if H5_VERSION_GE(1, 10, 7)
-    /* HDF5 takes a shared flock() on open; while we hold it a writer cannot
-     * create or resume the file. SWMR reading needs no lock. */
-    H5Pset_file_locking(fapl, 0, 1);
-#endif
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
-    if (f < 0) /* a file in an older format than SWMR needs: a plain open reads it */
-        f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    H5Pclose(fapl);
-    return f;
-}
 
 /* H5Lexists on "a/b" fails (rather than returning 0) when "a" is missing,
  * so check every component. */
@@ -261,30 +247,47 @@ static hid_t status_type(void)
 
 /* ---- the run ------------------------------------------------------------ */
 
+/* A /train or /eval column the schema says a file of r's version has. */
+static int read_col(qp_run *r, hid_t f, qp_runset_id set, const char *name, void **buf, size_t *n, char *err,
+                    size_t errlen)
+{
+    const qp_runcol *c = qp_runcol_find(set, name);
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", qp_runsets[set].path + 1, name);
+    if (c->kind == QP_RC_F64) return read_1d(f, r->path, path, H5T_NATIVE_DOUBLE, sizeof(double), buf, n, err, errlen);
+    return read_1d(f, r->path, path, H5T_NATIVE_INT64, sizeof(int64_t), buf, n, err, errlen);
+}
+
 static int load_train(qp_run *r, hid_t f, char *err, size_t errlen)
 {
-    /* All eight series are checked for presence; the five a figure uses are
-     * read, and the shortest length is the number of complete rows. */
-    static const char *const all[] = {"train/step",    "train/loss",         "train/lr",
-                                      "train/grad_norm", "train/step_ms",    "train/data_wait_ms",
-                                      "train/tokens_per_s", "train/batch_hash"};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        if (!has_path(f, all[i])) {
-            snprintf(err, errlen, "%s: not a qprec run file (no /%s)", r->path, all[i]);
+    /* The series a figure reads (the schema names them; phases from
+     * version 2 on); the shortest length is the number of complete rows. */
+    static const char *const used[] = {"step", "loss", "step_ms", "data_wait_ms", "tokens_per_s"};
+    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "train/%s", used[i]);
+        if (!has_path(f, path)) {
+            snprintf(err, errlen, "%s: not a qprec run file (no /%s)", r->path, path);
             return -1;
         }
-    size_t n[5];
-    if (read_1d(f, r->path, "train/step", H5T_NATIVE_INT64, sizeof(int64_t), (void **)&r->step, &n[0], err, errlen) ||
-        read_1d(f, r->path, "train/loss", H5T_NATIVE_DOUBLE, sizeof(double), (void **)&r->loss, &n[1], err, errlen) ||
-        read_1d(f, r->path, "train/step_ms", H5T_NATIVE_DOUBLE, sizeof(double), (void **)&r->step_ms, &n[2], err,
-                errlen) ||
-        read_1d(f, r->path, "train/data_wait_ms", H5T_NATIVE_DOUBLE, sizeof(double), (void **)&r->data_wait_ms, &n[3],
-                err, errlen) ||
-        read_1d(f, r->path, "train/tokens_per_s", H5T_NATIVE_DOUBLE, sizeof(double), (void **)&r->tokens_per_s, &n[4],
-                err, errlen))
+    }
+    size_t n[5 + QP_PHASE_COUNT];
+    if (read_col(r, f, QP_RS_TRAIN, "step", (void **)&r->step, &n[0], err, errlen) ||
+        read_col(r, f, QP_RS_TRAIN, "loss", (void **)&r->loss, &n[1], err, errlen) ||
+        read_col(r, f, QP_RS_TRAIN, "step_ms", (void **)&r->step_ms, &n[2], err, errlen) ||
+        read_col(r, f, QP_RS_TRAIN, "data_wait_ms", (void **)&r->data_wait_ms, &n[3], err, errlen) ||
+        read_col(r, f, QP_RS_TRAIN, "tokens_per_s", (void **)&r->tokens_per_s, &n[4], err, errlen))
         return -1;
+    int k = 5;
+    for (int p = 0; p < QP_PHASE_COUNT; p++) {
+        const qp_runcol *c = qp_runcol_find(QP_RS_TRAIN, qp_phases[p].column);
+        char path[128];
+        snprintf(path, sizeof path, "train/%s", c->name);
+        if (c->since > r->version || !has_path(f, path)) continue; /* not profiled (NULL) */
+        if (read_col(r, f, QP_RS_TRAIN, c->name, (void **)&r->phase_ms[p], &n[k++], err, errlen)) return -1;
+    }
     size_t m = n[0];
-    for (int i = 1; i < 5; i++)
+    for (int i = 1; i < k; i++)
         if (n[i] < m) m = n[i];
     r->n_train = m;
     if (m == 0) {
@@ -298,8 +301,8 @@ static int load_eval(qp_run *r, hid_t f, char *err, size_t errlen)
 {
     if (!has_path(f, "eval/step") || !has_path(f, "eval/val_loss")) return 0; /* no validation logged */
     size_t a, b;
-    if (read_1d(f, r->path, "eval/step", H5T_NATIVE_INT64, sizeof(int64_t), (void **)&r->eval_step, &a, err, errlen) ||
-        read_1d(f, r->path, "eval/val_loss", H5T_NATIVE_DOUBLE, sizeof(double), (void **)&r->val_loss, &b, err, errlen))
+    if (read_col(r, f, QP_RS_EVAL, "step", (void **)&r->eval_step, &a, err, errlen) ||
+        read_col(r, f, QP_RS_EVAL, "val_loss", (void **)&r->val_loss, &b, err, errlen))
         return -1;
     r->n_eval = a < b ? a : b;
     return 0;
@@ -338,7 +341,7 @@ int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t er
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    hid_t f = open_swmr(path);
+    hid_t f = (hid_t)qp_h5_open_read(path, 1);
     if (f < 0) {
         snprintf(err, errlen, "%s: cannot open the HDF5 file (damaged, or being created right now)", path);
         qp_run_free(r);
@@ -353,6 +356,8 @@ int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t er
         goto out;
     }
     if (r->nattrs) qsort(r->attrs, (size_t)r->nattrs, sizeof *r->attrs, cmp_attr);
+    if (qp_runschema_check_version(qp_run_attr(r, QP_RUNFILE_SCHEMA_ATTR), path, "qplot", &r->version, err, errlen))
+        goto out;
     if (!has_path(f, "train")) {
         snprintf(err, errlen, "%s: not a qprec run file (no /train)", path);
         goto out;
@@ -398,6 +403,7 @@ void qp_run_free(qp_run *r)
     free(r->step_ms);
     free(r->data_wait_ms);
     free(r->tokens_per_s);
+    for (int p = 0; p < QP_PHASE_COUNT; p++) free(r->phase_ms[p]);
     free(r->eval_step);
     free(r->val_loss);
     free(r->qerr);

@@ -11,12 +11,17 @@
  * Failures are one line naming the file, without the program name:
  *   "PATH: No such file or directory", "PATH: not an HDF5 file",
  *   "PATH: not a qprec run file (no /train/loss)",
- *   "PATH: empty run file (no /train rows)". */
+ *   "PATH: empty run file (no /train rows)",
+ *   "PATH: run file schema version 3 is newer than this qplot reads (1 to 2); ...".
+ * Files of every schema version up to qp_runschema.h's are read; columns a
+ * version lacks are left out (NULL). */
 #ifndef QP_RUNREAD_H
 #define QP_RUNREAD_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "qp_runschema.h"
 
 /* Optional parts to load (the /train and /eval series are always loaded). */
 #define QP_RUN_QERR 1u   /* /quant/error */
@@ -47,10 +52,14 @@ typedef struct {
     int nattrs;
     const char *recipe; /* the "recipe" attribute (never NULL for a loaded run) */
     long long seed;     /* the "seed" attribute, -1 when absent */
+    int version;        /* the file's schema version (qp_runschema.h) */
 
     size_t n_train;     /* rows every /train series holds */
     int64_t *step;
     double *loss, *step_ms, *data_wait_ms, *tokens_per_s;
+    /* /train's column of each phase (qp_runschema.h qp_phases); NULL for a
+     * file written before the phase profile (schema version 1) */
+    double *phase_ms[QP_PHASE_COUNT];
 
     size_t n_eval;
     int64_t *eval_step;

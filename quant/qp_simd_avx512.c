@@ -38,6 +38,8 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include "qp_simd_transpose.h"
+
 #define QP_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq"
 #define AVX512 __attribute__((target(QP_AVX512_TARGET), always_inline)) static inline
 #define AVX512_FN __attribute__((target(QP_AVX512_TARGET))) static
@@ -433,32 +435,6 @@ AVX512 scale16 f32_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, sta
     return s;
 }
 
-/* The 16x16 transpose of v (rows to columns). */
-AVX512 void transpose16(__m512 v[16])
-{
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        v[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-        v[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-        v[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-        v[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-    }
-    /* v[4g + j] holds, in 128-bit lane L, elements 4L..4L+3 of column j of rows 4g..4g+3 */
-    for (int g = 0; g < 2; g++)
-        for (int j = 0; j < 4; j++) {
-            t[8 * g + j] = _mm512_shuffle_f32x4(v[8 * g + j], v[8 * g + 4 + j], 0x88);
-            t[8 * g + 4 + j] = _mm512_shuffle_f32x4(v[8 * g + j], v[8 * g + 4 + j], 0xDD);
-        }
-    for (int j = 0; j < 8; j++) {
-        v[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
-        v[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
-    }
-}
-
 /* Adds sum over the finite lanes of ((double)|x| - (double)y)^2 to err. */
 AVX512 void add_sq_err(__m512d err[2], __m512 ax, __m512 y, __mmask16 fin)
 {
@@ -504,7 +480,7 @@ AVX512 scale16 fo6_scale16(const qp_plan *p, const float *xb, __m512 a, __mmask1
     __m512 col[16];
     for (int i = 0; i < 16; i++)
         col[i] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(xb + 16 * i), I32(ABS_BITS)));
-    transpose16(col);
+    qp_transpose16_avx512(col);
     __m512 f6 = _mm512_setzero_ps(), f4 = f6;
     for (int j = 0; j < 16; j++) {
         const __m512 d6 = _mm512_sub_ps(col[j], _mm512_mul_ps(_mm512_mul_ps(e2m1_value(_mm512_mul_ps(col[j], s6.enc)), s6.dec), sinv));

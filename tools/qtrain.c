@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "qp_dist.h"
+#include "qp_omp.h"
 #include "qp_train_args.h"
 #include "qp_trainer.h"
 
@@ -30,6 +31,7 @@ static int finish(int rc, const char *err)
 
 int main(int argc, char **argv)
 {
+    qp_omp_apply(argv); /* may re-execute this program with OpenMP's waiting policy set */
     const int di = qp_dist_init(&argc, &argv);
     if (di == -2) {
         const char *r = getenv("OMPI_COMM_WORLD_RANK") ? getenv("OMPI_COMM_WORLD_RANK") : getenv("PMI_RANK");

@@ -1,6 +1,7 @@
 /* qp_backend.c — the CPU backend (see qp_backend.h): the existing calls. */
 #include "qp_backend.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,14 @@ static int cpu_nothing(qp_backend *b)
     return 0;
 }
 
+static void cpu_phases(qp_backend *b, double ms[QP_PHASE_COUNT])
+{
+    (void)b;
+    qp_prof_read(ms);
+    if (!qp_prof_enabled())
+        for (int i = 0; i < QP_PHASE_COUNT; i++) ms[i] = NAN;
+}
+
 static const char *cpu_error(qp_backend *b) { return C(b)->err; }
 static void cpu_destroy(qp_backend *b)
 {
@@ -97,6 +106,7 @@ int qp_backend_cpu(qp_backend *b, qp_gpt *model, qp_linear *lin, float *adam_m, 
     b->from_host = cpu_nothing;
     b->error = cpu_error;
     b->destroy = cpu_destroy;
+    b->phases = cpu_phases;
     return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "qp_linear.h"
 #include "qp_model.h"
 #include "qp_optim.h"
+#include "qp_prof.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,6 +61,11 @@ struct qp_backend {
     int (*grads_to_host)(qp_backend *b);
     int (*grads_from_host)(qp_backend *b);
     int (*poke)(qp_backend *b, int grads, int64_t offset, float value);
+    /* The last step's time by phase (qp_prof.h; the run file's phase
+     * columns), read after adamw: the CPU's from the host's phase profile
+     * (reset at each step's start), a device's from its own timing of the
+     * step's work; NaN for a phase not measured. */
+    void (*phases)(qp_backend *b, double ms[QP_PHASE_COUNT]);
 };
 
 /* The CPU: model, dispatch and moment buffers stay the caller's. 0, or -1 (no memory). */

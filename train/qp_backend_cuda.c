@@ -6,8 +6,11 @@
  * to the host scaling states where the stream is drained anyway (after the
  * forward's loss, the gradient norm, AdamW) and before the host states are
  * read (checkpoints), so the trainer always sees them current.
- * QP_CUDA_PROFILE=1 times the GPU's phases (kernels/qp_cuda_prof.h) and
- * prints one line on stderr at the end: "qtrain: GPU phases: ...". */
+ * The GPU's phases (kernels/qp_cuda_prof.h: qp_prof.h's, timed by events
+ * on the compute stream) fill the run file's phase columns, step by step,
+ * unless the phase profile is off (QP_PROFILE=0); QP_CUDA_PROFILE=1 also
+ * prints the whole run's split on stderr at the end: "qtrain: GPU phases
+ * (QP_CUDA_PROFILE): ...". */
 #include "qp_backend.h"
 
 #include <stdio.h>
@@ -28,10 +31,11 @@ typedef struct {
     qp_gpt *host;
     float *adam_m, *adam_v;
     qp_cuda_gpt m;
-    qp_linear *lin;            /* the dispatch (the trainer's), on the device operations below */
-    qp_cuda_linear *dev;       /* the GPU's operations of the dispatch */
-    qp_cuda_prof *prof;        /* QP_CUDA_PROFILE */
-    int64_t prof_steps;        /* steps ended (the first two are warm-up, not counted) */
+    qp_linear *lin;      /* the dispatch (the trainer's), on the device operations below */
+    qp_cuda_linear *dev; /* the GPU's operations of the dispatch */
+    qp_cuda_prof *prof;  /* the phase profile (NULL: off) */
+    int prof_report;     /* QP_CUDA_PROFILE=1: the run's split on stderr at the end */
+    int64_t prof_steps;  /* steps ended (the first two are warm-up, not in the report) */
     int m_ok;
     const int32_t *last_in, *last_tg;
 #if QP_HAVE_NCCL
@@ -58,6 +62,11 @@ static void g_set_frozen(qp_backend *b, int frozen) { qp_linear_set_frozen(G(b)-
 static int g_zero_grad(qp_backend *b)
 {
     gpu *g = G(b);
+    /* a step starts: what ran since the last step's end (evaluation,
+     * checkpoint copies) is not the step's. The stream is idle here (every
+     * step, evaluation and copy ends waiting for it), so the wait is free. */
+    if (g->prof && (qp_cuda_gpt_sync(&g->m) || qp_cuda_prof_collect(g->prof, 0)))
+        return gfail(g, g->m.err[0] ? g->m.err : "phase profile: CUDA error");
     return qp_cuda_gpt_zero_grad(&g->m) ? gfail(g, g->m.err) : 0;
 }
 
@@ -92,6 +101,8 @@ static int g_adamw(qp_backend *b, const qp_optim_cfg *c, int64_t t, double lr, f
     if (g->prof && qp_cuda_prof_collect(g->prof, ++g->prof_steps > 2)) return gfail(g, "phase profile: CUDA error");
     return gflush(g);
 }
+
+static void g_phases(qp_backend *b, double ms[QP_PHASE_COUNT]) { qp_cuda_prof_last(G(b)->prof, ms); }
 
 static int g_to_host(qp_backend *b)
 {
@@ -146,6 +157,7 @@ static int g_allreduce_grads(qp_backend *b)
 {
     gpu *g = G(b);
     double ms = 0.0;
+    qp_cuda_prof_mark(g->prof, QP_PHASE_COMM);
     const int rc = qp_nccl_sum_f32(g->nccl, g->m.grads_memory, g->m.num_params, &ms, g->err, sizeof g->err);
     qp_dist_add_comm_ms(ms);
     return rc;
@@ -171,14 +183,14 @@ static void g_destroy(qp_backend *b)
 {
     gpu *g = G(b);
     if (g) {
-        if (g->prof) {
+        if (g->prof && g->prof_report) {
             char line[600];
             qp_cuda_prof_report(g->prof, line, sizeof line);
             fprintf(stderr, "qtrain: GPU phases (QP_CUDA_PROFILE): %s\n", line);
-            qp_cuda_prof_destroy(g->prof);
         }
         if (g->lin) qp_linear_set_ops(g->lin, NULL); /* back to the CPU's before the device's go */
         qp_cuda_linear_destroy(g->dev);
+        qp_cuda_prof_destroy(g->prof);
 #if QP_HAVE_NCCL
         qp_nccl_destroy(g->nccl);
 #endif
@@ -253,9 +265,10 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
     g->lin = host_lin;
     qp_linear_set_ops(host_lin, qp_cuda_linear_ops(g->dev));
     const char *prof = getenv("QP_CUDA_PROFILE");
-    if (prof && prof[0] == '1') {
+    g->prof_report = prof && prof[0] == '1';
+    if (g->prof_report || qp_prof_enabled()) {
         if (!(g->prof = qp_cuda_prof_create(g->m.stream))) {
-            snprintf(err, errlen, "QP_CUDA_PROFILE: no CUDA events");
+            snprintf(err, errlen, "the GPU phase profile: no CUDA events (QP_PROFILE=0 runs without it)");
             g_destroy(b);
             return -1;
         }
@@ -284,6 +297,7 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
     b->grads_to_host = g_grads_to_host;
     b->grads_from_host = g_grads_from_host;
     b->poke = g_poke;
+    b->phases = g_phases;
 #if QP_HAVE_NCCL
     if (g->nccl) b->allreduce_grads = g_allreduce_grads;
 #endif

@@ -37,6 +37,12 @@ struct qp_linear {
     int micro;
     int log_qerr;
     int frozen;
+    /* the dgrad pass's global amax of dY (data parallel), for the wgrad pass
+     * when qp_linear_dy_reusable: the same tensor, so no second all-reduce */
+    float dy_gamax;
+    int dy_gamax_ok;
+    /* the backward's wgrad pass reuses dgrad's dY (qp_linear_dy_reusable) */
+    int dy_reuse;
     int64_t n_events[QP_EV_COUNT];
     char err[256];
 };
@@ -307,6 +313,26 @@ static int keep_stats(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_op
     return l->n_pending >= cap ? qp_linear_flush(l) : 0;
 }
 
+/* Square 2D blocks (NVFP4-2D's 16x16 tiles) cover the same elements whether
+ * the tensor is read as stored or transposed, so, without the RHT or SR
+ * (whose words follow the layout), quantizing the stored layout gives the
+ * transposed quantization's values, transposed: no transpose needed. Not for
+ * formats handed to the GEMM as codes with per-(row, K-chunk) scales (FP8
+ * 128x128 blocks: qp_format_traits.unscaled_exact false), whose scales
+ * follow the layout. */
+static int stored_layout_quantizes_alike(const qp_format_traits *t, const qp_use_plan *use)
+{
+    return t->block_rows > 1 && t->block_rows == t->block_cols && t->unscaled_exact && !use->rht && !use->sr;
+}
+
+int qp_linear_dy_reusable(const qp_linear_plan *plan)
+{
+    const qp_use_plan *d = &plan->use[QP_PASS_DGRAD][QP_OPND_DY], *w = &plan->use[QP_PASS_WGRAD][QP_OPND_DY];
+    const qp_format_traits *t = &qp_formats[d->fmt];
+    return d->fmt != QP_FMT_FP32 && t->block_rows == 1 && t->block_cols == 1 && !d->rht && !d->sr &&
+           memcmp(d, w, sizeof *d) == 0;
+}
+
 /* The format of operand `side` of pass p of GEMM g (FP32 for the head). */
 static qp_fmt use_fmt(const qp_linear *l, int layer, qp_gemm_id g, qp_pass p, int side)
 {
@@ -328,7 +354,7 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     const qp_format_traits *t = &qp_formats[use->fmt];
     const float *in = src;
     int trans = src_trans;
-    if (trans && (t->block_cols > 1 || use->rht)) {
+    if (trans && (t->block_cols > 1 || use->rht) && !stored_layout_quantizes_alike(t, use)) {
         if (op->transpose(x, src, op->tbuf[side], cols, rows)) return op_failed(l);
         in = op->tbuf[side];
         trans = 0;
@@ -348,21 +374,28 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     use_rules u;
     use_init(&u, l, plan, st, layer, g, pass, o, trans, rows, cols);
     const int64_t n = (int64_t)rows * cols;
+    /* wgrad's dY quantized exactly as dgrad's (qp_linear_dy_reusable) */
+    const int reuse = pass == QP_PASS_WGRAD && o == QP_OPND_DY && l->dy_reuse;
     float gamax = 0.0f;
     if (u.reduce_amax) {
         /* data parallel (qp_linear.h): the tensor scale of current scaling
          * and the scaling update see every rank's amax */
-        if (!op->amax) {
-            snprintf(l->err, sizeof l->err, "data parallelism needs the backend's amax operation");
-            return -1;
+        if (reuse && l->dy_gamax_ok) {
+            gamax = l->dy_gamax;
+        } else {
+            if (!op->amax) {
+                snprintf(l->err, sizeof l->err, "data parallelism needs the backend's amax operation");
+                return -1;
+            }
+            if (op->amax(x, in, n, &gamax)) return op_failed(l);
+            l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
         }
-        if (op->amax(x, in, n, &gamax)) return op_failed(l);
-        l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
+        if (pass == QP_PASS_DGRAD && o == QP_OPND_DY) l->dy_gamax = gamax, l->dy_gamax_ok = 1;
         if (u.scale_from_amax) u.opts.scale = qp_scale_from_amax(qp_tensor_scale_range(use->fmt), gamax, 0);
     }
     const int want_row = l->log_qerr && l->cfg.on_qerr;
     const qp_linear_qjob job = {use->fmt, in, rows, cols, trans, &u.opts, side, kind, u.update || want_row, want_row};
-    if (op->quantize(x, &job, out)) return op_failed(l);
+    if (reuse && op->reuse ? op->reuse(x, &job, out) : op->quantize(x, &job, out)) return op_failed(l);
     return job.want_stats ? keep_stats(l, layer, g, pass, o, &u, side, want_row, gamax) : 0;
 }
 
@@ -383,7 +416,9 @@ static int kind_of(qp_linear *l, int layer, qp_gemm_id g, qp_pass p, int M, int 
 static int check(qp_linear *l, int layer, qp_gemm_id g, int M, int IC, int OC)
 {
     if (l->failed) return -1; /* err holds the failed flush's message */
-    const int64_t biggest = (int64_t)(M > OC ? M : OC) * (IC > OC ? IC : OC);
+    /* the operands: X (M x IC), W (OC x IC), dY (M x OC) */
+    const int64_t x = (int64_t)M * IC, w = (int64_t)OC * IC, dy = (int64_t)M * OC;
+    const int64_t biggest = x > w ? (x > dy ? x : dy) : (w > dy ? w : dy);
     if ((unsigned)g >= QP_GEMM_COUNT || (g != QP_GEMM_HEAD && (layer < 0 || layer >= l->cfg.n_layers ||
                                                                biggest > l->ops->max_elems))) {
         snprintf(l->err, sizeof l->err, "GEMM %s of layer %d (%dx%dx%d) outside the dispatch's sizes",
@@ -410,6 +445,8 @@ int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
     qp_linear_operand a, b;
+    l->dy_gamax_ok = 0;
+    l->dy_reuse = g != QP_GEMM_HEAD && qp_linear_dy_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g]);
     /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
     int kind = kind_of(l, layer, g, QP_PASS_DGRAD, M, IC, OC);
     if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, kind, &a) ||

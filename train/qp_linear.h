@@ -126,6 +126,15 @@ void qp_linear_set_frozen(qp_linear *l, int frozen);
 
 /* The RHT's sign seed for the dispatch's seed (every RHT of a run uses it). */
 uint64_t qp_linear_rht_seed(uint64_t seed);
+/* 1 when the weight-gradient pass quantizes dY^T exactly as the
+ * data-gradient pass quantized dY: both uses have the same plan (format,
+ * options, scaling), the format has no blocks (no transpose), and neither the
+ * RHT nor stochastic rounding applies; the scale is then the same (delayed:
+ * the owner's; current: the same tensor's amax). The dispatch then reuses
+ * dgrad's global amax of dY (data parallel: one all-reduce, not two) and, on
+ * operations that keep the quantized copy (qp_linear_ops.reuse: the CPU's),
+ * hands the wgrad GEMM dgrad's quantized dY instead of quantizing it again. */
+int qp_linear_dy_reusable(const qp_linear_plan *plan);
 
 /* Scaling state of (layer, gemm, operand), for checkpoints: delayed scaling's
  * history and scales must survive a resume. */

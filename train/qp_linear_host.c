@@ -7,6 +7,7 @@
 
 #include "qp_hadamard.h"
 #include "qp_metrics.h"
+#include "qp_transpose.h"
 
 struct qp_linear_host {
     qp_linear_ops ops;
@@ -20,6 +21,11 @@ struct qp_linear_host {
     float *kscale[2];
     size_t kcodes_n[2], kscales_n[2], kscale_n[2];
     qp_linear_stats stats[2]; /* per side: the last quantization's */
+    struct {
+        qp_fmt fmt;
+        int qrows, qcols; /* as stored */
+        int kchunked;
+    } last[2];                /* per side: what qbuf holds (h_reuse) */
     qp_linear_stats kept;     /* the one kept slot: statistics apply after each quantization */
     char err[256];
 };
@@ -28,16 +34,11 @@ struct qp_linear_host {
 
 static const char *h_error(void *ctx) { return H->err; }
 
-/* dst (src_cols x src_rows) = src^T, in 32 x 32 tiles */
+/* dst (src_cols x src_rows) = src^T */
 static int h_transpose(void *ctx, const float *src, float *dst, int src_rows, int src_cols)
 {
     (void)ctx;
-    const int rows = src_cols, cols = src_rows;
-#pragma omp parallel for schedule(static)
-    for (int r0 = 0; r0 < rows; r0 += 32)
-        for (int c0 = 0; c0 < cols; c0 += 32)
-            for (int r = r0; r < r0 + 32 && r < rows; r++)
-                for (int c = c0; c < c0 + 32 && c < cols; c++) dst[(size_t)r * cols + c] = src[(size_t)c * rows + r];
+    qp_transpose(src, dst, src_cols, src_rows);
     return 0;
 }
 
@@ -133,6 +134,8 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
         snprintf(h->err, sizeof h->err, "cannot quantize to format %d", (int)j->fmt);
         return -1;
     }
+    h->last[j->side].fmt = j->fmt, h->last[j->side].qrows = qrows, h->last[j->side].qcols = qcols;
+    h->last[j->side].kchunked = kchunked;
     const float *ks = kchunked ? h->kscale[j->side] : NULL;
     if (j->want_metrics) {
         const int64_t n = (int64_t)j->rows * j->cols;
@@ -148,6 +151,23 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
         st->amax = m.amax;
     }
     *out = (qp_linear_operand){QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL, ks};
+    return 0;
+}
+
+/* The last quantization of the side, read as the job says: the same values
+ * and statistics (its metrics too, computed when the job wanted them: the
+ * same step's uses all want them or none). */
+static int h_reuse(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
+{
+    qp_linear_host *h = H;
+    const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
+    if (h->last[j->side].fmt != j->fmt || h->last[j->side].kchunked || h->last[j->side].qrows != qrows ||
+        h->last[j->side].qcols != qcols) {
+        snprintf(h->err, sizeof h->err, "no %dx%d operand in %s to reuse", qrows, qcols, qp_formats[j->fmt].name);
+        return -1;
+    }
+    *out = (qp_linear_operand){QP_LOP_F32_BF16, h->qbuf[j->side], j->trans, h->stats[j->side].qs.scale_inv, NULL,
+                               NULL, NULL};
     return 0;
 }
 
@@ -239,6 +259,7 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems)
                              .plain = h_plain,
                              .gemm_kind = NULL,
                              .quantize = h_quantize,
+                             .reuse = h_reuse,
                              .keep = h_keep,
                              .fetch_kept = h_fetch_kept,
                              .gemm = h_gemm,

@@ -1,12 +1,14 @@
 /* qp_linear_host.h — the CPU's operations of the precision dispatch
  * (qp_linear_ops.h): quant/'s quantize-dequantize (unscaled, in the stored
- * order of each operand), quant/'s error metrics, the RHT, OpenMP transposes
- * and bias loops, and oneDNN's GEMM (qp_gemm.h), which reads either operand
+ * order of each operand), quant/'s error metrics, the RHT, SIMD tiled
+ * transposes (qp_transpose.h), OpenMP bias loops, and oneDNN's GEMM (qp_gemm.h), which reads either operand
  * transposed and runs BF16 when both operands are BF16 values. Formats whose
  * scaled values are not BF16 values (FP8 blocks with FP32 scales along K)
  * hand the GEMM their codes and each (row, K-chunk) scale, and the GEMM runs
- * K-chunked (qp_gemm_run_kscaled). One kept statistics slot: the dispatch
- * applies each quantization's statistics at once.
+ * K-chunked (qp_gemm_run_kscaled). The wgrad pass gets the dgrad pass's
+ * quantized dY back when the dispatch says it is the same (reuse). One kept
+ * statistics slot: the dispatch applies each quantization's statistics at
+ * once.
  *
  * Owns: the CPU's operand buffers (per GEMM side: a transposed/rotated copy,
  * the quantized copy, the packed codes and chunk scales of a K-chunked

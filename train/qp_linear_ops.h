@@ -107,6 +107,11 @@ typedef struct qp_linear_ops {
     int (*gemm_kind)(void *ctx, qp_fmt a, qp_fmt b, int M, int N, int K);
     /* the GEMM operand of job, and (job->want_stats) its statistics in side's scratch */
     int (*quantize)(void *ctx, const qp_linear_qjob *job, qp_linear_operand *out);
+    /* job's operand quantized exactly as side's last quantization was (the
+     * same tensor, format, options and scale, now read as job->trans says:
+     * qp_linear_dy_reusable), without quantizing again; side's statistics stay
+     * the last quantization's. NULL: the dispatch quantizes again. */
+    int (*reuse)(void *ctx, const qp_linear_qjob *job, qp_linear_operand *out);
     /* side's statistics as kept slot `slot` (< max_kept), in the order of the work */
     int (*keep)(void *ctx, int side, int slot);
     /* kept slots 0..n-1 to the host (a device waits for its work here) */

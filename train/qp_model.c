@@ -3,6 +3,7 @@
 #include "qp_model.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,26 +51,52 @@ void qp_gpt_carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GP
     }
 }
 
-void qp_gpt_act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])
+void qp_gpt_act_fields(qp_gpt_acts *a, float **f[QP_GPT_NACTS])
 {
-    const int64_t L = c->layers, C = c->dim, NH = c->heads, V = c->vocab, BT = (int64_t)B * T;
-    const int64_t v[QP_GPT_NACTS] = {BT * C,      L * BT * C,  L * BT,     L * BT,     L * BT * 3 * C, L * BT * C,
-                                     L * B * NH * T * T, L * B * NH * T * T, L * BT * C, L * BT * C, L * BT * C,
-                                     L * BT,      L * BT,      L * BT * 4 * C, L * BT * 4 * C, L * BT * C, L * BT * C,
-                                     BT * C,      BT,          BT,         BT * V,     BT * V,     BT};
-    memcpy(s, v, sizeof v);
+    f[QP_ACT_ENCODED] = &a->encoded, f[QP_ACT_LN1] = &a->ln1, f[QP_ACT_LN1_MEAN] = &a->ln1_mean;
+    f[QP_ACT_LN1_RSTD] = &a->ln1_rstd, f[QP_ACT_QKV] = &a->qkv, f[QP_ACT_ATTY] = &a->atty;
+    f[QP_ACT_PREATT] = &a->preatt, f[QP_ACT_ATT] = &a->att, f[QP_ACT_ATTPROJ] = &a->attproj;
+    f[QP_ACT_RESIDUAL2] = &a->residual2, f[QP_ACT_LN2] = &a->ln2, f[QP_ACT_LN2_MEAN] = &a->ln2_mean;
+    f[QP_ACT_LN2_RSTD] = &a->ln2_rstd, f[QP_ACT_FCH] = &a->fch, f[QP_ACT_FCH_GELU] = &a->fch_gelu;
+    f[QP_ACT_FCPROJ] = &a->fcproj, f[QP_ACT_RESIDUAL3] = &a->residual3, f[QP_ACT_LNF] = &a->lnf;
+    f[QP_ACT_LNF_MEAN] = &a->lnf_mean, f[QP_ACT_LNF_RSTD] = &a->lnf_rstd, f[QP_ACT_LOGITS] = &a->logits;
+    f[QP_ACT_PROBS] = &a->probs, f[QP_ACT_LOSSES] = &a->losses, f[QP_ACT_ATT_LSE] = &a->att_lse;
+}
+_Static_assert(sizeof(qp_gpt_acts) == QP_GPT_NACTS * sizeof(float *), "a QP_ACT_ index per qp_gpt_acts field");
+_Static_assert(offsetof(qp_gpt_acts, att_lse) == QP_ACT_ATT_LSE * sizeof(float *), "QP_ACT_ in field order");
+
+int64_t qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS])
+{
+    float **f[QP_GPT_NACTS];
+    qp_gpt_act_fields(a, f);
+    int64_t used = 0;
+    for (int i = 0; i < QP_GPT_NACTS; i++) {
+        if (mem) *f[i] = sizes[i] ? mem + used : NULL;
+        /* whole 16-float vectors per tensor */
+        used += (sizes[i] + 15) / 16 * 16;
+    }
+    return used;
 }
 
-void qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS])
+/* The CPU kernels' layout (see qp_gpt_acts): no T x T matrices, one layer's
+ * projection outputs, each row's log-sum-exp. */
+static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])
 {
-    float **ptrs[QP_GPT_NACTS] = {&a->encoded, &a->ln1, &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->atty,
-                                  &a->preatt, &a->att, &a->attproj, &a->residual2, &a->ln2, &a->ln2_mean,
-                                  &a->ln2_rstd, &a->fch, &a->fch_gelu, &a->fcproj, &a->residual3, &a->lnf,
-                                  &a->lnf_mean, &a->lnf_rstd, &a->logits, &a->probs, &a->losses};
-    for (int i = 0; i < QP_GPT_NACTS; i++) {
-        *ptrs[i] = mem;
-        mem += sizes[i];
-    }
+    const int64_t L = c->layers, C = c->dim, NH = c->heads, V = c->vocab, BT = (int64_t)B * T;
+    for (int i = 0; i < QP_GPT_NACTS; i++) s[i] = 0;
+    s[QP_ACT_ENCODED] = BT * C;
+    s[QP_ACT_LN1] = L * BT * C, s[QP_ACT_LN1_MEAN] = L * BT, s[QP_ACT_LN1_RSTD] = L * BT;
+    s[QP_ACT_QKV] = L * BT * 3 * C, s[QP_ACT_ATTY] = L * BT * C;
+    s[QP_ACT_PREATT] = 0, s[QP_ACT_ATT] = 0;
+    s[QP_ACT_ATTPROJ] = BT * C;
+    s[QP_ACT_RESIDUAL2] = L * BT * C;
+    s[QP_ACT_LN2] = L * BT * C, s[QP_ACT_LN2_MEAN] = L * BT, s[QP_ACT_LN2_RSTD] = L * BT;
+    s[QP_ACT_FCH] = L * BT * 4 * C, s[QP_ACT_FCH_GELU] = L * BT * 4 * C;
+    s[QP_ACT_FCPROJ] = BT * C;
+    s[QP_ACT_RESIDUAL3] = L * BT * C;
+    s[QP_ACT_LNF] = BT * C, s[QP_ACT_LNF_MEAN] = BT, s[QP_ACT_LNF_RSTD] = BT;
+    s[QP_ACT_LOGITS] = BT * V, s[QP_ACT_PROBS] = BT * V, s[QP_ACT_LOSSES] = BT;
+    s[QP_ACT_ATT_LSE] = L * B * NH * T;
 }
 
 void qp_gpt_gemm_dims(const qp_gpt_config *c, qp_gemm_id g, int *in, int *out)
@@ -109,13 +136,14 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, 
     qp_gpt_param_shapes(c, m->param_sizes, NULL, NULL);
     for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
     int64_t as[QP_GPT_NACTS];
-    qp_gpt_act_sizes(c, B, T, as);
-    for (int i = 0; i < QP_GPT_NACTS; i++) m->num_acts += as[i];
+    act_sizes(c, B, T, as);
+    m->num_acts = qp_gpt_carve_acts(&m->acts, NULL, as);
+    m->num_scratch = qp_gpt_scratch_floats(c, B, T);
     m->params_memory = malloc((size_t)m->num_params * sizeof(float));
     m->grads_memory = calloc((size_t)m->num_params, sizeof(float));
-    m->acts_memory = malloc((size_t)m->num_acts * sizeof(float));
-    m->grads_acts_memory = calloc((size_t)m->num_acts, sizeof(float));
-    if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->grads_acts_memory) {
+    m->acts_memory = aligned_alloc(64, (size_t)m->num_acts * sizeof(float));
+    m->scratch = aligned_alloc(64, (size_t)m->num_scratch * sizeof(float));
+    if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->scratch) {
         snprintf(err, errlen, "out of memory for a model of %lld parameters and %lld activations",
                  (long long)m->num_params, (long long)m->num_acts);
         qp_gpt_free(m);
@@ -124,7 +152,6 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, 
     qp_gpt_carve_params(&m->params, m->params_memory, m->param_sizes);
     qp_gpt_carve_params(&m->grads, m->grads_memory, m->param_sizes);
     qp_gpt_carve_acts(&m->acts, m->acts_memory, as);
-    qp_gpt_carve_acts(&m->grads_acts, m->grads_acts_memory, as);
 
     const float proj_std = 0.02f / sqrtf(2.0f * (float)c->layers);
     float *mem = m->params_memory;
@@ -144,13 +171,14 @@ void qp_gpt_free(qp_gpt *m)
     free(m->params_memory);
     free(m->grads_memory);
     free(m->acts_memory);
-    free(m->grads_acts_memory);
+    free(m->scratch);
     memset(m, 0, sizeof *m);
 }
 
 int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T)
 {
-    const int64_t BT = (int64_t)B * T, C = c->dim, big = BT > 4 * C ? BT : 4 * C;
+    /* the widest operand: an MLP activation (BT x 4C) or weight (4C x C) */
+    const int64_t BT = (int64_t)B * T, C = c->dim, big = BT > C ? BT : C;
     return big * 4 * C;
 }
 

@@ -7,7 +7,14 @@
  * with +=); parameters and activations are structs of pointers carved from one
  * allocation each. Every linear layer, the LM head included, runs through the
  * precision dispatch (qp_linear.h); attention's internal products, norms,
- * GELU, softmax and the loss are FP32. */
+ * GELU, softmax and the loss are FP32.
+ *
+ * The CPU kernels (qp_model_kernels.c) keep no T x T matrix: attention is
+ * blocked with an online softmax (FlashAttention's forward and backward),
+ * saving only each query row's log-sum-exp; the backward keeps one layer's
+ * activation gradients at a time (qp_gpt.scratch), not a mirror of every
+ * activation. qp_gpt_acts keeps the GPU's fields too (kernels/ allocate their
+ * own layout): on the CPU preatt and att hold nothing. */
 #ifndef QP_MODEL_H
 #define QP_MODEL_H
 
@@ -55,32 +62,50 @@ void qp_gpt_param_shapes(const qp_gpt_config *c, int64_t sizes[QP_GPT_NPARAMS], 
 /* Tensors that get weight decay (matrices; not norms, biases or... embeddings do). */
 int qp_gpt_param_decays(int i);
 
-#define QP_GPT_NACTS 23
+/* The activations, by index in the order of qp_gpt_acts' fields: a layout
+ * is a size per index (qp_model.c's for the CPU, qpm_act_sizes in
+ * kernels/qp_cuda_model_pass.h for the GPU), carved through
+ * qp_gpt_act_fields. */
+enum {
+    QP_ACT_ENCODED, QP_ACT_LN1, QP_ACT_LN1_MEAN, QP_ACT_LN1_RSTD, QP_ACT_QKV, QP_ACT_ATTY, QP_ACT_PREATT, QP_ACT_ATT,
+    QP_ACT_ATTPROJ, QP_ACT_RESIDUAL2, QP_ACT_LN2, QP_ACT_LN2_MEAN, QP_ACT_LN2_RSTD, QP_ACT_FCH, QP_ACT_FCH_GELU,
+    QP_ACT_FCPROJ, QP_ACT_RESIDUAL3, QP_ACT_LNF, QP_ACT_LNF_MEAN, QP_ACT_LNF_RSTD, QP_ACT_LOGITS, QP_ACT_PROBS,
+    QP_ACT_LOSSES, QP_ACT_ATT_LSE,
+    QP_GPT_NACTS
+};
 typedef struct {
     float *encoded;   /* (B, T, C) */
     float *ln1;       /* (L, B, T, C) */
     float *ln1_mean;  /* (L, B, T) */
     float *ln1_rstd;  /* (L, B, T) */
-    float *qkv;       /* (L, B, T, 3C) */
+    float *qkv;       /* (L, B, T, 3C), bias included */
     float *atty;      /* (L, B, T, C) */
-    float *preatt;    /* (L, B, NH, T, T) */
-    float *att;       /* (L, B, NH, T, T) */
-    float *attproj;   /* (L, B, T, C) */
+    float *preatt;    /* GPU: (L, B, NH, T, T); CPU: nothing */
+    float *att;       /* GPU: (L, B, NH, T, T); CPU: nothing */
+    float *attproj;   /* GPU: (L, B, T, C); CPU: (B, T, C), the latest layer's, without bias */
     float *residual2; /* (L, B, T, C) */
     float *ln2;       /* (L, B, T, C) */
     float *ln2_mean;  /* (L, B, T) */
     float *ln2_rstd;  /* (L, B, T) */
-    float *fch;       /* (L, B, T, 4C) */
+    float *fch;       /* (L, B, T, 4C); CPU: without the bias */
     float *fch_gelu;  /* (L, B, T, 4C) */
-    float *fcproj;    /* (L, B, T, C) */
+    float *fcproj;    /* GPU: (L, B, T, C); CPU: (B, T, C), the latest layer's, without bias */
     float *residual3; /* (L, B, T, C) */
     float *lnf;       /* (B, T, C) */
     float *lnf_mean;  /* (B, T) */
     float *lnf_rstd;  /* (B, T) */
     float *logits;    /* (B, T, V) */
-    float *probs;     /* (B, T, V) */
+    float *probs;     /* (B, T, V) after a forward; the CPU backward turns them into the logits' gradient */
     float *losses;    /* (B, T) */
+    float *att_lse;   /* CPU: (L, B, NH, T) log-sum-exp of each query row's scaled scores; GPU: nothing */
 } qp_gpt_acts;
+
+/* f[QP_ACT_X] = &a->x for every activation. */
+void qp_gpt_act_fields(qp_gpt_acts *a, float **f[QP_GPT_NACTS]);
+/* Point a's fields into mem, sizes[i] floats each (a field of size 0 is
+ * NULL), each tensor on a 64-byte boundary; returns the floats used. With
+ * mem NULL only counts. */
+int64_t qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS]);
 
 typedef struct {
     qp_gpt_config cfg;
@@ -89,9 +114,14 @@ typedef struct {
     float *params_memory, *grads_memory;
     int64_t num_params;
     int64_t param_sizes[QP_GPT_NPARAMS];
-    qp_gpt_acts acts, grads_acts;
-    float *acts_memory, *grads_acts_memory;
+    qp_gpt_acts acts;
+    float *acts_memory;
     int64_t num_acts;
+    /* the backward's working set: one layer's activation gradients (residual
+     * stream, LayerNorm output, attention output, MLP hidden, qkv) and the
+     * partial sums of bias and norm gradients; num_scratch floats */
+    float *scratch;
+    int64_t num_scratch;
     float mean_loss;                /* of the last forward with targets */
 } qp_gpt;
 
@@ -112,12 +142,10 @@ int qp_gpt_backward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int3
 /* Which compiled copy of the kernels runs: "x86-64-v4" or "baseline". */
 const char *qp_gpt_kernel_isa(void);
 
-/* The model's shape rules, written once for the CPU and the GPU model. */
-/* Element count of each activation tensor (qp_gpt_acts order) for B x T. */
-void qp_gpt_act_sizes(const qp_gpt_config *c, int B, int T, int64_t sizes[QP_GPT_NACTS]);
-/* Point each tensor of p / a at its slice of mem (host or device memory; tensor order). */
+/* The model's shape rules, written once for the CPU and the GPU model (the
+ * activation layouts differ: qp_gpt_carve_acts above). */
+/* Point each tensor of p at its slice of mem (host or device memory; tensor order). */
 void qp_gpt_carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GPT_NPARAMS]);
-void qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS]);
 /* Input and output width of GEMM g: qkv C -> 3C, attproj C -> C, fc C -> 4C,
  * fcproj 4C -> C, head C -> V. */
 void qp_gpt_gemm_dims(const qp_gpt_config *c, qp_gemm_id g, int *in, int *out);

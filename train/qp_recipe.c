@@ -742,6 +742,14 @@ int qp_recipe_explain(const qp_linear_plan *plans, int n_layers, char *buf, size
     return (int)n;
 }
 
+char *qp_recipe_explain_text(const qp_linear_plan *plans, int n_layers)
+{
+    const int n = qp_recipe_explain(plans, n_layers, NULL, 0);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (text && qp_recipe_explain(plans, n_layers, text, (size_t)n + 1) != n) free(text), text = NULL;
+    return text;
+}
+
 void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, char *buf, size_t len)
 {
     int first, last;

@@ -150,6 +150,8 @@ int qp_recipe_check_rht(const qp_recipe *r, const qp_linear_plan *plans, int n_l
  * out: "L0-2.fprop.x=nvfp4:current\n...". Returns the length it needs
  * (excluding the NUL), writing at most len bytes; < 0 on bad input. */
 int qp_recipe_explain(const qp_linear_plan *plans, int n_layers, char *buf, size_t len);
+/* The same, malloc'd (the caller frees it); NULL without memory or on bad input. */
+char *qp_recipe_explain_text(const qp_linear_plan *plans, int n_layers);
 /* One line saying what the recipe does (the run file's recipe_description). */
 void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, char *buf, size_t len);
 /* The presets and modifiers, for messages. */

@@ -18,6 +18,7 @@
 #include "qp_runlog.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,16 +30,8 @@
 #include "qp_h5err.h"
 
 #include "qp_h5table.h"
+#include "qp_runschema.h"
 #include "qp_space.h"
-
-typedef enum { COL_I64, COL_U64, COL_F64, COL_STR } col_kind;
-
-typedef struct {
-    const char *name;
-    col_kind kind;
-    size_t width; /* COL_STR: bytes */
-    int cut;      /* COL_STR: free text, cut at the width (identifiers are never cut) */
-} col;
 
 typedef union {
     int64_t i;
@@ -47,68 +40,41 @@ typedef union {
     const char *s;
 } cell;
 
-/* A 1-D series has one column, named like its dataset. */
-static const col TRAIN_COLS[] = {
-    {"step", COL_I64, 0, 0},    {"loss", COL_F64, 0, 0},         {"lr", COL_F64, 0, 0},
-    {"grad_norm", COL_F64, 0, 0}, {"step_ms", COL_F64, 0, 0},    {"data_wait_ms", COL_F64, 0, 0},
-    {"tokens_per_s", COL_F64, 0, 0}, {"batch_hash", COL_U64, 0, 0}, {"comm_ms", COL_F64, 0, 0},
-    {"power_w", COL_F64, 0, 0},   {"energy_j", COL_F64, 0, 0},   {"gpu_util", COL_F64, 0, 0},
-    {"grad_comm_rel_err", COL_F64, 0, 0},
-};
-static const col EVAL_COLS[] = {{"step", COL_I64, 0, 0}, {"val_loss", COL_F64, 0, 0}};
-static const col QERR_COLS[] = {
-    {"step", COL_I64, 0, 0},     {"layer", COL_I64, 0, 0},     {"gemm", COL_STR, 32, 0},
-    {"operand", COL_STR, 16, 0}, {"pass", COL_STR, 16, 0},     {"rel_l2", COL_F64, 0, 0},
-    {"snr_db", COL_F64, 0, 0},   {"sat_frac", COL_F64, 0, 0},  {"zero_frac", COL_F64, 0, 0},
-    {"amax", COL_F64, 0, 0},     {"scale", COL_F64, 0, 0},
-};
-static const col RECALIB_COLS[] = {
-    {"step", COL_I64, 0, 0},      {"layer", COL_I64, 0, 0},     {"gemm", COL_STR, 32, 0},
-    {"operand", COL_STR, 16, 0},  {"kind", COL_STR, 32, 0},     {"old_scale", COL_F64, 0, 0},
-    {"new_scale", COL_F64, 0, 0}, {"amax", COL_F64, 0, 0},
-};
-static const col DIVERGENCE_COLS[] = {
-    {"step", COL_I64, 0, 0}, {"loss", COL_F64, 0, 0}, {"reason", COL_STR, 256, 1}, {"action", COL_STR, 32, 0}};
-static const col STATUS_COLS[] = {{"step", COL_I64, 0, 0}, {"state", COL_STR, 16, 0}, {"message", COL_STR, 512, 1}};
-
-#define MAXCOLS 11
+/* The datasets come from the schema (qp_runschema.h): a table is one
+ * series; a group (/train, /eval) is a series per column, named like it. */
+#define MAXCOLS 32
+#define MAXSERIES 64
 
 typedef struct {
-    const char *path;
-    const col *cols; /* a table's columns, or the one column of a 1-D series */
+    char path[96];
+    const qp_runcol *cols; /* a table's columns, or the one column of a 1-D series */
     int ncols, table;
     size_t chunk; /* rows per chunk, and per buffered write */
 } spec;
 
-/* Series are grouped: /train's thirteen and /eval's two are appended in step;
- * a group's first series holds the step. */
-enum { S_TRAIN = 0, S_EVAL = 13, S_QERR = 15, S_RECALIB, S_DIVERGENCE, S_STATUS, NSERIES };
+static spec SPECS[MAXSERIES];
+static int NSERIES;
+static int FIRST[QP_RS_COUNT]; /* each dataset's first series; a group's first series holds the step */
 
-static const spec SPECS[NSERIES] = {
-    {"/train/step", &TRAIN_COLS[0], 1, 0, 1024},
-    {"/train/loss", &TRAIN_COLS[1], 1, 0, 1024},
-    {"/train/lr", &TRAIN_COLS[2], 1, 0, 1024},
-    {"/train/grad_norm", &TRAIN_COLS[3], 1, 0, 1024},
-    {"/train/step_ms", &TRAIN_COLS[4], 1, 0, 1024},
-    {"/train/data_wait_ms", &TRAIN_COLS[5], 1, 0, 1024},
-    {"/train/tokens_per_s", &TRAIN_COLS[6], 1, 0, 1024},
-    {"/train/batch_hash", &TRAIN_COLS[7], 1, 0, 1024},
-    {"/train/comm_ms", &TRAIN_COLS[8], 1, 0, 1024},
-    {"/train/power_w", &TRAIN_COLS[9], 1, 0, 1024},
-    {"/train/energy_j", &TRAIN_COLS[10], 1, 0, 1024},
-    {"/train/gpu_util", &TRAIN_COLS[11], 1, 0, 1024},
-    {"/train/grad_comm_rel_err", &TRAIN_COLS[12], 1, 0, 1024},
-    {"/eval/step", &EVAL_COLS[0], 1, 0, 256},
-    {"/eval/val_loss", &EVAL_COLS[1], 1, 0, 256},
-    {"/quant/error", QERR_COLS, 11, 1, 1024},
-    {"/events/recalib", RECALIB_COLS, 8, 1, 256},
-    {"/events/divergence", DIVERGENCE_COLS, 4, 1, 64},
-    {"/status", STATUS_COLS, 3, 1, 64},
-};
+static void build_specs(void)
+{
+    if (NSERIES) return;
+    for (int d = 0; d < QP_RS_COUNT; d++) {
+        const qp_runset *rs = &qp_runsets[d];
+        FIRST[d] = NSERIES;
+        for (int c = 0; c < (rs->table ? 1 : rs->ncols); c++) {
+            spec *sp = &SPECS[NSERIES++];
+            sp->table = rs->table;
+            sp->chunk = (size_t)rs->chunk;
+            sp->cols = rs->table ? rs->cols : &rs->cols[c];
+            sp->ncols = rs->table ? rs->ncols : 1;
+            if (rs->table) snprintf(sp->path, sizeof sp->path, "%s", rs->path);
+            else snprintf(sp->path, sizeof sp->path, "%s/%s", rs->path, rs->cols[c].name);
+        }
+    }
+}
 
-static const struct {
-    int first, count;
-} GROUPS[] = {{S_TRAIN, 13}, {S_EVAL, 2}, {S_QERR, 1}, {S_RECALIB, 1}, {S_DIVERGENCE, 1}, {S_STATUS, 1}};
+static int set_series(int d) { return qp_runsets[d].table ? 1 : qp_runsets[d].ncols; }
 
 static const char *const STATES[] = {"running", "done", "diverged", "stopped", "failed"};
 
@@ -126,7 +92,8 @@ struct qp_runlog {
     hid_t file;
     int lockfd;
     int64_t margin; /* bytes reserved past the end before each write (see room) */
-    series s[NSERIES];
+    series s[MAXSERIES];
+    int version; /* the file's schema version (qp_runschema.h) */
 };
 
 /* Reserve room for what the next write can add (rows, a new chunk of every
@@ -160,9 +127,15 @@ static hid_t latest_fapl(void)
     return p;
 }
 
-static hid_t file_type(col_kind k)
+static hid_t file_type(qp_runcol_kind k)
 {
-    return k == COL_I64 ? H5T_STD_I64LE : k == COL_U64 ? H5T_STD_U64LE : H5T_IEEE_F64LE;
+    switch (k) {
+    case QP_RC_I64: return H5T_STD_I64LE;
+    case QP_RC_U64: return H5T_STD_U64LE;
+    case QP_RC_F64: return H5T_IEEE_F64LE;
+    case QP_RC_STR: break; /* strings live in tables (qp_h5table) */
+    }
+    return -1;
 }
 
 /* Create one series' empty dataset (a table through qp_h5table). */
@@ -172,10 +145,10 @@ static int create_series(hid_t f, const spec *sp, char *err, size_t errlen)
         qp_h5col c[MAXCOLS];
         for (int i = 0; i < sp->ncols; i++) {
             c[i].name = sp->cols[i].name;
-            c[i].type = sp->cols[i].kind == COL_STR ? QP_H5COL_STR
-                        : sp->cols[i].kind == COL_F64 ? QP_H5COL_F64
-                                                      : QP_H5COL_I64;
-            c[i].width = sp->cols[i].width;
+            c[i].type = sp->cols[i].kind == QP_RC_STR ? QP_H5COL_STR
+                        : sp->cols[i].kind == QP_RC_F64 ? QP_H5COL_F64
+                                                        : QP_H5COL_I64;
+            c[i].width = (size_t)sp->cols[i].width;
         }
         qp_h5table *t = qp_h5table_create(f, sp->path, c, sp->ncols, sp->chunk, err, errlen);
         return t ? qp_h5table_close(t, err, errlen) : -1;
@@ -183,7 +156,10 @@ static int create_series(hid_t f, const spec *sp, char *err, size_t errlen)
     const hsize_t zero = 0, unlimited = H5S_UNLIMITED, chunk = sp->chunk;
     hid_t space = -1, dcpl = -1, lcpl = -1, ds = -1;
     int ok = (space = H5Screate_simple(1, &zero, &unlimited)) >= 0;
+    /* rows a resumed older file never had read NaN ("not measured") */
+    const double nan = NAN;
     ok = ok && (dcpl = H5Pcreate(H5P_DATASET_CREATE)) >= 0 && H5Pset_chunk(dcpl, 1, &chunk) >= 0;
+    ok = ok && (sp->cols[0].kind != QP_RC_F64 || H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &nan) >= 0);
     ok = ok && (lcpl = H5Pcreate(H5P_LINK_CREATE)) >= 0 && H5Pset_create_intermediate_group(lcpl, 1) >= 0;
     ok = ok && (ds = H5Dcreate2(f, sp->path, file_type(sp->cols[0].kind), space, lcpl, dcpl, H5P_DEFAULT)) >= 0;
     if (!ok) {
@@ -197,13 +173,13 @@ static int create_series(hid_t f, const spec *sp, char *err, size_t errlen)
     return ok ? 0 : -1;
 }
 
-static int kind_matches(hid_t t, col_kind k)
+static int kind_matches(hid_t t, qp_runcol_kind k)
 {
     const H5T_class_t c = H5Tget_class(t);
-    if (k == COL_STR) return c == H5T_STRING && H5Tis_variable_str(t) == 0;
+    if (k == QP_RC_STR) return c == H5T_STRING && H5Tis_variable_str(t) == 0;
     if (H5Tget_size(t) != 8) return 0;
-    if (k == COL_F64) return c == H5T_FLOAT;
-    return c == H5T_INTEGER && H5Tget_sign(t) == (k == COL_U64 ? H5T_SGN_NONE : H5T_SGN_2);
+    if (k == QP_RC_F64) return c == H5T_FLOAT;
+    return c == H5T_INTEGER && H5Tget_sign(t) == (k == QP_RC_U64 ? H5T_SGN_NONE : H5T_SGN_2);
 }
 
 /* Open a series and check that it has the schema's columns and types, so a
@@ -213,7 +189,7 @@ static int open_series(hid_t f, series *s, const spec *sp, char *err, size_t err
     s->sp = sp;
     s->last_step = INT64_MIN;
     if ((s->ds = H5Dopen2(f, sp->path, H5P_DEFAULT)) < 0) {
-        snprintf(err, errlen, "not a run file: no %s", sp->path);
+        snprintf(err, errlen, "not a run file: no %.90s", sp->path);
         return -1;
     }
     const hid_t ft = H5Dget_type(s->ds), space = H5Dget_space(s->ds), dcpl = H5Dget_create_plist(s->ds);
@@ -243,14 +219,14 @@ static int open_series(hid_t f, series *s, const spec *sp, char *err, size_t err
     if (space >= 0) H5Sclose(space);
     if (ft >= 0) H5Tclose(ft);
     if (!ok) {
-        snprintf(err, errlen, "not a run file: %s does not have the run file's layout", sp->path);
+        snprintf(err, errlen, "not a run file: %.90s does not have the run file's layout", sp->path);
         return -1;
     }
     s->rsize = H5Tget_size(s->mtype);
     s->cap = (size_t)chunk;
     s->written = (int64_t)n;
     if (!(s->buf = calloc(s->cap, s->rsize))) {
-        snprintf(err, errlen, "%s: out of memory", sp->path);
+        snprintf(err, errlen, "%.90s: out of memory", sp->path);
         return -1;
     }
     return 0;
@@ -299,24 +275,44 @@ static size_t cut_utf8(const char *p, size_t len, size_t width)
     return w;
 }
 
-/* Append one row to `count` series starting at `first`; c holds their
- * columns in order, c[0] being the step. Nothing is buffered unless the whole
+/* The cells of one row of dataset d, from its row struct (qp_runschema.h). */
+static int row_cells(int d, const void *rec, cell *c)
+{
+    const qp_runset *rs = &qp_runsets[d];
+    const char *base = rec;
+    for (int k = 0; k < rs->ncols; k++) {
+        const qp_runcol *col = &rs->cols[k];
+        const char *v = base + col->offset;
+        switch (col->kind) {
+        case QP_RC_I64: memcpy(&c[k].i, v, 8); break;
+        case QP_RC_U64: memcpy(&c[k].u, v, 8); break;
+        case QP_RC_F64: memcpy(&c[k].f, v, 8); break;
+        case QP_RC_STR: memcpy(&c[k].s, v, sizeof c[k].s); break;
+        }
+    }
+    return rs->ncols;
+}
+
+/* Append one row (rec: the dataset's row struct) to dataset d — its one
+ * table, or every series of its group. Nothing is buffered unless the whole
  * row is valid and every series has room. */
-static int append(qp_runlog *l, int first, int count, const cell *c, char *err, size_t errlen)
+static int append(qp_runlog *l, int d, const void *rec, char *err, size_t errlen)
 {
     qp_h5_quiet();
-    series *s = &l->s[first];
+    cell c[MAXCOLS];
+    row_cells(d, rec, c);
+    const int count = set_series(d);
+    series *s = &l->s[FIRST[d]];
     const int64_t last = s[0].last_step;
-    if (c[0].i < last || (first == S_TRAIN && c[0].i == last)) {
+    if (c[0].i < last || (d == QP_RS_TRAIN && c[0].i == last)) {
         snprintf(err, errlen, "%s: %s: step %lld after step %lld: steps never go back (resume to roll back)",
-                 l->path, first == S_TRAIN ? "/train" : first == S_EVAL ? "/eval" : s[0].sp->path,
-                 (long long)c[0].i, (long long)last);
+                 l->path, qp_runsets[d].path, (long long)c[0].i, (long long)last);
         return -1;
     }
     for (int i = 0, k = 0; i < count; i++)
         for (int j = 0; j < s[i].sp->ncols; j++, k++) {
-            const col *cl = &s[i].sp->cols[j];
-            if (cl->kind != COL_STR || cl->cut) continue;
+            const qp_runcol *cl = &s[i].sp->cols[j];
+            if (cl->kind != QP_RC_STR || cl->cut) continue;
             const size_t n = c[k].s ? strlen(c[k].s) : 0;
             if (n > s[i].width[j]) {
                 snprintf(err, errlen, "%s: %s: %s '%.40s' has %zu bytes, more than the %zu the column holds", l->path,
@@ -330,7 +326,7 @@ static int append(qp_runlog *l, int first, int count, const cell *c, char *err, 
         uint8_t *row = s[i].buf + s[i].pending * s[i].rsize;
         for (int j = 0; j < s[i].sp->ncols; j++, k++) {
             uint8_t *dst = row + s[i].off[j];
-            if (s[i].sp->cols[j].kind != COL_STR) {
+            if (s[i].sp->cols[j].kind != QP_RC_STR) {
                 memcpy(dst, &c[k], 8);
             } else if (c[k].s) {
                 const size_t n = strlen(c[k].s);
@@ -407,6 +403,7 @@ static int start_swmr(qp_runlog *l, char *err, size_t errlen)
 qp_runlog *qp_runlog_create(const char *path, const qp_kv *attrs, int nattrs, char *err, size_t errlen)
 {
     qp_h5_quiet();
+    build_specs();
     char why[256], e[384];
     if (nattrs < 0 || (nattrs > 0 && !attrs)) {
         snprintf(err, errlen, "%s: bad attribute list", path);
@@ -422,6 +419,10 @@ qp_runlog *qp_runlog_create(const char *path, const qp_kv *attrs, int nattrs, ch
                 snprintf(err, errlen, "%s: attribute '%s' given twice", path, attrs[i].key);
                 return NULL;
             }
+        if (!strcmp(attrs[i].key, QP_RUNFILE_SCHEMA_ATTR)) {
+            snprintf(err, errlen, "%s: attribute '%s' is the run file's own", path, attrs[i].key);
+            return NULL;
+        }
     }
     qp_runlog *l = new_log(path, err, errlen);
     if (!l) return NULL;
@@ -449,6 +450,13 @@ qp_runlog *qp_runlog_create(const char *path, const qp_kv *attrs, int nattrs, ch
             snprintf(err, errlen, "%s: %s", path, e);
             goto fail;
         }
+    char ver[16];
+    snprintf(ver, sizeof ver, "%d", QP_RUNFILE_SCHEMA);
+    if (qp_h5_set_attr_str(l->file, QP_RUNFILE_SCHEMA_ATTR, ver, e, sizeof e)) {
+        snprintf(err, errlen, "%s: %s", path, e);
+        goto fail;
+    }
+    l->version = QP_RUNFILE_SCHEMA;
     for (int i = 0; i < NSERIES; i++)
         if (create_series(l->file, &SPECS[i], e, sizeof e)) {
             snprintf(err, errlen, "%s: %s", path, e);
@@ -507,7 +515,7 @@ static int read_step(const series *s, hsize_t i, int64_t *v, char *why, size_t w
 
 /* Cut a group of series to its rows with step <= last_step. Steps never go
  * back within a series, so that is a prefix, found by bisection; series of
- * one group (a kill may leave /train's eight of different lengths) are cut
+ * one group (a kill may leave /train's series at different lengths) are cut
  * to a common length. */
 static int truncate_group(qp_runlog *l, int first, int count, int64_t last_step, char *err, size_t errlen)
 {
@@ -539,9 +547,85 @@ fail:
     return -1;
 }
 
+/* The file's schema version: its attribute, 1 without one. */
+static int read_version(qp_runlog *l, char *err, size_t errlen)
+{
+    char *v = NULL;
+    if (H5Aexists(l->file, QP_RUNFILE_SCHEMA_ATTR) > 0) {
+        const hid_t a = H5Aopen(l->file, QP_RUNFILE_SCHEMA_ATTR, H5P_DEFAULT), t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, H5T_VARIABLE);
+        H5Tset_cset(t, H5T_CSET_UTF8);
+        if (a < 0 || H5Aread(a, t, &v) < 0) v = NULL;
+        H5Tclose(t);
+        if (a >= 0) H5Aclose(a);
+        if (!v) {
+            snprintf(err, errlen, "%s: cannot read its %s attribute", l->path, QP_RUNFILE_SCHEMA_ATTR);
+            return -1;
+        }
+    }
+    const int rc = qp_runschema_check_version(v, l->path, "qtrain", &l->version, err, errlen);
+    if (v) H5free_memory(v);
+    return rc;
+}
+
+/* A file an older qtrain wrote gets the columns added since, NaN for the
+ * rows it already has ("not measured"), and the current version. */
+static int upgrade(qp_runlog *l, char *err, size_t errlen)
+{
+    if (read_version(l, err, errlen)) return -1;
+    if (l->version == QP_RUNFILE_SCHEMA) return 0;
+    char e[384], why[256];
+    for (int d = 0; d < QP_RS_COUNT; d++) {
+        const qp_runset *rs = &qp_runsets[d];
+        hsize_t rows = 0;
+        for (int c = 0; c < rs->ncols; c++) {
+            if (rs->cols[c].since <= l->version) continue;
+            if (rs->table || c == 0) {
+                snprintf(err, errlen, "%s: run file schema version %d cannot be continued by this qtrain (%s changed); "
+                         "start a new run", l->path, l->version, rs->path);
+                return -1;
+            }
+            const spec *sp = &SPECS[FIRST[d] + c];
+            if (rows == 0) {
+                /* the group's length: its step series, which every version has */
+                const hid_t ds = H5Dopen2(l->file, SPECS[FIRST[d]].path, H5P_DEFAULT), space = ds >= 0 ? H5Dget_space(ds) : -1;
+                if (space < 0 || H5Sget_simple_extent_dims(space, &rows, NULL) != 1) rows = (hsize_t)-1;
+                if (space >= 0) H5Sclose(space);
+                if (ds >= 0) H5Dclose(ds);
+                if (rows == (hsize_t)-1) {
+                    snprintf(err, errlen, "%s: not a run file: no %s", l->path, SPECS[FIRST[d]].path);
+                    return -1;
+                }
+            }
+            if (H5Lexists(l->file, sp->path, H5P_DEFAULT) > 0) continue;
+            if (create_series(l->file, sp, e, sizeof e)) {
+                snprintf(err, errlen, "%s: %s", l->path, e);
+                return -1;
+            }
+            const hid_t ds = H5Dopen2(l->file, sp->path, H5P_DEFAULT);
+            const int ok = ds >= 0 && H5Dset_extent(ds, &rows) >= 0;
+            if (!ok) qp_h5_why(why, sizeof why);
+            if (ds >= 0) H5Dclose(ds);
+            if (!ok) {
+                snprintf(err, errlen, "%s: cannot add %s: %s", l->path, sp->path, why);
+                return -1;
+            }
+        }
+    }
+    char ver[16];
+    snprintf(ver, sizeof ver, "%d", QP_RUNFILE_SCHEMA);
+    if (qp_h5_set_attr_str(l->file, QP_RUNFILE_SCHEMA_ATTR, ver, e, sizeof e)) {
+        snprintf(err, errlen, "%s: %s", l->path, e);
+        return -1;
+    }
+    l->version = QP_RUNFILE_SCHEMA;
+    return 0;
+}
+
 qp_runlog *qp_runlog_resume(const char *path, int64_t last_step, char *err, size_t errlen)
 {
     qp_h5_quiet();
+    build_specs();
     char why[256];
     qp_runlog *l = new_log(path, err, errlen);
     if (!l) return NULL;
@@ -554,9 +638,9 @@ qp_runlog *qp_runlog_resume(const char *path, int64_t last_step, char *err, size
         snprintf(err, errlen, "%s: cannot open: %s", path, why);
         goto fail;
     }
-    if (open_all(l, err, errlen) || room(l, err, errlen)) goto fail;
-    for (size_t g = 0; g < sizeof GROUPS / sizeof GROUPS[0]; g++)
-        if (truncate_group(l, GROUPS[g].first, GROUPS[g].count, last_step, err, errlen)) goto fail;
+    if (upgrade(l, err, errlen) || open_all(l, err, errlen) || room(l, err, errlen)) goto fail;
+    for (int d = 0; d < QP_RS_COUNT; d++)
+        if (truncate_group(l, FIRST[d], set_series(d), last_step, err, errlen)) goto fail;
     if (start_swmr(l, err, errlen)) goto fail;
     return l;
 fail:
@@ -567,63 +651,26 @@ fail:
 int qp_runlog_train(qp_runlog *l, const qp_train_row *r, char *err, size_t errlen)
 {
     if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
-    cell c[13];
-    c[0].i = r->step;
-    c[1].f = r->loss;
-    c[2].f = r->lr;
-    c[3].f = r->grad_norm;
-    c[4].f = r->step_ms;
-    c[5].f = r->data_wait_ms;
-    c[6].f = r->tokens_per_s;
-    c[7].u = r->batch_hash;
-    c[8].f = r->comm_ms;
-    c[9].f = r->power_w;
-    c[10].f = r->energy_j;
-    c[11].f = r->gpu_util;
-    c[12].f = r->grad_comm_rel_err;
-    return append(l, S_TRAIN, 13, c, err, errlen);
+    return append(l, QP_RS_TRAIN, r, err, errlen);
 }
 
 int qp_runlog_eval(qp_runlog *l, int64_t step, double val_loss, char *err, size_t errlen)
 {
     if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
-    cell c[2];
-    c[0].i = step;
-    c[1].f = val_loss;
-    return append(l, S_EVAL, 2, c, err, errlen);
+    const qp_eval_row r = {.step = step, .val_loss = val_loss};
+    return append(l, QP_RS_EVAL, &r, err, errlen);
 }
 
 int qp_runlog_qerr(qp_runlog *l, const qp_qerr_row *r, char *err, size_t errlen)
 {
     if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
-    cell c[11];
-    c[0].i = r->step;
-    c[1].i = r->layer;
-    c[2].s = r->gemm;
-    c[3].s = r->operand;
-    c[4].s = r->pass;
-    c[5].f = r->rel_l2;
-    c[6].f = r->snr_db;
-    c[7].f = r->sat_frac;
-    c[8].f = r->zero_frac;
-    c[9].f = r->amax;
-    c[10].f = r->scale;
-    return append(l, S_QERR, 1, c, err, errlen);
+    return append(l, QP_RS_QERR, r, err, errlen);
 }
 
 int qp_runlog_event(qp_runlog *l, const qp_event_row *r, char *err, size_t errlen)
 {
     if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
-    cell c[13];
-    c[0].i = r->step;
-    c[1].i = r->layer;
-    c[2].s = r->gemm;
-    c[3].s = r->operand;
-    c[4].s = r->kind;
-    c[5].f = r->old_scale;
-    c[6].f = r->new_scale;
-    c[7].f = r->amax;
-    return append(l, S_RECALIB, 1, c, err, errlen);
+    return append(l, QP_RS_RECALIB, r, err, errlen);
 }
 
 /* Divergence and status rows are rare and are what someone watching the run
@@ -632,12 +679,8 @@ int qp_runlog_divergence(qp_runlog *l, int64_t step, double loss, const char *re
                          size_t errlen)
 {
     if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
-    cell c[4];
-    c[0].i = step;
-    c[1].f = loss;
-    c[2].s = reason;
-    c[3].s = action;
-    return append(l, S_DIVERGENCE, 1, c, err, errlen) ? -1 : qp_runlog_flush(l, err, errlen);
+    const qp_divergence_row r = {.step = step, .loss = loss, .reason = reason, .action = action};
+    return append(l, QP_RS_DIVERGENCE, &r, err, errlen) ? -1 : qp_runlog_flush(l, err, errlen);
 }
 
 int qp_runlog_status(qp_runlog *l, int64_t step, const char *state, const char *message, char *err, size_t errlen)
@@ -650,11 +693,8 @@ int qp_runlog_status(qp_runlog *l, int64_t step, const char *state, const char *
                  state ? state : "(null)");
         return -1;
     }
-    cell c[3];
-    c[0].i = step;
-    c[1].s = state;
-    c[2].s = message;
-    return append(l, S_STATUS, 1, c, err, errlen) ? -1 : qp_runlog_flush(l, err, errlen);
+    const qp_status_row r = {.step = step, .state = state, .message = message};
+    return append(l, QP_RS_STATUS, &r, err, errlen) ? -1 : qp_runlog_flush(l, err, errlen);
 }
 
 int qp_runlog_flush(qp_runlog *l, char *err, size_t errlen)

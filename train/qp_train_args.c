@@ -126,6 +126,24 @@ static int parse_f64(const char *opt, const char *s, double *out, char *err, siz
     return 0;
 }
 
+const char *const qp_device_names[QP_DEVICE_COUNT] = {[QP_DEVICE_CPU] = "cpu", [QP_DEVICE_CUDA] = "cuda"};
+const char *const qp_on_divergence_names[QP_ON_DIVERGENCE_COUNT] = {
+    [QP_ON_DIVERGENCE_STOP] = "stop", [QP_ON_DIVERGENCE_SKIP_STEP] = "skip-step",
+    [QP_ON_DIVERGENCE_ROLLBACK] = "rollback"};
+
+/* One of names[0..n): its index, or -1 with "OPT must be a, b or c, not 'x'". */
+static int parse_name(const char *opt, const char *s, const char *const *names, int n, int *out, char *err,
+                      size_t errlen)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i])) return *out = i, 0;
+    int k = snprintf(err, errlen, "%s must be ", opt);
+    for (int i = 0; i < n && k >= 0 && (size_t)k < errlen; i++)
+        k += snprintf(err + k, errlen - (size_t)k, "%s%s", names[i], i + 2 < n ? ", " : i + 1 < n ? " or " : "");
+    if (k >= 0 && (size_t)k < errlen) snprintf(err + k, errlen - (size_t)k, ", not '%.60s'", s);
+    return -1;
+}
+
 static int copy_str(const char *opt, const char *s, char *dst, size_t len, char *err, size_t errlen)
 {
     if (strlen(s) >= len) {
@@ -163,10 +181,14 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
 #define INT(name, field, lo, hi) else if (!strcmp(a, name)) { bad = parse_i64(a, v, lo, hi, &n, err, errlen); o->field = n; }
 #define DBL(name, field) else if (!strcmp(a, name)) bad = parse_f64(a, v, &o->field, err, errlen);
 #define STR(name, field) else if (!strcmp(a, name)) bad = copy_str(a, v, o->field, sizeof o->field, err, errlen);
+#define NAME(name, field, names, n) \
+    else if (!strcmp(a, name)) { int k_ = 0; bad = parse_name(a, v, names, n, &k_, err, errlen); o->field = k_; }
         if (0) {}
         STR("--data", data) STR("--out", out) STR("--recipe", recipe) STR("--resume-from", resume_from)
-        STR("--device", device) STR("--on-divergence", on_divergence) STR("--inject", inject)
-        STR("--grad-comm", grad_comm)
+        STR("--inject", inject)
+        NAME("--device", device, qp_device_names, QP_DEVICE_COUNT)
+        NAME("--on-divergence", on_divergence, qp_on_divergence_names, QP_ON_DIVERGENCE_COUNT)
+        NAME("--grad-comm", grad_comm, qp_grad_comm_names, QP_GRAD_COMM_COUNT)
         INT("--layers", layers, -(1LL << 30), 1LL << 30) INT("--heads", heads, -(1LL << 30), 1LL << 30)
         INT("--dim", dim, -(1LL << 30), 1LL << 30) INT("--seq", seq, -(1LL << 30), 1LL << 30)
         INT("--batch", batch, -(1LL << 30), 1LL << 30) INT("--grad-accum", grad_accum, -(1LL << 30), 1LL << 30)
@@ -200,6 +222,7 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
 #undef INT
 #undef DBL
 #undef STR
+#undef NAME
         if (bad) return QP_ARGS_BAD;
     }
     return QP_ARGS_OK;
@@ -219,13 +242,11 @@ int qp_train_explain(const qp_train_opts *o, FILE *out, char *err, size_t errlen
         snprintf(err, errlen, "out of memory");
         rc = QP_EXIT_RUNTIME;
     } else if (!qp_recipe_parse(o->recipe, r, err, errlen) && !qp_recipe_resolve(r, o->layers, plans, err, errlen)) {
-        const int n = qp_recipe_explain(plans, o->layers, NULL, 0);
-        text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+        text = qp_recipe_explain_text(plans, o->layers);
         rc = QP_EXIT_RUNTIME;
         if (!text) {
             snprintf(err, errlen, "out of memory");
         } else {
-            qp_recipe_explain(plans, o->layers, text, (size_t)n + 1);
             qp_recipe_describe(r, plans, o->layers, desc, sizeof desc);
             fprintf(out, "# recipe '%s' for %d blocks: one rule per pass x operand x block group; joined by ','\n"
                          "# they are the recipe spelled out (docs/recipes.md). %s\n%s",

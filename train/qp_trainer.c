@@ -14,25 +14,14 @@
 #include <omp.h>
 #endif
 
-#include "qp_backend.h"
-#include "qp_ckpt.h"
-#include "qp_data.h"
-#include "qp_faults.h"
 #include "qp_dist.h"
 #include "qp_format.h"
-#include "qp_gemm.h"
-#include "qp_linear.h"
-#include "qp_model.h"
-#include "qp_nvml.h"
 #include "qp_optim.h"
-#include "qp_recipe.h"
-#include "qp_runlog.h"
+#include "qp_prof.h"
 #include "qp_scaling.h"
 #include "qp_size.h"
+#include "qp_train_state.h"
 
-#define QP_VERSION "0.2.0"
-#define QP_VAL_GROUPS 10 /* random groups of the validation set's standard error */
-#define N_QGEMMS QP_BLOCK_GEMMS
 _Static_assert(sizeof(((qp_train_opts *)0)->recipe) == QP_RECIPE_SPEC_MAX, "--recipe holds any recipe");
 
 volatile int qp_train_stop_requested;
@@ -42,9 +31,7 @@ void qp_train_opts_default(qp_train_opts *o)
     memset(o, 0, sizeof *o);
     snprintf(o->recipe, sizeof o->recipe, "bf16");
     snprintf(o->out, sizeof o->out, "run.h5");
-    snprintf(o->device, sizeof o->device, "cpu");
-    snprintf(o->on_divergence, sizeof o->on_divergence, "stop");
-    snprintf(o->grad_comm, sizeof o->grad_comm, "fp32");
+    o->device = QP_DEVICE_CPU, o->on_divergence = QP_ON_DIVERGENCE_STOP, o->grad_comm = QP_GRAD_COMM_FP32;
     o->layers = QP_DEFAULT_LAYERS, o->heads = 4, o->dim = 128, o->seq = 64, o->batch = 12, o->grad_accum = 1;
     o->threads = 2, o->prefetch = 4;
     o->steps = 2000, o->warmup = 100, o->eval_every = 250, o->eval_batches = 20, o->qerr_every = 100;
@@ -84,11 +71,9 @@ int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
     if (o->tokens_per_param > 0 && o->steps_given) BAD("give --steps or --tokens-per-param, not both");
     if (o->val_tokens < -1) BAD("--val-tokens must be a token count or 'all'");
     if ((int64_t)o->batch * o->seq > (int64_t)1 << 28) BAD("--batch x --seq too large");
-    if (strcmp(o->device, "cpu") && strcmp(o->device, "cuda")) BAD("--device must be cpu or cuda, not '%s'", o->device);
-    if (strcmp(o->on_divergence, "stop") && strcmp(o->on_divergence, "skip-step") && strcmp(o->on_divergence, "rollback"))
-        BAD("--on-divergence must be stop, skip-step or rollback, not '%s'", o->on_divergence);
-    if (strcmp(o->grad_comm, "fp32") && strcmp(o->grad_comm, "bf16") && strcmp(o->grad_comm, "fp8"))
-        BAD("--grad-comm must be fp32, bf16 or fp8, not '%s'", o->grad_comm);
+    if ((unsigned)o->device >= QP_DEVICE_COUNT || (unsigned)o->on_divergence >= QP_ON_DIVERGENCE_COUNT ||
+        (unsigned)o->grad_comm >= QP_GRAD_COMM_COUNT)
+        BAD("--device, --on-divergence or --grad-comm out of range");
     qp_inject inj;
     if (qp_inject_parse(o->inject, &inj, err, errlen)) return -1;
 #undef BAD
@@ -104,44 +89,6 @@ void qp_ckpt_path_for(const char *run_path, char *dst, size_t len)
         snprintf(dst, len, "%s.ckpt.h5", run_path);
 }
 
-typedef struct {
-    qp_train_opts o;
-    qp_dataset *data;
-    qp_recipe recipe;
-    qp_linear_plan *plans; /* the recipe resolved for this model: [layer][gemm] */
-    qp_gemm *gemm;
-    qp_linear *lin;
-    qp_gpt model;
-    int model_ok;
-    float *adam_m, *adam_v;
-    qp_runlog *log;
-    char ckpt_path[1100];
-    int64_t step;        /* the next optimizer step to run */
-    double best_loss;    /* running minimum of the training loss */
-    int32_t *eval_in, *eval_tg;
-    char log_err[256];   /* first failure of a record callback */
-    int64_t n_qerr_rows;
-    qp_inject inject;    /* --inject */
-    int recoveries;      /* consecutive divergences recovered from (skip-step, rollback) */
-    float *scaling_snap; /* skip-step: every scaling state before the step (pack_scaling) */
-    /* data parallelism: this rank takes rows [rank*Bl, (rank+1)*Bl) of every global batch */
-    int rank, world, Bl;
-    /* low-precision gradient exchange (--grad-comm bf16|fp8) */
-    int comm_kind;          /* 0 fp32, 1 bf16, 2 fp8 */
-    float *g_ref, *g_send;  /* FP32 all-reduce for the error measurement; what this rank sends */
-    float *ef;              /* error-feedback residual (--grad-comm-ef), NULL without */
-    uint8_t *payload, *gathered;
-    int64_t comm_bytes;     /* payload bytes one rank sends per step */
-    uint64_t data_seed;  /* --data-seed, else --seed */
-    int64_t nonembedding, val_batches;
-    double epochs;       /* tokens_total / training-split tokens */
-    double val_se;       /* standard error of the last evaluation's loss */
-    double val_group[QP_VAL_GROUPS]; /* its interleaved groups' mean losses */
-    qp_backend be;       /* where the step runs (--device) */
-    qp_nvml *nvml;       /* GPU power sampling, NULL if unavailable */
-    char power_why[200];
-} run;
-
 static double now_ms(void)
 {
     struct timespec t;
@@ -154,171 +101,17 @@ static void dist_sum(double *v, int n, void *user) { (void)user, qp_dist_sum_f64
 
 static void on_event(const qp_event_row *row, void *user)
 {
-    run *r = user;
+    qp_train_state *r = user;
     char e[256];
     if (qp_runlog_event(r->log, row, e, sizeof e) && !r->log_err[0]) snprintf(r->log_err, sizeof r->log_err, "%s", e);
 }
 
 static void on_qerr(const qp_qerr_row *row, void *user)
 {
-    run *r = user;
+    qp_train_state *r = user;
     char e[256];
     r->n_qerr_rows++;
     if (qp_runlog_qerr(r->log, row, e, sizeof e) && !r->log_err[0]) snprintf(r->log_err, sizeof r->log_err, "%s", e);
-}
-
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
-/* ---- checkpoints ---------------------------------------------------------- */
-
-#define N_STATES(L) ((L) * N_QGEMMS * QP_OPND_COUNT)
-#define STATE_COLS 15 /* scale, last scale, ring position, count, updates, 4 event counts, 2 EMAs x 3 floats */
-
-static qp_scaling_state *state_at(run *r, int i)
-{
-    const int o = i % QP_OPND_COUNT, g = (i / QP_OPND_COUNT) % N_QGEMMS, layer = i / QP_OPND_COUNT / N_QGEMMS;
-    return qp_linear_scaling(r->lin, layer, (qp_gemm_id)g, (qp_operand)o);
-}
-
-/* Doubles travel as three floats whose sum restores them exactly. */
-static void split3(double x, float f[3])
-{
-    f[0] = (float)x;
-    const double r1 = x - f[0];
-    f[1] = (float)r1;
-    f[2] = (float)(r1 - f[1]);
-}
-
-/* Every scaling state into hist (N_STATES x history_len floats) and st
- * (N_STATES x STATE_COLS), and back: what a checkpoint stores, and what
- * skip-step restores after a step it drops. */
-static void pack_scaling(run *r, float *hist, float *st)
-{
-    const int ns = N_STATES(r->o.layers), H = qp_linear_history_len(r->lin);
-    for (int i = 0; i < ns; i++) {
-        const qp_scaling_state *s = state_at(r, i);
-        if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)s->cfg.history_len * sizeof(float));
-        float *row = st + (int64_t)i * STATE_COLS;
-        row[0] = s->scale, row[1] = s->last_scale, row[2] = (float)s->hist_pos, row[3] = (float)s->hist_count;
-        row[4] = (float)s->n_updates;
-        for (int k = 0; k < QP_EV_COUNT; k++) row[5 + k] = (float)s->n_events[k];
-        split3(s->underflow_ema, row + 9);
-        split3(s->overflow_ema, row + 12);
-    }
-}
-
-static void unpack_scaling(run *r, const float *hist, const float *st)
-{
-    const int ns = N_STATES(r->o.layers), H = qp_linear_history_len(r->lin);
-    for (int i = 0; i < ns; i++) {
-        qp_scaling_state *s = state_at(r, i);
-        if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)s->cfg.history_len * sizeof(float));
-        const float *row = st + (int64_t)i * STATE_COLS;
-        s->scale = row[0], s->last_scale = row[1], s->hist_pos = (int)row[2], s->hist_count = (int)row[3];
-        s->n_updates = (int64_t)row[4];
-        for (int k = 0; k < QP_EV_COUNT; k++) s->n_events[k] = (int64_t)row[5 + k];
-        s->underflow_ema = (double)row[9] + (double)row[10] + (double)row[11];
-        s->overflow_ema = (double)row[12] + (double)row[13] + (double)row[14];
-    }
-}
-
-static int write_checkpoint(run *r, char *err, size_t errlen)
-{
-    if (r->rank != 0) return 0; /* rank 0 writes; every rank holds the same state */
-    if (r->be.to_host && r->be.to_host(&r->be)) {
-        snprintf(err, errlen, "checkpoint: %s", r->be.error(&r->be));
-        return -1;
-    }
-    const int L = r->o.layers, ns = N_STATES(L), H = qp_linear_history_len(r->lin);
-    int ndim[QP_GPT_NPARAMS];
-    int64_t sizes[QP_GPT_NPARAMS], shape[QP_GPT_NPARAMS][3];
-    qp_gpt_param_shapes(&r->model.cfg, sizes, ndim, shape);
-    float *hist = calloc((size_t)ns * H, sizeof(float)), *st = calloc((size_t)ns * STATE_COLS, sizeof(float));
-    char names[3][QP_GPT_NPARAMS][64];
-    qp_ckpt_tensor t[3 * QP_GPT_NPARAMS + 2];
-    int nt = 0;
-    if (!hist || !st) {
-        free(hist), free(st);
-        snprintf(err, errlen, "out of memory writing a checkpoint");
-        return -1;
-    }
-    const float *bases[3] = {r->model.params_memory, r->adam_m, r->adam_v};
-    const char *groups[3] = {"params", "adam_m", "adam_v"};
-    for (int k = 0; k < 3; k++) {
-        const float *p = bases[k];
-        for (int i = 0; i < QP_GPT_NPARAMS; i++) {
-            snprintf(names[k][i], sizeof names[k][i], "%s/%s", groups[k], qp_gpt_param_names[i]);
-            t[nt] = (qp_ckpt_tensor){names[k][i], p, ndim[i], {shape[i][0], shape[i][1], shape[i][2], 0}};
-            nt++;
-            p += sizes[i];
-        }
-    }
-    pack_scaling(r, hist, st);
-    t[nt++] = (qp_ckpt_tensor){"scaling/amax_history", hist, 2, {ns, H, 0, 0}};
-    t[nt++] = (qp_ckpt_tensor){"scaling/state", st, 2, {ns, STATE_COLS, 0, 0}};
-    int64_t best_bits;
-    memcpy(&best_bits, &r->best_loss, sizeof best_bits);
-    const qp_ckpt_attr attrs[] = {
-        {"format", 1, 0, "qprec-checkpoint-1"}, {"step", 0, r->step, NULL},
-        {"seed", 0, (int64_t)r->o.seed, NULL},  {"layers", 0, L, NULL},
-        {"heads", 0, r->o.heads, NULL},         {"dim", 0, r->o.dim, NULL},
-        {"seq", 0, r->o.seq, NULL},             {"vocab", 0, r->model.cfg.vocab, NULL},
-        {"batch", 0, r->o.batch, NULL},         {"grad_accum", 0, r->o.grad_accum, NULL},
-        {"recipe", 1, 0, r->recipe.spec},       {"best_loss_bits", 0, best_bits, NULL},
-        {"history_len", 0, H, NULL}};
-    const int rc = qp_ckpt_write(r->ckpt_path, t, nt, attrs, (int)(sizeof attrs / sizeof attrs[0]), err, errlen);
-    free(hist), free(st);
-    return rc;
-}
-
-static int read_i64(qp_ckpt *c, const char *name, int64_t *v, char *err, size_t errlen)
-{
-    return qp_ckpt_attr_i64(c, name, v, err, errlen);
-}
-
-/* Restore everything a bit-identical continuation needs. */
-static int load_checkpoint(run *r, qp_ckpt *c, int with_optimizer, char *err, size_t errlen)
-{
-    int64_t sizes[QP_GPT_NPARAMS];
-    qp_gpt_param_shapes(&r->model.cfg, sizes, NULL, NULL);
-    float *bases[3] = {r->model.params_memory, r->adam_m, r->adam_v};
-    const char *groups[3] = {"params", "adam_m", "adam_v"};
-    for (int k = 0; k < (with_optimizer ? 3 : 1); k++) {
-        float *p = bases[k];
-        for (int i = 0; i < QP_GPT_NPARAMS; i++) {
-            char name[64];
-            snprintf(name, sizeof name, "%s/%s", groups[k], qp_gpt_param_names[i]);
-            if (qp_ckpt_read(c, name, p, sizes[i], err, errlen)) return -1;
-            p += sizes[i];
-        }
-    }
-    if (!with_optimizer) return 0;
-    int64_t step, best_bits, H;
-    if (read_i64(c, "step", &step, err, errlen) || read_i64(c, "best_loss_bits", &best_bits, err, errlen) ||
-        read_i64(c, "history_len", &H, err, errlen))
-        return -1;
-    if (H != qp_linear_history_len(r->lin)) {
-        snprintf(err, errlen, "checkpoint has an amax history of %lld, this run %d", (long long)H,
-                 qp_linear_history_len(r->lin));
-        return -1;
-    }
-    const int ns = N_STATES(r->o.layers);
-    float *hist = malloc((size_t)ns * H * sizeof(float)), *st = malloc((size_t)ns * STATE_COLS * sizeof(float));
-    if (!hist || !st || qp_ckpt_read(c, "scaling/amax_history", hist, ns * H, err, errlen) ||
-        qp_ckpt_read(c, "scaling/state", st, ns * STATE_COLS, err, errlen)) {
-        free(hist), free(st);
-        return -1;
-    }
-    unpack_scaling(r, hist, st);
-    free(hist), free(st);
-    r->step = step;
-    memcpy(&r->best_loss, &best_bits, sizeof best_bits);
-    return 0;
 }
 
 /* ---- divergence ------------------------------------------------------------ */
@@ -328,55 +121,33 @@ static int load_checkpoint(run *r, qp_ckpt *c, int with_optimizer, char *err, si
 #define QP_MAX_RECOVERIES 5 /* skip-step: 5 skipped steps in a row; rollback: 5 rollbacks with no new
                                checkpoint after a good step between them */
 
-static int is_mode(const run *r, const char *m) { return !strcmp(r->o.on_divergence, m); }
-
-/* Back to the last checkpoint on disk (RUN.ckpt.h5, or .prev if that one does
- * not verify): weights, Adam moments, scaling states, running-minimum loss.
- * The step counter and the data are not rewound (see --help). *from gets the
- * checkpoint's step. */
-static int rollback(run *r, int64_t *from, char *err, size_t errlen)
-{
-    const char *used = NULL;
-    char e[512];
-    qp_ckpt *c = qp_ckpt_open_latest(r->ckpt_path, &used, e, sizeof e);
-    if (!c) {
-        snprintf(err, errlen, "rollback: no usable checkpoint: %s", e);
-        return -1;
-    }
-    const int64_t now = r->step;
-    int rc = load_checkpoint(r, c, 1, e, sizeof e);
-    if (!rc && r->be.from_host(&r->be)) rc = -1, snprintf(e, sizeof e, "%s", r->be.error(&r->be));
-    *from = r->step;
-    r->step = now;
-    qp_ckpt_close(c);
-    if (rc) snprintf(err, errlen, "rollback: %s", e);
-    return rc;
-}
+static int is_mode(const qp_train_state *r, qp_on_divergence m) { return r->o.on_divergence == m; }
 
 /* A divergence at `step`: log it and act on --on-divergence. QP_EXIT_OK means
  * the run goes on without this step's update; anything else ends it (err says
  * why). */
-static int handle_divergence(run *r, int64_t step, double loss, const char *reason, char *err, size_t errlen)
+static int handle_divergence(qp_train_state *r, int64_t step, double loss, const char *reason, char *err, size_t errlen)
 {
     char e2[256], msg[300];
-    const int gave_up = !is_mode(r, "stop") && r->recoveries >= QP_MAX_RECOVERIES;
+    const int gave_up = !is_mode(r, QP_ON_DIVERGENCE_STOP) && r->recoveries >= QP_MAX_RECOVERIES;
     /* Skipping the update cannot mend a weight that is already NaN/Inf (and
      * would let the next checkpoint save it): stop instead. */
     int bad_weights = 0;
-    if (!gave_up && is_mode(r, "skip-step") && r->be.to_host(&r->be) == 0)
+    if (!gave_up && is_mode(r, QP_ON_DIVERGENCE_SKIP_STEP) && r->be.to_host(&r->be) == 0)
         for (int64_t i = 0; i < r->model.num_params && !bad_weights; i++) bad_weights = !isfinite(r->model.params_memory[i]);
     if (bad_weights) reason = "nonfinite_weights";
-    if (!gave_up && !bad_weights && is_mode(r, "skip-step")) {
+    if (!gave_up && !bad_weights && is_mode(r, QP_ON_DIVERGENCE_SKIP_STEP)) {
         if (r->scaling_snap)
-            unpack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * qp_linear_history_len(r->lin));
+            qp_train_unpack_scaling(r, r->scaling_snap,
+                                    r->scaling_snap + (int64_t)QP_N_STATES(r->o.layers) * qp_linear_history_len(r->lin));
         if (qp_runlog_divergence(r->log, step, loss, reason, "skip_step", err, errlen)) return QP_EXIT_RUNTIME;
         r->recoveries++;
         if (!r->o.quiet) fprintf(stderr, "\nqtrain: step %lld diverged (loss %g, %s): update skipped\n", (long long)step, loss, reason);
         return QP_EXIT_OK;
     }
-    if (!gave_up && is_mode(r, "rollback")) {
+    if (!gave_up && is_mode(r, QP_ON_DIVERGENCE_ROLLBACK)) {
         int64_t from = 0;
-        if (rollback(r, &from, err, errlen)) {
+        if (qp_train_rollback(r, &from, err, errlen)) {
             qp_runlog_divergence(r->log, step, loss, reason, "stop", e2, sizeof e2);
             qp_runlog_status(r->log, step, "failed", err, e2, sizeof e2);
             return QP_EXIT_RUNTIME;
@@ -410,7 +181,7 @@ static int handle_divergence(run *r, int64_t step, double loss, const char *reas
 /* Sizing by compute (qp_size.h): steps from --tokens-per-param, the epochs
  * they make of the training split (a warning past QP_MAX_EPOCHS), the data
  * seed and the fixed validation set. */
-static int size_run(run *r, char *err, size_t errlen)
+static int size_run(qp_train_state *r, char *err, size_t errlen)
 {
     const int B = r->o.batch, T = r->o.seq;
     const int64_t per_step = (int64_t)B * T * r->o.grad_accum;
@@ -439,7 +210,7 @@ static int size_run(run *r, char *err, size_t errlen)
 
 /* Once the run file is open (so bad input stays one line): the size of the
  * run, and the warning past QP_MAX_EPOCHS (even with --quiet). */
-static void announce_size(const run *r)
+static void announce_size(const qp_train_state *r)
 {
     if (r->rank) return;
     const int64_t tokens = r->o.steps * r->o.batch * r->o.seq * r->o.grad_accum;
@@ -463,7 +234,7 @@ static int ckpt_exists(const char *path)
 }
 
 
-static void free_run(run *r)
+static void free_run(qp_train_state *r)
 {
     char e[256];
     if (r->log) qp_runlog_close(r->log, e, sizeof e);
@@ -474,86 +245,11 @@ static void free_run(run *r)
     if (r->model_ok) qp_gpt_free(&r->model);
     qp_dataset_close(r->data);
     free(r->adam_m), free(r->adam_v), free(r->eval_in), free(r->eval_tg), free(r->scaling_snap);
-    free(r->g_ref), free(r->g_send), free(r->ef), free(r->payload), free(r->gathered);
     free(r->plans);
+    qp_grad_exchange_destroy(r->gx);
 }
 
-static int create_runlog(run *r, const char *host, char *err, size_t errlen)
-{
-    char v[64][160];
-    int n = 0;
-    qp_kv kv[64];
-#define KV(k, ...) (snprintf(v[n], sizeof v[n], __VA_ARGS__), kv[n] = (qp_kv){k, v[n]}, n++)
-    char desc[400];
-    qp_recipe_describe(&r->recipe, r->plans, r->o.layers, desc, sizeof desc);
-    const int plan_len = qp_recipe_explain(r->plans, r->o.layers, NULL, 0);
-    char *plan_text = plan_len >= 0 ? malloc((size_t)plan_len + 1) : NULL;
-    if (!plan_text) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    qp_recipe_explain(r->plans, r->o.layers, plan_text, (size_t)plan_len + 1);
-    uint64_t h = fnv1a(r->model.params_memory, (size_t)r->model.num_params * sizeof(float), 1469598103934665603ull);
-    KV("version", "%s", QP_VERSION);
-    KV("host", "%s", host);
-    kv[n++] = (qp_kv){"recipe", r->recipe.spec}; /* up to QP_RECIPE_SPEC_MAX: no copy */
-    kv[n++] = (qp_kv){"data", r->o.data}; /* paths can be long: no copy */
-    KV("data_kind", "%s", r->data ? qp_dataset_kind(r->data) : "none");
-    KV("seed", "%llu", (unsigned long long)r->o.seed);
-    KV("layers", "%d", r->o.layers);
-    KV("heads", "%d", r->o.heads);
-    KV("dim", "%d", r->o.dim);
-    KV("seq", "%d", r->o.seq);
-    KV("vocab", "%d", r->model.cfg.vocab);
-    KV("batch", "%d", r->o.batch);
-    KV("grad_accum", "%d", r->o.grad_accum);
-    KV("steps", "%lld", (long long)r->o.steps);
-    KV("lr", "%.9g", r->o.lr);
-    KV("min_lr", "%.9g", r->o.min_lr);
-    KV("warmup", "%lld", (long long)r->o.warmup);
-    KV("weight_decay", "%.9g", r->o.weight_decay);
-    KV("grad_clip", "%.9g", r->o.grad_clip);
-    KV("eval_every", "%lld", (long long)r->o.eval_every);
-    KV("eval_batches", "%lld", (long long)r->o.eval_batches);
-    KV("qerr_every", "%lld", (long long)r->o.qerr_every);
-    KV("threads", "%d", r->o.threads);
-    KV("prefetch", "%d", r->o.prefetch);
-    KV("num_params", "%lld", (long long)r->model.num_params);
-    KV("params_nonembedding", "%lld", (long long)r->nonembedding);
-    const int64_t tokens_total = r->o.steps * r->o.batch * r->o.seq * r->o.grad_accum;
-    KV("tokens_total", "%lld", (long long)tokens_total);
-    KV("tokens_per_param", "%.6g", (double)tokens_total / (double)r->nonembedding);
-    KV("tokens_per_param_asked", "%.9g", r->o.tokens_per_param); /* 0: sized by --steps */
-    KV("epochs", "%.6g", r->epochs);
-    KV("data_seed", "%llu", (unsigned long long)r->data_seed);
-    KV("val_tokens", "%lld", (long long)r->val_batches * r->o.batch * r->o.seq);
-    KV("init_param_hash", "%016llx", (unsigned long long)h);
-    KV("gemm_bf16", "%s", qp_gemm_has_bf16(r->gemm) ? "onednn-bf16" : "fp32-fallback");
-    KV("gemm_impl_f32", "%s", qp_gemm_impl_f32(r->gemm));
-    KV("gemm_impl_bf16", "%s", qp_gemm_impl_bf16(r->gemm));
-    KV("simd", "%s", qp_simd_name());
-    KV("model_kernels", "%s", qp_gpt_kernel_isa());
-    KV("mode", "%s", r->o.eval_only ? "eval-only" : "train");
-    KV("on_divergence", "%s", r->o.on_divergence);
-    KV("inject", "%s", r->o.inject);
-    KV("recipe_description", "%.150s", desc);
-    kv[n++] = (qp_kv){"recipe_plan", plan_text}; /* the canonical expanded recipe (docs/recipes.md) */
-    KV("world_size", "%d", r->world);
-    KV("grad_comm", "%s", r->o.grad_comm);
-    KV("grad_comm_ef", "%d", r->o.grad_comm_ef ? 1 : 0);
-    KV("grad_comm_bytes", "%lld", (long long)r->comm_bytes);
-    KV("device", "%s", r->be.name ? r->be.name : r->o.device);
-    KV("device_name", "%s", r->be.device_name);
-    KV("gemm_path", "%s", r->be.gemm_path ? r->be.gemm_path : "cpu");
-    if (!r->nvml) KV("power", "unavailable: %.130s", r->power_why);
-    else KV("power", "nvml, energy %s", qp_nvml_energy_counter(r->nvml) ? "from the driver's counter" : "integrated from 20 ms power samples");
-#undef KV
-    r->log = qp_runlog_create(r->o.out, kv, n, err, errlen);
-    free(plan_text);
-    return r->log ? 0 : -1;
-}
-
-static int evaluate(run *r, double *val_loss, char *err, size_t errlen)
+static int evaluate(qp_train_state *r, double *val_loss, char *err, size_t errlen)
 {
     const int B = r->o.batch, T = r->o.seq, Bl = r->Bl;
     double sum = 0.0;
@@ -594,99 +290,10 @@ static int evaluate(run *r, double *val_loss, char *err, size_t errlen)
     return 0;
 }
 
-/* ---- gradient exchange ------------------------------------------------------ */
-
-/* Buffers of a low-precision exchange; bytes per step. */
-static int setup_grad_comm(run *r)
-{
-    const int64_t P = r->model.num_params;
-    r->comm_kind = !strcmp(r->o.grad_comm, "bf16") ? 1 : !strcmp(r->o.grad_comm, "fp8") ? 2 : 0;
-    const int64_t esize = r->comm_kind == 1 ? 2 : 1;
-    r->comm_bytes = r->comm_kind == 0 ? 4 * P : esize * P + (r->comm_kind == 2 ? 4 * QP_GPT_NPARAMS : 0);
-    if (!r->comm_kind) return 0;
-    r->g_ref = malloc((size_t)P * sizeof(float));
-    r->g_send = malloc((size_t)P * sizeof(float));
-    r->payload = malloc((size_t)(P * esize));
-    r->gathered = malloc((size_t)(P * esize) * (size_t)r->world);
-    if (r->o.grad_comm_ef) r->ef = calloc((size_t)P, sizeof(float));
-    return r->g_ref && r->g_send && r->payload && r->gathered && (!r->o.grad_comm_ef || r->ef) ? 0 : -1;
-}
-
-/* Sum the ranks' gradients into every rank's grads_memory, identically on
- * every rank. fp32: MPI_Allreduce. bf16 / fp8: each rank rounds its gradient
- * (plus the error-feedback residual) — BF16 round-to-nearest-even, or FP8
- * E4M3 round-to-nearest with one scale per parameter tensor from the max over
- * ranks of its amax (448 / amax: E4M3 rather than E5M2 because a per-tensor
- * scale already covers the range, and E4M3's extra mantissa bit halves the
- * error) — the payloads are all-gathered and summed in FP32 in rank order.
- * *rel_err: the relative L2 error of the result against an FP32 all-reduce
- * of the same gradients (NaN for fp32); *meas_ms: the time of that extra
- * all-reduce, which is measurement, not part of the exchange. */
-static void exchange_grads(run *r, const int64_t *sizes, double *rel_err, double *meas_ms)
-{
-    const int64_t P = r->model.num_params;
-    float *g = r->model.grads_memory;
-    *rel_err = NAN;
-    *meas_ms = 0.0;
-    if (!r->comm_kind) {
-        qp_dist_sum_f32(g, P);
-        return;
-    }
-    memcpy(r->g_ref, g, (size_t)P * sizeof(float));
-    const double c0 = qp_dist_comm_ms();
-    qp_dist_sum_f32(r->g_ref, P);
-    *meas_ms = qp_dist_comm_ms() - c0;
-    float *x = r->g_send;
-    for (int64_t i = 0; i < P; i++) x[i] = g[i] + (r->ef ? r->ef[i] : 0.0f);
-    float scale_inv[QP_GPT_NPARAMS];
-    if (r->comm_kind == 1) {
-        uint16_t *pl = (uint16_t *)r->payload;
-        for (int64_t i = 0; i < P; i++) pl[i] = qp_f32_to_bf16(x[i]);
-        if (r->ef)
-            for (int64_t i = 0; i < P; i++) r->ef[i] = x[i] - qp_bf16_to_f32(pl[i]);
-        qp_dist_allgather(r->payload, r->gathered, P * 2);
-    } else {
-        float amax[QP_GPT_NPARAMS], scale[QP_GPT_NPARAMS];
-        int64_t off = 0;
-        for (int t = 0; t < QP_GPT_NPARAMS; t++) amax[t] = qp_amax(x + off, sizes[t]), off += sizes[t];
-        qp_dist_max_f32(amax, QP_GPT_NPARAMS);
-        off = 0;
-        for (int t = 0; t < QP_GPT_NPARAMS; t++) {
-            scale[t] = qp_scale_from_amax(448.0f, amax[t], 0);
-            scale_inv[t] = 1.0f / scale[t];
-            for (int64_t i = off; i < off + sizes[t]; i++) {
-                r->payload[i] = qp_f32_to_e4m3(x[i] * scale[t]);
-                if (r->ef) r->ef[i] = x[i] - qp_e4m3_to_f32(r->payload[i]) * scale_inv[t];
-            }
-            off += sizes[t];
-        }
-        qp_dist_allgather(r->payload, r->gathered, P);
-    }
-    /* the sum, in rank order */
-    int64_t off = 0;
-    for (int t = 0; t < QP_GPT_NPARAMS; t++) {
-        for (int64_t i = off; i < off + sizes[t]; i++) {
-            float acc = 0.0f;
-            for (int k = 0; k < r->world; k++)
-                acc += r->comm_kind == 1 ? qp_bf16_to_f32(((const uint16_t *)r->gathered)[(int64_t)k * P + i])
-                                         : qp_e4m3_to_f32(r->gathered[(int64_t)k * P + i]) * scale_inv[t];
-            g[i] = acc;
-        }
-        off += sizes[t];
-    }
-    double num = 0.0, den = 0.0;
-    for (int64_t i = 0; i < P; i++) {
-        const double d = (double)g[i] - (double)r->g_ref[i];
-        num += d * d;
-        den += (double)r->g_ref[i] * r->g_ref[i];
-    }
-    *rel_err = den > 0 ? sqrt(num / den) : 0.0;
-}
-
 /* --inject into the parameters or gradients: the host model's buffer (the
  * step's own on the CPU) and, when the step runs on the device, the device's
  * copy of the same element. */
-static int inject_tensor(run *r, qp_inject_where where, int64_t step, const int64_t *sizes, char *err, size_t errlen)
+static int inject_tensor(qp_train_state *r, qp_inject_where where, int64_t step, const int64_t *sizes, char *err, size_t errlen)
 {
     float *base = where == QP_INJ_GRAD ? r->model.grads_memory : r->model.params_memory;
     if (!qp_inject_fire(&r->inject, where, step, base, sizes, NULL) || !r->be.poke) return 0;
@@ -709,17 +316,17 @@ static void fmt_eta(double ms, char *buf, size_t n)
 /* What a recovery needs before the first step: skip-step a buffer for the
  * scaling states; rollback a checkpoint to go back to, so a fresh run writes
  * one of its initial state (a resumed run has the one it loaded). */
-static int prepare_recovery(run *r, int resumed, char *err, size_t errlen)
+static int prepare_recovery(qp_train_state *r, int resumed, char *err, size_t errlen)
 {
-    if (is_mode(r, "skip-step")) {
-        const int64_t ns = N_STATES(r->o.layers);
-        r->scaling_snap = malloc((size_t)(ns * (qp_linear_history_len(r->lin) + STATE_COLS)) * sizeof(float) + 1);
+    if (is_mode(r, QP_ON_DIVERGENCE_SKIP_STEP)) {
+        const int64_t ns = QP_N_STATES(r->o.layers);
+        r->scaling_snap = malloc((size_t)(ns * (qp_linear_history_len(r->lin) + QP_STATE_COLS)) * sizeof(float) + 1);
         if (!r->scaling_snap) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
     }
-    if (is_mode(r, "rollback") && !resumed && write_checkpoint(r, err, errlen)) {
+    if (is_mode(r, QP_ON_DIVERGENCE_ROLLBACK) && !resumed && qp_train_write_checkpoint(r, err, errlen)) {
         char e2[256];
         qp_runlog_status(r->log, r->step, "failed", err, e2, sizeof e2);
         return -1;
@@ -730,7 +337,7 @@ static int prepare_recovery(run *r, int resumed, char *err, size_t errlen)
 /* Continue from RUN.ckpt.h5 (or .prev) with --resume when there is one, else
  * start: restore the state, and open (rank 0) the run file — truncated to the
  * checkpoint's step on a resume. *resumed_from says from where ("" if not). */
-static int open_run(run *r, const char *host, char *resumed_from, size_t rlen, char *err, size_t errlen)
+static int open_run(qp_train_state *r, const char *host, char *resumed_from, size_t rlen, char *err, size_t errlen)
 {
     /* Resume if a checkpoint exists; otherwise start from scratch. */
     const char *used = NULL;
@@ -767,7 +374,7 @@ static int open_run(run *r, const char *host, char *resumed_from, size_t rlen, c
             rc = QP_EXIT_BAD_INPUT;
             goto out;
         }
-        if (load_checkpoint(r, from, 1, err, errlen)) goto out;
+        if (qp_train_load_checkpoint(r, from, 1, err, errlen)) goto out;
         if (r->be.from_host(&r->be)) {
             snprintf(err, errlen, "%s", r->be.error(&r->be));
             goto out;
@@ -781,7 +388,7 @@ static int open_run(run *r, const char *host, char *resumed_from, size_t rlen, c
             r->log = qp_runlog_resume(r->o.out, r->step - 1, err, errlen);
             if (!r->log) lrc = QP_EXIT_RUNTIME;
             else if (!r->o.quiet) fprintf(stderr, "qtrain: resuming from %s at step %lld\n", used, (long long)r->step);
-        } else if (create_runlog(r, host, err, errlen)) {
+        } else if (qp_train_create_runlog(r, host, err, errlen)) {
             lrc = QP_EXIT_BAD_INPUT;
         }
     }
@@ -799,14 +406,14 @@ out:
 
 /* --eval-only: the checkpoint's weights under this recipe (post-training
  * quantization), its validation loss and per-layer errors. */
-static int eval_only(run *r, qp_ckpt *from, const char *host, char *err, size_t errlen)
+static int eval_only(qp_train_state *r, qp_ckpt *from, const char *host, char *err, size_t errlen)
 {
-    if (load_checkpoint(r, from, 0, err, errlen)) return QP_EXIT_RUNTIME;
+    if (qp_train_load_checkpoint(r, from, 0, err, errlen)) return QP_EXIT_RUNTIME;
     if (r->be.from_host(&r->be)) {
         snprintf(err, errlen, "%s", r->be.error(&r->be));
         return QP_EXIT_RUNTIME;
     }
-    int lrc = r->rank == 0 && create_runlog(r, host, err, errlen) ? QP_EXIT_BAD_INPUT : 0;
+    int lrc = r->rank == 0 && qp_train_create_runlog(r, host, err, errlen) ? QP_EXIT_BAD_INPUT : 0;
     qp_dist_bcast(&lrc, sizeof lrc, 0);
     if (lrc) {
         if (r->rank) snprintf(err, errlen, "rank 0 could not create the run file");
@@ -840,14 +447,14 @@ static int eval_only(run *r, qp_ckpt *from, const char *host, char *err, size_t 
 /* ---- one optimizer step ------------------------------------------------------ */
 
 /* A backend call failed during `step`: the message, and the exit code. */
-static int step_failed(run *r, int64_t step, char *err, size_t errlen)
+static int step_failed(qp_train_state *r, int64_t step, char *err, size_t errlen)
 {
     snprintf(err, errlen, "step %lld: %s", (long long)step, r->be.error(&r->be));
     return QP_EXIT_RUNTIME;
 }
 
 /* SIGINT/SIGTERM seen (by any rank: every rank stops at the same step). */
-static int stop_requested(run *r)
+static int stop_requested(qp_train_state *r)
 {
     int stop = qp_train_stop_requested;
     if (r->world > 1) {
@@ -861,7 +468,7 @@ static int stop_requested(run *r)
 /* Forward and backward over the step's micro-batches: gradients of this
  * rank's slice of every global batch. *loss is this rank's mean, *bh the hash
  * of the global batches (the same for any number of ranks). */
-static int accumulate_gradients(run *r, qp_loader *loader, int64_t step, double *loss, double *wait_ms, uint64_t *bh,
+static int accumulate_gradients(qp_train_state *r, qp_loader *loader, int64_t step, double *loss, double *wait_ms, uint64_t *bh,
                                 char *err, size_t errlen)
 {
     const int B = r->o.batch, T = r->o.seq, accum = r->o.grad_accum;
@@ -876,7 +483,7 @@ static int accumulate_gradients(run *r, qp_loader *loader, int64_t step, double 
         }
         *wait_ms += w;
         r->be.begin_micro(&r->be, micro);
-        *bh = fnv1a(&(uint64_t){qp_batch_hash(in, (int64_t)B * T)}, 8, *bh);
+        *bh = qp_fnv1a(&(uint64_t){qp_batch_hash(in, (int64_t)B * T)}, 8, *bh);
         const int64_t off = (int64_t)r->rank * r->Bl * T;
         float micro_loss;
         if (r->be.forward(&r->be, in + off, tg + off, &micro_loss) ||
@@ -888,18 +495,23 @@ static int accumulate_gradients(run *r, qp_loader *loader, int64_t step, double 
 }
 
 /* Sum the ranks' gradients (and losses): NCCL on the device, else on the
- * host — a device's gradients go there and back for --grad-comm. */
-static int exchange_gradients(run *r, const int64_t *sizes, int64_t step, double *loss, double *rel_err,
-                              double *meas_ms, char *err, size_t errlen)
+ * host (qp_dist_grads.h) — a device's gradients go there and back for
+ * --grad-comm. */
+static int exchange_gradients(qp_train_state *r, int64_t step, double *loss, double *rel_err, double *meas_ms, char *err,
+                              size_t errlen)
 {
-    if (r->world == 1 && !r->comm_kind) return QP_EXIT_OK;
-    if (r->be.allreduce_grads && !r->comm_kind) {
-        if (r->be.allreduce_grads(&r->be)) return step_failed(r, step, err, errlen);
+    const int low = r->o.grad_comm != QP_GRAD_COMM_FP32;
+    *rel_err = NAN, *meas_ms = 0.0;
+    if (r->world == 1 && !low) return QP_EXIT_OK;
+    int failed;
+    if (r->be.allreduce_grads && !low) {
+        failed = r->be.allreduce_grads(&r->be);
     } else {
-        if (r->be.grads_to_host && r->be.grads_to_host(&r->be)) return step_failed(r, step, err, errlen);
-        exchange_grads(r, sizes, rel_err, meas_ms);
-        if (r->be.grads_from_host && r->be.grads_from_host(&r->be)) return step_failed(r, step, err, errlen);
+        failed = r->be.grads_to_host && r->be.grads_to_host(&r->be);
+        if (!failed) qp_grad_exchange_run(r->gx, r->model.grads_memory, rel_err, meas_ms);
+        failed = failed || (r->be.grads_from_host && r->be.grads_from_host(&r->be));
     }
+    if (failed) return step_failed(r, step, err, errlen);
     qp_dist_sum_f64(loss, 1); /* the global batch's mean loss: equal slices */
     *loss /= r->world;
     return QP_EXIT_OK;
@@ -909,7 +521,7 @@ static int exchange_gradients(run *r, const int64_t *sizes, int64_t step, double
  * file, and the checkpoint when due (the log first: a checkpoint of step s is
  * only ever on disk with every row up to s in the run file, so a resume
  * leaves no gap). */
-static int finish_step(run *r, int64_t step, int log_qerr, int skipped, double *val, char *err, size_t errlen)
+static int finish_step(qp_train_state *r, int64_t step, int log_qerr, int skipped, double *val, char *err, size_t errlen)
 {
     const int last_step = step + 1 == r->o.steps;
     *val = NAN;
@@ -924,7 +536,7 @@ static int finish_step(run *r, int64_t step, int log_qerr, int skipped, double *
     if ((r->o.ckpt_every > 0 && (step + 1) % r->o.ckpt_every == 0) || last_step) {
         if (qp_runlog_flush(r->log, err, errlen)) return QP_EXIT_RUNTIME;
         r->step = step + 1;
-        const int crc = write_checkpoint(r, err, errlen);
+        const int crc = qp_train_write_checkpoint(r, err, errlen);
         r->step = step;
         if (crc) {
             char e2[256];
@@ -936,62 +548,137 @@ static int finish_step(run *r, int64_t step, int log_qerr, int skipped, double *
     return QP_EXIT_OK;
 }
 
-/* Optimizer step r->step, start to finish: gradients, their exchange,
- * injected faults, divergence handling (--on-divergence), AdamW, the /train
- * row (*row; none for a step that diverged and was survived), evaluation and
- * checkpoint. QP_EXIT_OK, or the code the run ends with (err says why). */
-static int train_step(run *r, qp_loader *loader, const qp_optim_cfg *oc, const int64_t *sizes, qp_train_row *row,
-                      double *val, char *err, size_t errlen)
+/* Where a step's time went: its wall clock, the collectives' counter, the
+ * phase profile (qp_prof.h). */
+typedef struct {
+    double t0, comm0;
+} step_clock;
+
+static step_clock clock_start(void)
 {
-    const int64_t step = r->step;
-    const double t0 = now_ms(), comm0 = qp_dist_comm_ms();
-    const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
+    qp_prof_reset();
+    return (step_clock){now_ms(), qp_dist_comm_ms()};
+}
+
+/* Before the micro-batches: the scaling states skip-step may restore, the
+ * dispatch's step, zeroed gradients, --inject into the weights. */
+static int begin_step(qp_train_state *r, int64_t step, int log_qerr, char *err, size_t errlen)
+{
     if (r->scaling_snap)
-        pack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)N_STATES(r->o.layers) * qp_linear_history_len(r->lin));
+        qp_train_pack_scaling(r, r->scaling_snap,
+                              r->scaling_snap + (int64_t)QP_N_STATES(r->o.layers) * qp_linear_history_len(r->lin));
     r->be.begin_step(&r->be, step, log_qerr);
     if (r->be.zero_grad(&r->be)) return step_failed(r, step, err, errlen);
-    if (inject_tensor(r, QP_INJ_PARAM, step, sizes, err, errlen)) return QP_EXIT_RUNTIME;
-    double loss, wait_ms, comm_rel_err = NAN, meas_ms = 0.0, norm;
-    uint64_t bh;
-    int rc = accumulate_gradients(r, loader, step, &loss, &wait_ms, &bh, err, errlen);
-    if (rc == QP_EXIT_OK) rc = exchange_gradients(r, sizes, step, &loss, &comm_rel_err, &meas_ms, err, errlen);
-    if (rc != QP_EXIT_OK) return rc;
-    if (inject_tensor(r, QP_INJ_GRAD, step, sizes, err, errlen)) return QP_EXIT_RUNTIME;
-    qp_inject_fire(&r->inject, QP_INJ_LOSS, step, NULL, sizes, &loss);
-    if (r->be.grad_norm(&r->be, &norm)) return step_failed(r, step, err, errlen);
+    return inject_tensor(r, QP_INJ_PARAM, step, r->model.param_sizes, err, errlen) ? QP_EXIT_RUNTIME : QP_EXIT_OK;
+}
+
+/* --inject into the gradients or the loss, once they are whole. */
+static int inject_late(qp_train_state *r, int64_t step, double *loss, char *err, size_t errlen)
+{
+    if (inject_tensor(r, QP_INJ_GRAD, step, r->model.param_sizes, err, errlen)) return QP_EXIT_RUNTIME;
+    qp_inject_fire(&r->inject, QP_INJ_LOSS, step, NULL, r->model.param_sizes, loss);
+    return QP_EXIT_OK;
+}
+
+static int gradient_norm(qp_train_state *r, int64_t step, double *norm, char *err, size_t errlen)
+{
+    qp_prof_push(QP_PHASE_OPTIM);
+    const int failed = r->be.grad_norm(&r->be, norm);
+    qp_prof_pop();
+    return failed ? step_failed(r, step, err, errlen) : QP_EXIT_OK;
+}
+
+/* A NaN/Inf loss or gradient, or a loss above divergence_factor x its running
+ * minimum, is a divergence: --on-divergence decides (*skipped: the run goes
+ * on without this step's update or /train row; /events/divergence has it). */
+static int check_divergence(qp_train_state *r, int64_t step, double loss, double norm, int *skipped, char *err,
+                            size_t errlen)
+{
     const int finite = isfinite(loss) && isfinite(norm);
     const int blew_up = finite && step >= r->o.warmup && loss > r->best_loss * r->o.divergence_factor;
-    /* A divergence the run survives (skip-step, rollback) applies no update
-     * and logs no /train row: /events/divergence has it. */
-    const int skipped = !finite || blew_up;
-    if (skipped) {
-        rc = handle_divergence(r, step, loss, !finite ? "nonfinite" : "loss_spike", err, errlen);
-        if (rc != QP_EXIT_OK) return rc;
-    } else {
-        if (!is_mode(r, "rollback")) r->recoveries = 0; /* rollback: a checkpoint after a good step resets it */
-        if (loss < r->best_loss) r->best_loss = loss;
-    }
+    *skipped = !finite || blew_up;
+    if (*skipped) return handle_divergence(r, step, loss, !finite ? "nonfinite" : "loss_spike", err, errlen);
+    if (!is_mode(r, QP_ON_DIVERGENCE_ROLLBACK)) r->recoveries = 0; /* rollback: a checkpoint after a good step resets it */
+    if (loss < r->best_loss) r->best_loss = loss;
+    return QP_EXIT_OK;
+}
+
+/* AdamW with the gradient clipped to grad_clip. */
+static int update(qp_train_state *r, const qp_optim_cfg *oc, int64_t step, double lr, double norm, char *err,
+                  size_t errlen)
+{
     const float clip = (r->o.grad_clip > 0 && norm > r->o.grad_clip) ? (float)(r->o.grad_clip / norm) : 1.0f;
-    const double lr = qp_lr_at(oc, step);
-    if (!skipped && r->be.adamw(&r->be, oc, step + 1, lr, clip)) return step_failed(r, step, err, errlen);
-    const double step_ms = now_ms() - t0;
+    qp_prof_push(QP_PHASE_OPTIM);
+    const int failed = r->be.adamw(&r->be, oc, step + 1, lr, clip);
+    qp_prof_pop();
+    return failed ? step_failed(r, step, err, errlen) : QP_EXIT_OK;
+}
+
+/* The step's /train row (qp_runschema.h). */
+static qp_train_row step_row(qp_train_state *r, const step_clock *clk, int64_t step, double loss, double lr,
+                             double norm, double wait_ms, uint64_t bh, double comm_err, double meas_ms)
+{
+    const double step_ms = now_ms() - clk->t0, tokens = (double)r->o.batch * r->o.seq * r->o.grad_accum;
+    double ph[QP_PHASE_COUNT];
+    r->be.phases(&r->be, ph);
     qp_nvml_window pw = {NAN, NAN, NAN, NAN, 0, 0};
     if (r->nvml) qp_nvml_take(r->nvml, &pw);
-    const double tokens = (double)r->o.batch * r->o.seq * r->o.grad_accum;
-    *row = (qp_train_row){step,    loss,       lr,          norm,        step_ms, wait_ms, tokens / (step_ms / 1e3),
-                          bh,      qp_dist_comm_ms() - comm0 - meas_ms, pw.power_w, pw.energy_j, pw.gpu_util,
-                          comm_rel_err};
+    return (qp_train_row){.step = step, .loss = loss, .lr = lr, .grad_norm = norm, .step_ms = step_ms,
+                          .data_wait_ms = wait_ms, .tokens_per_s = tokens / (step_ms / 1e3), .batch_hash = bh,
+                          .comm_ms = qp_dist_comm_ms() - clk->comm0 - meas_ms, .power_w = pw.power_w,
+                          .energy_j = pw.energy_j, .gpu_util = pw.gpu_util, .grad_comm_rel_err = comm_err,
+                          .gemm_ms = ph[QP_PHASE_GEMM], .quant_ms = ph[QP_PHASE_QUANT], .attn_ms = ph[QP_PHASE_ATTN],
+                          .rowops_ms = ph[QP_PHASE_ROWOPS], .optim_ms = ph[QP_PHASE_OPTIM]};
+}
+
+/* Optimizer step r->step, start to finish. QP_EXIT_OK, or the code the run
+ * ends with (err says why). *row: its /train row; *val: the validation loss
+ * when one was due (else NaN). */
+static int train_step(qp_train_state *r, qp_loader *loader, const qp_optim_cfg *oc, qp_train_row *row, double *val,
+                      char *err, size_t errlen)
+{
+    const int64_t step = r->step;
+    const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
+    const step_clock clk = clock_start();
+    double loss = NAN, wait_ms = 0, norm = NAN, comm_err = NAN, meas_ms = 0, lr = qp_lr_at(oc, step);
+    uint64_t bh = 0;
+    int skipped = 0;
+    int rc = begin_step(r, step, log_qerr, err, errlen);                                        /* zero, inject */
+    if (!rc) rc = accumulate_gradients(r, loader, step, &loss, &wait_ms, &bh, err, errlen);    /* fwd + bwd */
+    if (!rc) rc = exchange_gradients(r, step, &loss, &comm_err, &meas_ms, err, errlen);        /* all ranks */
+    if (!rc) rc = inject_late(r, step, &loss, err, errlen);
+    if (!rc) rc = gradient_norm(r, step, &norm, err, errlen);
+    if (!rc) rc = check_divergence(r, step, loss, norm, &skipped, err, errlen);                /* --on-divergence */
+    if (!rc && !skipped) rc = update(r, oc, step, lr, norm, err, errlen);                      /* AdamW */
+    if (rc) return rc;
+    *row = step_row(r, &clk, step, loss, lr, norm, wait_ms, bh, comm_err, meas_ms);
     if (!skipped && qp_runlog_train(r->log, row, err, errlen)) return QP_EXIT_RUNTIME;
-    if (r->log_err[0]) {
-        snprintf(err, errlen, "%s", r->log_err);
-        return QP_EXIT_RUNTIME;
+    if (r->log_err[0]) return snprintf(err, errlen, "%s", r->log_err), QP_EXIT_RUNTIME;
+    return finish_step(r, step, log_qerr, skipped, val, err, errlen);                         /* eval, ckpt */
+}
+
+/* The recipe for this model (r->plans): its blocks exist, its RHT sizes
+ * divide their contractions (wgrad's: this rank's tokens). */
+static int resolve_recipe(qp_train_state *r, char *err, size_t errlen)
+{
+    r->plans = malloc((size_t)r->o.layers * QP_N_QGEMMS * sizeof *r->plans);
+    if (!r->plans) return snprintf(err, errlen, "out of memory"), -1;
+    if (qp_recipe_resolve(&r->recipe, r->o.layers, r->plans, err, errlen)) return -1;
+    const qp_gpt_config shape = {qp_dataset_vocab(r->data), r->o.seq, r->o.layers, r->o.heads, r->o.dim};
+    int64_t K[QP_PASS_COUNT][QP_N_QGEMMS];
+    for (int g = 0; g < QP_N_QGEMMS; g++) {
+        int ic, oc;
+        qp_gpt_gemm_dims(&shape, (qp_gemm_id)g, &ic, &oc);
+        K[QP_PASS_FPROP][g] = ic, K[QP_PASS_DGRAD][g] = oc, K[QP_PASS_WGRAD][g] = (int64_t)r->Bl * r->o.seq;
     }
-    return finish_step(r, step, log_qerr, skipped, val, err, errlen);
+    if (!qp_recipe_check_rht(&r->recipe, r->plans, r->o.layers, K, err, errlen)) return 0;
+    if (r->world > 1) snprintf(err + strlen(err), errlen - strlen(err), " on every rank (--batch / ranks x --seq)");
+    return -1;
 }
 
 int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
 {
-    run R, *r = &R;
+    qp_train_state R, *r = &R;
     memset(r, 0, sizeof R);
     r->o = *opts;
     if (r->o.min_lr < 0) r->o.min_lr = r->o.lr / 10.0;
@@ -1005,7 +692,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         return QP_EXIT_BAD_INPUT;
     }
     r->Bl = r->o.batch / r->world;
-    const int on_gpu = strcmp(r->o.device, "cuda") == 0;
+    const int on_gpu = r->o.device == QP_DEVICE_CUDA;
     if (on_gpu && !qp_backend_cuda_built()) return snprintf(err, errlen, "--device cuda: built without CUDA"), QP_EXIT_BAD_INPUT;
     char why[200] = "";
     if (on_gpu && qp_backend_cuda_device_count(why, sizeof why) < 1)
@@ -1051,26 +738,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     rc = size_run(r, err, errlen);
     if (rc != QP_EXIT_OK) goto done;
     rc = QP_EXIT_BAD_INPUT;
-    /* the recipe for this model: blocks exist, RHT sizes divide their contractions */
-    r->plans = malloc((size_t)r->o.layers * N_QGEMMS * sizeof *r->plans);
-    if (!r->plans) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    if (qp_recipe_resolve(&r->recipe, r->o.layers, r->plans, err, errlen)) goto done;
-    {
-        const qp_gpt_config shape = {qp_dataset_vocab(r->data), T, r->o.layers, r->o.heads, r->o.dim};
-        int64_t K[QP_PASS_COUNT][N_QGEMMS];
-        for (int g = 0; g < N_QGEMMS; g++) {
-            int ic, oc;
-            qp_gpt_gemm_dims(&shape, (qp_gemm_id)g, &ic, &oc);
-            K[QP_PASS_FPROP][g] = ic, K[QP_PASS_DGRAD][g] = oc, K[QP_PASS_WGRAD][g] = (int64_t)Bl * T;
-        }
-        if (qp_recipe_check_rht(&r->recipe, r->plans, r->o.layers, K, err, errlen)) {
-            if (r->world > 1) snprintf(err + strlen(err), errlen - strlen(err), " on every rank (--batch / ranks x --seq)");
-            goto done;
-        }
-    }
+    if (resolve_recipe(r, err, errlen)) goto done;
     rc = QP_EXIT_RUNTIME;
     r->gemm = qp_gemm_create(err, errlen);
     if (!r->gemm) goto done;
@@ -1101,7 +769,8 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     r->adam_v = calloc((size_t)r->model.num_params, sizeof(float));
     r->eval_in = malloc((size_t)B * T * sizeof(int32_t));
     r->eval_tg = malloc((size_t)B * T * sizeof(int32_t));
-    if (!r->lin || !r->adam_m || !r->adam_v || !r->eval_in || !r->eval_tg || setup_grad_comm(r)) {
+    r->gx = qp_grad_exchange_create(r->o.grad_comm, r->o.grad_comm_ef, r->model.param_sizes, QP_GPT_NPARAMS);
+    if (!r->lin || !r->adam_m || !r->adam_v || !r->eval_in || !r->eval_tg || !r->gx) {
         if (r->lin) snprintf(err, errlen, "out of memory");
         goto done;
     }
@@ -1140,8 +809,6 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     if (!loader) goto done;
     const qp_optim_cfg oc = {r->o.lr, r->o.min_lr, r->o.beta1, r->o.beta2, r->o.eps, r->o.weight_decay,
                              r->o.grad_clip, r->o.warmup, r->o.steps};
-    int64_t sizes[QP_GPT_NPARAMS];
-    qp_gpt_param_shapes(&mc, sizes, NULL, NULL);
     if (qp_runlog_status(r->log, r->step, "running", resumed_from, err, errlen)) goto loop_done;
     if (prepare_recovery(r, resumed_from[0] != 0, err, errlen)) goto loop_done;
     const double t_start = now_ms();
@@ -1163,7 +830,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         }
         qp_train_row row;
         double val = NAN;
-        rc = train_step(r, loader, &oc, sizes, &row, &val, err, errlen);
+        rc = train_step(r, loader, &oc, &row, &val, err, errlen);
         if (rc != QP_EXIT_OK) goto loop_done;
         if (!r->o.quiet && r->rank == 0) {
             const double el = now_ms() - t_start, per = el / (double)(step + 1 - first_step);

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qp_dist_grads.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,12 +31,25 @@ extern "C" {
  * last checkpoint. */
 extern volatile int qp_train_stop_requested;
 
+/* Where the step runs (--device). */
+typedef enum { QP_DEVICE_CPU = 0, QP_DEVICE_CUDA, QP_DEVICE_COUNT } qp_device;
+extern const char *const qp_device_names[QP_DEVICE_COUNT]; /* "cpu", "cuda" */
+
+/* What a divergence does (--on-divergence; see --help and docs/guarantees.md). */
+typedef enum {
+    QP_ON_DIVERGENCE_STOP = 0,
+    QP_ON_DIVERGENCE_SKIP_STEP,
+    QP_ON_DIVERGENCE_ROLLBACK,
+    QP_ON_DIVERGENCE_COUNT
+} qp_on_divergence;
+extern const char *const qp_on_divergence_names[QP_ON_DIVERGENCE_COUNT]; /* "stop", "skip-step", "rollback" */
+
 typedef struct {
     char data[1024], out[1024], recipe[1024], resume_from[1024]; /* recipe: QP_RECIPE_SPEC_MAX */
-    char device[16];         /* "cpu" (default) or "cuda" */
-    char on_divergence[16];  /* "stop" (default), "skip-step" or "rollback" */
+    qp_device device;                /* default cpu */
+    qp_on_divergence on_divergence;  /* default stop */
     char inject[128];        /* debug fault injection, e.g. "nan:grad:wte@12" (see --help); "" = none */
-    char grad_comm[16];      /* gradient all-reduce precision across ranks: "fp32" (default), "bf16", "fp8" */
+    qp_grad_comm grad_comm;  /* gradient exchange across ranks (qp_dist_grads.h), default fp32 */
     bool grad_comm_ef;       /* error feedback for a low-precision --grad-comm */
     int layers, heads, dim, seq, batch, grad_accum, threads, prefetch;
     int64_t steps, warmup, eval_every, eval_batches, qerr_every, ckpt_every;

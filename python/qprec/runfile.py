@@ -7,7 +7,7 @@ tests run these examples on a 30-step fp8 run qtrain writes for them):
 >>> r.attrs["recipe"], r.status.state.iloc[-1], len(r.train)
 ('fp8', 'done', 30)
 >>> list(r.train.columns[:3]), r.train.step.is_monotonic_increasing
-(['step', 'batch_hash', 'comm_ms'], True)
+(['step', 'attn_ms', 'batch_hash'], True)
 >>> sorted(set(r.quant_error.gemm)), sorted(set(r.quant_error["pass"]))
 (['attproj', 'fc', 'fcproj', 'qkv'], ['dgrad', 'fprop', 'wgrad'])
 >>> errs = r.quant_error.groupby(["gemm", "operand"]).rel_l2.mean()   # mean error per GEMM operand

@@ -1,8 +1,21 @@
-/* bench_train.c — training-step speed per recipe, side by side in one run:
- * median ms/step, achieved GEMM GFLOP/s and the GEMMs' share of the step, and
- * the data loader's wait share, on nanoGPT's baby Shakespeare configuration
- * and llm.c's small CPU configuration. A benchmark: it prints a table and
- * asserts nothing about speed. */
+/* bench_train.c — training-step speed per recipe, side by side in one run.
+ *
+ * For nanoGPT's baby Shakespeare configuration and llm.c's small CPU
+ * configuration, every recipe gets its own model, dispatch and loader, and
+ * the recipes take turns step by step (bf16, fp8, nvfp4, bf16, ...), so a
+ * busy machine slows them alike; the table gives each recipe's median step
+ * time and its ratio to bf16's, the model FLOP/s of the whole step (6 N
+ * tokens + causal attention 6 L C (T+1) per token, N the matrices'
+ * parameters with the LM head) against the bf16 GEMM ceiling measured in the
+ * same run (a 1024^3 product timed once per round of steps), and the phase profile (train/qp_prof.h) as shares of the step.
+ * Then the profile's own cost: bf16 steps with the profile on and off in
+ * turns, and the bound from its clock reads. A benchmark: it prints tables
+ * and asserts nothing about speed.
+ *
+ *   bench_train [--data FILE] [--steps N] [--threads N] [--recipes a,b,...]
+ *   bench_train --ceiling [--threads N]      the GEMM ceiling line only
+ * OpenMP waits as in qtrain (passive unless OMP_WAIT_POLICY/GOMP_SPINCOUNT is set). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +28,11 @@
 #include "qp_gemm.h"
 #include "qp_linear.h"
 #include "qp_model.h"
+#include "qp_omp.h"
 #include "qp_optim.h"
+#include "qp_prof.h"
+
+#define WARMUP 3
 
 static double now_ms(void)
 {
@@ -30,23 +47,144 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 typedef struct {
     const char *name;
     int L, NH, C, T, B;
 } config;
 
+/* One recipe's training state. */
+typedef struct {
+    char name[64];
+    qp_recipe recipe;
+    qp_gpt m;
+    qp_linear *lin;
+    qp_loader *ld;
+    float *am, *av;
+    int64_t sizes[QP_GPT_NPARAMS];
+    int decays[QP_GPT_NPARAMS];
+    double *ms, phase[QP_PHASE_COUNT], total, gemm_s, gemm_f;
+    int n;
+} runner;
+
+static int runner_init(runner *r, const char *name, const config *c, qp_dataset *d, qp_gemm *g, int steps, char *err,
+                       size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    if (qp_recipe_parse(name, &r->recipe, err, errlen)) return -1;
+    const qp_gpt_config mc = {qp_dataset_vocab(d), c->T, c->L, c->NH, c->C};
+    if (qp_gpt_init(&r->m, &mc, c->B, c->T, 1337, err, errlen)) return -1;
+    const qp_linear_cfg lc = {.n_layers = c->L, .max_elems = qp_gpt_max_gemm_elems(&mc, c->B, c->T), .seed = 1337,
+                              .recipe = &r->recipe, .gemm = g};
+    r->lin = qp_linear_create(&lc, err, errlen);
+    r->ld = qp_loader_create(d, QP_SPLIT_TRAIN, 1337, c->B, c->T, 4, 0, err, errlen);
+    r->am = calloc((size_t)r->m.num_params, 4), r->av = calloc((size_t)r->m.num_params, 4);
+    r->ms = calloc((size_t)steps, sizeof(double));
+    if (!r->lin || !r->ld || !r->am || !r->av || !r->ms) return -1;
+    qp_gpt_param_shapes(&mc, r->sizes, NULL, NULL);
+    for (int i = 0; i < QP_GPT_NPARAMS; i++) r->decays[i] = qp_gpt_param_decays(i);
+    return 0;
+}
+
+static void runner_free(runner *r)
+{
+    free(r->ms), free(r->am), free(r->av);
+    qp_loader_destroy(r->ld);
+    qp_linear_destroy(r->lin);
+    qp_gpt_free(&r->m);
+}
+
+/* One optimizer step as qtrain takes it (without logging); its wall time. */
+static double step(runner *r, qp_gemm *g, int s, int timed)
+{
+    static const qp_optim_cfg oc = {1e-3, 1e-4, 0.9, 0.99, 1e-8, 0.1, 1.0, 100, 2000};
+    double gs0, gf0, gs1, gf1, ph[QP_PHASE_COUNT];
+    qp_gemm_counters(g, &gs0, &gf0);
+    qp_prof_reset();
+    const double t0 = now_ms();
+    const int32_t *in, *tg;
+    int64_t idx;
+    double w;
+    qp_loader_next(r->ld, &in, &tg, &idx, &w);
+    qp_linear_begin_step(r->lin, s, 0);
+    qp_gpt_zero_grad(&r->m);
+    if (qp_gpt_forward(&r->m, r->lin, in, tg, r->m.B, r->m.T) || qp_gpt_backward(&r->m, r->lin, in, tg, 1.0f)) {
+        fprintf(stderr, "bench_train: %s\n", qp_linear_error(r->lin));
+        exit(1);
+    }
+    qp_prof_push(QP_PHASE_OPTIM);
+    const double n = qp_grad_norm(r->m.grads_memory, r->m.num_params);
+    qp_adamw_step(&oc, r->m.params_memory, r->m.grads_memory, r->am, r->av, r->sizes, r->decays, QP_GPT_NPARAMS,
+                  s + 1, qp_lr_at(&oc, s), n > 1.0 ? (float)(1.0 / n) : 1.0f);
+    qp_prof_pop();
+    const double dt = now_ms() - t0;
+    qp_prof_read(ph);
+    qp_gemm_counters(g, &gs1, &gf1);
+    if (timed) {
+        r->ms[r->n++] = dt;
+        r->total += dt, r->gemm_s += gs1 - gs0, r->gemm_f += gf1 - gf0;
+        for (int k = 0; k < QP_PHASE_COUNT; k++) r->phase[k] += ph[k];
+    }
+    return dt;
+}
+
+/* The ceiling a step's FLOP/s is measured against: bf16 GEMM throughput on a
+ * 1024^3 product (bigger than any of these models' GEMMs), timed once per
+ * round of steps so that it sees the same machine as the steps do. */
+typedef struct {
+    float *a, *b, *c;
+    double t[512];
+    int n;
+} ceiling;
+
+static void ceiling_init(ceiling *c)
+{
+    const int n = 1024;
+    c->a = malloc(sizeof(float) * n * n), c->b = malloc(sizeof(float) * n * n), c->c = malloc(sizeof(float) * n * n);
+    for (int i = 0; i < n * n; i++) c->a[i] = c->b[i] = (float)((i % 17) - 8) * 0.125f; /* BF16 values */
+    c->n = 0;
+}
+
+static void ceiling_once(ceiling *c, qp_gemm *g)
+{
+    const int n = 1024;
+    const double t0 = now_ms();
+    if (qp_gemm_run(g, c->a, 0, c->b, 0, c->c, n, n, n, 1.0f, 0, 1)) {
+        fprintf(stderr, "bench_train: %s\n", qp_gemm_error(g));
+        exit(1);
+    }
+    if (c->n < 512) c->t[c->n++] = now_ms() - t0;
+}
+
+/* GFLOP/s of the median product so far. */
+static double ceiling_gflops(ceiling *c) { return 2.0 * 1024 * 1024 * 1024 / (median(c->t, c->n) * 1e6); }
+
+static double model_gflop(const config *c, int V)
+{
+    const double n = 12.0 * c->L * c->C * c->C + (double)V * c->C, tokens = (double)c->B * c->T;
+    return (6.0 * n * tokens + 6.0 * c->L * c->C * (c->T + 1.0) * tokens) / 1e9;
+}
+
 int main(int argc, char **argv)
 {
     const char *data = "../shared/data/tinyshakespeare.txt";
-    int steps = 20, threads = 2;
-    const char *recipes = "fp32,bf16,fp8,fp8-current,mxfp8,nvfp4,nvfp4-naive,mxfp4";
+    int steps = 20, threads = 2, ceiling_only = 0;
+    const char *recipes = "bf16,fp32,fp8,fp8-current,mxfp8,nvfp4,nvfp4-naive,mxfp4";
+    qp_omp_apply(argv); /* OpenMP waits as qtrain's does (train/qp_omp.h) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--recipes") && i + 1 < argc) recipes = argv[++i];
+        else if (!strcmp(argv[i], "--ceiling")) ceiling_only = 1;
         else {
-            fprintf(stderr, "usage: bench_train [--data FILE] [--steps N] [--threads N] [--recipes a,b,...]\n");
+            fprintf(stderr, "usage: bench_train [--data FILE] [--steps N] [--threads N] [--recipes a,b,...] [--ceiling]\n");
             return 2;
         }
     }
@@ -58,6 +196,22 @@ int main(int argc, char **argv)
     omp_set_num_threads(threads);
 #endif
     char err[512];
+    qp_gemm *g = qp_gemm_create(err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "bench_train: %s\n", err);
+        return 1;
+    }
+    ceiling ce;
+    ceiling_init(&ce);
+    if (ceiling_only) {
+        for (int r = 0; r < 8; r++) ceiling_once(&ce, g);
+        ce.n--, memmove(ce.t, ce.t + 1, sizeof(double) * (size_t)ce.n); /* the first builds the kernel */
+        printf("GEMM ceiling (bf16 1024x1024x1024, %d threads, median of %d): %.1f GFLOP/s\n", threads, ce.n,
+               ceiling_gflops(&ce));
+        qp_gemm_destroy(g);
+        return 0;
+    }
+    ceiling_once(&ce, g), ce.n = 0; /* builds the kernel */
     qp_dataset *d = qp_dataset_open(data, 0.1, err, sizeof err);
     if (!d) {
         fprintf(stderr, "bench_train: %s\n", err);
@@ -65,82 +219,80 @@ int main(int argc, char **argv)
     }
     const config configs[] = {{"nanoGPT baby (4L 4H 128C, T64 B12)", 4, 4, 128, 64, 12},
                               {"llm.c small (4L 4H 256C, T128 B8)", 4, 4, 256, 128, 8}};
-    qp_gemm *g = qp_gemm_create(err, sizeof err);
-    if (!g) {
-        fprintf(stderr, "bench_train: %s\n", err);
-        return 1;
-    }
-    printf("bench_train: %d threads, %d timed steps after 3 warm-up, median; GEMM: bf16 %s, model kernels %s\n",
-           threads, steps, qp_gemm_has_bf16(g) ? "oneDNN" : "fp32-fallback", qp_gpt_kernel_isa());
+    printf("bench_train: %d threads, %d timed steps after %d warm-up, recipes in turn step by step, medians; GEMM: "
+           "bf16 %s, model kernels %s\n",
+           threads, steps, WARMUP, qp_gemm_has_bf16(g) ? "oneDNN" : "fp32-fallback", qp_gpt_kernel_isa());
     for (unsigned ci = 0; ci < sizeof configs / sizeof configs[0]; ci++) {
         const config *c = &configs[ci];
-        printf("\n%s, vocab %d\n", c->name, qp_dataset_vocab(d));
-        printf("%-14s %10s %10s %12s %10s %10s\n", "recipe", "ms/step", "tok/s", "GEMM GFLOP/s", "GEMM %", "wait %");
+        runner rs[16];
+        int nr = 0;
         char list[256];
         snprintf(list, sizeof list, "%s", recipes);
-        for (char *save = NULL, *rname = strtok_r(list, ",", &save); rname; rname = strtok_r(NULL, ",", &save)) {
-            qp_recipe r;
-            if (qp_recipe_parse(rname, &r, err, sizeof err)) {
-                fprintf(stderr, "bench_train: %s\n", err);
+        for (char *save = NULL, *rn = strtok_r(list, ",", &save); rn && nr < 16; rn = strtok_r(NULL, ",", &save))
+            if (runner_init(&rs[nr++], rn, c, d, g, steps, err, sizeof err)) {
+                fprintf(stderr, "bench_train: %s: %s\n", rn, err);
                 return 2;
             }
-            const qp_gpt_config mc = {qp_dataset_vocab(d), c->T, c->L, c->NH, c->C};
-            qp_gpt m;
-            if (qp_gpt_init(&m, &mc, c->B, c->T, 1337, err, sizeof err)) {
-                fprintf(stderr, "bench_train: %s\n", err);
-                return 1;
-            }
-            const qp_linear_cfg lc = {.n_layers = c->L, .max_elems = qp_gpt_max_gemm_elems(&mc, c->B, c->T),
-                                      .seed = 1337, .recipe = &r, .gemm = g};
-            qp_linear *lin = qp_linear_create(&lc, err, sizeof err);
-            qp_loader *ld = qp_loader_create(d, QP_SPLIT_TRAIN, 1337, c->B, c->T, 4, 0, err, sizeof err);
-            float *am = calloc((size_t)m.num_params, 4), *av = calloc((size_t)m.num_params, 4);
-            if (!lin || !ld || !am || !av) {
-                fprintf(stderr, "bench_train: %s\n", err);
-                return 1;
-            }
-            const qp_optim_cfg oc = {1e-3, 1e-4, 0.9, 0.99, 1e-8, 0.1, 1.0, 100, 2000};
-            int64_t sizes[QP_GPT_NPARAMS];
-            int decays[QP_GPT_NPARAMS];
-            qp_gpt_param_shapes(&mc, sizes, NULL, NULL);
-            for (int i = 0; i < QP_GPT_NPARAMS; i++) decays[i] = qp_gpt_param_decays(i);
-            double *ms = malloc(sizeof(double) * (size_t)steps), gemm_s = 0, gemm_f = 0, wait = 0, total = 0;
-            for (int s = 0; s < steps + 3; s++) {
-                double gs0, gf0;
-                qp_gemm_counters(g, &gs0, &gf0);
-                const double t0 = now_ms();
-                const int32_t *in, *tg;
-                int64_t idx;
-                double w;
-                qp_loader_next(ld, &in, &tg, &idx, &w);
-                qp_linear_begin_step(lin, s, 0);
-                qp_gpt_zero_grad(&m);
-                if (qp_gpt_forward(&m, lin, in, tg, c->B, c->T) || qp_gpt_backward(&m, lin, in, tg, 1.0f)) {
-                    fprintf(stderr, "bench_train: %s\n", qp_linear_error(lin));
-                    return 1;
-                }
-                const double n = qp_grad_norm(m.grads_memory, m.num_params);
-                qp_adamw_step(&oc, m.params_memory, m.grads_memory, am, av, sizes, decays, QP_GPT_NPARAMS, s + 1,
-                              qp_lr_at(&oc, s), n > 1.0 ? (float)(1.0 / n) : 1.0f);
-                const double dt = now_ms() - t0;
-                double gs1, gf1;
-                qp_gemm_counters(g, &gs1, &gf1);
-                if (s >= 3) {
-                    ms[s - 3] = dt;
-                    gemm_s += gs1 - gs0, gemm_f += gf1 - gf0, wait += w, total += dt;
-                }
-            }
-            qsort(ms, (size_t)steps, sizeof *ms, cmp);
-            const double med = ms[steps / 2];
-            printf("%-14s %10.1f %10.0f %12.1f %10.1f %10.2f\n", rname, med, c->B * c->T / (med / 1e3),
-                   gemm_f / gemm_s / 1e9, 100.0 * gemm_s * 1e3 / total, 100.0 * wait / total);
-            fflush(stdout);
-            free(ms), free(am), free(av);
-            qp_loader_destroy(ld);
-            qp_linear_destroy(lin);
-            qp_gpt_free(&m);
+        ce.n = 0;
+        for (int s = 0; s < steps + WARMUP; s++) {
+            for (int k = 0; k < nr; k++) step(&rs[k], g, s, s >= WARMUP);
+            if (s >= WARMUP) ceiling_once(&ce, g);
         }
+        const double gflop = model_gflop(c, qp_dataset_vocab(d)), ceil = ceiling_gflops(&ce);
+        printf("\n%s, vocab %d: %.2f model GFLOP per step; GEMM ceiling (bf16 1024^3, timed once per round of "
+               "steps, median) %.1f GFLOP/s\n", c->name, qp_dataset_vocab(d), gflop, ceil);
+        printf("%-13s %8s %7s %8s %9s %7s %8s  %s\n", "recipe", "ms/step", "x bf16", "tok/s", "GFLOP/s", "% ceil",
+               "GEMM GF/s", "share of step: gemm quant attn rowops optim other");
+        double bf16 = NAN;
+        for (int k = 0; k < nr; k++)
+            if (!strcmp(rs[k].name, "bf16")) bf16 = median(rs[k].ms, rs[k].n);
+        for (int k = 0; k < nr; k++) {
+            runner *r = &rs[k];
+            const double med = median(r->ms, r->n), t = r->total;
+            double other = t;
+            for (int p = 0; p < QP_PHASE_COUNT; p++) other -= r->phase[p];
+            printf("%-13s %8.1f %7.2f %8.0f %9.1f %7.1f %8.1f  %21.1f %5.1f %4.1f %6.1f %5.1f %5.1f\n", r->name, med,
+                   med / bf16, c->B * c->T / (med / 1e3), gflop / (med / 1e3), 100.0 * gflop / (med / 1e3) / ceil,
+                   r->gemm_f / r->gemm_s / 1e9, 100 * r->phase[QP_PHASE_GEMM] / t, 100 * r->phase[QP_PHASE_QUANT] / t,
+                   100 * r->phase[QP_PHASE_ATTN] / t, 100 * r->phase[QP_PHASE_ROWOPS] / t,
+                   100 * r->phase[QP_PHASE_OPTIM] / t, 100 * other / t);
+            fflush(stdout);
+        }
+        for (int k = 0; k < nr; k++) runner_free(&rs[k]);
     }
+
+    /* The profile's cost: bf16 steps with it on and off in turns. */
+    printf("\nphase profile on vs off (bf16, steps in turns, medians):\n");
+    for (unsigned ci = 0; ci < sizeof configs / sizeof configs[0]; ci++) {
+        const config *c = &configs[ci];
+        runner r;
+        if (runner_init(&r, "bf16", c, d, g, 2 * steps, err, sizeof err)) return 1;
+        double on[256], off[256];
+        int n = steps < 256 ? steps : 256;
+        int64_t reads = 0;
+        for (int s = 0; s < 2 * (n + WARMUP); s++) {
+            const int prof = s % 2 == 0;
+            qp_prof_enable(prof);
+            const int64_t r0 = qp_prof_clock_reads();
+            const double dt = step(&r, g, s, 0);
+            if (prof) reads = qp_prof_clock_reads() - r0;
+            if (s >= 2 * WARMUP) (prof ? on : off)[(s - 2 * WARMUP) / 2] = dt;
+        }
+        qp_prof_enable(1);
+        /* what one clock read costs here */
+        const double t0 = now_ms();
+        for (int i = 0; i < 100000; i++) {
+            qp_prof_push(QP_PHASE_ROWOPS);
+            qp_prof_pop();
+        }
+        const double per_read = (now_ms() - t0) / 200000.0;
+        const double mon = median(on, n), moff = median(off, n);
+        printf("  %-36s on %.2f ms, off %.2f ms (on/off %.4f); %lld clock reads per step x %.0f ns = %.4f%% of "
+               "the step\n",
+               c->name, mon, moff, mon / moff, (long long)reads, per_read * 1e6, 100.0 * reads * per_read / moff);
+        runner_free(&r);
+    }
+    free(ce.a), free(ce.b), free(ce.c);
     qp_gemm_destroy(g);
     qp_dataset_close(d);
     return 0;

@@ -44,11 +44,12 @@ static const char *const DS_NAMES[] = {
     "params/wte", "params/h0/qkv_w", "adam/m", "x", "train/step", "train/loss", "train/lr", "train/grad_norm",
     "train/step_ms", "train/data_wait_ms", "train/tokens_per_s", "train/batch_hash", "eval/step",
     "eval/val_loss", "quant/error", "events/recalib", "status", "g/h/deep", "events/divergence",
+    "train/gemm_ms", "train/comm_ms",
 };
 #define N_DS_NAMES (sizeof DS_NAMES / sizeof *DS_NAMES)
 
 static const char *const ATTR_NAMES[] = {"complete", "layers", "heads", "dim", "seq", "vocab", "seed",
-                                         "step", "recipe", "version", "crc32", "x"};
+                                         "step", "recipe", "version", "crc32", "x", "runfile_schema"};
 #define N_ATTR_NAMES (sizeof ATTR_NAMES / sizeof *ATTR_NAMES)
 
 static const hsize_t DIMS[] = {0, 1, 2, 3, 5, 7, 16, 4097, (hsize_t)1 << 40, (hsize_t)1 << 62};

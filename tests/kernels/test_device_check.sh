@@ -54,9 +54,8 @@ with h5py.File(out[:-3] + ".ckpt.h5", "w") as f:
     f["params"] = rng.standard_normal(1000).astype(np.float32)
     f["adam_m"] = rng.standard_normal(1000).astype(np.float32)
 if gpu and os.environ.get("QP_CUDA_PROFILE") == "1":
-    print("qtrain: GPU phases (QP_CUDA_PROFILE): 9 steps, 99.00 ms/step: gemm 50.00 (51%), quantize 20.00 (20%), "
-          "attention 15.00 (15%), layernorm 4.00 (4%), pointwise 5.00 (5%), embed+loss 1.00 (1%), optimizer 3.00 (3%), "
-          "host 1.00 (1%)", file=sys.stderr)
+    print("qtrain: GPU phases (QP_CUDA_PROFILE): 9 steps, 99.00 ms/step: gemm 50.00 (51%), quant 20.00 (20%), "
+          "attn 15.00 (15%), rowops 10.00 (10%), optim 3.00 (3%), host 1.00 (1%)", file=sys.stderr)
 EOF
 stub() { # NAME EXIT [LINES...]
   local n=$1 rc=$2
@@ -134,7 +133,7 @@ check "$(has '^\[gemm\] PASS .*bf16 758 TFLOP/s \(97% of torch\), fp8 1374 \(1.8
 check "$(has '^\[agree\] PASS .*fp32 0.0e\+00, bf16 0.0e\+00' "$A/stdout")" "full run: agree line"
 check "$(has '^\[determinism\] PASS .*fp8 bit-identical; nvfp4 bit-identical' "$A/stdout")" "full run: determinism line"
 check "$(has '^nvfp4 +emulated-bf16 +81920 +100.0 +1.00x +612' "$A/out/train.txt")" "full run: train table row"
-check "$(has 'gemm 50.0, quantize 20.0, attention 15.0' "$A/out/train.txt")" "full run: phase split in the train table"
+check "$(has 'gemm 50.0, quant 20.0, attn 15.0, rowops 10.0' "$A/out/train.txt")" "full run: phase split in the train table"
 check "$(has 'worst per-tensor/MX 56% .*NOT met.*worst NVFP4/RHT 50%' "$A/stdout")" "full run: quant targets"
 n=$(find "$A/out" -mindepth 1 | wc -l)
 check $([ "$n" -le 8 ]; echo $?) "full run: $n entries in OUT (at most 8)"

@@ -113,7 +113,9 @@ def cores():
 
 
 def open_run(path):
-    return h5py.File(path, "r", libver="latest", swmr=True)
+    # without HDF5's flock, as qsweep and qplot read: a reader holding it while qtrain creates or
+    # resumes the file would fail that run (EAGAIN)
+    return h5py.File(path, "r", libver="latest", swmr=True, locking=False)
 
 
 TRAIN = ["step", "loss", "lr", "grad_norm", "step_ms", "data_wait_ms", "tokens_per_s", "batch_hash"]

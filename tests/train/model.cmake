@@ -3,6 +3,7 @@
 #   test_model_torch      the FP32 model's logits, losses and gradients against
 #                         a PyTorch GPT (needs Debian's python3 with torch)
 #   test_model_gradcheck  every parameter gradient against finite differences
+#   test_transpose        the dispatch's transposes (AVX-512 and SSE tiles) against the plain loop
 #   test_gemm_recipes     every recipe's GEMMs against quant/'s dequantization
 #                         followed by a float64 product
 #   test_recipe           the recipe language: stored preset expansions, the
@@ -20,6 +21,11 @@ if(TARGET qpmodel)
   add_test(NAME test_model_gradcheck COMMAND test_model_gradcheck)
   qp_model_exe(test_gemm_recipes)
   add_test(NAME test_gemm_recipes COMMAND test_gemm_recipes)
+  qp_model_exe(test_transpose)
+  add_test(NAME test_transpose COMMAND test_transpose)
+  add_test(NAME test_transpose_sse COMMAND test_transpose)
+  set_tests_properties(test_transpose test_transpose_sse PROPERTIES LABELS "unit;model" TIMEOUT 60)
+  set_tests_properties(test_transpose_sse PROPERTIES ENVIRONMENT "QP_SIMD=scalar")
   qp_model_exe(test_recipe)
   add_test(NAME test_recipe COMMAND test_recipe ${PROJECT_SOURCE_DIR}/docs/recipes.md)
   set_tests_properties(test_model_gradcheck test_gemm_recipes test_recipe PROPERTIES

@@ -16,3 +16,11 @@ if(TARGET qtrain AND QP_PYTHON)
                          SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
   endforeach()
 endif()
+
+# qtrain's OpenMP waiting policy (train/qp_omp.h): the re-exec, the user's choice kept
+if(TARGET qtrain AND QP_PYTHON)
+  add_test(NAME test_omp_policy
+           COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/test_omp_policy.py $<TARGET_FILE:qtrain>
+                   ${CMAKE_CURRENT_BINARY_DIR}/omp_policy)
+  set_tests_properties(test_omp_policy PROPERTIES LABELS "train" TIMEOUT 300)
+endif()

@@ -40,3 +40,18 @@ if(TARGET qprunlog)
     message(WARNING "QP_PYTHON (${QP_PYTHON}) lacks numpy or h5py: runlog_h5py not added")
   endif()
 endif()
+
+# The run file's schema against its docs, run files of the previous schema
+# (a stored file written by qtrain before the phase profile) in qplot and
+# qsweep, a newer schema refused, an older file resumed (upgraded).
+if(TARGET qprunlog AND TARGET qtrain AND TARGET qplot AND TARGET qsweep AND QP_PYTHON AND _qp_runlog_h5py EQUAL 0)
+  add_executable(runschema_md ${QP_RUNLOG_TEST_DIR}/runschema_md.c)
+  target_link_libraries(runschema_md PRIVATE qprunlog)
+  foreach(part docs fixture newer upgrade)
+    add_test(NAME runlog_compat_${part}
+             COMMAND ${QP_PYTHON} ${QP_RUNLOG_TEST_DIR}/test_runfile_compat.py ${part} $<TARGET_FILE:runschema_md>
+                     $<TARGET_FILE:qtrain> $<TARGET_FILE:qplot> $<TARGET_FILE:qsweep> ${PROJECT_SOURCE_DIR}
+                     ${CMAKE_CURRENT_BINARY_DIR}/runlog_compat_${part})
+    set_tests_properties(runlog_compat_${part} PROPERTIES LABELS "train;io" TIMEOUT 300)
+  endforeach()
+endif()

@@ -114,13 +114,13 @@ def case(name, folder, extra, want_frag, fsize=None, fill=None, unfill=None, row
 cases = 0
 d = os.path.join(tmp, "ckpt_ulimit")
 os.makedirs(d)
-# the run file is ~0.3 MB and reserves ~1.7 MB ahead; the checkpoint needs ~2.8 MB
+# the run file is ~0.35 MB and reserves ~1.8 MB ahead; the checkpoint needs ~2.8 MB
 cases += case("ckpt-ulimit", d, SHORT, ["no room for a", "checkpoint", "File too large", "previous one is kept"],
-              fsize=2 * 1024 * 1024)
+              fsize=2 * 1024 * 1024 + 320 * 1024)
 d = os.path.join(tmp, "log_ulimit")
 os.makedirs(d)
 cases += case("log-ulimit", d, LONG, ["run.h5: no room for the next rows", "File too large", "every row flushed before"],
-              fsize=2 * 1024 * 1024 + 120 * 1024)
+              fsize=2 * 1024 * 1024 + 200 * 1024)
 
 # ---- a real full disk: a small tmpfs (root only; skipped otherwise) ------------------------
 mnt = os.path.join(tmp, "mnt")

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include <hdf5.h>
 
+#include "qp_h5open.h"
 #include "qp_runlog.h"
 #include "qp_test.h"
 
@@ -36,8 +38,12 @@ static const char *wpath(const char *name)
 static qp_train_row trow(int64_t s)
 {
     const double d = (double)s;
-    return (qp_train_row){s, 2.0 + 1.0 / d, 1e-3 * d, 0.25 * d, 10.0 + d, 0.5, 1e5 / d, (uint64_t)s * 0xD1B54A32D192ED03ull,
-                          0.125 * d, 300.0 + d, 1e3 * d, 50.0, 1e-3 * d};
+    return (qp_train_row){.step = s, .loss = 2.0 + 1.0 / d, .lr = 1e-3 * d, .grad_norm = 0.25 * d,
+                          .step_ms = 10.0 + d, .data_wait_ms = 0.5, .tokens_per_s = 1e5 / d,
+                          .batch_hash = (uint64_t)s * 0xD1B54A32D192ED03ull, .comm_ms = 0.125 * d,
+                          .power_w = 300.0 + d, .energy_j = 1e3 * d, .gpu_util = 50.0, .grad_comm_rel_err = 1e-3 * d,
+                          .gemm_ms = 3.0 + 1.0 / d, .quant_ms = 1.0 / (d + 1), .attn_ms = 0.75 * d,
+                          .rowops_ms = (s % 3 ? NAN : 0.5), .optim_ms = 0.25 + d};
 }
 
 /* ---- reading the file back ---- */
@@ -134,31 +140,29 @@ static int nattrs(hid_t f)
     return n;
 }
 
-static const char *const TRAIN[] = {"/train/step", "/train/loss", "/train/lr", "/train/grad_norm",
-                                    "/train/step_ms", "/train/data_wait_ms", "/train/tokens_per_s",
-                                    "/train/batch_hash"};
-
-/* Train rows are exactly trow(first..last). */
+/* Train rows are exactly trow(first..last): every column of the schema's
+ * /train, bit for bit. */
 static void check_train(hid_t f, int64_t first, int64_t last, const char *what)
 {
     const int64_t n = last - first + 1;
-    for (int k = 0; k < 8; k++) CHECK(nrows(f, TRAIN[k]) == n, "%s: %s has %lld rows, want %lld", what, TRAIN[k],
-                                      (long long)nrows(f, TRAIN[k]), (long long)n);
-    int64_t *step = read_i64(f, "/train/step", NULL, n);
-    double *v[6];
-    for (int k = 0; k < 6; k++) v[k] = read_f64(f, TRAIN[k + 1], NULL, n);
-    uint64_t *h = calloc((size_t)n + 1, 8);
-    CHECK(read_col(f, "/train/batch_hash", NULL, H5T_NATIVE_UINT64, 8, h) == 0, "%s: read batch_hash", what);
+    const qp_runset *rs = &qp_runsets[QP_RS_TRAIN];
     int ok = 1;
-    for (int64_t i = 0; i < n; i++) {
-        const qp_train_row r = trow(first + i);
-        const double want[6] = {r.loss, r.lr, r.grad_norm, r.step_ms, r.data_wait_ms, r.tokens_per_s};
-        ok &= step[i] == r.step && h[i] == r.batch_hash;
-        for (int k = 0; k < 6; k++) ok &= memcmp(&v[k][i], &want[k], 8) == 0;
+    for (int k = 0; k < rs->ncols; k++) {
+        char ds[96];
+        snprintf(ds, sizeof ds, "/train/%s", rs->cols[k].name);
+        CHECK(nrows(f, ds) == n, "%s: %s has %lld rows, want %lld", what, ds, (long long)nrows(f, ds), (long long)n);
+        const hid_t type = rs->cols[k].kind == QP_RC_F64   ? H5T_NATIVE_DOUBLE
+                           : rs->cols[k].kind == QP_RC_U64 ? H5T_NATIVE_UINT64
+                                                           : H5T_NATIVE_INT64;
+        uint64_t *v = calloc((size_t)n + 1, 8);
+        CHECK(read_col(f, ds, NULL, type, 8, v) == 0, "%s: read %s", what, ds);
+        for (int64_t i = 0; i < n; i++) {
+            const qp_train_row r = trow(first + i);
+            ok &= memcmp(&v[i], (const char *)&r + rs->cols[k].offset, 8) == 0;
+        }
+        free(v);
     }
     CHECK(ok, "%s: train values of steps %lld..%lld bit for bit", what, (long long)first, (long long)last);
-    free(step), free(h);
-    for (int k = 0; k < 6; k++) free(v[k]);
 }
 
 /* ---- tests ---- */
@@ -237,7 +241,7 @@ static void test_create_read(void)
     CHECK(!strcmp(str[1], "finished 2500 steps"), "status message '%s'", str[1]);
 
     char v[64];
-    CHECK(nattrs(f) == 4, "4 root attributes, got %d", nattrs(f));
+    CHECK(nattrs(f) == 5, "4 root attributes and runfile_schema, got %d", nattrs(f));
     for (int i = 0; i < 4; i++)
         CHECK(attr_str(f, attrs[i].key, v, sizeof v) == 0 && !strcmp(v, attrs[i].value), "attribute %s = '%s'",
               attrs[i].key, v);
@@ -354,7 +358,7 @@ static void test_resume_cut(void)
         CHECK(nrows(f, "/events/divergence") == 0, "divergence at 30 dropped");
         CHECK(nrows(f, "/status") == 1, "status 'done' at 50 dropped");
         char v[8];
-        CHECK(nattrs(f) == 2 && attr_str(f, "b", v, sizeof v) == 0 && !strcmp(v, "2"), "attributes kept");
+        CHECK(nattrs(f) == 3 && attr_str(f, "b", v, sizeof v) == 0 && !strcmp(v, "2"), "attributes kept");
         free(es);
         H5Fclose(f);
     }
@@ -577,6 +581,57 @@ static void test_lock(void)
     close(up[0]), close(up[1]), close(down[0]), close(down[1]);
 }
 
+/* A reader (qsweep --summarize, qplot, --status) holding a run file open
+ * while its qtrain resumes or recreates it must not fail that qtrain: HDF5's
+ * default open would hold a shared flock() and the writer would get EAGAIN. */
+static void test_reader_does_not_block_writer(void)
+{
+    const char *p = wpath("read_while_written.h5");
+    char err[512] = "";
+    qp_runlog *l = qp_runlog_create(p, NULL, 0, err, sizeof err);
+    for (int64_t s = 1; l && s <= 3; s++) {
+        const qp_train_row r = trow(s);
+        qp_runlog_train(l, &r, err, sizeof err);
+    }
+    CHECK(l && qp_runlog_close(l, err, sizeof err) == 0, "the first run: %s", err);
+    for (int swmr = 0; swmr <= 1; swmr++) {
+        int up[2], down[2];
+        if (pipe(up) || pipe(down)) return;
+        const pid_t pid = fork();
+        if (pid == 0) {
+            char c;
+            close(up[0]), close(down[1]);
+            const hid_t f = (hid_t)qp_h5_open_read(p, swmr);
+            if (f < 0) fprintf(stderr, "reader: cannot open %s\n", p);
+            const int ok = f >= 0 && write(up[1], "y", 1) == 1 && read(down[0], &c, 1) == 1;
+            if (f >= 0) H5Fclose(f);
+            _exit(ok ? 0 : 1);
+        }
+        close(up[1]), close(down[0]); /* a reader that dies is an end of file, not a hang */
+        char c = 0;
+        CHECK(read(up[0], &c, 1) == 1 && c == 'y', "the reader (swmr %d) has the file open", swmr);
+        l = qp_runlog_resume(p, 3, err, sizeof err);
+        CHECK(l != NULL, "resume while a reader (swmr %d) has the file open: %s", swmr, err);
+        if (l) {
+            const qp_train_row r = trow(4);
+            CHECK(qp_runlog_train(l, &r, err, sizeof err) == 0 && qp_runlog_close(l, err, sizeof err) == 0,
+                  "the resumed run writes: %s", err);
+        }
+        l = qp_runlog_create(p, NULL, 0, err, sizeof err);
+        CHECK(l != NULL, "create while a reader (swmr %d) has the file open: %s", swmr, err);
+        for (int64_t s = 1; l && s <= 3; s++) {
+            const qp_train_row r = trow(s);
+            qp_runlog_train(l, &r, err, sizeof err);
+        }
+        if (l) qp_runlog_close(l, err, sizeof err);
+        (void)!write(down[1], "g", 1);
+        int st;
+        waitpid(pid, &st, 0);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the reader (swmr %d) finished", swmr);
+        close(up[0]), close(down[1]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     snprintf(WORK, sizeof WORK, "%s", argc > 1 ? argv[1] : "runlog_unit");
@@ -591,5 +646,6 @@ int main(int argc, char **argv)
     test_validation();
     test_errors();
     test_lock();
+    test_reader_does_not_block_writer();
     return qp_test_finish("test_runlog");
 }

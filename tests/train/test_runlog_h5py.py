@@ -38,13 +38,28 @@ PASSED = 0
 FAILED = 0
 WAIT_S = 60  # bound on any single wait; never an assertion
 
-TRAIN = ["step", "loss", "lr", "grad_norm", "step_ms", "data_wait_ms", "tokens_per_s", "batch_hash", "comm_ms",
-         "power_w", "energy_j", "gpu_util", "grad_comm_rel_err"]
+# /train's columns as docs/runfile.md documents them (its table is the
+# schema's, test runlog_compat_docs), so the file is checked against the docs
+def documented(path):
+    import re
+    lines = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "runfile.md"),
+                 encoding="utf-8").read().splitlines()
+    i = lines.index(f"<!-- schema: {path} -->")
+    rows = []
+    for l in lines[i + 3:]:
+        if not l.startswith("|"):
+            break
+        rows.append(re.match(r"\| `([a-z_0-9]+)` \| ([a-z0-9]+)", l).groups())
+    return rows
+
+
+TRAIN_TYPES = dict(documented("/train"))
+TRAIN = list(TRAIN_TYPES)
 QERR = ["step", "layer", "gemm", "operand", "pass", "rel_l2", "snr_db", "sat_frac", "zero_frac", "amax", "scale"]
 RECALIB = ["step", "layer", "gemm", "operand", "kind", "old_scale", "new_scale", "amax"]
 DIVERGENCE = ["step", "loss", "reason", "action"]
 STATUS = ["step", "state", "message"]
-ATTRS = {"model": "gpt-tiny", "recipe": "nvfp4/\u00b5batch", "seed": "1234", "empty": ""}
+ATTRS = {"model": "gpt-tiny", "recipe": "nvfp4/\u00b5batch", "seed": "1234", "empty": "", "runfile_schema": "2"}
 GEMMS, OPERANDS, PASSES = ["fc", "attn_qkv", "fc"], ["x", "w", "dy"], ["fprop", "fprop", "dgrad"]
 
 
@@ -70,7 +85,9 @@ def expected_rows(steps):
                    tokens_per_s=65536.0 / (0.1 + float(s % 7) * 0.001),
                    batch_hash=(s * 0x9E3779B97F4A7C15) % (1 << 64), comm_ms=float(s % 5) * 0.5,
                    power_w=250.0 + float(s % 11), energy_j=2.5 * d, gpu_util=float(s % 101),
-                   grad_comm_rel_err=float(s % 4) * 0.001)
+                   grad_comm_rel_err=float(s % 4) * 0.001, gemm_ms=40.0 + float(s % 9),
+                   quant_ms=10.0 + 0.5 * float(s % 4), attn_ms=20.0 + 0.25 * d, rowops_ms=5.0 + 1.0 / d,
+                   optim_ms=2.0 + float(s % 2))
         for k in TRAIN:
             train[k].append(row[k])
         if s % 5 == 0:
@@ -128,7 +145,7 @@ def check_prefix(f, nsteps, what, refresh=False):
 
 def check_schema(f):
     for k in TRAIN:
-        want = np.int64 if k == "step" else np.uint64 if k == "batch_hash" else np.float64
+        want = {"int64": np.int64, "uint64": np.uint64, "float64": np.float64}[TRAIN_TYPES[k]]
         check(f["train"][k].dtype == want and f["train"][k].ndim == 1 and f["train"][k].maxshape == (None,),
               f"/train/{k}: dtype {f['train'][k].dtype}, maxshape {f['train'][k].maxshape}")
     check(f["eval/step"].dtype == np.int64 and f["eval/val_loss"].dtype == np.float64, "/eval dtypes")

@@ -39,6 +39,11 @@ static int step_rows(qp_runlog *l, int64_t s, char *err, size_t n)
         .energy_j = 2.5 * d,
         .gpu_util = (double)(s % 101),
         .grad_comm_rel_err = (double)(s % 4) * 0.001,
+        .gemm_ms = 40.0 + (double)(s % 9),
+        .quant_ms = 10.0 + 0.5 * (double)(s % 4),
+        .attn_ms = 20.0 + 0.25 * d,
+        .rowops_ms = 5.0 + 1.0 / d,
+        .optim_ms = 2.0 + (double)(s % 2),
     };
     if (qp_runlog_train(l, &r, err, n)) return -1;
     if (s % 5 == 0 && qp_runlog_eval(l, s, 3.5 + 2.0 / d, err, n)) return -1;

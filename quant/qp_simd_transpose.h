@@ -1,0 +1,39 @@
+/* qp_simd_transpose.h — a 16 x 16 float transpose in AVX-512 registers.
+ *
+ * Owns: the one register transpose both vector paths use: quant/'s (Four
+ * Over Six's per-column errors, qp_simd_avx512.c) and the precision
+ * dispatch's operand transposes (train/qp_transpose.c). Header-only and
+ * always inlined, so each includer compiles it for its own AVX-512 target;
+ * include only where __m512 is available (x86-64, GCC or Clang). */
+#ifndef QP_SIMD_TRANSPOSE_H
+#define QP_SIMD_TRANSPOSE_H
+
+#include <immintrin.h>
+
+/* v[i] (row i) becomes column i: afterwards v[j][i] is the old v[i][j]. */
+__attribute__((target("avx512f"), always_inline)) static inline void qp_transpose16_avx512(__m512 v[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        v[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        v[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        v[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        v[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    /* v[4g + j] holds, in 128-bit lane L, elements 4L..4L+3 of column j of rows 4g..4g+3 */
+    for (int g = 0; g < 2; g++)
+        for (int j = 0; j < 4; j++) {
+            t[8 * g + j] = _mm512_shuffle_f32x4(v[8 * g + j], v[8 * g + 4 + j], 0x88);
+            t[8 * g + 4 + j] = _mm512_shuffle_f32x4(v[8 * g + j], v[8 * g + 4 + j], 0xDD);
+        }
+    for (int j = 0; j < 8; j++) {
+        v[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        v[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+    }
+}
+
+#endif

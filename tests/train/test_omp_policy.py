@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""test_omp_policy.py — qtrain's choice of OpenMP waiting policy
+(train/qp_omp.h), tested as a policy, not as a speed:
+
+  - by default qtrain re-executes itself with OMP_WAIT_POLICY=passive before
+    anything else: the running process's environment (/proc/PID/environ,
+    which is what libgomp read at load) holds it, the PID is the one that was
+    started (exec, not a child), and the run file's omp_wait says so;
+  - a policy the user set (OMP_WAIT_POLICY, GOMP_SPINCOUNT) is kept as it is
+    and named in the run file;
+  - the re-executed run is the same run: same losses as one started with
+    OMP_WAIT_POLICY=passive by hand.
+
+  test_omp_policy.py QTRAIN WORKDIR"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+QTRAIN, WORK = sys.argv[1:3]
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, flush=True)
+    return cond
+
+
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+data = os.path.join(WORK, "corpus.txt")
+with open(data, "w") as f:
+    f.write("\n".join("the quick brown fox %d jumps over the lazy dog" % (i % 97) for i in range(4000)))
+
+
+def cmd(out, steps):
+    return [QTRAIN, "--data", data, "--layers", "1", "--heads", "2", "--dim", "32", "--seq", "16", "--batch", "4",
+            "--steps", str(steps), "--warmup", "2", "--eval-every", "0", "--qerr-every", "0", "--ckpt-every", "0",
+            "--threads", "2", "--quiet", "--out", out]
+
+
+def env_without(*names, **extra):
+    e = {k: v for k, v in os.environ.items() if k not in names and k != "QP_OMP_APPLIED"}
+    e.update(extra)
+    return e
+
+
+def omp_wait(path):
+    with h5py.File(path, "r") as f:
+        return f.attrs["omp_wait"], f["train/loss"][:]
+
+
+# the live process: its environment after the re-exec, same PID
+out = os.path.join(WORK, "live.h5")
+p = subprocess.Popen(cmd(out, 1000000), env=env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"),
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+environ = b""
+deadline = time.time() + 60
+while time.time() < deadline and b"QP_OMP_APPLIED" not in environ:
+    try:
+        with open(f"/proc/{p.pid}/environ", "rb") as f:
+            environ = f.read()
+    except OSError:
+        break
+    time.sleep(0.05)
+vars_ = dict(kv.split(b"=", 1) for kv in environ.split(b"\0") if b"=" in kv)
+check(vars_.get(b"OMP_WAIT_POLICY") == b"passive" and vars_.get(b"QP_OMP_APPLIED") == b"1",
+      f"the running qtrain (pid {p.pid}) has OMP_WAIT_POLICY=passive in its environment: {vars_.get(b'OMP_WAIT_POLICY')}")
+# SIGTERM once the run has started (its run file exists: the handler that
+# makes a stop exit 130 is installed before), not in the instant after exec
+while time.time() < deadline and p.poll() is None and not any(n.startswith("live.h5") for n in os.listdir(WORK)):
+    time.sleep(0.05)
+p.send_signal(signal.SIGTERM)
+try:
+    p.wait(60)
+except subprocess.TimeoutExpired:
+    p.kill()
+check(p.returncode == 130, f"stopped by SIGTERM: exit {p.returncode}")
+
+cases = [
+    ("default", env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"), "passive (qtrain's default)"),
+    ("active", env_without("GOMP_SPINCOUNT", OMP_WAIT_POLICY="active"), "active (OMP_WAIT_POLICY)"),
+    ("byhand", env_without("GOMP_SPINCOUNT", OMP_WAIT_POLICY="passive"), "passive (OMP_WAIT_POLICY)"),
+    ("spin", env_without("OMP_WAIT_POLICY", GOMP_SPINCOUNT="1000"), "GOMP_SPINCOUNT=1000 (environment)"),
+]
+losses = {}
+for name, env, want in cases:
+    out = os.path.join(WORK, name + ".h5")
+    r = subprocess.run(cmd(out, 6), env=env, capture_output=True, text=True, timeout=300)
+    if check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}"):
+        got, losses[name] = omp_wait(out)
+        check(got == want, f"{name}: omp_wait {got!r}, want {want!r}")
+if "default" in losses and "byhand" in losses:
+    check(np.array_equal(losses["default"], losses["byhand"]), "the re-executed run trains exactly as one started passive")
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
