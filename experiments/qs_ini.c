@@ -31,7 +31,7 @@ typedef struct {
     char *err;
     size_t errlen;
     int sec_line[SEC_COUNT];          /* header line of each section seen */
-    int baseline_line, target_line, threads_line, noise_line, attribute_line;
+    int baseline_line, target_line, threads_line, noise_line, attribute_line, contrast_line;
     int slurm_line[8];                /* line of each [slurm] key seen (SLURM_KEYS order) */
 } parser;
 
@@ -196,10 +196,11 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
               : !strcmp(key, "target_loss") ? &p->target_line
               : !strcmp(key, "threads_per_run") ? &p->threads_line
               : !strcmp(key, "noise_floor") ? &p->noise_line
-              : !strcmp(key, "attribute") ? &p->attribute_line : NULL;
+              : !strcmp(key, "attribute") ? &p->attribute_line
+              : !strcmp(key, "contrast") ? &p->contrast_line : NULL;
     if (!seen)
         return fail(p, line, "unknown key '%s' in [sweep] (valid: baseline, target_loss, threads_per_run, noise_floor, "
-                    "attribute)", key);
+                    "attribute, contrast)", key);
     if (*seen) return fail(p, line, "'%s' set twice in [sweep] (first at line %d)", key, *seen);
     *seen = line;
     if (!*value) return fail(p, line, "'%s' has no value", key);
@@ -234,6 +235,12 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
         if (k == QS_ATTRIBUTE_COUNT)
             return fail(p, line, "attribute expects 'blocks' (one block at a time in each recipe), not '%s'", value);
         e->attribute = (qs_attribute)k;
+    } else if (seen == &p->contrast_line) {
+        /* an axis key, spelled as in [grid] ('-' or '_'); checked against the axes at the end */
+        const qs_opt *o = qs_opt_find(value);
+        if (strlen(value) >= sizeof e->contrast)
+            return fail(p, line, "contrast expects a grid axis, not '%.80s...'", value);
+        snprintf(e->contrast, sizeof e->contrast, "%s", o ? o->key : value);
     } else if (seen == &p->target_line) {
         const double v = strtod(value, &end);
         if (*end || errno || !isfinite(v) || v <= 0)
@@ -482,6 +489,36 @@ static int check_attribute(parser *p)
     return 0;
 }
 
+/* contrast = AXIS: an axis of the grid along which a recipe's gap can
+ * differ — its runs are paired by seed and every other axis, and each of its
+ * values has its own baseline runs */
+static int check_contrast(parser *p)
+{
+    qs_experiment *e = p->e;
+    if (!e->contrast[0]) return 0;
+    const int ax = qs_ini_axis(e, e->contrast);
+    if (ax < 0) {
+        char axes[512] = "";
+        size_t n = 0;
+        for (int a = 0; a < e->naxes && n < sizeof axes; a++) {
+            const int w = snprintf(axes + n, sizeof axes - n, "%s%s", a ? ", " : "", e->axes[a].key);
+            if (w < 0) break;
+            n += (size_t)w;
+        }
+        return fail(p, p->contrast_line, "contrast: '%s' is not a grid axis (%s%s)", e->contrast,
+                    e->naxes ? "axes: " : "the grid has no axes", axes);
+    }
+    if (!strcmp(e->contrast, "seed"))
+        return fail(p, p->contrast_line, "contrast: 'seed' pairs the runs of a contrast; it cannot be contrasted");
+    if (!strcmp(e->contrast, "recipe"))
+        return fail(p, p->contrast_line, "contrast: 'recipe' holds the baseline: the gaps are taken along it (the "
+                    "recipes' gaps are /recipes)");
+    if (e->axes[ax].nvalues < 2)
+        return fail(p, p->contrast_line, "contrast: axis '%s' (line %d) has one value: nothing to contrast",
+                    e->contrast, e->axes[ax].line);
+    return 0;
+}
+
 static int check_baseline(parser *p)
 {
     qs_experiment *e = p->e;
@@ -521,6 +558,7 @@ static int load_stream(FILE *f, const char *path, const char *data_override, int
     if (!rc) rc = check_baseline(p);
     if (!rc) rc = check_noise(p);
     if (!rc) rc = check_attribute(p);
+    if (!rc) rc = check_contrast(p);
     if (!rc) rc = check_model(p);
     if (rc) qs_ini_free(e);
     return rc;
@@ -667,6 +705,7 @@ char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len)
         bad = put(&s, &len, &cap, k ? ", " : "noise_floor = ") || put_value(&s, &len, &cap, "recipe", e->noise[k]) ||
               (k + 1 == e->nnoise && put(&s, &len, &cap, "\n"));
     if (!bad && e->attribute) bad = put(&s, &len, &cap, "attribute = %s\n", qs_attribute_names[e->attribute]);
+    if (!bad && e->contrast[0]) bad = put(&s, &len, &cap, "contrast = %s\n", e->contrast);
     bad = bad || put_slurm(&s, &len, &cap, &e->slurm);
     free(sorted);
     if (bad) {

@@ -8,7 +8,10 @@
  *   [sweep]  baseline = RECIPE, target_loss = X, threads_per_run = N,
  *            noise_floor = RECIPE[, RECIPE...] (recipes of the sweep),
  *            attribute = blocks (per-layer attribution, qs_grid.h; the
- *            baseline must be bf16 or fp32)
+ *            baseline must be bf16 or fp32),
+ *            contrast = AXIS (each recipe's gap at every value of a grid
+ *            axis against its first value, qs_summary.h; not seed, not
+ *            recipe, at least two values)
  *   [slurm]  partition, account, time, cpus_per_task, gpus_per_task, ntasks,
  *            mpi: the job array's resources (qs_slurm.h); may change
  *            between submissions, like [sweep]
@@ -69,6 +72,9 @@ typedef struct {
      * baseline gets a run per block with only that block in its recipe
      * (qs_grid.h) */
     qs_attribute attribute;
+    /* [sweep] contrast = AXIS: the key of a grid axis whose values the
+     * summary contrasts each recipe's gap across (qs_summary.h); "" none */
+    char contrast[64];
     /* [grid] exclude = KEY=VALUE KEY=VALUE ...: the combinations whose
      * axes have all these values are not run (a triangular grid); each
      * condition is an axis index and a value index */

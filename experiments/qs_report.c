@@ -268,6 +268,83 @@ void qs_report_share_text(const qs_attr_row *A, char *buf, size_t len)
                   r->resolved ? "resolved" : "unresolved");
 }
 
+/* /contrast: a row per qs_contrast_row (none, and every axis but seed as a
+ * column, without contrast). */
+static int build_contrast(table *t, const qs_summary *s)
+{
+    memset(t, 0, sizeof *t);
+    const int ax = s->contrast_axis;
+    col(t, "contrast", QP_H5COL_STR, NULL);
+    for (int a = 0; a < s->e->naxes; a++)
+        if (a != s->seed_axis && a != ax) col(t, s->e->axes[a].key, QP_H5COL_STR, NULL);
+    col(t, "axis", QP_H5COL_STR, NULL);
+    col(t, "value_a", QP_H5COL_STR, NULL);
+    col(t, "value_b", QP_H5COL_STR, NULL);
+    col(t, "n_seeds", QP_H5COL_I64, NULL);
+    col(t, "n_unpaired", QP_H5COL_I64, NULL);
+    static const char *const side[] = {"gap_a", "gap_b"};
+    for (int k = 0; k < 2; k++) {
+        char n[48];
+        const char *sfx[] = {"pct_mean", "ci_lo", "ci_hi"};
+        for (int j = 0; j < 3; j++) {
+            snprintf(n, sizeof n, "%s_%s", side[k], sfx[j]);
+            col(t, n, QP_H5COL_F64, "%+.2f");
+        }
+        snprintf(n, sizeof n, "%s_resolved", side[k]);
+        col(t, n, QP_H5COL_I64, NULL);
+    }
+    col(t, "diff_pct_mean", QP_H5COL_F64, "%+.2f");
+    col(t, "diff_pct_sd", QP_H5COL_F64, "%.2f");
+    col(t, "diff_pct_ci_lo", QP_H5COL_F64, "%+.2f");
+    col(t, "diff_pct_ci_hi", QP_H5COL_F64, "%+.2f");
+    col(t, "resolved", QP_H5COL_I64, NULL);
+    col(t, "gap_a_abs_mean", QP_H5COL_F64, "%+.4f");
+    col(t, "gap_b_abs_mean", QP_H5COL_F64, "%+.4f");
+    col(t, "diff_abs_mean", QP_H5COL_F64, "%+.4f");
+    col(t, "diff_abs_ci_lo", QP_H5COL_F64, "%+.4f");
+    col(t, "diff_abs_ci_hi", QP_H5COL_F64, "%+.4f");
+    col(t, "diff_abs_resolved", QP_H5COL_I64, NULL);
+    col(t, "ci_method", QP_H5COL_STR, NULL);
+    col(t, "message", QP_H5COL_STR, NULL);
+    t->nrows = s->ncontrast;
+    t->cells = calloc((size_t)(t->nrows ? t->nrows : 1) * t->ncols, sizeof *t->cells);
+    if (!t->cells) return -1;
+    for (int i = 0; i < s->ncontrast; i++) {
+        const qs_contrast_row *C = &s->contrast[i];
+        const qs_run *rb = &s->p->runs[s->groups[C->group_b].first];
+        int c = 0;
+        cell(t, i, c++)->str = C->name;
+        for (int a = 0; a < s->e->naxes; a++)
+            if (a != s->seed_axis && a != ax) cell(t, i, c++)->str = qs_grid_value(s->e, rb, a);
+        cell(t, i, c++)->str = s->e->axes[ax].key;
+        cell(t, i, c++)->str = s->e->axes[ax].values[0];
+        cell(t, i, c++)->str = s->e->axes[ax].values[C->value_b];
+        cell(t, i, c++)->i64 = C->pct.n;
+        cell(t, i, c++)->i64 = C->n_unpaired;
+        const qs_ci *sides[] = {&C->pct.a, &C->pct.b};
+        for (int k = 0; k < 2; k++) {
+            cell(t, i, c++)->f64 = sides[k]->mean;
+            cell(t, i, c++)->f64 = sides[k]->lo;
+            cell(t, i, c++)->f64 = sides[k]->hi;
+            cell(t, i, c++)->i64 = sides[k]->resolved;
+        }
+        cell(t, i, c++)->f64 = C->pct.diff.mean;
+        cell(t, i, c++)->f64 = C->pct.diff.sd;
+        cell(t, i, c++)->f64 = C->pct.diff.lo;
+        cell(t, i, c++)->f64 = C->pct.diff.hi;
+        cell(t, i, c++)->i64 = C->pct.diff.resolved;
+        cell(t, i, c++)->f64 = C->nats.a.mean;
+        cell(t, i, c++)->f64 = C->nats.b.mean;
+        cell(t, i, c++)->f64 = C->nats.diff.mean;
+        cell(t, i, c++)->f64 = C->nats.diff.lo;
+        cell(t, i, c++)->f64 = C->nats.diff.hi;
+        cell(t, i, c++)->i64 = C->nats.diff.resolved;
+        cell(t, i, c++)->str = C->pct.diff.method;
+        cell(t, i, c++)->str = C->message;
+    }
+    return 0;
+}
+
 static void table_free(table *t)
 {
     free(t->cells), free(t->msgs);
@@ -333,12 +410,20 @@ static void write_md_table(FILE *f, table *t, int ncols)
     }
 }
 
+void qs_report_ci_text(const qs_ci *c, int decimals, const char *unit, int verdict, char *buf, size_t len)
+{
+    if (isnan(c->mean)) snprintf(buf, len, "–");
+    else if (isnan(c->lo))
+        snprintf(buf, len, "%+.*f%s (%d seed%s: no interval)", decimals, c->mean, unit, c->n, c->n == 1 ? "" : "s");
+    else snprintf(buf, len, "%+.*f%s [%+.*f, %+.*f]%s", decimals, c->mean, unit, decimals, c->lo, decimals, c->hi,
+                  !verdict ? "" : c->resolved ? " resolved" : " unresolved");
+}
+
 void qs_report_gap_text(const qs_group *G, char *buf, size_t len)
 {
-    const qs_ci *c = &G->gap_ci;
-    if (isnan(G->gap_mean)) snprintf(buf, len, "–");
-    else if (isnan(c->lo)) snprintf(buf, len, "%+.2f%% (%d seed%s: no interval)", G->gap_mean, c->n, c->n == 1 ? "" : "s");
-    else snprintf(buf, len, "%+.2f%% [%+.2f, %+.2f] %s", G->gap_mean, c->lo, c->hi, c->resolved ? "resolved" : "unresolved");
+    qs_ci c = G->gap_ci;
+    c.mean = G->gap_mean;
+    qs_report_ci_text(&c, 2, "%", 1, buf, len);
 }
 
 /* One Markdown row per group of this kind (noise 0: recipe groups). */
@@ -411,6 +496,40 @@ static void md_attr(FILE *f, const qs_summary *s)
     }
 }
 
+/* The contrast table in Markdown, and the seeds it left out. */
+static void md_contrast(FILE *f, const qs_summary *s)
+{
+    const qs_axis *A = &s->e->axes[s->contrast_axis];
+    fprintf(f, "\n## Contrast across %s\n\nEach recipe's gap to the baseline at every value b of `%s` against its "
+               "gap at the first value a = `%s`, every other axis equal (each value has its own baseline runs): per "
+               "seed with a gap at both values (same seed: same initial-weight seed and batch order), d = gap at b "
+               "- gap at a; the mean of d with its Student t 95%% interval (the paired t-test's); resolved: the "
+               "interval excludes 0, i.e. the recipe's gap differs between the two values. Each side's gap is over "
+               "the same seeds, with its t interval. A seed with a gap at one value only is left out (below).\n\n"
+               "| contrast | seeds | gap at a %% [95%% CI] | gap at b %% [95%% CI] | b - a, %% [95%% CI] | b - a, "
+               "nats [95%% CI] |\n|---|---:|---:|---:|---:|---:|\n",
+            A->key, A->key, A->values[0]);
+    for (int i = 0; i < s->ncontrast; i++) {
+        const qs_contrast_row *C = &s->contrast[i];
+        char ga[96], gb[96], d[96], dn[96];
+        qs_report_ci_text(&C->pct.a, 2, "", 0, ga, sizeof ga);
+        qs_report_ci_text(&C->pct.b, 2, "", 0, gb, sizeof gb);
+        qs_report_ci_text(&C->pct.diff, 2, "", 1, d, sizeof d);
+        qs_report_ci_text(&C->nats.diff, 4, "", 0, dn, sizeof dn);
+        fputs("| ", f);
+        md_str(f, C->name);
+        fprintf(f, " | %d | %s | %s | %s | %s |\n", C->pct.n, ga, gb, d, dn);
+    }
+    for (int i = 0; i < s->ncontrast; i++)
+        if (s->contrast[i].message[0]) {
+            fputs("\n- `", f);
+            md_str(f, s->contrast[i].name);
+            fputs("`: ", f);
+            md_str(f, s->contrast[i].message);
+        }
+    fputc('\n', f);
+}
+
 static void write_md(FILE *f, const qs_summary *s, table *runs)
 {
     fprintf(f, "# qsweep summary\n\nExperiment `%s`: %d runs, baseline recipe `%s`", s->e->path, s->p->n, s->e->baseline);
@@ -444,6 +563,7 @@ static void write_md(FILE *f, const qs_summary *s, table *runs)
         md_groups(f, s, 1);
     }
     if (s->e->attribute == QS_ATTRIBUTE_BLOCKS) md_attr(f, s);
+    if (s->contrast_axis >= 0) md_contrast(f, s);
     int any = 0;
     for (int i = 0; i < s->p->n; i++) {
         const qs_row *r = &s->rows[i];
@@ -482,7 +602,7 @@ static int write_table(hid_t file, const char *path, table *t, char *err, size_t
 }
 
 static int write_h5(const char *path, const qs_summary *s, table *runs, table *groups, table *noise, table *attr,
-                    char *err, size_t errlen)
+                    table *contrast, char *err, size_t errlen)
 {
     const hid_t f = qp_h5file_create(path, err, errlen);
     if (f < 0) return -1;
@@ -490,7 +610,9 @@ static int write_h5(const char *path, const qs_summary *s, table *runs, table *g
     snprintf(num, sizeof num, "%.17g", s->e->target_loss);
     int rc = write_table(f, "runs", runs, err, errlen) || write_table(f, "recipes", groups, err, errlen) ||
              write_table(f, "noise", noise, err, errlen) || write_table(f, "attribution", attr, err, errlen) ||
+             write_table(f, "contrast", contrast, err, errlen) ||
              qp_h5_set_attr_str(f, "attribute", qs_attribute_names[s->e->attribute], err, errlen) ||
+             qp_h5_set_attr_str(f, "contrast", s->contrast_axis >= 0 ? s->e->contrast : "none", err, errlen) ||
              qp_h5_set_attr_str(f, "experiment", s->e->path, err, errlen) ||
              qp_h5_set_attr_str(f, "baseline", s->e->baseline, err, errlen) ||
              qp_h5_set_attr_str(f, "target_loss", num, err, errlen) ||
@@ -532,28 +654,31 @@ static int write_text(const char *dir, const char *name, const qs_summary *s, ta
 int qs_report_write(const qs_summary *s, const char *dir, char *err, size_t errlen)
 {
     table *runs = calloc(1, sizeof *runs), *groups = calloc(1, sizeof *groups), *noise = calloc(1, sizeof *noise),
-          *attr = calloc(1, sizeof *attr);
+          *attr = calloc(1, sizeof *attr), *contrast = calloc(1, sizeof *contrast);
     char(*anames)[288] = calloc((size_t)(s->nattr ? s->nattr : 1), sizeof *anames);
     char(*ablocks)[16] = calloc((size_t)(s->nattr ? s->nattr : 1), sizeof *ablocks);
     int rc = -1;
-    if (!runs || !groups || !noise || !attr || !anames || !ablocks || build_runs(runs, s) ||
-        build_groups(groups, s, 0) || build_groups(noise, s, 1) || build_attr(attr, s, anames, ablocks)) {
+    if (!runs || !groups || !noise || !attr || !contrast || !anames || !ablocks || build_runs(runs, s) ||
+        build_groups(groups, s, 0) || build_groups(noise, s, 1) || build_attr(attr, s, anames, ablocks) ||
+        build_contrast(contrast, s)) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
     char final[4400], tmp[4500];
     snprintf(final, sizeof final, "%s/summary.h5", dir);
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", final, (long)getpid());
-    rc = finish(tmp, final, write_h5(tmp, s, runs, groups, noise, attr, err, errlen), err, errlen);
+    rc = finish(tmp, final, write_h5(tmp, s, runs, groups, noise, attr, contrast, err, errlen), err, errlen);
     if (!rc) rc = write_text(dir, "summary.csv", s, runs, 0, err, errlen);
     if (!rc && s->e->attribute == QS_ATTRIBUTE_BLOCKS)
         rc = write_text(dir, "summary_attribution.csv", s, attr, 0, err, errlen);
+    if (!rc && s->contrast_axis >= 0) rc = write_text(dir, "summary_contrast.csv", s, contrast, 0, err, errlen);
     if (!rc) rc = write_text(dir, "summary.md", s, runs, 1, err, errlen);
 done:
     if (runs) table_free(runs);
     if (groups) table_free(groups);
     if (noise) table_free(noise);
     if (attr) table_free(attr);
-    free(runs), free(groups), free(noise), free(attr), free(anames), free(ablocks);
+    if (contrast) table_free(contrast);
+    free(runs), free(groups), free(noise), free(attr), free(contrast), free(anames), free(ablocks);
     return rc;
 }

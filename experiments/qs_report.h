@@ -6,8 +6,11 @@
  * /noise (the noise twins' groups, same columns as /recipes);
  * /attribution (qs_summary.h's attribution table; empty without
  * [sweep] attribute) and the attribute "attribute" (none, blocks);
+ * /contrast (qs_summary.h's contrast table; empty without [sweep]
+ * contrast) and the attribute "contrast" (the axis, or none);
  * summary.csv is /runs (numbers with 10 significant digits, nan for none),
- * summary_attribution.csv /attribution (with attribute = blocks);
+ * summary_attribution.csv /attribution (with attribute = blocks),
+ * summary_contrast.csv /contrast (with contrast = AXIS);
  * summary.md has both tables for people. Each file is written beside its
  * final name and renamed into place, so a reader never sees half of one. */
 #ifndef QS_REPORT_H
@@ -21,6 +24,10 @@ int qs_report_write(const qs_summary *s, const char *dir, char *err, size_t errl
 /* A group's gap as people read it: "+4.79% [+4.51, +5.07] resolved",
  * "+0.12% [-0.80, +1.04] unresolved", "+0.10% (1 seed: no interval)". */
 void qs_report_gap_text(const qs_group *G, char *buf, size_t len);
+/* A mean and its interval: "+4.79% [+4.51, +5.07] resolved" (verdict 1;
+ * 0 leaves the word out), "+0.10% (1 seed: no interval)", "–" for none;
+ * decimals digits after the point, unit after the mean. */
+void qs_report_ci_text(const qs_ci *c, int decimals, const char *unit, int verdict, char *buf, size_t len);
 /* A block's share of the gap: "+33.4% [+20.1, +46.0] resolved",
  * "+30.0% [unbounded: the full gap is unresolved]", "0 (kept in the
  * baseline's format)". */

@@ -106,6 +106,47 @@ static double quantile_sorted(const double *v, int n, double q)
     return v[i] + (pos - i) * (v[j] - v[i]);
 }
 
+/* Student t bounds around c->mean from c->sd and c->n (>= 2). */
+static void t_bounds(qs_ci *c, double level)
+{
+    const double h = qs_t_quantile(1.0 - (1.0 - level) / 2, c->n - 1) * c->sd / sqrt((double)c->n);
+    c->lo = c->mean - h, c->hi = c->mean + h;
+    c->method = "t";
+}
+
+/* mean, sd and the t interval of v[0..m), all finite */
+static void t_ci(const double *v, int m, double level, qs_ci *out)
+{
+    *out = (qs_ci){m, NAN, NAN, NAN, NAN, 0, "none"};
+    if (m == 0) return;
+    double s = 0;
+    for (int i = 0; i < m; i++) s += v[i];
+    out->mean = s / m;
+    if (m < 2) return;
+    double q = 0;
+    for (int i = 0; i < m; i++) q += (v[i] - out->mean) * (v[i] - out->mean);
+    out->sd = sqrt(q / (m - 1));
+    t_bounds(out, level);
+    out->resolved = out->lo > 0 || out->hi < 0;
+}
+
+void qs_paired_ci(const double *a, const double *b, int n, double level, qs_paired *out)
+{
+    double *v = malloc((size_t)(n > 0 ? 3 * n : 1) * sizeof *v);
+    int m = 0;
+    for (int i = 0; v && i < n; i++)
+        if (isfinite(a[i]) && isfinite(b[i])) {
+            v[m] = a[i], v[n + m] = b[i], v[2 * n + m] = b[i] - a[i];
+            m++;
+        }
+    if (!v) m = 0;
+    out->n = m;
+    t_ci(v, m, level, &out->a);
+    t_ci(v ? v + n : v, m, level, &out->b);
+    t_ci(v ? v + 2 * n : v, m, level, &out->diff);
+    free(v);
+}
+
 void qs_mean_ci(const double *x, int n, double level, qs_ci *out)
 {
     double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
@@ -129,9 +170,7 @@ void qs_mean_ci(const double *x, int n, double level, qs_ci *out)
     out->sd = sqrt(q / (m - 1));
     const double alpha = 1.0 - level;
     if (m < QS_BOOT_MIN_N) {
-        const double h = qs_t_quantile(1.0 - alpha / 2, m - 1) * out->sd / sqrt((double)m);
-        out->lo = out->mean - h, out->hi = out->mean + h;
-        out->method = "t";
+        t_bounds(out, level);
     } else {
         double *means = malloc(QS_BOOT_RESAMPLES * sizeof *means);
         if (!means) {

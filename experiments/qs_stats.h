@@ -50,6 +50,20 @@ typedef struct {
 
 void qs_ratio_ci(const double *a, const double *b, int n, double level, qs_ratio *out);
 
+/* Paired samples (a[k], b[k]), the pairs with both values finite (one
+ * seed's gap at two values of a contrasted axis): each side's mean and the
+ * mean of the differences b - a, each with its Student t interval at `level`
+ * for every n >= 2 (mean +- t(1-(1-level)/2, n-1) * sd / sqrt(n); no
+ * bootstrap: the difference's interval is the paired t-test's, and its two
+ * sides beside it follow the same rule); method "t", or "none" below 2
+ * pairs (NaN bounds, not resolved). resolved: the interval excludes 0. */
+typedef struct {
+    int n;                 /* pairs with both values finite */
+    qs_ci a, b, diff;      /* diff: of b - a */
+} qs_paired;
+
+void qs_paired_ci(const double *a, const double *b, int n, double level, qs_paired *out);
+
 /* Student t CDF and quantile with df >= 1 degrees of freedom (df may be
  * fractional); the quantile of p in (0, 1). */
 double qs_t_cdf(double t, double df);

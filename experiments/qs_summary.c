@@ -91,19 +91,27 @@ static int same_group(const qs_summary *s, int i, int j)
     return 1;
 }
 
-static void group_name(const qs_summary *s, int i, char *buf, size_t len)
+void qs_summary_name(const qs_summary *s, int i, int vs_axis, int vs_ref, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
     for (int a = 0; a < s->e->naxes; a++) {
         if (a == s->seed_axis) continue;
-        char safe[256];
+        char safe[256], ref[256] = "";
         qs_grid_safe(qs_grid_value(s->e, &s->p->runs[i], a), safe, sizeof safe);
-        const int w = snprintf(buf + n, len - n, "%s%s=%s", n ? "_" : "", s->e->axes[a].key, safe);
+        if (a == vs_axis) qs_grid_safe(s->e->axes[a].values[vs_ref], ref, sizeof ref);
+        const int w = snprintf(buf + n, len - n, "%s%s=%s%s%s", n ? "_" : "", s->e->axes[a].key, safe,
+                               a == vs_axis ? "-vs-" : "", ref);
         if (w < 0 || (size_t)w >= len - n) break;
         n += (size_t)w;
     }
     if (!n) snprintf(buf, len, "all");
+}
+
+static void group_name(const qs_summary *s, int i, char *buf, size_t len)
+{
+    qs_summary_name(s, i, -1, 0, buf, len);
+    size_t n;
     if (s->p->runs[i].twin_of >= 0) {
         n = strlen(buf);
         snprintf(buf + n, len - n, "_data_seed");
@@ -191,6 +199,7 @@ int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, ch
     memset(s, 0, sizeof *s);
     s->e = e, s->p = p;
     s->seed_axis = qs_ini_axis(e, "seed");
+    s->contrast_axis = e->contrast[0] ? qs_ini_axis(e, e->contrast) : -1;
     s->rows = calloc((size_t)(p->n ? p->n : 1), sizeof *s->rows);
     s->groups = calloc((size_t)(p->n ? p->n : 1), sizeof *s->groups);
     double *vals = malloc((size_t)(p->n ? p->n : 1) * sizeof *vals), *gaps = malloc((size_t)(p->n ? p->n : 1) * sizeof *gaps);
@@ -252,7 +261,7 @@ int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, ch
         G->gap_rms = G->n_gaps ? sqrt(sq / G->n_gaps) : NAN;
     }
     free(vals), free(gaps);
-    if (e->attribute == QS_ATTRIBUTE_BLOCKS && build_attribution(s)) {
+    if ((e->attribute == QS_ATTRIBUTE_BLOCKS && build_attribution(s)) || qs_contrast_build(s)) {
         qs_summary_free(s);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -264,6 +273,6 @@ void qs_summary_free(qs_summary *s)
 {
     if (s->rows && s->p)
         for (int i = 0; i < s->p->n; i++) qs_runstats_free(&s->rows[i].st);
-    free(s->rows), free(s->groups), free(s->attr);
-    s->rows = NULL, s->groups = NULL, s->attr = NULL, s->nattr = 0;
+    free(s->rows), free(s->groups), free(s->attr), free(s->contrast);
+    s->rows = NULL, s->groups = NULL, s->attr = NULL, s->contrast = NULL, s->nattr = s->ncontrast = 0;
 }

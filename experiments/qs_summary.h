@@ -30,6 +30,18 @@
  *            (they interact). A block the recipe keeps in the baseline's
  *            format has no run; its gap and share are 0 by construction
  *            (quantized = 0).
+ *   contrast — with [sweep] contrast = AXIS (qs_contrast.c), per group of a
+ *            recipe other than the baseline at AXIS's first value a, and
+ *            each other value b of AXIS, every other axis equal: per seed
+ *            with a gap at both values, d = gap_b - gap_a (gap_pct, and
+ *            gap_abs in nats; each value has its own baseline runs, and one
+ *            seed means the same weights' seed and batches at both), the
+ *            mean of d with its Student t interval (every n: the paired
+ *            t-test's), resolved when it excludes 0, and each side's gap
+ *            over the same seeds with its t interval. A seed with a gap at
+ *            one value only is left out and counted (n_unpaired, and named
+ *            in the row's message); a combination the grid excludes at a
+ *            or at b has no row.
  * Status: done, diverged (qtrain exit 3, a result), failed (exit 1/2, a
  * crash, or the run file says failed), running (its writer is alive),
  * interrupted (killed; qtrain --resume continues it), stopped, missing (no
@@ -76,6 +88,17 @@ typedef struct {
     qs_ratio share;       /* block gap / full gap (a fraction; x100 in the report) */
 } qs_attr_row;
 
+/* One row of the contrast table: a recipe group at the contrast axis's
+ * first value (a) against its group at another value (b). */
+typedef struct {
+    int group_a, group_b;  /* the recipe groups at a and at b */
+    int value_b;           /* b's index on the contrast axis (a's is 0) */
+    char name[320];        /* group_a's name with the axis written AXIS=b-vs-a */
+    qs_paired pct, nats;   /* the paired seeds' gap_pct (gap_abs) at a and at b, and d = b - a */
+    int n_unpaired;        /* seeds with a gap at one of the two values only: left out */
+    char message[512];     /* which seeds those are, and where their gap is missing; "" none */
+} qs_contrast_row;
+
 typedef struct {
     const qs_experiment *e;
     const qs_plan *p;
@@ -84,9 +107,18 @@ typedef struct {
     int ngroups, nlayers, seed_axis;
     qs_attr_row *attr;    /* attribute = blocks: the attribution table */
     int nattr;
+    qs_contrast_row *contrast; /* contrast = AXIS: the contrast table */
+    int ncontrast, contrast_axis; /* contrast_axis: -1 without contrast */
 } qs_summary;
 
 int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, char *err, size_t errlen);
 void qs_summary_free(qs_summary *s);
+
+/* A group's name for run i: its axes but seed, `axis=value` joined by '_'
+ * ("all" without such axes). vs_axis >= 0: that axis is written
+ * `axis=VALUE-vs-REF`, REF its value index vs_ref, VALUE run i's. */
+void qs_summary_name(const qs_summary *s, int i, int vs_axis, int vs_ref, char *buf, size_t len);
+/* The contrast table into s->contrast (qs_contrast.c). 0, or -1 out of memory. */
+int qs_contrast_build(qs_summary *s);
 
 #endif

@@ -200,6 +200,22 @@ static void print_groups(const qs_summary *s, FILE *f)
         else snprintf(blk, sizeof blk, "%d", s->attr[i].block);
         fprintf(f, "%-40s %5s %5d  %s\n", s->groups[s->attr[i].group].name, blk, s->attr[i].share.n, sh);
     }
+    if (s->contrast_axis < 0) return;
+    const qs_axis *A = &s->e->axes[s->contrast_axis];
+    fprintf(f, "contrast across %s (the gap at each value b minus the gap at %s=%s, paired by seed):\n"
+               "%-40s %5s  %-22s  %-22s  %s\n", A->key, A->key, A->values[0], "contrast", "seeds", "gap at a % [95% CI]",
+            "gap at b % [95% CI]", "b - a: % [95% t CI], nats");
+    for (int i = 0; i < s->ncontrast; i++) {
+        const qs_contrast_row *C = &s->contrast[i];
+        char ga[96], gb[96], d[96], dn[96];
+        qs_report_ci_text(&C->pct.a, 2, "", 0, ga, sizeof ga);
+        qs_report_ci_text(&C->pct.b, 2, "", 0, gb, sizeof gb);
+        qs_report_ci_text(&C->pct.diff, 2, "", 1, d, sizeof d);
+        qs_report_ci_text(&C->nats.diff, 4, "", 0, dn, sizeof dn);
+        fprintf(f, "%-40s %5d  %-22s  %-22s  %s, %s\n", C->name, C->pct.n, ga, gb, d, dn);
+    }
+    for (int i = 0; i < s->ncontrast; i++)
+        if (s->contrast[i].message[0]) fprintf(f, "note: %s: %s\n", s->contrast[i].name, s->contrast[i].message);
 }
 
 static int summarize(const qs_experiment *e, const qs_plan *p, int print, char *err, size_t errlen)
