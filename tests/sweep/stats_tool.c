@@ -5,6 +5,9 @@
  *   stats_tool ci LEVEL X...    n mean sd lo hi resolved method
  *   stats_tool ratio LEVEL N A1..AN B1..BN
  *                               paired ratio interval: n ratio lo hi resolved method
+ *   stats_tool paired LEVEL N A1..AN B1..BN
+ *                               paired t intervals: n, then n mean sd lo hi
+ *                               resolved method of a, of b and of b - a
  *   stats_tool size L C R B T A nonembedding parameters and the steps for R
  *                               tokens per parameter at batch B, seq T, accum A
  *   stats_tool model VALUE L H  the preset or the shape for a target count */
@@ -49,6 +52,25 @@ int main(int argc, char **argv)
         free(a), free(b);
         return 0;
     }
+    if (argc >= 4 && !strcmp(argv[1], "paired")) {
+        const int n = atoi(argv[3]);
+        if (n < 0 || argc != 4 + 2 * n) {
+            fprintf(stderr, "stats_tool: paired LEVEL N A1..AN B1..BN\n");
+            return 2;
+        }
+        double *a = malloc((size_t)(n ? n : 1) * sizeof *a), *b = malloc((size_t)(n ? n : 1) * sizeof *b);
+        for (int i = 0; i < n; i++) a[i] = strtod(argv[4 + i], NULL), b[i] = strtod(argv[4 + n + i], NULL);
+        qs_paired p;
+        qs_paired_ci(a, b, n, atof(argv[2]), &p);
+        printf("%d", p.n);
+        const qs_ci *c[] = {&p.a, &p.b, &p.diff};
+        for (int k = 0; k < 3; k++)
+            printf(" %d %.17g %.17g %.17g %.17g %d %s", c[k]->n, c[k]->mean, c[k]->sd, c[k]->lo, c[k]->hi,
+                   c[k]->resolved, c[k]->method);
+        printf("\n");
+        free(a), free(b);
+        return 0;
+    }
     if (argc >= 8 && !strcmp(argv[1], "size")) {
         const long long n = qp_size_nonembedding(atoi(argv[2]), atoi(argv[3]));
         const long long tps = (long long)atoi(argv[5]) * atoi(argv[6]) * atoi(argv[7]);
@@ -65,6 +87,6 @@ int main(int argc, char **argv)
         printf("%d %d %d %lld\n", m.layers, m.heads, m.dim, (long long)qp_size_nonembedding(m.layers, m.dim));
         return 0;
     }
-    fprintf(stderr, "stats_tool: tq P DF | tcdf T DF | ci LEVEL X... | ratio LEVEL N A... B... | size L C R B T A | model VALUE L H\n");
+    fprintf(stderr, "stats_tool: tq P DF | tcdf T DF | ci LEVEL X... | ratio LEVEL N A... B... | paired LEVEL N A... B... | size L C R B T A | model VALUE L H\n");
     return 2;
 }

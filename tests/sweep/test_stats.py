@@ -17,6 +17,10 @@ Cases:
              (1e-7), unbounded exactly when scipy's t-interval of mean(b)
              includes 0, resolved exactly when mean(a)'s excludes 0, and the
              edge cases (one pair, exact ratios, non-finite pairs skipped)
+  paired     the contrast's paired t intervals (qs_paired_ci): a hand-computed case, then
+             each side's and the difference's interval against scipy's t-interval and
+             ttest_rel (n = 2..8: t for every n, no bootstrap), non-finite pairs skipped
+             as pairs, one pair, no pairs
   size       non-embedding parameters and steps from tokens per parameter
              against the formulas written out here and against the run file
              qtrain writes (num_params minus the embeddings it reports),
@@ -174,6 +178,74 @@ elif CASE == "ratio":
     # a worked case: block gaps 1.0, 1.2, 0.8 of full gaps 3.1, 2.9, 3.0 -> about a third, resolved
     k, r, lo, hi, res, method = ratio([1.0, 1.2, 0.8], [3.1, 2.9, 3.0])
     check(close(r, 1 / 3, 1e-12) and 0 < lo < 1 / 3 < hi < 1 and res == 1, f"a third: [{lo}, {hi}]")
+
+elif CASE == "paired":
+    def paired(a, b, level=0.95):
+        out = tool("paired", level, len(a), *[repr(v) for v in a], *[repr(v) for v in b])
+        sides = []
+        for k in range(3):
+            f = out[1 + 7 * k: 8 + 7 * k]
+            sides.append({"n": int(f[0]), "mean": float(f[1]), "sd": float(f[2]), "lo": float(f[3]),
+                          "hi": float(f[4]), "resolved": int(f[5]), "method": f[6]})
+        return int(out[0]), sides[0], sides[1], sides[2]
+
+    # by hand: gaps 1, 2, 3 at a and 2, 4, 5 at b: d = 1, 2, 2, mean 5/3, sd sqrt(1/3), se 1/3;
+    # t(0.975, 2) in closed form (df 2: F(t) = 1/2 + t / (2 sqrt(2 + t^2)), so t^2 / (2 + t^2) = 0.95^2):
+    # sqrt(2 x 0.9025 / 0.0975) = 4.3026527299 (tables: 4.303); the interval 5/3 -+ t/3
+    t2 = math.sqrt(2 * 0.9025 / 0.0975)
+    check(abs(t2 - 4.30265272974946385) < 1e-13 and abs(t2 - stats.t.ppf(0.975, 2)) < 1e-9, f"closed form {t2}")
+    n, A, B, D = paired([1.0, 2.0, 3.0], [2.0, 4.0, 5.0])
+    half = t2 / 3
+    check(n == 3 and D["n"] == 3 and D["method"] == "t", f"hand case: n {n}, method {D['method']}")
+    check(close(D["mean"], 5 / 3, 1e-15) and close(D["sd"], math.sqrt(1 / 3), 1e-15),
+          f"hand case: mean {D['mean']} sd {D['sd']}")
+    check(close(D["lo"], 5 / 3 - half, 1e-12) and close(D["hi"], 5 / 3 + half, 1e-12) and D["resolved"] == 1,
+          f"hand case: [{D['lo']}, {D['hi']}] want [{5 / 3 - half}, {5 / 3 + half}], resolved")
+    check(close(D["lo"], 0.23244909008, 1e-10) and close(D["hi"], 3.10088424325, 1e-10), "hand case: digits")
+    # the sides: a = 1, 2, 3 (2 -+ 2.484) and b = 2, 4, 5 (11/3 -+ 3.795) both hold 0; their paired d does not
+    check(close(A["mean"], 2.0, 1e-15) and close(A["lo"], 2 - t2 / math.sqrt(3), 1e-12) and
+          A["resolved"] == 0, f"hand case side a: {A}")
+    check(close(B["mean"], 11 / 3, 1e-15) and close(B["hi"], 11 / 3 + t2 * math.sqrt(7 / 3) / math.sqrt(3), 1e-12)
+          and B["resolved"] == 0, f"hand case side b: {B}")
+    # pairing matters: the same values unpaired (Welch) would not resolve this difference
+    w = stats.ttest_ind([2.0, 4.0, 5.0], [1.0, 2.0, 3.0], equal_var=False)
+    check(w.pvalue > 0.05, f"hand case: unpaired Welch p {w.pvalue} does not resolve (pairing does)")
+
+    rng = np.random.default_rng(31)
+    n_res = n_unres = 0
+    for n in [2, 3, 4, 5, 6, 8]:
+        for trial in range(6):
+            a = rng.normal(rng.uniform(-1, 3), rng.uniform(0.05, 2), size=n)
+            b = a + rng.normal(rng.uniform(-1.5, 1.5), rng.uniform(0.02, 1.2), size=n)
+            k, A, B, D = paired(a, b)
+            check(k == n, f"n={n}: pairs {k}")
+            for name, x, got in (("a", a, A), ("b", b, B), ("b - a", b - a, D)):
+                lo, hi = stats.t.interval(0.95, n - 1, loc=np.mean(x), scale=stats.sem(x))
+                check(got["method"] == "t" and close(got["mean"], np.mean(x), 1e-12) and
+                      close(got["sd"], np.std(x, ddof=1), 1e-10) and close(got["lo"], lo, 1e-8) and
+                      close(got["hi"], hi, 1e-8) and got["resolved"] == int(lo > 0 or hi < 0),
+                      f"n={n} {name}: {got} vs scipy [{lo}, {hi}]")
+            # the difference resolves exactly when the paired t-test rejects at 5%
+            p = stats.ttest_rel(b, a).pvalue
+            check(D["resolved"] == int(p < 0.05), f"n={n}: resolved {D['resolved']}, ttest_rel p {p}")
+            n_res += D["resolved"]
+            n_unres += 1 - D["resolved"]
+    check(n_res >= 5 and n_unres >= 5, f"both verdicts exercised: {n_res} resolved, {n_unres} not")
+    # non-finite pairs are left out as pairs: a NaN at a drops b's value of that seed too
+    k, A, B, D = paired([1.0, float("nan"), 2.0, 1.5], [2.0, 3.0, float("inf"), 3.1])
+    k2, A2, B2, D2 = paired([1.0, 1.5], [2.0, 3.1])
+    check(k == 2 and A == A2 and B == B2 and D == D2, f"non-finite pairs skipped: {k}, {D} vs {D2}")
+    # one pair: means, no interval; no pairs: nothing
+    k, A, B, D = paired([1.0], [4.0])
+    check(k == 1 and D["mean"] == 3.0 and math.isnan(D["lo"]) and D["method"] == "none" and D["resolved"] == 0,
+          f"one pair: {D}")
+    k, A, B, D = paired([], [])
+    check(k == 0 and math.isnan(D["mean"]) and D["method"] == "none", f"no pairs: {D}")
+    # a constant difference: a zero-width interval at it, resolved when not 0
+    k, A, B, D = paired([1.0, 2.0, 3.0], [1.5, 2.5, 3.5])
+    check(D["lo"] == D["hi"] == 0.5 and D["resolved"] == 1, f"constant difference: {D}")
+    k, A, B, D = paired([1.0, 2.0], [1.0, 2.0])
+    check(D["mean"] == 0 and D["resolved"] == 0, f"no difference: {D}")
 
 elif CASE == "size":
     QTRAIN, WORK = sys.argv[3], sys.argv[4]

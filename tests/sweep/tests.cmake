@@ -18,7 +18,7 @@ if(TARGET qsweep AND TARGET qtrain AND QP_PYTHON)
   target_link_libraries(stats_tool PRIVATE m)
   execute_process(COMMAND ${QP_PYTHON} -c "import scipy" RESULT_VARIABLE _qp_scipy OUTPUT_QUIET ERROR_QUIET)
   if(_qp_scipy EQUAL 0)
-    foreach(case tquant ci ratio size)
+    foreach(case tquant ci ratio paired size)
       add_test(NAME stats_${case}
                COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_stats.py ${case} $<TARGET_FILE:stats_tool>
                        $<TARGET_FILE:qtrain> ${CMAKE_CURRENT_BINARY_DIR}/stats)
