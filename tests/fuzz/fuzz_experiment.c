@@ -5,9 +5,9 @@
  * Contract checked on every input: a rejected file gives one line
  * "FILE:LINE: message" (or "FILE: ...") and leaves the experiment empty; an
  * accepted one has a canonical form that parses again to the same canonical
- * form, and its grid either expands (every run has a name and a command
- * ending in the flags qsweep adds) or is refused with one line. Any breach
- * aborts. Replayed over the corpus by fuzz_replay.c in the ordinary build. */
+ * form, a contrast names an axis it may contrast, and its grid either
+ * expands (every run has a name and a command ending in the flags qsweep
+ * adds) or is refused with one line. Any breach aborts. Replayed over the corpus by fuzz_replay.c in the ordinary build. */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,7 +46,28 @@ static void check_grid(const qs_experiment *e)
         if (!err[0] || strchr(err, '\n')) abort();
         return;
     }
-    if (p.ngrid != total || p.n < p.ngrid) abort();
+    /* the grid: every combination no exclude line matches (the corpus's
+     * triangular grids), none that one matches */
+    long long kept = 0;
+    int vi[64];
+    for (long long k = 0; k < total && e->naxes <= 64; k++) {
+        long long rest = k;
+        for (int a = e->naxes - 1; a >= 0; a--) vi[a] = (int)(rest % e->axes[a].nvalues), rest /= e->axes[a].nvalues;
+        int excluded = 0;
+        for (int x = 0; x < e->nexcl; x++) {
+            int all = 1;
+            for (int c = 0; c < e->excl[x].n; c++) all &= vi[e->excl[x].axis[c]] == e->excl[x].value[c];
+            excluded |= all;
+        }
+        kept += !excluded;
+    }
+    if ((e->naxes <= 64 && p.ngrid != kept) || p.ngrid > total || p.n < p.ngrid) abort();
+    for (int i = 0; i < p.ngrid; i++)
+        for (int x = 0; x < e->nexcl; x++) {
+            int all = 1;
+            for (int c = 0; c < e->excl[x].n; c++) all &= p.runs[i].vi[e->excl[x].axis[c]] == e->excl[x].value[c];
+            if (all) abort();
+        }
     for (int i = 0; i < p.n; i++) {
         const qs_run *r = &p.runs[i];
         /* after the grid: noise twins and attribution runs, each of a grid run */
@@ -72,6 +93,11 @@ static void one(const uint8_t *data, size_t size, const char *override)
     if (e.nbase < 1 || !qs_ini_base(&e, "data") || qs_ini_base(&e, "data")[0] != '/') abort();
     if (e.threads_per_run < 0 || e.threads_per_run > 1024) abort();
     if (!isnan(e.target_loss) && !(e.target_loss > 0)) abort();
+    /* contrast: a grid axis of two values or more, neither seed nor recipe */
+    if (e.contrast[0]) {
+        const int ax = qs_ini_axis(&e, e.contrast);
+        if (ax < 0 || e.axes[ax].nvalues < 2 || !strcmp(e.contrast, "seed") || !strcmp(e.contrast, "recipe")) abort();
+    }
     size_t ident = 0;
     char *canon = qs_ini_canonical(&e, &ident);
     if (!canon || ident > strlen(canon)) abort();

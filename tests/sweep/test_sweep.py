@@ -258,6 +258,20 @@ threads_per_run = 3
         (ok + "[grid\n", 3, "section header"),
         (ok + " = 3\n", 3, "missing key before '='"),
         (ok + "[grid]\nheads = 2, x\n", 4, "grid axis 'heads': heads expects an integer"),
+        # contrast = AXIS: a grid axis other than seed and recipe, with two values or more; its line
+        (ok + "[sweep]\ncontrast = dim\n[grid]\nrecipe = bf16, fp8\nlayers = 1, 2\n", 4,
+         "contrast: 'dim' is not a grid axis (axes: recipe, layers)"),
+        (ok + "[sweep]\ncontrast = dim\n", 4, "contrast: 'dim' is not a grid axis (the grid has no axes)"),
+        (ok + "dim = 32\n[grid]\nrecipe = bf16, fp8\n[sweep]\ncontrast = dim\n", 7, "'dim' is not a grid axis"),
+        (ok + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n[sweep]\ncontrast = seed\n", 7,
+         "contrast: 'seed' pairs the runs"),
+        (ok + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n[sweep]\ncontrast = recipe\n", 7,
+         "contrast: 'recipe' holds the baseline"),
+        (ok + "[grid]\nrecipe = bf16, fp8\ndim = 32\n[sweep]\ncontrast = dim\n", 7,
+         "contrast: axis 'dim' (line 5) has one value: nothing to contrast"),
+        (ok + "[grid]\nrecipe = bf16, fp8\ndim = 32, 64\n[sweep]\ncontrast = dim\ncontrast = dim\n", 8,
+         "'contrast' set twice in [sweep] (first at line 7)"),
+        (ok + "[grid]\nrecipe = bf16, fp8\ndim = 32, 64\n[sweep]\ncontrast =\n", 7, "'contrast' has no value"),
     ]
     for i, (text, line, frag) in enumerate(bad):
         path = write(os.path.join(d, f"bad{i}.ini"), text)
