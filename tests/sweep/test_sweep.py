@@ -11,7 +11,9 @@ resume (SIGTERM to a running sweep, rerun), fail (a run qtrain refuses and a
 diverging run inside a sweep), lock, summarize, slurm, attribution (attribute =
 blocks: the block runs, their plans and matching, every share and Fieller
 interval recomputed here from the run files, a bounded case made by setting
-final losses, qplot leaving the block runs out).
+final losses, qplot leaving the block runs out), contrast (contrast = dim: every
+difference and interval of /contrast recomputed from the run files with scipy,
+seeds left out on one side, a resolved case from set final losses).
 
 Run files are read with h5py (an independent reader); every summary number is
 recomputed here with numpy from its definition in docs/qsweep.md."""
@@ -1126,9 +1128,195 @@ attribute = blocks
               f"{text!r}: exit {p.returncode}: {p.stderr!r}")
 
 
+def t_interval(x):
+    """mean, sd, lo, hi, resolved, method of x by scipy's t-interval (the contrast's rule for every n)."""
+    from scipy import stats
+    x = np.asarray(x, float)
+    if len(x) < 2:
+        return (float(x.mean()) if len(x) else math.nan), math.nan, math.nan, math.nan, 0, "none"
+    lo, hi = stats.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
+    return float(x.mean()), float(np.std(x, ddof=1)), lo, hi, int(lo > 0 or hi < 0), "t"
+
+
+def check_contrast(out, dims, recipes, seeds, tag):
+    """Every number of /contrast and summary_contrast.csv recomputed from the run files of `out`: per
+    recipe and dim b, the seeds with a gap at both dims[0] and b (each to the bf16 run of its dim and
+    seed), d = gap_b - gap_a in % and nats, scipy's t-interval. Returns {(recipe, b): (n, d_pct)}."""
+    val = {}
+    for dim in dims:
+        for rec in ["bf16"] + recipes:
+            for sd in seeds:
+                name = f"dim={dim}_recipe={rec}_seed={sd}"
+                path = os.path.join(out, "runs", name + ".h5")
+                if not os.path.exists(path):
+                    continue
+                with open_run(path) as f:
+                    if f["status"][-1]["state"].decode() == "done" and len(f["eval/val_loss"]):
+                        val[name] = float(f["eval/val_loss"][-1])
+
+    def gap(rec, dim, sd):
+        r, b = val.get(f"dim={dim}_recipe={rec}_seed={sd}"), val.get(f"dim={dim}_recipe=bf16_seed={sd}")
+        return None if r is None or b is None else (100 * (r - b) / b, r - b)
+
+    h5 = os.path.join(out, "summary.h5")
+    rows = {r["contrast"]: r for r in read_h5_table(h5, "contrast")}
+    csvrows = {r["contrast"]: r for r in read_csv(os.path.join(out, "summary_contrast.csv"))}
+    with h5py.File(h5, "r") as f:
+        names = f["contrast"].dtype.names
+        check(f.attrs["contrast"] in ("dim", b"dim"), f"{tag}: summary.h5 attribute contrast {f.attrs['contrast']}")
+    check("dim" not in names and "seed" not in names and "recipe" in names, f"{tag}: /contrast columns {names}")
+    want_names = {f"dim={b}-vs-{dims[0]}_recipe={rec}" for rec in recipes for b in dims[1:]}
+    check(set(rows) == want_names and set(csvrows) == want_names, f"{tag}: rows {sorted(rows)} want {sorted(want_names)}")
+    got = {}
+    for rec in recipes:
+        for b in dims[1:]:
+            key = f"dim={b}-vs-{dims[0]}_recipe={rec}"
+            if key not in rows:
+                continue
+            row, c = rows[key], csvrows[key]
+            pa, pb, left = [], [], []
+            for sd in seeds:
+                ga, gb = gap(rec, dims[0], sd), gap(rec, b, sd)
+                if ga and gb:
+                    pa.append(ga), pb.append(gb)
+                elif ga or gb:
+                    left.append(f"seed={sd} (no gap at dim={b if ga else dims[0]})")
+            n = len(pa)
+            a_pct, b_pct = np.array([x[0] for x in pa]), np.array([x[0] for x in pb])
+            a_abs, b_abs = np.array([x[1] for x in pa]), np.array([x[1] for x in pb])
+            t = f"{tag} {key}"
+            check(row["recipe"] == rec and row["axis"] == "dim" and row["value_a"] == str(dims[0]) and
+                  row["value_b"] == str(b) and row["n_seeds"] == n and row["n_unpaired"] == len(left),
+                  f"{t}: keys {row['recipe']} {row['value_a']} {row['value_b']} n {row['n_seeds']} want {n}, "
+                  f"unpaired {row['n_unpaired']} want {len(left)}")
+            check(all(x in row["message"] for x in left) and bool(left) == bool(row["message"]),
+                  f"{t}: message {row['message']!r} names {left}")
+            for col, x in (("gap_a", a_pct), ("gap_b", b_pct)):
+                mean, _, lo, hi, res, _ = t_interval(x)
+                check(close(row[col + "_pct_mean"], mean, 1e-9) and close(row[col + "_ci_lo"], lo, 1e-7) and
+                      close(row[col + "_ci_hi"], hi, 1e-7) and row[col + "_resolved"] == res,
+                      f"{t}: {col} {row[col + '_pct_mean']} [{row[col + '_ci_lo']}, {row[col + '_ci_hi']}] "
+                      f"want {mean} [{lo}, {hi}]")
+            mean, sdv, lo, hi, res, method = t_interval(b_pct - a_pct)
+            check(close(row["diff_pct_mean"], mean, 1e-9) and close(row["diff_pct_sd"], sdv, 1e-7) and
+                  close(row["diff_pct_ci_lo"], lo, 1e-7) and close(row["diff_pct_ci_hi"], hi, 1e-7) and
+                  row["resolved"] == res and row["ci_method"] == method,
+                  f"{t}: d {row['diff_pct_mean']} [{row['diff_pct_ci_lo']}, {row['diff_pct_ci_hi']}] "
+                  f"resolved {row['resolved']} want {mean} [{lo}, {hi}] {res}")
+            if n >= 2:
+                from scipy import stats
+                check(res == int(stats.ttest_rel(b_pct, a_pct).pvalue < 0.05), f"{t}: resolved = paired t-test")
+            mean_n, _, lo_n, hi_n, res_n, _ = t_interval(b_abs - a_abs)
+            check(close(row["diff_abs_mean"], mean_n, 1e-9) and close(row["diff_abs_ci_lo"], lo_n, 1e-7) and
+                  close(row["diff_abs_ci_hi"], hi_n, 1e-7) and row["diff_abs_resolved"] == res_n and
+                  close(row["gap_a_abs_mean"], a_abs.mean() if n else math.nan, 1e-9) and
+                  close(row["gap_b_abs_mean"], b_abs.mean() if n else math.nan, 1e-9),
+                  f"{t}: nats {row['diff_abs_mean']} [{row['diff_abs_ci_lo']}, {row['diff_abs_ci_hi']}] "
+                  f"want {mean_n} [{lo_n}, {hi_n}]")
+            for k in ("diff_pct_mean", "diff_pct_ci_lo", "diff_pct_ci_hi", "diff_abs_mean", "gap_a_pct_mean"):
+                check(close(float(c[k]), row[k], 1e-9), f"{t}: csv {k} {c[k]} vs h5 {row[k]}")
+            check(c["resolved"] == str(row["resolved"]) and c["value_b"] == str(b) and c["message"] == row["message"],
+                  f"{t}: csv row {c}")
+            got[(rec, b)] = (n, mean)
+    return got
+
+
+def case_contrast():
+    """contrast = dim end to end at tiny size (3 widths x bf16/fp8/nvfp4 x 3 seeds): every number of
+    /contrast and summary_contrast.csv recomputed from the run files with scipy; the seeds of one value
+    matched with the other's (same batches); a seed whose run (or baseline) is gone at one width left
+    out and named; a resolved difference from final losses set here; the Markdown and stdout tables."""
+    d = setup("contrast")
+    ini = write(os.path.join(d, "c.ini"), BASE.format(steps=30, ckpt=0).replace("dim = 32\n", "") + """
+[grid]
+dim = 32, 64, 96
+recipe = bf16, fp8, nvfp4
+seed = 1, 2, 3
+
+[sweep]
+contrast = dim
+threads_per_run = 1
+""")
+    dims, recipes, seeds = [32, 64, 96], ["fp8", "nvfp4"], [1, 2, 3]
+    out = os.path.join(d, "out")
+    p = qsweep(ini, "--out", out, "-j", "2", timeout=600)
+    # a run may diverge at this learning rate (a result, exit 0): the contrast leaves its seed out
+    check(p.returncode == 0, f"sweep: exit {p.returncode}: {p.stderr[-500:]}")
+    check("contrast across dim (the gap at each value b minus the gap at dim=32" in p.stdout,
+          f"stdout table: {p.stdout[-1500:]}")
+    for rec in recipes:
+        for b in dims[1:]:
+            check(re.search(rf"^dim={b}-vs-32_recipe={rec} +\d  ", p.stdout, re.M) is not None,
+                  f"stdout row dim={b}-vs-32_recipe={rec}")
+    # one seed: the same batches at every width (what pairs a contrast)
+    for sd in seeds:
+        hashes = []
+        for dim in dims:
+            with open_run(os.path.join(out, "runs", f"dim={dim}_recipe=nvfp4_seed={sd}.h5")) as f:
+                hashes.append(f["train/batch_hash"][:])
+        check(all(np.array_equal(hashes[0], h) for h in hashes[1:]), f"seed {sd}: one batch order at every width")
+    check_contrast(out, dims, recipes, seeds, "sweep")
+    recipes_t = read_h5_table(os.path.join(out, "summary.h5"), "recipes")
+    check(len(recipes_t) == 9, f"/recipes keeps its 9 groups: {len(recipes_t)}")
+    md = open(os.path.join(out, "summary.md")).read()
+    check("## Contrast across dim" in md and "| dim=64-vs-32_recipe=fp8 | " in md and "paired t-test" in md,
+          "summary.md: the contrast section")
+
+    # a run gone at one width, and a baseline gone at another: those seeds are left out and named
+    up = os.path.join(d, "unpaired")
+    shutil.copytree(out, up)
+    for name in ("dim=64_recipe=nvfp4_seed=3", "dim=96_recipe=bf16_seed=1"):
+        for ext in (".h5", ".exit"):
+            if os.path.exists(os.path.join(up, "runs", name + ext)):
+                os.remove(os.path.join(up, "runs", name + ext))
+    p = qsweep("--summarize", up)
+    check(p.returncode == 0 and "note: dim=64-vs-32_recipe=nvfp4: left out" in p.stdout and
+          "seed=3 (no gap at dim=64)" in p.stdout, f"--summarize: {p.returncode} {p.stdout[-800:]} {p.stderr}")
+    got = check_contrast(up, dims, recipes, seeds, "unpaired")
+    rows = {r["contrast"]: r for r in read_h5_table(os.path.join(up, "summary.h5"), "contrast")}
+    for key, sd_left in (("dim=64-vs-32_recipe=nvfp4", 3), ("dim=96-vs-32_recipe=nvfp4", 1),
+                         ("dim=96-vs-32_recipe=fp8", 1)):
+        check(rows[key]["n_unpaired"] >= 1 and f"seed={sd_left} (no gap at dim=" in rows[key]["message"],
+              f"unpaired {key}: {rows[key]['n_unpaired']} {rows[key]['message']!r}")
+
+    # a difference that resolves: nvfp4's final losses set so its gap is 1.0, 1.5, 1.2% at dim 32 and
+    # 3.0, 3.4, 3.3% at dim 64 (d = 2.0, 1.9, 2.1); at dim 96 the same as at 32 plus 0.3, -0.4, 0.1
+    rs = os.path.join(d, "resolved")
+    shutil.copytree(out, rs)
+    want = {32: (1.0, 1.5, 1.2), 64: (3.0, 3.4, 3.3), 96: (1.3, 1.1, 1.3)}
+    for dim, gaps in want.items():
+        for sd, g in zip(seeds, gaps):
+            with open_run(os.path.join(rs, "runs", f"dim={dim}_recipe=bf16_seed={sd}.h5")) as f:
+                base = float(f["eval/val_loss"][-1])
+            with h5py.File(os.path.join(rs, "runs", f"dim={dim}_recipe=nvfp4_seed={sd}.h5"), "r+") as f:
+                f["eval/val_loss"][-1] = base * (1 + g / 100)
+    p = qsweep("--summarize", rs)
+    check(p.returncode == 0, f"--summarize: {p.stderr}")
+    got = check_contrast(rs, dims, recipes, seeds, "resolved")
+    rows = {r["contrast"]: r for r in read_h5_table(os.path.join(rs, "summary.h5"), "contrast")}
+    r64, r96 = rows["dim=64-vs-32_recipe=nvfp4"], rows["dim=96-vs-32_recipe=nvfp4"]
+    check(got[("nvfp4", 64)][0] == 3 and abs(r64["diff_pct_mean"] - 2.0) < 1e-3 and r64["resolved"] == 1 and
+          r64["diff_pct_ci_lo"] > 0 and r64["diff_abs_resolved"] == 1, f"resolved: {r64}")
+    check(abs(r96["diff_pct_mean"] - 0.0) < 1e-3 and r96["resolved"] == 0, f"not resolved: {r96}")
+    md = open(os.path.join(rs, "summary.md")).read()
+    check(re.search(r"\| dim=64-vs-32_recipe=nvfp4 \| 3 \| \+1\.23 \[[^]]*\] \| \+3\.23 \[[^]]*\] \| \+2\.00 "
+                    r"\[\+1\.75, \+2\.25\] resolved \|", md) is not None, "summary.md: the resolved row as people read it")
+
+    # without contrast: an empty /contrast and no summary_contrast.csv
+    nc = os.path.join(d, "nocontrast")
+    shutil.copytree(out, nc)
+    write(os.path.join(nc, "qsweep.ini"), open(os.path.join(nc, "qsweep.ini")).read().replace("contrast = dim\n", ""))
+    os.remove(os.path.join(nc, "summary_contrast.csv"))
+    p = qsweep("--summarize", nc)
+    with h5py.File(os.path.join(nc, "summary.h5"), "r") as f:
+        check(p.returncode == 0 and len(f["contrast"]) == 0 and f.attrs["contrast"] in ("none", b"none") and
+              not os.path.exists(os.path.join(nc, "summary_contrast.csv")) and "contrast across" not in p.stdout,
+              f"without contrast: {p.returncode} {len(f['contrast'])} {f.attrs['contrast']}")
+
+
 CASES = {"parse": case_parse, "examples": case_examples, "study": case_study, "grid": case_grid, "dryrun": case_dryrun, "run": case_run, "resume": case_resume,
          "fail": case_fail, "lock": case_lock, "summarize": case_summarize, "slurm": case_slurm,
-         "attribution": case_attribution}
+         "attribution": case_attribution, "contrast": case_contrast}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; cases: {', '.join(CASES)}")
 CASES[CASE]()

@@ -2,7 +2,7 @@
 # reader of run files and summaries). Each case is small: tiny models, a few
 # dozen steps, a generated corpus in the case's own folder under the build tree.
 if(TARGET qsweep AND TARGET qtrain AND QP_PYTHON)
-  foreach(case parse examples study grid dryrun run resume fail lock summarize slurm attribution)
+  foreach(case parse examples study grid dryrun run resume fail lock summarize slurm attribution contrast)
     add_test(NAME sweep_${case}
              COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/sweep/test_sweep.py ${case}
                      $<TARGET_FILE:qsweep> $<TARGET_FILE:qtrain> ${CMAKE_CURRENT_BINARY_DIR}/sweep)
