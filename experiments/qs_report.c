@@ -282,17 +282,14 @@ static int build_contrast(table *t, const qs_summary *s)
     col(t, "value_b", QP_H5COL_STR, NULL);
     col(t, "n_seeds", QP_H5COL_I64, NULL);
     col(t, "n_unpaired", QP_H5COL_I64, NULL);
-    static const char *const side[] = {"gap_a", "gap_b"};
-    for (int k = 0; k < 2; k++) {
-        char n[48];
-        const char *sfx[] = {"pct_mean", "ci_lo", "ci_hi"};
-        for (int j = 0; j < 3; j++) {
-            snprintf(n, sizeof n, "%s_%s", side[k], sfx[j]);
-            col(t, n, QP_H5COL_F64, "%+.2f");
-        }
-        snprintf(n, sizeof n, "%s_resolved", side[k]);
-        col(t, n, QP_H5COL_I64, NULL);
-    }
+    col(t, "gap_a_pct_mean", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_a_ci_lo", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_a_ci_hi", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_a_resolved", QP_H5COL_I64, NULL);
+    col(t, "gap_b_pct_mean", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_b_ci_lo", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_b_ci_hi", QP_H5COL_F64, "%+.2f");
+    col(t, "gap_b_resolved", QP_H5COL_I64, NULL);
     col(t, "diff_pct_mean", QP_H5COL_F64, "%+.2f");
     col(t, "diff_pct_sd", QP_H5COL_F64, "%.2f");
     col(t, "diff_pct_ci_lo", QP_H5COL_F64, "%+.2f");
@@ -496,6 +493,14 @@ static void md_attr(FILE *f, const qs_summary *s)
     }
 }
 
+void qs_report_contrast_text(const qs_contrast_row *C, qs_contrast_text *x)
+{
+    qs_report_ci_text(&C->pct.a, 2, "", 0, x->gap_a, sizeof x->gap_a);
+    qs_report_ci_text(&C->pct.b, 2, "", 0, x->gap_b, sizeof x->gap_b);
+    qs_report_ci_text(&C->pct.diff, 2, "", 1, x->diff_pct, sizeof x->diff_pct);
+    qs_report_ci_text(&C->nats.diff, 4, "", 0, x->diff_nats, sizeof x->diff_nats);
+}
+
 /* The contrast table in Markdown, and the seeds it left out. */
 static void md_contrast(FILE *f, const qs_summary *s)
 {
@@ -511,14 +516,11 @@ static void md_contrast(FILE *f, const qs_summary *s)
             A->key, A->key, A->values[0]);
     for (int i = 0; i < s->ncontrast; i++) {
         const qs_contrast_row *C = &s->contrast[i];
-        char ga[96], gb[96], d[96], dn[96];
-        qs_report_ci_text(&C->pct.a, 2, "", 0, ga, sizeof ga);
-        qs_report_ci_text(&C->pct.b, 2, "", 0, gb, sizeof gb);
-        qs_report_ci_text(&C->pct.diff, 2, "", 1, d, sizeof d);
-        qs_report_ci_text(&C->nats.diff, 4, "", 0, dn, sizeof dn);
+        qs_contrast_text x;
+        qs_report_contrast_text(C, &x);
         fputs("| ", f);
         md_str(f, C->name);
-        fprintf(f, " | %d | %s | %s | %s | %s |\n", C->pct.n, ga, gb, d, dn);
+        fprintf(f, " | %d | %s | %s | %s | %s |\n", C->pct.n, x.gap_a, x.gap_b, x.diff_pct, x.diff_nats);
     }
     for (int i = 0; i < s->ncontrast; i++)
         if (s->contrast[i].message[0]) {

@@ -28,6 +28,13 @@ void qs_report_gap_text(const qs_group *G, char *buf, size_t len);
  * 0 leaves the word out), "+0.10% (1 seed: no interval)", "–" for none;
  * decimals digits after the point, unit after the mean. */
 void qs_report_ci_text(const qs_ci *c, int decimals, const char *unit, int verdict, char *buf, size_t len);
+/* A contrast row as people read it: each side's gap in % ("+0.24 [-0.11,
+ * +0.59]"), the difference in % with its verdict ("+2.00 [+1.75, +2.25]
+ * resolved") and in nats. */
+typedef struct {
+    char gap_a[96], gap_b[96], diff_pct[96], diff_nats[96];
+} qs_contrast_text;
+void qs_report_contrast_text(const qs_contrast_row *C, qs_contrast_text *x);
 /* A block's share of the gap: "+33.4% [+20.1, +46.0] resolved",
  * "+30.0% [unbounded: the full gap is unresolved]", "0 (kept in the
  * baseline's format)". */

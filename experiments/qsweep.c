@@ -207,12 +207,9 @@ static void print_groups(const qs_summary *s, FILE *f)
             "gap at b % [95% CI]", "b - a: % [95% t CI], nats");
     for (int i = 0; i < s->ncontrast; i++) {
         const qs_contrast_row *C = &s->contrast[i];
-        char ga[96], gb[96], d[96], dn[96];
-        qs_report_ci_text(&C->pct.a, 2, "", 0, ga, sizeof ga);
-        qs_report_ci_text(&C->pct.b, 2, "", 0, gb, sizeof gb);
-        qs_report_ci_text(&C->pct.diff, 2, "", 1, d, sizeof d);
-        qs_report_ci_text(&C->nats.diff, 4, "", 0, dn, sizeof dn);
-        fprintf(f, "%-40s %5d  %-22s  %-22s  %s, %s\n", C->name, C->pct.n, ga, gb, d, dn);
+        qs_contrast_text x;
+        qs_report_contrast_text(C, &x);
+        fprintf(f, "%-40s %5d  %-22s  %-22s  %s, %s\n", C->name, C->pct.n, x.gap_a, x.gap_b, x.diff_pct, x.diff_nats);
     }
     for (int i = 0; i < s->ncontrast; i++)
         if (s->contrast[i].message[0]) fprintf(f, "note: %s: %s\n", s->contrast[i].name, s->contrast[i].message);
