@@ -11,10 +11,13 @@
 #include "qp_scaling.h"
 #include "qp_transpose.h"
 
-static const char *gemm_names[QP_GEMM_COUNT] = {"qkv", "attproj", "fc", "fcproj", "head"};
+static const char *const gemm_names[] = {
+    [QP_GEMM_QKV] = "qkv",   [QP_GEMM_ATTPROJ] = "attproj", [QP_GEMM_FC] = "fc",     [QP_GEMM_FCPROJ] = "fcproj",
+    [QP_GEMM_GATE] = "gate", [QP_GEMM_UP] = "up",           [QP_GEMM_DOWN] = "down", [QP_GEMM_HEAD] = "head"};
+_Static_assert(sizeof gemm_names / sizeof gemm_names[0] == QP_GEMM_COUNT, "a name per GEMM id");
 const char *qp_gemm_name(qp_gemm_id g) { return (unsigned)g < QP_GEMM_COUNT ? gemm_names[g] : "?"; }
 
-#define N_QGEMMS 4 /* the quantized GEMMs of a block; the head is FP32 */
+#define N_QGEMMS QP_GEMM_BLOCK_COUNT /* the quantized GEMMs of a block; the head is FP32 */
 
 struct qp_linear {
     qp_linear_cfg cfg;

@@ -31,8 +31,23 @@
 extern "C" {
 #endif
 
-typedef enum { QP_GEMM_QKV = 0, QP_GEMM_ATTPROJ, QP_GEMM_FC, QP_GEMM_FCPROJ, QP_GEMM_HEAD, QP_GEMM_COUNT } qp_gemm_id;
-const char *qp_gemm_name(qp_gemm_id g);  /* "qkv", "attproj", "fc", "fcproj", "head" */
+/* The linear layers, by what they compute. A block's GEMMs come first (the
+ * GPT's qkv, attproj, fc, fcproj; the Llama's qkv, attproj, gate, up, down:
+ * qp_model_block_gemms), each with its own scaling states; the LM head, last,
+ * is FP32. The names (qp_gemm_name) are the run file's and the recipes'. */
+typedef enum {
+    QP_GEMM_QKV = 0,
+    QP_GEMM_ATTPROJ,
+    QP_GEMM_FC,
+    QP_GEMM_FCPROJ,
+    QP_GEMM_GATE, /* SwiGLU's W1: silu(W1 x) */
+    QP_GEMM_UP,   /* SwiGLU's W3: the linear branch W3 x */
+    QP_GEMM_DOWN, /* SwiGLU's W2: the down projection of silu(W1 x) * (W3 x) */
+    QP_GEMM_HEAD,
+    QP_GEMM_COUNT
+} qp_gemm_id;
+#define QP_GEMM_BLOCK_COUNT QP_GEMM_HEAD /* the quantized GEMM ids: every one before the head */
+const char *qp_gemm_name(qp_gemm_id g);  /* "qkv", "attproj", "fc", "fcproj", "gate", "up", "down", "head" */
 
 typedef struct {
     int n_layers;

@@ -1,5 +1,6 @@
-/* qp_model.c — the GPT's parameters and activations, initialisation, and the
- * choice of forward/backward kernels for this CPU (see qp_model.h). */
+/* qp_model.c — the model's tensors by architecture, the GPT's parameters and
+ * activations, initialisation, and the choice of forward/backward kernels
+ * for this CPU (see qp_model.h; the Llama's own layout is qp_llama.c's). */
 #include "qp_model.h"
 
 #include <math.h>
@@ -11,19 +12,92 @@
 #include "qp_model_kernels.h"
 #include "qp_rng.h"
 
+const char *const qp_arch_names[QP_ARCH_COUNT] = {[QP_ARCH_GPT] = "gpt", [QP_ARCH_LLAMA] = "llama"};
+
 const char *const qp_gpt_param_names[QP_GPT_NPARAMS] = {
     "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
 
-void qp_gpt_param_shapes(const qp_gpt_config *c, int64_t sizes[QP_GPT_NPARAMS], int ndim[QP_GPT_NPARAMS],
-                         int64_t shape[QP_GPT_NPARAMS][3])
+int qp_llama_default_hidden(int C)
 {
+    const int64_t h = (8 * (int64_t)C + 2) / 3; /* 8C/3 rounded up */
+    return (int)((h + 63) / 64 * 64);
+}
+
+qp_gpt_config qp_model_resolve(const qp_gpt_config *c)
+{
+    qp_gpt_config r = *c;
+    if (r.arch == QP_ARCH_LLAMA) {
+        if (r.kv_heads == 0) r.kv_heads = r.heads;
+        if (r.mlp_hidden == 0) r.mlp_hidden = qp_llama_default_hidden(r.dim);
+    }
+    return r;
+}
+
+int qp_model_check(const qp_gpt_config *c0, char *err, size_t errlen)
+{
+    const qp_gpt_config c = qp_model_resolve(c0);
+    if ((unsigned)c.arch >= QP_ARCH_COUNT) return snprintf(err, errlen, "unknown architecture %d", (int)c.arch), -1;
+    if (c.vocab < 2 || c.layers < 1 || c.heads < 1 || c.dim < 1 || c.dim % c.heads || c.max_seq < 1)
+        return snprintf(err, errlen, "invalid model shape (vocab %d, layers %d, heads %d, dim %d, seq %d)", c.vocab,
+                        c.layers, c.heads, c.dim, c.max_seq), -1;
+    if (c.arch == QP_ARCH_GPT && (c.kv_heads || c.mlp_hidden || c.smooth_swiglu))
+        return snprintf(err, errlen, "--kv-heads, --mlp-hidden and --smooth-swiglu are the llama architecture's"), -1;
+    if (c.arch == QP_ARCH_LLAMA) {
+        if (c.kv_heads < 1 || c.heads % c.kv_heads)
+            return snprintf(err, errlen, "--kv-heads %d does not divide --heads %d", c.kv_heads, c.heads), -1;
+        if ((c.dim / c.heads) % 2)
+            return snprintf(err, errlen, "rotary embeddings need an even head size, not %d (--dim / --heads)",
+                            c.dim / c.heads), -1;
+        if (c.mlp_hidden < 1 || c.mlp_hidden > 1 << 20)
+            return snprintf(err, errlen, "--mlp-hidden must be in 1..1048576, not %d", c.mlp_hidden), -1;
+    }
+    return 0;
+}
+
+int qp_model_nparams(const qp_gpt_config *c) { return c->arch == QP_ARCH_LLAMA ? QP_LLAMA_NPARAMS : QP_GPT_NPARAMS; }
+
+const char *const *qp_model_param_names(const qp_gpt_config *c)
+{
+    return c->arch == QP_ARCH_LLAMA ? qp_llama_param_names : qp_gpt_param_names;
+}
+
+int qp_model_param_decays(const qp_gpt_config *c, int i)
+{
+    return c->arch == QP_ARCH_LLAMA ? qp_llama_param_decays(i) : qp_gpt_param_decays(i);
+}
+
+int qp_model_block_gemms(const qp_gpt_config *c, qp_gemm_id ids[QP_GEMM_BLOCK_COUNT])
+{
+    static const qp_gemm_id gpt[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_FC, QP_GEMM_FCPROJ};
+    static const qp_gemm_id llama[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_GATE, QP_GEMM_UP, QP_GEMM_DOWN};
+    const int llm = c->arch == QP_ARCH_LLAMA, n = llm ? (int)(sizeof llama / sizeof *llama) : (int)(sizeof gpt / sizeof *gpt);
+    memcpy(ids, llm ? llama : gpt, (size_t)n * sizeof *ids);
+    return n;
+}
+
+int64_t qp_model_nonembedding(const qp_gpt_config *c0)
+{
+    const qp_gpt_config c = qp_model_resolve(c0);
+    int64_t sizes[QP_MODEL_MAX_NPARAMS], n = 0;
+    qp_gpt_param_shapes(&c, sizes, NULL, NULL);
+    const char *const *names = qp_model_param_names(&c);
+    for (int i = 0; i < qp_model_nparams(&c); i++)
+        if (strcmp(names[i], "wte") && strcmp(names[i], "wpe") && strcmp(names[i], "lmhead")) n += sizes[i];
+    return n;
+}
+
+void qp_gpt_param_shapes(const qp_gpt_config *c0, int64_t sizes[QP_MODEL_MAX_NPARAMS], int ndim[QP_MODEL_MAX_NPARAMS],
+                         int64_t shape[QP_MODEL_MAX_NPARAMS][3])
+{
+    const qp_gpt_config cr = qp_model_resolve(c0), *c = &cr;
     const int64_t V = c->vocab, T = c->max_seq, L = c->layers, C = c->dim;
-    const int64_t s[QP_GPT_NPARAMS][3] = {{V, C, 0},     {T, C, 0},     {L, C, 0},     {L, C, 0},
+    int64_t s[QP_MODEL_MAX_NPARAMS][3] = {{V, C, 0},     {T, C, 0},     {L, C, 0},     {L, C, 0},
                                           {L, 3 * C, C}, {L, 3 * C, 0}, {L, C, C},     {L, C, 0},
                                           {L, C, 0},     {L, C, 0},     {L, 4 * C, C}, {L, 4 * C, 0},
                                           {L, C, 4 * C}, {L, C, 0},     {C, 0, 0},     {C, 0, 0}};
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) {
+    if (c->arch == QP_ARCH_LLAMA) qp_llama_param_shapes(c, s);
+    for (int i = 0; i < qp_model_nparams(c); i++) {
         int d = 0;
         int64_t n = 1;
         for (; d < 3 && s[i][d]; d++) n *= s[i][d];
@@ -40,7 +114,7 @@ int qp_gpt_param_decays(int i)
     return i >= 0 && i < QP_GPT_NPARAMS && decays[i];
 }
 
-static void carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GPT_NPARAMS])
+static void carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_MODEL_MAX_NPARAMS])
 {
     float **ptrs[QP_GPT_NPARAMS] = {&p->wte,  &p->wpe,  &p->ln1w,    &p->ln1b,    &p->qkvw, &p->qkvb,
                                     &p->attprojw, &p->attprojb, &p->ln2w, &p->ln2b, &p->fcw,  &p->fcb,
@@ -108,32 +182,49 @@ static float normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std)
     return (float)(std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, char *err, size_t errlen)
+int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c0, int B, int T, uint64_t seed, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
-    if (c->vocab < 2 || c->layers < 1 || c->heads < 1 || c->dim < 1 || c->dim % c->heads || c->max_seq < 1 ||
-        B < 1 || T < 1 || T > c->max_seq) {
+    const qp_gpt_config cr = qp_model_resolve(c0), *c = &cr;
+    if (qp_model_check(c, err, errlen)) return -1;
+    if (B < 1 || T < 1 || T > c->max_seq) {
         snprintf(err, errlen, "invalid model shape (vocab %d, layers %d, heads %d, dim %d, seq %d)", c->vocab,
                  c->layers, c->heads, c->dim, T);
         return -1;
     }
     m->cfg = *c;
     m->B = B, m->T = T;
+    m->n_tensors = qp_model_nparams(c);
     qp_gpt_param_shapes(c, m->param_sizes, NULL, NULL);
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
-    int64_t as[QP_GPT_NACTS];
-    act_sizes(c, B, T, as);
-    m->num_acts = qp_gpt_carve_acts(&m->acts, NULL, as);
-    m->num_scratch = qp_gpt_scratch_floats(c, B, T);
+    for (int i = 0; i < m->n_tensors; i++) m->num_params += m->param_sizes[i];
+    const int llama = c->arch == QP_ARCH_LLAMA;
+    int64_t as[QP_GPT_NACTS], las[QP_LLAMA_NACTS];
+    if (llama) {
+        qp_llama_act_sizes(c, B, T, las);
+        m->num_acts = qp_llama_carve_acts(&m->lacts, NULL, las);
+        m->num_scratch = qp_llama_scratch_floats(c, B, T);
+    } else {
+        act_sizes(c, B, T, as);
+        m->num_acts = qp_gpt_carve_acts(&m->acts, NULL, as);
+        m->num_scratch = qp_gpt_scratch_floats(c, B, T);
+    }
     m->params_memory = malloc((size_t)m->num_params * sizeof(float));
     m->grads_memory = calloc((size_t)m->num_params, sizeof(float));
     m->acts_memory = aligned_alloc(64, (size_t)m->num_acts * sizeof(float));
     m->scratch = aligned_alloc(64, (size_t)m->num_scratch * sizeof(float));
-    if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->scratch) {
+    if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->scratch ||
+        (llama && qp_llama_alloc(m))) {
         snprintf(err, errlen, "out of memory for a model of %lld parameters and %lld activations",
                  (long long)m->num_params, (long long)m->num_acts);
         qp_gpt_free(m);
         return -1;
+    }
+    if (llama) {
+        qp_llama_carve_params(&m->lparams, m->params_memory, m->param_sizes);
+        qp_llama_carve_params(&m->lgrads, m->grads_memory, m->param_sizes);
+        qp_llama_carve_acts(&m->lacts, m->acts_memory, las);
+        qp_llama_init_weights(m, seed);
+        return 0;
     }
     carve_params(&m->params, m->params_memory, m->param_sizes);
     carve_params(&m->grads, m->grads_memory, m->param_sizes);
@@ -158,15 +249,22 @@ void qp_gpt_free(qp_gpt *m)
     free(m->grads_memory);
     free(m->acts_memory);
     free(m->scratch);
+    free(m->rope);
+    free(m->smooth_s), free(m->smooth_x), free(m->smooth_w), free(m->smooth_dw);
     memset(m, 0, sizeof *m);
 }
 
-int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T)
+int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c0, int B, int T)
 {
+    const qp_gpt_config cr = qp_model_resolve(c0), *c = &cr;
+    if (c->arch == QP_ARCH_LLAMA) return qp_llama_max_gemm_elems(c, B, T);
     /* the widest operand: an MLP activation (BT x 4C) or weight (4C x C) */
     const int64_t BT = (int64_t)B * T, C = c->dim, big = BT > C ? BT : C;
     return big * 4 * C;
 }
+
+const float *qp_model_logits(const qp_gpt *m) { return m->cfg.arch == QP_ARCH_LLAMA ? m->lacts.logits : m->acts.logits; }
+const float *qp_model_losses(const qp_gpt *m) { return m->cfg.arch == QP_ARCH_LLAMA ? m->lacts.losses : m->acts.losses; }
 
 void qp_gpt_zero_grad(qp_gpt *m) { memset(m->grads_memory, 0, (size_t)m->num_params * sizeof(float)); }
 
@@ -194,6 +292,12 @@ const char *qp_gpt_kernel_isa(void) { return use_v4() ? "x86-64-v4" : "baseline"
 
 int qp_gpt_forward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)
 {
+    if (m->cfg.arch == QP_ARCH_LLAMA) {
+#if QP_HAVE_MODEL_V4
+        if (use_v4()) return qp_llama_forward_v4(m, lin, inputs, targets, B, T);
+#endif
+        return qp_llama_forward_base(m, lin, inputs, targets, B, T);
+    }
 #if QP_HAVE_MODEL_V4
     if (use_v4()) return qp_gpt_forward_v4(m, lin, inputs, targets, B, T);
 #endif
@@ -202,6 +306,12 @@ int qp_gpt_forward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32
 
 int qp_gpt_backward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale)
 {
+    if (m->cfg.arch == QP_ARCH_LLAMA) {
+#if QP_HAVE_MODEL_V4
+        if (use_v4()) return qp_llama_backward_v4(m, lin, inputs, targets, loss_scale);
+#endif
+        return qp_llama_backward_base(m, lin, inputs, targets, loss_scale);
+    }
 #if QP_HAVE_MODEL_V4
     if (use_v4()) return qp_gpt_backward_v4(m, lin, inputs, targets, loss_scale);
 #endif

@@ -271,18 +271,18 @@ int QP_KERNEL(qp_gpt_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, 
                                          l ? a->residual2 + (o - BT) * C : NULL, a->fcproj,
                                          l ? p->fcprojb + (l - 1) * C : NULL, l ? NULL : inputs, p->wte, p->wpe,
                                          p->ln1w + l * C, p->ln1b + l * C, BT, T, C));
-        if (linear_forward(lin, l, QP_GEMM_QKV, qkv, ln1, p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C)) return -1;
+        if (linear_forward(m, lin, l, QP_GEMM_QKV, qkv, ln1, p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C)) return -1;
         PHASE(QP_PHASE_ATTN, attention_forward(atty, a->att_lse + (int64_t)l * B * NH * T, qkv, p->qkvb + l * 3 * C,
                                                B, T, C, NH));
-        if (linear_forward(lin, l, QP_GEMM_ATTPROJ, a->attproj, atty, p->attprojw + (int64_t)l * C * C, BT, C, C))
+        if (linear_forward(m, lin, l, QP_GEMM_ATTPROJ, a->attproj, atty, p->attprojw + (int64_t)l * C * C, BT, C, C))
             return -1;
         PHASE(QP_PHASE_ROWOPS,
               residual_layernorm_forward(res2, ln2, a->ln2_mean + o, a->ln2_rstd + o, residual, a->attproj,
                                          p->attprojb + l * C, NULL, NULL, NULL, p->ln2w + l * C, p->ln2b + l * C, BT,
                                          T, C));
-        if (linear_forward(lin, l, QP_GEMM_FC, fch, ln2, p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C)) return -1;
+        if (linear_forward(m, lin, l, QP_GEMM_FC, fch, ln2, p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C)) return -1;
         PHASE(QP_PHASE_ROWOPS, bias_gelu_forward(fch, fchg, p->fcb + l * 4 * C, BT, 4 * C));
-        if (linear_forward(lin, l, QP_GEMM_FCPROJ, a->fcproj, fchg, p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C,
+        if (linear_forward(m, lin, l, QP_GEMM_FCPROJ, a->fcproj, fchg, p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C,
                            C))
             return -1;
     }
@@ -291,7 +291,7 @@ int QP_KERNEL(qp_gpt_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, 
           residual_layernorm_forward(a->residual3 + last, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual2 + last,
                                      a->fcproj, p->fcprojb + (L - 1) * C, NULL, NULL, NULL, p->lnfw, p->lnfb, BT, T,
                                      C));
-    if (linear_forward(lin, L, QP_GEMM_HEAD, a->logits, a->lnf, p->wte, BT, C, V)) return -1;
+    if (linear_forward(m, lin, L, QP_GEMM_HEAD, a->logits, a->lnf, p->wte, BT, C, V)) return -1;
     PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_forward(a->probs, a->losses, a->logits, targets, BT, V));
     if (targets) {
         double s = 0.0;

@@ -458,10 +458,13 @@ static void encoder_backward(float *dwte, float *dwpe, const float *dres, const 
  * dispatch's own time is quantization, the GEMMs inside it count as GEMM. */
 #define PHASE(p, call) (qp_prof_push(p), call, qp_prof_pop())
 
-static int linear_forward(qp_linear *lin, int layer, qp_gemm_id g, float *Y, const float *X, const float *W, int M,
-                          int IC, int OC)
+/* Y = X W^T through the dispatch; a block GEMM's input goes to the model's
+ * observer first when it observes (qp_gpt.observe). */
+static int linear_forward(qp_gpt *m, qp_linear *lin, int layer, qp_gemm_id g, float *Y, const float *X, const float *W,
+                          int M, int IC, int OC)
 {
     qp_prof_push(QP_PHASE_QUANT);
+    if (m->observe && m->on_input && g != QP_GEMM_HEAD) m->on_input(layer, g, X, M, IC, m->observer_user);
     const int rc = qp_linear_forward(lin, layer, g, Y, X, W, NULL, M, IC, OC);
     qp_prof_pop();
     return rc;
