@@ -6,14 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qp_model.h"
+
 void qp_train_usage(FILE *f)
 {
     qp_train_opts d;
     qp_train_opts_default(&d);
     fprintf(f,
             "usage: qtrain --data FILE [options]\n"
-            "Train a GPT (nanoGPT/llm.c architecture) on the CPU with every linear layer's GEMMs in a\n"
-            "chosen precision, logging to an HDF5 run file.\n"
+            "Train a GPT (nanoGPT/llm.c architecture) or a Llama on the CPU with every linear layer's GEMMs\n"
+            "in a chosen precision, logging to an HDF5 run file.\n"
             "  --data FILE        text (byte tokens, vocab 256) or llm.c .bin token shard (GPT-2, 50257)\n"
             "  --recipe R         precision recipe (default %s):\n"
             "                       fp32, bf16, fp8 (E4M3 x/w, E5M2 grads, delayed scaling, history 1024),\n"
@@ -21,9 +23,19 @@ void qp_train_usage(FILE *f)
             "                       wgrad, SR on grads, last ~15%% blocks BF16), nvfp4-naive, mxfp4;\n"
             "                       modifiers after a comma: nvfp4-rht, nvfp4-sr, nvfp4-2d (drop that part),\n"
             "                       bf16-last=N, bf16-first=N. Only the blocks' linear layers (qkv, attn proj,\n"
-            "                       fc, fc proj) are quantized: embeddings, LM head, attention's internal\n"
-            "                       products, norms and the optimizer stay FP32, as in the published recipes.\n"
+            "                       fc, fc proj; llama: gate, up, down for the last two) are quantized:\n"
+            "                       embeddings, LM head, attention's internal products, norms and the\n"
+            "                       optimizer stay FP32, as in the published recipes.\n"
+            "  --arch A           gpt (default: learned positions, LayerNorm, 4x GELU MLP, biases, tied\n"
+            "                     head) or llama (RMSNorm, rotary embeddings, SwiGLU MLP, no biases, untied\n"
+            "                     head); the llama's linear layers are qkv, attproj, gate, up, down\n"
             "  --layers L --heads H --dim C --seq T   model (default %d %d %d %d)\n"
+            "  --kv-heads N       llama: key/value heads, dividing --heads (grouped-query attention;\n"
+            "                     default --heads)\n"
+            "  --mlp-hidden N     llama: SwiGLU's hidden width (default 8C/3 rounded up to a multiple of 64)\n"
+            "  --smooth-swiglu    llama: Fishman et al.'s Smooth-SwiGLU: the down projection's input scaled\n"
+            "                     per channel (a power of two putting each channel's max in [1, 2)) before\n"
+            "                     it is quantized, the inverse folded into its weight\n"
             "  --batch B          sequences per micro-batch (default %d); under mpirun -np N the global\n"
             "                     batch: each rank takes B/N of the same sequences\n"
             "  --grad-comm P      gradient all-reduce across ranks: fp32 (default), bf16 or fp8 (E4M3,\n"
@@ -47,7 +59,9 @@ void qp_train_usage(FILE *f)
             "                     the validation split, the same for every seed and recipe\n"
             "  --val-tokens N|all the validation set by size instead: at least N tokens (whole batches, at\n"
             "                     most the split), or the whole validation split\n"
-            "  --qerr-every N     log per-layer quantization error every N steps (default %lld, 0 = off)\n"
+            "  --qerr-every N     log per-layer quantization error, and every block GEMM input's amax,\n"
+            "                     kurtosis and top-channel energy share (/quant/outliers), every N steps\n"
+            "                     (default %lld, 0 = off)\n"
             "  --ckpt-every N     checkpoint cadence (default %lld; also at the end)\n"
             "  --val-frac X       last fraction of the data used for validation (default %g)\n"
             "  --prefetch N       batches the loader thread prepares ahead (default %d; 0 = none)\n"
@@ -77,7 +91,8 @@ void qp_train_usage(FILE *f)
             "                       -inf; WHERE: loss (the step's loss value), grad:TENSOR[IDX] (a gradient\n"
             "                       element after backward), param:TENSOR[IDX] (a weight before forward);\n"
             "                       TENSOR: wte wpe ln1w ln1b qkvw qkvb attprojw attprojb ln2w ln2b fcw fcb\n"
-            "                       fcprojw fcprojb lnfw lnfb; IDX: flat element index (default 0). E.g.\n"
+            "                       fcprojw fcprojb lnfw lnfb (llama: wte ln1w qkvw attprojw ln2w gatew upw\n"
+            "                       downw lnfw lmhead); IDX: flat element index (default 0). E.g.\n"
             "                       nan:grad:wte@12, inf:param:fcw[5]@30, nan:loss@5. Fires once per\n"
             "                       process (a rollback never reruns a step number, so it gets past it; a\n"
             "                       --resume from before STEP fires it again).\n"
@@ -156,6 +171,7 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         if (!strcmp(a, "--eval-only")) { o->eval_only = true; continue; }
         if (!strcmp(a, "--quiet")) { o->quiet = true; continue; }
         if (!strcmp(a, "--grad-comm-ef")) { o->grad_comm_ef = true; continue; }
+        if (!strcmp(a, "--smooth-swiglu")) { o->smooth_swiglu = true; continue; }
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, errlen, "unexpected argument '%s' (see --help)", a);
             return QP_ARGS_BAD;
@@ -176,6 +192,8 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         STR("--data", data) STR("--out", out) STR("--recipe", recipe) STR("--resume-from", resume_from)
         STR("--inject", inject)
         NAME("--device", device, qp_device_names, QP_DEVICE_COUNT)
+        NAME("--arch", arch, qp_arch_names, QP_ARCH_COUNT)
+        INT("--kv-heads", kv_heads, 1, 1LL << 20) INT("--mlp-hidden", mlp_hidden, 1, 1LL << 20)
         NAME("--on-divergence", on_divergence, qp_on_divergence_names, QP_ON_DIVERGENCE_COUNT)
         NAME("--grad-comm", grad_comm, qp_grad_comm_names, QP_GRAD_COMM_COUNT)
         INT("--layers", layers, -(1LL << 30), 1LL << 30) INT("--heads", heads, -(1LL << 30), 1LL << 30)

@@ -16,14 +16,16 @@
 #include "qp_linear.h"
 #include "qp_model.h"
 #include "qp_nvml.h"
+#include "qp_outliers.h"
 #include "qp_recipe.h"
 #include "qp_runlog.h"
 #include "qp_trainer.h"
 
 #define QP_VERSION "0.3.0"
-#define QP_N_QGEMMS 4 /* the quantized GEMMs of a block (qp_linear.c) */
-/* scaling states: one per (layer, GEMM, operand) */
-#define QP_N_STATES(L) ((L) * QP_N_QGEMMS * QP_OPND_COUNT)
+/* scaling states a checkpoint holds: one per (layer, GEMM of the
+ * architecture's blocks (qp_model_block_gemms), operand), in that order — a
+ * GPT's are the 4 GEMMs' of checkpoints from before --arch */
+#define QP_N_STATES(r) ((r)->o.layers * qp_model_block_gemms(&(r)->model.cfg, (qp_gemm_id[QP_GEMM_BLOCK_COUNT]){0}) * QP_OPND_COUNT)
 /* a scaling state in a checkpoint: scale, last scale, ring position, count,
  * updates, 4 event counts, 2 EMAs x 3 floats */
 #define QP_STATE_COLS 15
@@ -57,6 +59,9 @@ typedef struct {
     double val_se;        /* standard error of the last evaluation's loss */
     double val_group[QP_VAL_GROUPS]; /* its interleaved groups' mean losses */
     qp_backend be;        /* where the step runs (--device) */
+    /* /quant/outliers: the statistics of a GEMM input (qp_outliers.h) */
+    qp_outlier_col *ocols;
+    double *oscratch;
     qp_nvml *nvml;        /* GPU power sampling, NULL if unavailable */
     char power_why[200];
 } qp_train_state;
@@ -67,6 +72,9 @@ static inline uint64_t qp_fnv1a(const void *p, size_t n, uint64_t h)
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
     return h;
 }
+
+/* The model the options describe, for data of vocabulary `vocab`. */
+qp_gpt_config qp_train_model_config(const qp_train_opts *o, int vocab);
 
 /* Every scaling state into hist (QP_N_STATES x history_len floats) and st
  * (QP_N_STATES x QP_STATE_COLS), and back: what a checkpoint stores, and what
