@@ -1,9 +1,15 @@
 # qtrain end to end (python + h5py as the independent reader)
 if(TARGET qtrain AND QP_PYTHON)
-  add_test(NAME test_qtrain
-           COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/test_qtrain.py $<TARGET_FILE:qtrain>
-                   ${PROJECT_SOURCE_DIR}/../shared/data/tinyshakespeare.txt)
-  set_tests_properties(test_qtrain PROPERTIES LABELS "train" TIMEOUT 900)
+  foreach(arch gpt llama)
+    set(_name test_qtrain)
+    if(NOT arch STREQUAL "gpt")
+      set(_name test_qtrain_${arch})
+    endif()
+    add_test(NAME ${_name}
+             COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/test_qtrain.py $<TARGET_FILE:qtrain>
+                     ${PROJECT_SOURCE_DIR}/../shared/data/tinyshakespeare.txt ${arch})
+    set_tests_properties(${_name} PROPERTIES LABELS "train" TIMEOUT 900)
+  endforeach()
 endif()
 
 # the known result (about 2 minutes each on 2 cores)
