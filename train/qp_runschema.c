@@ -131,7 +131,7 @@ const qp_runset qp_runsets[QP_RS_COUNT] = {
     [QP_RS_RECALIB] = SET("/events/recalib", 1, RECALIB, 256),
     [QP_RS_DIVERGENCE] = SET("/events/divergence", 1, DIVERGENCE, 64),
     [QP_RS_STATUS] = SET("/status", 1, STATUS, 64),
-    [QP_RS_OUTLIERS] = SET("/quant/outliers", 1, OUTLIERS, 1024),
+    [QP_RS_OUTLIERS] = SET("/quant/outliers", 1, OUTLIERS, 256),
 };
 _Static_assert(sizeof qp_runsets / sizeof qp_runsets[0] == QP_RS_COUNT, "a dataset per qp_runset_id");
 
