@@ -288,7 +288,7 @@ static qp_att_layout llama_att_layout(const qp_gpt_config *c)
                            .voff = c->dim + (int64_t)c->kv_heads * hs, .NH = c->heads, .KVH = c->kv_heads, .hs = hs};
 }
 
-static void attention_forward(float *out, float *lse, const float *qkv, const qp_att_layout *a, int B, int T)
+static void llama_attention_forward(float *out, float *lse, const float *qkv, const qp_att_layout *a, int B, int T)
 {
 #pragma omp parallel
     attention_forward_tasks(out, lse, qkv, a, B, T);
@@ -296,8 +296,8 @@ static void attention_forward(float *out, float *lse, const float *qkv, const qp
 
 /* dqkv = the gradient of attention's input; dzero (B*T, Cz) zeroed for the
  * qkv GEMM's accumulation. */
-static void attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                               const qp_att_layout *a, float *dzero, int Cz, int B, int T)
+static void llama_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse,
+                                     const float *qkv, const qp_att_layout *a, float *dzero, int Cz, int B, int T)
 {
 #pragma omp parallel
     {
@@ -330,7 +330,7 @@ int QP_KERNEL(qp_llama_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs
                                                         l ? NULL : inputs, p->wte, p->ln1w + l * C, BT, C));
         if (linear_forward(m, lin, l, QP_GEMM_QKV, qkv, ln1, p->qkvw + (int64_t)l * QKV * C, BT, C, QKV)) return -1;
         PHASE(QP_PHASE_ROWOPS, rope_forward(qkv, m->rope, &al, cf->max_seq, BT, T, 0));
-        PHASE(QP_PHASE_ATTN, attention_forward(atty, a->att_lse + (int64_t)l * B * NH * T, qkv, &al, B, T));
+        PHASE(QP_PHASE_ATTN, llama_attention_forward(atty, a->att_lse + (int64_t)l * B * NH * T, qkv, &al, B, T));
         if (linear_forward(m, lin, l, QP_GEMM_ATTPROJ, a->attproj, atty, p->attprojw + (int64_t)l * C * C, BT, C, C))
             return -1;
         PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(res2, ln2, a->ln2_rstd + o, residual, a->attproj, NULL, NULL,
@@ -406,8 +406,9 @@ int QP_KERNEL(qp_llama_backward)(qp_gpt *m, qp_linear *lin, const int32_t *input
         if (linear_backward(lin, l, QP_GEMM_ATTPROJ, s.datty, g->attprojw + (int64_t)l * C * C, s.dres,
                             a->atty + o * C, p->attprojw + (int64_t)l * C * C, BT, C, C))
             return -1;
-        PHASE(QP_PHASE_ATTN, attention_backward(s.dqkv, s.datty, a->atty + o * C, a->att_lse + (int64_t)l * B * NH * T,
-                                                a->qkv + o * QKV, &al, s.dln, C, B, T));
+        PHASE(QP_PHASE_ATTN, llama_attention_backward(s.dqkv, s.datty, a->atty + o * C,
+                                                      a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * QKV, &al,
+                                                      s.dln, C, B, T));
         PHASE(QP_PHASE_ROWOPS, rope_forward(s.dqkv, m->rope, &al, cf->max_seq, BT, T, 1));
         if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * QKV * C, s.dqkv, a->ln1 + o * C,
                             p->qkvw + (int64_t)l * QKV * C, BT, C, QKV))

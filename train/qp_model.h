@@ -176,7 +176,8 @@ typedef struct {
     float *encoded;   /* (B, T, C) wte[inp] */
     float *ln1;       /* (L, B, T, C) */
     float *ln1_rstd;  /* (L, B, T) */
-    float *qkv;       /* (L, B, T, C + 2 KVH hs), q and k rotated (RoPE) */
+    float *qkv;       /* CPU: (L, B, T, C + 2 KVH hs), q and k rotated (RoPE); GPU: (L, B, T, 3C), widened to a
+                         key/value head per query head (kernels/qp_cuda_llama_pass.h) */
     float *atty;      /* (L, B, T, C) */
     float *att_lse;   /* CPU: (L, B, NH, T); GPU: nothing */
     float *preatt;    /* GPU: (L, B, NH, T, T); CPU: nothing */
