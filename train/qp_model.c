@@ -212,7 +212,9 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c0, int B, int T, uint64_t seed,
     m->grads_memory = calloc((size_t)m->num_params, sizeof(float));
     m->acts_memory = aligned_alloc(64, (size_t)m->num_acts * sizeof(float));
     m->scratch = aligned_alloc(64, (size_t)m->num_scratch * sizeof(float));
-    if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->scratch ||
+    m->ocols = malloc((size_t)qp_model_max_input_channels(c) * sizeof *m->ocols);
+    m->oscratch = malloc((size_t)qp_model_max_input_channels(c) * sizeof *m->oscratch);
+    if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->scratch || !m->ocols || !m->oscratch ||
         (llama && qp_llama_alloc(m))) {
         snprintf(err, errlen, "out of memory for a model of %lld parameters and %lld activations",
                  (long long)m->num_params, (long long)m->num_acts);
@@ -250,8 +252,16 @@ void qp_gpt_free(qp_gpt *m)
     free(m->acts_memory);
     free(m->scratch);
     free(m->rope);
+    free(m->ocols), free(m->oscratch);
     free(m->smooth_s), free(m->smooth_x), free(m->smooth_w), free(m->smooth_dw);
     memset(m, 0, sizeof *m);
+}
+
+int qp_model_max_input_channels(const qp_gpt_config *c0)
+{
+    const qp_gpt_config c = qp_model_resolve(c0);
+    if (c.arch == QP_ARCH_LLAMA) return c.dim > c.mlp_hidden ? c.dim : c.mlp_hidden;
+    return 4 * c.dim;
 }
 
 int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c0, int B, int T)

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "qp_linear.h"
+#include "qp_outliers.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -205,9 +206,10 @@ int64_t qp_llama_carve_acts(qp_llama_acts *a, float *mem, const int64_t sizes[QP
  * both devices read this one table). */
 void qp_llama_rope_table(float *tab, int maxT, int hs);
 
-/* A GEMM's input, seen before the dispatch quantizes it (qp_gpt.observe):
- * X is M x IC, its rows the tokens. */
-typedef void (*qp_model_observer)(int layer, qp_gemm_id g, const float *X, int M, int IC, void *user);
+/* The outlier statistics of a block GEMM's input before the dispatch
+ * quantizes it (qp_gpt.observe; qp_outliers.h): layer, gemm and the
+ * statistics filled, the step left to the observer. */
+typedef void (*qp_model_observer)(const qp_outlier_row *row, void *user);
 
 typedef struct {
     qp_gpt_config cfg;              /* resolved (qp_model_resolve) */
@@ -225,10 +227,14 @@ typedef struct {
      * channel maxima must be the global batch's); NULL in one process */
     void (*reduce_max)(float *v, int n, void *user);
     void *reduce_user;
-    /* when observe is set, every block GEMM's input goes to on_input first */
+    /* when observe is set, every block GEMM's input's statistics go to
+     * on_input first (ocols, oscratch: their working set, the widest input's
+     * channels) */
     int observe;
     qp_model_observer on_input;
     void *observer_user;
+    qp_outlier_col *ocols;
+    double *oscratch;
     float *params_memory, *grads_memory;
     int64_t num_params;
     int64_t param_sizes[QP_MODEL_MAX_NPARAMS];
@@ -265,6 +271,10 @@ const float *qp_model_losses(const qp_gpt *m);
 
 /* Which compiled copy of the kernels runs: "x86-64-v4" or "baseline". */
 const char *qp_gpt_kernel_isa(void);
+
+/* The most channels (contraction width) of a block GEMM's input: 4C (the
+ * GPT's fcproj), max(C, H) (the Llama's). */
+int qp_model_max_input_channels(const qp_gpt_config *c);
 
 /* Largest quantized-GEMM operand (for qp_linear_cfg.max_elems). */
 int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T);

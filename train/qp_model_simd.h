@@ -458,13 +458,18 @@ static void encoder_backward(float *dwte, float *dwpe, const float *dres, const 
  * dispatch's own time is quantization, the GEMMs inside it count as GEMM. */
 #define PHASE(p, call) (qp_prof_push(p), call, qp_prof_pop())
 
-/* Y = X W^T through the dispatch; a block GEMM's input goes to the model's
- * observer first when it observes (qp_gpt.observe). */
+/* Y = X W^T through the dispatch; a block GEMM's input's statistics go to
+ * the model's observer first when it observes (qp_gpt.observe). */
 static int linear_forward(qp_gpt *m, qp_linear *lin, int layer, qp_gemm_id g, float *Y, const float *X, const float *W,
                           int M, int IC, int OC)
 {
     qp_prof_push(QP_PHASE_QUANT);
-    if (m->observe && m->on_input && g != QP_GEMM_HEAD) m->on_input(layer, g, X, M, IC, m->observer_user);
+    if (m->observe && m->on_input && g != QP_GEMM_HEAD) {
+        qp_outlier_row row;
+        qp_outlier_stats(X, M, IC, m->ocols, m->oscratch, &row);
+        row.step = -1, row.layer = layer, row.gemm = qp_gemm_name(g);
+        m->on_input(&row, m->observer_user);
+    }
     const int rc = qp_linear_forward(lin, layer, g, Y, X, W, NULL, M, IC, OC);
     qp_prof_pop();
     return rc;

@@ -16,7 +16,6 @@
 #include "qp_linear.h"
 #include "qp_model.h"
 #include "qp_nvml.h"
-#include "qp_outliers.h"
 #include "qp_recipe.h"
 #include "qp_runlog.h"
 #include "qp_trainer.h"
@@ -59,9 +58,6 @@ typedef struct {
     double val_se;        /* standard error of the last evaluation's loss */
     double val_group[QP_VAL_GROUPS]; /* its interleaved groups' mean losses */
     qp_backend be;        /* where the step runs (--device) */
-    /* /quant/outliers: the statistics of a GEMM input (qp_outliers.h) */
-    qp_outlier_col *ocols;
-    double *oscratch;
     qp_nvml *nvml;        /* GPU power sampling, NULL if unavailable */
     char power_why[200];
 } qp_train_state;

@@ -19,7 +19,6 @@
 #include "qp_optim.h"
 #include "qp_prof.h"
 #include "qp_scaling.h"
-#include "qp_outliers.h"
 #include "qp_size.h"
 #include "qp_train_state.h"
 
@@ -118,12 +117,11 @@ static void on_event(const qp_event_row *row, void *user)
 }
 
 /* A block GEMM's input at a --qerr-every step: its /quant/outliers row. */
-static void on_input(int layer, qp_gemm_id g, const float *X, int M, int IC, void *user)
+static void on_input(const qp_outlier_row *stats, void *user)
 {
     qp_train_state *r = user;
-    qp_outlier_row row;
-    qp_outlier_stats(X, M, IC, r->ocols, r->oscratch, &row);
-    row.step = r->step, row.layer = layer, row.gemm = qp_gemm_name(g);
+    qp_outlier_row row = *stats;
+    row.step = r->step;
     char e[256];
     if (qp_runlog_outlier(r->log, &row, e, sizeof e) && !r->log_err[0]) snprintf(r->log_err, sizeof r->log_err, "%s", e);
 }
@@ -267,7 +265,6 @@ static void free_run(qp_train_state *r)
     if (r->model_ok) qp_gpt_free(&r->model);
     qp_dataset_close(r->data);
     free(r->adam_m), free(r->adam_v), free(r->eval_in), free(r->eval_tg), free(r->scaling_snap);
-    free(r->ocols), free(r->oscratch);
     qp_grad_exchange_destroy(r->gx);
 }
 
@@ -830,14 +827,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     r->eval_in = malloc((size_t)B * T * sizeof(int32_t));
     r->eval_tg = malloc((size_t)B * T * sizeof(int32_t));
     r->gx = qp_grad_exchange_create(r->o.grad_comm, r->o.grad_comm_ef, r->model.param_sizes, r->model.n_tensors);
-    /* the /quant/outliers observer: a block GEMM's input has at most max(C, H) channels */
-    const int max_ic = r->model.cfg.dim > r->model.cfg.mlp_hidden ? r->model.cfg.dim : r->model.cfg.mlp_hidden;
-    const int wide_ic = r->model.cfg.arch == QP_ARCH_GPT ? 4 * r->model.cfg.dim : max_ic;
-    r->ocols = malloc((size_t)wide_ic * sizeof *r->ocols);
-    r->oscratch = malloc((size_t)wide_ic * sizeof *r->oscratch);
+    /* the /quant/outliers observer and Smooth-SwiGLU's reduction (the GPU backend takes them over) */
     r->model.on_input = on_input, r->model.observer_user = r;
     if (r->world > 1) r->model.reduce_max = dist_max;
-    if (!r->lin || !r->adam_m || !r->adam_v || !r->eval_in || !r->eval_tg || !r->gx || !r->ocols || !r->oscratch) {
+    if (!r->lin || !r->adam_m || !r->adam_v || !r->eval_in || !r->eval_tg || !r->gx) {
         if (r->lin) snprintf(err, errlen, "out of memory");
         goto done;
     }
