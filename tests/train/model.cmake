@@ -6,6 +6,9 @@
 #   test_transpose        the dispatch's transposes (AVX-512 and SSE tiles) against the plain loop
 #   test_gemm_recipes     every recipe's GEMMs against quant/'s dequantization
 #                         followed by a float64 product
+#   test_smooth_swiglu    Smooth-SwiGLU on a Llama with an injected outlier
+#                         channel (the down input's outlier statistics), its
+#                         exact fold in fp32; qp_outlier_stats by definition
 if(TARGET qpmodel)
   set(QP_MODEL_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
@@ -19,6 +22,9 @@ if(TARGET qpmodel)
   add_test(NAME test_model_gradcheck COMMAND test_model_gradcheck)
   qp_model_exe(test_gemm_recipes)
   add_test(NAME test_gemm_recipes COMMAND test_gemm_recipes)
+  qp_model_exe(test_smooth_swiglu)
+  add_test(NAME test_smooth_swiglu COMMAND test_smooth_swiglu)
+  set_tests_properties(test_smooth_swiglu PROPERTIES LABELS "unit;model" TIMEOUT 120 ENVIRONMENT "OMP_NUM_THREADS=2")
   qp_model_exe(test_transpose)
   add_test(NAME test_transpose COMMAND test_transpose)
   add_test(NAME test_transpose_sse COMMAND test_transpose)
