@@ -300,6 +300,23 @@ def case_grid():
                  "dim = 32, 64\nheads = 1, 2, 4\nbatch = 2, 4\n")
     p = qsweep(ini3, "--out", os.path.join(d, "out"), "--dry-run")
     check(len(dry_lines(p.stdout)) == 60, f"5x2x3x2 grid has {len(dry_lines(p.stdout))} runs")
+    # the architecture as an axis; the Llama's options in [base]; a flag option (smooth_swiglu) is the bare flag
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nkv_heads = 1\n[grid]\narch = gpt, llama\n"
+                 "smooth_swiglu = 0, 1\nrecipe = bf16\n")
+    p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
+    runs = dry_lines(p.stdout)
+    check(p.returncode == 0 and [n for n, _ in runs] ==
+          [f"arch={a}_smooth_swiglu={f}_recipe=bf16" for a in ("gpt", "llama") for f in (0, 1)], f"arch axis: {p.stderr}")
+    for name, argv in runs:
+        check(argv[argv.index("--arch") + 1] == name.split("_")[0].split("=")[1] and
+              ("--smooth-swiglu" in argv) == ("swiglu=1" in name) and argv[argv.index("--kv-heads") + 1] == "1",
+              f"{name}: {argv}")
+    for bad, frag in (("arch = gpt, mamba", "arch expects one of gpt,llama, not 'mamba'"),
+                      ("smooth_swiglu = yes", "smooth_swiglu expects 0 or 1, not 'yes'"),
+                      ("kv_heads = 0", "kv_heads expects an integer in [1, 1.04858e+06], not '0'")):
+        p = qsweep(write(os.path.join(d, "g5.ini"), f"[base]\ndata = corpus.txt\n[grid]\n{bad}\n"), "--out",
+                   os.path.join(d, "out"), "--dry-run")
+        check(p.returncode == 2 and frag in p.stderr, f"{bad}: exit {p.returncode}: {p.stderr!r}")
 
 
 def case_dryrun():
