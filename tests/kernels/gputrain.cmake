@@ -6,7 +6,7 @@
 #                         its one-line reason without NVML (label unit)
 #   test_qtrain_device    qtrain --device: bad values and no GPU exit 2 with one
 #                         line (SKIP 77 when a GPU is present; label unit)
-#   test_cuda_train       20 steps of a small model, fp32 and bf16, CPU vs GPU
+#   test_cuda_train       20 steps of a small GPT and Llama, fp32 and bf16, CPU vs GPU
 #                         losses within 1e-3 relative (label gpu, SKIP 77
 #                         without a device)
 #   test_cuda_model_kernels  the layer kernels against the host formulas, bit
