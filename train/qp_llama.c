@@ -59,12 +59,7 @@ int64_t qp_llama_carve_acts(qp_llama_acts *a, float *mem, const int64_t sizes[QP
 {
     float **f[QP_LLAMA_NACTS];
     qp_llama_act_fields(a, f);
-    int64_t used = 0;
-    for (int i = 0; i < QP_LLAMA_NACTS; i++) {
-        if (mem) *f[i] = sizes[i] ? mem + used : NULL;
-        used += qp_pad16(sizes[i]); /* whole 16-float vectors per tensor */
-    }
-    return used;
+    return qp_model_carve(f, QP_LLAMA_NACTS, mem, sizes);
 }
 
 /* The CPU kernels' layout (see qp_llama_acts): no T x T matrices, one layer's

@@ -139,17 +139,22 @@ void qp_gpt_act_fields(qp_gpt_acts *a, float **f[QP_GPT_NACTS])
 _Static_assert(sizeof(qp_gpt_acts) == QP_GPT_NACTS * sizeof(float *), "a QP_ACT_ index per qp_gpt_acts field");
 _Static_assert(offsetof(qp_gpt_acts, att_lse) == QP_ACT_ATT_LSE * sizeof(float *), "QP_ACT_ in field order");
 
-int64_t qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS])
+int64_t qp_model_carve(float **f[], int n, float *mem, const int64_t *sizes)
 {
-    float **f[QP_GPT_NACTS];
-    qp_gpt_act_fields(a, f);
     int64_t used = 0;
-    for (int i = 0; i < QP_GPT_NACTS; i++) {
+    for (int i = 0; i < n; i++) {
         if (mem) *f[i] = sizes[i] ? mem + used : NULL;
         /* whole 16-float vectors per tensor */
         used += (sizes[i] + 15) / 16 * 16;
     }
     return used;
+}
+
+int64_t qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS])
+{
+    float **f[QP_GPT_NACTS];
+    qp_gpt_act_fields(a, f);
+    return qp_model_carve(f, QP_GPT_NACTS, mem, sizes);
 }
 
 /* The CPU kernels' layout (see qp_gpt_acts): no T x T matrices, one layer's

@@ -293,13 +293,7 @@ int QP_KERNEL(qp_gpt_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, 
                                      C));
     if (linear_forward(m, lin, L, QP_GEMM_HEAD, a->logits, a->lnf, p->wte, BT, C, V)) return -1;
     PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_forward(a->probs, a->losses, a->logits, targets, BT, V));
-    if (targets) {
-        double s = 0.0;
-        for (int i = 0; i < BT; i++) s += a->losses[i];
-        m->mean_loss = (float)(s / BT);
-    } else {
-        m->mean_loss = -1.0f;
-    }
+    set_mean_loss(m, a->losses, targets, BT);
     return 0;
 }
 

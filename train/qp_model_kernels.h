@@ -82,6 +82,11 @@ static inline qp_llama_bwd_scratch qp_llama_scratch_carve(float *mem, const qp_g
     return s;
 }
 
+/* Point the n activation fields f into mem, sizes[i] floats each (a field of
+ * size 0 is NULL), each on a 64-byte boundary; the floats used (mem NULL:
+ * only counts). qp_gpt_carve_acts and qp_llama_carve_acts. */
+int64_t qp_model_carve(float **f[], int n, float *mem, const int64_t *sizes);
+
 /* qp_llama.c: the Llama's tensors (c resolved) */
 int qp_llama_param_decays(int i);
 void qp_llama_param_shapes(const qp_gpt_config *c, int64_t s[QP_MODEL_MAX_NPARAMS][3]);

@@ -452,6 +452,19 @@ static void encoder_backward(float *dwte, float *dwpe, const float *dres, const 
     }
 }
 
+/* The mean of the per-position losses (summed in double, in order) as the
+ * model's mean_loss; -1 without targets. */
+static void set_mean_loss(qp_gpt *m, const float *losses, const int32_t *targets, int N)
+{
+    if (!targets) {
+        m->mean_loss = -1.0f;
+        return;
+    }
+    double s = 0.0;
+    for (int i = 0; i < N; i++) s += losses[i];
+    m->mean_loss = (float)(s / N);
+}
+
 /* ---- the precision dispatch -------------------------------------------------- */
 
 /* The phase profile (qp_prof.h): each layer call counts for its phase; the
