@@ -9,7 +9,6 @@
 
 #include "qp_model.h"
 #include "qp_model_kernels.h"
-#include "qp_rng.h"
 
 enum { P_WTE, P_LN1W, P_QKVW, P_ATTPROJW, P_LN2W, P_GATEW, P_UPW, P_DOWNW, P_LNFW, P_LMHEAD };
 
@@ -117,16 +116,6 @@ int qp_llama_alloc(qp_gpt *m)
     return m->smooth_s && m->smooth_x && m->smooth_w && m->smooth_dw ? 0 : -1;
 }
 
-/* N(0, std) from Philox, indexed by element: the same weights on any thread
- * count (the GPT's streams are 1..16, the Llama's 257..266). */
-static float normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std)
-{
-    uint32_t r[4];
-    qp_philox4x32(seed, i, stream, r);
-    const double u1 = ((double)r[0] + 1.0) / 4294967297.0, u2 = (double)r[1] / 4294967296.0;
-    return (float)(std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
 void qp_llama_init_weights(qp_gpt *m, uint64_t seed)
 {
     const float proj_std = 0.02f / sqrtf(2.0f * (float)m->cfg.layers);
@@ -136,7 +125,7 @@ void qp_llama_init_weights(qp_gpt *m, uint64_t seed)
         const float std = (i == P_ATTPROJW || i == P_DOWNW) ? proj_std : 0.02f;
 #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < m->param_sizes[i]; j++)
-            mem[j] = gain ? 1.0f : normal_at(seed, 257 + (uint64_t)i, (uint64_t)j, std);
+            mem[j] = gain ? 1.0f : qp_model_normal_at(seed, 257 + (uint64_t)i, (uint64_t)j, std); /* the GPT's streams: 1..16 */
         mem += m->param_sizes[i];
     }
 }

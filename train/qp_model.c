@@ -179,7 +179,7 @@ static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NAC
 }
 
 /* N(0, std) from Philox, indexed by element: the same weights on any thread count. */
-static float normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std)
+float qp_model_normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std)
 {
     uint32_t r[4];
     qp_philox4x32(seed, i, stream, r);
@@ -244,7 +244,7 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c0, int B, int T, uint64_t seed,
         const float std = (i == 6 || i == 12) ? proj_std : 0.02f;
 #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < m->param_sizes[i]; j++)
-            mem[j] = is_norm_weight ? 1.0f : is_bias ? 0.0f : normal_at(seed, (uint64_t)i + 1, (uint64_t)j, std);
+            mem[j] = is_norm_weight ? 1.0f : is_bias ? 0.0f : qp_model_normal_at(seed, (uint64_t)i + 1, (uint64_t)j, std);
         mem += m->param_sizes[i];
     }
     return 0;

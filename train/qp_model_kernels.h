@@ -87,6 +87,9 @@ static inline qp_llama_bwd_scratch qp_llama_scratch_carve(float *mem, const qp_g
  * only counts). qp_gpt_carve_acts and qp_llama_carve_acts. */
 int64_t qp_model_carve(float **f[], int n, float *mem, const int64_t *sizes);
 
+/* N(0, std) from Philox at (seed, stream), element i: the initial weights. */
+float qp_model_normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std);
+
 /* qp_llama.c: the Llama's tensors (c resolved) */
 int qp_llama_param_decays(int i);
 void qp_llama_param_shapes(const qp_gpt_config *c, int64_t s[QP_MODEL_MAX_NPARAMS][3]);
