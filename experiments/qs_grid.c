@@ -133,10 +133,6 @@ static int push_option(const qs_experiment *e, qs_run *r, const char *key, const
 {
     char flag[64];
     const qs_opt *o = qs_opt_find(key);
-    if (o->kind == QS_OPT_FLAG) {
-        qs_opt_flag(o, flag, sizeof flag);
-        return strcmp(value, "1") ? 0 : push(r, flag);
-    }
     if (o->kind != QS_OPT_MODEL) {
         qs_opt_flag(o, flag, sizeof flag);
         return push(r, flag) || push(r, value);

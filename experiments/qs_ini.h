@@ -12,8 +12,8 @@
  *            between submissions, like [sweep]
  * Lines: `# ...` or `; ...` comments, blank lines, [section], key = value.
  * In a recipe, `|` stands for the comma of qtrain's --recipe syntax (so a
- * grid value can hold modifiers): `nvfp4|bf16-last=0` is --recipe
- * nvfp4,bf16-last=0. Every error is one `FILE:LINE: message`; nothing is
+ * grid value can hold modifiers and rules, docs/recipes.md):
+ * `nvfp4|bf16-last=0|~L0=bf16` is --recipe nvfp4,bf16-last=0,~L0=bf16. Every error is one `FILE:LINE: message`; nothing is
  * kept from a file with an error. A relative data path is taken from the
  * experiment file's folder. */
 #ifndef QS_INI_H
@@ -52,7 +52,7 @@ typedef struct {
     int nbase, base_line;     /* base_line: the [base] header, or 0 */
     qs_axis *axes;
     int naxes;
-    char baseline[160];       /* recipe; default "bf16" */
+    char baseline[1024];      /* recipe (at most QP_RECIPE_SPEC_MAX bytes); default "bf16" */
     double target_loss;       /* NaN: not set */
     int threads_per_run;      /* 0: not set (cores / -j) */
     qs_slurm_opts slurm;

@@ -40,11 +40,11 @@ static const qs_opt OPTS[] = {
     {"prefetch", QS_OPT_INT, 0, 1024, 0},
     {"divergence_factor", QS_OPT_NUM, 1, INFINITY, 1},
     {"device", QS_OPT_CHOICE, 0, 0, 0},
-    /* the architecture (qtrain --arch; an axis compares the two) and the Llama's shape and Smooth-SwiGLU */
+    /* the architecture (qtrain --arch; an axis compares the two) and the Llama's shape (Smooth-SwiGLU is
+     * a recipe modifier) */
     {"arch", QS_OPT_CHOICE, 0, 0, 0},
     {"kv_heads", QS_OPT_INT, 1, 1 << 20, 0},
     {"mlp_hidden", QS_OPT_INT, 1, 1 << 20, 0},
-    {"smooth_swiglu", QS_OPT_FLAG, 0, 1, 0},
 };
 #define NOPTS (int)(sizeof OPTS / sizeof OPTS[0])
 
@@ -147,13 +147,6 @@ int qs_opt_check(const qs_opt *o, const char *value, char *err, size_t errlen)
             if (*c == '|') *c = ',';
         snprintf(err, errlen, "%s expects one of %s, not '%s'", o->key, list, value);
         return -1;
-    }
-    if (o->kind == QS_OPT_FLAG) {
-        if (strcmp(value, "0") && strcmp(value, "1")) {
-            snprintf(err, errlen, "%s expects 0 or 1, not '%s'", o->key, value);
-            return -1;
-        }
-        return 0;
     }
     if (o->kind == QS_OPT_MODEL) {
         qp_model_preset m;

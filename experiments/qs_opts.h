@@ -13,8 +13,7 @@
 #include <stddef.h>
 
 typedef enum { QS_OPT_INT, QS_OPT_NUM, QS_OPT_PATH, QS_OPT_RECIPE, QS_OPT_CHOICE, QS_OPT_VALTOKENS /* count or 'all' */,
-               QS_OPT_MODEL /* a size: qp_size_model, becomes --layers --heads --dim */,
-               QS_OPT_FLAG /* 0 or 1: the bare flag when 1, nothing when 0 */ } qs_opt_kind;
+               QS_OPT_MODEL /* a size: qp_size_model, becomes --layers --heads --dim */ } qs_opt_kind;
 
 typedef struct {
     const char *key;   /* canonical spelling, e.g. "grad_accum" */

@@ -1,6 +1,7 @@
 /* qs_runfile.c — one run file to one summary row (see qs_runfile.h). */
 #define _GNU_SOURCE /* F_OFD_GETLK */
 #include "qs_runfile.h"
+#include "qp_h5open.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -319,7 +320,7 @@ int qs_runfile_read(const char *path, double target_loss, qs_runstats *s, char *
     s->steps_to_target = -1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     s->writer_alive = writer_alive(path);
-    const hid_t file = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    const hid_t file = (hid_t)qp_h5_open_read(path, 1);
     if (file < 0) {
         snprintf(err, errlen, "%s: not a readable run file (HDF5 cannot open it%s)", path,
                  s->writer_alive ? "; qtrain is still creating it" : "");

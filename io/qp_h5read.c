@@ -1,6 +1,7 @@
 /* qp_h5read.c — HDF5 dataset walker (see qp_h5read.h). */
 #include "qp_h5err.h"
 #include "qp_h5read.h"
+#include "qp_h5open.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -201,7 +202,7 @@ int qp_h5_read(const char *path, const qp_read_opts *opts, qp_tensor_list *out,
      * line that matters. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (qp_h5_check_file(path, err, errlen)) return -1;
-    const hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t f = (hid_t)qp_h5_open_read(path, 0);
     if (f < 0) {
         snprintf(err, errlen, "%s: cannot open HDF5 file (corrupt?)", path);
         return -1;

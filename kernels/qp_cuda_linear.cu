@@ -1,8 +1,9 @@
-// qp_cuda_linear.cu — the GPU precision dispatch (see qp_cuda_linear.h): the
-// device operations (kernel launches, the quantizer, the GEMM) that
-// qp_cuda_linear_pass.h's decisions — train/qp_linear.c's prepare()/run(),
-// step for step — are made of. Reductions have one owner per output and a
-// fixed order (no float atomics); statistics stay on the device until a flush.
+// qp_cuda_linear.cu — the GPU's operations of the precision dispatch (see
+// qp_cuda_linear.h): the device primitives (kernel launches, the quantizer,
+// the GEMM) that qp_cuda_linear_ops.h builds the dispatch's operations from;
+// the dispatch itself is train/qp_linear.c, the code the CPU runs. Reductions
+// have one owner per output and a fixed order (no float atomics); statistics
+// stay on the device until the dispatch flushes.
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
@@ -13,7 +14,7 @@
 
 #include "qp_cublaslt.h"
 #include "qp_cuda_linear.h"
-#include "qp_cuda_linear_pass.h"
+#include "qp_cuda_linear_ops.h"
 #include "qp_cuda_model_math.h"
 #include "qp_cuda_quant.h"
 #include "qp_scale_layout.h"
@@ -39,26 +40,26 @@ struct dev_scratch {
 } // namespace
 
 struct qp_cuda_linear {
-    qpl_state st;              // the dispatch's state (qp_cuda_linear_pass.h)
-    qpl_ops ops;               // its operations: the launches below
+    qpl_device dev;            // the dispatch's operations (qp_cuda_linear_ops.h) over the primitives below
     qp_cublt *blt;
     cudaStream_t stream;
     dev_scratch *d_scr;        // per side
     red_out *d_partial;        // RED_BLOCKS per side
-    dev_scratch *d_kept;       // st.max_pending kept statistics (qpl_keep_stats)
-    dev_scratch *h_kept;       // pinned: where a flush copies them
+    dev_scratch *d_kept;       // max_kept kept statistics (op_keep)
+    dev_scratch *h_kept;       // pinned: where a fetch copies them
+    int max_kept;
     void *mem;                 // the one allocation behind every buffer
     uint8_t *d_plain[2], *d_tiled[2]; // per side: block scales, plain and tiled (grown on demand)
     size_t plain_cap[2], tiled_cap[2];
     uint8_t *d_colsum;         // bias-gradient chunk sums (grown on demand)
     size_t colsum_cap;
     qp_cuda_prof *prof;        // phase marks, or NULL
-    int failed;                // a flush outside forward/backward failed: the next call reports st.err
+    char err[256];             // the last primitive's failure
 };
 
 static int cuda_fail(qp_cuda_linear *l, int rc, const char *what)
 {
-    std::snprintf(l->st.err, sizeof l->st.err, "%s: %s (%s)", what, cudaGetErrorName((cudaError_t)rc),
+    std::snprintf(l->err, sizeof l->err, "%s: %s (%s)", what, cudaGetErrorName((cudaError_t)rc),
                   cudaGetErrorString((cudaError_t)rc));
     return -1;
 }
@@ -183,7 +184,7 @@ static unsigned grid_for(int64_t n)
     return (unsigned)(g < 1 ? 1 : g > 4096 ? 4096 : g);
 }
 
-// ---- the device operations of qp_cuda_linear_pass.h ------------------------------
+// ---- the device primitives of qp_cuda_linear_ops.h ---------------------------------
 
 #define L_ ((qp_cuda_linear *)x)
 #define PH_(ph) qp_cuda_prof_mark(L_->prof, ph)
@@ -215,6 +216,8 @@ static int op_copy(void *x, float *dst, const float *src, int64_t n)
     const cudaError_t e = cudaMemcpyAsync(dst, src, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, L_->stream);
     return e == cudaSuccess ? 0 : cuda_fail(L_, (int)e, "copy");
 }
+
+static const char *op_error(void *x) { return L_->err; }
 
 static int op_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
@@ -305,6 +308,10 @@ static int op_reduce(void *x, const float *in, const float *y, const uint8_t *co
 static int op_keep(void *x, int side, int slot)
 {
     qp_cuda_linear *l = L_;
+    if (slot < 0 || slot >= l->max_kept) {
+        std::snprintf(l->err, sizeof l->err, "kept statistics slot %d of %d", slot, l->max_kept);
+        return -1;
+    }
     const cudaError_t e = cudaMemcpyAsync(&l->d_kept[slot], &l->d_scr[side], sizeof(dev_scratch),
                                           cudaMemcpyDeviceToDevice, l->stream);
     return e == cudaSuccess ? 0 : cuda_fail(l, (int)e, "quantization statistics");
@@ -313,6 +320,10 @@ static int op_keep(void *x, int side, int slot)
 static int op_fetch_kept(void *x, int n, qpl_stats *out)
 {
     qp_cuda_linear *l = L_;
+    if (n > l->max_kept) {
+        std::snprintf(l->err, sizeof l->err, "%d kept statistics of %d", n, l->max_kept);
+        return -1;
+    }
     cudaError_t e = cudaMemcpyAsync(l->h_kept, l->d_kept, (size_t)n * sizeof(dev_scratch), cudaMemcpyDeviceToHost,
                                     l->stream);
     PH_(QP_PH_HOST);
@@ -331,12 +342,37 @@ static int op_fetch_kept(void *x, int n, qpl_stats *out)
 
 static const float *op_scale_inv_ptr(void *x, int side) { return &L_->d_scr[side].tstats.scale_inv; }
 
-static int op_gemm(void *x, const qp_cublt_operand *A, const qp_cublt_operand *B, float *D, int M, int N, int K,
+// The dispatch's operand as cuBLASLt's.
+static int to_cublt(const qp_linear_operand *o, qp_cublt_operand *c)
+{
+    qp_cublt_type t = QP_CUBLT_F32;
+    switch (o->type) {
+    case QP_LOP_F32: t = QP_CUBLT_F32; break;
+    case QP_LOP_BF16: t = QP_CUBLT_BF16; break;
+    case QP_LOP_E4M3: t = QP_CUBLT_E4M3; break;
+    case QP_LOP_E5M2: t = QP_CUBLT_E5M2; break;
+    case QP_LOP_MXFP8: t = QP_CUBLT_MXFP8; break;
+    case QP_LOP_NVFP4: t = QP_CUBLT_NVFP4; break;
+    case QP_LOP_F32_BF16: // the CPU's form; the GPU's operands never are
+    case QP_LOP_COUNT: return -1;
+    }
+    if (o->kscale) return -1; // the CPU's K-chunked form; the GPU runs those in FP32
+    // emulated: only names cuBLASLt's path (not asked for here)
+    *c = qp_cublt_operand{t, o->data, o->scale_inv_ptr, o->block_scales, 0};
+    return 0;
+}
+
+static int op_gemm(void *x, const qp_linear_operand *A, const qp_linear_operand *B, float *D, int M, int N, int K,
                    float alpha, float beta)
 {
     PH_(QP_PHASE_GEMM);
-    if (!qp_cublt_gemm(L_->blt, A, B, D, M, N, K, alpha, beta, nullptr, nullptr)) return 0;
-    std::snprintf(L_->st.err, sizeof L_->st.err, "%s", qp_cublt_error(L_->blt));
+    qp_cublt_operand a, b;
+    if (to_cublt(A, &a) || to_cublt(B, &b)) {
+        std::snprintf(L_->err, sizeof L_->err, "GEMM operand of type %d x %d", (int)A->type, (int)B->type);
+        return -1;
+    }
+    if (!qp_cublt_gemm(L_->blt, &a, &b, D, M, N, K, alpha, beta, nullptr, nullptr)) return 0;
+    std::snprintf(L_->err, sizeof L_->err, "%s", qp_cublt_error(L_->blt));
     return -1;
 }
 
@@ -362,41 +398,22 @@ static int op_bias_grad(void *x, float *db, const float *dY, int M, int N)
 #undef PH_
 #undef L_
 
-// ---- the dispatch -----------------------------------------------------------------
+// ---- the dispatch's operations -------------------------------------------------------
 
-extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_linear *host, void *stream, char *err,
-                                                 size_t errlen)
+extern "C" qp_cuda_linear *qp_cuda_linear_create(int64_t max_elems, int max_kept, const qp_linear_gemm_set *gemms,
+                                                 void *stream, char *err, size_t errlen)
 {
     qp_cuda_linear *l = (qp_cuda_linear *)std::calloc(1, sizeof *l);
     if (!l) {
         std::snprintf(err, errlen, "out of memory for the GPU GEMM dispatch");
         return nullptr;
     }
-    qpl_state *st = &l->st;
-    st->cfg = *cfg;
-    st->host = host;
     l->stream = (cudaStream_t)stream;
-    const int L = cfg->n_layers;
-    st->plans = (qp_linear_plan *)std::calloc((size_t)L, sizeof *st->plans);
-    if (!st->plans) {
-        std::snprintf(err, errlen, "out of memory for the GPU GEMM dispatch");
-        qp_cuda_linear_destroy(l);
-        return nullptr;
-    }
-    for (int layer = 0; layer < L; layer++) st->plans[layer] = qp_recipe_plan(cfg->recipe, layer, L);
-    // a micro-batch keeps at most 6 uses per GEMM (qerr on every use); more just flushes earlier
-    st->max_pending = 6 * QP_GEMM_COUNT * (L > 0 ? L : 1) + 64;
-    st->pending = (qpl_pending *)std::calloc((size_t)st->max_pending, sizeof *st->pending);
-    st->kept = (qpl_stats *)std::calloc((size_t)st->max_pending, sizeof *st->kept);
-    if (!st->pending || !st->kept) {
-        std::snprintf(err, errlen, "out of memory for the GPU GEMM dispatch");
-        qp_cuda_linear_destroy(l);
-        return nullptr;
-    }
-    const int64_t n = cfg->max_elems > 0 ? cfg->max_elems : 1;
+    l->max_kept = max_kept > 0 ? max_kept : 1;
+    const int64_t n = max_elems > 0 ? max_elems : 1;
     // every sub-buffer 256-byte aligned (cuBLASLt's default operand alignment; vector loads)
     const size_t f32 = ((size_t)n * sizeof(float) + 255) / 256 * 256, b16 = ((size_t)n * 2 + 255) / 256 * 256;
-    const size_t kept = (size_t)st->max_pending * sizeof(dev_scratch);
+    const size_t kept = (size_t)l->max_kept * sizeof(dev_scratch);
     const size_t bytes = 2 * (2 * f32 + b16) + 2 * sizeof(dev_scratch) + 2 * RED_BLOCKS * sizeof(red_out) + kept + 1024;
     cudaError_t e = cudaMalloc(&l->mem, bytes);
     if (e == cudaSuccess) e = cudaMallocHost((void **)&l->h_kept, kept);
@@ -405,11 +422,13 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
         qp_cuda_linear_destroy(l);
         return nullptr;
     }
+    float *tbuf[2], *ybuf[2];
+    uint16_t *bbuf[2];
     char *p = (char *)l->mem;
     for (int s = 0; s < 2; s++) {
-        st->tbuf[s] = (float *)p, p += f32;
-        st->ybuf[s] = (float *)p, p += f32;
-        st->bbuf[s] = (uint16_t *)p, p += b16;
+        tbuf[s] = (float *)p, p += f32;
+        ybuf[s] = (float *)p, p += f32;
+        bbuf[s] = (uint16_t *)p, p += b16;
     }
     p = (char *)(((uintptr_t)p + 255) / 256 * 256);
     l->d_scr = (dev_scratch *)p, p += 2 * sizeof(dev_scratch);
@@ -422,16 +441,23 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(const qp_linear_cfg *cfg, qp_li
         qp_cuda_linear_destroy(l);
         return nullptr;
     }
+    qpl_prims pr;
+    std::memset(&pr, 0, sizeof pr);
+    pr.ctx = l;
+    pr.error = op_error;
+    pr.transpose = op_transpose, pr.transpose_u8 = op_transpose_u8, pr.copy = op_copy, pr.rht = op_rht;
+    pr.qdq = op_qdq, pr.quantize = op_quantize, pr.to_bf16 = op_to_bf16, pr.reduce = op_reduce;
+    pr.keep = op_keep, pr.fetch_kept = op_fetch_kept, pr.scale_inv_ptr = op_scale_inv_ptr;
+    pr.block_scales_ptr = op_block_scales_ptr;
+    pr.amax = op_amax, pr.gemm = op_gemm, pr.bias_add = op_bias_add, pr.bias_grad = op_bias_grad;
+    if (qpl_device_init(&l->dev, &pr, tbuf, ybuf, bbuf, n, l->max_kept)) {
+        std::snprintf(err, errlen, "out of memory for the GPU GEMM dispatch");
+        qp_cuda_linear_destroy(l);
+        return nullptr;
+    }
     // QP_CUDA_EMULATE=1 keeps the emulated path on FP8/FP4 hardware (for comparisons)
     const char *emu = std::getenv("QP_CUDA_EMULATE");
-    qpl_set_device(st, qp_cublt_cc(l->blt), emu && emu[0] == '1');
-    qpl_ops *o = &l->ops;
-    o->ctx = l;
-    o->transpose = op_transpose, o->transpose_u8 = op_transpose_u8, o->copy = op_copy, o->rht = op_rht;
-    o->qdq = op_qdq, o->quantize = op_quantize, o->to_bf16 = op_to_bf16, o->reduce = op_reduce;
-    o->keep = op_keep, o->fetch_kept = op_fetch_kept, o->scale_inv_ptr = op_scale_inv_ptr, o->gemm = op_gemm;
-    o->bias_add = op_bias_add, o->bias_grad = op_bias_grad;
-    o->amax = op_amax, o->block_scales_ptr = op_block_scales_ptr;
+    qpl_set_device(&l->dev, gemms, qp_cublt_cc(l->blt), emu && emu[0] == '1');
     return l;
 }
 
@@ -447,63 +473,10 @@ extern "C" void qp_cuda_linear_destroy(qp_cuda_linear *l)
         if (l->d_tiled[s]) cudaFree(l->d_tiled[s]);
     }
     if (l->d_colsum) cudaFree(l->d_colsum);
-    std::free(l->st.pending);
-    std::free(l->st.kept);
-    std::free(l->st.plans);
+    qpl_device_free(&l->dev);
     std::free(l);
 }
 
-extern "C" int qp_cuda_linear_flush(qp_cuda_linear *l)
-{
-    if (l->failed) return -1;
-    if (qpl_flush(&l->st, &l->ops)) {
-        l->failed = 1;
-        return -1;
-    }
-    return 0;
-}
-
+extern "C" const qp_linear_ops *qp_cuda_linear_ops(qp_cuda_linear *l) { return &l->dev.ops; }
+extern "C" const char *qp_cuda_linear_path(const qp_cuda_linear *l) { return l->dev.path; }
 extern "C" void qp_cuda_linear_set_profiler(qp_cuda_linear *l, qp_cuda_prof *p) { l->prof = p; }
-
-// The host's scaling states must be current before a new step or micro-batch
-// quantizes with them, and before evaluation freezes them.
-extern "C" void qp_cuda_linear_begin_step(qp_cuda_linear *l, int64_t step, int log_qerr)
-{
-    qp_cuda_linear_flush(l);
-    l->st.step = step;
-    l->st.micro = 0;
-    l->st.log_qerr = log_qerr;
-    qp_linear_begin_step(l->st.host, step, log_qerr);
-}
-
-extern "C" void qp_cuda_linear_begin_micro(qp_cuda_linear *l, int micro)
-{
-    qp_cuda_linear_flush(l);
-    l->st.micro = micro;
-    qp_linear_begin_micro(l->st.host, micro);
-}
-
-extern "C" void qp_cuda_linear_set_frozen(qp_cuda_linear *l, int frozen)
-{
-    qp_cuda_linear_flush(l);
-    l->st.frozen = frozen;
-    qp_linear_set_frozen(l->st.host, frozen);
-}
-
-extern "C" const char *qp_cuda_linear_error(const qp_cuda_linear *l) { return l->st.err; }
-extern "C" const char *qp_cuda_linear_path(const qp_cuda_linear *l) { return l->st.path; }
-
-extern "C" int qp_cuda_linear_forward(qp_cuda_linear *l, int layer, qp_gemm_id g, float *d_Y, const float *d_X,
-                                      const float *d_W, const float *d_b, int M, int IC, int OC)
-{
-    if (l->failed) return -1;
-    return qpl_forward(&l->st, &l->ops, layer, g, d_Y, d_X, d_W, d_b, M, IC, OC);
-}
-
-extern "C" int qp_cuda_linear_backward(qp_cuda_linear *l, int layer, qp_gemm_id g, float *d_dX, float *d_dW,
-                                       float *d_db, const float *d_dY, const float *d_X, const float *d_W, int M,
-                                       int IC, int OC)
-{
-    if (l->failed) return -1;
-    return qpl_backward(&l->st, &l->ops, layer, g, d_dX, d_dW, d_db, d_dY, d_X, d_W, M, IC, OC);
-}

@@ -370,21 +370,11 @@ __global__ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n,
 
 // ---- memory -------------------------------------------------------------------
 
-static void carve_params(qp_gpt_params *p, float *mem, const int64_t *sizes)
-{
-    float **ptrs = (float **)p; // qp_gpt_params is QP_GPT_NPARAMS float pointers in tensor order
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) ptrs[i] = mem, mem += sizes[i];
-}
-
-static_assert(sizeof(qp_gpt_params) == QP_GPT_NPARAMS * sizeof(float *), "qp_gpt_params is pointers only");
-
-static void carve_llama_params(qp_llama_params *p, float *mem, const int64_t *sizes)
-{
-    float **ptrs = (float **)p; // qp_llama_params is QP_LLAMA_NPARAMS float pointers in tensor order
-    for (int i = 0; i < QP_LLAMA_NPARAMS; i++) ptrs[i] = mem, mem += sizes[i];
-}
-
-static_assert(sizeof(qp_llama_params) == QP_LLAMA_NPARAMS * sizeof(float *), "qp_llama_params is pointers only");
+// The parameter carving and the GEMM sizes are the model's shape rules
+// (train/qp_model.h), written once for the CPU and this GPU model; the
+// activations are carved by qp_gpt_carve_acts and qp_llama_carve_acts in
+// this model's own layouts (qpm_act_sizes, qpm_llama_act_sizes: the T x T
+// attention matrices).
 
 static int fail(qp_cuda_gpt *m, cudaError_t e, const char *what)
 {
@@ -413,15 +403,6 @@ extern "C" int qp_cuda_gpt_device_count(char *why, size_t whylen)
 }
 
 extern "C" int qp_cuda_gpt_devices(void) { return qp_cuda_gpt_device_count(nullptr, 0); }
-
-extern "C" int64_t qp_cuda_gpt_linear_elems(const qp_gpt_config *c, int B, int T)
-{
-    const int64_t BT = (int64_t)B * T, V = c->vocab, C = c->dim;
-    int64_t n = qp_gpt_max_gemm_elems(c, B, T);
-    if (BT * V > n) n = BT * V;
-    if (V * C > n) n = V * C;
-    return n;
-}
 
 // The batch has two slots: the copy of the next batch only waits for the
 // compute that read the same slot two batches ago.
@@ -520,8 +501,8 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     m->d_red = (double *)(((uintptr_t)(tok + 4 * BT) + 255) / 256 * 256);
     m->d_ocols = (qp_outlier_col *)(((uintptr_t)(m->d_red + RED_BLOCKS + 8) + 255) / 256 * 256);
     if (llama) {
-        carve_llama_params(&m->lparams, m->params_memory, m->param_sizes);
-        carve_llama_params(&m->lgrads, m->grads_memory, m->param_sizes);
+        qp_llama_carve_params(&m->lparams, m->params_memory, m->param_sizes);
+        qp_llama_carve_params(&m->lgrads, m->grads_memory, m->param_sizes);
         qp_llama_carve_acts(&m->lacts, m->acts_memory, las);
         qp_llama_carve_acts(&m->lgrads_acts, m->grads_acts_memory, las);
         qp_llama_rope_table(rope_host, c->max_seq, (int)hs);
@@ -535,8 +516,8 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
             return -1;
         }
     } else {
-        carve_params(&m->params, m->params_memory, m->param_sizes);
-        carve_params(&m->grads, m->grads_memory, m->param_sizes);
+        qp_gpt_carve_params(&m->params, m->params_memory, m->param_sizes);
+        qp_gpt_carve_params(&m->grads, m->grads_memory, m->param_sizes);
         qp_gpt_carve_acts(&m->acts, m->acts_memory, as);
         qp_gpt_carve_acts(&m->grads_acts, m->grads_acts_memory, as);
     }
@@ -678,7 +659,7 @@ extern "C" int qp_cuda_encoder_backward(float *dwte, float *dwpe, const float *d
 namespace {
 struct dev_ctx {
     qp_cuda_gpt *m;
-    qp_cuda_linear *lin;
+    qp_linear *lin;
     cudaStream_t s;
 };
 } // namespace
@@ -796,16 +777,16 @@ static int op_linear_fwd(void *x, int layer, qp_gemm_id g, float *Y, const float
 {
     dev_ctx *c = (dev_ctx *)x;
     if (c->m->observe && c->m->on_input && g != QP_GEMM_HEAD && observe_input(c, layer, g, X, M, IC)) return -1;
-    if (!qp_cuda_linear_forward(c->lin, layer, g, Y, X, W, b, M, IC, OC)) return 0;
-    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_cuda_linear_error(c->lin));
+    if (!qp_linear_forward(c->lin, layer, g, Y, X, W, b, M, IC, OC)) return 0;
+    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_linear_error(c->lin));
     return -1;
 }
 static int op_linear_bwd(void *x, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
                          const float *X, const float *W, int M, int IC, int OC)
 {
     dev_ctx *c = (dev_ctx *)x;
-    if (!qp_cuda_linear_backward(c->lin, layer, g, dX, dW, db, dY, X, W, M, IC, OC)) return 0;
-    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_cuda_linear_error(c->lin));
+    if (!qp_linear_backward(c->lin, layer, g, dX, dW, db, dY, X, W, M, IC, OC)) return 0;
+    std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_linear_error(c->lin));
     return -1;
 }
 static int op_zero(void *x, float *p, int64_t n)
@@ -928,7 +909,7 @@ static qpm_llama_ops device_llama_ops(const qpm_ops *base)
     return o;
 }
 
-extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_cuda_linear *lin)
+extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_linear *lin)
 {
     const int BT = m->B * m->T;
     cudaStream_t s = (cudaStream_t)m->stream;
@@ -968,7 +949,7 @@ extern "C" int qp_cuda_gpt_zero_grad(qp_cuda_gpt *m)
     return e == cudaSuccess ? 0 : fail(m, e, "zero grad");
 }
 
-extern "C" int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_cuda_linear *lin, float loss_scale)
+extern "C" int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_linear *lin, float loss_scale)
 {
     if (!m->has_targets) {
         std::snprintf(m->err, sizeof m->err, "backward without targets");

@@ -15,7 +15,8 @@
  * Every per-row / per-element formula is the shared host/device code of
  * qp_cuda_model_math.h (checked against the CPU kernels by
  * tests/kernels/test_cuda_model_math.c); every linear layer goes through the
- * GPU precision dispatch (qp_cuda_linear.h).
+ * precision dispatch (train/qp_linear.h) on the GPU's operations
+ * (qp_cuda_linear.h).
  *
  * Batches: qp_cuda_gpt_set_batch stages host tokens in pinned memory and
  * copies them on a separate copy stream; the compute stream waits on an event,
@@ -27,7 +28,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "qp_cuda_linear.h"
 #include "qp_cuda_prof.h"
 #include "qp_model.h"
 #include "qp_optim.h"
@@ -84,9 +84,6 @@ int qp_cuda_gpt_devices(void);
  * cudaErrorInsufficientDriver (CUDA driver version is insufficient ...)" or
  * "0 devices"): a driver/runtime mismatch must not read as "no GPU". */
 int qp_cuda_gpt_device_count(char *why, size_t whylen);
-/* The operand size a qp_cuda_linear for this model needs (its max_elems):
- * the transformer GEMMs' and the LM head's transposed operands. */
-int64_t qp_cuda_gpt_linear_elems(const qp_gpt_config *c, int B, int T);
 
 /* Allocate on the current device for batches of B x T, parameters from
  * host_params (num_params floats: the CPU model's initialisation), moments 0.
@@ -101,10 +98,10 @@ int qp_cuda_gpt_upload(qp_cuda_gpt *m, const float *params, const float *adam_m,
 /* Stage a batch (targets may be NULL); tokens are checked against the vocabulary. */
 int qp_cuda_gpt_set_batch(qp_cuda_gpt *m, const int32_t *inputs, const int32_t *targets);
 /* Forward over the staged batch; with targets, m->mean_loss (waits for it). */
-int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_cuda_linear *lin);
+int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_linear *lin);
 int qp_cuda_gpt_zero_grad(qp_cuda_gpt *m);
 /* Backward of mean loss * loss_scale, accumulating parameter gradients. */
-int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_cuda_linear *lin, float loss_scale);
+int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_linear *lin, float loss_scale);
 /* Global L2 norm of the gradients (double, fixed order). */
 int qp_cuda_gpt_grad_norm(qp_cuda_gpt *m, double *norm);
 /* qp_adamw_step on the device. */

@@ -138,7 +138,7 @@ void qp_range_vars(const qp_range *r, qp_gpvars *v, int logx, int logy)
  * same experiment. Everything else (model, data, optimizer, steps, the
  * initial-weight hash) must match. */
 static const char *const IGNORED[] = {
-    "recipe",     "recipe_description", "seed",       "host",         "version",     "gemm_bf16",
+    "recipe",     "recipe_description", "recipe_plan", "seed",    "host",         "version",     "gemm_bf16",
     "gemm_impl_bf16", "gemm_impl_f32",  "model_kernels", "simd",      "threads",     "prefetch",
     "eval_every", "eval_batches",       "qerr_every", "ckpt_every", "data_seed",
 };

@@ -1,5 +1,6 @@
 /* qp_runread.c — read a run file (see qp_runread.h). */
 #include "qp_h5err.h"
+#include "qp_h5open.h"
 #include "qp_runread.h"
 
 #include <errno.h>
@@ -22,21 +23,6 @@ static char *dup_str(const char *s)
     return d;
 }
 
-static hid_t open_swmr(const char *path)
-{
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0) return -1;
-#if H5_VERSION_GE(1, 10, 7)
-    /* HDF5 takes a shared flock() on open; while we hold it a writer cannot
-     * create or resume the file. SWMR reading needs no lock. */
-    H5Pset_file_locking(fapl, 0, 1);
-#endif
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
-    if (f < 0) /* a file in an older format than SWMR needs: a plain open reads it */
-        f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    H5Pclose(fapl);
-    return f;
-}
 
 /* H5Lexists on "a/b" fails (rather than returning 0) when "a" is missing,
  * so check every component. */
@@ -369,7 +355,7 @@ int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t er
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    hid_t f = open_swmr(path);
+    hid_t f = (hid_t)qp_h5_open_read(path, 1);
     if (f < 0) {
         snprintf(err, errlen, "%s: cannot open the HDF5 file (damaged, or being created right now)", path);
         qp_run_free(r);

@@ -53,6 +53,7 @@ int main(int argc, char **argv)
         return finish(0, err);
     }
     if (pa != QP_ARGS_OK) return finish(QP_EXIT_BAD_INPUT, err);
+    if (o.explain) return finish(qp_dist_rank() == 0 ? qp_train_explain(&o, stdout, err, sizeof err) : QP_EXIT_OK, err);
     /* Stop at a step boundary on Ctrl-C / SIGTERM: the run file stays whole. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -5,11 +5,13 @@
  * backward, gradient norm, AdamW and evaluation, so the loop, the run file
  * and the checkpoint code exist once. The CPU backend wraps qp_gpt_* and
  * qp_linear_* on the host model. The CUDA backend (built with CUDA) runs the
- * same model on the GPU (kernels/qp_cuda_model.h, qp_cuda_linear.h) and keeps
- * the host model's parameters and the host Adam moments only as mirrors for
- * checkpoints: to_host before writing one, from_host after loading one. The
- * host qp_linear keeps the scaling states and events in both backends, so
- * checkpoints and the run file's /events are the same code. */
+ * same model on the GPU (kernels/qp_cuda_model.h) through the same dispatch,
+ * the trainer's qp_linear, switched to the GPU's operations
+ * (kernels/qp_cuda_linear.h, qp_linear_set_ops), and keeps the host model's
+ * parameters and the host Adam moments only as mirrors for checkpoints:
+ * to_host before writing one, from_host after loading one. That qp_linear
+ * keeps the scaling states and events in both backends, so checkpoints and
+ * the run file's /events are the same code. */
 #ifndef QP_BACKEND_H
 #define QP_BACKEND_H
 

@@ -31,7 +31,8 @@ typedef struct {
     qp_gpt *host;
     float *adam_m, *adam_v;
     qp_cuda_gpt m;
-    qp_cuda_linear *lin;
+    qp_linear *lin;      /* the dispatch (the trainer's), on the device operations below */
+    qp_cuda_linear *dev; /* the GPU's operations of the dispatch */
     qp_cuda_prof *prof;  /* the phase profile (NULL: off) */
     int prof_report;     /* QP_CUDA_PROFILE=1: the run's split on stderr at the end */
     int64_t prof_steps;  /* steps ended (the first two are warm-up, not in the report) */
@@ -52,15 +53,15 @@ static int gfail(gpu *g, const char *msg)
 }
 
 /* the dispatch's kept statistics into the host scaling states (waits) */
-static int gflush(gpu *g) { return qp_cuda_linear_flush(g->lin) ? gfail(g, qp_cuda_linear_error(g->lin)) : 0; }
+static int gflush(gpu *g) { return qp_linear_flush(g->lin) ? gfail(g, qp_linear_error(g->lin)) : 0; }
 
 static void g_begin_step(qp_backend *b, int64_t step, int log_qerr)
 {
-    qp_cuda_linear_begin_step(G(b)->lin, step, log_qerr);
+    qp_linear_begin_step(G(b)->lin, step, log_qerr);
     G(b)->m.observe = log_qerr; /* /quant/outliers with /quant/error */
 }
-static void g_begin_micro(qp_backend *b, int micro) { qp_cuda_linear_begin_micro(G(b)->lin, micro); }
-static void g_set_frozen(qp_backend *b, int frozen) { qp_cuda_linear_set_frozen(G(b)->lin, frozen); }
+static void g_begin_micro(qp_backend *b, int micro) { qp_linear_begin_micro(G(b)->lin, micro); }
+static void g_set_frozen(qp_backend *b, int frozen) { qp_linear_set_frozen(G(b)->lin, frozen); }
 
 static int g_zero_grad(qp_backend *b)
 {
@@ -191,8 +192,9 @@ static void g_destroy(qp_backend *b)
             qp_cuda_prof_report(g->prof, line, sizeof line);
             fprintf(stderr, "qtrain: GPU phases (QP_CUDA_PROFILE): %s\n", line);
         }
+        if (g->lin) qp_linear_set_ops(g->lin, NULL); /* back to the CPU's before the device's go */
+        qp_cuda_linear_destroy(g->dev);
         qp_cuda_prof_destroy(g->prof);
-        qp_cuda_linear_destroy(g->lin);
 #if QP_HAVE_NCCL
         qp_nccl_destroy(g->nccl);
 #endif
@@ -258,15 +260,17 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
         return -1;
     }
 #endif
-    qp_linear_cfg c = *lc;
-    c.max_elems = qp_cuda_gpt_linear_elems(&model->cfg, model->B, model->T);
-    c.gemm = NULL;
-    g->lin = qp_cuda_linear_create(&c, host_lin, g->m.stream, err, errlen);
-    if (!g->lin || qp_cuda_gpt_upload(&g->m, NULL, adam_m, adam_v)) {
-        if (g->lin) snprintf(err, errlen, "%s", g->m.err);
+    qp_linear_gemm_set gemms;
+    qp_linear_gemms(host_lin, &gemms);
+    g->dev = qp_cuda_linear_create(qp_gpt_linear_elems(&model->cfg, model->B, model->T),
+                                   qp_linear_max_kept(model->cfg.layers), &gemms, g->m.stream, err, errlen);
+    if (!g->dev || qp_cuda_gpt_upload(&g->m, NULL, adam_m, adam_v)) {
+        if (g->dev) snprintf(err, errlen, "%s", g->m.err);
         g_destroy(b);
         return -1;
     }
+    g->lin = host_lin;
+    qp_linear_set_ops(host_lin, qp_cuda_linear_ops(g->dev));
     const char *prof = getenv("QP_CUDA_PROFILE");
     g->prof_report = prof && prof[0] == '1';
     if (g->prof_report || qp_prof_enabled()) {
@@ -276,7 +280,7 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
             return -1;
         }
         qp_cuda_gpt_set_profiler(&g->m, g->prof);
-        qp_cuda_linear_set_profiler(g->lin, g->prof);
+        qp_cuda_linear_set_profiler(g->dev, g->prof);
     }
     struct cudaDeviceProp p;
     int dev = 0;
@@ -284,7 +288,7 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
         snprintf(b->device_name, sizeof b->device_name, "%.100s (cc %d.%d)", p.name, p.major, p.minor);
     if (cudaDeviceGetPCIBusId(b->pci_bus_id, (int)sizeof b->pci_bus_id, dev) != cudaSuccess) b->pci_bus_id[0] = 0;
     b->name = "cuda";
-    b->gemm_path = qp_cuda_linear_path(g->lin);
+    b->gemm_path = qp_cuda_linear_path(g->dev);
     b->begin_step = g_begin_step;
     b->begin_micro = g_begin_micro;
     b->set_frozen = g_set_frozen;

@@ -7,6 +7,7 @@
  * cut short does not open), and per-tensor CRC-32s with a "complete" marker
  * that holds the tensor count (bit rot, a bad copy, a lost dataset). */
 #include "qp_ckpt.h"
+#include "qp_h5open.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -427,7 +428,7 @@ qp_ckpt *qp_ckpt_open(const char *path, char *err, size_t errlen)
         free(c);
         return NULL;
     }
-    if ((c->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
+    if ((c->file = (hid_t)qp_h5_open_read(path, 0)) < 0) {
         snprintf(err, errlen, "%s: not a whole HDF5 file (torn write?): %s", path, qp_h5_why(why, sizeof why));
         goto fail;
     }

@@ -1,4 +1,5 @@
-/* qp_linear.c — the precision dispatch (see qp_linear.h). */
+/* qp_linear.c — the precision dispatch, written once over qp_linear_ops (see
+ * qp_linear.h): the CPU and the GPU run this code. */
 #include "qp_linear.h"
 
 #include <math.h>
@@ -6,52 +7,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qp_hadamard.h"
-#include "qp_metrics.h"
+#include "qp_linear_host.h"
 #include "qp_scaling.h"
-#include "qp_transpose.h"
 
-static const char *const gemm_names[] = {
-    [QP_GEMM_QKV] = "qkv",   [QP_GEMM_ATTPROJ] = "attproj", [QP_GEMM_FC] = "fc",     [QP_GEMM_FCPROJ] = "fcproj",
-    [QP_GEMM_GATE] = "gate", [QP_GEMM_UP] = "up",           [QP_GEMM_DOWN] = "down", [QP_GEMM_HEAD] = "head"};
-_Static_assert(sizeof gemm_names / sizeof gemm_names[0] == QP_GEMM_COUNT, "a name per GEMM id");
-const char *qp_gemm_name(qp_gemm_id g) { return (unsigned)g < QP_GEMM_COUNT ? gemm_names[g] : "?"; }
-
-#define N_QGEMMS QP_GEMM_BLOCK_COUNT /* the quantized GEMMs of a block; the head is FP32 */
+/* A use whose statistics wait in the backend's kept list for the flush. */
+typedef struct {
+    int64_t step;
+    int layer;
+    qp_gemm_id g;
+    qp_pass pass;
+    qp_operand o;
+    int update;   /* the scaling state is updated with them */
+    int want_row; /* a qerr row is made of them */
+    int reduce;   /* data parallel: the update sees gamax and the counts summed over the ranks */
+    float gamax;  /* the ranks' amax */
+} pending_use;
 
 struct qp_linear {
     qp_linear_cfg cfg;
-    qp_linear_plan *plans;      /* per layer */
+    qp_linear_plan *plans;      /* [layer][gemm] */
     qp_scaling_state *states;   /* [layer][gemm][operand] */
-    float *tbuf[2], *qbuf[2];   /* per GEMM side: transposed/rotated copy, quantized copy */
-    float *mbuf;                /* dequantized values for error metrics */
-    /* per side, grown on first use by a format whose block scales cannot go
-     * into alpha (FP32-scaled FP8 blocks): packed codes and scales, and the
-     * scale of every (row, K-chunk) for qp_gemm_run_kscaled */
-    uint8_t *kcodes[2], *kscales[2];
-    float *kscale[2];
-    size_t kcodes_n[2], kscales_n[2], kscale_n[2];
+    qp_linear_host *host;       /* the CPU's operations */
+    const qp_linear_ops *ops;   /* the ones in use */
+    pending_use *pending;       /* max_pending records, n_pending waiting */
+    qp_linear_stats *kept;      /* where a flush fetches their statistics */
+    int n_pending, max_pending;
+    int failed;                 /* a flush failed: every later call reports err */
     int64_t step;
     int micro;
     int log_qerr;
     int frozen;
+    /* the dgrad pass's global amax of dY (data parallel), for the wgrad pass
+     * when qp_linear_dy_reusable: the same tensor, so no second all-reduce */
+    float dy_gamax;
+    int dy_gamax_ok;
+    /* the backward's wgrad pass reuses dgrad's dY (qp_linear_dy_reusable) */
+    int dy_reuse;
     int64_t n_events[QP_EV_COUNT];
     char err[256];
 };
 
-static int state_index(const qp_linear *l, int layer, int g, int o)
-{
-    (void)l;
-    return (layer * N_QGEMMS + g) * QP_OPND_COUNT + o;
-}
+static int state_index(int layer, int g, int o) { return (layer * QP_BLOCK_GEMMS + g) * QP_OPND_COUNT + o; }
 
 static void on_scaling_event(const qp_recalib_event *ev, void *user)
 {
     qp_linear *l = user;
     l->n_events[ev->kind]++;
     if (!l->cfg.on_event) return;
-    const int id = ev->tensor_id, o = id % QP_OPND_COUNT, g = (id / QP_OPND_COUNT) % N_QGEMMS,
-              layer = id / QP_OPND_COUNT / N_QGEMMS;
+    const int id = ev->tensor_id, o = id % QP_OPND_COUNT, g = (id / QP_OPND_COUNT) % QP_BLOCK_GEMMS,
+              layer = id / QP_OPND_COUNT / QP_BLOCK_GEMMS;
     qp_event_row row = {ev->step, layer, qp_gemm_name((qp_gemm_id)g), qp_operand_name((qp_operand)o),
                         qp_event_kind_name(ev->kind), ev->old_scale, ev->new_scale, ev->amax};
     l->cfg.on_event(&row, l->cfg.user);
@@ -62,32 +66,37 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
     qp_linear *l = calloc(1, sizeof *l);
     if (!l) goto oom;
     l->cfg = *cfg;
+    if (!l->cfg.gemms) l->cfg.gemms = QP_GEMMS_ALL;
     const int L = cfg->n_layers;
-    l->plans = calloc((size_t)L, sizeof *l->plans);
-    l->states = calloc((size_t)L * N_QGEMMS * QP_OPND_COUNT, sizeof *l->states);
-    if (!l->plans || !l->states) goto oom;
-    for (int layer = 0; layer < L; layer++) {
-        l->plans[layer] = qp_recipe_plan(cfg->recipe, layer, L);
-        qp_scaling_cfg sc;
-        qp_scaling_cfg_default(&sc, l->plans[layer].scaling);
-        sc.history_len = cfg->recipe->history_len;
-        sc.algo = cfg->recipe->algo;
-        sc.on_event = on_scaling_event;
-        sc.user = l;
-        for (int g = 0; g < N_QGEMMS; g++)
+    l->plans = calloc((size_t)(L > 0 ? L : 1) * QP_BLOCK_GEMMS, sizeof *l->plans);
+    l->states = calloc((size_t)(L > 0 ? L : 1) * QP_BLOCK_GEMMS * QP_OPND_COUNT, sizeof *l->states);
+    l->max_pending = qp_linear_max_kept(L);
+    l->pending = calloc((size_t)l->max_pending, sizeof *l->pending);
+    l->kept = calloc((size_t)l->max_pending, sizeof *l->kept);
+    if (!l->plans || !l->states || !l->pending || !l->kept) goto oom;
+    if (qp_recipe_resolve(cfg->recipe, L, cfg->gemms, l->plans, err, errlen)) {
+        qp_linear_destroy(l);
+        return NULL;
+    }
+    for (int layer = 0; layer < L; layer++)
+        for (int g = 0; g < QP_BLOCK_GEMMS; g++) {
+            const qp_linear_plan *p = &l->plans[layer * QP_BLOCK_GEMMS + g];
             for (int o = 0; o < QP_OPND_COUNT; o++) {
-                const int i = state_index(l, layer, g, o);
-                if (qp_scaling_init(&l->states[i], &sc, l->plans[layer].fmt[o], i)) goto oom;
+                /* the tensor's scaling state follows its owning use */
+                const qp_use_plan *u = &p->use[p->owner[o]][o];
+                qp_scaling_cfg sc;
+                qp_scaling_cfg_default(&sc, u->scaling);
+                sc.history_len = u->history_len;
+                sc.algo = u->algo;
+                sc.on_event = on_scaling_event;
+                sc.user = l;
+                const int i = state_index(layer, g, o);
+                if (qp_scaling_init(&l->states[i], &sc, u->fmt, i)) goto oom;
             }
-    }
-    const size_t bytes = (size_t)(cfg->max_elems > 0 ? cfg->max_elems : 1) * sizeof(float);
-    for (int s = 0; s < 2; s++) {
-        l->tbuf[s] = malloc(bytes);
-        l->qbuf[s] = malloc(bytes);
-        if (!l->tbuf[s] || !l->qbuf[s]) goto oom;
-    }
-    l->mbuf = malloc(bytes);
-    if (!l->mbuf) goto oom;
+        }
+    l->host = qp_linear_host_create(cfg->gemm, cfg->max_elems);
+    if (!l->host) goto oom;
+    l->ops = qp_linear_host_ops(l->host);
     return l;
 oom:
     snprintf(err, errlen, "out of memory for the GEMM dispatch");
@@ -99,36 +108,85 @@ void qp_linear_destroy(qp_linear *l)
 {
     if (!l) return;
     if (l->states)
-        for (int i = 0; i < l->cfg.n_layers * N_QGEMMS * QP_OPND_COUNT; i++) qp_scaling_free(&l->states[i]);
+        for (int i = 0; i < l->cfg.n_layers * QP_BLOCK_GEMMS * QP_OPND_COUNT; i++) qp_scaling_free(&l->states[i]);
     free(l->states);
     free(l->plans);
-    for (int s = 0; s < 2; s++) free(l->tbuf[s]), free(l->qbuf[s]), free(l->kcodes[s]), free(l->kscales[s]), free(l->kscale[s]);
-    free(l->mbuf);
+    free(l->pending);
+    free(l->kept);
+    qp_linear_host_destroy(l->host);
     free(l);
 }
 
+void qp_linear_set_ops(qp_linear *l, const qp_linear_ops *ops)
+{
+    qp_linear_flush(l); /* the kept statistics live in the old operations' memory */
+    l->ops = ops ? ops : qp_linear_host_ops(l->host);
+}
+
+int qp_linear_max_kept(int n_layers)
+{
+    /* fprop x, w; dgrad dy, w; wgrad dy, x of every block GEMM */
+    return 2 * QP_PASS_COUNT * QP_BLOCK_GEMMS * (n_layers > 0 ? n_layers : 1);
+}
+
+const qp_linear_plan *qp_linear_plan_of(const qp_linear *l, int layer, qp_gemm_id g)
+{
+    if (layer < 0 || layer >= l->cfg.n_layers || (unsigned)g >= QP_BLOCK_GEMMS) return NULL;
+    return &l->plans[layer * QP_BLOCK_GEMMS + g];
+}
+
+void qp_linear_gemms(const qp_linear *l, qp_linear_gemm_set *s)
+{
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < l->cfg.n_layers * QP_BLOCK_GEMMS; i++)
+        for (int p = 0; p < QP_PASS_COUNT && l->cfg.gemms >> i % QP_BLOCK_GEMMS & 1u; p++) {
+            const qp_use_plan *a = &l->plans[i].use[p][qp_pass_operand((qp_pass)p, 0)],
+                              *b = &l->plans[i].use[p][qp_pass_operand((qp_pass)p, 1)];
+            s->pair[a->fmt][b->fmt] = 1;
+            s->any_rht |= a->rht > 0;
+        }
+}
+
+int qp_linear_history_len(const qp_linear *l) { return qp_recipe_history_max(l->plans, l->cfg.n_layers); }
+
+/* The scaling states must be current before a step or micro-batch quantizes
+ * with them and before evaluation freezes them: each of these flushes first
+ * (a failure is reported by the next forward or backward). */
 void qp_linear_begin_step(qp_linear *l, int64_t step, int log_qerr)
 {
+    qp_linear_flush(l);
     l->step = step;
     l->micro = 0;
     l->log_qerr = log_qerr;
 }
 
-void qp_linear_begin_micro(qp_linear *l, int micro) { l->micro = micro; }
+void qp_linear_begin_micro(qp_linear *l, int micro)
+{
+    qp_linear_flush(l);
+    l->micro = micro;
+}
 
 const char *qp_linear_error(const qp_linear *l) { return l->err; }
-void qp_linear_set_frozen(qp_linear *l, int frozen) { l->frozen = frozen; }
+
+void qp_linear_set_frozen(qp_linear *l, int frozen)
+{
+    qp_linear_flush(l);
+    l->frozen = frozen;
+}
 
 qp_scaling_state *qp_linear_scaling(qp_linear *l, int layer, qp_gemm_id g, qp_operand o)
 {
-    if (layer < 0 || layer >= l->cfg.n_layers || (unsigned)g >= N_QGEMMS) return NULL;
-    return &l->states[state_index(l, layer, g, o)];
+    if (layer < 0 || layer >= l->cfg.n_layers || (unsigned)g >= QP_BLOCK_GEMMS || (unsigned)o >= QP_OPND_COUNT)
+        return NULL;
+    return &l->states[state_index(layer, g, o)];
 }
 
 void qp_linear_event_counts(const qp_linear *l, int64_t counts[QP_EV_COUNT])
 {
     memcpy(counts, l->n_events, sizeof l->n_events);
 }
+
+/* ---- one operand use ------------------------------------------------------------ */
 
 static uint64_t mix64(uint64_t z)
 {
@@ -140,54 +198,63 @@ static uint64_t mix64(uint64_t z)
 
 uint64_t qp_linear_rht_seed(uint64_t seed) { return mix64(seed ^ 0x52485431ull); }
 
-int qp_linear_rht_n(const qp_linear_plan *plan)
+/* A failed operation: its message becomes the dispatch's. */
+static int op_failed(qp_linear *l)
 {
-    if (!plan->rht_wgrad) return 0;
-    return plan->rht_n > 0 ? plan->rht_n : QK_RHT;
+    snprintf(l->err, sizeof l->err, "%s", l->ops->error ? l->ops->error(l->ops->ctx) : "operation failed");
+    return -1;
 }
 
-void qp_linear_use_init(qp_linear_use *u, const qp_linear_cfg *cfg, const qp_linear_plan *plan, qp_scaling_state *st,
-                        int64_t step, int micro, int frozen, int layer, qp_gemm_id g, qp_pass pass, qp_operand o,
-                        int trans, int rows, int cols)
+/* The rules of one use: quantization options (unscaled, SR seed/stream/word
+ * map, the scale the scaling state gives), and what the scaling state and
+ * data parallelism do with it. */
+typedef struct {
+    qp_qopts opts;
+    int owner;           /* the tensor's owning use (qp_linear_plan.owner) */
+    int update;          /* ... and its scaling state is updated after (not when frozen) */
+    int reduce_amax;     /* data parallel: reduce this slice's amax over the ranks before quantizing */
+    int scale_from_amax; /* ... and take the tensor scale from that global amax (current scaling) */
+} use_rules;
+
+/* Operand o of GEMM g in `pass`, quantized as rows x cols (after any
+ * transpose; trans: still stored transposed). Prepares st's scale at the
+ * owning use. */
+static void use_init(use_rules *u, const qp_linear *l, const qp_linear_plan *plan, qp_scaling_state *st, int layer,
+                     qp_gemm_id g, qp_pass pass, qp_operand o, int trans, int rows, int cols)
 {
-    const qp_fmt fmt = plan->fmt[o];
-    const qp_format_traits *t = &qp_formats[fmt];
+    const qp_use_plan *use = &plan->use[pass][o];
+    const qp_format_traits *t = &qp_formats[use->fmt];
     memset(u, 0, sizeof *u);
     u->opts.unscaled = true;
-    u->opts.stochastic = plan->sr[o];
-    u->opts.seed = cfg->seed;
-    u->opts.stream = mix64((uint64_t)step) ^ mix64(((uint64_t)micro << 32) | ((uint64_t)layer << 24) |
-                                                   ((uint64_t)g << 16) | ((uint64_t)pass << 8) | (uint64_t)o);
-    u->first_use = (pass == QP_PASS_FPROP && o != QP_OPND_DY) || (pass == QP_PASS_DGRAD && o == QP_OPND_DY);
-    u->update = u->first_use && !frozen;
+    u->opts.stochastic = use->sr;
+    u->opts.seed = l->cfg.seed;
+    u->opts.stream = mix64((uint64_t)l->step) ^ mix64(((uint64_t)l->micro << 32) | ((uint64_t)layer << 24) |
+                                                      ((uint64_t)g << 16) | ((uint64_t)pass << 8) | (uint64_t)o);
+    u->owner = plan->owner[o] == pass;
+    u->update = u->owner && !l->frozen;
     if (t->tensor_scale) {
-        if (u->first_use) qp_scaling_prepare(st, &u->opts);
-        else if (plan->scaling == QP_SCALING_DELAYED) u->opts.scale = st->last_scale;
+        if (u->owner) qp_scaling_prepare(st, &u->opts);
+        else if (use->scaling == QP_SCALING_DELAYED) u->opts.scale = st->last_scale; /* the owner's format: qp_recipe */
     }
     /* Data parallel: this rank holds a token slice of an activation. */
-    if (o == QP_OPND_W || cfg->dp_size <= 1) return;
+    if (o == QP_OPND_W || l->cfg.dp_size <= 1) return;
     const int qcols = trans ? rows : cols;
     /* tokens run along the quantized rows, except in wgrad once transposed */
     const int tokens_are_cols = pass == QP_PASS_WGRAD && !trans;
     const int64_t m = pass == QP_PASS_WGRAD ? cols : rows; /* this rank's tokens */
     if (tokens_are_cols) {
-        u->opts.sr_offset = (int64_t)cfg->dp_rank * m;
-        u->opts.sr_row_stride = (int64_t)cfg->dp_size * m;
+        u->opts.sr_offset = (int64_t)l->cfg.dp_rank * m;
+        u->opts.sr_row_stride = (int64_t)l->cfg.dp_size * m;
     } else {
-        u->opts.sr_offset = (int64_t)cfg->dp_rank * m * qcols;
+        u->opts.sr_offset = (int64_t)l->cfg.dp_rank * m * qcols;
     }
-    const int current = plan->scaling != QP_SCALING_DELAYED;
-    u->scale_from_amax = t->tensor_scale && current;
-    u->reduce_amax = cfg->reduce_max && (u->update || u->scale_from_amax);
+    u->scale_from_amax = t->tensor_scale && use->scaling != QP_SCALING_DELAYED;
+    u->reduce_amax = l->cfg.reduce_max && (u->update || u->scale_from_amax);
     if (!u->reduce_amax) u->scale_from_amax = 0;
 }
 
-void qp_linear_use_global_amax(qp_linear_use *u, qp_fmt fmt, float global_amax)
-{
-    if (u->scale_from_amax) u->opts.scale = qp_scale_from_amax(qp_tensor_scale_range(fmt), global_amax, 0);
-}
-
-void qp_linear_reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs)
+/* Data parallel scaling update: the counts summed over the ranks. */
+static void reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs)
 {
     if (!cfg->reduce_sum) return;
     double c[5] = {(double)qs->n, (double)qs->n_nonfinite, (double)qs->n_nonzero, (double)qs->n_sat,
@@ -197,190 +264,166 @@ void qp_linear_reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs)
     qs->n_sat = (int64_t)c[3], qs->n_flushed = (int64_t)c[4];
 }
 
-/* src is rows x cols, or cols x rows when stored transposed; dst is rows x cols. */
-static void transpose(const float *src, float *dst, int rows, int cols) { qp_transpose(src, dst, rows, cols); }
-
-typedef struct {
-    const float *data;
-    int trans;       /* stored cols x rows */
-    float scale_inv; /* per-tensor decode scale, folded into alpha */
-    int bf16_exact;
-    const float *kscale; /* not NULL: data holds element codes, this the scale of (row, K-chunk of QK_FP8_BLOCK) */
-} operand;
-
-static int grow(void **buf, size_t *cap, size_t bytes)
+/* One kept use's statistics: the scaling update and the qerr row. */
+static void apply_stats(qp_linear *l, const pending_use *p, const qp_linear_stats *s)
 {
-    if (*cap >= bytes) return 0;
-    void *nb = realloc(*buf, bytes);
-    if (!nb) return -1;
-    *buf = nb;
-    *cap = bytes;
+    if (p->update) {
+        qp_qstats qs = s->qs;
+        if (p->reduce) {
+            qs.amax = p->gamax;
+            reduce_counts(&l->cfg, &qs);
+        }
+        qp_scaling_update(&l->states[state_index(p->layer, p->g, p->o)], p->step, &qs);
+    }
+    if (p->want_row) {
+        qp_qerr_row row = {p->step, p->layer, qp_gemm_name(p->g), qp_operand_name(p->o), qp_pass_name(p->pass),
+                           s->rel_l2, s->snr_db, s->sat_frac, s->zero_frac, s->amax, s->qs.scale};
+        l->cfg.on_qerr(&row, l->cfg.user);
+    }
+}
+
+int qp_linear_flush(qp_linear *l)
+{
+    if (l->failed) return -1;
+    if (l->n_pending == 0) return 0;
+    const int n = l->n_pending;
+    l->n_pending = 0;
+    if (l->ops->fetch_kept(l->ops->ctx, n, l->kept)) {
+        l->failed = 1;
+        return op_failed(l);
+    }
+    for (int i = 0; i < n; i++) apply_stats(l, &l->pending[i], &l->kept[i]);
     return 0;
 }
 
-/* A format whose block scales must stay out of the GEMM's operands (FP32
- * scales per 128 along K): quantize into packed storage, hand the GEMM the
- * element codes (exact in BF16) and each row's scale per K-chunk. The values
- * for error metrics (mbuf) are code * block scale, qp_qdq's. */
-static int prepare_kchunked(qp_linear *l, int side, qp_fmt fmt, const float *in, int rows, int cols,
-                            const qp_qopts *o, qp_qstats *qs)
+/* The statistics of the use just quantized on `side` wait for the flush; a
+ * full kept list is flushed at once (the CPU's list has one slot). Under
+ * delayed scaling the step's other uses of the tensor take the scale this
+ * use took (qp_scaling_update's last_scale), noted now. */
+static int keep_stats(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, const use_rules *u,
+                      int side, int want_row, float gamax)
 {
-    const qp_format_traits *t = &qp_formats[fmt];
-    qp_qtensor q = {.fmt = fmt, .rows = rows, .cols = cols, .row_bytes = qp_row_bytes(fmt, cols), .scale_inv = 1.0f};
-    qp_scale_shape(fmt, rows, cols, &q.scale_rows, &q.scale_cols);
-    const int nk = (int)q.scale_cols;
-    if (grow((void **)&l->kcodes[side], &l->kcodes_n[side], (size_t)rows * (size_t)q.row_bytes + 1) ||
-        grow((void **)&l->kscales[side], &l->kscales_n[side],
-             (size_t)(q.scale_rows * q.scale_cols * t->scale_bytes) + 1) ||
-        grow((void **)&l->kscale[side], &l->kscale_n[side], (size_t)rows * nk * sizeof(float) + 1)) {
-        snprintf(l->err, sizeof l->err, "out of memory for a block-scaled GEMM operand");
-        return -1;
-    }
-    q.codes = l->kcodes[side];
-    q.scales = l->kscales[side];
-    if (qp_quantize(in, &q, o, qs)) {
-        snprintf(l->err, sizeof l->err, "cannot quantize to %s", t->name);
-        return -1;
-    }
-    qp_decode_codes(&q, l->qbuf[side]);
-    float *ks = l->kscale[side];
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < nk; c++) ks[(size_t)r * nk + c] = qp_block_scale_at(&q, r, (int64_t)c * t->block_cols);
-    return 0;
+    const qp_linear_ops *op = l->ops;
+    if (op->keep(op->ctx, side, l->n_pending)) return op_failed(l);
+    l->pending[l->n_pending++] = (pending_use){l->step, layer, g, pass, o, u->update, want_row,
+                                               u->update && u->reduce_amax, gamax};
+    qp_scaling_state *st = &l->states[state_index(layer, g, o)];
+    if (u->update && st->cfg.mode == QP_SCALING_DELAYED && qp_formats[st->fmt].tensor_scale)
+        st->last_scale = u->opts.scale;
+    const int cap = op->max_kept < l->max_pending ? op->max_kept : l->max_pending;
+    return l->n_pending >= cap ? qp_linear_flush(l) : 0;
 }
 
 /* Square 2D blocks (NVFP4-2D's 16x16 tiles) cover the same elements whether
  * the tensor is read as stored or transposed, so, without the RHT or SR
  * (whose words follow the layout), quantizing the stored layout gives the
  * transposed quantization's values, transposed: no transpose needed. Not for
- * formats handed to the GEMM as codes with per-(row, K-chunk) scales
- * (prepare_kchunked: FP8 128x128 blocks), whose scales follow the layout. */
-static int stored_layout_quantizes_alike(const qp_format_traits *t, int rht, int sr)
+ * formats handed to the GEMM as codes with per-(row, K-chunk) scales (FP8
+ * 128x128 blocks: qp_format_traits.unscaled_exact false), whose scales
+ * follow the layout. */
+static int stored_layout_quantizes_alike(const qp_format_traits *t, const qp_use_plan *use)
 {
-    return t->block_rows > 1 && t->block_rows == t->block_cols && t->unscaled_exact && !rht && !sr;
+    return t->block_rows > 1 && t->block_rows == t->block_cols && t->unscaled_exact && !use->rht && !use->sr;
 }
 
 int qp_linear_dy_reusable(const qp_linear_plan *plan)
 {
-    const qp_format_traits *t = &qp_formats[plan->fmt[QP_OPND_DY]];
-    return plan->fmt[QP_OPND_DY] != QP_FMT_FP32 && t->block_rows == 1 && t->block_cols == 1 && !plan->rht_wgrad &&
-           !plan->sr[QP_OPND_DY];
+    const qp_use_plan *d = &plan->use[QP_PASS_DGRAD][QP_OPND_DY], *w = &plan->use[QP_PASS_WGRAD][QP_OPND_DY];
+    const qp_format_traits *t = &qp_formats[d->fmt];
+    return d->fmt != QP_FMT_FP32 && t->block_rows == 1 && t->block_cols == 1 && !d->rht && !d->sr &&
+           memcmp(d, w, sizeof *d) == 0;
 }
 
-/* The /quant/error row of an operand use (when logged): the source `in`
- * (rows x cols as the GEMM reads it) against this side's quantized copy
- * (qcols per stored row; prepare_kchunked's codes times their block scales). */
-static void record_qerr(qp_linear *l, int layer, qp_gemm_id g, qp_operand o, qp_pass pass, int side, const float *in,
-                        int rows, int cols, int qcols, const qp_qstats *qs)
+/* The format of operand `side` of pass p of GEMM g (FP32 for the head). */
+static qp_fmt use_fmt(const qp_linear *l, int layer, qp_gemm_id g, qp_pass p, int side)
 {
-    if (!l->log_qerr || !l->cfg.on_qerr) return;
-    const qp_format_traits *t = &qp_formats[l->plans[layer].fmt[o]];
-    const int64_t n = (int64_t)rows * cols;
-    if (!t->unscaled_exact) {
-        const int nk = (qcols + t->block_cols - 1) / t->block_cols;
-        for (int64_t i = 0; i < n; i++)
-            l->mbuf[i] = l->qbuf[side][i] * l->kscale[side][(i / qcols) * nk + (i % qcols) / t->block_cols];
-    } else {
-        for (int64_t i = 0; i < n; i++) l->mbuf[i] = l->qbuf[side][i] * qs->scale_inv;
-    }
-    qp_metrics m;
-    qp_metrics_compute(in, l->mbuf, n, qs, &m);
-    qp_qerr_row row = {l->step, layer, qp_gemm_name(g), qp_operand_name(o), qp_pass_name(pass),
-                       m.rel_l2, m.snr_db, m.sat_frac, m.zero_frac, m.amax, qs->scale};
-    l->cfg.on_qerr(&row, l->cfg.user);
+    if (g == QP_GEMM_HEAD) return QP_FMT_FP32;
+    return l->plans[layer * QP_BLOCK_GEMMS + g].use[p][qp_pass_operand(p, side)].fmt;
 }
 
-/* Quantize one GEMM operand (rows x cols, contraction along cols) for `pass`.
- * *qs_out (may be NULL): what the quantization saw (before any data-parallel
- * reduction). reuse: this side's buffer already holds the operand quantized
- * exactly so (qp_linear_dy_reusable), with these stats; only its error is
- * recorded (record_qerr). Returns 0, or -1 with l->err set. */
+/* Quantize one GEMM operand (rows x cols, contraction along cols; src stored
+ * cols x rows when src_trans) for `pass`, for a GEMM of `kind`. */
 static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
-                   int src_trans, int rows, int cols, operand *out, qp_qstats *qs_out, const qp_qstats *reuse)
+                   int src_trans, int rows, int cols, int kind, qp_linear_operand *out)
 {
-    if (g == QP_GEMM_HEAD || l->plans[layer].fmt[o] == QP_FMT_FP32) {
-        *out = (operand){src, src_trans, 1.0f, 0, NULL};
-        return 0;
-    }
-    const qp_linear_plan *plan = &l->plans[layer];
-    const qp_fmt fmt = plan->fmt[o];
-    const qp_format_traits *t = &qp_formats[fmt];
-    const int rht = pass == QP_PASS_WGRAD ? qp_linear_rht_n(plan) : 0;
-    const int kchunked = !t->unscaled_exact;
+    const qp_linear_ops *op = l->ops;
+    void *x = op->ctx;
+    if (g == QP_GEMM_HEAD || l->plans[layer * QP_BLOCK_GEMMS + g].use[pass][o].fmt == QP_FMT_FP32)
+        return op->plain(x, src, src_trans, rows, cols, side, out) ? op_failed(l) : 0;
+    const qp_linear_plan *plan = &l->plans[layer * QP_BLOCK_GEMMS + g];
+    const qp_use_plan *use = &plan->use[pass][o];
+    const qp_format_traits *t = &qp_formats[use->fmt];
     const float *in = src;
     int trans = src_trans;
-    qp_qstats qs;
-    if (reuse) {
-        qs = *reuse;
-        record_qerr(l, layer, g, o, pass, side, in, rows, cols, trans ? rows : cols, &qs);
-        *out = (operand){l->qbuf[side], trans, qs.scale_inv, 1, NULL};
-        return 0;
-    }
-    if (trans && (t->block_cols > 1 || rht) && !stored_layout_quantizes_alike(t, rht, plan->sr[o])) {
-        transpose(src, l->tbuf[side], rows, cols);
-        in = l->tbuf[side];
+    if (trans && (t->block_cols > 1 || use->rht) && !stored_layout_quantizes_alike(t, use)) {
+        if (op->transpose(x, src, op->tbuf[side], cols, rows)) return op_failed(l);
+        in = op->tbuf[side];
         trans = 0;
     }
-    if (rht) {
-        if (in != l->tbuf[side]) memcpy(l->tbuf[side], in, (size_t)rows * cols * sizeof(float));
-        if (qp_rht(l->tbuf[side], rows, cols, rht, qp_linear_rht_seed(l->cfg.seed))) {
+    if (use->rht) {
+        if (cols % use->rht) {
             snprintf(l->err, sizeof l->err,
                      "the %d-point Hadamard transform needs a contraction of a multiple of %d, not %d (layer %d, %s)",
-                     rht, rht, cols, layer, qp_gemm_name(g));
+                     use->rht, use->rht, cols, layer, qp_gemm_name(g));
             return -1;
         }
-        in = l->tbuf[side];
+        if (in != op->tbuf[side] && op->copy(x, op->tbuf[side], in, (int64_t)rows * cols)) return op_failed(l);
+        if (op->rht(x, op->tbuf[side], rows, cols, use->rht, qp_linear_rht_seed(l->cfg.seed))) return op_failed(l);
+        in = op->tbuf[side];
     }
-    qp_scaling_state *st = &l->states[state_index(l, layer, g, o)];
-    qp_linear_use u;
-    qp_linear_use_init(&u, &l->cfg, plan, st, l->step, l->micro, l->frozen, layer, g, pass, o, trans, rows, cols);
-    const int qrows = trans ? cols : rows, qcols = trans ? rows : cols;
+    qp_scaling_state *st = &l->states[state_index(layer, g, o)];
+    use_rules u;
+    use_init(&u, l, plan, st, layer, g, pass, o, trans, rows, cols);
+    const int64_t n = (int64_t)rows * cols;
+    /* wgrad's dY quantized exactly as dgrad's (qp_linear_dy_reusable) */
+    const int reuse = pass == QP_PASS_WGRAD && o == QP_OPND_DY && l->dy_reuse;
     float gamax = 0.0f;
     if (u.reduce_amax) {
-        gamax = qp_amax(in, (int64_t)qrows * qcols);
-        l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
-        qp_linear_use_global_amax(&u, fmt, gamax);
+        /* data parallel (qp_linear.h): the tensor scale of current scaling
+         * and the scaling update see every rank's amax */
+        if (reuse && l->dy_gamax_ok) {
+            gamax = l->dy_gamax;
+        } else {
+            if (!op->amax) {
+                snprintf(l->err, sizeof l->err, "data parallelism needs the backend's amax operation");
+                return -1;
+            }
+            if (op->amax(x, in, n, &gamax)) return op_failed(l);
+            l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
+        }
+        if (pass == QP_PASS_DGRAD && o == QP_OPND_DY) l->dy_gamax = gamax, l->dy_gamax_ok = 1;
+        if (u.scale_from_amax) u.opts.scale = qp_scale_from_amax(qp_tensor_scale_range(use->fmt), gamax, 0);
     }
-    if (kchunked) {
-        if (prepare_kchunked(l, side, fmt, in, qrows, qcols, &u.opts, &qs)) return -1;
-    } else if (qp_qdq(fmt, in, l->qbuf[side], qrows, qcols, &u.opts, &qs)) {
-        snprintf(l->err, sizeof l->err, "cannot quantize to format %d", (int)fmt);
-        return -1;
-    }
-    if (qs_out) *qs_out = qs;
-    if (u.update && u.reduce_amax) {
-        qs.amax = gamax;
-        qp_linear_reduce_counts(&l->cfg, &qs);
-    }
-    if (u.update) qp_scaling_update(st, l->step, &qs);
-    record_qerr(l, layer, g, o, pass, side, in, rows, cols, qcols, &qs);
-    *out = (operand){l->qbuf[side], trans, qs.scale_inv, 1, kchunked ? l->kscale[side] : NULL};
-    return 0;
+    const int want_row = l->log_qerr && l->cfg.on_qerr;
+    const qp_linear_qjob job = {use->fmt, in, rows, cols, trans, &u.opts, side, kind, u.update || want_row, want_row};
+    if (reuse && op->reuse ? op->reuse(x, &job, out) : op->quantize(x, &job, out)) return op_failed(l);
+    return job.want_stats ? keep_stats(l, layer, g, pass, o, &u, side, want_row, gamax) : 0;
 }
 
-static int run(qp_linear *l, const operand *a, const operand *b, float *C, int M, int N, int K, int accumulate)
+static int run(qp_linear *l, const qp_linear_operand *a, const qp_linear_operand *b, float *C, int M, int N, int K,
+               int accumulate)
 {
-    const float alpha = a->scale_inv * b->scale_inv;
-    const int exact = a->bf16_exact && b->bf16_exact;
-    const int rc = a->kscale || b->kscale
-                       ? qp_gemm_run_kscaled(l->cfg.gemm, a->data, a->trans, b->data, b->trans, C, M, N, K,
-                                             QK_FP8_BLOCK, a->kscale, b->kscale, alpha, accumulate, exact)
-                       : qp_gemm_run(l->cfg.gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, alpha,
-                                     accumulate, exact);
-    if (rc) {
-        snprintf(l->err, sizeof l->err, "%s", qp_gemm_error(l->cfg.gemm));
-        return -1;
-    }
-    return 0;
+    const qp_linear_ops *op = l->ops;
+    return op->gemm(op->ctx, a, b, C, M, N, K, a->scale_inv * b->scale_inv, accumulate) ? op_failed(l) : 0;
+}
+
+static int kind_of(qp_linear *l, int layer, qp_gemm_id g, qp_pass p, int M, int N, int K)
+{
+    const qp_linear_ops *op = l->ops;
+    if (!op->gemm_kind) return QP_LINEAR_EMULATED;
+    return op->gemm_kind(op->ctx, use_fmt(l, layer, g, p, 0), use_fmt(l, layer, g, p, 1), M, N, K);
 }
 
 static int check(qp_linear *l, int layer, qp_gemm_id g, int M, int IC, int OC)
 {
+    if (l->failed) return -1; /* err holds the failed flush's message */
     /* the operands: X (M x IC), W (OC x IC), dY (M x OC) */
     const int64_t x = (int64_t)M * IC, w = (int64_t)OC * IC, dy = (int64_t)M * OC;
     const int64_t biggest = x > w ? (x > dy ? x : dy) : (w > dy ? w : dy);
-    if (g != QP_GEMM_HEAD && (layer < 0 || layer >= l->cfg.n_layers || biggest > l->cfg.max_elems)) {
-        snprintf(l->err, sizeof l->err, "GEMM %s of layer %d (%dx%dx%d) outside the dispatch's sizes",
+    if ((unsigned)g >= QP_GEMM_COUNT || (g != QP_GEMM_HEAD && (layer < 0 || layer >= l->cfg.n_layers ||
+                                                               !(l->cfg.gemms >> g & 1u) ||
+                                                               biggest > l->ops->max_elems))) {
+        snprintf(l->err, sizeof l->err, "GEMM %s of layer %d (%dx%dx%d) outside the dispatch's blocks, GEMMs or sizes",
                  qp_gemm_name(g), layer, M, IC, OC);
         return -1;
     }
@@ -391,46 +434,30 @@ int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const flo
                       int M, int IC, int OC)
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
-    operand a, w;
-    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, &a, NULL, NULL) ||
-        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, &w, NULL, NULL) ||
-        run(l, &a, &w, Y, M, OC, IC, 0))
+    qp_linear_operand a, w;
+    const int kind = kind_of(l, layer, g, QP_PASS_FPROP, M, OC, IC);
+    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, kind, &a) ||
+        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, kind, &w) || run(l, &a, &w, Y, M, OC, IC, 0))
         return -1;
-    if (b) {
-#pragma omp parallel for schedule(static)
-        for (int m = 0; m < M; m++)
-            for (int n = 0; n < OC; n++) Y[(size_t)m * OC + n] += b[n];
-    }
-    return 0;
+    return b && l->ops->bias_add(l->ops->ctx, Y, b, M, OC) ? op_failed(l) : 0;
 }
 
 int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
                        const float *X, const float *W, int M, int IC, int OC)
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
-    operand a, b;
+    qp_linear_operand a, b;
+    l->dy_gamax_ok = 0;
+    l->dy_reuse = g != QP_GEMM_HEAD && qp_linear_dy_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g]);
     /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
-    qp_qstats dy_qs;
-    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, &a, &dy_qs, NULL) ||
-        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, &b, NULL, NULL) ||
-        run(l, &a, &b, dX, M, IC, OC, 1))
+    int kind = kind_of(l, layer, g, QP_PASS_DGRAD, M, IC, OC);
+    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, kind, &a) ||
+        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, kind, &b) || run(l, &a, &b, dX, M, IC, OC, 1))
         return -1;
     /* wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T; dY and X are stored M x rows = K x . */
-    const int reuse = g != QP_GEMM_HEAD && qp_linear_dy_reusable(&l->plans[layer]);
-    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, &a, NULL, reuse ? &dy_qs : NULL) ||
-        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, &b, NULL, NULL) ||
-        run(l, &a, &b, dW, OC, IC, M, 1))
+    kind = kind_of(l, layer, g, QP_PASS_WGRAD, OC, IC, M);
+    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, kind, &a) ||
+        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, kind, &b) || run(l, &a, &b, dW, OC, IC, M, 1))
         return -1;
-    if (db) {
-        /* column sums, rows in order; threads own disjoint column ranges */
-#pragma omp parallel for schedule(static)
-        for (int n0 = 0; n0 < OC; n0 += 64) {
-            const int n1 = n0 + 64 < OC ? n0 + 64 : OC;
-            float sum[64] = {0};
-            for (int m = 0; m < M; m++)
-                for (int n = n0; n < n1; n++) sum[n - n0] += dY[(size_t)m * OC + n];
-            for (int n = n0; n < n1; n++) db[n] += sum[n - n0];
-        }
-    }
-    return 0;
+    return db && l->ops->bias_grad(l->ops->ctx, db, dY, M, OC) ? op_failed(l) : 0;
 }

@@ -1,8 +1,12 @@
-/* qp_linear.h — the one precision dispatch every linear layer goes through.
+/* qp_linear.h — the one precision dispatch every linear layer goes through,
+ * on the CPU and on the GPU.
  *
- * Owns: turning a recipe into quantized GEMM operands for the three products
- * of a linear layer, and the per-tensor scaling state, SR streams, RHT,
- * recalibration events and quantization-error records that come with them.
+ * Owns: turning a recipe's plan (qp_recipe.h: per block x GEMM x pass x
+ * operand) into quantized GEMM operands for the three products of a linear
+ * layer, and the per-tensor scaling state, SR streams, RHT, recalibration
+ * events and quantization-error records that come with them — written once,
+ * over a table of operations (qp_linear_ops.h): the CPU's by default, a
+ * GPU's after qp_linear_set_ops.
  *   fprop  Y  = X W^T + b     A = X (x),   B = W (w)     contraction over IC
  *   dgrad  dX += dY W         A = dY (dy), B = W^T (w)   over OC
  *   wgrad  dW += dY^T X       A = dY^T,    B = X^T (x)   over the B*T tokens
@@ -10,13 +14,24 @@
  * first where a block format or the RHT needs it), emitted unscaled — element
  * times block scale, exact in BF16 — and multiplied in BF16 with FP32
  * accumulation, the per-tensor decode scales folded into alpha: the products
- * are exactly those of the hardware formats. Scaling state is updated at a
- * tensor's first use in a step (x, w: fprop; dy: dgrad); under delayed
- * scaling its other orientation reuses that scale, under current scaling it
- * takes its own amax (the same value unless the RHT rotated it), as
- * Transformer Engine does. Stochastic rounding streams are indexed by (step,
- * micro-batch, layer, GEMM, pass, operand). The LM head goes through the same
- * dispatch with an FP32 plan. */
+ * are exactly those of the hardware formats. Each use quantizes from the FP32
+ * source in its own format. A tensor's scaling state is prepared and updated
+ * at its owning use (qp_linear_plan.owner: its first use in a step — x, w:
+ * fprop; dy: dgrad — unless only the later one is quantized); another use
+ * under delayed scaling reuses that scale (the recipe guarantees the same
+ * format), under current scaling it takes its own amax (the same value
+ * unless the RHT rotated it), as Transformer Engine does. Stochastic rounding
+ * streams are indexed by (step, micro-batch, layer, GEMM, pass, operand). The
+ * LM head goes through the same dispatch unquantized.
+ * Formats whose block scales cannot go into alpha (FP32 scales along K: the
+ * FP8 block formats, qp_format_traits.unscaled_exact false) are multiplied as
+ * DeepSeek-V3 does: element codes per K-chunk of QK_FP8_BLOCK, each partial
+ * product scaled by s_a * s_b in FP32 (the CPU: qp_gemm_run_kscaled; a GPU:
+ * an FP32 GEMM of the scaled values, which agrees to FP32 rounding).
+ * Statistics (scaling updates, events, qerr rows) are applied when the
+ * backend's kept list is flushed (qp_linear_ops.h): at once on the CPU, at
+ * the backend's flush points on a GPU; nothing the passes compute depends on
+ * when (a delayed scale's other uses take the scale the owner took). */
 #ifndef QP_LINEAR_H
 #define QP_LINEAR_H
 
@@ -24,6 +39,7 @@
 #include <stdint.h>
 
 #include "qp_gemm.h"
+#include "qp_linear_ops.h"
 #include "qp_recipe.h"
 #include "qp_runlog.h"
 
@@ -31,30 +47,13 @@
 extern "C" {
 #endif
 
-/* The linear layers, by what they compute. A block's GEMMs come first (the
- * GPT's qkv, attproj, fc, fcproj; the Llama's qkv, attproj, gate, up, down:
- * qp_model_block_gemms), each with its own scaling states; the LM head, last,
- * is FP32. The names (qp_gemm_name) are the run file's and the recipes'. */
-typedef enum {
-    QP_GEMM_QKV = 0,
-    QP_GEMM_ATTPROJ,
-    QP_GEMM_FC,
-    QP_GEMM_FCPROJ,
-    QP_GEMM_GATE, /* SwiGLU's W1: silu(W1 x) */
-    QP_GEMM_UP,   /* SwiGLU's W3: the linear branch W3 x */
-    QP_GEMM_DOWN, /* SwiGLU's W2: the down projection of silu(W1 x) * (W3 x) */
-    QP_GEMM_HEAD,
-    QP_GEMM_COUNT
-} qp_gemm_id;
-#define QP_GEMM_BLOCK_COUNT QP_GEMM_HEAD /* the quantized GEMM ids: every one before the head */
-const char *qp_gemm_name(qp_gemm_id g);  /* "qkv", "attproj", "fc", "fcproj", "gate", "up", "down", "head" */
-
 typedef struct {
     int n_layers;
+    unsigned gemms;           /* the model's block GEMMs (qp_model_gemm_mask; 0: every id), what the recipe resolves for */
     int64_t max_elems;        /* largest operand (rows x cols) of any quantized GEMM */
     uint64_t seed;            /* SR and RHT seed */
     const qp_recipe *recipe;
-    qp_gemm *gemm;
+    qp_gemm *gemm;            /* the CPU's GEMM (unused once a device's operations are set) */
     /* records, may be NULL */
     void (*on_event)(const qp_event_row *row, void *user);
     void (*on_qerr)(const qp_qerr_row *row, void *user);
@@ -84,10 +83,32 @@ typedef struct {
 
 typedef struct qp_linear qp_linear;
 
+/* With the CPU's operations. NULL + err (no memory, or a recipe that does not
+ * resolve for cfg->n_layers blocks of cfg->gemms). */
 qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen);
 void qp_linear_destroy(qp_linear *l);
-/* Start optimizer step `step`; log_qerr: record the quantization error of
- * every operand this step. */
+/* Run on other operations from now on (a GPU's; ops must outlive l, NULL:
+ * back to the CPU's), after flushing the old ones. Scaling states, events
+ * and records stay l's. */
+void qp_linear_set_ops(qp_linear *l, const qp_linear_ops *ops);
+/* Apply every kept statistic in the order of the uses (scaling updates,
+ * events, qerr rows); a device waits for its work. Before anything reads the
+ * scaling states or counts (checkpoints, the end of a run); begin_step,
+ * begin_micro, set_frozen and set_ops flush. 0, or -1 with the error (then
+ * every later pass fails with it too). */
+int qp_linear_flush(qp_linear *l);
+/* The most statistics one micro-batch keeps for n_layers blocks (every use
+ * of every block GEMM): a kept list this long is flushed only at the
+ * backend's flush points. */
+int qp_linear_max_kept(int n_layers);
+/* The plan of GEMM g (< QP_BLOCK_GEMMS) of block layer (FP32 for a GEMM outside cfg.gemms). */
+const qp_linear_plan *qp_linear_plan_of(const qp_linear *l, int layer, qp_gemm_id g);
+/* The block GEMMs' format pairs and RHT (qp_linear_ops.h), of the GEMMs in cfg.gemms. */
+void qp_linear_gemms(const qp_linear *l, qp_linear_gemm_set *s);
+/* The longest amax history of the scaling states (checkpoints store that many per state). */
+int qp_linear_history_len(const qp_linear *l);
+/* Start optimizer step `step` (after a flush); log_qerr: record the
+ * quantization error of every operand this step. */
 void qp_linear_begin_step(qp_linear *l, int64_t step, int log_qerr);
 /* Micro-batch `micro` of the step (gradient accumulation): new SR streams. */
 void qp_linear_begin_micro(qp_linear *l, int micro);
@@ -104,39 +125,16 @@ const char *qp_linear_error(const qp_linear *l);
  * (evaluation must not change what training does next). */
 void qp_linear_set_frozen(qp_linear *l, int frozen);
 
-/* The rules of one operand use, shared by this dispatch and the GPU's
- * (kernels/qp_cuda_linear_pass.h) so the two cannot drift apart. */
-typedef struct {
-    qp_qopts opts;       /* unscaled, SR seed/stream/word map, and the scale the scaling state gives */
-    int first_use;       /* the tensor's first use in the step (x, w: fprop; dy: dgrad) */
-    int update;          /* ... and its scaling state is updated after (not when frozen) */
-    int reduce_amax;     /* data parallel: reduce this slice's amax over the ranks before quantizing */
-    int scale_from_amax; /* ... and take the tensor scale from that global amax (current scaling) */
-} qp_linear_use;
-
-/* Options of operand o of GEMM g in `pass`, quantized as rows x cols (after
- * any transpose; trans: the values are still stored transposed), at (step,
- * micro). Prepares st's scale at first use. */
-void qp_linear_use_init(qp_linear_use *u, const qp_linear_cfg *cfg, const qp_linear_plan *plan, qp_scaling_state *st,
-                        int64_t step, int micro, int frozen, int layer, qp_gemm_id g, qp_pass pass, qp_operand o,
-                        int trans, int rows, int cols);
-/* The global amax a reduce_amax use got from cfg->reduce_max: the tensor
- * scale where scale_from_amax. */
-void qp_linear_use_global_amax(qp_linear_use *u, qp_fmt fmt, float global_amax);
-/* Data parallel scaling update: the counts of qs summed over the ranks
- * (cfg->reduce_sum; nothing without it). */
-void qp_linear_reduce_counts(const qp_linear_cfg *cfg, qp_qstats *qs);
-/* The RHT's sign seed for the dispatch's seed. */
+/* The RHT's sign seed for the dispatch's seed (every RHT of a run uses it). */
 uint64_t qp_linear_rht_seed(uint64_t seed);
-/* The size of the plan's RHT on the wgrad operands: 0 without one, else
- * rht_n (16 when a plan sets rht_wgrad without a size). */
-int qp_linear_rht_n(const qp_linear_plan *plan);
-/* 1 when the weight-gradient pass quantizes dY^T exactly as the data-gradient
- * pass quantized dY: dY's format has no blocks (no transpose), neither the
- * RHT nor stochastic rounding applies, and the scale is the same (delayed:
- * the step's; current: the same tensor's amax). The CPU dispatch then hands
- * the wgrad GEMM dgrad's quantized copy; the GPU's reuses dgrad's global
- * amax (data parallel: one all-reduce, not two, on both). */
+/* 1 when the weight-gradient pass quantizes dY^T exactly as the
+ * data-gradient pass quantized dY: both uses have the same plan (format,
+ * options, scaling), the format has no blocks (no transpose), and neither the
+ * RHT nor stochastic rounding applies; the scale is then the same (delayed:
+ * the owner's; current: the same tensor's amax). The dispatch then reuses
+ * dgrad's global amax of dY (data parallel: one all-reduce, not two) and, on
+ * operations that keep the quantized copy (qp_linear_ops.reuse: the CPU's),
+ * hands the wgrad GEMM dgrad's quantized dY instead of quantizing it again. */
 int qp_linear_dy_reusable(const qp_linear_plan *plan);
 
 /* Scaling state of (layer, gemm, operand), for checkpoints: delayed scaling's

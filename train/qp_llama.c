@@ -79,16 +79,6 @@ void qp_llama_act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_LLAMA
     s[QP_LACT_LOGITS] = BT * V, s[QP_LACT_PROBS] = BT * V, s[QP_LACT_LOSSES] = BT;
 }
 
-int64_t qp_llama_max_gemm_elems(const qp_gpt_config *c, int B, int T)
-{
-    /* every operand (X: M x IC, W: OC x IC, dY: M x OC) of qkv, attproj, gate/up, down */
-    const int64_t BT = (int64_t)B * T, C = c->dim, H = c->mlp_hidden, QKV = qp_llama_qkv_width(c);
-    const int64_t e[] = {BT * C, QKV * C, BT * QKV, C * C, BT * H, H * C};
-    int64_t big = 0;
-    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++) big = e[i] > big ? e[i] : big;
-    return big;
-}
-
 void qp_llama_rope_table(float *tab, int maxT, int hs)
 {
     const int half = hs / 2;

@@ -42,7 +42,7 @@ int qp_model_check(const qp_gpt_config *c0, char *err, size_t errlen)
         return snprintf(err, errlen, "invalid model shape (vocab %d, layers %d, heads %d, dim %d, seq %d)", c.vocab,
                         c.layers, c.heads, c.dim, c.max_seq), -1;
     if (c.arch == QP_ARCH_GPT && (c.kv_heads || c.mlp_hidden || c.smooth_swiglu))
-        return snprintf(err, errlen, "--kv-heads, --mlp-hidden and --smooth-swiglu are the llama architecture's"), -1;
+        return snprintf(err, errlen, "--kv-heads, --mlp-hidden and Smooth-SwiGLU are the llama architecture's"), -1;
     if (c.arch == QP_ARCH_LLAMA) {
         if (c.kv_heads < 1 || c.heads % c.kv_heads)
             return snprintf(err, errlen, "--kv-heads %d does not divide --heads %d", c.kv_heads, c.heads), -1;
@@ -67,13 +67,21 @@ int qp_model_param_decays(const qp_gpt_config *c, int i)
     return c->arch == QP_ARCH_LLAMA ? qp_llama_param_decays(i) : qp_gpt_param_decays(i);
 }
 
-int qp_model_block_gemms(const qp_gpt_config *c, qp_gemm_id ids[QP_GEMM_BLOCK_COUNT])
+int qp_model_block_gemms(const qp_gpt_config *c, qp_gemm_id ids[QP_BLOCK_GEMMS])
 {
     static const qp_gemm_id gpt[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_FC, QP_GEMM_FCPROJ};
     static const qp_gemm_id llama[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_GATE, QP_GEMM_UP, QP_GEMM_DOWN};
     const int llm = c->arch == QP_ARCH_LLAMA, n = llm ? (int)(sizeof llama / sizeof *llama) : (int)(sizeof gpt / sizeof *gpt);
     memcpy(ids, llm ? llama : gpt, (size_t)n * sizeof *ids);
     return n;
+}
+
+unsigned qp_model_gemm_mask(const qp_gpt_config *c)
+{
+    qp_gemm_id ids[QP_BLOCK_GEMMS];
+    unsigned mask = 0;
+    for (int i = 0, n = qp_model_block_gemms(c, ids); i < n; i++) mask |= 1u << ids[i];
+    return mask;
 }
 
 int64_t qp_model_nonembedding(const qp_gpt_config *c0)
@@ -114,7 +122,7 @@ int qp_gpt_param_decays(int i)
     return i >= 0 && i < QP_GPT_NPARAMS && decays[i];
 }
 
-static void carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_MODEL_MAX_NPARAMS])
+void qp_gpt_carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GPT_NPARAMS])
 {
     float **ptrs[QP_GPT_NPARAMS] = {&p->wte,  &p->wpe,  &p->ln1w,    &p->ln1b,    &p->qkvw, &p->qkvb,
                                     &p->attprojw, &p->attprojb, &p->ln2w, &p->ln2b, &p->fcw,  &p->fcb,
@@ -178,6 +186,24 @@ static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NAC
     s[QP_ACT_ATT_LSE] = L * B * NH * T;
 }
 
+void qp_gpt_gemm_dims(const qp_gpt_config *c0, qp_gemm_id g, int *in, int *out)
+{
+    const qp_gpt_config c = qp_model_resolve(c0);
+    const int C = c.dim, H = c.mlp_hidden, llama = c.arch == QP_ARCH_LLAMA;
+    *in = *out = 0;
+    switch (g) {
+    case QP_GEMM_QKV: *in = C, *out = llama ? (int)qp_llama_qkv_width(&c) : 3 * C; return;
+    case QP_GEMM_ATTPROJ: *in = C, *out = C; return;
+    case QP_GEMM_FC: if (!llama) *in = C, *out = 4 * C; return;
+    case QP_GEMM_FCPROJ: if (!llama) *in = 4 * C, *out = C; return;
+    case QP_GEMM_GATE:
+    case QP_GEMM_UP: if (llama) *in = C, *out = H; return;
+    case QP_GEMM_DOWN: if (llama) *in = H, *out = C; return;
+    case QP_GEMM_HEAD: *in = C, *out = c.vocab; return;
+    case QP_GEMM_COUNT: return;
+    }
+}
+
 /* N(0, std) from Philox, indexed by element: the same weights on any thread count. */
 float qp_model_normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std)
 {
@@ -233,8 +259,8 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c0, int B, int T, uint64_t seed,
         qp_llama_init_weights(m, seed);
         return 0;
     }
-    carve_params(&m->params, m->params_memory, m->param_sizes);
-    carve_params(&m->grads, m->grads_memory, m->param_sizes);
+    qp_gpt_carve_params(&m->params, m->params_memory, m->param_sizes);
+    qp_gpt_carve_params(&m->grads, m->grads_memory, m->param_sizes);
     qp_gpt_carve_acts(&m->acts, m->acts_memory, as);
 
     const float proj_std = 0.02f / sqrtf(2.0f * (float)c->layers);
@@ -262,24 +288,44 @@ void qp_gpt_free(qp_gpt *m)
     memset(m, 0, sizeof *m);
 }
 
-int qp_model_max_input_channels(const qp_gpt_config *c0)
+int qp_model_max_input_channels(const qp_gpt_config *c)
 {
-    const qp_gpt_config c = qp_model_resolve(c0);
-    if (c.arch == QP_ARCH_LLAMA) return c.dim > c.mlp_hidden ? c.dim : c.mlp_hidden;
-    return 4 * c.dim;
+    qp_gemm_id ids[QP_BLOCK_GEMMS];
+    int most = 0;
+    for (int i = 0, n = qp_model_block_gemms(c, ids); i < n; i++) {
+        int in, out;
+        qp_gpt_gemm_dims(c, ids[i], &in, &out);
+        if (in > most) most = in;
+    }
+    return most;
 }
 
-int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c0, int B, int T)
+int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T)
 {
-    const qp_gpt_config cr = qp_model_resolve(c0), *c = &cr;
-    if (c->arch == QP_ARCH_LLAMA) return qp_llama_max_gemm_elems(c, B, T);
-    /* the widest operand: an MLP activation (BT x 4C) or weight (4C x C) */
-    const int64_t BT = (int64_t)B * T, C = c->dim, big = BT > C ? BT : C;
-    return big * 4 * C;
+    /* every operand of a block GEMM: X (BT x IC), W (OC x IC), dY (BT x OC) */
+    const int64_t BT = (int64_t)B * T;
+    qp_gemm_id ids[QP_BLOCK_GEMMS];
+    int64_t big = 0;
+    for (int i = 0, n = qp_model_block_gemms(c, ids); i < n; i++) {
+        int in, out;
+        qp_gpt_gemm_dims(c, ids[i], &in, &out);
+        const int64_t e[] = {BT * in, (int64_t)out * in, BT * out};
+        for (int k = 0; k < 3; k++) big = e[k] > big ? e[k] : big;
+    }
+    return big;
 }
 
 const float *qp_model_logits(const qp_gpt *m) { return m->cfg.arch == QP_ARCH_LLAMA ? m->lacts.logits : m->acts.logits; }
 const float *qp_model_losses(const qp_gpt *m) { return m->cfg.arch == QP_ARCH_LLAMA ? m->lacts.losses : m->acts.losses; }
+
+int64_t qp_gpt_linear_elems(const qp_gpt_config *c, int B, int T)
+{
+    const int64_t BT = (int64_t)B * T, V = c->vocab, C = c->dim;
+    int64_t n = qp_gpt_max_gemm_elems(c, B, T);
+    if (BT * V > n) n = BT * V;
+    if (V * C > n) n = V * C;
+    return n;
+}
 
 void qp_gpt_zero_grad(qp_gpt *m) { memset(m->grads_memory, 0, (size_t)m->num_params * sizeof(float)); }
 

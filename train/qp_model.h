@@ -111,10 +111,13 @@ const char *const *qp_model_param_names(const qp_gpt_config *c);
 void qp_gpt_param_shapes(const qp_gpt_config *c, int64_t sizes[QP_MODEL_MAX_NPARAMS], int ndim[QP_MODEL_MAX_NPARAMS],
                          int64_t shape[QP_MODEL_MAX_NPARAMS][3]);
 int qp_model_param_decays(const qp_gpt_config *c, int i);
-/* The quantized GEMMs of a block, in forward order (ids[QP_GEMM_BLOCK_COUNT]):
+/* The quantized GEMMs of a block, in forward order (ids[QP_BLOCK_GEMMS]):
  * qkv, attproj, fc, fcproj (GPT); qkv, attproj, gate, up, down (Llama).
  * Returns their number. */
-int qp_model_block_gemms(const qp_gpt_config *c, qp_gemm_id ids[QP_GEMM_BLOCK_COUNT]);
+int qp_model_block_gemms(const qp_gpt_config *c, qp_gemm_id ids[QP_BLOCK_GEMMS]);
+/* The same as a mask (bit g for qp_gemm_id g): what a recipe resolves for
+ * (qp_recipe_resolve, qp_linear_cfg.gemms). */
+unsigned qp_model_gemm_mask(const qp_gpt_config *c);
 /* Every parameter but the token and position embeddings and the LM head
  * (qp_size.h's N for the GPT). */
 int64_t qp_model_nonembedding(const qp_gpt_config *c);
@@ -276,8 +279,21 @@ const char *qp_gpt_kernel_isa(void);
  * GPT's fcproj), max(C, H) (the Llama's). */
 int qp_model_max_input_channels(const qp_gpt_config *c);
 
+/* The model's shape rules, written once for the CPU and the GPU model (the
+ * activation layouts differ: qp_gpt_carve_acts above). */
+/* Point each tensor of p at its slice of mem (host or device memory; tensor order). */
+void qp_gpt_carve_params(qp_gpt_params *p, float *mem, const int64_t sizes[QP_GPT_NPARAMS]);
+void qp_llama_carve_params(qp_llama_params *p, float *mem, const int64_t sizes[QP_MODEL_MAX_NPARAMS]);
+/* Input and output width of GEMM g: the GPT's qkv C -> 3C, attproj C -> C,
+ * fc C -> 4C, fcproj 4C -> C; the Llama's qkv C -> C + 2 KVH hs, attproj
+ * C -> C, gate and up C -> H, down H -> C; the head C -> V. 0 x 0 for a GEMM
+ * the architecture does not have. */
+void qp_gpt_gemm_dims(const qp_gpt_config *c, qp_gemm_id g, int *in, int *out);
 /* Largest quantized-GEMM operand (for qp_linear_cfg.max_elems). */
 int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T);
+/* Largest operand of any GEMM, the LM head's included (a dispatch whose
+ * backend also transposes the head's operands). */
+int64_t qp_gpt_linear_elems(const qp_gpt_config *c, int B, int T);
 
 #ifdef __cplusplus
 }

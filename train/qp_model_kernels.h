@@ -93,9 +93,7 @@ float qp_model_normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std);
 /* qp_llama.c: the Llama's tensors (c resolved) */
 int qp_llama_param_decays(int i);
 void qp_llama_param_shapes(const qp_gpt_config *c, int64_t s[QP_MODEL_MAX_NPARAMS][3]);
-void qp_llama_carve_params(qp_llama_params *p, float *mem, const int64_t sizes[QP_MODEL_MAX_NPARAMS]);
 void qp_llama_act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_LLAMA_NACTS]);
-int64_t qp_llama_max_gemm_elems(const qp_gpt_config *c, int B, int T);
 /* The RoPE table and Smooth-SwiGLU's buffers of m (m->cfg, B, T set); 0 or -1 (no memory). */
 int qp_llama_alloc(qp_gpt *m);
 void qp_llama_init_weights(qp_gpt *m, uint64_t seed);

@@ -61,7 +61,7 @@ static const qp_runcol QERR[] = {
     {"layer", I64, "", "transformer block (0-based); -1 for layers outside the blocks (e.g. the LM head)", 1,
      AT(qp_qerr_row, layer)},
     {"gemm", STR(32), "", "which GEMM: `qkv`, `attproj`, `fc`, `fcproj` (the GPT), `qkv`, `attproj`, `gate`, `up`, "
-     "`down` (`--arch llama`) (`qp_gemm_name`, `train/qp_linear.h`; the FP32 LM head is not logged)", 1,
+     "`down` (`--arch llama`) (`qp_gemm_name`, `train/qp_recipe.h`; the FP32 LM head is not logged)", 1,
      AT(qp_qerr_row, gemm)},
     {"operand", STR(16), "", "`x` (activation), `w` (weight), `dy` (output gradient)", 1, AT(qp_qerr_row, operand)},
     {"pass", STR(16), "", "`fprop`, `dgrad`, `wgrad`", 1, AT(qp_qerr_row, pass)},

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "qp_model.h"
+#include "qp_recipe.h"
 
 void qp_train_usage(FILE *f)
 {
@@ -17,15 +18,26 @@ void qp_train_usage(FILE *f)
             "Train a GPT (nanoGPT/llm.c architecture) or a Llama on the CPU with every linear layer's GEMMs\n"
             "in a chosen precision, logging to an HDF5 run file.\n"
             "  --data FILE        text (byte tokens, vocab 256) or llm.c .bin token shard (GPT-2, 50257)\n"
-            "  --recipe R         precision recipe (default %s):\n"
-            "                       fp32, bf16, fp8 (E4M3 x/w, E5M2 grads, delayed scaling, history 1024),\n"
-            "                       fp8-current, mxfp8, nvfp4 (NVIDIA's recipe: 1x16 x/dy, 16x16 w, RHT on\n"
-            "                       wgrad, SR on grads, last ~15%% blocks BF16), nvfp4-naive, mxfp4;\n"
+            "  --recipe R         precision recipe (default %s; grammar and presets: docs/recipes.md):\n"
+            "                       a preset: fp32, bf16, fp8 (E4M3 x/w, E5M2 grads, delayed scaling, history\n"
+            "                       1024), fp8-current, mxfp8, nvfp4 (NVIDIA's recipe: 1x16 x/dy, 16x16 w, RHT\n"
+            "                       on wgrad, SR on grads, last ~15%% blocks BF16), nvfp4-naive, mxfp4;\n"
             "                       modifiers after a comma: nvfp4-rht, nvfp4-sr, nvfp4-2d (drop that part),\n"
-            "                       bf16-last=N, bf16-first=N. Only the blocks' linear layers (qkv, attn proj,\n"
-            "                       fc, fc proj; llama: gate, up, down for the last two) are quantized:\n"
-            "                       embeddings, LM head, attention's internal products, norms and the\n"
-            "                       optimizer stay FP32, as in the published recipes.\n"
+            "                       bf16-last=N, bf16-first=N, smooth-swiglu (llama: Fishman et al.'s\n"
+            "                       Smooth-SwiGLU, the down GEMM's input scaled per channel by a power of\n"
+            "                       two before it is quantized, the inverse folded into its weight); rules\n"
+            "                       after a comma, applied in order:\n"
+            "                       TARGET=FORMAT[:OPT...] or TARGET:OPT[:OPT...], TARGET from blocks (L3,\n"
+            "                       L0-2, first2, last8, ~L3), GEMMs (qkv attproj fc fcproj; llama: qkv\n"
+            "                       attproj gate up down), passes (fprop dgrad wgrad), operands (x w dy)\n"
+            "                       joined by '.' ('+' for a union), OPT: sr rn current delayed hist=N\n"
+            "                       amax=max|most-recent rht=N 1d 2d. E.g. bf16,fprop=nvfp4\n"
+            "                       fp8-current,w=nvfp4   nvfp4,bf16-first=2,bf16-last=8.\n"
+            "                       Only the blocks' linear layers are quantized: embeddings, LM head,\n"
+            "                       attention's internal products, norms and the optimizer stay FP32, as in\n"
+            "                       the published recipes.\n"
+            "  --explain          print --recipe expanded for --layers blocks of --arch (one rule per pass\n"
+            "                     x operand x block group, the form the run file records) and exit\n"
             "  --arch A           gpt (default: learned positions, LayerNorm, 4x GELU MLP, biases, tied\n"
             "                     head) or llama (RMSNorm, rotary embeddings, SwiGLU MLP, no biases, untied\n"
             "                     head); the llama's linear layers are qkv, attproj, gate, up, down\n"
@@ -33,9 +45,6 @@ void qp_train_usage(FILE *f)
             "  --kv-heads N       llama: key/value heads, dividing --heads (grouped-query attention;\n"
             "                     default --heads)\n"
             "  --mlp-hidden N     llama: SwiGLU's hidden width (default 8C/3 rounded up to a multiple of 64)\n"
-            "  --smooth-swiglu    llama: Fishman et al.'s Smooth-SwiGLU: the down projection's input scaled\n"
-            "                     per channel (a power of two putting each channel's max in [1, 2)) before\n"
-            "                     it is quantized, the inverse folded into its weight\n"
             "  --batch B          sequences per micro-batch (default %d); under mpirun -np N the global\n"
             "                     batch: each rank takes B/N of the same sequences\n"
             "  --grad-comm P      gradient all-reduce across ranks: fp32 (default), bf16 or fp8 (E4M3,\n"
@@ -171,7 +180,7 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         if (!strcmp(a, "--eval-only")) { o->eval_only = true; continue; }
         if (!strcmp(a, "--quiet")) { o->quiet = true; continue; }
         if (!strcmp(a, "--grad-comm-ef")) { o->grad_comm_ef = true; continue; }
-        if (!strcmp(a, "--smooth-swiglu")) { o->smooth_swiglu = true; continue; }
+        if (!strcmp(a, "--explain")) { o->explain = true; continue; }
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, errlen, "unexpected argument '%s' (see --help)", a);
             return QP_ARGS_BAD;
@@ -233,4 +242,45 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         if (bad) return QP_ARGS_BAD;
     }
     return QP_ARGS_OK;
+}
+
+int qp_train_explain(const qp_train_opts *o, FILE *out, char *err, size_t errlen)
+{
+    if (o->layers < 1 || o->layers > 1024) {
+        snprintf(err, errlen, "--layers must be in 1..1024, not %d", o->layers);
+        return QP_EXIT_BAD_INPUT;
+    }
+    if ((unsigned)o->arch >= QP_ARCH_COUNT) {
+        snprintf(err, errlen, "--arch out of range");
+        return QP_EXIT_BAD_INPUT;
+    }
+    /* the GEMMs are the architecture's; their shapes do not matter here */
+    const unsigned gemms = qp_model_gemm_mask(&(qp_gpt_config){.arch = (qp_arch)o->arch});
+    qp_recipe *r = malloc(sizeof *r);
+    qp_linear_plan *plans = malloc((size_t)o->layers * QP_BLOCK_GEMMS * sizeof *plans);
+    char *text = NULL, desc[1400], names[80];
+    int rc = QP_EXIT_BAD_INPUT;
+    if (!r || !plans) {
+        snprintf(err, errlen, "out of memory");
+        rc = QP_EXIT_RUNTIME;
+    } else if (!qp_recipe_parse(o->recipe, r, err, errlen) &&
+               !qp_recipe_resolve(r, o->layers, gemms, plans, err, errlen)) {
+        text = qp_recipe_explain_text(r, plans, o->layers, gemms);
+        rc = QP_EXIT_RUNTIME;
+        if (!text) {
+            snprintf(err, errlen, "out of memory");
+        } else {
+            qp_gemm_list(gemms, names, sizeof names);
+            qp_recipe_describe(r, plans, o->layers, gemms, desc, sizeof desc);
+            fprintf(out, "# recipe '%s' for %d blocks of --arch %s (GEMMs %s): one rule per pass x operand x block\n"
+                         "# group; joined by ',' they are the recipe spelled out (docs/recipes.md). %s\n%s",
+                    r->spec, o->layers, qp_arch_names[o->arch], names, desc, text);
+            if (fflush(out) || ferror(out)) snprintf(err, errlen, "writing the expanded recipe failed");
+            else rc = QP_EXIT_OK;
+        }
+    }
+    free(text);
+    free(plans);
+    free(r);
+    return rc;
 }

@@ -22,6 +22,10 @@ enum { QP_ARGS_OK = 0, QP_ARGS_HELP = 1, QP_ARGS_BAD = 2 };
  * one-line message (no program name) in err. */
 int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size_t errlen);
 void qp_train_usage(FILE *f);
+/* --explain: o->recipe expanded for o->layers blocks, one rule per pass x
+ * operand x block group (qp_recipe_explain) after two comment lines, to out.
+ * QP_EXIT_OK, or QP_EXIT_BAD_INPUT with a one-line message. */
+int qp_train_explain(const qp_train_opts *o, FILE *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
  * function of the run (the recipe, the model, the machine, the backend). */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "qp_format.h"
@@ -11,19 +12,23 @@
 #include "qp_quant.h"
 #include "qp_train_state.h"
 
-typedef enum { A_INT, A_I64, A_U64, A_F64, A_STR, A_BOOL, A_FN } attr_kind;
+typedef enum { A_INT, A_I64, A_U64, A_F64, A_STR, A_BOOL, A_FN, A_TEXT } attr_kind;
 
 typedef void (*attr_fn)(const qp_train_state *r, const char *host, char *buf, size_t len);
+/* a value of any length, malloc'd (NULL: out of memory) */
+typedef char *(*attr_text_fn)(const qp_train_state *r);
 
 typedef struct {
     const char *key;
     attr_kind kind;
-    size_t off;     /* in qp_train_opts, for the option kinds */
-    attr_fn fn;     /* A_FN */
+    size_t off;       /* in qp_train_opts, for the option kinds */
+    attr_fn fn;       /* A_FN */
+    attr_text_fn text; /* A_TEXT */
 } attr;
 
-#define OPT(key, kind, field) {key, kind, offsetof(qp_train_opts, field), NULL}
-#define FN(key, fn) {key, A_FN, 0, fn}
+#define OPT(key, kind, field) {key, kind, offsetof(qp_train_opts, field), NULL, NULL}
+#define FN(key, fn) {key, A_FN, 0, fn, NULL}
+#define TEXT(key, fn) {key, A_TEXT, 0, NULL, fn}
 
 static void a_version(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, snprintf(b, n, "%s", QP_VERSION); }
 static void a_host(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, snprintf(b, n, "%s", h); }
@@ -99,9 +104,14 @@ static void a_on_divergence(const qp_train_state *r, const char *h, char *b, siz
 static void a_recipe_description(const qp_train_state *r, const char *h, char *b, size_t n)
 {
     (void)h;
-    char desc[320];
-    qp_recipe_describe(&r->recipe, r->o.layers, desc, sizeof desc);
+    char desc[400];
+    qp_recipe_describe(&r->recipe, r->plans, r->o.layers, qp_model_gemm_mask(&r->model.cfg), desc, sizeof desc);
     snprintf(b, n, "%.150s", desc);
+}
+/* the canonical expanded recipe (docs/recipes.md): one rule per pass x operand x block group */
+static char *a_recipe_plan(const qp_train_state *r)
+{
+    return qp_recipe_explain_text(&r->recipe, r->plans, r->o.layers, qp_model_gemm_mask(&r->model.cfg));
 }
 static void a_world(const qp_train_state *r, const char *h, char *b, size_t n) { (void)h, snprintf(b, n, "%d", r->world); }
 static void a_grad_comm(const qp_train_state *r, const char *h, char *b, size_t n)
@@ -137,7 +147,6 @@ static const attr ATTRS[] = {
     FN("arch", a_arch),
     FN("kv_heads", a_kv_heads),
     FN("mlp_hidden", a_mlp_hidden),
-    OPT("smooth_swiglu", A_BOOL, smooth_swiglu),
     OPT("data", A_STR, data),
     FN("data_kind", a_data_kind),
     OPT("seed", A_U64, seed),
@@ -178,6 +187,7 @@ static const attr ATTRS[] = {
     FN("on_divergence", a_on_divergence),
     OPT("inject", A_STR, inject),
     FN("recipe_description", a_recipe_description),
+    TEXT("recipe_plan", a_recipe_plan),
     FN("world_size", a_world),
     FN("grad_comm", a_grad_comm),
     OPT("grad_comm_ef", A_BOOL, grad_comm_ef),
@@ -202,17 +212,23 @@ static void attr_value(const attr *a, const qp_train_state *r, const char *host,
     case A_STR: snprintf(b, n, "%s", o); break;
     case A_BOOL: snprintf(b, n, "%d", *(const bool *)o ? 1 : 0); break;
     case A_FN: a->fn(r, host, b, n); break;
+    case A_TEXT: break; /* qp_train_create_runlog: no fixed buffer */
     }
 }
 
 int qp_train_create_runlog(qp_train_state *r, const char *host, char *err, size_t errlen)
 {
-    static char v[N_ATTRS][1100]; /* paths (data) are the longest values */
+    static char v[N_ATTRS][1100]; /* paths (data) and --recipe are the longest fixed values */
     qp_kv kv[N_ATTRS];
+    char *text[N_ATTRS] = {0};
+    int oom = 0;
     for (int i = 0; i < N_ATTRS; i++) {
-        attr_value(&ATTRS[i], r, host, v[i], sizeof v[i]);
-        kv[i] = (qp_kv){ATTRS[i].key, v[i]};
+        if (ATTRS[i].kind == A_TEXT) oom |= !(text[i] = ATTRS[i].text(r));
+        else attr_value(&ATTRS[i], r, host, v[i], sizeof v[i]);
+        kv[i] = (qp_kv){ATTRS[i].key, text[i] ? text[i] : v[i]};
     }
-    r->log = qp_runlog_create(r->o.out, kv, N_ATTRS, err, errlen);
+    if (oom) snprintf(err, errlen, "out of memory for the run file's attributes");
+    else r->log = qp_runlog_create(r->o.out, kv, N_ATTRS, err, errlen);
+    for (int i = 0; i < N_ATTRS; i++) free(text[i]);
     return r->log ? 0 : -1;
 }

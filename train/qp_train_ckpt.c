@@ -10,7 +10,7 @@
 
 static qp_scaling_state *state_at(qp_train_state *r, int i)
 {
-    qp_gemm_id ids[QP_GEMM_BLOCK_COUNT];
+    qp_gemm_id ids[QP_BLOCK_GEMMS];
     const int ng = qp_model_block_gemms(&r->model.cfg, ids);
     const int o = i % QP_OPND_COUNT, g = (i / QP_OPND_COUNT) % ng, layer = i / QP_OPND_COUNT / ng;
     return qp_linear_scaling(r->lin, layer, ids[g], (qp_operand)o);
@@ -27,10 +27,10 @@ static void split3(double x, float f[3])
 
 void qp_train_pack_scaling(qp_train_state *r, float *hist, float *st)
 {
-    const int ns = QP_N_STATES(r), H = r->recipe.history_len;
+    const int ns = QP_N_STATES(r), H = qp_linear_history_len(r->lin);
     for (int i = 0; i < ns; i++) {
         const qp_scaling_state *s = state_at(r, i);
-        if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)H * sizeof(float));
+        if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)s->cfg.history_len * sizeof(float));
         float *row = st + (int64_t)i * QP_STATE_COLS;
         row[0] = s->scale, row[1] = s->last_scale, row[2] = (float)s->hist_pos, row[3] = (float)s->hist_count;
         row[4] = (float)s->n_updates;
@@ -42,10 +42,10 @@ void qp_train_pack_scaling(qp_train_state *r, float *hist, float *st)
 
 void qp_train_unpack_scaling(qp_train_state *r, const float *hist, const float *st)
 {
-    const int ns = QP_N_STATES(r), H = r->recipe.history_len;
+    const int ns = QP_N_STATES(r), H = qp_linear_history_len(r->lin);
     for (int i = 0; i < ns; i++) {
         qp_scaling_state *s = state_at(r, i);
-        if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)H * sizeof(float));
+        if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)s->cfg.history_len * sizeof(float));
         const float *row = st + (int64_t)i * QP_STATE_COLS;
         s->scale = row[0], s->last_scale = row[1], s->hist_pos = (int)row[2], s->hist_count = (int)row[3];
         s->n_updates = (int64_t)row[4];
@@ -62,7 +62,7 @@ int qp_train_write_checkpoint(qp_train_state *r, char *err, size_t errlen)
         snprintf(err, errlen, "checkpoint: %s", r->be.error(&r->be));
         return -1;
     }
-    const int L = r->o.layers, ns = QP_N_STATES(r), H = r->recipe.history_len, np = r->model.n_tensors;
+    const int L = r->o.layers, ns = QP_N_STATES(r), H = qp_linear_history_len(r->lin), np = r->model.n_tensors;
     const char *const *pnames = qp_model_param_names(&r->model.cfg);
     int ndim[QP_MODEL_MAX_NPARAMS];
     int64_t sizes[QP_MODEL_MAX_NPARAMS], shape[QP_MODEL_MAX_NPARAMS][3];
@@ -102,8 +102,7 @@ int qp_train_write_checkpoint(qp_train_state *r, char *err, size_t errlen)
         {"history_len", 0, H, NULL},
         /* the architecture (absent from checkpoints before --arch: the GPT) */
         {"arch", 1, 0, qp_arch_names[r->model.cfg.arch]},
-        {"kv_heads", 0, r->model.cfg.kv_heads, NULL}, {"mlp_hidden", 0, r->model.cfg.mlp_hidden, NULL},
-        {"smooth_swiglu", 0, r->model.cfg.smooth_swiglu, NULL}};
+        {"kv_heads", 0, r->model.cfg.kv_heads, NULL}, {"mlp_hidden", 0, r->model.cfg.mlp_hidden, NULL}};
     const int rc = qp_ckpt_write(r->ckpt_path, t, nt, attrs, (int)(sizeof attrs / sizeof attrs[0]), err, errlen);
     free(hist), free(st);
     return rc;
@@ -135,8 +134,9 @@ int qp_train_load_checkpoint(qp_train_state *r, qp_ckpt *c, int with_optimizer, 
     if (read_i64(c, "step", &step, err, errlen) || read_i64(c, "best_loss_bits", &best_bits, err, errlen) ||
         read_i64(c, "history_len", &H, err, errlen))
         return -1;
-    if (H != r->recipe.history_len) {
-        snprintf(err, errlen, "checkpoint has an amax history of %lld, this run %d", (long long)H, r->recipe.history_len);
+    if (H != qp_linear_history_len(r->lin)) {
+        snprintf(err, errlen, "checkpoint has an amax history of %lld, this run %d", (long long)H,
+                 qp_linear_history_len(r->lin));
         return -1;
     }
     const int ns = QP_N_STATES(r);

@@ -24,7 +24,7 @@
 /* scaling states a checkpoint holds: one per (layer, GEMM of the
  * architecture's blocks (qp_model_block_gemms), operand), in that order — a
  * GPT's are the 4 GEMMs' of checkpoints from before --arch */
-#define QP_N_STATES(r) ((r)->o.layers * qp_model_block_gemms(&(r)->model.cfg, (qp_gemm_id[QP_GEMM_BLOCK_COUNT]){0}) * QP_OPND_COUNT)
+#define QP_N_STATES(r) ((r)->o.layers * qp_model_block_gemms(&(r)->model.cfg, (qp_gemm_id[QP_BLOCK_GEMMS]){0}) * QP_OPND_COUNT)
 /* a scaling state in a checkpoint: scale, last scale, ring position, count,
  * updates, 4 event counts, 2 EMAs x 3 floats */
 #define QP_STATE_COLS 15
@@ -34,6 +34,7 @@ typedef struct {
     qp_train_opts o;
     qp_dataset *data;
     qp_recipe recipe;
+    qp_linear_plan *plans; /* the recipe resolved for this model: [layer][gemm] */
     qp_gemm *gemm;
     qp_linear *lin;
     qp_gpt model;

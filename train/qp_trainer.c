@@ -22,6 +22,8 @@
 #include "qp_size.h"
 #include "qp_train_state.h"
 
+_Static_assert(sizeof(((qp_train_opts *)0)->recipe) == QP_RECIPE_SPEC_MAX, "--recipe holds any recipe");
+
 volatile int qp_train_stop_requested;
 
 void qp_train_opts_default(qp_train_opts *o)
@@ -86,8 +88,7 @@ int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
 qp_gpt_config qp_train_model_config(const qp_train_opts *o, int vocab)
 {
     return (qp_gpt_config){.vocab = vocab, .max_seq = o->seq, .layers = o->layers, .heads = o->heads, .dim = o->dim,
-                           .arch = (qp_arch)o->arch, .kv_heads = o->kv_heads, .mlp_hidden = o->mlp_hidden,
-                           .smooth_swiglu = o->smooth_swiglu};
+                           .arch = (qp_arch)o->arch, .kv_heads = o->kv_heads, .mlp_hidden = o->mlp_hidden};
 }
 
 void qp_ckpt_path_for(const char *run_path, char *dst, size_t len)
@@ -158,7 +159,8 @@ static int handle_divergence(qp_train_state *r, int64_t step, double loss, const
     if (bad_weights) reason = "nonfinite_weights";
     if (!gave_up && !bad_weights && is_mode(r, QP_ON_DIVERGENCE_SKIP_STEP)) {
         if (r->scaling_snap)
-            qp_train_unpack_scaling(r, r->scaling_snap, r->scaling_snap + (int64_t)QP_N_STATES(r) * r->recipe.history_len);
+            qp_train_unpack_scaling(r, r->scaling_snap,
+                                    r->scaling_snap + (int64_t)QP_N_STATES(r) * qp_linear_history_len(r->lin));
         if (qp_runlog_divergence(r->log, step, loss, reason, "skip_step", err, errlen)) return QP_EXIT_RUNTIME;
         r->recoveries++;
         if (!r->o.quiet) fprintf(stderr, "\nqtrain: step %lld diverged (loss %g, %s): update skipped\n", (long long)step, loss, reason);
@@ -265,6 +267,7 @@ static void free_run(qp_train_state *r)
     if (r->model_ok) qp_gpt_free(&r->model);
     qp_dataset_close(r->data);
     free(r->adam_m), free(r->adam_v), free(r->eval_in), free(r->eval_tg), free(r->scaling_snap);
+    free(r->plans);
     qp_grad_exchange_destroy(r->gx);
 }
 
@@ -339,7 +342,7 @@ static int prepare_recovery(qp_train_state *r, int resumed, char *err, size_t er
 {
     if (is_mode(r, QP_ON_DIVERGENCE_SKIP_STEP)) {
         const int64_t ns = QP_N_STATES(r);
-        r->scaling_snap = malloc((size_t)(ns * (r->recipe.history_len + QP_STATE_COLS)) * sizeof(float) + 1);
+        r->scaling_snap = malloc((size_t)(ns * (qp_linear_history_len(r->lin) + QP_STATE_COLS)) * sizeof(float) + 1);
         if (!r->scaling_snap) {
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -353,20 +356,19 @@ static int prepare_recovery(qp_train_state *r, int resumed, char *err, size_t er
     return 0;
 }
 
-/* The architecture a checkpoint holds into o (arch, kv_heads, mlp_hidden,
- * smooth_swiglu): a checkpoint from before --arch has no "arch" attribute
- * and is a GPT. 0, or -1 with err. */
+/* The architecture a checkpoint holds into o (arch, kv_heads, mlp_hidden;
+ * Smooth-SwiGLU is the recipe's): a checkpoint from before --arch has no
+ * "arch" attribute and is a GPT. 0, or -1 with err. */
 static int ckpt_arch(qp_ckpt *c, const char *path, qp_train_opts *o, char *err, size_t errlen)
 {
     if (!qp_ckpt_has_attr(c, "arch")) {
-        o->arch = QP_ARCH_GPT, o->kv_heads = 0, o->mlp_hidden = 0, o->smooth_swiglu = false;
+        o->arch = QP_ARCH_GPT, o->kv_heads = 0, o->mlp_hidden = 0;
         return 0;
     }
     char name[32];
-    int64_t kvh, hidden, smooth;
+    int64_t kvh, hidden;
     if (qp_ckpt_attr_str(c, "arch", name, sizeof name, err, errlen) ||
-        qp_ckpt_attr_i64(c, "kv_heads", &kvh, err, errlen) || qp_ckpt_attr_i64(c, "mlp_hidden", &hidden, err, errlen) ||
-        qp_ckpt_attr_i64(c, "smooth_swiglu", &smooth, err, errlen))
+        qp_ckpt_attr_i64(c, "kv_heads", &kvh, err, errlen) || qp_ckpt_attr_i64(c, "mlp_hidden", &hidden, err, errlen))
         return -1;
     int a = -1;
     for (int i = 0; i < QP_ARCH_COUNT; i++)
@@ -377,8 +379,6 @@ static int ckpt_arch(qp_ckpt *c, const char *path, qp_train_opts *o, char *err, 
         return -1;
     }
     o->arch = a, o->kv_heads = (int)kvh, o->mlp_hidden = (int)hidden;
-    /* eval-only keeps the command line's (a precision option, like --recipe); resume compares */
-    if (!o->eval_only) o->smooth_swiglu = smooth != 0;
     return 0;
 }
 
@@ -421,16 +421,15 @@ static int open_run(qp_train_state *r, const char *host, char *resumed_from, siz
                                                                    .kv_heads = was.kv_heads,
                                                                    .mlp_hidden = was.mlp_hidden});
         const qp_gpt_config *nc = &r->model.cfg;
-        if (wc.arch != nc->arch || wc.kv_heads != nc->kv_heads || wc.mlp_hidden != nc->mlp_hidden ||
-            was.smooth_swiglu != r->o.smooth_swiglu) {
-            snprintf(err, errlen, "--resume: checkpoint %s is of --arch %s (kv heads %d, MLP width %d%s), this run "
-                     "--arch %s (%d, %d%s)", used, qp_arch_names[wc.arch], wc.kv_heads, wc.mlp_hidden,
-                     was.smooth_swiglu ? ", Smooth-SwiGLU" : "", qp_arch_names[nc->arch], nc->kv_heads,
-                     nc->mlp_hidden, r->o.smooth_swiglu ? ", Smooth-SwiGLU" : "");
+        /* (Smooth-SwiGLU is the recipe's, compared below) */
+        if (wc.arch != nc->arch || wc.kv_heads != nc->kv_heads || wc.mlp_hidden != nc->mlp_hidden) {
+            snprintf(err, errlen, "--resume: checkpoint %s is of --arch %s (kv heads %d, MLP width %d), this run "
+                     "--arch %s (%d, %d)", used, qp_arch_names[wc.arch], wc.kv_heads, wc.mlp_hidden,
+                     qp_arch_names[nc->arch], nc->kv_heads, nc->mlp_hidden);
             rc = QP_EXIT_BAD_INPUT;
             goto out;
         }
-        char rec[160];
+        char rec[QP_RECIPE_SPEC_MAX];
         if (qp_ckpt_attr_str(from, "recipe", rec, sizeof rec, err, errlen)) goto out;
         if (strcmp(rec, r->recipe.spec) != 0) {
             snprintf(err, errlen, "--resume: checkpoint %s was trained with recipe %s, not %s", used, rec,
@@ -485,7 +484,7 @@ static int eval_only(qp_train_state *r, qp_ckpt *from, const char *host, char *e
     }
     double val;
     /* Delayed scaling needs an amax history: one calibration pass first. */
-    if (r->recipe.plan.scaling == QP_SCALING_DELAYED) {
+    if (qp_recipe_has_delayed(r->plans, r->o.layers)) {
         r->be.begin_step(&r->be, 0, 0);
         if (evaluate(r, &val, err, errlen)) return QP_EXIT_RUNTIME;
     }
@@ -630,7 +629,7 @@ static int begin_step(qp_train_state *r, int64_t step, int log_qerr, char *err, 
 {
     if (r->scaling_snap)
         qp_train_pack_scaling(r, r->scaling_snap,
-                              r->scaling_snap + (int64_t)QP_N_STATES(r) * r->recipe.history_len);
+                              r->scaling_snap + (int64_t)QP_N_STATES(r) * qp_linear_history_len(r->lin));
     r->be.begin_step(&r->be, step, log_qerr);
     if (r->be.zero_grad(&r->be)) return step_failed(r, step, err, errlen);
     return inject_tensor(r, QP_INJ_PARAM, step, r->model.param_sizes, err, errlen) ? QP_EXIT_RUNTIME : QP_EXIT_OK;
@@ -721,6 +720,25 @@ static int train_step(qp_train_state *r, qp_loader *loader, const qp_optim_cfg *
     return finish_step(r, step, log_qerr, skipped, val, err, errlen);                         /* eval, ckpt */
 }
 
+/* The recipe for this model (r->plans): its blocks and GEMMs exist, its
+ * RHT sizes divide their contractions (wgrad's: this rank's tokens). */
+static int resolve_recipe(qp_train_state *r, char *err, size_t errlen)
+{
+    r->plans = malloc((size_t)r->o.layers * QP_BLOCK_GEMMS * sizeof *r->plans);
+    if (!r->plans) return snprintf(err, errlen, "out of memory"), -1;
+    const qp_gpt_config shape = qp_train_model_config(&r->o, qp_dataset_vocab(r->data));
+    if (qp_recipe_resolve(&r->recipe, r->o.layers, qp_model_gemm_mask(&shape), r->plans, err, errlen)) return -1;
+    int64_t K[QP_PASS_COUNT][QP_BLOCK_GEMMS];
+    for (int g = 0; g < QP_BLOCK_GEMMS; g++) {
+        int ic, oc;
+        qp_gpt_gemm_dims(&shape, (qp_gemm_id)g, &ic, &oc);
+        K[QP_PASS_FPROP][g] = ic, K[QP_PASS_DGRAD][g] = oc, K[QP_PASS_WGRAD][g] = (int64_t)r->Bl * r->o.seq;
+    }
+    if (!qp_recipe_check_rht(&r->recipe, r->plans, r->o.layers, K, err, errlen)) return 0;
+    if (r->world > 1) snprintf(err + strlen(err), errlen - strlen(err), " on every rank (--batch / ranks x --seq)");
+    return -1;
+}
+
 int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
 {
     qp_train_state R, *r = &R;
@@ -787,19 +805,12 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     rc = size_run(r, err, errlen);
     if (rc != QP_EXIT_OK) goto done;
     rc = QP_EXIT_BAD_INPUT;
-    int first, last;
-    qp_recipe_bf16_blocks(&r->recipe, r->o.layers, &first, &last);
-    const int rht_n = qp_linear_rht_n(&r->recipe.plan);
-    if (rht_n && first + last < r->o.layers && ((int64_t)Bl * T) % rht_n) {
-        snprintf(err, errlen, "recipe %s applies the %d-point Hadamard transform over batch x seq tokens: "
-                 "--batch x --seq must be a multiple of %d%s", r->recipe.spec, rht_n, rht_n,
-                 r->world > 1 ? " on every rank (--batch / ranks x --seq)" : "");
-        goto done;
-    }
+    if (resolve_recipe(r, err, errlen)) goto done;
     rc = QP_EXIT_RUNTIME;
     r->gemm = qp_gemm_create(err, errlen);
     if (!r->gemm) goto done;
-    const qp_gpt_config mc = qp_train_model_config(&r->o, qp_dataset_vocab(r->data));
+    qp_gpt_config mc = qp_train_model_config(&r->o, qp_dataset_vocab(r->data));
+    mc.smooth_swiglu = r->recipe.smooth_swiglu; /* resolve_recipe refused it on a model without a down GEMM */
     if (r->o.eval_only) {
         int64_t vocab;
         if (qp_ckpt_attr_i64(from, "vocab", &vocab, err, errlen)) goto done;
@@ -815,7 +826,8 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         rc = QP_EXIT_BAD_INPUT;
         goto done;
     }
-    qp_linear_cfg lc = {.n_layers = r->o.layers, .max_elems = qp_gpt_max_gemm_elems(&mc, Bl, T), .seed = r->data_seed,
+    qp_linear_cfg lc = {.n_layers = r->o.layers, .gemms = qp_model_gemm_mask(&mc),
+                        .max_elems = qp_gpt_max_gemm_elems(&mc, Bl, T), .seed = r->data_seed,
                         .recipe = &r->recipe, .gemm = r->gemm, .on_event = on_event, .on_qerr = on_qerr, .user = r};
     if (r->world > 1) {
         lc.dp_rank = r->rank, lc.dp_size = r->world;

@@ -45,7 +45,7 @@ typedef enum {
 extern const char *const qp_on_divergence_names[QP_ON_DIVERGENCE_COUNT]; /* "stop", "skip-step", "rollback" */
 
 typedef struct {
-    char data[1024], out[1024], recipe[160], resume_from[1024];
+    char data[1024], out[1024], recipe[1024], resume_from[1024]; /* recipe: QP_RECIPE_SPEC_MAX */
     qp_device device;                /* default cpu */
     qp_on_divergence on_divergence;  /* default stop */
     char inject[128];        /* debug fault injection, e.g. "nan:grad:wte@12" (see --help); "" = none */
@@ -53,10 +53,9 @@ typedef struct {
     bool grad_comm_ef;       /* error feedback for a low-precision --grad-comm */
     int layers, heads, dim, seq, batch, grad_accum, threads, prefetch;
     /* the model (qp_model.h): arch a qp_arch (default QP_ARCH_GPT = 0); the
-     * Llama's key/value heads and MLP width (0: its defaults) and
-     * Smooth-SwiGLU (a precision option, like the recipe) */
+     * Llama's key/value heads and MLP width (0: its defaults). Smooth-SwiGLU
+     * is the recipe's (its smooth-swiglu modifier). */
     int arch, kv_heads, mlp_hidden;
-    bool smooth_swiglu;
     int64_t steps, warmup, eval_every, eval_batches, qerr_every, ckpt_every;
     int64_t stop_after;   /* > 0: stop after this many steps as if interrupted (tests resume) */
     double lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps, val_frac, divergence_factor;
@@ -75,6 +74,7 @@ typedef struct {
      * tokens (whole batches, at most the split) */
     int64_t val_tokens;
     bool resume, eval_only, quiet;
+    bool explain;            /* print the expanded recipe and exit (qp_train_explain) */
 } qp_train_opts;
 
 #define QP_DEFAULT_SEED 1337 /* --seed when none is given (qsweep reads it too) */

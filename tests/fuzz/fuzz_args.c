@@ -7,7 +7,9 @@
  *
  * Contract: every refusal is one non-empty line; accepted options are in
  * the ranges the trainer relies on, and an accepted recipe describes itself
- * and gives a plan for every layer. Any breach aborts. Replayed over the
+ * in one line and resolves for every layer count and architecture, or says
+ * in one line why not; its expansion (qtrain --explain) is itself a recipe resolving to the
+ * same plans. Any breach aborts. Replayed over the
  * corpus by fuzz_replay.c in the ordinary build. */
 #include <math.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "qerr.h"
+#include "qp_model.h"
 #include "qp_recipe.h"
 #include "qs_cli.h"
 #include "qp_train_args.h"
@@ -27,11 +30,17 @@ static void one_line(const char *err)
     if (!err[0] || strchr(err, '\n')) abort();
 }
 
-static void check_recipe(const char *spec, int layers)
+/* An accepted recipe resolves (or refuses the model in one line), describes
+ * itself in one line, and its expansion — one rule per line — is a recipe
+ * that resolves to the very same plans. */
+static void check_recipe(const char *spec, int layers, unsigned gemms)
 {
-    qp_recipe r;
+    static qp_recipe r, again;
+    static qp_linear_plan plans[1024 * QP_BLOCK_GEMMS], plans2[1024 * QP_BLOCK_GEMMS];
+    static char text[1 << 16];
     char err[1024], desc[1024];
     err[0] = '\0';
+    if (layers < 1 || layers > 1024) abort();
     if (qp_recipe_parse(spec, &r, err, sizeof err)) {
         one_line(err);
         return;
@@ -39,9 +48,26 @@ static void check_recipe(const char *spec, int layers)
     int first = -1, last = -1;
     qp_recipe_bf16_blocks(&r, layers, &first, &last);
     if (first < 0 || last < 0) abort();
-    qp_recipe_describe(&r, layers, desc, sizeof desc);
+    err[0] = '\0';
+    if (qp_recipe_resolve(&r, layers, gemms, plans, err, sizeof err)) {
+        one_line(err);
+        return;
+    }
+    qp_recipe_describe(&r, plans, layers, gemms, desc, sizeof desc);
     if (!desc[0] || strchr(desc, '\n')) abort();
-    for (int l = 0; l < layers; l++) (void)qp_recipe_plan(&r, l, layers);
+    const int n = qp_recipe_explain(&r, plans, layers, gemms, text, sizeof text);
+    if (n <= 0) abort();
+    if ((size_t)n >= sizeof text) return; /* longer than any --recipe: nothing to compare */
+    if (text[n - 1] != '\n') abort();
+    text[n - 1] = '\0';
+    for (char *c = text; *c; c++)
+        if (*c == '\n') *c = ',';
+    if (strlen(text) >= QP_RECIPE_SPEC_MAX) return; /* too long to be a --recipe: nothing to compare */
+    if (qp_recipe_parse(text, &again, err, sizeof err) ||
+        qp_recipe_resolve(&again, layers, gemms, plans2, err, sizeof err) ||
+        memcmp(plans, plans2, (size_t)layers * QP_BLOCK_GEMMS * sizeof plans[0]) ||
+        again.smooth_swiglu != r.smooth_swiglu)
+        abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -85,10 +111,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 o.steps < 0 || !(o.val_frac > 0 && o.val_frac < 1) || !isfinite(o.lr) || isnan(o.min_lr) ||
                 !(o.weight_decay >= 0) || !(o.grad_clip >= 0) || !(o.divergence_factor > 1))
                 abort();
-            check_recipe(o.recipe, o.layers);
+            check_recipe(o.recipe, o.layers, qp_model_gemm_mask(&(qp_gpt_config){.arch = (qp_arch)o.arch}));
         }
     }
-    for (int i = 1; i < argc; i++) check_recipe(argv[i], 1 + i % 7);
+    /* each word for a GPT's blocks, a Llama's, and no model's */
+    for (int i = 1; i < argc; i++)
+        check_recipe(argv[i], 1 + i % 7, i % 3 == 2 ? 0 : qp_model_gemm_mask(&(qp_gpt_config){.arch = (qp_arch)(i % 3)}));
 
     qs_cli c;
     const int qc = qs_cli_parse(argc, argv, &c, err, sizeof err);

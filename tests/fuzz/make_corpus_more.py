@@ -35,6 +35,9 @@ put("experiment", "dash_keys.ini", "[base]\ndata=/abs/x.bin\ngrad-accum = 2\nmin
 put("experiment", "bad_key.ini", "[base]\ndata = x\nfoo = 1\n")
 put("experiment", "empty_grid.ini", "[base]\ndata = x\n[grid]\nseed =\n")
 put("experiment", "no_data.ini", "[grid]\nrecipe = bf16\n")
+put("experiment", "grid_rules.ini",
+    "[base]\ndata = corpus.txt\nlayers = 4\n[grid]\nrecipe = bf16, nvfp4|bf16-last=0|~L0=bf16, fp8-current|w=nvfp4, "
+    "bf16|fprop.x+w=nvfp4:sr\n[sweep]\nbaseline = bf16\n")
 put("experiment", "slurm.ini",
     "[base]\ndata = corpus.txt\ndevice = cuda\n[grid]\nseed = 1, 2\n[slurm]\npartition = gpu,long\naccount = p-1\n"
     "time = 1-02:30:00\ncpus-per-task = 4\ngpus_per_task = 0\nntasks = 2\nmpi = pmix\n")
@@ -93,6 +96,10 @@ put("h5", "run_huge", desc([ds(n, 2, 2, 1, 0, 4, (8,)) for n in range(4, 12)], [
 put("args", "defaults", "--data\nx.txt")
 put("args", "model", "--data\nx.txt\n--layers\n2\n--heads\n3\n--dim\n64\n--seq\n16\n--batch\n0")
 put("args", "recipe", "--data\nx\n--recipe\nnvfp4,nvfp4-rht,bf16-last=2,bf16-first=1")
+put("args", "recipe_rules", "--data\nx\n--layers\n6\n--recipe\n"
+    "fp8-current,w=nvfp4:2d,L1-2+last1.fc+fcproj.wgrad=bf16:rht=16,~first2.dgrad.dy:sr,dy=fp8-e4m3:delayed:hist=64")
+put("args", "recipe_owner", "--recipe\nbf16,wgrad=fp8-e4m3:delayed:amax=most-recent\n--layers\n3\n--explain")
+put("args", "recipe_bad", "--recipe\nnvfp4,wgrad.x=bf16\nx=mxfp8:delayed\nL3-1=bf16\nfprop.dy=nvfp4\n~x=fp32:sr")
 put("args", "numbers", "--data\nx\n--lr\nnan\n--weight-decay\n-0\n--val-frac\n1e-300\n--steps\n-1")
 put("args", "eval", "--eval-only\n--resume-from\nc.h5\n--recipe\nmxfp4\n--device\ncuda\n--grad-comm\nfp8")
 put("args", "missing_value", "--data\nx\n--dim")

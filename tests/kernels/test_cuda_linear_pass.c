@@ -1,29 +1,37 @@
-/* test_cuda_linear_pass.c — the GPU precision dispatch's decisions
- * (kernels/qp_cuda_linear_pass.h, the code qp_cuda_linear.cu runs) with host
- * operations, against the CPU dispatch (train/qp_linear.c), without a GPU.
+/* test_cuda_linear_pass.c — the GPU's operations of the precision dispatch
+ * (kernels/qp_cuda_linear_ops.h, the code qp_cuda_linear.cu runs under the
+ * one dispatch of train/qp_linear.c) with host primitives, against the
+ * dispatch on the CPU's operations, without a GPU.
  *
- * Host operations: quant/'s qp_qdq / qp_quantize for the device quantizer
- * (bit-identical to it by its own tests), qp_rht, plain transposes, and the
- * CPU GEMM on the operands the GPU GEMM would get (BF16 bits, FP32, or FP8
- * codes with a decode-scale pointer). For every recipe, both paths (emulated
- * and FP8-native for the FP8 recipes), several layers, three steps and two
+ * Host primitives: quant/'s qp_qdq / qp_quantize for the device quantizer
+ * (bit-identical to it by its own tests), qp_rht, plain transposes, a kept
+ * statistics list, and the CPU GEMM on the operands the GPU GEMM would get
+ * (BF16 bits or FP32 with their decode-scale pointers folded into alpha, or
+ * FP8 codes with a decode-scale pointer). For every recipe (presets and
+ * per-use rules: mixed formats in one GEMM, an unquantized operand meeting a
+ * quantized one, a delayed scaling state owned by wgrad, a GEMM type left
+ * out of the RHT, the new formats: FP8 blocks with FP32 scales in an FP32
+ * GEMM against the CPU's K-chunked one, MXFP6, 4/6, rceil, a 128-point RHT),
+ * both paths (emulated and native), several layers, three steps and two
  * micro-batches: Y, dX, dW and db to 1e-5 of their largest magnitude (the
  * GEMMs sum in other orders), the scaling states exactly, the same events and
- * the same qerr rows — with the statistics kept and flushed only at the end of
- * each micro-batch, as the GPU does (and a tiny kept list, flushed early). Native paths by a fake compute capability (qpl_set_device:
- * 90 FP8, 100 MXFP8/NVFP4 block-scaled, the host GEMM decoding codes and
- * cuBLASLt-tiled block scales) and the decisions alone (path names, the kind
- * of each GEMM by formats and shape, QP_CUDA_EMULATE). Data parallelism: two
- * ranks (threads whose reduce hooks all-reduce through a barrier) each
- * running qp_linear's data-parallel cfg and the pass on its token slice —
- * same outputs, scaling states, events and number of amax all-reduces. */
+ * the same qerr rows — the GPU's statistics kept and flushed only at the end
+ * of each micro-batch, as its backend does (and a kept list of 3, flushed
+ * mid-pass; the CPU's apply at once). Native paths by a fake compute
+ * capability (qpl_set_device: 90 FP8, 100 MXFP8/NVFP4 block-scaled, the host
+ * GEMM decoding codes and cuBLASLt-tiled block scales) and the decisions
+ * alone (path names, the kind of each GEMM by formats and shape,
+ * QP_CUDA_EMULATE). Data parallelism: two ranks (threads whose reduce hooks
+ * all-reduce through a barrier) each running the dispatch on both operation
+ * tables on its token slice — same outputs, scaling states, events and
+ * number of amax all-reduces. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "qp_cuda_linear_pass.h"
+#include "qp_cuda_linear_ops.h"
 #include "qp_cuda_model_math.h"
 #include "qp_format.h"
 #include "qp_gemm.h"
@@ -38,19 +46,21 @@ static unsigned long long rng = 0x1234567887654321ull;
 #define MAXKEPT 512
 
 typedef struct {
-    qpl_state *st;
     qp_gemm *gemm;
+    char err[256];
     qpl_stats stats[2];
     qpl_stats kept[MAXKEPT]; /* the device's kept statistics */
-    int n_fetches;           /* flushes that fetched something */
+    int n_fetches;           /* fetches of kept statistics */
     float scale_inv[2];
     float *fa, *fb; /* GEMM operands as FP32 */
     uint8_t *tiled[2];  /* per side: block scales in cuBLASLt's tiled layout */
-    int kinds[4];       /* GEMMs run, by QPL_* kind */
+    int kinds[QPL_KIND_COUNT]; /* GEMMs run, by QPL_* kind */
     int n_amax;         /* amax operations (data parallelism) */
 } host;
 
 #define H ((host *)x)
+
+static const char *h_error(void *x) { return H->err; }
 
 static int h_transpose(void *x, const float *src, float *dst, int r, int c)
 {
@@ -74,8 +84,9 @@ static int h_copy(void *x, float *dst, const float *src, int64_t n)
 }
 static int h_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
-    (void)x;
-    return qp_rht(d, rows, cols, n, seed);
+    if (!qp_rht(d, rows, cols, n, seed)) return 0;
+    snprintf(H->err, sizeof H->err, "no %d-point RHT over %d columns", n, cols);
+    return -1;
 }
 static void put_stats(host *h, int side, const qp_qstats *qs)
 {
@@ -89,7 +100,10 @@ static int h_qdq(void *x, qp_fmt fmt, const float *in, float *y, uint16_t *y_bf1
                  const qp_qopts *o, int side)
 {
     qp_qstats qs;
-    qp_qdq(fmt, in, y, rows, cols, o, &qs);
+    if (qp_qdq(fmt, in, y, rows, cols, o, &qs)) {
+        snprintf(H->err, sizeof H->err, "no format %d", (int)fmt);
+        return -1;
+    }
     for (int64_t i = 0; y_bf16 && i < (int64_t)rows * cols; i++) y_bf16[i] = (uint16_t)(qp_f32_bits(y[i]) >> 16);
     put_stats(H, side, &qs);
     return 0;
@@ -139,7 +153,7 @@ static int h_reduce(void *x, const float *in, const float *y, const uint8_t *cod
 }
 static int h_keep(void *x, int side, int slot)
 {
-    if (slot < 0 || slot >= MAXKEPT || slot >= H->st->max_pending) return -1;
+    if (slot < 0 || slot >= MAXKEPT) return -1;
     H->kept[slot] = H->stats[side];
     return 0;
 }
@@ -159,16 +173,19 @@ static int h_amax(void *x, const float *in, int64_t n, float *out)
 }
 /* rows x K operand as FP32 values (block formats: element x block scale x
  * tensor decode scale, the scales read back from the tiled layout) */
-static int to_f32(const qp_cublt_operand *o, float *dst, int64_t rows, int64_t K)
+static int to_f32(const qp_linear_operand *o, float *dst, int64_t rows, int64_t K)
 {
     const int64_t n = rows * K;
-    if (o->type == QP_CUBLT_MXFP8 || o->type == QP_CUBLT_NVFP4) {
-        const int mx = o->type == QP_CUBLT_MXFP8, bc = mx ? 32 : 16;
+    if (o->trans || o->kscale) return -1; /* the GPU's operands are rows x K, never K-chunked */
+    switch (o->type) {
+    case QP_LOP_MXFP8:
+    case QP_LOP_NVFP4: {
+        const int mx = o->type == QP_LOP_MXFP8, bc = mx ? 32 : 16;
         const int64_t sc = K / bc;
         uint8_t *plain = malloc((size_t)(rows * sc) + 1);
-        if (!o->d_block_scales || qp_scale_unswizzle(o->d_block_scales, rows, sc, plain)) return -1;
-        const uint8_t *c = o->d_data;
-        const float sinv = o->d_scale_inv ? *o->d_scale_inv : 1.0f;
+        if (!o->block_scales || qp_scale_unswizzle(o->block_scales, rows, sc, plain)) return free(plain), -1;
+        const uint8_t *c = o->data;
+        const float sinv = o->scale_inv_ptr ? *o->scale_inv_ptr : 1.0f;
         for (int64_t r = 0; r < rows; r++)
             for (int64_t k = 0; k < K; k++) {
                 const uint8_t s8 = plain[r * sc + k / bc];
@@ -180,39 +197,48 @@ static int to_f32(const qp_cublt_operand *o, float *dst, int64_t rows, int64_t K
         free(plain);
         return 0;
     }
-    for (int64_t i = 0; i < n; i++) {
-        switch (o->type) {
-        case QP_CUBLT_F32: dst[i] = ((const float *)o->d_data)[i]; break;
-        case QP_CUBLT_BF16: dst[i] = qp_bf16_to_f32(((const uint16_t *)o->d_data)[i]); break;
-        case QP_CUBLT_E4M3:
-        case QP_CUBLT_E5M2:
-            dst[i] = decode(o->d_data, o->type == QP_CUBLT_E5M2, i) * (o->d_scale_inv ? *o->d_scale_inv : 1.0f);
-            break;
-        default: return -1;
-        }
+    case QP_LOP_F32:
+        for (int64_t i = 0; i < n; i++) dst[i] = ((const float *)o->data)[i];
+        return 0;
+    case QP_LOP_BF16:
+        for (int64_t i = 0; i < n; i++) dst[i] = qp_bf16_to_f32(((const uint16_t *)o->data)[i]);
+        return 0;
+    case QP_LOP_E4M3:
+    case QP_LOP_E5M2:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = decode(o->data, o->type == QP_LOP_E5M2, i) * (o->scale_inv_ptr ? *o->scale_inv_ptr : 1.0f);
+        return 0;
+    case QP_LOP_F32_BF16: /* the CPU's form: never the GPU's */
+    case QP_LOP_COUNT: break;
     }
-    return 0;
+    return -1;
 }
-static int h_gemm(void *x, const qp_cublt_operand *A, const qp_cublt_operand *B, float *D, int M, int N, int K,
+
+/* cuBLASLt's rules on operand pairs (qp_cublaslt.h): one type class, FP8 with
+ * both scale pointers, block formats with block scales and K % 32 == 0. */
+static int h_gemm(void *x, const qp_linear_operand *A, const qp_linear_operand *B, float *D, int M, int N, int K,
                   float alpha, float beta)
 {
-    const int fp8 = A->type == QP_CUBLT_E4M3 || A->type == QP_CUBLT_E5M2;
-    const int bclass = B->type == QP_CUBLT_E4M3 || B->type == QP_CUBLT_E5M2;
-    if (fp8 != bclass || (!fp8 && A->type != B->type) || (fp8 && (!A->d_scale_inv || !B->d_scale_inv)) ||
-        (A->type == QP_CUBLT_NVFP4 && (!A->d_scale_inv || !B->d_scale_inv)) ||
-        ((A->type == QP_CUBLT_MXFP8 || A->type == QP_CUBLT_NVFP4) && (K % 32 || !A->d_block_scales ||
-                                                                     !B->d_block_scales))) {
-        snprintf(H->st->err, sizeof H->st->err, "GEMM of types %d x %d (%dx%dx%d)", (int)A->type, (int)B->type, M, N,
-                 K);
+    const int fp8 = A->type == QP_LOP_E4M3 || A->type == QP_LOP_E5M2;
+    const int bclass = B->type == QP_LOP_E4M3 || B->type == QP_LOP_E5M2;
+    if (fp8 != bclass || (!fp8 && A->type != B->type) || (fp8 && (!A->scale_inv_ptr || !B->scale_inv_ptr)) ||
+        (A->type == QP_LOP_NVFP4 && (!A->scale_inv_ptr || !B->scale_inv_ptr)) ||
+        ((A->type == QP_LOP_MXFP8 || A->type == QP_LOP_NVFP4) && (K % 32 || !A->block_scales || !B->block_scales))) {
+        snprintf(H->err, sizeof H->err, "GEMM of types %d x %d (%dx%dx%d)", (int)A->type, (int)B->type, M, N, K);
         return -1;
     }
-    H->kinds[A->type == QP_CUBLT_MXFP8 ? QPL_MXFP8 : A->type == QP_CUBLT_NVFP4 ? QPL_NVFP4 : fp8 ? QPL_FP8 : QPL_EMULATED]++;
-    if (to_f32(A, H->fa, M, K) || to_f32(B, H->fb, N, K)) return -1;
+    const int kind = A->type == QP_LOP_MXFP8 ? QPL_MXFP8 : A->type == QP_LOP_NVFP4 ? QPL_NVFP4 : fp8 ? QPL_FP8
+                   : A->type == QP_LOP_F32 ? QPL_F32 : QPL_EMULATED;
+    H->kinds[kind]++;
+    if (to_f32(A, H->fa, M, K) || to_f32(B, H->fb, N, K)) {
+        snprintf(H->err, sizeof H->err, "GEMM operands of %dx%dx%d unreadable", M, N, K);
+        return -1;
+    }
     /* BF16 and FP32 operands' decode scales are folded into alpha on the
      * device, as qp_cublt_gemm's alpha kernel does: alpha * (sA * sB) */
-    if ((A->type == QP_CUBLT_BF16 || A->type == QP_CUBLT_F32) && (A->d_scale_inv || B->d_scale_inv))
-        alpha = alpha * ((A->d_scale_inv ? *A->d_scale_inv : 1.0f) * (B->d_scale_inv ? *B->d_scale_inv : 1.0f));
-    return qp_gemm_run(H->gemm, H->fa, 0, H->fb, 0, D, M, N, K, alpha, beta != 0.0f, A->type == QP_CUBLT_BF16);
+    if ((A->type == QP_LOP_BF16 || A->type == QP_LOP_F32) && (A->scale_inv_ptr || B->scale_inv_ptr))
+        alpha = alpha * ((A->scale_inv_ptr ? *A->scale_inv_ptr : 1.0f) * (B->scale_inv_ptr ? *B->scale_inv_ptr : 1.0f));
+    return qp_gemm_run(H->gemm, H->fa, 0, H->fb, 0, D, M, N, K, alpha, beta != 0.0f, A->type == QP_LOP_BF16);
 }
 static int h_bias_add(void *x, float *Y, const float *b, int M, int N)
 {
@@ -227,23 +253,6 @@ static int h_bias_grad(void *x, float *db, const float *dY, int M, int N)
     return 0;
 }
 #undef H
-
-static qpl_ops host_ops(host *h)
-{
-    return (qpl_ops){.ctx = h, .transpose = h_transpose, .transpose_u8 = h_transpose_u8, .copy = h_copy,
-                     .rht = h_rht, .qdq = h_qdq, .quantize = h_quantize, .to_bf16 = h_to_bf16,
-                     .reduce = h_reduce, .keep = h_keep, .fetch_kept = h_fetch_kept,
-                     .scale_inv_ptr = h_scale_inv_ptr, .gemm = h_gemm, .bias_add = h_bias_add,
-                     .bias_grad = h_bias_grad, .amax = h_amax, .block_scales_ptr = h_block_scales_ptr};
-}
-
-/* The pass state's kept-statistics lists (the device's are the ops' own). */
-static void pending_alloc(qpl_state *st, int max_pending)
-{
-    st->max_pending = max_pending;
-    st->pending = calloc((size_t)max_pending, sizeof *st->pending);
-    st->kept = calloc((size_t)max_pending, sizeof *st->kept);
-}
 
 /* ---- records ------------------------------------------------------------------- */
 
@@ -292,25 +301,59 @@ static float *randv(int64_t n, float s)
     return v;
 }
 
-/* Not NULL: run() uses this plan for every layer instead of the recipe's
- * (formats and RHT sizes no recipe name reaches yet). */
-static const qp_linear_plan *g_plan;
+/* The GPU side of one test: host primitives, the GPU's operations over
+ * them (qpl_device), installed into a dispatch. */
+typedef struct {
+    host h;
+    qpl_device dv;
+    float *tbuf[2], *ybuf[2];
+    uint16_t *bbuf[2];
+} gpu_side;
+
+/* max_kept: the kept list's length (0: the GPU backend's, which a
+ * micro-batch never overfills). */
+static void gpu_setup(gpu_side *g, qp_linear *lin, qp_gemm *gemm, int64_t max_elems, int cc, int n_layers,
+                      int max_kept)
+{
+    memset(g, 0, sizeof *g);
+    g->h.gemm = gemm, g->h.scale_inv[0] = g->h.scale_inv[1] = 1.0f;
+    g->h.fa = malloc(max_elems * sizeof(float)), g->h.fb = malloc(max_elems * sizeof(float));
+    for (int s = 0; s < 2; s++) {
+        g->tbuf[s] = malloc(max_elems * sizeof(float));
+        g->ybuf[s] = malloc(max_elems * sizeof(float));
+        g->bbuf[s] = malloc(max_elems * sizeof(uint16_t));
+    }
+    const qpl_prims pr = {.ctx = &g->h, .error = h_error, .transpose = h_transpose, .transpose_u8 = h_transpose_u8,
+                          .copy = h_copy, .rht = h_rht, .qdq = h_qdq, .quantize = h_quantize, .to_bf16 = h_to_bf16,
+                          .reduce = h_reduce, .keep = h_keep, .fetch_kept = h_fetch_kept,
+                          .scale_inv_ptr = h_scale_inv_ptr, .block_scales_ptr = h_block_scales_ptr, .amax = h_amax,
+                          .gemm = h_gemm, .bias_add = h_bias_add, .bias_grad = h_bias_grad};
+    const int kept = max_kept ? max_kept : qp_linear_max_kept(n_layers);
+    CHECK(kept <= MAXKEPT && qpl_device_init(&g->dv, &pr, g->tbuf, g->ybuf, g->bbuf, max_elems, kept) == 0,
+          "kept list of %d", kept);
+    qp_linear_gemm_set gemms;
+    qp_linear_gemms(lin, &gemms);
+    qpl_set_device(&g->dv, &gemms, cc, 0);
+    qp_linear_set_ops(lin, &g->dv.ops);
+}
+
+static void gpu_free(gpu_side *g)
+{
+    qpl_device_free(&g->dv);
+    free(g->h.tiled[0]), free(g->h.tiled[1]), free(g->h.fa), free(g->h.fb);
+    for (int s = 0; s < 2; s++) free(g->tbuf[s]), free(g->ybuf[s]), free(g->bbuf[s]);
+}
 
 /* cc: the fake GPU's compute capability (0: none, every GEMM emulated);
- * expect: the path name qpl_set_device must give; max_pending: the kept
- * list's length (0: the GPU dispatch's, which a micro-batch never fills). */
-static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char *expect, int max_pending)
+ * expect: the path name qpl_set_device must give; max_kept: the GPU's kept
+ * list (0: the backend's). */
+static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char *expect, int max_kept)
 {
     const int native = cc > 0;
     const int L = 3;
-    char err[256];
-    qp_recipe recipe;
-    CHECK(qp_recipe_parse(g_plan ? "fp32" : spec, &recipe, err, sizeof err) == 0, "%s", err);
-    if (g_plan) {
-        recipe.plan = *g_plan;
-        recipe.bf16_first = recipe.bf16_last = 0;
-        snprintf(recipe.spec, sizeof recipe.spec, "%s", spec);
-    }
+    char err[512];
+    static qp_recipe recipe;
+    CHECK(qp_recipe_parse(spec, &recipe, err, sizeof err) == 0, "%s", err);
     static rec rref, rown;
     memset(&rref, 0, sizeof rref);
     memset(&rown, 0, sizeof rown);
@@ -320,27 +363,13 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
                               .on_event = on_event, .on_qerr = on_qerr, .user = &rref};
     qp_linear_cfg co = cr;
     co.user = &rown;
-    qp_linear *ref = qp_linear_create(&cr, err, sizeof err), *states = qp_linear_create(&co, err, sizeof err);
-    CHECK(gemm && ref && states, "%s", err);
-    qpl_state st;
-    memset(&st, 0, sizeof st);
-    st.cfg = co;
-    st.host = states;
-    st.plans = calloc(L, sizeof *st.plans);
-    for (int l = 0; l < L; l++) st.plans[l] = qp_recipe_plan(&recipe, l, L);
-    for (int s = 0; s < 2; s++) {
-        st.tbuf[s] = malloc(max_elems * sizeof(float));
-        st.ybuf[s] = malloc(max_elems * sizeof(float));
-        st.bbuf[s] = malloc(max_elems * sizeof(uint16_t));
-    }
-    pending_alloc(&st, max_pending ? max_pending : 6 * QP_GEMM_COUNT * L + 64);
-    qpl_set_device(&st, cc, 0);
-    CHECK(!strcmp(st.path, expect), "%s on cc %d: path %s, expected %s", spec, cc, st.path, expect);
-    host h;
-    memset(&h, 0, sizeof h);
-    h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
-    h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
-    const qpl_ops ops = host_ops(&h);
+    qp_linear *ref = qp_linear_create(&cr, err, sizeof err), *dev = qp_linear_create(&co, err, sizeof err);
+    CHECK(gemm && ref && dev, "%s", err);
+    if (!gemm || !ref || !dev) return;
+    gpu_side gs;
+    gpu_setup(&gs, dev, gemm, max_elems, cc, L, max_kept);
+    host *h = &gs.h;
+    CHECK(!strcmp(gs.dv.path, expect), "%s on cc %d: path %s, expected %s", spec, cc, gs.dv.path, expect);
     float *W = randv((int64_t)OC * IC, 0.05f), *b = randv(OC, 0.1f);
     float *Y0 = malloc(sizeof(float) * M * OC), *Y1 = malloc(sizeof(float) * M * OC);
     float *dX0 = calloc((size_t)M * IC, sizeof(float)), *dX1 = calloc((size_t)M * IC, sizeof(float));
@@ -349,11 +378,10 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
     char what[96];
     for (int64_t step = 0; step < 3; step++) {
         qp_linear_begin_step(ref, step, step != 1);
-        qp_linear_begin_step(states, step, step != 1);
-        st.step = step, st.micro = 0, st.log_qerr = step != 1;
+        qp_linear_begin_step(dev, step, step != 1);
         for (int micro = 0; micro < 2; micro++) {
             qp_linear_begin_micro(ref, micro);
-            st.micro = micro;
+            qp_linear_begin_micro(dev, micro);
             float *X = randv((int64_t)M * IC, 1.0f + step), *dY = randv((int64_t)M * OC, 0.01f * (1 + micro));
             if (step == 2 && micro == 1) X[5] = 3000.0f; /* an outlier: saturation, a scale change */
             for (int layer = 0; layer < L; layer++)
@@ -361,26 +389,30 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
                     snprintf(what, sizeof what, "step %lld micro %d layer %d %s", (long long)step, micro, layer,
                              qp_gemm_name((qp_gemm_id)g));
                     const int r0 = qp_linear_forward(ref, layer, (qp_gemm_id)g, Y0, X, W, b, M, IC, OC);
-                    const int r1 = qpl_forward(&st, &ops, layer, (qp_gemm_id)g, Y1, X, W, b, M, IC, OC);
-                    CHECK(r0 == 0 && r1 == 0, "%s %s forward: %s / %s", spec, what, qp_linear_error(ref), st.err);
+                    const int r1 = qp_linear_forward(dev, layer, (qp_gemm_id)g, Y1, X, W, b, M, IC, OC);
+                    CHECK(r0 == 0 && r1 == 0, "%s %s forward: %s / %s", spec, what, qp_linear_error(ref),
+                          qp_linear_error(dev));
                     close_to("Y", what, Y0, Y1, (int64_t)M * OC);
                     const int s0 = qp_linear_backward(ref, layer, (qp_gemm_id)g, dX0, dW0, db0, dY, X, W, M, IC, OC);
-                    const int s1 = qpl_backward(&st, &ops, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, W, M, IC, OC);
-                    CHECK(s0 == 0 && s1 == 0, "%s %s backward: %s / %s", spec, what, qp_linear_error(ref), st.err);
+                    const int s1 = qp_linear_backward(dev, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, W, M, IC, OC);
+                    CHECK(s0 == 0 && s1 == 0, "%s %s backward: %s / %s", spec, what, qp_linear_error(ref),
+                          qp_linear_error(dev));
                 }
-            char full[160];
-            snprintf(full, sizeof full, "%s%s%s", spec, native ? " " : "", native ? st.path : "");
+            char full[300];
+            snprintf(full, sizeof full, "%s%s%s", spec, native ? " " : "", native ? gs.dv.path : "");
             close_to("dX", full, dX0, dX1, (int64_t)M * IC);
             close_to("dW", full, dW0, dW1, (int64_t)OC * IC);
             close_to("db", full, db0, db1, OC);
             free(X), free(dY);
             /* as the GPU backend: the kept statistics applied once per micro-batch */
-            CHECK(qpl_flush(&st, &ops) == 0, "%s flush: %s", spec, st.err);
+            CHECK(qp_linear_flush(dev) == 0, "%s flush: %s", spec, qp_linear_error(dev));
         }
     }
-    /* a micro-batch's statistics fit the GPU's list: one fetch per micro-batch at most */
-    CHECK(max_pending ? h.n_fetches > 6 || rown.n + rown.nev == 0 : h.n_fetches <= 6,
-          "%s: %d fetches of kept statistics over 6 micro-batches (list of %d)", spec, h.n_fetches, st.max_pending);
+    /* a micro-batch's statistics fit the backend's list: one fetch per
+     * micro-batch at most; a list of 3 is fetched mid-pass */
+    CHECK(max_kept ? h->n_fetches > 6 || rown.n + rown.nev == 0 : h->n_fetches <= 6,
+          "%s: %d fetches of kept statistics over 6 micro-batches (list of %d)", spec, h->n_fetches,
+          gs.dv.ops.max_kept);
     /* the LM head: FP32, transposed operands through tbuf */
     {
         const int V = 40, C = 24;
@@ -389,10 +421,10 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
         float *dXh0 = calloc((size_t)M * C, sizeof(float)), *dXh1 = calloc((size_t)M * C, sizeof(float));
         float *dWh0 = calloc((size_t)V * C, sizeof(float)), *dWh1 = calloc((size_t)V * C, sizeof(float));
         CHECK(qp_linear_forward(ref, L, QP_GEMM_HEAD, Yh0, Xh, Wh, NULL, M, C, V) == 0 &&
-                  qpl_forward(&st, &ops, L, QP_GEMM_HEAD, Yh1, Xh, Wh, NULL, M, C, V) == 0 &&
+                  qp_linear_forward(dev, L, QP_GEMM_HEAD, Yh1, Xh, Wh, NULL, M, C, V) == 0 &&
                   qp_linear_backward(ref, L, QP_GEMM_HEAD, dXh0, dWh0, NULL, dYh, Xh, Wh, M, C, V) == 0 &&
-                  qpl_backward(&st, &ops, L, QP_GEMM_HEAD, dXh1, dWh1, NULL, dYh, Xh, Wh, M, C, V) == 0,
-              "%s head: %s", spec, st.err);
+                  qp_linear_backward(dev, L, QP_GEMM_HEAD, dXh1, dWh1, NULL, dYh, Xh, Wh, M, C, V) == 0,
+              "%s head: %s", spec, qp_linear_error(dev));
         close_to("head Y", spec, Yh0, Yh1, (int64_t)M * V);
         close_to("head dX", spec, dXh0, dXh1, (int64_t)M * C);
         close_to("head dW", spec, dWh0, dWh1, (int64_t)V * C);
@@ -402,7 +434,7 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
     for (int layer = 0; layer < L; layer++)
         for (int g = 0; g < 4; g++)
             for (int o = 0; o < QP_OPND_COUNT; o++) {
-                const qp_scaling_state *a = qp_linear_scaling(ref, layer, g, o), *c = qp_linear_scaling(states, layer, g, o);
+                const qp_scaling_state *a = qp_linear_scaling(ref, layer, g, o), *c = qp_linear_scaling(dev, layer, g, o);
                 CHECK(qp_same_float(a->scale, c->scale) && qp_same_float(a->last_scale, c->last_scale) &&
                           a->n_updates == c->n_updates && a->hist_count == c->hist_count,
                       "%s: scaling state of layer %d %s %s: scale %g / %g, last %g / %g, updates %lld / %lld", spec,
@@ -411,11 +443,11 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
             }
     int64_t e0[QP_EV_COUNT], e1[QP_EV_COUNT];
     qp_linear_event_counts(ref, e0);
-    qp_linear_event_counts(states, e1);
+    qp_linear_event_counts(dev, e1);
     CHECK(!memcmp(e0, e1, sizeof e0) && rref.nev == rown.nev, "%s: events %lld/%lld/%lld/%lld vs %lld/%lld/%lld/%lld",
           spec, (long long)e0[0], (long long)e0[1], (long long)e0[2], (long long)e0[3], (long long)e1[0],
           (long long)e1[1], (long long)e1[2], (long long)e1[3]);
-    CHECK(rref.n == rown.n, "%s: %d qerr rows on the CPU, %d in the pass", spec, rref.n, rown.n);
+    CHECK(rref.n == rown.n, "%s: %d qerr rows on the CPU, %d on the GPU's operations", spec, rref.n, rown.n);
     for (int i = 0; i < rref.n && i < rown.n; i++) {
         const qp_qerr_row *a = &rref.q[i], *c = &rown.q[i];
         CHECK(a->step == c->step && a->layer == c->layer && !strcmp(a->gemm, c->gemm) &&
@@ -426,19 +458,21 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
               a->gemm, a->operand, a->pass, a->rel_l2, c->rel_l2, a->sat_frac, c->sat_frac, a->zero_frac,
               c->zero_frac, a->amax, c->amax);
     }
-    /* the GEMMs ran as the path says: native kinds only on a native path */
-    const int want = !strcmp(st.path, "fp8-native") ? QPL_FP8 : !strcmp(st.path, "mxfp8-native") ? QPL_MXFP8
-                   : !strcmp(st.path, "nvfp4-native") ? QPL_NVFP4 : QPL_EMULATED;
-    for (int k = 1; k < 4; k++)
-        CHECK(k == want ? h.kinds[k] > 0 || (M % 16 || IC % 32 || OC % 32) : h.kinds[k] == 0,
-              "%s on cc %d: %d GEMMs of kind %d", spec, cc, h.kinds[k], k);
-    printf("%-28s cc %3d %-14s: %d qerr rows, %d events, GEMMs %d emulated / %d fp8 / %d mxfp8 / %d nvfp4, "
-           "outputs match\n", spec, cc, st.path, rown.n, rown.nev, h.kinds[0], h.kinds[1], h.kinds[2], h.kinds[3]);
-    free(h.tiled[0]), free(h.tiled[1]);
+    /* the GEMMs ran as the path says: its native kind ran, and only native
+     * kinds the GPU has (a block-scaling GPU runs both MXFP8 and NVFP4) */
+    const int want = !strcmp(gs.dv.path, "fp8-native") ? QPL_FP8 : !strcmp(gs.dv.path, "mxfp8-native") ? QPL_MXFP8
+                   : !strcmp(gs.dv.path, "nvfp4-native") ? QPL_NVFP4 : QPL_EMULATED;
+    for (int k = QPL_FP8; k <= QPL_NVFP4; k++) {
+        const int allowed = k == QPL_FP8 ? gs.dv.fp8_native : gs.dv.block_native;
+        CHECK(k == want ? h->kinds[k] > 0 || (M % 16 || IC % 32 || OC % 32) : allowed || h->kinds[k] == 0,
+              "%s on cc %d: %d GEMMs of kind %d", spec, cc, h->kinds[k], k);
+    }
+    printf("%-34s cc %3d %-14s: %4d qerr rows, %3d events, GEMMs %d emulated / %d fp32 / %d fp8 / %d mxfp8 / %d "
+           "nvfp4, outputs match\n", spec, cc, gs.dv.path, rown.n, rown.nev, h->kinds[QPL_EMULATED],
+           h->kinds[QPL_F32], h->kinds[QPL_FP8], h->kinds[QPL_MXFP8], h->kinds[QPL_NVFP4]);
+    gpu_free(&gs);
     free(W), free(b), free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
-    for (int s = 0; s < 2; s++) free(st.tbuf[s]), free(st.ybuf[s]), free(st.bbuf[s]);
-    free(st.plans), free(h.fa), free(h.fb), free(st.pending), free(st.kept);
-    qp_linear_destroy(ref), qp_linear_destroy(states);
+    qp_linear_destroy(ref), qp_linear_destroy(dev);
     qp_gemm_destroy(gemm);
 }
 
@@ -489,7 +523,7 @@ typedef struct {
     world *wref, *wpass;
     /* results (checked by the main thread) */
     double worst;
-    int failed, state_bad, events_bad, kinds[4];
+    int failed, state_bad, events_bad, kinds[QPL_KIND_COUNT];
     float scales[3 * 4 * QP_OPND_COUNT];
     char msg[600];
 } dp_job;
@@ -512,70 +546,54 @@ static void *dp_rank(void *arg)
 {
     dp_job *j = arg;
     const int L = 3, M = j->M, IC = j->IC, OC = j->OC;
-    char err[256];
-    qp_recipe recipe;
-    if (qp_recipe_parse(j->spec, &recipe, err, sizeof err)) {
+    char err[512];
+    qp_recipe *recipe = malloc(sizeof *recipe);
+    if (!recipe || qp_recipe_parse(j->spec, recipe, err, sizeof err)) {
         j->failed = 1;
-        snprintf(j->msg, sizeof j->msg, "%s", err);
+        snprintf(j->msg, sizeof j->msg, "%s", recipe ? err : "out of memory");
+        free(recipe);
         return NULL;
     }
     qp_gemm *gemm = qp_gemm_create(err, sizeof err);
     const int64_t max_elems = (int64_t)(M > OC ? M : OC) * (IC > OC ? IC : OC);
     rank_user uref = {j->wref, j->rank}, upass = {j->wpass, j->rank};
-    const qp_linear_cfg cr = {.n_layers = L, .max_elems = max_elems, .seed = 99, .recipe = &recipe, .gemm = gemm,
+    const qp_linear_cfg cr = {.n_layers = L, .max_elems = max_elems, .seed = 99, .recipe = recipe, .gemm = gemm,
                               .dp_rank = j->rank, .dp_size = 2, .reduce_max = w_max, .reduce_sum = w_sum,
                               .reduce_user = &uref};
     qp_linear_cfg co = cr;
     co.reduce_user = &upass;
-    qp_linear *ref = qp_linear_create(&cr, err, sizeof err), *states = qp_linear_create(&co, err, sizeof err);
-    qpl_state st;
-    memset(&st, 0, sizeof st);
-    st.cfg = co;
-    st.host = states;
-    st.plans = calloc(L, sizeof *st.plans);
-    for (int l = 0; l < L; l++) st.plans[l] = qp_recipe_plan(&recipe, l, L);
-    for (int s = 0; s < 2; s++) {
-        st.tbuf[s] = malloc(max_elems * sizeof(float));
-        st.ybuf[s] = malloc(max_elems * sizeof(float));
-        st.bbuf[s] = malloc(max_elems * sizeof(uint16_t));
-    }
-    pending_alloc(&st, 6 * QP_GEMM_COUNT * L + 64);
-    qpl_set_device(&st, j->cc, 0);
-    host h;
-    memset(&h, 0, sizeof h);
-    h.st = &st, h.gemm = gemm, h.scale_inv[0] = h.scale_inv[1] = 1.0f;
-    h.fa = malloc(max_elems * sizeof(float)), h.fb = malloc(max_elems * sizeof(float));
-    const qpl_ops ops = host_ops(&h);
+    qp_linear *ref = qp_linear_create(&cr, err, sizeof err), *dev = qp_linear_create(&co, err, sizeof err);
+    gpu_side gs;
+    gpu_setup(&gs, dev, gemm, max_elems, j->cc, L, 0);
     float *Y0 = malloc(sizeof(float) * M * OC), *Y1 = malloc(sizeof(float) * M * OC);
     float *dX0 = calloc((size_t)M * IC, sizeof(float)), *dX1 = calloc((size_t)M * IC, sizeof(float));
     float *dW0 = calloc((size_t)OC * IC, sizeof(float)), *dW1 = calloc((size_t)OC * IC, sizeof(float));
     float *db0 = calloc(OC, sizeof(float)), *db1 = calloc(OC, sizeof(float));
     for (int64_t step = 0; step < DP_STEPS && !j->failed; step++) {
         qp_linear_begin_step(ref, step, 0);
-        qp_linear_begin_step(states, step, 0);
-        st.step = step, st.micro = 0, st.log_qerr = 0;
+        qp_linear_begin_step(dev, step, 0);
         for (int micro = 0; micro < 2 && !j->failed; micro++) {
             qp_linear_begin_micro(ref, micro);
-            st.micro = micro;
+            qp_linear_begin_micro(dev, micro);
             const float *X = j->X[step * 2 + micro] + (int64_t)j->rank * M * IC;
             const float *dY = j->dY[step * 2 + micro] + (int64_t)j->rank * M * OC;
             for (int layer = 0; layer < L && !j->failed; layer++)
                 for (int g = 0; g < 4; g++) {
                     if (qp_linear_forward(ref, layer, (qp_gemm_id)g, Y0, X, j->W, j->b, M, IC, OC) ||
-                        qpl_forward(&st, &ops, layer, (qp_gemm_id)g, Y1, X, j->W, j->b, M, IC, OC) ||
+                        qp_linear_forward(dev, layer, (qp_gemm_id)g, Y1, X, j->W, j->b, M, IC, OC) ||
                         qp_linear_backward(ref, layer, (qp_gemm_id)g, dX0, dW0, db0, dY, X, j->W, M, IC, OC) ||
-                        qpl_backward(&st, &ops, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, j->W, M, IC, OC)) {
+                        qp_linear_backward(dev, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, j->W, M, IC, OC)) {
                         /* the other rank may wait in a reduce: this one failing ends the test anyway */
                         j->failed = 1;
-                        snprintf(j->msg, sizeof j->msg, "%s / %s", qp_linear_error(ref), st.err);
+                        snprintf(j->msg, sizeof j->msg, "%s / %s", qp_linear_error(ref), qp_linear_error(dev));
                         break;
                     }
                     const double w = worst_rel(Y0, Y1, (int64_t)M * OC);
                     if (w > j->worst) j->worst = w;
                 }
-            if (!j->failed && qpl_flush(&st, &ops)) {
+            if (!j->failed && qp_linear_flush(dev)) {
                 j->failed = 1;
-                snprintf(j->msg, sizeof j->msg, "flush: %s", st.err);
+                snprintf(j->msg, sizeof j->msg, "flush: %s", qp_linear_error(dev));
             }
         }
     }
@@ -586,29 +604,30 @@ static void *dp_rank(void *arg)
     for (int layer = 0; layer < L; layer++)
         for (int g = 0; g < 4; g++)
             for (int o = 0; o < QP_OPND_COUNT; o++) {
-                const qp_scaling_state *a = qp_linear_scaling(ref, layer, g, o), *c = qp_linear_scaling(states, layer, g, o);
+                const qp_scaling_state *a = qp_linear_scaling(ref, layer, g, o), *c = qp_linear_scaling(dev, layer, g, o);
                 j->state_bad += !(qp_same_float(a->scale, c->scale) && qp_same_float(a->last_scale, c->last_scale) &&
                                   a->n_updates == c->n_updates && a->hist_count == c->hist_count);
                 j->scales[(layer * 4 + g) * QP_OPND_COUNT + o] = c->scale;
             }
     int64_t e0[QP_EV_COUNT], e1[QP_EV_COUNT];
     qp_linear_event_counts(ref, e0);
-    qp_linear_event_counts(states, e1);
+    qp_linear_event_counts(dev, e1);
     j->events_bad = memcmp(e0, e1, sizeof e0) != 0;
-    memcpy(j->kinds, h.kinds, sizeof h.kinds);
+    memcpy(j->kinds, gs.h.kinds, sizeof gs.h.kinds);
     free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
-    for (int s = 0; s < 2; s++) free(st.tbuf[s]), free(st.ybuf[s]), free(st.bbuf[s]);
-    free(st.plans), free(h.fa), free(h.fb), free(h.tiled[0]), free(h.tiled[1]), free(st.pending), free(st.kept);
-    qp_linear_destroy(ref), qp_linear_destroy(states);
+    gpu_free(&gs);
+    qp_linear_destroy(ref), qp_linear_destroy(dev);
     qp_gemm_destroy(gemm);
+    free(recipe);
     return NULL;
 }
 
 /* Two ranks of M tokens each: on every rank the pass gives what qp_linear's
  * data parallelism gives (outputs to 1e-5, scaling states and events
  * exactly), both ranks end with the same scaling states, and the amaxes went
- * through the reduce hooks as often in the pass as on the CPU. */
-static void run_dp(const char *spec, int cc, int M, int IC, int OC)
+ * through the reduce hooks as often in the pass as on the CPU. Returns how
+ * often (the GPU operations'). */
+static int run_dp(const char *spec, int cc, int M, int IC, int OC)
 {
     world wref, wpass;
     memset(&wref, 0, sizeof wref);
@@ -651,51 +670,76 @@ static void run_dp(const char *spec, int cc, int M, int IC, int OC)
     free(W), free(b);
     pthread_barrier_destroy(&wref.bar);
     pthread_barrier_destroy(&wpass.bar);
+    return wpass.calls;
 }
 
 /* The decisions alone: path names by recipe, cc and QP_CUDA_EMULATE, and the
  * kind of each GEMM by formats and shape. */
 static void test_decisions(void)
 {
+    /* kind: of block 0's fc fprop GEMM (64 x 128 x 256) */
     static const struct {
         const char *spec;
         int cc, emulate;
         const char *path;
+        int kind;
     } cases[] = {
-        {"fp32", 100, 0, "fp32"},          {"bf16", 100, 0, "bf16"},
-        {"fp8", 80, 0, "emulated-bf16"},   {"fp8", 89, 0, "fp8-native"},
-        {"fp8", 90, 1, "emulated-bf16"},   {"mxfp8", 90, 0, "emulated-bf16"},
-        {"mxfp8", 100, 0, "mxfp8-native"}, {"mxfp8", 100, 1, "emulated-bf16"},
-        {"nvfp4", 100, 0, "nvfp4-native"}, {"nvfp4", 120, 0, "nvfp4-native"},
-        {"nvfp4", 100, 1, "emulated-bf16"}, {"mxfp4", 100, 0, "emulated-bf16"},
+        {"fp32", 100, 0, "fp32", QPL_EMULATED},
+        {"bf16", 100, 0, "bf16", QPL_EMULATED},
+        {"fp8", 80, 0, "emulated-bf16", QPL_EMULATED},
+        {"fp8", 89, 0, "fp8-native", QPL_FP8},
+        {"fp8", 90, 1, "emulated-bf16", QPL_EMULATED},
+        {"mxfp8", 90, 0, "emulated-bf16", QPL_EMULATED},
+        {"mxfp8", 100, 0, "mxfp8-native", QPL_MXFP8},
+        {"mxfp8", 100, 1, "emulated-bf16", QPL_EMULATED},
+        {"nvfp4", 100, 0, "nvfp4-native", QPL_NVFP4},
+        {"nvfp4", 120, 0, "nvfp4-native", QPL_NVFP4},
+        {"nvfp4", 100, 1, "emulated-bf16", QPL_EMULATED},
+        {"mxfp4", 100, 0, "emulated-bf16", QPL_EMULATED},
+        {"fp8-current,wgrad:rht=16", 90, 0, "emulated-bf16", QPL_EMULATED}, /* FP8 with an RHT: not FP8-native */
+        {"fp8-current,w=nvfp4", 100, 0, "emulated-bf16", QPL_EMULATED},     /* E4M3 x NVFP4: emulated */
+        {"bf16,fprop=nvfp4,fc=mxfp8", 100, 0, "nvfp4-native", QPL_MXFP8},  /* both native, one name */
+        {"fp32,fprop.w=fp8-e4m3", 90, 0, "emulated-bf16", QPL_F32},        /* FP32 x E4M3: in FP32 */
+        {"bf16,x+dy=fp8-block,w=fp8-block-2d", 90, 0, "emulated-bf16", QPL_F32}, /* FP32 block scales: FP32 */
+        {"bf16,fprop.x=fp8-block", 100, 0, "emulated-bf16", QPL_F32},     /* and its BF16 partner too */
+        {"bf16,x+dy=fp8-block-pow2,w=fp8-block-2d-pow2", 90, 0, "emulated-bf16", QPL_EMULATED}, /* BF16-exact */
+        {"x+w+dy=mxfp8-rceil", 100, 0, "emulated-bf16", QPL_EMULATED},     /* native: mxfp8 by name only */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char err[256];
-        qp_recipe recipe;
+        char err[512];
+        static qp_recipe recipe;
         CHECK(qp_recipe_parse(cases[i].spec, &recipe, err, sizeof err) == 0, "%s", err);
-        qpl_state st;
-        memset(&st, 0, sizeof st);
-        st.cfg.n_layers = 2;
-        qp_linear_plan plans[2] = {qp_recipe_plan(&recipe, 0, 2), qp_recipe_plan(&recipe, 1, 2)};
-        st.plans = plans;
-        qpl_set_device(&st, cases[i].cc, cases[i].emulate);
-        CHECK(!strcmp(st.path, cases[i].path), "%s cc %d emulate %d: %s, expected %s", cases[i].spec, cases[i].cc,
-              cases[i].emulate, st.path, cases[i].path);
-        const int want = !strcmp(st.path, "fp8-native")     ? QPL_FP8
-                         : !strcmp(st.path, "mxfp8-native") ? QPL_MXFP8
-                         : !strcmp(st.path, "nvfp4-native") ? QPL_NVFP4
-                                                            : QPL_EMULATED;
-
-
-        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_FC, QP_OPND_X, QP_OPND_W, 64, 128, 256) == want,
-              "%s cc %d: kind of a 64x128x256 GEMM", cases[i].spec, cases[i].cc);
-        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_HEAD, QP_OPND_X, QP_OPND_W, 64, 128, 256) == QPL_EMULATED,
-              "%s: the head is never native", cases[i].spec);
-        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_FC, QP_OPND_X, QP_OPND_W, 64, 120, 256) == QPL_EMULATED,
+        qp_linear_plan plans[2 * QP_BLOCK_GEMMS];
+        CHECK(qp_recipe_resolve(&recipe, 2, 0, plans, err, sizeof err) == 0, "%s", err);
+        /* the pairs as a reader of the plans sees them */
+        qp_linear_gemm_set gemms;
+        memset(&gemms, 0, sizeof gemms);
+        for (int k = 0; k < 2 * QP_BLOCK_GEMMS; k++)
+            for (int p = 0; p < QP_PASS_COUNT; p++) {
+                const qp_use_plan *a = &plans[k].use[p][qp_pass_operand((qp_pass)p, 0)],
+                                  *b = &plans[k].use[p][qp_pass_operand((qp_pass)p, 1)];
+                gemms.pair[a->fmt][b->fmt] = 1;
+                gemms.any_rht |= a->rht > 0;
+            }
+        qpl_device d;
+        memset(&d, 0, sizeof d);
+        qpl_set_device(&d, &gemms, cases[i].cc, cases[i].emulate);
+        CHECK(!strcmp(d.path, cases[i].path), "%s cc %d emulate %d: %s, expected %s", cases[i].spec, cases[i].cc,
+              cases[i].emulate, d.path, cases[i].path);
+        const qp_use_plan *u = plans[QP_GEMM_FC].use[QP_PASS_FPROP];
+        const qp_fmt fx = u[QP_OPND_X].fmt, fw = u[QP_OPND_W].fmt;
+        const int k = cases[i].kind;
+        CHECK(qpl_gemm_kind(&d, fx, fw, 64, 128, 256) == k, "%s cc %d: kind %d of a 64x128x256 GEMM, expected %d",
+              cases[i].spec, cases[i].cc, qpl_gemm_kind(&d, fx, fw, 64, 128, 256), k);
+        CHECK(qpl_gemm_kind(&d, fx, fw, 64, 120, 256) == (k == QPL_F32 ? QPL_F32 : QPL_EMULATED),
               "%s: N = 120 is not native", cases[i].spec);
-        CHECK(qpl_gemm_kind(&st, 0, QP_GEMM_FC, QP_OPND_X, QP_OPND_W, 64, 128, 48) ==
-                  (want == QPL_FP8 ? QPL_FP8 : QPL_EMULATED),
+        CHECK(qpl_gemm_kind(&d, fx, fw, 64, 128, 48) == (k == QPL_FP8 || k == QPL_F32 ? k : QPL_EMULATED),
               "%s: K = 48 is native for FP8 only", cases[i].spec);
+        CHECK(qpl_gemm_kind(&d, QP_FMT_FP32, QP_FMT_FP32, 64, 128, 256) == QPL_EMULATED,
+              "%s: FP32 x FP32 (the head) is plain", cases[i].spec);
+        CHECK(qpl_gemm_kind(&d, QP_FMT_FP32, QP_FMT_NVFP4, 64, 128, 256) == QPL_F32 &&
+                  qpl_gemm_kind(&d, QP_FMT_FP8_E4M3, QP_FMT_FP32, 64, 128, 256) == QPL_F32,
+              "%s: a quantized operand meeting an FP32 one runs in FP32", cases[i].spec);
     }
 }
 
@@ -724,37 +768,39 @@ int main(void)
     run_kept("fp8", 0, 32, 48, 64, "emulated-bf16", 3);
     run_kept("fp8", 90, 32, 48, 64, "fp8-native", 3);
     run_kept("nvfp4", 100, 32, 64, 96, "nvfp4-native", 3);
-    /* Plans of the new formats (emulated on every GPU): FP8 blocks with FP32
-     * scales run an FP32 GEMM of the scaled values on the GPU against the
-     * CPU's K-chunked GEMM (contractions above 128), the others the BF16
-     * emulation; RHT sizes from the plan. */
-    static const struct {
-        const char *what;
-        qp_fmt x, w, dy;
-        int rht_n, M;
-    } plans[] = {
-        {"fp8-block plan", QP_FMT_FP8_BLOCK, QP_FMT_FP8_BLOCK_2D, QP_FMT_FP8_BLOCK, 0, 160},
-        {"fp8-block x, mxfp8 w plan", QP_FMT_FP8_BLOCK, QP_FMT_MXFP8, QP_FMT_FP8_E5M2, 0, 160},
-        {"fp8-block-pow2 plan", QP_FMT_FP8_BLOCK_POW2, QP_FMT_FP8_BLOCK_2D_POW2, QP_FMT_FP8_BLOCK_POW2, 0, 160},
-        {"mxfp6/4o6/rceil plan", QP_FMT_MXFP6_E2M3, QP_FMT_NVFP4_4O6, QP_FMT_MXFP4_RCEIL, 0, 64},
-        {"nvfp4 rht 128 plan", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 128, 128},
-    };
-    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
-        qp_linear_plan p;
-        memset(&p, 0, sizeof p);
-        p.fmt[QP_OPND_X] = plans[i].x, p.fmt[QP_OPND_W] = plans[i].w, p.fmt[QP_OPND_DY] = plans[i].dy;
-        p.rht_wgrad = plans[i].rht_n > 0, p.rht_n = plans[i].rht_n;
-        p.scaling = QP_SCALING_CURRENT;
-        g_plan = &p;
-        run(plans[i].what, 0, plans[i].M, 192, 144, "emulated-bf16");
-        g_plan = NULL;
-    }
+    run_kept("bf16,wgrad=fp8-e4m3:delayed", 90, 32, 64, 96, "fp8-native", 3);
+    /* the new formats (emulated on every GPU): FP8 blocks with FP32 scales
+     * run an FP32 GEMM of the scaled values against the CPU's K-chunked GEMM
+     * (contractions above 128), the others the BF16 emulation; RHT sizes
+     * from the recipe */
+    run("bf16,x+dy=fp8-block,w=fp8-block-2d", 0, 160, 192, 144, "emulated-bf16");
+    run("x=fp8-block,w=mxfp8,dy=fp8-e5m2", 0, 160, 192, 144, "emulated-bf16");
+    run("x+dy=fp8-block-pow2,w=fp8-block-2d-pow2", 0, 160, 192, 144, "emulated-bf16");
+    run("x=mxfp6-e2m3,w=nvfp4-4o6,dy=mxfp4-rceil", 0, 64, 192, 144, "emulated-bf16");
+    run("nvfp4,wgrad:rht=128,bf16-last=0", 0, 128, 192, 144, "emulated-bf16");
+    run("nvfp4,wgrad:rht=64,bf16-last=0", 100, 64, 192, 128, "nvfp4-native");
+    run("bf16,fc.x+dy=fp8-block,fc.w=fp8-block-2d,qkv=mxfp8-rceil", 90, 128, 256, 128, "emulated-bf16");
+    /* per-use recipes: formats differ between the operands of one GEMM, between
+     * passes and between GEMM types */
+    run("fp8-current,w=nvfp4", 0, 32, 64, 96, "emulated-bf16");
+    run("fp8-current,w=nvfp4", 100, 32, 64, 96, "emulated-bf16");  /* every pair mixed: emulated */
+    run("fp32,fprop.w=fp8-e4m3", 0, 32, 48, 64, "emulated-bf16"); /* FP32 x FP8: FP32 kind */
+    run("fp32,fprop.w=fp8-e4m3", 90, 32, 64, 96, "emulated-bf16"); /* no FP8 x FP8 GEMM to run natively */
+    run("bf16,wgrad=fp8-e4m3:delayed", 90, 32, 64, 96, "fp8-native"); /* x and dy owned by wgrad */
+    run("bf16,fprop=nvfp4,L1.fcproj=mxfp8", 100, 32, 64, 96, "nvfp4-native");
+    run("nvfp4,fcproj.wgrad=bf16:rht=16,bf16-last=0", 100, 32, 64, 96, "nvfp4-native");
     test_decisions();
-    const char *dp[] = {"bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4,nvfp4-2d"};
+    const char *dp[] = {"bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4,nvfp4-2d",
+                        "bf16,wgrad=fp8-e4m3:delayed", "fp8-current,w=nvfp4"};
     for (size_t i = 0; i < sizeof dp / sizeof dp[0]; i++) run_dp(dp[i], 0, 32, 64, 96);
     run_dp("fp8", 90, 32, 64, 96);
-    run_dp("fp8-current", 90, 32, 64, 96);
+    /* fp8-current: x in fprop, dy in dgrad, x^T in wgrad; wgrad's dy^T takes
+     * dgrad's global amax (qp_linear_dy_reusable), not a fourth all-reduce */
+    const int per_gemm = run_dp("fp8-current", 90, 32, 64, 96) / (DP_STEPS * 2 * 3 * 4);
+    CHECK(per_gemm == 3, "fp8-current dp: %d amax all-reduces per GEMM, not 3", per_gemm);
     run_dp("mxfp8", 100, 32, 64, 96);
     run_dp("nvfp4", 100, 32, 64, 96);
+    run_dp("bf16,x+dy=fp8-block,w=fp8-block-2d", 0, 32, 64, 96);
+    run_dp("nvfp4,wgrad:rht=32,bf16-last=0", 0, 32, 64, 96);
     return qp_test_finish("test_cuda_linear_pass");
 }

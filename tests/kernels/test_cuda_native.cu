@@ -89,13 +89,19 @@ void run(const char *spec, const char *want_path, double tol, cudaStream_t s)
     cfg.seed = 7;
     cfg.recipe = &recipe;
     qp_linear *hn = qp_linear_create(&cfg, err, sizeof err), *he = qp_linear_create(&cfg, err, sizeof err);
+    CHECK(hn && he, "%s: %s", spec, err);
+    if (!hn || !he) return;
+    qp_linear_gemm_set gemms;
+    qp_linear_gemms(hn, &gemms);
     unsetenv("QP_CUDA_EMULATE");
-    qp_cuda_linear *nat = qp_cuda_linear_create(&cfg, hn, s, err, sizeof err);
+    qp_cuda_linear *nat = qp_cuda_linear_create(cfg.max_elems, qp_linear_max_kept(L), &gemms, s, err, sizeof err);
     setenv("QP_CUDA_EMULATE", "1", 1);
-    qp_cuda_linear *emu = qp_cuda_linear_create(&cfg, he, s, err, sizeof err);
+    qp_cuda_linear *emu = qp_cuda_linear_create(cfg.max_elems, qp_linear_max_kept(L), &gemms, s, err, sizeof err);
     unsetenv("QP_CUDA_EMULATE");
-    CHECK(hn && he && nat && emu, "%s: %s", spec, err);
+    CHECK(nat && emu, "%s: %s", spec, err);
     if (!nat || !emu) return;
+    qp_linear_set_ops(hn, qp_cuda_linear_ops(nat));
+    qp_linear_set_ops(he, qp_cuda_linear_ops(emu));
     CHECK(!std::strcmp(qp_cuda_linear_path(nat), want_path) && !std::strcmp(qp_cuda_linear_path(emu), "emulated-bf16"),
           "%s: paths %s / %s", spec, qp_cuda_linear_path(nat), qp_cuda_linear_path(emu));
     float *W = dev_rand((int64_t)OC * IC, 0.05f), *b = dev_rand(OC, 0.1f);
@@ -103,18 +109,18 @@ void run(const char *spec, const char *want_path, double tol, cudaStream_t s)
     float *dX[2] = {dev_zero((int64_t)M * IC), dev_zero((int64_t)M * IC)};
     float *dW[2] = {dev_zero((int64_t)OC * IC), dev_zero((int64_t)OC * IC)};
     float *db[2] = {dev_zero(OC), dev_zero(OC)};
-    qp_cuda_linear *lin[2] = {nat, emu};
+    qp_linear *lin[2] = {hn, he};
     double worst = 0.0;
     for (int64_t step = 0; step < 3; step++) {
         float *X = dev_rand((int64_t)M * IC, 1.0f + (float)step), *dY = dev_rand((int64_t)M * OC, 0.01f);
-        for (int k = 0; k < 2; k++) qp_cuda_linear_begin_step(lin[k], step, 1);
+        for (int k = 0; k < 2; k++) qp_linear_begin_step(lin[k], step, 1);
         for (int layer = 0; layer < L; layer++)
             for (int g = 0; g < 4; g++) {
                 for (int k = 0; k < 2; k++) {
-                    CHECK(qp_cuda_linear_forward(lin[k], layer, (qp_gemm_id)g, Y[k], X, W, b, M, IC, OC) == 0 &&
-                              qp_cuda_linear_backward(lin[k], layer, (qp_gemm_id)g, dX[k], dW[k], db[k], dY, X, W, M,
-                                                      IC, OC) == 0,
-                          "%s: %s", spec, qp_cuda_linear_error(lin[k]));
+                    CHECK(qp_linear_forward(lin[k], layer, (qp_gemm_id)g, Y[k], X, W, b, M, IC, OC) == 0 &&
+                              qp_linear_backward(lin[k], layer, (qp_gemm_id)g, dX[k], dW[k], db[k], dY, X, W, M, IC,
+                                                 OC) == 0,
+                          "%s: %s", spec, qp_linear_error(lin[k]));
                 }
                 CUDA_OK(cudaStreamSynchronize(s));
                 const double w = worst_rel(down(Y[1], (int64_t)M * OC), down(Y[0], (int64_t)M * OC));
@@ -129,7 +135,7 @@ void run(const char *spec, const char *want_path, double tol, cudaStream_t s)
     CHECK(worst <= tol && wx <= tol && ww <= tol && wb <= tol,
           "%s: native vs emulated Y %.3g dX %.3g dW %.3g db %.3g of the largest (tolerance %g)", spec, worst, wx, ww,
           wb, tol);
-    for (int k = 0; k < 2; k++) CHECK(qp_cuda_linear_flush(lin[k]) == 0, "%s: flush: %s", spec, qp_cuda_linear_error(lin[k]));
+    for (int k = 0; k < 2; k++) CHECK(qp_linear_flush(lin[k]) == 0, "%s: flush: %s", spec, qp_linear_error(lin[k]));
     int bad = 0;
     for (int layer = 0; layer < L; layer++)
         for (int g = 0; g < 4; g++)

@@ -77,11 +77,14 @@ static int run_recipe(const char *spec, double tol, qp_arch arch)
     qp_cuda_gpt gpu;
     if (!gemm || !lin || !host_states || qp_cuda_gpt_init(&gpu, &mc, B, T, cpu.params_memory, NULL, err, sizeof err))
         return fprintf(stderr, "%s: %s\n", spec, err), -1;
-    qp_linear_cfg gc = hc;
-    gc.max_elems = qp_cuda_gpt_linear_elems(&mc, B, T);
-    qp_cuda_linear *glin = qp_cuda_linear_create(&gc, host_states, gpu.stream, err, sizeof err);
-    if (!glin) return fprintf(stderr, "%s: %s\n", spec, err), -1;
-    printf("%s %s: GPU GEMM path %s\n", qp_arch_names[arch], spec, qp_cuda_linear_path(glin));
+    qp_linear_gemm_set gemms;
+    qp_linear_gemms(host_states, &gemms);
+    qp_cuda_linear *gops = qp_cuda_linear_create(qp_gpt_linear_elems(&mc, B, T), qp_linear_max_kept(mc.layers), &gemms,
+                                                 gpu.stream, err, sizeof err);
+    if (!gops) return fprintf(stderr, "%s: %s\n", spec, err), -1;
+    qp_linear_set_ops(host_states, qp_cuda_linear_ops(gops));
+    qp_linear *glin = host_states; /* the one dispatch, on the GPU's operations */
+    printf("%s %s: GPU GEMM path %s\n", qp_arch_names[arch], spec, qp_cuda_linear_path(gops));
 
     float *am = calloc(cpu.num_params, sizeof(float)), *av = calloc(cpu.num_params, sizeof(float));
     int32_t *in = malloc(BT * sizeof(int32_t)), *tg = malloc(BT * sizeof(int32_t));
@@ -95,14 +98,14 @@ static int run_recipe(const char *spec, double tol, qp_arch arch)
         const int log_qerr = step == 0 || step == 7;
         batch(step, B, T, mc.vocab, in, tg);
         qp_linear_begin_step(lin, step, log_qerr);
-        qp_cuda_linear_begin_step(glin, step, log_qerr);
+        qp_linear_begin_step(glin, step, log_qerr);
         qp_gpt_zero_grad(&cpu);
         CHECK(qp_cuda_gpt_zero_grad(&gpu) == 0, "%s", gpu.err);
         CHECK(qp_gpt_forward(&cpu, lin, in, tg, B, T) == 0, "cpu forward: %s", qp_linear_error(lin));
         CHECK(qp_gpt_backward(&cpu, lin, in, tg, 1.0f) == 0, "cpu backward");
         const int g1 = qp_cuda_gpt_set_batch(&gpu, in, tg) || qp_cuda_gpt_forward(&gpu, glin) ||
                        qp_cuda_gpt_backward(&gpu, glin, 1.0f);
-        CHECK(!g1, "%s step %lld: %s / %s", spec, (long long)step, gpu.err, qp_cuda_linear_error(glin));
+        CHECK(!g1, "%s step %lld: %s / %s", spec, (long long)step, gpu.err, qp_linear_error(glin));
         if (g1) return -1;
         const double nc = qp_grad_norm(cpu.grads_memory, cpu.num_params);
         double ng = 0;
@@ -120,7 +123,7 @@ static int run_recipe(const char *spec, double tol, qp_arch arch)
         CHECK(qp_cuda_gpt_adamw(&gpu, &oc, step + 1, lr, cg) == 0, "%s", gpu.err);
     }
     /* the dispatch keeps its statistics on the device until a flush */
-    CHECK(qp_cuda_linear_flush(glin) == 0, "%s: flush: %s", spec, qp_cuda_linear_error(glin));
+    CHECK(qp_linear_flush(glin) == 0, "%s: flush: %s", spec, qp_linear_error(glin));
     CHECK(last_loss < first_loss, "%s: loss did not fall (%.4f -> %.4f)", spec, first_loss, last_loss);
     /* the same qerr rows (same layers, GEMMs, operands, passes), close metrics */
     CHECK(qc.n == qg.n, "%s: %d qerr rows on the CPU, %d on the GPU", spec, qc.n, qg.n);
@@ -153,7 +156,8 @@ static int run_recipe(const char *spec, double tol, qp_arch arch)
     printf("%s: loss %.4f -> %.4f (cpu), %.4f (gpu); params rel L2 %.3g; %d qerr rows\n", spec, first_loss, last_loss,
            last_gpu, sqrt(dd / pp), qg.n); /* (gpu.mean_loss is -1 after the forward without targets) */
     free(p), free(p2), free(m), free(am), free(av), free(in), free(tg);
-    qp_cuda_linear_destroy(glin);
+    qp_linear_set_ops(host_states, NULL);
+    qp_cuda_linear_destroy(gops);
     qp_cuda_gpt_free(&gpu);
     qp_linear_destroy(host_states);
     qp_linear_destroy(lin);
@@ -173,6 +177,11 @@ int main(void)
         CHECK(run_recipe("bf16", 1e-3, (qp_arch)a) == 0, "%s bf16 run", qp_arch_names[a]);
         CHECK(run_recipe("fp8", 5e-2, (qp_arch)a) == 0, "%s fp8 run", qp_arch_names[a]);
         CHECK(run_recipe("nvfp4", 5e-2, (qp_arch)a) == 0, "%s nvfp4 run", qp_arch_names[a]);
+        /* FP8 blocks with FP32 scales: an FP32 GEMM on the GPU, K-chunked on the CPU */
+        CHECK(run_recipe("bf16,x+dy=fp8-block,w=fp8-block-2d", 5e-2, (qp_arch)a) == 0, "%s DeepSeek-V3 FP8 run",
+              qp_arch_names[a]);
+        CHECK(run_recipe("nvfp4,wgrad:rht=128", 5e-2, (qp_arch)a) == 0, "%s nvfp4 with a 128-point RHT run",
+              qp_arch_names[a]); /* B*T = 128 */
     }
     return qp_test_finish("test_cuda_train");
 }

@@ -110,7 +110,9 @@ def cores():
 
 
 def open_run(path):
-    return h5py.File(path, "r", libver="latest", swmr=True)
+    # without HDF5's flock, as qsweep and qplot read: a reader holding it while qtrain creates or
+    # resumes the file would fail that run (EAGAIN)
+    return h5py.File(path, "r", libver="latest", swmr=True, locking=False)
 
 
 TRAIN = ["step", "loss", "lr", "grad_norm", "step_ms", "data_wait_ms", "tokens_per_s", "batch_hash"]
@@ -230,6 +232,9 @@ threads_per_run = 3
         (ok + "[grid]\nseed = 1,,2\n", 4, "grid axis 'seed': value 2 is empty"),
         (ok + "[grid]\nseed = 1, 2, 1\n", 4, "grid axis 'seed': value '1' given twice"),
         (ok + "[grid]\nrecipe = bf16, fp9\n", 4, "unknown recipe or modifier 'fp9'"),
+        (ok + "[grid]\nrecipe = bf16, nvfp4|x=nvfp5\n", 4, "unknown format 'nvfp5'"),
+        (ok + "[grid]\nrecipe = bf16, nvfp4|wgrad.x=bf16\n", 4, "rht=16 on dy but rht=0 on x"),
+        (ok + "recipe = bf16|fprp=fp8-e4m3\n", 3, "unknown target 'fprp'"),
         (ok + "[grid]\nseed = 1\nseed = 2\n", 5, "grid axis 'seed' given twice (first at line 4)"),
         (ok + "[grid]\ndata = a.txt, b.txt\n", 4, "'data' cannot be a grid axis"),
         (ok + "lr = 1e-3\n[grid]\nlr = 1e-3, 2e-3\n", 5, "'lr' is already set in [base] (line 3)"),
@@ -295,24 +300,50 @@ def case_grid():
     check(names == ["recipe=bf16_layers=3", "recipe=nvfp4+bf16-last=0+bf16-first=1_layers=3"], f"names {names}")
     for n in names:
         check(all(c.isalnum() or c in ".+=-_" for c in n), f"unsafe name {n}")
+    # recipes of the rule language in a grid: '|' for ',', every other character plain text
+    rules = ["bf16", "nvfp4|bf16-last=0|~L0=bf16", "fp8-current|w=nvfp4", "bf16|fprop.x+w=nvfp4:sr",
+             "fp8|dy=fp8-e4m3:delayed:hist=16"]
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nlayers = 2\n[grid]\nrecipe = " +
+                 " , ".join(rules) + "\n")
+    p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
+    runs = dry_lines(p.stdout)
+    check(p.returncode == 0 and len(runs) == len(rules), f"rule recipes in a grid: {p.returncode} {p.stderr}")
+    check([n for n, _ in runs] == ["recipe=bf16", "recipe=nvfp4+bf16-last=0+-L0=bf16", "recipe=fp8-current+w=nvfp4",
+                                   "recipe=bf16+fprop.x+w=nvfp4-sr", "recipe=fp8+dy=fp8-e4m3-delayed-hist=16"],
+          f"rule recipe names {[n for n, _ in runs]}")
+    for (name, argv), r in zip(runs, rules):
+        rec = argv[argv.index("--recipe") + 1]
+        check(rec == r.replace("|", ","), f"{name}: --recipe {rec}")
+        e = subprocess.run([QTRAIN, "--recipe", rec, "--layers", "2", "--explain"], capture_output=True, text=True)
+        check(e.returncode == 0 and "L0" in e.stdout, f"{name}: qtrain --explain {e.returncode} {e.stderr}")
+    # a long explicit recipe as the baseline (beyond the old 160-byte limit)
+    e = subprocess.run([QTRAIN, "--recipe", "nvfp4", "--layers", "2", "--explain"], capture_output=True, text=True)
+    spelled = "|".join(l for l in e.stdout.splitlines() if not l.startswith("#"))
+    check(len(spelled) > 160, f"nvfp4 spelled out is only {len(spelled)} bytes")
+    ini5 = write(os.path.join(d, "g5.ini"), f"[base]\ndata = corpus.txt\nlayers = 2\nrecipe = {spelled}\n"
+                 f"[sweep]\nbaseline = {spelled}\n")
+    p = qsweep(ini5, "--out", os.path.join(d, "out"), "--dry-run")
+    runs = dry_lines(p.stdout)
+    check(p.returncode == 0 and len(runs) == 1 and runs[0][1][runs[0][1].index("--recipe") + 1] ==
+          spelled.replace("|", ","), f"long baseline: {p.returncode} {p.stderr}")
     # the product grows as it should
     ini3 = write(os.path.join(d, "g3.ini"), "[base]\ndata = corpus.txt\n[grid]\nseed = 1,2,3,4,5\n"
                  "dim = 32, 64\nheads = 1, 2, 4\nbatch = 2, 4\n")
     p = qsweep(ini3, "--out", os.path.join(d, "out"), "--dry-run")
     check(len(dry_lines(p.stdout)) == 60, f"5x2x3x2 grid has {len(dry_lines(p.stdout))} runs")
-    # the architecture as an axis; the Llama's options in [base]; a flag option (smooth_swiglu) is the bare flag
+    # the architecture as an axis; the Llama's options in [base]; Smooth-SwiGLU is a recipe modifier ('|' for ',')
     ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nkv_heads = 1\n[grid]\narch = gpt, llama\n"
-                 "smooth_swiglu = 0, 1\nrecipe = bf16\n")
+                 "recipe = bf16, bf16|smooth-swiglu\n")
     p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
     runs = dry_lines(p.stdout)
-    check(p.returncode == 0 and [n for n, _ in runs] ==
-          [f"arch={a}_smooth_swiglu={f}_recipe=bf16" for a in ("gpt", "llama") for f in (0, 1)], f"arch axis: {p.stderr}")
+    check(p.returncode == 0 and len(runs) == 4 and [n.split("_")[0] for n, _ in runs] == ["arch=gpt"] * 2 + ["arch=llama"] * 2,
+          f"arch axis: {p.returncode} {p.stderr} {[n for n, _ in runs]}")
     for name, argv in runs:
         check(argv[argv.index("--arch") + 1] == name.split("_")[0].split("=")[1] and
-              ("--smooth-swiglu" in argv) == ("swiglu=1" in name) and argv[argv.index("--kv-heads") + 1] == "1",
-              f"{name}: {argv}")
+              argv[argv.index("--recipe") + 1] in ("bf16", "bf16,smooth-swiglu") and
+              argv[argv.index("--kv-heads") + 1] == "1" and "--smooth-swiglu" not in argv, f"{name}: {argv}")
     for bad, frag in (("arch = gpt, mamba", "arch expects one of gpt,llama, not 'mamba'"),
-                      ("smooth_swiglu = yes", "smooth_swiglu expects 0 or 1, not 'yes'"),
+                      ("smooth_swiglu = 1", "unknown qtrain option 'smooth_swiglu'"),
                       ("kv_heads = 0", "kv_heads expects an integer in [1, 1.04858e+06], not '0'")):
         p = qsweep(write(os.path.join(d, "g5.ini"), f"[base]\ndata = corpus.txt\n[grid]\n{bad}\n"), "--out",
                    os.path.join(d, "out"), "--dry-run")

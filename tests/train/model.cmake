@@ -6,6 +6,8 @@
 #   test_transpose        the dispatch's transposes (AVX-512 and SSE tiles) against the plain loop
 #   test_gemm_recipes     every recipe's GEMMs against quant/'s dequantization
 #                         followed by a float64 product
+#   test_recipe           the recipe language: stored preset expansions, the
+#                         documented ones (docs/recipes.md), examples, errors
 #   test_smooth_swiglu    Smooth-SwiGLU on a Llama with an injected outlier
 #                         channel (the down input's outlier statistics), its
 #                         exact fold in fp32; qp_outlier_stats by definition
@@ -30,7 +32,9 @@ if(TARGET qpmodel)
   add_test(NAME test_transpose_sse COMMAND test_transpose)
   set_tests_properties(test_transpose test_transpose_sse PROPERTIES LABELS "unit;model" TIMEOUT 60)
   set_tests_properties(test_transpose_sse PROPERTIES ENVIRONMENT "QP_SIMD=scalar")
-  set_tests_properties(test_model_gradcheck test_gemm_recipes PROPERTIES
+  qp_model_exe(test_recipe)
+  add_test(NAME test_recipe COMMAND test_recipe ${PROJECT_SOURCE_DIR}/docs/recipes.md)
+  set_tests_properties(test_model_gradcheck test_gemm_recipes test_recipe PROPERTIES
                        LABELS "unit;model" TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2")
 
   qp_model_exe(gpt_dump)

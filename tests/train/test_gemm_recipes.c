@@ -21,13 +21,14 @@
  * LM head is FP32 under every recipe, and the quantization-error records
  * match quant/'s error of the same operand.
  *
- * Every format of the table as an operand format (plans built directly, not
- * from recipe names; contractions 256, 192 and 160, so FP8 blocks of 128 come
+ * Every format of the table as an operand format (recipes of rules,
+ * "x+w+dy=FORMAT"; contractions 256, 192 and 160, so FP8 blocks of 128 come
  * whole and partial): the same exact check, including the FP32-scaled FP8
  * blocks whose GEMM runs K-chunked (qp_gemm_run_kscaled); DeepSeek-V3's mix
- * (1x128 activations and gradients, 128x128 weights) and other mixes; and
- * the wgrad RHT of 16, 32, 64 and 128 points, reproduced exactly with the
- * dispatch's public RHT seed (qp_linear_rht_seed). The K-chunked GEMM alone
+ * (1x128 activations and gradients, 128x128 weights: the docs' recipe) and
+ * other mixes; and the wgrad RHT of 16, 32, 64 and 128 points (rht=N),
+ * reproduced exactly with the dispatch's public RHT seed
+ * (qp_linear_rht_seed). The K-chunked GEMM alone
  * is checked against a float64 sum over chunks of (scale_a * scale_b) * the
  * exact product of the codes. */
 #include <float.h>
@@ -68,6 +69,30 @@ static const recipe_case cases[] = {
     {"nvfp4,nvfp4-rht,nvfp4-sr", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, false, false, QP_SCALING_CURRENT, 1},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+/* The per-operand view of a plan that the references below are written in:
+ * every recipe here gives an operand one format, rounding and scaling in all
+ * its uses and an RHT only in wgrad, which check_plan asserts of the
+ * resolved per-use plan before view() is trusted. */
+typedef struct {
+    qp_fmt fmt[QP_OPND_COUNT];
+    bool sr[QP_OPND_COUNT];
+    bool rht_wgrad;
+    qp_scaling_mode scaling;
+} op_plan;
+
+static op_plan view(const qp_linear_plan *p)
+{
+    op_plan v;
+    memset(&v, 0, sizeof v);
+    for (int o = 0; o < QP_OPND_COUNT; o++) {
+        const qp_use_plan *u = &p->use[p->owner[o]][o];
+        v.fmt[o] = u->fmt, v.sr[o] = u->sr;
+        if (u->scaling == QP_SCALING_DELAYED) v.scaling = QP_SCALING_DELAYED;
+    }
+    v.rht_wgrad = p->use[QP_PASS_WGRAD][QP_OPND_X].rht > 0;
+    return v;
+}
 
 /* ---- data and references -------------------------------------------------- */
 
@@ -268,7 +293,7 @@ typedef struct {
 
 /* The exact checks of one layer in one step; scales[o] is the delayed scale
  * each operand must have been quantized with (0: current scaling). */
-static void check_layer(const char *spec, int step, int layer, const qp_linear_plan *pl, layer_data *d,
+static void check_layer(const char *spec, int step, int layer, const op_plan *pl, layer_data *d,
                         const float scales[QP_OPND_COUNT], case_result *res)
 {
     const qp_fmt fx = pl->fmt[QP_OPND_X], fw = pl->fmt[QP_OPND_W], fdy = pl->fmt[QP_OPND_DY];
@@ -315,7 +340,7 @@ static void check_layer(const char *spec, int step, int layer, const qp_linear_p
 
 /* SR on dy (dgrad, and wgrad when there is no RHT): bounds, reproducibility,
  * step dependence, unbiasedness. */
-static void check_sr(qp_linear *lin, int layer, qp_gemm_id g, const qp_linear_plan *pl, layer_data *d,
+static void check_sr(qp_linear *lin, int layer, qp_gemm_id g, const op_plan *pl, layer_data *d,
                      case_result *res, const char *spec)
 {
     static float first_dX[M * IC], first_dW[OC * IC];
@@ -394,7 +419,7 @@ static void check_sr(qp_linear *lin, int layer, qp_gemm_id g, const qp_linear_pl
 
 /* RHT on the weight gradient: error level of an independent emulation; and
  * (without SR) not the un-rotated product. */
-static void check_rht(const qp_linear_plan *pl, layer_data *d, case_result *res, const char *spec, int layer)
+static void check_rht(const op_plan *pl, layer_data *d, case_result *res, const char *spec, int layer)
 {
     static double exact[OC * IC];
     const bool sr = pl->sr[QP_OPND_DY];
@@ -423,8 +448,26 @@ static void check_rht(const qp_linear_plan *pl, layer_data *d, case_result *res,
 
 static void check_plan(const recipe_case *c, const qp_recipe *r)
 {
-    for (int layer = 0; layer < NL; layer++) {
-        const qp_linear_plan p = qp_recipe_plan(r, layer, NL);
+    qp_linear_plan plans[NL * QP_BLOCK_GEMMS];
+    char err[512];
+    CHECK(qp_recipe_resolve(r, NL, 0, plans, err, sizeof err) == 0, "%s: %s", c->spec, err);
+    for (int i = 0; i < NL * QP_BLOCK_GEMMS; i++) {
+        const int layer = i / QP_BLOCK_GEMMS;
+        const qp_linear_plan *pl = &plans[i];
+        /* the view holds: each operand's uses alike, an RHT only on both wgrad operands */
+        for (int o = 0; o < QP_OPND_COUNT; o++)
+            for (int ps = 0; ps < QP_PASS_COUNT; ps++) {
+                if (!qp_pass_uses((qp_pass)ps, (qp_operand)o)) continue;
+                qp_use_plan u = pl->use[ps][o], ref = pl->use[pl->owner[o]][o];
+                CHECK(u.rht == (ps == QP_PASS_WGRAD ? pl->use[QP_PASS_WGRAD][QP_OPND_DY].rht : 0),
+                      "%s layer %d: %s.%s rht %d", c->spec, layer, qp_pass_name((qp_pass)ps),
+                      qp_operand_name((qp_operand)o), u.rht);
+                u.rht = ref.rht = 0;
+                CHECK(!memcmp(&u, &ref, sizeof u), "%s layer %d: %s.%s differs from the operand's other use", c->spec,
+                      layer, qp_pass_name((qp_pass)ps), qp_operand_name((qp_operand)o));
+            }
+        CHECK(!memcmp(pl, &plans[layer * QP_BLOCK_GEMMS], sizeof *pl), "%s layer %d: GEMMs differ", c->spec, layer);
+        const op_plan p = view(pl);
         const bool bf16_block = layer >= NL - c->bf16_last;
         const qp_fmt x = bf16_block ? QP_FMT_BF16 : c->x, w = bf16_block ? QP_FMT_BF16 : c->w,
                      dy = bf16_block ? QP_FMT_BF16 : c->dy;
@@ -455,13 +498,13 @@ static void run_case(const recipe_case *c, qp_gemm *gemm, uint64_t seed)
     CHECK(lin != NULL, "create %s: %s", c->spec, err);
     if (!lin) return;
     static layer_data data[NL];
-    qp_linear_plan plans[NL];
+    op_plan plans[NL];
     const qp_gemm_id gid[NL] = {QP_GEMM_QKV, QP_GEMM_FCPROJ};
     float hist[NL][QP_OPND_COUNT] = {{0}}; /* delayed scaling: amax seen in earlier steps */
     float used[NL][QP_OPND_COUNT];          /* delayed scales of this step (0: current) */
     case_result res = {0, 0, 0, 0, -1, -1};
     uint64_t s = seed;
-    for (int layer = 0; layer < NL; layer++) plans[layer] = qp_recipe_plan(&r, layer, NL);
+    for (int layer = 0; layer < NL; layer++) plans[layer] = view(qp_linear_plan_of(lin, layer, gid[layer]));
 
     /* Two steps; the second one's data twice as large, so a delayed scale
      * (from the first step's amax) differs from the current one and clips. */
@@ -473,7 +516,7 @@ static void run_case(const recipe_case *c, qp_gemm *gemm, uint64_t seed)
             const float k = step ? 2.0f : 1.0f;
             make_layer(d, 3.0f * k, 0.05f * k, 1e-3f * k, &s);
             if (run_layer(lin, layer, gid[layer], d)) goto done;
-            const qp_linear_plan *pl = &plans[layer];
+            const op_plan *pl = &plans[layer];
             float *scales = used[layer];
             memset(scales, 0, sizeof used[layer]);
             const float *src[QP_OPND_COUNT] = {d->X, d->W, d->dY};
@@ -571,20 +614,20 @@ static void fref_q(qp_fmt fmt, const float *in, float *out, int rows, int cols, 
     if (fmt != QP_FMT_FP32) CHECK(qp_qdq(fmt, out, out, rows, cols, NULL, NULL) == 0, "reference qdq");
 }
 
-/* One plan on one layer: every GEMM against quant/'s dequantized operands in
- * float64. Returns the worst normalized difference. */
-static double run_plan(qp_gemm *gemm, const qp_linear_plan *plan, const char *what, uint64_t seed)
+/* One recipe on one layer: every GEMM of the fc layer against quant/'s
+ * dequantized operands of its plan's uses in float64. Returns the worst
+ * normalized difference. */
+static double run_plan(qp_gemm *gemm, const char *spec, int want_rht, uint64_t seed)
 {
-    char err[256];
-    qp_recipe r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.spec, sizeof r.spec, "%s", what);
-    r.plan = *plan;
-    r.history_len = 16;
-    r.algo = QP_AMAX_MAX;
+    char err[512];
+    static qp_recipe r;
+    if (qp_recipe_parse(spec, &r, err, sizeof err)) {
+        CHECK(0, "%s: %s", spec, err);
+        return INFINITY;
+    }
     const qp_linear_cfg lc = {.n_layers = 1, .max_elems = (int64_t)FM * FIC, .seed = seed, .recipe = &r, .gemm = gemm};
     qp_linear *lin = qp_linear_create(&lc, err, sizeof err);
-    CHECK(lin != NULL, "%s: %s", what, err);
+    CHECK(lin != NULL, "%s: %s", spec, err);
     if (!lin) return INFINITY;
     float *X = malloc(sizeof(float) * FM * FIC), *W = malloc(sizeof(float) * FOC * FIC), *dY = malloc(sizeof(float) * FM * FOC);
     float *Xt = malloc(sizeof(float) * FM * FIC), *Wt = malloc(sizeof(float) * FOC * FIC), *dYt = malloc(sizeof(float) * FM * FOC);
@@ -607,30 +650,33 @@ static double run_plan(qp_gemm *gemm, const qp_linear_plan *plan, const char *wh
     double worst = 0.0;
     if (qp_linear_forward(lin, 0, QP_GEMM_FC, Y, X, W, NULL, FM, FIC, FOC) ||
         qp_linear_backward(lin, 0, QP_GEMM_FC, dX, dW, NULL, dY, X, W, FM, FIC, FOC)) {
-        CHECK(0, "%s: %s", what, qp_linear_error(lin));
+        CHECK(0, "%s: %s", spec, qp_linear_error(lin));
         worst = INFINITY;
     } else {
-        const qp_fmt fx = plan->fmt[QP_OPND_X], fw = plan->fmt[QP_OPND_W], fdy = plan->fmt[QP_OPND_DY];
-        const int rn = qp_linear_rht_n(plan);
+        const qp_use_plan *u[QP_PASS_COUNT];
+        for (int ps = 0; ps < QP_PASS_COUNT; ps++) u[ps] = qp_linear_plan_of(lin, 0, QP_GEMM_FC)->use[ps];
+        const int rn = u[QP_PASS_WGRAD][QP_OPND_X].rht;
+        CHECK(rn == want_rht && u[QP_PASS_WGRAD][QP_OPND_DY].rht == want_rht && u[QP_PASS_FPROP][QP_OPND_X].rht == 0,
+              "%s: wgrad RHT of %d points, expected %d", spec, rn, want_rht);
         int nbad;
         double w;
-        fref_q(fx, X, qb, FM, FIC, 0, seed); /* fprop: Y = q(X) q(W)^T */
-        fref_q(fw, W, qa, FOC, FIC, 0, seed);
+        fref_q(u[QP_PASS_FPROP][QP_OPND_X].fmt, X, qb, FM, FIC, 0, seed); /* fprop: Y = q(X) q(W)^T */
+        fref_q(u[QP_PASS_FPROP][QP_OPND_W].fmt, W, qa, FOC, FIC, 0, seed);
         gemm_ref(qb, qa, FM, FOC, FIC, rv, rm);
         w = compare(Y, rv, rm, NULL, NULL, FM, FOC, &nbad);
-        CHECK(nbad == 0, "%s fprop: %d outside FP32 accumulation error (worst %.2e)", what, nbad, w);
+        CHECK(nbad == 0, "%s fprop: %d outside FP32 accumulation error (worst %.2e)", spec, nbad, w);
         worst = fmax(worst, w);
-        fref_q(fdy, dY, qa, FM, FOC, 0, seed); /* dgrad: dX += q(dY) q(W^T)^T */
-        fref_q(fw, Wt, qb, FIC, FOC, 0, seed);
+        fref_q(u[QP_PASS_DGRAD][QP_OPND_DY].fmt, dY, qa, FM, FOC, 0, seed); /* dgrad: dX += q(dY) q(W^T)^T */
+        fref_q(u[QP_PASS_DGRAD][QP_OPND_W].fmt, Wt, qb, FIC, FOC, 0, seed);
         gemm_ref(qa, qb, FM, FIC, FOC, rv, rm);
         w = compare(dX, rv, rm, pdX, NULL, FM, FIC, &nbad);
-        CHECK(nbad == 0, "%s dgrad: %d outside FP32 accumulation error (worst %.2e)", what, nbad, w);
+        CHECK(nbad == 0, "%s dgrad: %d outside FP32 accumulation error (worst %.2e)", spec, nbad, w);
         worst = fmax(worst, w);
-        fref_q(fdy, dYt, qa, FOC, FM, rn, seed); /* wgrad: dW += q(R dY^T) q(R X^T)^T */
-        fref_q(fx, Xt, qb, FIC, FM, rn, seed);
+        fref_q(u[QP_PASS_WGRAD][QP_OPND_DY].fmt, dYt, qa, FOC, FM, rn, seed); /* wgrad: dW += q(R dY^T) q(R X^T)^T */
+        fref_q(u[QP_PASS_WGRAD][QP_OPND_X].fmt, Xt, qb, FIC, FM, rn, seed);
         gemm_ref(qa, qb, FOC, FIC, FM, rv, rm);
         w = compare(dW, rv, rm, pdW, NULL, FOC, FIC, &nbad);
-        CHECK(nbad == 0, "%s wgrad: %d outside FP32 accumulation error (worst %.2e)", what, nbad, w);
+        CHECK(nbad == 0, "%s wgrad: %d outside FP32 accumulation error (worst %.2e)", spec, nbad, w);
         worst = fmax(worst, w);
     }
     free(X), free(W), free(dY), free(Xt), free(Wt), free(dYt), free(Y), free(dX), free(dW), free(pdX), free(pdW);
@@ -643,43 +689,28 @@ static void test_every_format(qp_gemm *gemm)
 {
     printf("every format as x, w and dy (%dx%dx%d), worst |got - ref| / sum|a b|:\n", FM, FIC, FOC);
     for (int f = 0; f < QP_FMT_COUNT; f++) {
-        qp_linear_plan p;
-        memset(&p, 0, sizeof p);
-        p.fmt[QP_OPND_X] = p.fmt[QP_OPND_W] = p.fmt[QP_OPND_DY] = (qp_fmt)f;
-        p.scaling = QP_SCALING_CURRENT;
-        const double w = run_plan(gemm, &p, qp_formats[f].name, 500 + (uint64_t)f);
-        printf("  %-20s %9.1e%s\n", qp_formats[f].name, w, qp_formats[f].block_scale == QP_SCALE_F32 && !qp_formats[f].unscaled_exact ? "  (K-chunked)" : "");
+        char spec[64];
+        snprintf(spec, sizeof spec, "x+w+dy=%s", qp_formats[f].name);
+        const double w = run_plan(gemm, spec, 0, 500 + (uint64_t)f);
+        printf("  %-20s %9.1e%s\n", qp_formats[f].name, w,
+               f != QP_FMT_FP32 && !qp_formats[f].unscaled_exact ? "  (K-chunked)" : "");
     }
     static const struct {
-        const char *what;
-        qp_fmt x, w, dy;
+        const char *what, *spec;
         int rht_n;
     } mixes[] = {
-        {"deepseek-v3 fp8 blocks", QP_FMT_FP8_BLOCK, QP_FMT_FP8_BLOCK_2D, QP_FMT_FP8_BLOCK, 0},
-        {"te fp8 blocks (pow2)", QP_FMT_FP8_BLOCK_POW2, QP_FMT_FP8_BLOCK_2D_POW2, QP_FMT_FP8_BLOCK_POW2, 0},
-        {"fp8-block x, bf16 w", QP_FMT_FP8_BLOCK, QP_FMT_BF16, QP_FMT_FP8_E5M2, 0},
-        {"mxfp6 x, nvfp4-4o6 w", QP_FMT_MXFP6_E2M3, QP_FMT_NVFP4_4O6, QP_FMT_MXFP6_E3M2, 0},
-        {"nvfp4 rht 16", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 16},
-        {"nvfp4 rht 32", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 32},
-        {"nvfp4 rht 64", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 64},
-        {"nvfp4 rht 128", QP_FMT_NVFP4, QP_FMT_NVFP4_2D, QP_FMT_NVFP4, 128},
-        {"mxfp8-rceil rht 128", QP_FMT_MXFP8_RCEIL, QP_FMT_MXFP8_RCEIL, QP_FMT_MXFP8_RCEIL, 128},
+        {"deepseek-v3 fp8 blocks", "bf16,x+dy=fp8-block,w=fp8-block-2d", 0},
+        {"te fp8 blocks (pow2)", "x+dy=fp8-block-pow2,w=fp8-block-2d-pow2", 0},
+        {"fp8-block x, bf16 w", "x=fp8-block,w=bf16,dy=fp8-e5m2", 0},
+        {"mxfp6 x, nvfp4-4o6 w", "x=mxfp6-e2m3,w=nvfp4-4o6,dy=mxfp6-e3m2", 0},
+        {"nvfp4 rht 16", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=16", 16},
+        {"nvfp4 rht 32", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=32", 32},
+        {"nvfp4 rht 64", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=64", 64},
+        {"nvfp4 rht 128", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=128", 128},
+        {"mxfp8-rceil rht 128", "x+w+dy=mxfp8-rceil,wgrad:rht=128", 128},
     };
-    for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++) {
-        qp_linear_plan p;
-        memset(&p, 0, sizeof p);
-        p.fmt[QP_OPND_X] = mixes[i].x, p.fmt[QP_OPND_W] = mixes[i].w, p.fmt[QP_OPND_DY] = mixes[i].dy;
-        p.rht_wgrad = mixes[i].rht_n > 0;
-        p.rht_n = mixes[i].rht_n;
-        p.scaling = QP_SCALING_CURRENT;
-        CHECK(qp_linear_rht_n(&p) == mixes[i].rht_n, "%s: RHT size", mixes[i].what);
-        printf("  %-20s %9.1e\n", mixes[i].what, run_plan(gemm, &p, mixes[i].what, 900 + (uint64_t)i));
-    }
-    /* a plan that sets rht_wgrad without a size (today's recipes did) means 16 */
-    qp_linear_plan p16;
-    memset(&p16, 0, sizeof p16);
-    p16.rht_wgrad = true;
-    CHECK(qp_linear_rht_n(&p16) == 16, "rht_wgrad without rht_n is the 16-point transform");
+    for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++)
+        printf("  %-20s %9.1e\n", mixes[i].what, run_plan(gemm, mixes[i].spec, mixes[i].rht_n, 900 + (uint64_t)i));
 }
 
 /* qp_gemm_run_kscaled alone: C = alpha * sum_c (sa sb) (A_c B_c^T) (+ C) in

@@ -65,7 +65,9 @@ bad = [
     (TINY[:2] + ["--arch", "llama", "--heads", "4", "--kv-heads", "3"], "--kv-heads 3 does not divide --heads 4"),
     (TINY[:2] + ["--arch", "llama", "--kv-heads", "0"], "--kv-heads"),
     (TINY[:2] + ["--arch", "gpt", "--kv-heads", "2"], "llama architecture's"),
-    (TINY[:2] + ["--arch", "gpt", "--smooth-swiglu"], "llama architecture's"),
+    (TINY[:2] + ["--arch", "gpt", "--recipe", "fp8,smooth-swiglu"], "down GEMM"),
+    (TINY[:2] + ARCH_ARGS + ["--recipe", "bf16,fcproj=fp8-e4m3" if ARCH == "llama" else "bf16,up=fp8-e4m3"],
+     "which this model's blocks do not have"),
     (TINY[:2] + ["--arch", "llama", "--heads", "4", "--dim", "36"], "even head size"),
     (TINY[:2] + ["--arch", "llama", "--mlp-hidden", "x"], "--mlp-hidden"),
     (TINY[:2] + ARCH_ARGS + ["--inject", "nan:grad:fcw@1" if ARCH == "llama" else "nan:grad:gatew@1"],
@@ -150,15 +152,155 @@ for recipe in ["fp8-current", "mxfp8", "nvfp4-naive", "mxfp4", "nvfp4,nvfp4-rht"
             ok = np.all(np.isfinite(f["train/loss"][:])) and len(f["train/loss"]) == 3
     check(ok, f"recipe {recipe}: {p.stderr}")
 
+# ---- the recipe language: --explain, recipe_plan, a preset and its spelling ------
+def explain(recipe, layers="2"):
+    e = run(["--recipe", recipe, "--layers", layers, "--explain"] + ARCH_ARGS)
+    check(e.returncode == 0 and e.stderr == "", f"--explain {recipe}: exit {e.returncode} {e.stderr}")
+    return [l for l in e.stdout.splitlines() if not l.startswith("#")]
+
+
+rules = explain("nvfp4")
+check(rules == ["L0.fprop.x=nvfp4:current", "L0.fprop.w=nvfp4-2d:current", "L0.dgrad.dy=nvfp4:current:sr",
+                "L0.dgrad.w=nvfp4-2d:current", "L0.wgrad.dy=nvfp4:current:sr:rht=16",
+                "L0.wgrad.x=nvfp4:current:rht=16", "L1.fprop.x=bf16", "L1.fprop.w=bf16", "L1.dgrad.dy=bf16",
+                "L1.dgrad.w=bf16", "L1.wgrad.dy=bf16", "L1.wgrad.x=bf16"], f"nvfp4 on 2 blocks expands to {rules}")
+for args, fragment in [(["--recipe", "nvfp4,L5=bf16", "--explain"], "blocks 0..3"),
+                       (["--recipe", "nvfp4,x=nvfp5", "--explain"], "unknown format 'nvfp5'"),
+                       (["--recipe", "nvfp4", "--layers", "0", "--explain"], "--layers")]:
+    p = run(args)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(p.returncode == 2 and len(lines) == 1 and lines[0].startswith("qtrain: ") and fragment in lines[0] and
+          p.stdout == "", f"{args}: exit {p.returncode}, stderr {p.stderr!r}")
+# A preset and its explicit spelling (the expansion joined by ','), in the
+# same run of this test: bit-identical losses, errors and events, and the
+# same canonical recipe_plan in both run files.
+for preset in ["nvfp4", "fp8"]:
+    rules = explain(preset)
+    common = ["--steps", "8", "--qerr-every", "2"]
+    pa, a = train("preset_" + preset, common + ["--recipe", preset])
+    pb, b = train("spelled_" + preset, common + ["--recipe", ",".join(rules)])
+    check(pa.returncode == 0 and pb.returncode == 0, f"{preset} / spelled out: {pa.stderr} {pb.stderr}")
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        for k in ["train/loss", "train/grad_norm", "eval/val_loss", "quant/error", "events/recalib"]:
+            check(fa[k][:].tobytes() == fb[k][:].tobytes(), f"{preset} and its spelling differ in {k}")
+        plan = "\n".join(rules) + "\n"
+        check(fa.attrs["recipe_plan"] == plan and fb.attrs["recipe_plan"] == plan,
+              f"{preset}: recipe_plan {fa.attrs['recipe_plan']!r}")
+        check(fb.attrs["recipe"] == ",".join(rules), "the run file keeps the recipe as given")
+# the architecture's own GEMMs: --explain names them, a rule on its last MLP GEMM
+# (fcproj / down) quantizes that GEMM alone, the other architecture's are refused
+ORDERED = {"gpt": "qkv, attproj, fc, fcproj", "llama": "qkv, attproj, gate, up, down"}[ARCH]
+MLP_LAST = {"gpt": "fcproj", "llama": "down"}[ARCH]
+e = run(["--recipe", "fp8", "--layers", "2", "--explain"] + ARCH_ARGS)
+check(e.returncode == 0 and f"for 2 blocks of --arch {ARCH} (GEMMs {ORDERED})" in e.stdout, f"--explain: {e.stdout}")
+rules = explain(f"bf16,{MLP_LAST}=fp8-e4m3:current")
+others = "+".join(g for g in ORDERED.split(", ") if g != MLP_LAST)
+check(f"L0-1.{others}.fprop.x=bf16" in rules and f"L0-1.{MLP_LAST}.fprop.x=fp8-e4m3:current" in rules,
+      f"{MLP_LAST}=fp8 on 2 blocks expands to {rules}")
+p, out = train("mlp_last_" + MLP_LAST, ["--steps", "2", "--qerr-every", "1", "--recipe",
+                                        f"bf16,{MLP_LAST}=fp8-e4m3:current"])
+check(p.returncode == 0, f"{MLP_LAST}=fp8: {p.stderr}")
+if p.returncode == 0:
+    with h5py.File(out, "r") as f:
+        q = f["quant/error"][:]
+        fp8 = q["gemm"] == MLP_LAST.encode()
+        check(set(q["gemm"]) == GEMMS and np.all(q["rel_l2"][fp8] > 1e-3) and np.all(q["rel_l2"][~fp8] < 1e-2) and
+              np.all(q["sat_frac"][~fp8] == 0) and f.attrs["recipe_plan"] == "\n".join(rules) + "\n",
+              f"{MLP_LAST}=fp8: only {MLP_LAST} carries E4M3's error")
+if ARCH == "llama":
+    # smooth-swiglu is a recipe modifier: the run file's recipe and recipe_plan carry it once; the down
+    # GEMM's input (the scaled SwiGLU output) differs from plain fp8's, block 0's qkv input at step 0 does not
+    # (later blocks see down's differently quantized output)
+    runs = {}
+    for tag, recipe in [("plain", "fp8"), ("smooth", "fp8,smooth-swiglu")]:
+        p, out = train("smooth_" + tag, ["--steps", "2", "--qerr-every", "1", "--recipe", recipe])
+        check(p.returncode == 0, f"{recipe}: {p.stderr}")
+        if p.returncode == 0:
+            with h5py.File(out, "r") as f:
+                runs[tag] = (f["quant/error"][:], dict(f.attrs))
+    if len(runs) == 2:
+        (qa, aa), (qb, ab) = runs["plain"], runs["smooth"]
+        check(ab["recipe_plan"] == aa["recipe_plan"] + "smooth-swiglu\n" and "smooth_swiglu" not in ab and
+              "Smooth-SwiGLU" in ab["recipe_description"], f"smooth-swiglu in the run file: {ab['recipe_plan']!r}")
+        pick = lambda q, g: q[(q["step"] == 0) & (q["layer"] == 0) & (q["gemm"] == g) & (q["operand"] == b"x") &
+                              (q["pass"] == b"fprop")]
+        check(np.array_equal(pick(qa, b"qkv")["amax"], pick(qb, b"qkv")["amax"]) and
+              np.all(pick(qb, b"down")["amax"] >= 1) and np.all(pick(qb, b"down")["amax"] < 2) and
+              np.all(pick(qa, b"down")["amax"] < 1), "smooth-swiglu scales the down GEMM's input only (amax in [1, 2))")
+# per-use recipes train, and quantize where they say
+p, out = train("fprop_only", ["--steps", "3", "--qerr-every", "1", "--recipe", "bf16,fprop=nvfp4"])
+check(p.returncode == 0, f"bf16,fprop=nvfp4: {p.stderr}")
+with h5py.File(out, "r") as f:
+    q = f["quant/error"][:]
+    check(np.all(q["rel_l2"][q["pass"] == b"fprop"] > 0.01) and np.all(q["rel_l2"][q["pass"] != b"fprop"] < 0.01),
+          "bf16,fprop=nvfp4: only fprop has NVFP4's error")
+for recipe in ["fp8-current,w=nvfp4,L1=bf16", "nvfp4,bf16-last=0,~L1=bf16", "bf16,wgrad=fp8-e4m3:delayed",
+               "fp32,w=mxfp4"]:
+    p, out = train("rules_" + str(abs(hash(recipe))), ["--steps", "3", "--recipe", recipe])
+    ok = p.returncode == 0
+    if ok:
+        with h5py.File(out, "r") as f:
+            ok = np.all(np.isfinite(f["train/loss"][:])) and len(f["train/loss"]) == 3
+    check(ok, f"recipe {recipe}: {p.stderr}")
+# the new formats from recipes, end to end (read back with h5py): DeepSeek-V3's
+# FP8 blocks (K-chunked GEMMs; 128 wide so whole 128-chunks and 128x128 weight
+# blocks occur), a 128-point wgrad RHT, TE's round-up MXFP8 scales
+WIDE = list(TINY)
+WIDE[WIDE.index("--dim") + 1] = "128"
+new_fmt = {}
+for tag, recipe in [("bf16", "bf16"), ("deepseek", "bf16,x+dy=fp8-block,w=fp8-block-2d"),
+                    ("rht16", "nvfp4"), ("rht128", "nvfp4,wgrad:rht=128"),
+                    ("mxfp8", "mxfp8"), ("rceil", "x+w+dy=mxfp8-rceil")]:
+    out = os.path.join(tmp, "newfmt_" + tag + ".h5")
+    p = run(WIDE + ["--out", out, "--steps", "3", "--qerr-every", "1", "--recipe", recipe])
+    check(p.returncode == 0, f"recipe {recipe}: {p.stderr}")
+    if p.returncode != 0:
+        continue
+    with h5py.File(out, "r") as f:
+        new_fmt[tag] = (f["train/loss"][:], f["quant/error"][:], f.attrs["recipe_plan"])
+        check(np.all(np.isfinite(new_fmt[tag][0])) and len(new_fmt[tag][0]) == 3, f"{recipe}: 3 finite losses")
+if len(new_fmt) == 6:
+    loss, q, plan = new_fmt["deepseek"]
+    check("fprop.w=fp8-block-2d" in plan and "fprop.x=fp8-block\n" in plan and "wgrad.dy=fp8-block\n" in plan,
+          f"DeepSeek-V3: recipe_plan {plan!r}")
+    check(set(q["pass"]) == {b"fprop", b"dgrad", b"wgrad"} and np.all((q["rel_l2"] > 1e-3) & (q["rel_l2"] < 0.1)),
+          "DeepSeek-V3: every use carries E4M3's error (1e-3 .. 0.1)")
+    check(abs(loss[0] - new_fmt["bf16"][0][0]) < 0.02 * new_fmt["bf16"][0][0],
+          f"DeepSeek-V3: first loss {loss[0]} within 2% of BF16's {new_fmt['bf16'][0][0]}")
+    plan = new_fmt["rht128"][2]
+    check("wgrad.x=nvfp4:current:rht=128" in plan and "rht=16" not in plan, f"rht=128: recipe_plan {plan!r}")
+    q16, q128 = new_fmt["rht16"][1], new_fmt["rht128"][1]
+    q16, q128 = q16[q16["step"] == 0], q128[q128["step"] == 0]  # the same weights and batch
+    w16, w128 = q16["rel_l2"][q16["pass"] == b"wgrad"], q128["rel_l2"][q128["pass"] == b"wgrad"]
+    f16, f128 = q16["rel_l2"][q16["pass"] != b"wgrad"], q128["rel_l2"][q128["pass"] != b"wgrad"]
+    check(len(w16) == len(w128) > 0 and not np.array_equal(w16, w128) and np.array_equal(f16, f128),
+          "rht=128 changes wgrad's operands and nothing else")
+    qm, qr = new_fmt["mxfp8"][1], new_fmt["rceil"][1]
+    check(len(qm) == len(qr) and not np.array_equal(qm["rel_l2"], qr["rel_l2"]) and
+          np.all(np.abs(qr["rel_l2"] - qm["rel_l2"]) < 0.5 * qm["rel_l2"] + 1e-3),
+          "mxfp8-rceil: MXFP8's error with other block scales")
+# the 128-point RHT needs batch x seq a multiple of 128: 2 x 32 is refused
+HALF = list(WIDE)
+HALF[HALF.index("--batch") + 1] = "2"
+p = run(HALF + ["--recipe", "nvfp4,wgrad:rht=128", "--out", os.path.join(tmp, "rht128_64.h5")])
+check(p.returncode == 2 and "128-point" in p.stderr and "multiple of 128" in p.stderr and
+      not os.path.exists(os.path.join(tmp, "rht128_64.h5")), f"rht=128 over 64 tokens: exit {p.returncode} {p.stderr}")
+# an RHT the model's shapes do not allow is bad input before anything runs
+p = run(TINY[:2] + ["--dim", "24", "--heads", "2", "--recipe", "bf16,fprop=nvfp4:rht=16",
+                    "--out", os.path.join(tmp, "rht24.h5")])
+check(p.returncode == 2 and "multiple of 16" in p.stderr and not os.path.exists(os.path.join(tmp, "rht24.h5")),
+      f"RHT over 24 columns: exit {p.returncode} {p.stderr}")
+
 # ---- resume is bit-identical --------------------------------------------------
-for recipe in ["bf16", "fp8", "nvfp4"]:
+for recipe in ["bf16", "fp8", "nvfp4", "fp8,dy:hist=16:amax=most-recent"]:
     full = ["--steps", "12", "--ckpt-every", "4", "--recipe", recipe]
-    p, ref = train("resume_ref_" + recipe, full)
-    p1, part = train("resume_" + recipe, full + ["--stop-after", "7"])
+    tag = recipe.replace(",", "_").replace(":", "_").replace("=", "")
+    p, ref = train("resume_ref_" + tag, full)
+    p1, part = train("resume_" + tag, full + ["--stop-after", "7"])
     check(p.returncode == 0 and p1.returncode == 0, f"resume runs {recipe}: {p.stderr} {p1.stderr}")
     with h5py.File(part, "r") as f:
         check(len(f["train/loss"]) == 7, "interrupted run logged 7 steps")
-    p2, part2 = train("resume_" + recipe, full + ["--resume"])
+    p2, part2 = train("resume_" + tag, full + ["--resume"])
     check(p2.returncode == 0, f"resume {recipe}: {p2.stderr}")
     with h5py.File(ref, "r") as fr, h5py.File(part, "r") as fp:
         lr_, lp = fr["train/loss"][:], fp["train/loss"][:]

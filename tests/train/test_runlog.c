@@ -19,6 +19,7 @@
 
 #include <hdf5.h>
 
+#include "qp_h5open.h"
 #include "qp_runlog.h"
 #include "qp_test.h"
 
@@ -580,6 +581,57 @@ static void test_lock(void)
     close(up[0]), close(up[1]), close(down[0]), close(down[1]);
 }
 
+/* A reader (qsweep --summarize, qplot, --status) holding a run file open
+ * while its qtrain resumes or recreates it must not fail that qtrain: HDF5's
+ * default open would hold a shared flock() and the writer would get EAGAIN. */
+static void test_reader_does_not_block_writer(void)
+{
+    const char *p = wpath("read_while_written.h5");
+    char err[512] = "";
+    qp_runlog *l = qp_runlog_create(p, NULL, 0, err, sizeof err);
+    for (int64_t s = 1; l && s <= 3; s++) {
+        const qp_train_row r = trow(s);
+        qp_runlog_train(l, &r, err, sizeof err);
+    }
+    CHECK(l && qp_runlog_close(l, err, sizeof err) == 0, "the first run: %s", err);
+    for (int swmr = 0; swmr <= 1; swmr++) {
+        int up[2], down[2];
+        if (pipe(up) || pipe(down)) return;
+        const pid_t pid = fork();
+        if (pid == 0) {
+            char c;
+            close(up[0]), close(down[1]);
+            const hid_t f = (hid_t)qp_h5_open_read(p, swmr);
+            if (f < 0) fprintf(stderr, "reader: cannot open %s\n", p);
+            const int ok = f >= 0 && write(up[1], "y", 1) == 1 && read(down[0], &c, 1) == 1;
+            if (f >= 0) H5Fclose(f);
+            _exit(ok ? 0 : 1);
+        }
+        close(up[1]), close(down[0]); /* a reader that dies is an end of file, not a hang */
+        char c = 0;
+        CHECK(read(up[0], &c, 1) == 1 && c == 'y', "the reader (swmr %d) has the file open", swmr);
+        l = qp_runlog_resume(p, 3, err, sizeof err);
+        CHECK(l != NULL, "resume while a reader (swmr %d) has the file open: %s", swmr, err);
+        if (l) {
+            const qp_train_row r = trow(4);
+            CHECK(qp_runlog_train(l, &r, err, sizeof err) == 0 && qp_runlog_close(l, err, sizeof err) == 0,
+                  "the resumed run writes: %s", err);
+        }
+        l = qp_runlog_create(p, NULL, 0, err, sizeof err);
+        CHECK(l != NULL, "create while a reader (swmr %d) has the file open: %s", swmr, err);
+        for (int64_t s = 1; l && s <= 3; s++) {
+            const qp_train_row r = trow(s);
+            qp_runlog_train(l, &r, err, sizeof err);
+        }
+        if (l) qp_runlog_close(l, err, sizeof err);
+        (void)!write(down[1], "g", 1);
+        int st;
+        waitpid(pid, &st, 0);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the reader (swmr %d) finished", swmr);
+        close(up[0]), close(down[1]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     snprintf(WORK, sizeof WORK, "%s", argc > 1 ? argv[1] : "runlog_unit");
@@ -594,5 +646,6 @@ int main(int argc, char **argv)
     test_validation();
     test_errors();
     test_lock();
+    test_reader_does_not_block_writer();
     return qp_test_finish("test_runlog");
 }

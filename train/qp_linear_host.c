@@ -1,0 +1,280 @@
+/* qp_linear_host.c — the CPU's operations of the dispatch (see qp_linear_host.h). */
+#include "qp_linear_host.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp_hadamard.h"
+#include "qp_metrics.h"
+#include "qp_transpose.h"
+
+struct qp_linear_host {
+    qp_linear_ops ops;
+    qp_gemm *gemm;
+    float *tbuf[2], *qbuf[2]; /* per GEMM side: transposed/rotated copy, quantized copy */
+    float *mbuf;              /* dequantized values for error metrics */
+    /* per side, grown on first use by a format whose block scales cannot go
+     * into alpha (FP32-scaled FP8 blocks): packed codes and scales, and the
+     * scale of every (row, K-chunk) for qp_gemm_run_kscaled */
+    uint8_t *kcodes[2], *kscales[2];
+    float *kscale[2];
+    size_t kcodes_n[2], kscales_n[2], kscale_n[2];
+    qp_linear_stats stats[2]; /* per side: the last quantization's */
+    struct {
+        qp_fmt fmt;
+        int qrows, qcols; /* as stored */
+        int kchunked;
+    } last[2];                /* per side: what qbuf holds (h_reuse) */
+    qp_linear_stats kept;     /* the one kept slot: statistics apply after each quantization */
+    char err[256];
+};
+
+#define H ((qp_linear_host *)ctx)
+
+static const char *h_error(void *ctx) { return H->err; }
+
+/* dst (src_cols x src_rows) = src^T */
+static int h_transpose(void *ctx, const float *src, float *dst, int src_rows, int src_cols)
+{
+    (void)ctx;
+    qp_transpose(src, dst, src_cols, src_rows);
+    return 0;
+}
+
+static int h_copy(void *ctx, float *dst, const float *src, int64_t n)
+{
+    (void)ctx;
+    memcpy(dst, src, (size_t)n * sizeof(float));
+    return 0;
+}
+
+static int h_rht(void *ctx, float *x, int rows, int cols, int n, uint64_t seed)
+{
+    if (!qp_rht(x, rows, cols, n, seed)) return 0;
+    snprintf(H->err, sizeof H->err, "no %d-point Hadamard transform over %d columns", n, cols);
+    return -1;
+}
+
+static int h_amax(void *ctx, const float *x, int64_t n, float *out)
+{
+    (void)ctx;
+    *out = qp_amax(x, n);
+    return 0;
+}
+
+static int h_plain(void *ctx, const float *x, int trans, int rows, int cols, int side, qp_linear_operand *out)
+{
+    (void)ctx, (void)rows, (void)cols, (void)side;
+    *out = (qp_linear_operand){QP_LOP_F32, x, trans, 1.0f, NULL, NULL, NULL};
+    return 0;
+}
+
+static int grow(void **buf, size_t *cap, size_t bytes)
+{
+    if (*cap >= bytes) return 0;
+    void *nb = realloc(*buf, bytes);
+    if (!nb) return -1;
+    *buf = nb;
+    *cap = bytes;
+    return 0;
+}
+
+/* A format whose block scales must stay out of the GEMM's operands (FP32
+ * scales per QK_FP8_BLOCK along K; rows x cols, K along cols): quantize into
+ * packed storage, hand the GEMM the element codes (exact in BF16, into q) and
+ * each row's scale per K-chunk. */
+static int quantize_kchunked(qp_linear_host *h, const qp_linear_qjob *j, float *q, qp_qstats *qs)
+{
+    const int side = j->side, rows = j->rows, cols = j->cols;
+    const qp_format_traits *t = &qp_formats[j->fmt];
+    if (j->trans || t->block_cols != QK_FP8_BLOCK) {
+        snprintf(h->err, sizeof h->err, "%s: a K-chunked operand must be stored rows x K in blocks of %d", t->name,
+                 QK_FP8_BLOCK);
+        return -1;
+    }
+    qp_qtensor qt = {.fmt = j->fmt, .rows = rows, .cols = cols, .row_bytes = qp_row_bytes(j->fmt, cols),
+                     .scale_inv = 1.0f};
+    qp_scale_shape(j->fmt, rows, cols, &qt.scale_rows, &qt.scale_cols);
+    const int nk = (int)qt.scale_cols;
+    if (grow((void **)&h->kcodes[side], &h->kcodes_n[side], (size_t)rows * (size_t)qt.row_bytes + 1) ||
+        grow((void **)&h->kscales[side], &h->kscales_n[side],
+             (size_t)(qt.scale_rows * qt.scale_cols * t->scale_bytes) + 1) ||
+        grow((void **)&h->kscale[side], &h->kscale_n[side], (size_t)rows * nk * sizeof(float) + 1)) {
+        snprintf(h->err, sizeof h->err, "out of memory for a block-scaled GEMM operand");
+        return -1;
+    }
+    qt.codes = h->kcodes[side];
+    qt.scales = h->kscales[side];
+    if (qp_quantize(j->x, &qt, j->opts, qs)) {
+        snprintf(h->err, sizeof h->err, "cannot quantize to %s", t->name);
+        return -1;
+    }
+    qp_decode_codes(&qt, q);
+    float *ks = h->kscale[side];
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < nk; c++) ks[(size_t)r * nk + c] = qp_block_scale_at(&qt, r, (int64_t)c * t->block_cols);
+    return 0;
+}
+
+/* quant/'s unscaled quantize-dequantize in the stored order (or the codes and
+ * K-chunk scales of a format that needs them); the metrics from the
+ * dequantized copy. */
+static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
+{
+    qp_linear_host *h = H;
+    const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
+    const int kchunked = !qp_formats[j->fmt].unscaled_exact;
+    float *q = h->qbuf[j->side];
+    qp_linear_stats *st = &h->stats[j->side];
+    memset(st, 0, sizeof *st);
+    if (kchunked) {
+        if (quantize_kchunked(h, j, q, &st->qs)) return -1;
+    } else if (qp_qdq(j->fmt, j->x, q, qrows, qcols, j->opts, &st->qs)) {
+        snprintf(h->err, sizeof h->err, "cannot quantize to format %d", (int)j->fmt);
+        return -1;
+    }
+    h->last[j->side].fmt = j->fmt, h->last[j->side].qrows = qrows, h->last[j->side].qcols = qcols;
+    h->last[j->side].kchunked = kchunked;
+    const float *ks = kchunked ? h->kscale[j->side] : NULL;
+    if (j->want_metrics) {
+        const int64_t n = (int64_t)j->rows * j->cols;
+        if (ks) {
+            const int nk = (qcols + QK_FP8_BLOCK - 1) / QK_FP8_BLOCK;
+            for (int64_t i = 0; i < n; i++) h->mbuf[i] = q[i] * ks[(i / qcols) * nk + (i % qcols) / QK_FP8_BLOCK];
+        } else {
+            for (int64_t i = 0; i < n; i++) h->mbuf[i] = q[i] * st->qs.scale_inv;
+        }
+        qp_metrics m;
+        qp_metrics_compute(j->x, h->mbuf, n, &st->qs, &m);
+        st->rel_l2 = m.rel_l2, st->snr_db = m.snr_db, st->sat_frac = m.sat_frac, st->zero_frac = m.zero_frac;
+        st->amax = m.amax;
+    }
+    *out = (qp_linear_operand){QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL, ks};
+    return 0;
+}
+
+/* The last quantization of the side, read as the job says: the same values
+ * and statistics (its metrics too, computed when the job wanted them: the
+ * same step's uses all want them or none). */
+static int h_reuse(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
+{
+    qp_linear_host *h = H;
+    const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
+    if (h->last[j->side].fmt != j->fmt || h->last[j->side].kchunked || h->last[j->side].qrows != qrows ||
+        h->last[j->side].qcols != qcols) {
+        snprintf(h->err, sizeof h->err, "no %dx%d operand in %s to reuse", qrows, qcols, qp_formats[j->fmt].name);
+        return -1;
+    }
+    *out = (qp_linear_operand){QP_LOP_F32_BF16, h->qbuf[j->side], j->trans, h->stats[j->side].qs.scale_inv, NULL,
+                               NULL, NULL};
+    return 0;
+}
+
+static int h_keep(void *ctx, int side, int slot)
+{
+    qp_linear_host *h = H;
+    if (slot != 0) {
+        snprintf(h->err, sizeof h->err, "kept statistics slot %d of 1", slot);
+        return -1;
+    }
+    h->kept = h->stats[side];
+    return 0;
+}
+
+static int h_fetch_kept(void *ctx, int n, qp_linear_stats *out)
+{
+    qp_linear_host *h = H;
+    if (n > 1) {
+        snprintf(h->err, sizeof h->err, "%d kept statistics of 1", n);
+        return -1;
+    }
+    if (n == 1) out[0] = h->kept;
+    return 0;
+}
+
+static int h_gemm(void *ctx, const qp_linear_operand *a, const qp_linear_operand *b, float *C, int M, int N, int K,
+                  float alpha, int accumulate)
+{
+    qp_linear_host *h = H;
+    const int exact = a->type == QP_LOP_F32_BF16 && b->type == QP_LOP_F32_BF16;
+    const int rc = a->kscale || b->kscale
+                       ? qp_gemm_run_kscaled(h->gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, QK_FP8_BLOCK,
+                                             a->kscale, b->kscale, alpha, accumulate, exact)
+                       : qp_gemm_run(h->gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, alpha, accumulate,
+                                     exact);
+    if (rc) {
+        snprintf(h->err, sizeof h->err, "%s", qp_gemm_error(h->gemm));
+        return -1;
+    }
+    return 0;
+}
+
+static int h_bias_add(void *ctx, float *Y, const float *b, int M, int N)
+{
+    (void)ctx;
+#pragma omp parallel for schedule(static)
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) Y[(size_t)m * N + n] += b[n];
+    return 0;
+}
+
+/* column sums, rows in order; threads own disjoint column ranges */
+static int h_bias_grad(void *ctx, float *db, const float *dY, int M, int N)
+{
+    (void)ctx;
+#pragma omp parallel for schedule(static)
+    for (int n0 = 0; n0 < N; n0 += 64) {
+        const int n1 = n0 + 64 < N ? n0 + 64 : N;
+        float sum[64] = {0};
+        for (int m = 0; m < M; m++)
+            for (int n = n0; n < n1; n++) sum[n - n0] += dY[(size_t)m * N + n];
+        for (int n = n0; n < n1; n++) db[n] += sum[n - n0];
+    }
+    return 0;
+}
+#undef H
+
+qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems)
+{
+    qp_linear_host *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->gemm = gemm;
+    const size_t bytes = (size_t)(max_elems > 0 ? max_elems : 1) * sizeof(float);
+    int bad = !(h->mbuf = malloc(bytes));
+    for (int s = 0; s < 2; s++) bad |= !(h->tbuf[s] = malloc(bytes)) || !(h->qbuf[s] = malloc(bytes));
+    if (bad) {
+        qp_linear_host_destroy(h);
+        return NULL;
+    }
+    h->ops = (qp_linear_ops){.ctx = h,
+                             .max_elems = max_elems,
+                             .max_kept = 1,
+                             .tbuf = {h->tbuf[0], h->tbuf[1]},
+                             .error = h_error,
+                             .transpose = h_transpose,
+                             .copy = h_copy,
+                             .rht = h_rht,
+                             .amax = h_amax,
+                             .plain = h_plain,
+                             .gemm_kind = NULL,
+                             .quantize = h_quantize,
+                             .reuse = h_reuse,
+                             .keep = h_keep,
+                             .fetch_kept = h_fetch_kept,
+                             .gemm = h_gemm,
+                             .bias_add = h_bias_add,
+                             .bias_grad = h_bias_grad};
+    return h;
+}
+
+void qp_linear_host_destroy(qp_linear_host *h)
+{
+    if (!h) return;
+    for (int s = 0; s < 2; s++)
+        free(h->tbuf[s]), free(h->qbuf[s]), free(h->kcodes[s]), free(h->kscales[s]), free(h->kscale[s]);
+    free(h->mbuf);
+    free(h);
+}
+
+const qp_linear_ops *qp_linear_host_ops(qp_linear_host *h) { return &h->ops; }

@@ -1,0 +1,38 @@
+/* qp_linear_host.h — the CPU's operations of the precision dispatch
+ * (qp_linear_ops.h): quant/'s quantize-dequantize (unscaled, in the stored
+ * order of each operand), quant/'s error metrics, the RHT, SIMD tiled
+ * transposes (qp_transpose.h), OpenMP bias loops, and oneDNN's GEMM (qp_gemm.h), which reads either operand
+ * transposed and runs BF16 when both operands are BF16 values. Formats whose
+ * scaled values are not BF16 values (FP8 blocks with FP32 scales along K)
+ * hand the GEMM their codes and each (row, K-chunk) scale, and the GEMM runs
+ * K-chunked (qp_gemm_run_kscaled). The wgrad pass gets the dgrad pass's
+ * quantized dY back when the dispatch says it is the same (reuse). One kept
+ * statistics slot: the dispatch applies each quantization's statistics at
+ * once.
+ *
+ * Owns: the CPU's operand buffers (per GEMM side: a transposed/rotated copy,
+ * the quantized copy, the packed codes and chunk scales of a K-chunked
+ * operand; one for the metrics). qp_linear_create makes one. */
+#ifndef QP_LINEAR_HOST_H
+#define QP_LINEAR_HOST_H
+
+#include <stdint.h>
+
+#include "qp_gemm.h"
+#include "qp_linear_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qp_linear_host qp_linear_host;
+
+/* Buffers for operands of up to max_elems; NULL without memory. */
+qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems);
+void qp_linear_host_destroy(qp_linear_host *h);
+const qp_linear_ops *qp_linear_host_ops(qp_linear_host *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
