@@ -68,7 +68,8 @@ static int run_recipe(const char *spec, double tol, qp_arch arch)
     qp_gemm *gemm = qp_gemm_create(err, sizeof err);
     static qlog qc, qg;
     qc.n = qg.n = 0;
-    const qp_linear_cfg lc = {.n_layers = mc.layers, .max_elems = qp_gpt_max_gemm_elems(&mc, B, T), .seed = seed,
+    const qp_linear_cfg lc = {.n_layers = mc.layers, .gemms = qp_model_gemm_mask(&mc),
+                              .max_elems = qp_gpt_max_gemm_elems(&mc, B, T), .seed = seed,
                               .recipe = &rec, .gemm = gemm, .on_qerr = on_qerr, .user = &qc};
     qp_linear *lin = qp_linear_create(&lc, err, sizeof err);
     qp_linear_cfg hc = lc;
