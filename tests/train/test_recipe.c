@@ -503,13 +503,30 @@ static void test_owners(void)
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
+typedef struct {
+    const char *spec;
+    int layers;
+    const char *fragments[3];
+} refusal;
+
+/* Each spec is refused for its blocks of gemms in one line holding every fragment. */
+static void check_refused(const refusal *bad, size_t n, unsigned gemms)
+{
+    char err[512];
+    for (size_t i = 0; i < n; i++) {
+        err[0] = '\0';
+        const int rc = resolve_for(bad[i].spec, bad[i].layers, gemms, &R, P, err, sizeof err);
+        CHECK(rc != 0, "'%s' accepted", bad[i].spec);
+        CHECK(err[0] && !strchr(err, '\n'), "'%s': not one line: %s", bad[i].spec, err);
+        for (int k = 0; k < 3 && bad[i].fragments[k]; k++)
+            CHECK(strstr(err, bad[i].fragments[k]) != NULL, "'%s': '%s' lacks '%s'", bad[i].spec, err,
+                  bad[i].fragments[k]);
+    }
+}
+
 static void test_errors(void)
 {
-    static const struct {
-        const char *spec;
-        int layers;
-        const char *fragments[3];
-    } bad[] = {
+    static const refusal bad[] = {
         {"", 4, {"empty", "valid: fp32, bf16"}},
         {"nvfp5", 4, {"'nvfp5'", "valid: fp32, bf16"}},
         {"bf16,nvfp4-rht", 4, {"nvfp4 recipe only"}},
@@ -547,16 +564,8 @@ static void test_errors(void)
         {"nvfp4,L9=bf16", 4, {"'L9=bf16'", "blocks 0..3"}},
         {"bf16\x01", 4, {"0x01", "printable"}},
     };
+    check_refused(bad, sizeof bad / sizeof bad[0], GPT);
     char err[512];
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = '\0';
-        const int rc = resolve(bad[i].spec, bad[i].layers, &R, P, err, sizeof err);
-        CHECK(rc != 0, "'%s' accepted", bad[i].spec);
-        CHECK(err[0] && !strchr(err, '\n'), "'%s': not one line: %s", bad[i].spec, err);
-        for (int k = 0; k < 3 && bad[i].fragments[k]; k++)
-            CHECK(strstr(err, bad[i].fragments[k]) != NULL, "'%s': '%s' lacks '%s'", bad[i].spec, err,
-                  bad[i].fragments[k]);
-    }
     /* too long */
     static char longspec[QP_RECIPE_SPEC_MAX + 8];
     memset(longspec, 'x', sizeof longspec - 1);
@@ -589,29 +598,22 @@ static void test_arch(void)
     CHECK(strstr(desc, "x fp8-e4m3") && !strstr(desc, "varies") && !strstr(desc, "Smooth"), "fp8 on a Llama: %s",
           desc);
     /* a GEMM the model lacks is refused in one line naming it and the model's own; with no model known, any */
-    static const struct {
-        const char *spec;
-        int llama;
-        const char *fragments[3];
-    } bad[] = {
-        {"bf16,fc=fp8-e4m3", 1, {"names GEMM fc", "theirs: qkv, attproj, gate, up, down"}},
-        {"nvfp4,L0.fcproj.wgrad:rn", 1, {"'L0.fcproj.wgrad:rn'", "GEMM fcproj"}},
-        {"bf16,attproj+fc=mxfp8", 1, {"GEMM fc,", "theirs"}},
-        {"bf16,gate=fp8-e4m3", 0, {"names GEMM gate", "theirs: qkv, attproj, fc, fcproj"}},
-        {"bf16,up+down.fprop=mxfp8", 0, {"GEMM up,"}},
-        {"fp8,smooth-swiglu", 0, {"smooth-swiglu", "down GEMM", "theirs: qkv, attproj, fc, fcproj"}},
+    static const refusal on_llama[] = {
+        {"bf16,fc=fp8-e4m3", 2, {"names GEMM fc", "theirs: qkv, attproj, gate, up, down"}},
+        {"nvfp4,L0.fcproj.wgrad:rn", 2, {"'L0.fcproj.wgrad:rn'", "GEMM fcproj"}},
+        {"bf16,attproj+fc=mxfp8", 2, {"GEMM fc,", "theirs"}},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = '\0';
-        CHECK(resolve_for(bad[i].spec, 2, bad[i].llama ? LLAMA : GPT, &R, P, err, sizeof err) != 0, "'%s' accepted",
-              bad[i].spec);
-        CHECK(err[0] && !strchr(err, '\n'), "'%s': not one line: %s", bad[i].spec, err);
-        for (int k = 0; k < 3 && bad[i].fragments[k]; k++)
-            CHECK(strstr(err, bad[i].fragments[k]) != NULL, "'%s': '%s' lacks '%s'", bad[i].spec, err,
-                  bad[i].fragments[k]);
-        CHECK(resolve_for(bad[i].spec, 2, 0, &R, P, err, sizeof err) == 0, "'%s' without a model: %s", bad[i].spec,
-              err);
-    }
+    static const refusal on_gpt[] = {
+        {"bf16,gate=fp8-e4m3", 2, {"names GEMM gate", "theirs: qkv, attproj, fc, fcproj"}},
+        {"bf16,up+down.fprop=mxfp8", 2, {"GEMM up,"}},
+        {"fp8,smooth-swiglu", 2, {"smooth-swiglu", "down GEMM", "theirs: qkv, attproj, fc, fcproj"}},
+    };
+    check_refused(on_llama, sizeof on_llama / sizeof on_llama[0], LLAMA);
+    check_refused(on_gpt, sizeof on_gpt / sizeof on_gpt[0], GPT);
+    const refusal *both[] = {&on_llama[0], &on_llama[1], &on_llama[2], &on_gpt[0], &on_gpt[1], &on_gpt[2]};
+    for (size_t i = 0; i < sizeof both / sizeof both[0]; i++)
+        CHECK(resolve_for(both[i]->spec, 2, 0, &R, P, err, sizeof err) == 0, "'%s' without a model: %s",
+              both[i]->spec, err);
     /* smooth-swiglu: a modifier anywhere after the preset, alone on FP32, kept by the nvfp4 modifiers */
     CHECK(qp_recipe_parse("fp8", &R, err, sizeof err) == 0 && !R.smooth_swiglu, "fp8 has no smooth-swiglu");
     CHECK(qp_recipe_parse("fp8,smooth-swiglu,dy=fp8-e4m3:delayed", &R, err, sizeof err) == 0 && R.smooth_swiglu &&
