@@ -40,6 +40,11 @@ static const qs_opt OPTS[] = {
     {"prefetch", QS_OPT_INT, 0, 1024, 0},
     {"divergence_factor", QS_OPT_NUM, 1, INFINITY, 1},
     {"device", QS_OPT_CHOICE, 0, 0, 0},
+    /* the architecture (qtrain --arch; an axis compares the two) and the Llama's shape (Smooth-SwiGLU is
+     * a recipe modifier) */
+    {"arch", QS_OPT_CHOICE, 0, 0, 0},
+    {"kv_heads", QS_OPT_INT, 1, 1 << 20, 0},
+    {"mlp_hidden", QS_OPT_INT, 1, 1 << 20, 0},
 };
 #define NOPTS (int)(sizeof OPTS / sizeof OPTS[0])
 
@@ -48,6 +53,7 @@ static const struct {
     const char *key, *choices;
 } CHOICES[] = {
     {"device", "cpu|cuda"},
+    {"arch", "gpt|llama"},
 };
 
 static const char *choices_of(const qs_opt *o)

@@ -1,5 +1,7 @@
-// qp_cuda_model.cu — the GPT on the GPU (see qp_cuda_model.h). The order of
-// the passes is qp_cuda_model_pass.h's (shared with a CPU test); each kernel
+// qp_cuda_model.cu — the model on the GPU (see qp_cuda_model.h). The order of
+// the passes is qp_cuda_model_pass.h's (the GPT) and qp_cuda_llama_pass.h's
+// (the Llama, whose own kernels are qp_cuda_llama.cu), shared with a CPU
+// test; each kernel
 // computes the formulas of qp_cuda_model_math.h in the CPU's order of
 // operations: elementwise and per-row kernels a thread per element / row,
 // attention a warp per (b, h, t) row with its per-channel sums in registers,
@@ -13,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "qp_cuda_llama.h"
+#include "qp_cuda_llama_pass.h"
 #include "qp_cuda_model.h"
 #include "qp_cuda_model_math.h"
 #include "qp_cuda_model_pass.h"
@@ -368,8 +372,9 @@ __global__ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n,
 
 // The parameter carving and the GEMM sizes are the model's shape rules
 // (train/qp_model.h), written once for the CPU and this GPU model; the
-// activations are carved by qp_gpt_carve_acts in this model's own layout
-// (qpm_act_sizes: the T x T attention matrices).
+// activations are carved by qp_gpt_carve_acts and qp_llama_carve_acts in
+// this model's own layouts (qpm_act_sizes, qpm_llama_act_sizes: the T x T
+// attention matrices).
 
 static int fail(qp_cuda_gpt *m, cudaError_t e, const char *what)
 {
@@ -423,20 +428,37 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
                       QP_CUDA_ATT_HS_MAX, c->dim, c->heads);
         return -1;
     }
-    m->cfg = *c;
+    if (qp_model_check(c, err, errlen)) return -1;
+    m->cfg = qp_model_resolve(c);
+    c = &m->cfg;
     m->B = B, m->T = T;
+    const int llama = c->arch == QP_ARCH_LLAMA;
+    m->n_tensors = qp_model_nparams(c);
     qp_gpt_param_shapes(c, m->param_sizes, nullptr, nullptr);
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
-    int64_t as[QP_GPT_NACTS];
-    qpm_act_sizes(c, B, T, as);
-    m->num_acts = qp_gpt_carve_acts(&m->acts, nullptr, as);
-    const int64_t BT = (int64_t)B * T;
+    for (int i = 0; i < m->n_tensors; i++) m->num_params += m->param_sizes[i];
+    int64_t as[QP_GPT_NACTS], las[QP_LLAMA_NACTS];
+    if (llama) {
+        qpm_llama_act_sizes(c, B, T, las);
+        m->num_acts = qp_llama_carve_acts(&m->lacts, nullptr, las);
+    } else {
+        qpm_act_sizes(c, B, T, as);
+        m->num_acts = qp_gpt_carve_acts(&m->acts, nullptr, as);
+    }
+    const int64_t BT = (int64_t)B * T, hs = c->dim / c->heads;
     const int64_t part_floats = 2 * (int64_t)qpm_sum_chunks((int)BT) * c->dim;
-    const size_t floats = (size_t)(4 * m->num_params + 2 * m->num_acts + part_floats);
+    const int64_t rope_floats = llama ? 2 * (int64_t)c->max_seq * (hs / 2) : 0;
+    const int64_t lscratch_floats = llama ? qpm_llama_scratch_floats(c, B, T) : 0;
+    const int max_ic = qp_model_max_input_channels(c);
+    const size_t floats = (size_t)(4 * m->num_params + 2 * m->num_acts + part_floats + rope_floats + lscratch_floats);
     const size_t bytes = floats * sizeof(float) + 2 * 2 * BT * sizeof(int32_t) + (RED_BLOCKS + 8) * sizeof(double) +
-                         256;
+                         256 + (size_t)max_ic * sizeof(qp_outlier_col) + 256;
     batch_io *io = (batch_io *)std::calloc(1, sizeof(batch_io));
-    cudaError_t e = io ? cudaSuccess : cudaErrorMemoryAllocation;
+    m->h_ocols = (qp_outlier_col *)std::malloc((size_t)max_ic * sizeof(qp_outlier_col));
+    m->h_oscratch = (double *)std::malloc((size_t)max_ic * sizeof(double));
+    m->h_smax = (float *)std::malloc((size_t)(c->mlp_hidden > 0 ? c->mlp_hidden : 1) * sizeof(float));
+    float *rope_host = llama ? (float *)std::malloc((size_t)rope_floats * sizeof(float)) : nullptr;
+    cudaError_t e = io && m->h_ocols && m->h_oscratch && m->h_smax && (!llama || rope_host) ? cudaSuccess
+                                                                                          : cudaErrorMemoryAllocation;
     if (e == cudaSuccess) e = cudaMalloc(&m->mem, bytes);
     if (e == cudaSuccess) e = cudaMallocHost((void **)&m->h_stage, 2 * 2 * BT * sizeof(int32_t));
     if (e == cudaSuccess && !stream) {
@@ -460,6 +482,7 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     if (e != cudaSuccess) {
         std::snprintf(err, errlen, "GPU model of %lld parameters and %lld activations: %s (%s)",
                       (long long)m->num_params, (long long)m->num_acts, cudaGetErrorName(e), cudaGetErrorString(e));
+        std::free(rope_host);
         qp_cuda_gpt_free(m);
         return -1;
     }
@@ -471,13 +494,33 @@ extern "C" int qp_cuda_gpt_init(qp_cuda_gpt *m, const qp_gpt_config *c, int B, i
     m->acts_memory = f, f += m->num_acts;
     m->grads_acts_memory = f, f += m->num_acts;
     m->d_part = f, f += part_floats;
+    m->rope = llama ? f : nullptr, f += rope_floats;
+    m->lscratch = llama ? f : nullptr, f += lscratch_floats;
     int32_t *tok = (int32_t *)f;
     for (int s = 0; s < 2; s++) io->d_tok[s] = tok + s * 2 * BT;
     m->d_red = (double *)(((uintptr_t)(tok + 4 * BT) + 255) / 256 * 256);
-    qp_gpt_carve_params(&m->params, m->params_memory, m->param_sizes);
-    qp_gpt_carve_params(&m->grads, m->grads_memory, m->param_sizes);
-    qp_gpt_carve_acts(&m->acts, m->acts_memory, as);
-    qp_gpt_carve_acts(&m->grads_acts, m->grads_acts_memory, as);
+    m->d_ocols = (qp_outlier_col *)(((uintptr_t)(m->d_red + RED_BLOCKS + 8) + 255) / 256 * 256);
+    if (llama) {
+        qp_llama_carve_params(&m->lparams, m->params_memory, m->param_sizes);
+        qp_llama_carve_params(&m->lgrads, m->grads_memory, m->param_sizes);
+        qp_llama_carve_acts(&m->lacts, m->acts_memory, las);
+        qp_llama_carve_acts(&m->lgrads_acts, m->grads_acts_memory, las);
+        qp_llama_rope_table(rope_host, c->max_seq, (int)hs);
+        e = cudaMemcpyAsync(m->rope, rope_host, (size_t)rope_floats * sizeof(float), cudaMemcpyHostToDevice,
+                            (cudaStream_t)m->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)m->stream);
+        std::free(rope_host);
+        if (e != cudaSuccess) {
+            std::snprintf(err, errlen, "RoPE table: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+            qp_cuda_gpt_free(m);
+            return -1;
+        }
+    } else {
+        qp_gpt_carve_params(&m->params, m->params_memory, m->param_sizes);
+        qp_gpt_carve_params(&m->grads, m->grads_memory, m->param_sizes);
+        qp_gpt_carve_acts(&m->acts, m->acts_memory, as);
+        qp_gpt_carve_acts(&m->grads_acts, m->grads_acts_memory, as);
+    }
     m->d_inputs = io->d_tok[0], m->d_targets = io->d_tok[0] + BT;
     if (host_params && qp_cuda_gpt_upload(m, host_params, nullptr, nullptr)) {
         std::snprintf(err, errlen, "%s", m->err);
@@ -502,6 +545,7 @@ extern "C" void qp_cuda_gpt_free(qp_cuda_gpt *m)
     }
     if (m->h_stage) cudaFreeHost(m->h_stage);
     if (m->mem) cudaFree(m->mem);
+    std::free(m->h_ocols), std::free(m->h_oscratch), std::free(m->h_smax);
     std::memset(m, 0, sizeof *m);
 }
 
@@ -710,10 +754,29 @@ static int op_softmax_ce_bwd(void *x, float *dlogits, const float *probs, const 
     k_softmax_ce_bwd<<<blocks_for((int64_t)N * V), NT, 0, S_>>>(dlogits, probs, targets, dloss, N, V);
     return op_check(x, "softmax backward");
 }
+/* A block GEMM input's outlier statistics for the host model's observer:
+ * the per-channel sums on the device, the rest on the host (waits). */
+static int observe_input(dev_ctx *c, int layer, qp_gemm_id g, const float *X, int M, int IC)
+{
+    qp_cuda_gpt *m = c->m;
+    cudaError_t e = (cudaError_t)qp_cuda_outlier_columns(m->d_ocols, X, M, IC, c->s);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(m->h_ocols, m->d_ocols, (size_t)IC * sizeof(qp_outlier_col), cudaMemcpyDeviceToHost, c->s);
+    qp_cuda_prof_mark(m->prof, QP_PH_HOST);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(c->s);
+    if (e != cudaSuccess) return fail(m, e, "outlier statistics");
+    qp_outlier_row row;
+    qp_outlier_finish(m->h_ocols, M, IC, m->h_oscratch, &row);
+    row.step = -1, row.layer = layer, row.gemm = qp_gemm_name(g);
+    m->on_input(&row, m->observer_user);
+    return 0;
+}
+
 static int op_linear_fwd(void *x, int layer, qp_gemm_id g, float *Y, const float *X, const float *W, const float *b,
                          int M, int IC, int OC)
 {
     dev_ctx *c = (dev_ctx *)x;
+    if (c->m->observe && c->m->on_input && g != QP_GEMM_HEAD && observe_input(c, layer, g, X, M, IC)) return -1;
     if (!qp_linear_forward(c->lin, layer, g, Y, X, W, b, M, IC, OC)) return 0;
     std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_linear_error(c->lin));
     return -1;
@@ -750,6 +813,102 @@ static qpm_ops device_ops(dev_ctx *c)
     return o;
 }
 
+// ---- the Llama's own operations (qp_cuda_llama_pass.h), as kernel launches ---------
+
+#define S_ (((dev_ctx *)x)->s)
+#define PH_(ph) qp_cuda_prof_mark(((dev_ctx *)x)->m->prof, ph)
+static int op_embed_fwd(void *x, float *out, const int32_t *inp, const float *wte, int B, int T, int C)
+{
+    PH_(QP_PHASE_ROWOPS);
+    return op_rc(x, qp_cuda_embed_forward(out, inp, wte, B * T, C, S_), "embedding forward");
+}
+static int op_embed_bwd(void *x, float *dwte, const float *dout, const int32_t *inp, int B, int T, int C)
+{
+    PH_(QP_PHASE_ROWOPS);
+    k_encoder_bwd_token<<<(unsigned)((C + ROW_NT - 1) / ROW_NT), ROW_NT, 0, S_>>>(dwte, dout, inp, B * T, C);
+    return op_check(x, "embedding backward");
+}
+static int op_rmsnorm_fwd(void *x, float *out, float *rstd, const float *inp, const float *w, int N, int C)
+{
+    PH_(QP_PHASE_ROWOPS);
+    return op_rc(x, qp_cuda_rmsnorm_forward(out, rstd, inp, w, N, C, S_), "rmsnorm forward");
+}
+static int op_rmsnorm_bwd(void *x, float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                          const float *rstd, int N, int C)
+{
+    PH_(QP_PHASE_ROWOPS);
+    return op_rc(x, qp_cuda_rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C, ((dev_ctx *)x)->m->d_part, S_),
+                 "rmsnorm backward");
+}
+static int op_rope(void *x, float *qkv, const float *tab, int N, int T, int maxT, int C, int NH, int KVH, int inverse)
+{
+    PH_(QP_PHASE_ROWOPS);
+    return op_rc(x, qp_cuda_rope(qkv, tab, N, T, maxT, C, NH, KVH, inverse, S_), "rotary embedding");
+}
+static int op_gqa_expand(void *x, float *wide, const float *narrow, int N, int C, int NH, int KVH)
+{
+    PH_(QP_PHASE_ATTN);
+    return op_rc(x, qp_cuda_gqa_expand(wide, narrow, N, C, NH, KVH, S_), "grouped-query widening");
+}
+static int op_gqa_reduce(void *x, float *narrow, const float *wide, int N, int C, int NH, int KVH)
+{
+    PH_(QP_PHASE_ATTN);
+    return op_rc(x, qp_cuda_gqa_reduce(narrow, wide, N, C, NH, KVH, S_), "grouped-query narrowing");
+}
+static int op_swiglu_fwd(void *x, float *h, const float *a, const float *u, int64_t n)
+{
+    PH_(QP_PHASE_ROWOPS);
+    return op_rc(x, qp_cuda_swiglu_forward(h, a, u, n, S_), "swiglu forward");
+}
+static int op_swiglu_bwd(void *x, float *da, float *du, const float *a, const float *u, const float *dh, int64_t n)
+{
+    PH_(QP_PHASE_ROWOPS);
+    return op_rc(x, qp_cuda_swiglu_backward(da, du, a, u, dh, n, S_), "swiglu backward");
+}
+static int op_smooth_scales(void *x, float *s, const float *h, int N, int H)
+{
+    qp_cuda_gpt *m = ((dev_ctx *)x)->m;
+    PH_(QP_PHASE_ROWOPS);
+    int rc = qp_cuda_col_amax(s, h, N, H, S_);
+    if (!rc && m->reduce_max) {
+        /* data parallel: the global batch's channel maxima, as the CPU model's */
+        cudaError_t e = cudaMemcpyAsync(m->h_smax, s, (size_t)H * sizeof(float), cudaMemcpyDeviceToHost, S_);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(S_);
+        if (e == cudaSuccess) m->reduce_max(m->h_smax, H, m->reduce_user);
+        if (e == cudaSuccess) e = cudaMemcpyAsync(s, m->h_smax, (size_t)H * sizeof(float), cudaMemcpyHostToDevice, S_);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(S_); /* h_smax is reused by the next layer */
+        rc = (int)e;
+    }
+    if (!rc) rc = qp_cuda_smooth_scale(s, H, S_);
+    return op_rc(x, rc, "smooth-swiglu scales");
+}
+static int op_smooth_apply(void *x, float *xs, float *ws, const float *h, const float *w, const float *s, int N, int C,
+                           int H)
+{
+    PH_(QP_PHASE_ROWOPS);
+    return op_rc(x, qp_cuda_smooth_apply(xs, ws, h, w, s, N, C, H, S_), "smooth-swiglu scaling");
+}
+static int op_smooth_unfold(void *x, float *dh, float *dw, const float *dxs, const float *dws, const float *s, int N,
+                            int C, int H)
+{
+    PH_(QP_PHASE_ROWOPS);
+    return op_rc(x, qp_cuda_smooth_unfold(dh, dw, dxs, dws, s, N, C, H, S_), "smooth-swiglu fold");
+}
+#undef S_
+#undef PH_
+
+static qpm_llama_ops device_llama_ops(const qpm_ops *base)
+{
+    qpm_llama_ops o;
+    o.base = base;
+    o.embed_fwd = op_embed_fwd, o.embed_bwd = op_embed_bwd;
+    o.rmsnorm_fwd = op_rmsnorm_fwd, o.rmsnorm_bwd = op_rmsnorm_bwd;
+    o.rope = op_rope, o.gqa_expand = op_gqa_expand, o.gqa_reduce = op_gqa_reduce;
+    o.swiglu_fwd = op_swiglu_fwd, o.swiglu_bwd = op_swiglu_bwd;
+    o.smooth_scales = op_smooth_scales, o.smooth_apply = op_smooth_apply, o.smooth_unfold = op_smooth_unfold;
+    return o;
+}
+
 extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_linear *lin)
 {
     const int BT = m->B * m->T;
@@ -757,12 +916,21 @@ extern "C" int qp_cuda_gpt_forward(qp_cuda_gpt *m, qp_linear *lin)
     dev_ctx c = {m, lin, s};
     const qpm_ops ops = device_ops(&c);
     const int32_t *tg = m->has_targets ? m->d_targets : nullptr;
-    if (qpm_forward(&ops, &m->cfg, m->B, m->T, &m->params, &m->acts, m->d_inputs, tg)) return -1;
+    const float *losses = m->acts.losses;
+    if (m->cfg.arch == QP_ARCH_LLAMA) {
+        const qpm_llama_ops lops = device_llama_ops(&ops);
+        const qpm_llama_scratch sc = qpm_llama_scratch_carve(m->lscratch, &m->cfg, m->B, m->T);
+        if (qpm_llama_forward(&lops, &m->cfg, m->B, m->T, &m->lparams, &m->lacts, &sc, m->rope, m->d_inputs, tg))
+            return -1;
+        losses = m->lacts.losses;
+    } else if (qpm_forward(&ops, &m->cfg, m->B, m->T, &m->params, &m->acts, m->d_inputs, tg)) {
+        return -1;
+    }
     if (!tg) {
         m->mean_loss = -1.0f;
         return 0;
     }
-    k_loss_mean<<<1, 1, 0, s>>>(m->acts.losses, BT, m->d_red + RED_BLOCKS);
+    k_loss_mean<<<1, 1, 0, s>>>(losses, BT, m->d_red + RED_BLOCKS);
     double mean = 0.0;
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaMemcpyAsync(&mean, m->d_red + RED_BLOCKS, sizeof mean, cudaMemcpyDeviceToHost, s);
@@ -789,6 +957,13 @@ extern "C" int qp_cuda_gpt_backward(qp_cuda_gpt *m, qp_linear *lin, float loss_s
     }
     dev_ctx c = {m, lin, (cudaStream_t)m->stream};
     const qpm_ops ops = device_ops(&c);
+    if (m->cfg.arch == QP_ARCH_LLAMA) {
+        const qpm_llama_ops lops = device_llama_ops(&ops);
+        const qpm_llama_scratch sc = qpm_llama_scratch_carve(m->lscratch, &m->cfg, m->B, m->T);
+        return qpm_llama_backward(&lops, &m->cfg, m->B, m->T, &m->lparams, &m->lgrads, &m->lacts, &m->lgrads_acts,
+                                  m->grads_acts_memory, m->num_acts, &sc, m->rope, m->d_inputs, m->d_targets,
+                                  loss_scale);
+    }
     return qpm_backward(&ops, &m->cfg, m->B, m->T, &m->params, &m->grads, &m->acts, &m->grads_acts,
                         m->grads_acts_memory, m->num_acts, m->d_inputs, m->d_targets, loss_scale);
 }
@@ -818,8 +993,8 @@ extern "C" int qp_cuda_gpt_adamw(qp_cuda_gpt *m, const qp_optim_cfg *c, int64_t 
     cudaStream_t s = (cudaStream_t)m->stream;
     qp_cuda_prof_mark(m->prof, QP_PHASE_OPTIM);
     int64_t off = 0;
-    for (int k = 0; k < QP_GPT_NPARAMS; k++) {
-        const float wd = qp_gpt_param_decays(k) ? (float)c->weight_decay : 0.0f;
+    for (int k = 0; k < m->n_tensors; k++) {
+        const float wd = qp_model_param_decays(&m->cfg, k) ? (float)c->weight_decay : 0.0f;
         const int64_t n = m->param_sizes[k];
         k_adamw<<<blocks_for(n, 4096), NT, 0, s>>>(m->params_memory + off, m->grads_memory + off, m->adam_m + off,
                                                    m->adam_v + off, n, clip_scale, b1, b2, eps, bc1, bc2, flr, wd);

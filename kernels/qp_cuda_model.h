@@ -1,9 +1,14 @@
-/* qp_cuda_model.h — the GPT of train/qp_model.h on the GPU.
+/* qp_cuda_model.h — the model of train/qp_model.h on the GPU, of either
+ * architecture.
  *
- * Owns: the same model (token + position embeddings, pre-LayerNorm blocks
- * with causal multi-head attention and a 4x GELU MLP, final LayerNorm, LM
- * head tied to wte, softmax cross-entropy with mean loss), AdamW with the
- * same update expression, the global gradient norm. Parameters, gradients,
+ * Owns: the same model (the GPT: token + position embeddings, pre-LayerNorm
+ * blocks with causal multi-head attention and a 4x GELU MLP, final LayerNorm,
+ * LM head tied to wte; the Llama: token embedding, pre-RMSNorm blocks with
+ * rotary embeddings, grouped-query attention and a SwiGLU MLP, Smooth-SwiGLU
+ * when asked, final RMSNorm, untied LM head — qp_cuda_llama_pass.h;
+ * softmax cross-entropy with mean loss), AdamW with the same update
+ * expression, the global gradient norm, and a block GEMM input's outlier
+ * statistics for the host model's observer. Parameters, gradients,
  * Adam moments, activations, their gradients and the batch are carved from
  * one device allocation, in the CPU model's tensor order, so parameters and
  * moments copy to and from the host model's buffers in one transfer each.
@@ -36,13 +41,30 @@ extern "C" {
 #define QP_CUDA_ATT_HS_MAX 128
 
 typedef struct {
-    qp_gpt_config cfg;
+    qp_gpt_config cfg;                /* resolved (qp_model_resolve) */
     int B, T;
-    qp_gpt_params params, grads;      /* device pointers */
-    qp_gpt_acts acts, grads_acts;     /* device pointers */
+    int n_tensors;                    /* parameter tensors of the architecture */
+    qp_gpt_params params, grads;      /* device pointers: the GPT's */
+    qp_gpt_acts acts, grads_acts;
+    qp_llama_params lparams, lgrads;  /* device pointers: the Llama's */
+    qp_llama_acts lacts, lgrads_acts;
+    float *rope;                      /* the Llama's RoPE table (qp_llama_rope_table), on the device */
+    float *lscratch;                  /* the Llama's working set (qpm_llama_scratch_floats) */
     float *params_memory, *grads_memory, *adam_m, *adam_v, *acts_memory, *grads_acts_memory;
     int64_t num_params, num_acts;
-    int64_t param_sizes[QP_GPT_NPARAMS];
+    int64_t param_sizes[QP_MODEL_MAX_NPARAMS];
+    /* observe: every block GEMM input's outlier statistics (per-channel sums
+     * on the device, finished on the host) go to on_input, as the CPU model's
+     * (qp_gpt.observe); reduce_max: data parallelism's element-wise max over
+     * the ranks (Smooth-SwiGLU's channel maxima), NULL in one process */
+    int observe;
+    qp_model_observer on_input;
+    void *observer_user;
+    void (*reduce_max)(float *v, int n, void *user);
+    void *reduce_user;
+    qp_outlier_col *d_ocols, *h_ocols; /* the widest input's channels */
+    double *h_oscratch;
+    float *h_smax;                    /* Smooth-SwiGLU's channel maxima on the host (data parallel) */
     int32_t *d_inputs, *d_targets;    /* the current batch */
     int has_targets;
     double *d_red;                    /* reduction partials and results */

@@ -1,5 +1,5 @@
 /* qp_cuda_model_math.h — the per-row and per-element formulas of the GPT
- * on the GPU, written once for the host and the device.
+ * and the Llama on the GPU, written once for the host and the device.
  *
  * Owns: nothing but arithmetic. Each row function computes one row of a
  * layer of the model of train/qp_model_kernels.c; the GPU kernels
@@ -341,6 +341,139 @@ QPM_FN void qpm_attention_bwd_key(float *dqkv, const float *dpreatt, const float
         for (int i = 0; i < hs; i++) dv[i] += at * d[i];
         for (int i = 0; i < hs; i++) dk[i] += q[i] * g;
     }
+}
+
+/* ---- the Llama (train/qp_llama_kernels.c) ----------------------------------- */
+
+/* RMSNorm of one row x[C] into o[C] (gain w); its 1/rms. */
+QPM_FN void qpm_rmsnorm_fwd_row(float *o, float *rstd, const float *x, const float *w, int C)
+{
+    float ss = 0.0f;
+    for (int c = 0; c < C; c++) ss += x[c] * x[c];
+    const float s = 1.0f / sqrtf(ss / C + 1e-5f);
+    for (int c = 0; c < C; c++) o[c] = x[c] * s * w[c];
+    *rstd = s;
+}
+
+/* dx[C] += the input gradient of one RMSNorm row: s (w d - n mean(w d n)), n = x s. */
+QPM_FN void qpm_rmsnorm_bwd_row(float *dx, const float *d, const float *x, const float *w, float s, int C)
+{
+    float dn_n = 0.0f;
+    for (int c = 0; c < C; c++) dn_n += w[c] * d[c] * (x[c] * s);
+    dn_n /= C;
+    for (int c = 0; c < C; c++) dx[c] += (w[c] * d[c] - (x[c] * s) * dn_n) * s;
+}
+
+/* The gain gradient of channel c over rows [i0, i1) in order: one chunk's sum. */
+QPM_FN float qpm_rmsnorm_bwd_chunk(const float *dout, const float *inp, const float *rstd, int i0, int i1, int C, int c)
+{
+    float w = 0.0f;
+    for (int i = i0; i < i1; i++) w += inp[(int64_t)i * C + c] * rstd[i] * dout[(int64_t)i * C + c];
+    return w;
+}
+
+/* dw[c] += the chunk sums of channel c (part: chunk k at k * C + c) in chunk order. */
+QPM_FN void qpm_rmsnorm_bwd_combine(float *dw, const float *part, int nchunks, int C, int c)
+{
+    float w = 0.0f;
+    for (int k = 0; k < nchunks; k++) w += part[(int64_t)k * C + c];
+    dw[c] += w;
+}
+
+/* Both levels for one channel, as the GPU's two kernels compute them. */
+QPM_FN void qpm_rmsnorm_bwd_channel(float *dw, const float *dout, const float *inp, const float *rstd, int N, int C,
+                                    int c)
+{
+    float w = 0.0f;
+    for (int k = 0; k < qpm_sum_chunks(N); k++) {
+        const int i0 = k * QPM_SUM_ROWS, i1 = i0 + QPM_SUM_ROWS < N ? i0 + QPM_SUM_ROWS : N;
+        w += qpm_rmsnorm_bwd_chunk(dout, inp, rstd, i0, i1, C, c);
+    }
+    dw[c] += w;
+}
+
+/* Rotary embedding of one pair (x1, x2) by the angle whose cos and sin are
+ * c, s (qp_llama_rope_table's); inverse: by minus it (the backward). */
+QPM_FN void qpm_rope_pair(float *x1, float *x2, float c, float s, int inverse)
+{
+    const float a = *x1, b = *x2, sv = inverse ? -s : s;
+    *x1 = a * c - b * sv;
+    *x2 = b * c + a * sv;
+}
+
+/* Pair p of a row of q and k heads (NH + KVH heads of hs; k from koff) at
+ * position t: which two elements of the row it rotates, and by which table
+ * entry. p < (NH + KVH) hs / 2. */
+QPM_FN void qpm_rope_pair_at(int p, int NH, int hs, int64_t koff, int64_t *i1, int64_t *i2, int *freq)
+{
+    const int half = hs / 2, head = p / half, i = p % half;
+    const int64_t base = head < NH ? (int64_t)head * hs : koff + (int64_t)(head - NH) * hs;
+    *i1 = base + i, *i2 = base + i + half, *freq = i;
+}
+
+/* sigmoid from exp of -|x| (the CPU's exp for x <= 0). */
+QPM_FN float qpm_sigmoid(float x)
+{
+    const float e = qpm_exp_nonpos(-fabsf(x));
+    return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+
+/* SwiGLU: silu(a) * u. */
+QPM_FN float qpm_swiglu_fwd(float a, float u) { return a * qpm_sigmoid(a) * u; }
+
+/* Its gradients from d: da += d u silu'(a), du += d silu(a). */
+QPM_FN void qpm_swiglu_bwd(float *da, float *du, float a, float u, float d)
+{
+    const float sg = qpm_sigmoid(a);
+    *du += d * (a * sg);
+    *da += d * u * (sg * (1.0f + a * (1.0f - sg)));
+}
+
+/* Grouped-query attention on the GPT's attention kernels: the Llama's row of
+ * q (C = NH hs), k and v (KVH hs each) widened to the GPT's (3C: every query
+ * head its own key and value head, the group's copied). Element j < 3C of
+ * the wide row from the narrow row (width C + 2 KVH hs). */
+QPM_FN float qpm_gqa_expand(const float *narrow, int64_t j, int C, int NH, int KVH, int hs)
+{
+    if (j < C) return narrow[j];
+    const int part = (int)(j / C), h = (int)(j % C) / hs, d = (int)(j % C) % hs;
+    const int kvh = h / (NH / KVH);
+    return narrow[C + (int64_t)(part - 1) * KVH * hs + (int64_t)kvh * hs + d];
+}
+
+/* Element j of the narrow row's gradient from the wide one's: q's own; a key
+ * or value head's the sum over its group's query heads in head order. */
+QPM_FN float qpm_gqa_reduce(const float *wide, int64_t j, int C, int NH, int KVH, int hs)
+{
+    if (j < C) return wide[j];
+    const int64_t r = j - C;
+    const int part = (int)(r / ((int64_t)KVH * hs)), kvh = (int)(r % ((int64_t)KVH * hs)) / hs, d = (int)(r % hs);
+    const int group = NH / KVH;
+    float s = 0.0f;
+    for (int h = kvh * group; h < (kvh + 1) * group; h++) s += wide[(int64_t)(part + 1) * C + (int64_t)h * hs + d];
+    return s;
+}
+
+/* Smooth-SwiGLU: the largest |x| of channel j of h (N x H), rows in order
+ * (NaN never wins), and the power of two that puts it in [1, 2) (1 for 0 or a
+ * non-finite maximum). */
+QPM_FN float qpm_col_amax(const float *h, int N, int H, int j)
+{
+    float mx = 0.0f;
+    for (int i = 0; i < N; i++) {
+        const float v = fabsf(h[(int64_t)i * H + j]);
+        mx = v > mx ? v : mx;
+    }
+    return mx;
+}
+
+QPM_FN float qpm_smooth_scale(float amax)
+{
+    if (!(amax > 0.0f) || isinf(amax)) return 1.0f;
+    int e = 0;
+    frexpf(amax, &e);
+    e = e < -120 ? -120 : e > 120 ? 120 : e;
+    return ldexpf(1.0f, 1 - e);
 }
 
 /* Softmax of one logits row l[V] into p[V]; returns -log p[target]

@@ -1,7 +1,7 @@
 # events.gp — recalibration events by step, layer and kind: one panel per
 # run, stacked. Data and variables: fig_events.c. Within a layer's band the
 # points are spread by GEMM and operand (bottom to top: qkv, attproj, fc,
-# fcproj; x, w, dy within each).
+# fcproj, gate, up, down; x, w, dy within each).
 if (!exists("plotsdir")) plotsdir = system("dirname ".ARG0)
 load plotsdir."/style.gp"
 

@@ -2,8 +2,9 @@
  *
  * One panel per run (stacked, sharing the step axis). x = the step of the
  * event, y = its layer, spread within the layer's band by GEMM and operand
- * so simultaneous events stay apart: twelve slots, bottom to top qkv x, w,
- * dy, attproj x, w, dy, fc ..., fcproj ... . Kind: point type and colour.
+ * so simultaneous events stay apart: 21 slots, bottom to top qkv x, w, dy,
+ * attproj x, w, dy, fc ..., fcproj ..., gate ..., up ..., down ... (the
+ * GPT's and the Llama's GEMMs). Kind: point type and colour.
  *
  * Data file, per run i: index i: step  y  kind   (kind 1..5 = scale_change,
  *   overflow, underflow, nonfinite, any other name; a single "NaN NaN 0"
@@ -21,8 +22,10 @@
 static const char *const KINDS[] = {"scale_change", "overflow", "underflow", "nonfinite", "other"};
 static const char *const SHOWN[] = {"scale change", "overflow", "underflow", "non-finite", "other"};
 #define NKINDS 5
-static const char *const GEMMS[] = {"qkv", "attproj", "fc", "fcproj"};
+static const char *const GEMMS[] = {"qkv", "attproj", "fc", "fcproj", "gate", "up", "down"}; /* GPT, then Llama MLP */
 static const char *const OPERANDS[] = {"x", "w", "dy"};
+#define NGEMMS (int)(sizeof GEMMS / sizeof *GEMMS)
+#define NSLOTS (NGEMMS * 3)
 
 static int index_of(const char *s, const char *const *list, int n)
 {
@@ -33,9 +36,9 @@ static int index_of(const char *s, const char *const *list, int n)
 
 static double jitter_y(const qp_event_rec *e)
 {
-    int g = index_of(e->gemm, GEMMS, 4), op = index_of(e->operand, OPERANDS, 3);
-    double slot = g < 0 || op < 0 ? 5.5 : g * 3 + op; /* unknown names sit in the middle */
-    return (double)e->layer - 0.4 + 0.8 * (slot + 0.5) / 12;
+    int g = index_of(e->gemm, GEMMS, NGEMMS), op = index_of(e->operand, OPERANDS, 3);
+    double slot = g < 0 || op < 0 ? (NSLOTS - 1) / 2.0 : g * 3 + op; /* unknown names sit in the middle */
+    return (double)e->layer - 0.4 + 0.8 * (slot + 0.5) / NSLOTS;
 }
 
 int qp_fig_events(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,

@@ -3,7 +3,8 @@
  * rows, steps and the colour scale.
  *
  * Rows are the (layer, GEMM, pass, operand) combinations the run logged,
- * block 0 on top, GEMMs in forward order (qkv, attproj, fc, fcproj), passes
+ * block 0 on top, GEMMs in forward order (qkv, attproj, fc, fcproj; the
+ * Llama's gate, up, down), passes
  * fprop, dgrad, wgrad, operands x, w, dy; columns are the logged steps, a
  * cell reaching halfway to its neighbours. Colour: log10(rel_l2). A cell
  * never logged (a step being written right now) or exactly 0 (nothing was
@@ -36,7 +37,8 @@ static int order_of(const char *s, const char *const *list, int n)
     return n;
 }
 
-static const char *const GEMMS[] = {"qkv", "attproj", "fc", "fcproj"};
+static const char *const GEMMS[] = {"qkv", "attproj", "fc", "fcproj", "gate", "up", "down"}; /* GPT, then Llama MLP */
+#define NGEMMS (int)(sizeof GEMMS / sizeof *GEMMS)
 static const char *const PASSES[] = {"fprop", "dgrad", "wgrad"};
 static const char *const OPERANDS[] = {"x", "w", "dy"};
 
@@ -44,7 +46,7 @@ static int cmp_row(const void *pa, const void *pb)
 {
     const qp_qerr_rec *a = *(const qp_qerr_rec *const *)pa, *b = *(const qp_qerr_rec *const *)pb;
     if (a->layer != b->layer) return a->layer < b->layer ? -1 : 1;
-    int c = order_of(a->gemm, GEMMS, 4) - order_of(b->gemm, GEMMS, 4);
+    int c = order_of(a->gemm, GEMMS, NGEMMS) - order_of(b->gemm, GEMMS, NGEMMS);
     if (!c) c = strcmp(a->gemm, b->gemm);
     if (!c) c = order_of(a->pass, PASSES, 3) - order_of(b->pass, PASSES, 3);
     if (!c) c = strcmp(a->pass, b->pass);

@@ -12,6 +12,7 @@ const qp_fig_kind QP_FIG_KINDS[] = {
     {"events", QP_RUN_EVENTS, qp_fig_events},
     {"throughput", 0, qp_fig_throughput},
     {"recalib", QP_RUN_EVENTS, qp_fig_recalib},
+    {"outliers", QP_RUN_OUTLIERS, qp_fig_outliers},
 };
 const int QP_FIG_NKINDS = (int)(sizeof QP_FIG_KINDS / sizeof *QP_FIG_KINDS);
 

@@ -232,6 +232,20 @@ static hid_t event_type(void)
     return t;
 }
 
+static hid_t outlier_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(qp_outlier_rec));
+    hid_t g = str_type(QP_GEMM_LEN);
+    H5Tinsert(t, "step", HOFFSET(qp_outlier_rec, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "layer", HOFFSET(qp_outlier_rec, layer), H5T_NATIVE_INT64);
+    H5Tinsert(t, "gemm", HOFFSET(qp_outlier_rec, gemm), g);
+    H5Tinsert(t, "amax", HOFFSET(qp_outlier_rec, amax), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "kurtosis", HOFFSET(qp_outlier_rec, kurtosis), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "topk_frac", HOFFSET(qp_outlier_rec, topk_frac), H5T_NATIVE_DOUBLE);
+    H5Tclose(g);
+    return t;
+}
+
 typedef struct {
     char state[QP_NAME_LEN];
 } status_rec;
@@ -382,6 +396,9 @@ int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t er
     if ((what & QP_RUN_EVENTS) && load_table(r, f, "events/recalib", event_type, sizeof(qp_event_rec),
                                              (void **)&r->events, &r->n_events, err, errlen))
         goto out;
+    if ((what & QP_RUN_OUTLIERS) && load_table(r, f, "quant/outliers", outlier_type, sizeof(qp_outlier_rec),
+                                               (void **)&r->outliers, &r->n_outliers, err, errlen))
+        goto out;
     load_state(r, f);
     rc = 0;
 out:
@@ -407,6 +424,7 @@ void qp_run_free(qp_run *r)
     free(r->eval_step);
     free(r->val_loss);
     free(r->qerr);
+    free(r->outliers);
     free(r->events);
     memset(r, 0, sizeof *r);
     r->seed = -1;

@@ -26,6 +26,7 @@
 /* Optional parts to load (the /train and /eval series are always loaded). */
 #define QP_RUN_QERR 1u   /* /quant/error */
 #define QP_RUN_EVENTS 2u /* /events/recalib */
+#define QP_RUN_OUTLIERS 4u /* /quant/outliers */
 
 /* Widths of the string columns plus the terminating NUL. */
 #define QP_GEMM_LEN 33
@@ -41,6 +42,12 @@ typedef struct {
     int64_t step, layer;
     char gemm[QP_GEMM_LEN], operand[QP_NAME_LEN], kind[QP_GEMM_LEN];
 } qp_event_rec;
+
+typedef struct {
+    int64_t step, layer;
+    char gemm[QP_GEMM_LEN];
+    double amax, kurtosis, topk_frac;
+} qp_outlier_rec;
 
 typedef struct {
     char *key, *value;
@@ -69,6 +76,8 @@ typedef struct {
     qp_qerr_rec *qerr;
     size_t n_events;    /* 0 unless QP_RUN_EVENTS was asked for */
     qp_event_rec *events;
+    size_t n_outliers;  /* 0 unless QP_RUN_OUTLIERS was asked for (and the file has the table: schema >= 3) */
+    qp_outlier_rec *outliers;
 
     char state[QP_NAME_LEN]; /* last /status row's state, "" when there is none */
 } qp_run;

@@ -89,6 +89,17 @@ int qp_sweep_pick(const char *kind, const qp_run *const *runs, int n, const char
         if (!k) snprintf(err, errlen, "qerr: no run logged quantization errors (/quant/error is empty in all %d)", n);
         return k;
     }
+    if (!strcmp(kind, "outliers")) {
+        /* a column per recipe: its first run that logged them (the baseline too: any recipe's inputs) */
+        for (int i = 0; i < n; i++) {
+            if (!runs[i]->n_outliers || qp_run_is_twin(runs[i])) continue;
+            int seen = 0;
+            for (int j = 0; j < k; j++) seen |= !strcmp(runs[pick[j]]->recipe, runs[i]->recipe);
+            if (!seen) pick[k++] = i;
+        }
+        if (!k) snprintf(err, errlen, "outliers: no run logged outlier statistics (/quant/outliers is empty in all %d)", n);
+        return k;
+    }
     if (!strcmp(kind, "events")) {
         for (int i = 0; i < n; i++) {
             if (!runs[i]->n_events || aside(runs[i])) continue;

@@ -59,6 +59,8 @@ static void usage(FILE *f)
           "  events      recalibration events by step, layer and kind (a panel per run)\n"
           "  throughput  median tokens/s (IQR bars) and data-wait share per run\n"
           "  recalib     recalibration events per run of each recipe, by block, GEMM and operand\n"
+          "  outliers    every block GEMM input's amax, kurtosis and top-k channel energy share over\n"
+          "              steps (/quant/outliers), a column per run\n"
           "  all         every figure of a sweep: SWEEPDIR/runs/*.h5 -> SWEEPDIR/fig/KIND.*\n"
           "Every figure is written as PNG, SVG and PDF, with the exact data it was drawn from\n"
           "beside it as CSV (FIG.csv: one row per data point, the block and series it belongs to).\n"
@@ -269,7 +271,7 @@ static int round_all(const options *o, const char *scratch, round_info *ri, msgs
     }
     /* a run file that cannot be read is reported (and fails the round), but
      * the figures of the others are still drawn */
-    int bad = load_all(paths, npaths, QP_RUN_QERR | QP_RUN_EVENTS, runs, 1, &n, m);
+    int bad = load_all(paths, npaths, QP_RUN_QERR | QP_RUN_EVENTS | QP_RUN_OUTLIERS, runs, 1, &n, m);
     if (!n) {
         if (!bad) {
             snprintf(err, sizeof err, "%.900s/runs: no run has logged a step yet", dir);

@@ -16,7 +16,11 @@ typedef struct {
 
 static cpu *C(qp_backend *b) { return (cpu *)b->impl; }
 
-static void cpu_begin_step(qp_backend *b, int64_t step, int log_qerr) { qp_linear_begin_step(C(b)->lin, step, log_qerr); }
+static void cpu_begin_step(qp_backend *b, int64_t step, int log_qerr)
+{
+    qp_linear_begin_step(C(b)->lin, step, log_qerr);
+    C(b)->model->observe = log_qerr; /* /quant/outliers with /quant/error */
+}
 static void cpu_begin_micro(qp_backend *b, int micro) { qp_linear_begin_micro(C(b)->lin, micro); }
 static void cpu_set_frozen(qp_backend *b, int frozen) { qp_linear_set_frozen(C(b)->lin, frozen); }
 
@@ -56,10 +60,10 @@ static int cpu_grad_norm(qp_backend *b, double *norm)
 static int cpu_adamw(qp_backend *b, const qp_optim_cfg *oc, int64_t t, double lr, float clip)
 {
     cpu *c = C(b);
-    int decays[QP_GPT_NPARAMS];
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) decays[i] = qp_gpt_param_decays(i);
+    int decays[QP_MODEL_MAX_NPARAMS];
+    for (int i = 0; i < c->model->n_tensors; i++) decays[i] = qp_model_param_decays(&c->model->cfg, i);
     qp_adamw_step(oc, c->model->params_memory, c->model->grads_memory, c->adam_m, c->adam_v, c->model->param_sizes,
-                  decays, QP_GPT_NPARAMS, t, lr, clip);
+                  decays, c->model->n_tensors, t, lr, clip);
     return 0;
 }
 

@@ -55,7 +55,11 @@ static int gfail(gpu *g, const char *msg)
 /* the dispatch's kept statistics into the host scaling states (waits) */
 static int gflush(gpu *g) { return qp_linear_flush(g->lin) ? gfail(g, qp_linear_error(g->lin)) : 0; }
 
-static void g_begin_step(qp_backend *b, int64_t step, int log_qerr) { qp_linear_begin_step(G(b)->lin, step, log_qerr); }
+static void g_begin_step(qp_backend *b, int64_t step, int log_qerr)
+{
+    qp_linear_begin_step(G(b)->lin, step, log_qerr);
+    G(b)->m.observe = log_qerr; /* /quant/outliers with /quant/error */
+}
 static void g_begin_micro(qp_backend *b, int micro) { qp_linear_begin_micro(G(b)->lin, micro); }
 static void g_set_frozen(qp_backend *b, int frozen) { qp_linear_set_frozen(G(b)->lin, frozen); }
 
@@ -247,6 +251,9 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
         return -1;
     }
     g->m_ok = 1;
+    /* the host model's observer and data-parallel reduction, on the device model's inputs */
+    g->m.on_input = model->on_input, g->m.observer_user = model->observer_user;
+    g->m.reduce_max = model->reduce_max, g->m.reduce_user = model->reduce_user;
 #if QP_HAVE_NCCL
     if (lc->dp_size > 1 && setup_nccl(g, lc, err, errlen)) {
         g_destroy(b);

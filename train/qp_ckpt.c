@@ -520,6 +520,12 @@ static hid_t open_attr(qp_ckpt *c, const char *name, hid_t *type, char *err, siz
     return at;
 }
 
+int qp_ckpt_has_attr(qp_ckpt *c, const char *name)
+{
+    qp_h5_quiet();
+    return name && H5Aexists(c->file, name) > 0;
+}
+
 int qp_ckpt_attr_i64(qp_ckpt *c, const char *name, int64_t *v, char *err, size_t errlen)
 {
     hid_t t;

@@ -47,6 +47,8 @@ qp_ckpt *qp_ckpt_open_latest(const char *path, const char **used_path, char *err
  * element count must equal n). */
 int qp_ckpt_read(qp_ckpt *c, const char *name, float *dst, int64_t n, char *err, size_t errlen);
 int qp_ckpt_attr_i64(qp_ckpt *c, const char *name, int64_t *v, char *err, size_t errlen);
+/* 1 if the checkpoint has root attribute `name` (of any type), else 0. */
+int qp_ckpt_has_attr(qp_ckpt *c, const char *name);
 /* Copies at most len-1 bytes and a NUL into dst. */
 int qp_ckpt_attr_str(qp_ckpt *c, const char *name, char *dst, size_t len, char *err, size_t errlen);
 void qp_ckpt_close(qp_ckpt *c);

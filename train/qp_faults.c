@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qp_model.h"
-
 #define SYNTAX "(KIND:WHERE@STEP: KIND nan|inf|-inf, WHERE loss|grad:TENSOR[IDX]|param:TENSOR[IDX], e.g. nan:grad:wte@12)"
 
 static int parse_nonneg(const char *s, size_t n, int64_t *out)
@@ -23,7 +21,7 @@ static int parse_nonneg(const char *s, size_t n, int64_t *out)
     return 0;
 }
 
-int qp_inject_parse(const char *spec, qp_inject *inj, char *err, size_t errlen)
+int qp_inject_parse(const char *spec, const char *const *names, int n, qp_inject *inj, char *err, size_t errlen)
 {
     memset(inj, 0, sizeof *inj);
     inj->tensor = -1;
@@ -56,20 +54,22 @@ int qp_inject_parse(const char *spec, qp_inject *inj, char *err, size_t errlen)
             BAD("--inject '%s': element index must be [N] with N >= 0", spec);
         tl = (size_t)(br - t);
     }
-    for (int i = 0; i < QP_GPT_NPARAMS; i++)
-        if (strlen(qp_gpt_param_names[i]) == tl && !strncmp(t, qp_gpt_param_names[i], tl)) inj->tensor = i;
-    if (inj->tensor < 0)
-        BAD("--inject '%s': unknown tensor '%.*s' (wte, wpe, ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, "
-            "fcw, fcb, fcprojw, fcprojb, lnfw, lnfb)", spec, (int)tl, t);
+    for (int i = 0; i < n; i++)
+        if (strlen(names[i]) == tl && !strncmp(t, names[i], tl)) inj->tensor = i;
+    if (inj->tensor < 0) {
+        char list[256] = "";
+        for (int i = 0; i < n; i++) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+        BAD("--inject '%s': unknown tensor '%.*s' (%s)", spec, (int)tl, t, list);
+    }
 #undef BAD
     return 0;
 }
 
-int qp_inject_check(const qp_inject *inj, const int64_t *sizes, char *err, size_t errlen)
+int qp_inject_check(const qp_inject *inj, const char *const *names, const int64_t *sizes, char *err, size_t errlen)
 {
     if ((inj->where == QP_INJ_GRAD || inj->where == QP_INJ_PARAM) && inj->index >= sizes[inj->tensor]) {
         snprintf(err, errlen, "--inject: element %lld is past the end of %s (%lld elements)", (long long)inj->index,
-                 qp_gpt_param_names[inj->tensor], (long long)sizes[inj->tensor]);
+                 names[inj->tensor], (long long)sizes[inj->tensor]);
         return -1;
     }
     return 0;

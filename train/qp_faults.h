@@ -7,8 +7,10 @@
  *     WHERE  loss                  the step's (mean) loss value only
  *            grad:TENSOR[IDX]      one gradient element, after the backward pass
  *            param:TENSOR[IDX]     one weight, before the step's forward pass
- *     TENSOR a parameter name (wte, wpe, ln1w, ln1b, qkvw, qkvb, attprojw,
- *            attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb, lnfw, lnfb);
+ *     TENSOR a parameter name of the model (qp_model_param_names: the GPT's
+ *            wte, wpe, ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w,
+ *            ln2b, fcw, fcb, fcprojw, fcprojb, lnfw, lnfb; the Llama's wte,
+ *            ln1w, qkvw, attprojw, ln2w, gatew, upw, downw, lnfw, lmhead);
  *            IDX the flat element index in it (default 0)
  *     STEP   the optimizer step (0-based)
  *   e.g. nan:grad:wte@12, inf:param:fcw[5]@30, nan:loss@5
@@ -32,18 +34,19 @@ typedef enum { QP_INJ_NONE = 0, QP_INJ_LOSS, QP_INJ_GRAD, QP_INJ_PARAM } qp_inje
 
 typedef struct {
     qp_inject_where where;
-    int tensor;    /* index into qp_gpt_param_names; -1 for the loss */
+    int tensor;    /* index into the model's parameter names; -1 for the loss */
     int64_t index; /* flat element index in the tensor */
     int64_t step;
     float value;   /* NaN, +Inf or -Inf */
     int fired;
 } qp_inject;
 
-/* Parse SPEC ("" = no injection). 0, or -1 with a one-line message. Index
- * bounds are checked by qp_inject_check once the model's shape is known. */
-int qp_inject_parse(const char *spec, qp_inject *inj, char *err, size_t errlen);
+/* Parse SPEC ("" = no injection) against the model's tensor names (n of
+ * them). 0, or -1 with a one-line message. Index bounds are checked by
+ * qp_inject_check once the model's shape is known. */
+int qp_inject_parse(const char *spec, const char *const *names, int n, qp_inject *inj, char *err, size_t errlen);
 /* Check the element index against the parameter sizes. 0, or -1 + err. */
-int qp_inject_check(const qp_inject *inj, const int64_t *sizes, char *err, size_t errlen);
+int qp_inject_check(const qp_inject *inj, const char *const *names, const int64_t *sizes, char *err, size_t errlen);
 /* If inj targets `where` at `step` and has not fired: write the value into
  * the tensor (base: params_memory or grads_memory, laid out by sizes) or
  * into *loss, mark it fired and return 1; otherwise 0. */

@@ -66,6 +66,7 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
     qp_linear *l = calloc(1, sizeof *l);
     if (!l) goto oom;
     l->cfg = *cfg;
+    if (!l->cfg.gemms) l->cfg.gemms = QP_GEMMS_ALL;
     const int L = cfg->n_layers;
     l->plans = calloc((size_t)(L > 0 ? L : 1) * QP_BLOCK_GEMMS, sizeof *l->plans);
     l->states = calloc((size_t)(L > 0 ? L : 1) * QP_BLOCK_GEMMS * QP_OPND_COUNT, sizeof *l->states);
@@ -73,7 +74,7 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
     l->pending = calloc((size_t)l->max_pending, sizeof *l->pending);
     l->kept = calloc((size_t)l->max_pending, sizeof *l->kept);
     if (!l->plans || !l->states || !l->pending || !l->kept) goto oom;
-    if (qp_recipe_resolve(cfg->recipe, L, l->plans, err, errlen)) {
+    if (qp_recipe_resolve(cfg->recipe, L, cfg->gemms, l->plans, err, errlen)) {
         qp_linear_destroy(l);
         return NULL;
     }
@@ -138,7 +139,7 @@ void qp_linear_gemms(const qp_linear *l, qp_linear_gemm_set *s)
 {
     memset(s, 0, sizeof *s);
     for (int i = 0; i < l->cfg.n_layers * QP_BLOCK_GEMMS; i++)
-        for (int p = 0; p < QP_PASS_COUNT; p++) {
+        for (int p = 0; p < QP_PASS_COUNT && l->cfg.gemms >> i % QP_BLOCK_GEMMS & 1u; p++) {
             const qp_use_plan *a = &l->plans[i].use[p][qp_pass_operand((qp_pass)p, 0)],
                               *b = &l->plans[i].use[p][qp_pass_operand((qp_pass)p, 1)];
             s->pair[a->fmt][b->fmt] = 1;
@@ -420,8 +421,9 @@ static int check(qp_linear *l, int layer, qp_gemm_id g, int M, int IC, int OC)
     const int64_t x = (int64_t)M * IC, w = (int64_t)OC * IC, dy = (int64_t)M * OC;
     const int64_t biggest = x > w ? (x > dy ? x : dy) : (w > dy ? w : dy);
     if ((unsigned)g >= QP_GEMM_COUNT || (g != QP_GEMM_HEAD && (layer < 0 || layer >= l->cfg.n_layers ||
+                                                               !(l->cfg.gemms >> g & 1u) ||
                                                                biggest > l->ops->max_elems))) {
-        snprintf(l->err, sizeof l->err, "GEMM %s of layer %d (%dx%dx%d) outside the dispatch's sizes",
+        snprintf(l->err, sizeof l->err, "GEMM %s of layer %d (%dx%dx%d) outside the dispatch's blocks, GEMMs or sizes",
                  qp_gemm_name(g), layer, M, IC, OC);
         return -1;
     }

@@ -49,6 +49,7 @@ extern "C" {
 
 typedef struct {
     int n_layers;
+    unsigned gemms;           /* the model's block GEMMs (qp_model_gemm_mask; 0: every id), what the recipe resolves for */
     int64_t max_elems;        /* largest operand (rows x cols) of any quantized GEMM */
     uint64_t seed;            /* SR and RHT seed */
     const qp_recipe *recipe;
@@ -83,7 +84,7 @@ typedef struct {
 typedef struct qp_linear qp_linear;
 
 /* With the CPU's operations. NULL + err (no memory, or a recipe that does not
- * resolve for cfg->n_layers blocks). */
+ * resolve for cfg->n_layers blocks of cfg->gemms). */
 qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen);
 void qp_linear_destroy(qp_linear *l);
 /* Run on other operations from now on (a GPU's; ops must outlive l, NULL:
@@ -100,9 +101,9 @@ int qp_linear_flush(qp_linear *l);
  * of every block GEMM): a kept list this long is flushed only at the
  * backend's flush points. */
 int qp_linear_max_kept(int n_layers);
-/* The plan of GEMM g (< QP_BLOCK_GEMMS) of block layer. */
+/* The plan of GEMM g (< QP_BLOCK_GEMMS) of block layer (FP32 for a GEMM outside cfg.gemms). */
 const qp_linear_plan *qp_linear_plan_of(const qp_linear *l, int layer, qp_gemm_id g);
-/* The block GEMMs' format pairs and RHT (qp_linear_ops.h). */
+/* The block GEMMs' format pairs and RHT (qp_linear_ops.h), of the GEMMs in cfg.gemms. */
 void qp_linear_gemms(const qp_linear *l, qp_linear_gemm_set *s);
 /* The longest amax history of the scaling states (checkpoints store that many per state). */
 int qp_linear_history_len(const qp_linear *l);

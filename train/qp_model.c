@@ -1,5 +1,6 @@
-/* qp_model.c — the GPT's parameters and activations, initialisation, and the
- * choice of forward/backward kernels for this CPU (see qp_model.h). */
+/* qp_model.c — the model's tensors by architecture, the GPT's parameters and
+ * activations, initialisation, and the choice of forward/backward kernels
+ * for this CPU (see qp_model.h; the Llama's own layout is qp_llama.c's). */
 #include "qp_model.h"
 
 #include <math.h>
@@ -11,19 +12,100 @@
 #include "qp_model_kernels.h"
 #include "qp_rng.h"
 
+const char *const qp_arch_names[QP_ARCH_COUNT] = {[QP_ARCH_GPT] = "gpt", [QP_ARCH_LLAMA] = "llama"};
+
 const char *const qp_gpt_param_names[QP_GPT_NPARAMS] = {
     "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
 
-void qp_gpt_param_shapes(const qp_gpt_config *c, int64_t sizes[QP_GPT_NPARAMS], int ndim[QP_GPT_NPARAMS],
-                         int64_t shape[QP_GPT_NPARAMS][3])
+int qp_llama_default_hidden(int C)
 {
+    const int64_t h = (8 * (int64_t)C + 2) / 3; /* 8C/3 rounded up */
+    return (int)((h + 63) / 64 * 64);
+}
+
+qp_gpt_config qp_model_resolve(const qp_gpt_config *c)
+{
+    qp_gpt_config r = *c;
+    if (r.arch == QP_ARCH_LLAMA) {
+        if (r.kv_heads == 0) r.kv_heads = r.heads;
+        if (r.mlp_hidden == 0) r.mlp_hidden = qp_llama_default_hidden(r.dim);
+    }
+    return r;
+}
+
+int qp_model_check(const qp_gpt_config *c0, char *err, size_t errlen)
+{
+    const qp_gpt_config c = qp_model_resolve(c0);
+    if ((unsigned)c.arch >= QP_ARCH_COUNT) return snprintf(err, errlen, "unknown architecture %d", (int)c.arch), -1;
+    if (c.vocab < 2 || c.layers < 1 || c.heads < 1 || c.dim < 1 || c.dim % c.heads || c.max_seq < 1)
+        return snprintf(err, errlen, "invalid model shape (vocab %d, layers %d, heads %d, dim %d, seq %d)", c.vocab,
+                        c.layers, c.heads, c.dim, c.max_seq), -1;
+    if (c.arch == QP_ARCH_GPT && (c.kv_heads || c.mlp_hidden || c.smooth_swiglu))
+        return snprintf(err, errlen, "--kv-heads, --mlp-hidden and Smooth-SwiGLU are the llama architecture's"), -1;
+    if (c.arch == QP_ARCH_LLAMA) {
+        if (c.kv_heads < 1 || c.heads % c.kv_heads)
+            return snprintf(err, errlen, "--kv-heads %d does not divide --heads %d", c.kv_heads, c.heads), -1;
+        if ((c.dim / c.heads) % 2)
+            return snprintf(err, errlen, "rotary embeddings need an even head size, not %d (--dim / --heads)",
+                            c.dim / c.heads), -1;
+        if (c.mlp_hidden < 1 || c.mlp_hidden > 1 << 20)
+            return snprintf(err, errlen, "--mlp-hidden must be in 1..1048576, not %d", c.mlp_hidden), -1;
+    }
+    return 0;
+}
+
+int qp_model_nparams(const qp_gpt_config *c) { return c->arch == QP_ARCH_LLAMA ? QP_LLAMA_NPARAMS : QP_GPT_NPARAMS; }
+
+const char *const *qp_model_param_names(const qp_gpt_config *c)
+{
+    return c->arch == QP_ARCH_LLAMA ? qp_llama_param_names : qp_gpt_param_names;
+}
+
+int qp_model_param_decays(const qp_gpt_config *c, int i)
+{
+    return c->arch == QP_ARCH_LLAMA ? qp_llama_param_decays(i) : qp_gpt_param_decays(i);
+}
+
+int qp_model_block_gemms(const qp_gpt_config *c, qp_gemm_id ids[QP_BLOCK_GEMMS])
+{
+    static const qp_gemm_id gpt[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_FC, QP_GEMM_FCPROJ};
+    static const qp_gemm_id llama[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_GATE, QP_GEMM_UP, QP_GEMM_DOWN};
+    const int llm = c->arch == QP_ARCH_LLAMA, n = llm ? (int)(sizeof llama / sizeof *llama) : (int)(sizeof gpt / sizeof *gpt);
+    memcpy(ids, llm ? llama : gpt, (size_t)n * sizeof *ids);
+    return n;
+}
+
+unsigned qp_model_gemm_mask(const qp_gpt_config *c)
+{
+    qp_gemm_id ids[QP_BLOCK_GEMMS];
+    unsigned mask = 0;
+    for (int i = 0, n = qp_model_block_gemms(c, ids); i < n; i++) mask |= 1u << ids[i];
+    return mask;
+}
+
+int64_t qp_model_nonembedding(const qp_gpt_config *c0)
+{
+    const qp_gpt_config c = qp_model_resolve(c0);
+    int64_t sizes[QP_MODEL_MAX_NPARAMS], n = 0;
+    qp_gpt_param_shapes(&c, sizes, NULL, NULL);
+    const char *const *names = qp_model_param_names(&c);
+    for (int i = 0; i < qp_model_nparams(&c); i++)
+        if (strcmp(names[i], "wte") && strcmp(names[i], "wpe") && strcmp(names[i], "lmhead")) n += sizes[i];
+    return n;
+}
+
+void qp_gpt_param_shapes(const qp_gpt_config *c0, int64_t sizes[QP_MODEL_MAX_NPARAMS], int ndim[QP_MODEL_MAX_NPARAMS],
+                         int64_t shape[QP_MODEL_MAX_NPARAMS][3])
+{
+    const qp_gpt_config cr = qp_model_resolve(c0), *c = &cr;
     const int64_t V = c->vocab, T = c->max_seq, L = c->layers, C = c->dim;
-    const int64_t s[QP_GPT_NPARAMS][3] = {{V, C, 0},     {T, C, 0},     {L, C, 0},     {L, C, 0},
+    int64_t s[QP_MODEL_MAX_NPARAMS][3] = {{V, C, 0},     {T, C, 0},     {L, C, 0},     {L, C, 0},
                                           {L, 3 * C, C}, {L, 3 * C, 0}, {L, C, C},     {L, C, 0},
                                           {L, C, 0},     {L, C, 0},     {L, 4 * C, C}, {L, 4 * C, 0},
                                           {L, C, 4 * C}, {L, C, 0},     {C, 0, 0},     {C, 0, 0}};
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) {
+    if (c->arch == QP_ARCH_LLAMA) qp_llama_param_shapes(c, s);
+    for (int i = 0; i < qp_model_nparams(c); i++) {
         int d = 0;
         int64_t n = 1;
         for (; d < 3 && s[i][d]; d++) n *= s[i][d];
@@ -65,17 +147,22 @@ void qp_gpt_act_fields(qp_gpt_acts *a, float **f[QP_GPT_NACTS])
 _Static_assert(sizeof(qp_gpt_acts) == QP_GPT_NACTS * sizeof(float *), "a QP_ACT_ index per qp_gpt_acts field");
 _Static_assert(offsetof(qp_gpt_acts, att_lse) == QP_ACT_ATT_LSE * sizeof(float *), "QP_ACT_ in field order");
 
-int64_t qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS])
+int64_t qp_model_carve(float **f[], int n, float *mem, const int64_t *sizes)
 {
-    float **f[QP_GPT_NACTS];
-    qp_gpt_act_fields(a, f);
     int64_t used = 0;
-    for (int i = 0; i < QP_GPT_NACTS; i++) {
+    for (int i = 0; i < n; i++) {
         if (mem) *f[i] = sizes[i] ? mem + used : NULL;
         /* whole 16-float vectors per tensor */
         used += (sizes[i] + 15) / 16 * 16;
     }
     return used;
+}
+
+int64_t qp_gpt_carve_acts(qp_gpt_acts *a, float *mem, const int64_t sizes[QP_GPT_NACTS])
+{
+    float **f[QP_GPT_NACTS];
+    qp_gpt_act_fields(a, f);
+    return qp_model_carve(f, QP_GPT_NACTS, mem, sizes);
 }
 
 /* The CPU kernels' layout (see qp_gpt_acts): no T x T matrices, one layer's
@@ -99,22 +186,26 @@ static void act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NAC
     s[QP_ACT_ATT_LSE] = L * B * NH * T;
 }
 
-void qp_gpt_gemm_dims(const qp_gpt_config *c, qp_gemm_id g, int *in, int *out)
+void qp_gpt_gemm_dims(const qp_gpt_config *c0, qp_gemm_id g, int *in, int *out)
 {
-    const int C = c->dim;
-    switch (g) {
-    case QP_GEMM_QKV: *in = C, *out = 3 * C; return;
-    case QP_GEMM_ATTPROJ: *in = C, *out = C; return;
-    case QP_GEMM_FC: *in = C, *out = 4 * C; return;
-    case QP_GEMM_FCPROJ: *in = 4 * C, *out = C; return;
-    case QP_GEMM_HEAD: *in = C, *out = c->vocab; return;
-    case QP_GEMM_COUNT: break;
-    }
+    const qp_gpt_config c = qp_model_resolve(c0);
+    const int C = c.dim, H = c.mlp_hidden, llama = c.arch == QP_ARCH_LLAMA;
     *in = *out = 0;
+    switch (g) {
+    case QP_GEMM_QKV: *in = C, *out = llama ? (int)qp_llama_qkv_width(&c) : 3 * C; return;
+    case QP_GEMM_ATTPROJ: *in = C, *out = C; return;
+    case QP_GEMM_FC: if (!llama) *in = C, *out = 4 * C; return;
+    case QP_GEMM_FCPROJ: if (!llama) *in = 4 * C, *out = C; return;
+    case QP_GEMM_GATE:
+    case QP_GEMM_UP: if (llama) *in = C, *out = H; return;
+    case QP_GEMM_DOWN: if (llama) *in = H, *out = C; return;
+    case QP_GEMM_HEAD: *in = C, *out = c.vocab; return;
+    case QP_GEMM_COUNT: return;
+    }
 }
 
 /* N(0, std) from Philox, indexed by element: the same weights on any thread count. */
-static float normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std)
+float qp_model_normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std)
 {
     uint32_t r[4];
     qp_philox4x32(seed, i, stream, r);
@@ -122,32 +213,51 @@ static float normal_at(uint64_t seed, uint64_t stream, uint64_t i, float std)
     return (float)(std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, char *err, size_t errlen)
+int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c0, int B, int T, uint64_t seed, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
-    if (c->vocab < 2 || c->layers < 1 || c->heads < 1 || c->dim < 1 || c->dim % c->heads || c->max_seq < 1 ||
-        B < 1 || T < 1 || T > c->max_seq) {
+    const qp_gpt_config cr = qp_model_resolve(c0), *c = &cr;
+    if (qp_model_check(c, err, errlen)) return -1;
+    if (B < 1 || T < 1 || T > c->max_seq) {
         snprintf(err, errlen, "invalid model shape (vocab %d, layers %d, heads %d, dim %d, seq %d)", c->vocab,
                  c->layers, c->heads, c->dim, T);
         return -1;
     }
     m->cfg = *c;
     m->B = B, m->T = T;
+    m->n_tensors = qp_model_nparams(c);
     qp_gpt_param_shapes(c, m->param_sizes, NULL, NULL);
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) m->num_params += m->param_sizes[i];
-    int64_t as[QP_GPT_NACTS];
-    act_sizes(c, B, T, as);
-    m->num_acts = qp_gpt_carve_acts(&m->acts, NULL, as);
-    m->num_scratch = qp_gpt_scratch_floats(c, B, T);
+    for (int i = 0; i < m->n_tensors; i++) m->num_params += m->param_sizes[i];
+    const int llama = c->arch == QP_ARCH_LLAMA;
+    int64_t as[QP_GPT_NACTS], las[QP_LLAMA_NACTS];
+    if (llama) {
+        qp_llama_act_sizes(c, B, T, las);
+        m->num_acts = qp_llama_carve_acts(&m->lacts, NULL, las);
+        m->num_scratch = qp_llama_scratch_floats(c, B, T);
+    } else {
+        act_sizes(c, B, T, as);
+        m->num_acts = qp_gpt_carve_acts(&m->acts, NULL, as);
+        m->num_scratch = qp_gpt_scratch_floats(c, B, T);
+    }
     m->params_memory = malloc((size_t)m->num_params * sizeof(float));
     m->grads_memory = calloc((size_t)m->num_params, sizeof(float));
     m->acts_memory = aligned_alloc(64, (size_t)m->num_acts * sizeof(float));
     m->scratch = aligned_alloc(64, (size_t)m->num_scratch * sizeof(float));
-    if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->scratch) {
+    m->ocols = malloc((size_t)qp_model_max_input_channels(c) * sizeof *m->ocols);
+    m->oscratch = malloc((size_t)qp_model_max_input_channels(c) * sizeof *m->oscratch);
+    if (!m->params_memory || !m->grads_memory || !m->acts_memory || !m->scratch || !m->ocols || !m->oscratch ||
+        (llama && qp_llama_alloc(m))) {
         snprintf(err, errlen, "out of memory for a model of %lld parameters and %lld activations",
                  (long long)m->num_params, (long long)m->num_acts);
         qp_gpt_free(m);
         return -1;
+    }
+    if (llama) {
+        qp_llama_carve_params(&m->lparams, m->params_memory, m->param_sizes);
+        qp_llama_carve_params(&m->lgrads, m->grads_memory, m->param_sizes);
+        qp_llama_carve_acts(&m->lacts, m->acts_memory, las);
+        qp_llama_init_weights(m, seed);
+        return 0;
     }
     qp_gpt_carve_params(&m->params, m->params_memory, m->param_sizes);
     qp_gpt_carve_params(&m->grads, m->grads_memory, m->param_sizes);
@@ -160,7 +270,7 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c, int B, int T, uint64_t seed, 
         const float std = (i == 6 || i == 12) ? proj_std : 0.02f;
 #pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < m->param_sizes[i]; j++)
-            mem[j] = is_norm_weight ? 1.0f : is_bias ? 0.0f : normal_at(seed, (uint64_t)i + 1, (uint64_t)j, std);
+            mem[j] = is_norm_weight ? 1.0f : is_bias ? 0.0f : qp_model_normal_at(seed, (uint64_t)i + 1, (uint64_t)j, std);
         mem += m->param_sizes[i];
     }
     return 0;
@@ -172,15 +282,41 @@ void qp_gpt_free(qp_gpt *m)
     free(m->grads_memory);
     free(m->acts_memory);
     free(m->scratch);
+    free(m->rope);
+    free(m->ocols), free(m->oscratch);
+    free(m->smooth_s), free(m->smooth_x), free(m->smooth_w), free(m->smooth_dw);
     memset(m, 0, sizeof *m);
+}
+
+int qp_model_max_input_channels(const qp_gpt_config *c)
+{
+    qp_gemm_id ids[QP_BLOCK_GEMMS];
+    int most = 0;
+    for (int i = 0, n = qp_model_block_gemms(c, ids); i < n; i++) {
+        int in, out;
+        qp_gpt_gemm_dims(c, ids[i], &in, &out);
+        if (in > most) most = in;
+    }
+    return most;
 }
 
 int64_t qp_gpt_max_gemm_elems(const qp_gpt_config *c, int B, int T)
 {
-    /* the widest operand: an MLP activation (BT x 4C) or weight (4C x C) */
-    const int64_t BT = (int64_t)B * T, C = c->dim, big = BT > C ? BT : C;
-    return big * 4 * C;
+    /* every operand of a block GEMM: X (BT x IC), W (OC x IC), dY (BT x OC) */
+    const int64_t BT = (int64_t)B * T;
+    qp_gemm_id ids[QP_BLOCK_GEMMS];
+    int64_t big = 0;
+    for (int i = 0, n = qp_model_block_gemms(c, ids); i < n; i++) {
+        int in, out;
+        qp_gpt_gemm_dims(c, ids[i], &in, &out);
+        const int64_t e[] = {BT * in, (int64_t)out * in, BT * out};
+        for (int k = 0; k < 3; k++) big = e[k] > big ? e[k] : big;
+    }
+    return big;
 }
+
+const float *qp_model_logits(const qp_gpt *m) { return m->cfg.arch == QP_ARCH_LLAMA ? m->lacts.logits : m->acts.logits; }
+const float *qp_model_losses(const qp_gpt *m) { return m->cfg.arch == QP_ARCH_LLAMA ? m->lacts.losses : m->acts.losses; }
 
 int64_t qp_gpt_linear_elems(const qp_gpt_config *c, int B, int T)
 {
@@ -217,6 +353,12 @@ const char *qp_gpt_kernel_isa(void) { return use_v4() ? "x86-64-v4" : "baseline"
 
 int qp_gpt_forward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)
 {
+    if (m->cfg.arch == QP_ARCH_LLAMA) {
+#if QP_HAVE_MODEL_V4
+        if (use_v4()) return qp_llama_forward_v4(m, lin, inputs, targets, B, T);
+#endif
+        return qp_llama_forward_base(m, lin, inputs, targets, B, T);
+    }
 #if QP_HAVE_MODEL_V4
     if (use_v4()) return qp_gpt_forward_v4(m, lin, inputs, targets, B, T);
 #endif
@@ -225,6 +367,12 @@ int qp_gpt_forward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32
 
 int qp_gpt_backward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale)
 {
+    if (m->cfg.arch == QP_ARCH_LLAMA) {
+#if QP_HAVE_MODEL_V4
+        if (use_v4()) return qp_llama_backward_v4(m, lin, inputs, targets, loss_scale);
+#endif
+        return qp_llama_backward_base(m, lin, inputs, targets, loss_scale);
+    }
 #if QP_HAVE_MODEL_V4
     if (use_v4()) return qp_gpt_backward_v4(m, lin, inputs, targets, loss_scale);
 #endif

@@ -14,7 +14,8 @@ static const char *const pass_names[] = {[QP_PASS_FPROP] = "fprop", [QP_PASS_DGR
 static const char *const operand_names[] = {[QP_OPND_X] = "x", [QP_OPND_W] = "w", [QP_OPND_DY] = "dy"};
 static const char *const gemm_names[] = {[QP_GEMM_QKV] = "qkv", [QP_GEMM_ATTPROJ] = "attproj",
                                                       [QP_GEMM_FC] = "fc", [QP_GEMM_FCPROJ] = "fcproj",
-                                                      [QP_GEMM_HEAD] = "head"};
+                                                      [QP_GEMM_GATE] = "gate", [QP_GEMM_UP] = "up",
+                                                      [QP_GEMM_DOWN] = "down", [QP_GEMM_HEAD] = "head"};
 _Static_assert(sizeof pass_names / sizeof pass_names[0] == QP_PASS_COUNT, "a name per pass");
 _Static_assert(sizeof operand_names / sizeof operand_names[0] == QP_OPND_COUNT, "a name per operand");
 _Static_assert(sizeof gemm_names / sizeof gemm_names[0] == QP_GEMM_COUNT, "a name per GEMM");
@@ -83,12 +84,14 @@ _Static_assert(sizeof modifiers / sizeof modifiers[0] == M_COUNT, "a row per mod
 const char *qp_recipe_names(void)
 {
     return "fp32, bf16, fp8, fp8-current, mxfp8, nvfp4, nvfp4-naive, mxfp4; modifiers: nvfp4-rht, nvfp4-sr, "
-           "nvfp4-2d, bf16-last=N, bf16-first=N; rules: TARGET=FORMAT[:OPTION...] or TARGET:OPTION[:...] "
-           "(docs/recipes.md)";
+           "nvfp4-2d, bf16-last=N, bf16-first=N, smooth-swiglu; rules: TARGET=FORMAT[:OPTION...] or "
+           "TARGET:OPTION[:...] (docs/recipes.md)";
 }
 
-#define TARGETS "fprop, dgrad, wgrad, x, w, dy, qkv, attproj, fc, fcproj, Ln, Ln-m, firstN, lastN (~ before blocks: " \
+#define TARGETS "fprop, dgrad, wgrad, x, w, dy, qkv, attproj, fc, fcproj, gate, up, down, Ln, Ln-m, firstN, lastN " \
+                "(~ before blocks: " \
                 "all but those; + joins one kind, . joins kinds)"
+#define SMOOTH_SWIGLU "smooth-swiglu" /* a modifier of the model, not of the plans */
 #define OPTIONS "sr, rn, current, delayed, hist=N, amax=max|most-recent, rht=0|16|32|64|128, 1d, 2d"
 
 /* RHT sizes the quantizer has (quant/qp_core.h), or 0 for none. */
@@ -340,7 +343,8 @@ done:
     return 0;
 }
 
-static int resolve(const qp_recipe *r, int n_layers, int ends, qp_linear_plan *plans, char *err, size_t errlen);
+static int resolve(const qp_recipe *r, int n_layers, unsigned gemms, int ends, qp_linear_plan *plans, char *err,
+                   size_t errlen);
 
 static void trim(const char **s, size_t *n)
 {
@@ -385,6 +389,8 @@ static int parse_clauses(parser *p, const char *text, const char *origin, int *h
             p->bf16_last_given = 1;
             if (parse_count(s + 10, n - 10, &r->bf16_last))
                 return fail(p, "bf16-last takes a count >= 0, not '%.*s'", (int)(n - 10), s + 10);
+        } else if (in_spec && word_is(s, n, SMOOTH_SWIGLU)) {
+            r->smooth_swiglu = true;
         } else if (in_spec && n > 11 && !memcmp(s, "bf16-first=", 11)) {
             *legacy_mods = 1;
             if (parse_count(s + 11, n - 11, &r->bf16_first))
@@ -444,15 +450,21 @@ int qp_recipe_parse(const char *spec, qp_recipe *r, char *err, size_t errlen)
     /* A trial resolve without the BF16 ends (they hide blocks, and never
      * make a plan invalid): options that cannot land on the formats they
      * meet are errors now, not when a model resolves it (which also checks
-     * block indices). */
+     * block indices and GEMMs). Of the GEMMs the rules name, or of all when
+     * none does: a model's canonical expansion names its own GEMMs wherever
+     * they differ, and it has no others. */
     int need = 1;
-    for (int i = 0; i < r->n_rules; i++)
+    unsigned named = 0;
+    for (int i = 0; i < r->n_rules; i++) {
+        named |= r->rules[i].gemms;
         for (int k = 0; k < r->rules[i].n_items; k++)
             if (r->rules[i].items[k].kind == QP_BLOCKS_RANGE && r->rules[i].items[k].b + 1 > need)
                 need = r->rules[i].items[k].b + 1;
+    }
     qp_linear_plan *plans = malloc((size_t)need * QP_BLOCK_GEMMS * sizeof *plans);
     if (!plans) return snprintf(err, errlen, "recipe: out of memory"), -1;
-    const int rc = resolve(r, need, 0, plans, err, errlen);
+    if (named && r->smooth_swiglu) named |= 1u << QP_GEMM_DOWN; /* the GEMM it needs */
+    const int rc = resolve(r, need, named ? named : QP_GEMMS_ALL, 0, plans, err, errlen);
     free(plans);
     return rc;
 }
@@ -533,14 +545,15 @@ static int unquantized(qp_fmt f) { return f == QP_FMT_FP32 || f == QP_FMT_BF16; 
 static void use_text(const qp_use_plan *u, char *buf, size_t len);
 
 /* The plan of one GEMM of one block; ends: keep the bf16-first/-last blocks
- * in BF16 (which never makes a plan invalid). */
-static int resolve_gemm(parser *p, int layer, qp_gemm_id g, int n_layers, int ends, qp_linear_plan *pl)
+ * in BF16 (which never makes a plan invalid). A GEMM the model does not use
+ * stays FP32. */
+static int resolve_gemm(parser *p, int layer, qp_gemm_id g, int n_layers, int ends, int used, qp_linear_plan *pl)
 {
     const qp_recipe *r = p->r;
     memset(pl, 0, sizeof *pl);
     for (int ps = 0; ps < QP_PASS_COUNT; ps++)
         for (int o = 0; o < QP_OPND_COUNT; o++) pl->use[ps][o] = default_use(QP_FMT_FP32);
-    for (int i = 0; i < r->n_rules; i++) {
+    for (int i = 0; i < r->n_rules && used; i++) {
         const qp_recipe_rule *rule = &r->rules[i];
         if (!block_matches(rule, layer, n_layers) || !in_mask(rule->gemms, g)) continue;
         for (int ps = 0; ps < QP_PASS_COUNT; ps++)
@@ -584,11 +597,33 @@ static int resolve_gemm(parser *p, int layer, qp_gemm_id g, int n_layers, int en
     return 0;
 }
 
-static int resolve(const qp_recipe *r, int n_layers, int ends, qp_linear_plan *plans, char *err, size_t errlen)
+void qp_gemm_list(unsigned mask, char *buf, size_t len)
+{
+    int n = 0;
+    buf[0] = '\0';
+    for (int g = 0; g < QP_BLOCK_GEMMS; g++)
+        if (mask >> g & 1u) n += snprintf(buf + n, len > (size_t)n ? len - n : 0, "%s%s", n ? ", " : "", gemm_names[g]);
+}
+
+/* The GEMMs a model's mask names (0: all). */
+static unsigned model_gemms(unsigned gemms) { return gemms ? gemms & QP_GEMMS_ALL : QP_GEMMS_ALL; }
+
+static int resolve(const qp_recipe *r, int n_layers, unsigned gemms, int ends, qp_linear_plan *plans, char *err,
+                   size_t errlen)
 {
     parser P = {(qp_recipe *)r, err, errlen, 0}, *p = &P;
     if (n_layers < 1) return fail(p, "no blocks");
-    for (int i = 0; i < r->n_rules; i++)
+    gemms = model_gemms(gemms);
+    char have[80];
+    qp_gemm_list(gemms, have, sizeof have);
+    for (int i = 0; i < r->n_rules; i++) {
+        const unsigned absent = r->rules[i].gemms & ~gemms;
+        if (absent) {
+            char t[100];
+            rule_text(r, &r->rules[i], t, sizeof t);
+            return fail(p, "%s names GEMM %s, which this model's blocks do not have (theirs: %s)", t,
+                        gemm_names[__builtin_ctz(absent)], have);
+        }
         for (int k = 0; k < r->rules[i].n_items; k++)
             if (r->rules[i].items[k].kind == QP_BLOCKS_RANGE && r->rules[i].items[k].b >= n_layers) {
                 char t[100];
@@ -596,16 +631,22 @@ static int resolve(const qp_recipe *r, int n_layers, int ends, qp_linear_plan *p
                 return fail(p, "%s selects block %d, but the model has blocks 0..%d", t, r->rules[i].items[k].b,
                             n_layers - 1);
             }
+    }
+    if (r->smooth_swiglu && !(gemms >> QP_GEMM_DOWN & 1u))
+        return fail(p, SMOOTH_SWIGLU " scales the input of a SwiGLU block's down GEMM, and this model's blocks have "
+                    "none (theirs: %s)", have);
     for (int layer = 0; layer < n_layers; layer++)
         for (int g = 0; g < QP_BLOCK_GEMMS; g++)
-            if (resolve_gemm(p, layer, (qp_gemm_id)g, n_layers, ends, &plans[layer * QP_BLOCK_GEMMS + g]))
+            if (resolve_gemm(p, layer, (qp_gemm_id)g, n_layers, ends, gemms >> g & 1u,
+                             &plans[layer * QP_BLOCK_GEMMS + g]))
                 return -1;
     return 0;
 }
 
-int qp_recipe_resolve(const qp_recipe *r, int n_layers, qp_linear_plan *plans, char *err, size_t errlen)
+int qp_recipe_resolve(const qp_recipe *r, int n_layers, unsigned gemms, qp_linear_plan *plans, char *err,
+                      size_t errlen)
 {
-    return resolve(r, n_layers, 1, plans, err, errlen);
+    return resolve(r, n_layers, gemms, 1, plans, err, errlen);
 }
 
 int qp_recipe_history_max(const qp_linear_plan *plans, int n_layers)
@@ -683,11 +724,13 @@ static int cmp_line(const void *a, const void *b)
     return (gx > gy) - (gx < gy);
 }
 
-int qp_recipe_explain(const qp_linear_plan *plans, int n_layers, char *buf, size_t len)
+int qp_recipe_explain(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, unsigned gemms, char *buf,
+                      size_t len)
 {
-    if (!plans || n_layers < 1 || (!buf && len)) return -1;
-    /* at most every (pass, side, block, GEMM) on its own line */
-    const size_t cap = (size_t)QP_PASS_COUNT * 2 * (size_t)n_layers * QP_BLOCK_GEMMS;
+    if (!r || !plans || n_layers < 1 || (!buf && len)) return -1;
+    gemms = model_gemms(gemms);
+    /* at most every (pass, side, block, GEMM) on its own line, and smooth-swiglu's */
+    const size_t cap = (size_t)QP_PASS_COUNT * 2 * (size_t)n_layers * QP_BLOCK_GEMMS + 1;
     line *lines = malloc(cap * sizeof *lines);
     if (!lines) return -1;
     size_t nl = 0;
@@ -696,27 +739,28 @@ int qp_recipe_explain(const qp_linear_plan *plans, int n_layers, char *buf, size
         for (int side = 0; side < 2; side++) {
             const qp_operand o = pass_operands[ps][side];
             for (int a = 0; a < n_layers;) {
-                /* the run of blocks whose four GEMMs match block a's */
+                /* the run of blocks whose GEMMs match block a's */
                 int b = a;
                 for (;;) {
                     if (b + 1 >= n_layers) break;
                     int same = 1;
-                    for (int g = 0; g < QP_BLOCK_GEMMS && same; g++) same = same_use(USE(a, g), USE(b + 1, g));
+                    for (int g = 0; g < QP_BLOCK_GEMMS && same; g++)
+                        same = !(gemms >> g & 1u) || same_use(USE(a, g), USE(b + 1, g));
                     if (!same) break;
                     b++;
                 }
-                unsigned done = 0;
+                unsigned done = ~gemms;
                 for (int g = 0; g < QP_BLOCK_GEMMS; g++) {
                     if (done >> g & 1u) continue;
                     unsigned set = 0;
                     for (int h = g; h < QP_BLOCK_GEMMS; h++)
-                        if (same_use(USE(a, g), USE(a, h))) set |= 1u << h;
+                        if (gemms >> h & 1u && same_use(USE(a, g), USE(a, h))) set |= 1u << h;
                     done |= set;
                     line *ln = &lines[nl++];
                     ln->first = a, ln->last = b, ln->pass = ps, ln->side = side, ln->gemms = set;
                     int n = a == b ? snprintf(ln->text, sizeof ln->text, "L%d", a)
                                    : snprintf(ln->text, sizeof ln->text, "L%d-%d", a, b);
-                    if (set != (1u << QP_BLOCK_GEMMS) - 1)
+                    if (set != gemms)
                         for (int h = 0, k = 0; h < QP_BLOCK_GEMMS; h++)
                             if (set >> h & 1u) n += snprintf(ln->text + n, sizeof ln->text - n, "%c%s",
                                                              k++ ? '+' : '.', gemm_names[h]);
@@ -728,6 +772,7 @@ int qp_recipe_explain(const qp_linear_plan *plans, int n_layers, char *buf, size
         }
 #undef USE
     qsort(lines, nl, sizeof *lines, cmp_line);
+    if (r->smooth_swiglu) snprintf(lines[nl++].text, sizeof lines[0].text, SMOOTH_SWIGLU);
     size_t n = 0;
     for (size_t i = 0; i < nl; i++) {
         const size_t k = strlen(lines[i].text);
@@ -742,27 +787,29 @@ int qp_recipe_explain(const qp_linear_plan *plans, int n_layers, char *buf, size
     return (int)n;
 }
 
-char *qp_recipe_explain_text(const qp_linear_plan *plans, int n_layers)
+char *qp_recipe_explain_text(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, unsigned gemms)
 {
-    const int n = qp_recipe_explain(plans, n_layers, NULL, 0);
+    const int n = qp_recipe_explain(r, plans, n_layers, gemms, NULL, 0);
     char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (text && qp_recipe_explain(plans, n_layers, text, (size_t)n + 1) != n) free(text), text = NULL;
+    if (text && qp_recipe_explain(r, plans, n_layers, gemms, text, (size_t)n + 1) != n) free(text), text = NULL;
     return text;
 }
 
-void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, char *buf, size_t len)
+void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, unsigned gemms, char *buf,
+                        size_t len)
 {
+    gemms = model_gemms(gemms);
     int first, last;
     qp_recipe_bf16_blocks(r, n_layers, &first, &last);
     /* a block the BF16 ends do not cover; when they cover all, the plan
      * block 0 would have without them */
     const int rep = first < n_layers - last ? first : 0;
     qp_linear_plan *bare = NULL;
-    const qp_linear_plan *p = &plans[rep * QP_BLOCK_GEMMS];
+    const qp_linear_plan *p = &plans[rep * QP_BLOCK_GEMMS + __builtin_ctz(gemms)];
     char e[8];
     if (first >= n_layers - last && (bare = malloc((size_t)n_layers * QP_BLOCK_GEMMS * sizeof *bare)) &&
-        !resolve(r, n_layers, 0, bare, e, sizeof e))
-        p = bare;
+        !resolve(r, n_layers, gemms, 0, bare, e, sizeof e))
+        p = &bare[__builtin_ctz(gemms)];
     const qp_use_plan *x = &p->use[QP_PASS_FPROP][QP_OPND_X], *w = &p->use[QP_PASS_FPROP][QP_OPND_W],
                       *dy = &p->use[QP_PASS_DGRAD][QP_OPND_DY];
     /* uniform: every GEMM of every block the ends leave, every use of an
@@ -771,7 +818,7 @@ void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_l
     for (int l = 0; l < n_layers && uniform; l++) {
         if (l < first || l >= n_layers - last) continue;
         for (int g = 0; g < QP_BLOCK_GEMMS && uniform; g++)
-            uniform = !memcmp(&plans[l * QP_BLOCK_GEMMS + g], p, sizeof *p);
+            uniform = !(gemms >> g & 1u) || !memcmp(&plans[l * QP_BLOCK_GEMMS + g], p, sizeof *p);
     }
     const int rht = p->use[QP_PASS_WGRAD][QP_OPND_X].rht;
     for (int ps = 0; ps < QP_PASS_COUNT && uniform; ps++)
@@ -786,10 +833,10 @@ void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_l
                               qp_formats[dy->fmt].tensor_scale;
     const int delayed = x->scaling == QP_SCALING_DELAYED || w->scaling == QP_SCALING_DELAYED ||
                         dy->scaling == QP_SCALING_DELAYED;
-    snprintf(buf, len, "%.200s: x %s, w %s, dy %s%s%s%s, BF16 blocks first %d last %d%s", r->spec,
+    snprintf(buf, len, "%.200s: x %s, w %s, dy %s%s%s%s, BF16 blocks first %d last %d%s%s", r->spec,
              qp_formats[x->fmt].name, qp_formats[w->fmt].name, qp_formats[dy->fmt].name,
              dy->sr ? " (stochastic rounding)" : "", rht ? ", RHT on wgrad" : "",
              !tensor_scaled ? "" : delayed ? ", delayed scaling" : ", current scaling", first, last,
-             uniform ? "" : "; varies by block, GEMM or pass (recipe_plan)");
+             r->smooth_swiglu ? ", Smooth-SwiGLU" : "", uniform ? "" : "; varies by block, GEMM or pass (recipe_plan)");
     free(bare);
 }

@@ -14,13 +14,19 @@
  *                          first, then the clauses as written),
  *                          bf16-first=N, bf16-last=N (blocks at each end
  *                          kept in BF16, applied after every rule; alone:
- *                          nvfp4 with them)
+ *                          nvfp4 with them),
+ *                          smooth-swiglu (Fishman et al.'s Smooth-SwiGLU: a
+ *                          SwiGLU block's down GEMM input scaled per channel
+ *                          before it is quantized, the inverse folded into
+ *                          its weight; models with a down GEMM only)
  *   TARGET=FORMAT[:OPT...] the matched uses get FORMAT and exactly these options
  *   TARGET:OPT[:OPT...]    the matched uses keep their format, options change
  * TARGET is selectors joined by '.', at most one of each kind, each a
  * '+'-union of one kind: blocks (Ln, Ln-m, firstN, lastN; a leading '~' takes
- * the complement), GEMMs (qkv, attproj, fc, fcproj), passes (fprop, dgrad,
- * wgrad), operands (x, w, dy). FORMAT is any name of quant/'s format table
+ * the complement), GEMMs (qkv, attproj, fc, fcproj: the GPT's; qkv,
+ * attproj, gate, up, down: a Llama's), passes (fprop, dgrad, wgrad),
+ * operands (x, w, dy). A recipe resolved for a model (qp_recipe_resolve's
+ * gemms) may name only that model's GEMMs. FORMAT is any name of quant/'s format table
  * (qp_format_by_name). OPT: sr | rn, current | delayed, hist=N,
  * amax=max|most-recent, rht=N (0 = none), 1d | 2d.
  *
@@ -32,7 +38,7 @@
  * reuses the owner's scale, so it must have the owner's format and be
  * delayed like it (an error otherwise); under current scaling it takes its
  * own amax. Both operands of a pass carry the same RHT size (the transform
- * cancels only then). Only the blocks' four linear layers are quantized;
+ * cancels only then). Only the blocks' linear layers are quantized;
  * embeddings, the LM head, attention's internal products, norms and the
  * optimizer stay in FP32, as in the published recipes. */
 #ifndef QP_RECIPE_H
@@ -50,14 +56,32 @@ extern "C" {
 
 typedef enum { QP_PASS_FPROP = 0, QP_PASS_DGRAD, QP_PASS_WGRAD, QP_PASS_COUNT } qp_pass;
 typedef enum { QP_OPND_X = 0, QP_OPND_W, QP_OPND_DY, QP_OPND_COUNT } qp_operand;
-/* The GEMMs of a GPT block, then the LM head (never quantized). A Llama-style
- * block (gate, up, down) will add its own names here. */
-typedef enum { QP_GEMM_QKV = 0, QP_GEMM_ATTPROJ, QP_GEMM_FC, QP_GEMM_FCPROJ, QP_GEMM_HEAD, QP_GEMM_COUNT } qp_gemm_id;
-#define QP_BLOCK_GEMMS 4 /* the GEMMs a recipe quantizes: QP_GEMM_QKV..QP_GEMM_FCPROJ */
+/* The linear layers, by what they compute. A block's GEMMs come first — the
+ * GPT's qkv, attproj, fc, fcproj; the Llama's qkv, attproj, gate, up, down
+ * (a model's own: qp_model_block_gemms) — each with its own scaling states;
+ * the LM head, last, is never quantized. The names (qp_gemm_name) are the
+ * run file's and the recipes'. */
+typedef enum {
+    QP_GEMM_QKV = 0,
+    QP_GEMM_ATTPROJ,
+    QP_GEMM_FC,
+    QP_GEMM_FCPROJ,
+    QP_GEMM_GATE, /* SwiGLU's W1: silu(W1 x) */
+    QP_GEMM_UP,   /* SwiGLU's W3: the linear branch W3 x */
+    QP_GEMM_DOWN, /* SwiGLU's W2: the down projection of silu(W1 x) * (W3 x) */
+    QP_GEMM_HEAD,
+    QP_GEMM_COUNT
+} qp_gemm_id;
+#define QP_BLOCK_GEMMS QP_GEMM_HEAD /* the GEMM ids a recipe can quantize: every one before the head */
+/* A model's block GEMMs as a mask: bit g for qp_gemm_id g (qp_model_gemm_mask);
+ * 0 where no model is known stands for every one. */
+#define QP_GEMMS_ALL ((1u << QP_BLOCK_GEMMS) - 1u)
 
 const char *qp_pass_name(qp_pass p);        /* "fprop", "dgrad", "wgrad" */
 const char *qp_operand_name(qp_operand o);  /* "x", "w", "dy" */
-const char *qp_gemm_name(qp_gemm_id g);     /* "qkv", "attproj", "fc", "fcproj", "head" */
+const char *qp_gemm_name(qp_gemm_id g);     /* "qkv", "attproj", "fc", "fcproj", "gate", "up", "down", "head" */
+/* The block GEMMs of a mask, ", "-separated ("qkv, attproj, gate, up, down"). */
+void qp_gemm_list(unsigned mask, char *buf, size_t len);
 /* The operands of a pass: A (rows of the output) and B. fprop: x, w; dgrad:
  * dy, w; wgrad: dy, x. */
 qp_operand qp_pass_operand(qp_pass p, int side);
@@ -121,6 +145,7 @@ typedef struct {
     qp_recipe_rule rules[QP_RECIPE_MAX_RULES];
     int n_rules;
     int bf16_first, bf16_last;        /* -1: the preset's default (nvfp4: about 15%, at least 1; else 0) */
+    bool smooth_swiglu;               /* the smooth-swiglu modifier (the model's qp_gpt_config.smooth_swiglu) */
 } qp_recipe;
 
 /* Parse a recipe. Returns 0, or -1 with a one-line message naming the
@@ -129,8 +154,12 @@ typedef struct {
  * options that conflict only there): qp_recipe_resolve says so. */
 int qp_recipe_parse(const char *spec, qp_recipe *r, char *err, size_t errlen);
 /* The plan of every GEMM: plans[layer * QP_BLOCK_GEMMS + g] for n_layers
- * blocks. Returns 0, or -1 with a one-line message. */
-int qp_recipe_resolve(const qp_recipe *r, int n_layers, qp_linear_plan *plans, char *err, size_t errlen);
+ * blocks whose GEMMs are the mask gemms (0: every id; a GEMM outside it
+ * keeps FP32 and is never used). Returns 0, or -1 with a one-line message:
+ * also when a rule names a GEMM outside gemms, or smooth-swiglu meets a
+ * model without a down GEMM. */
+int qp_recipe_resolve(const qp_recipe *r, int n_layers, unsigned gemms, qp_linear_plan *plans, char *err,
+                      size_t errlen);
 /* Blocks kept in BF16 at each end, with defaults resolved. */
 void qp_recipe_bf16_blocks(const qp_recipe *r, int n_layers, int *first, int *last);
 /* The longest amax history of any scaling state (the checkpoint's width);
@@ -144,16 +173,19 @@ int qp_recipe_has_delayed(const qp_linear_plan *plans, int n_layers);
 int qp_recipe_check_rht(const qp_recipe *r, const qp_linear_plan *plans, int n_layers,
                         const int64_t K[QP_PASS_COUNT][QP_BLOCK_GEMMS], char *err, size_t errlen);
 
-/* The canonical expanded recipe: one rule per pass x operand x block group
- * (blocks, and GEMMs where they differ, with the same plan), each line a
- * clause of the grammar, so the lines joined by ',' are the recipe spelled
- * out: "L0-2.fprop.x=nvfp4:current\n...". Returns the length it needs
- * (excluding the NUL), writing at most len bytes; < 0 on bad input. */
-int qp_recipe_explain(const qp_linear_plan *plans, int n_layers, char *buf, size_t len);
+/* The canonical expanded recipe r resolved to plans: one rule per pass x
+ * operand x block group (blocks, and GEMMs of gemms where they differ,
+ * with the same plan), then the model-level modifiers (smooth-swiglu), each
+ * line a clause of the grammar, so the lines joined by ',' are the recipe
+ * spelled out: "L0-2.fprop.x=nvfp4:current\n...". Returns the length it
+ * needs (excluding the NUL), writing at most len bytes; < 0 on bad input. */
+int qp_recipe_explain(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, unsigned gemms, char *buf,
+                      size_t len);
 /* The same, malloc'd (the caller frees it); NULL without memory or on bad input. */
-char *qp_recipe_explain_text(const qp_linear_plan *plans, int n_layers);
+char *qp_recipe_explain_text(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, unsigned gemms);
 /* One line saying what the recipe does (the run file's recipe_description). */
-void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, char *buf, size_t len);
+void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, unsigned gemms, char *buf,
+                        size_t len);
 /* The presets and modifiers, for messages. */
 const char *qp_recipe_names(void);
 

@@ -578,6 +578,15 @@ static int upgrade(qp_runlog *l, char *err, size_t errlen)
     for (int d = 0; d < QP_RS_COUNT; d++) {
         const qp_runset *rs = &qp_runsets[d];
         hsize_t rows = 0;
+        if (rs->table && rs->cols[0].since > l->version) {
+            /* a table added since: empty for the steps the file already has */
+            const spec *sp = &SPECS[FIRST[d]];
+            if (H5Lexists(l->file, sp->path, H5P_DEFAULT) <= 0 && create_series(l->file, sp, e, sizeof e)) {
+                snprintf(err, errlen, "%s: %s", l->path, e);
+                return -1;
+            }
+            continue;
+        }
         for (int c = 0; c < rs->ncols; c++) {
             if (rs->cols[c].since <= l->version) continue;
             if (rs->table || c == 0) {
@@ -665,6 +674,12 @@ int qp_runlog_qerr(qp_runlog *l, const qp_qerr_row *r, char *err, size_t errlen)
 {
     if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
     return append(l, QP_RS_QERR, r, err, errlen);
+}
+
+int qp_runlog_outlier(qp_runlog *l, const qp_outlier_row *r, char *err, size_t errlen)
+{
+    if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
+    return append(l, QP_RS_OUTLIERS, r, err, errlen);
 }
 
 int qp_runlog_event(qp_runlog *l, const qp_event_row *r, char *err, size_t errlen)

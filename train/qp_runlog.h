@@ -9,7 +9,8 @@
  *                         runfile_schema (the schema version)
  *   /train/NAME, /eval/NAME   1-D datasets, one per column, one entry per
  *                         optimizer step (evaluation)
- *   /quant/error, /events/recalib, /events/divergence, /status   tables
+ *   /quant/error, /quant/outliers, /events/recalib, /events/divergence,
+ *   /status               tables
  *                         (/status: the last row is the run's current state)
  */
 #ifndef QP_RUNLOG_H
@@ -43,6 +44,7 @@ qp_runlog *qp_runlog_resume(const char *path, int64_t last_step, char *err, size
 int qp_runlog_train(qp_runlog *l, const qp_train_row *r, char *err, size_t errlen);
 int qp_runlog_eval(qp_runlog *l, int64_t step, double val_loss, char *err, size_t errlen);
 int qp_runlog_qerr(qp_runlog *l, const qp_qerr_row *r, char *err, size_t errlen);
+int qp_runlog_outlier(qp_runlog *l, const qp_outlier_row *r, char *err, size_t errlen);
 int qp_runlog_event(qp_runlog *l, const qp_event_row *r, char *err, size_t errlen);
 int qp_runlog_divergence(qp_runlog *l, int64_t step, double loss, const char *reason, const char *action, char *err,
                          size_t errlen);

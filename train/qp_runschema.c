@@ -60,8 +60,9 @@ static const qp_runcol QERR[] = {
     {"step", I64, "", "step measured", 1, AT(qp_qerr_row, step)},
     {"layer", I64, "", "transformer block (0-based); -1 for layers outside the blocks (e.g. the LM head)", 1,
      AT(qp_qerr_row, layer)},
-    {"gemm", STR(32), "", "which GEMM: `qkv`, `attproj`, `fc`, `fcproj` (`qp_gemm_name`, `train/qp_linear.h`; the "
-     "FP32 LM head is not logged)", 1, AT(qp_qerr_row, gemm)},
+    {"gemm", STR(32), "", "which GEMM: `qkv`, `attproj`, `fc`, `fcproj` (the GPT), `qkv`, `attproj`, `gate`, `up`, "
+     "`down` (`--arch llama`) (`qp_gemm_name`, `train/qp_recipe.h`; the FP32 LM head is not logged)", 1,
+     AT(qp_qerr_row, gemm)},
     {"operand", STR(16), "", "`x` (activation), `w` (weight), `dy` (output gradient)", 1, AT(qp_qerr_row, operand)},
     {"pass", STR(16), "", "`fprop`, `dgrad`, `wgrad`", 1, AT(qp_qerr_row, pass)},
     {"rel_l2", F64, "", "‖x−q(x)‖₂ / ‖x‖₂", 1, AT(qp_qerr_row, rel_l2)},
@@ -102,6 +103,26 @@ static const qp_runcol STATUS[] = {
     {"message", TEXT(512), "", "free text, e.g. the error that ended a `failed` run", 1, AT(qp_status_row, message)},
 };
 
+static const qp_runcol OUTLIERS[] = {
+    {"step", I64, "", "step measured (the `--qerr-every` steps, as `/quant/error`)", 3, AT(qp_outlier_row, step)},
+    {"layer", I64, "", "transformer block (0-based)", 3, AT(qp_outlier_row, layer)},
+    {"gemm", STR(32), "", "the GEMM whose input x this is, as in `/quant/error` (`gate` and `up` read the same "
+     "input); the input as the dispatch receives it, before quantization (Smooth-SwiGLU's scaled `down` input)", 3,
+     AT(qp_outlier_row, gemm)},
+    {"tokens", I64, "", "rows of the input: this process's tokens (a data-parallel rank's slice)", 3,
+     AT(qp_outlier_row, tokens)},
+    {"channels", I64, "", "columns of the input, C: the GEMM's contraction width", 3, AT(qp_outlier_row, channels)},
+    {"amax", F64, "same as x", "largest finite |x|", 3, AT(qp_outlier_row, amax)},
+    {"kurtosis", F64, "", "m4/m2² of the finite elements (central moments over the whole tensor; 3 for a Gaussian; "
+     "NaN if all are equal)", 3, AT(qp_outlier_row, kurtosis)},
+    {"topk", I64, "", "k = max(1, ⌈0.001·C⌉)", 3, AT(qp_outlier_row, topk)},
+    {"topk_frac", F64, "", "share of the energy Σx² in the k channels of most energy (k/C when spread evenly)", 3,
+     AT(qp_outlier_row, topk_frac)},
+    {"top_channel", I64, "", "the channel of most energy (0-based)", 3, AT(qp_outlier_row, top_channel)},
+    {"chan_amax_ratio", F64, "", "largest channel amax / median channel amax (NaN if that median is 0)", 3,
+     AT(qp_outlier_row, chan_amax_ratio)},
+};
+
 #define SET(path, table, cols, chunk) {path, table, cols, (int)(sizeof cols / sizeof cols[0]), chunk}
 const qp_runset qp_runsets[QP_RS_COUNT] = {
     [QP_RS_TRAIN] = SET("/train", 0, TRAIN, 1024),
@@ -110,6 +131,7 @@ const qp_runset qp_runsets[QP_RS_COUNT] = {
     [QP_RS_RECALIB] = SET("/events/recalib", 1, RECALIB, 256),
     [QP_RS_DIVERGENCE] = SET("/events/divergence", 1, DIVERGENCE, 64),
     [QP_RS_STATUS] = SET("/status", 1, STATUS, 64),
+    [QP_RS_OUTLIERS] = SET("/quant/outliers", 1, OUTLIERS, 256),
 };
 _Static_assert(sizeof qp_runsets / sizeof qp_runsets[0] == QP_RS_COUNT, "a dataset per qp_runset_id");
 

@@ -13,7 +13,8 @@
  * column is one row here.
  *
  * Versions: the root attribute "runfile_schema" holds QP_RUNFILE_SCHEMA.
- * Files without it are version 1 (qprec before the phase profile). A column
+ * Files without it are version 1 (qprec before the phase profile); 2 added
+ * the phase columns, 3 the /quant/outliers table. A column
  * with since > a file's version is absent from that file; readers do
  * without it. A file of a newer version than QP_RUNFILE_SCHEMA is refused
  * with one line (qp_runschema_check_version). No HDF5 here: the tools that
@@ -31,7 +32,7 @@
 extern "C" {
 #endif
 
-#define QP_RUNFILE_SCHEMA 2
+#define QP_RUNFILE_SCHEMA 3
 #define QP_RUNFILE_SCHEMA_ATTR "runfile_schema"
 
 /* ---- the row of each dataset, as the writer takes it --------------------- */
@@ -60,6 +61,14 @@ typedef struct {
     const char *gemm, *operand, *pass;  /* e.g. "fc", "x"|"w"|"dy", "fprop"|"dgrad"|"wgrad" */
     double rel_l2, snr_db, sat_frac, zero_frac, amax, scale;
 } qp_qerr_row;
+
+typedef struct {
+    int64_t step;
+    int64_t layer;
+    const char *gemm;                   /* the GEMM whose input (x, fprop) this is */
+    int64_t tokens, channels, topk, top_channel;
+    double amax, kurtosis, topk_frac, chan_amax_ratio;
+} qp_outlier_row;
 
 typedef struct {
     int64_t step;
@@ -101,6 +110,7 @@ typedef enum {
     QP_RS_RECALIB,   /* /events/recalib */
     QP_RS_DIVERGENCE,/* /events/divergence */
     QP_RS_STATUS,    /* /status */
+    QP_RS_OUTLIERS,  /* /quant/outliers */
     QP_RS_COUNT
 } qp_runset_id;
 

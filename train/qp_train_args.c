@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qp_model.h"
 #include "qp_recipe.h"
 
 void qp_train_usage(FILE *f)
@@ -14,26 +15,36 @@ void qp_train_usage(FILE *f)
     qp_train_opts_default(&d);
     fprintf(f,
             "usage: qtrain --data FILE [options]\n"
-            "Train a GPT (nanoGPT/llm.c architecture) on the CPU with every linear layer's GEMMs in a\n"
-            "chosen precision, logging to an HDF5 run file.\n"
+            "Train a GPT (nanoGPT/llm.c architecture) or a Llama on the CPU with every linear layer's GEMMs\n"
+            "in a chosen precision, logging to an HDF5 run file.\n"
             "  --data FILE        text (byte tokens, vocab 256) or llm.c .bin token shard (GPT-2, 50257)\n"
             "  --recipe R         precision recipe (default %s; grammar and presets: docs/recipes.md):\n"
             "                       a preset: fp32, bf16, fp8 (E4M3 x/w, E5M2 grads, delayed scaling, history\n"
             "                       1024), fp8-current, mxfp8, nvfp4 (NVIDIA's recipe: 1x16 x/dy, 16x16 w, RHT\n"
             "                       on wgrad, SR on grads, last ~15%% blocks BF16), nvfp4-naive, mxfp4;\n"
             "                       modifiers after a comma: nvfp4-rht, nvfp4-sr, nvfp4-2d (drop that part),\n"
-            "                       bf16-last=N, bf16-first=N; rules after a comma, applied in order:\n"
+            "                       bf16-last=N, bf16-first=N, smooth-swiglu (llama: Fishman et al.'s\n"
+            "                       Smooth-SwiGLU, the down GEMM's input scaled per channel by a power of\n"
+            "                       two before it is quantized, the inverse folded into its weight); rules\n"
+            "                       after a comma, applied in order:\n"
             "                       TARGET=FORMAT[:OPT...] or TARGET:OPT[:OPT...], TARGET from blocks (L3,\n"
-            "                       L0-2, first2, last8, ~L3), GEMMs (qkv attproj fc fcproj), passes (fprop\n"
-            "                       dgrad wgrad), operands (x w dy) joined by '.' ('+' for a union), OPT:\n"
-            "                       sr rn current delayed hist=N amax=max|most-recent rht=N 1d 2d. E.g.\n"
-            "                       bf16,fprop=nvfp4   fp8-current,w=nvfp4   nvfp4,bf16-first=2,bf16-last=8.\n"
-            "                       Only the blocks' linear layers (qkv, attn proj, fc, fc proj) are\n"
-            "                       quantized: embeddings, LM head, attention's internal products, norms and\n"
-            "                       the optimizer stay FP32, as in the published recipes.\n"
-            "  --explain          print --recipe expanded for --layers blocks (one rule per pass x operand\n"
-            "                     x block group, the form the run file records) and exit\n"
+            "                       L0-2, first2, last8, ~L3), GEMMs (qkv attproj fc fcproj; llama: qkv\n"
+            "                       attproj gate up down), passes (fprop dgrad wgrad), operands (x w dy)\n"
+            "                       joined by '.' ('+' for a union), OPT: sr rn current delayed hist=N\n"
+            "                       amax=max|most-recent rht=N 1d 2d. E.g. bf16,fprop=nvfp4\n"
+            "                       fp8-current,w=nvfp4   nvfp4,bf16-first=2,bf16-last=8.\n"
+            "                       Only the blocks' linear layers are quantized: embeddings, LM head,\n"
+            "                       attention's internal products, norms and the optimizer stay FP32, as in\n"
+            "                       the published recipes.\n"
+            "  --explain          print --recipe expanded for --layers blocks of --arch (one rule per pass\n"
+            "                     x operand x block group, the form the run file records) and exit\n"
+            "  --arch A           gpt (default: learned positions, LayerNorm, 4x GELU MLP, biases, tied\n"
+            "                     head) or llama (RMSNorm, rotary embeddings, SwiGLU MLP, no biases, untied\n"
+            "                     head); the llama's linear layers are qkv, attproj, gate, up, down\n"
             "  --layers L --heads H --dim C --seq T   model (default %d %d %d %d)\n"
+            "  --kv-heads N       llama: key/value heads, dividing --heads (grouped-query attention;\n"
+            "                     default --heads)\n"
+            "  --mlp-hidden N     llama: SwiGLU's hidden width (default 8C/3 rounded up to a multiple of 64)\n"
             "  --batch B          sequences per micro-batch (default %d); under mpirun -np N the global\n"
             "                     batch: each rank takes B/N of the same sequences\n"
             "  --grad-comm P      gradient all-reduce across ranks: fp32 (default), bf16 or fp8 (E4M3,\n"
@@ -57,7 +68,9 @@ void qp_train_usage(FILE *f)
             "                     the validation split, the same for every seed and recipe\n"
             "  --val-tokens N|all the validation set by size instead: at least N tokens (whole batches, at\n"
             "                     most the split), or the whole validation split\n"
-            "  --qerr-every N     log per-layer quantization error every N steps (default %lld, 0 = off)\n"
+            "  --qerr-every N     log per-layer quantization error, and every block GEMM input's amax,\n"
+            "                     kurtosis and top-channel energy share (/quant/outliers), every N steps\n"
+            "                     (default %lld, 0 = off)\n"
             "  --ckpt-every N     checkpoint cadence (default %lld; also at the end)\n"
             "  --val-frac X       last fraction of the data used for validation (default %g)\n"
             "  --prefetch N       batches the loader thread prepares ahead (default %d; 0 = none)\n"
@@ -87,7 +100,8 @@ void qp_train_usage(FILE *f)
             "                       -inf; WHERE: loss (the step's loss value), grad:TENSOR[IDX] (a gradient\n"
             "                       element after backward), param:TENSOR[IDX] (a weight before forward);\n"
             "                       TENSOR: wte wpe ln1w ln1b qkvw qkvb attprojw attprojb ln2w ln2b fcw fcb\n"
-            "                       fcprojw fcprojb lnfw lnfb; IDX: flat element index (default 0). E.g.\n"
+            "                       fcprojw fcprojb lnfw lnfb (llama: wte ln1w qkvw attprojw ln2w gatew upw\n"
+            "                       downw lnfw lmhead); IDX: flat element index (default 0). E.g.\n"
             "                       nan:grad:wte@12, inf:param:fcw[5]@30, nan:loss@5. Fires once per\n"
             "                       process (a rollback never reruns a step number, so it gets past it; a\n"
             "                       --resume from before STEP fires it again).\n"
@@ -187,6 +201,8 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         STR("--data", data) STR("--out", out) STR("--recipe", recipe) STR("--resume-from", resume_from)
         STR("--inject", inject)
         NAME("--device", device, qp_device_names, QP_DEVICE_COUNT)
+        NAME("--arch", arch, qp_arch_names, QP_ARCH_COUNT)
+        INT("--kv-heads", kv_heads, 1, 1LL << 20) INT("--mlp-hidden", mlp_hidden, 1, 1LL << 20)
         NAME("--on-divergence", on_divergence, qp_on_divergence_names, QP_ON_DIVERGENCE_COUNT)
         NAME("--grad-comm", grad_comm, qp_grad_comm_names, QP_GRAD_COMM_COUNT)
         INT("--layers", layers, -(1LL << 30), 1LL << 30) INT("--heads", heads, -(1LL << 30), 1LL << 30)
@@ -234,23 +250,31 @@ int qp_train_explain(const qp_train_opts *o, FILE *out, char *err, size_t errlen
         snprintf(err, errlen, "--layers must be in 1..1024, not %d", o->layers);
         return QP_EXIT_BAD_INPUT;
     }
+    if ((unsigned)o->arch >= QP_ARCH_COUNT) {
+        snprintf(err, errlen, "--arch out of range");
+        return QP_EXIT_BAD_INPUT;
+    }
+    /* the GEMMs are the architecture's; their shapes do not matter here */
+    const unsigned gemms = qp_model_gemm_mask(&(qp_gpt_config){.arch = (qp_arch)o->arch});
     qp_recipe *r = malloc(sizeof *r);
     qp_linear_plan *plans = malloc((size_t)o->layers * QP_BLOCK_GEMMS * sizeof *plans);
-    char *text = NULL, desc[1400];
+    char *text = NULL, desc[1400], names[80];
     int rc = QP_EXIT_BAD_INPUT;
     if (!r || !plans) {
         snprintf(err, errlen, "out of memory");
         rc = QP_EXIT_RUNTIME;
-    } else if (!qp_recipe_parse(o->recipe, r, err, errlen) && !qp_recipe_resolve(r, o->layers, plans, err, errlen)) {
-        text = qp_recipe_explain_text(plans, o->layers);
+    } else if (!qp_recipe_parse(o->recipe, r, err, errlen) &&
+               !qp_recipe_resolve(r, o->layers, gemms, plans, err, errlen)) {
+        text = qp_recipe_explain_text(r, plans, o->layers, gemms);
         rc = QP_EXIT_RUNTIME;
         if (!text) {
             snprintf(err, errlen, "out of memory");
         } else {
-            qp_recipe_describe(r, plans, o->layers, desc, sizeof desc);
-            fprintf(out, "# recipe '%s' for %d blocks: one rule per pass x operand x block group; joined by ','\n"
-                         "# they are the recipe spelled out (docs/recipes.md). %s\n%s",
-                    r->spec, o->layers, desc, text);
+            qp_gemm_list(gemms, names, sizeof names);
+            qp_recipe_describe(r, plans, o->layers, gemms, desc, sizeof desc);
+            fprintf(out, "# recipe '%s' for %d blocks of --arch %s (GEMMs %s): one rule per pass x operand x block\n"
+                         "# group; joined by ',' they are the recipe spelled out (docs/recipes.md). %s\n%s",
+                    r->spec, o->layers, qp_arch_names[o->arch], names, desc, text);
             if (fflush(out) || ferror(out)) snprintf(err, errlen, "writing the expanded recipe failed");
             else rc = QP_EXIT_OK;
         }

@@ -83,6 +83,16 @@ static void a_gemm_bf16_impl(const qp_train_state *r, const char *h, char *b, si
 static void a_simd(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, snprintf(b, n, "%s", qp_simd_name()); }
 static void a_kernels(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, snprintf(b, n, "%s", qp_gpt_kernel_isa()); }
 static void a_omp_wait(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, qp_omp_describe(b, n); }
+static void a_arch(const qp_train_state *r, const char *h, char *b, size_t n)
+{
+    (void)h, snprintf(b, n, "%s", qp_arch_names[r->model.cfg.arch]);
+}
+/* the Llama's resolved shape (0 for the GPT, which has neither) */
+static void a_kv_heads(const qp_train_state *r, const char *h, char *b, size_t n) { (void)h, snprintf(b, n, "%d", r->model.cfg.kv_heads); }
+static void a_mlp_hidden(const qp_train_state *r, const char *h, char *b, size_t n)
+{
+    (void)h, snprintf(b, n, "%d", r->model.cfg.mlp_hidden);
+}
 static void a_mode(const qp_train_state *r, const char *h, char *b, size_t n)
 {
     (void)h, snprintf(b, n, "%s", r->o.eval_only ? "eval-only" : "train");
@@ -95,13 +105,13 @@ static void a_recipe_description(const qp_train_state *r, const char *h, char *b
 {
     (void)h;
     char desc[400];
-    qp_recipe_describe(&r->recipe, r->plans, r->o.layers, desc, sizeof desc);
+    qp_recipe_describe(&r->recipe, r->plans, r->o.layers, qp_model_gemm_mask(&r->model.cfg), desc, sizeof desc);
     snprintf(b, n, "%.150s", desc);
 }
 /* the canonical expanded recipe (docs/recipes.md): one rule per pass x operand x block group */
 static char *a_recipe_plan(const qp_train_state *r)
 {
-    return qp_recipe_explain_text(r->plans, r->o.layers);
+    return qp_recipe_explain_text(&r->recipe, r->plans, r->o.layers, qp_model_gemm_mask(&r->model.cfg));
 }
 static void a_world(const qp_train_state *r, const char *h, char *b, size_t n) { (void)h, snprintf(b, n, "%d", r->world); }
 static void a_grad_comm(const qp_train_state *r, const char *h, char *b, size_t n)
@@ -129,11 +139,14 @@ static void a_power(const qp_train_state *r, const char *h, char *b, size_t n)
                                                                              : "integrated from 20 ms power samples");
 }
 
-#define N_ATTRS 54
+#define N_ATTRS 57
 static const attr ATTRS[] = {
     FN("version", a_version),
     FN("host", a_host),
     FN("recipe", a_recipe),
+    FN("arch", a_arch),
+    FN("kv_heads", a_kv_heads),
+    FN("mlp_hidden", a_mlp_hidden),
     OPT("data", A_STR, data),
     FN("data_kind", a_data_kind),
     OPT("seed", A_U64, seed),

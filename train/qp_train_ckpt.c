@@ -10,8 +10,10 @@
 
 static qp_scaling_state *state_at(qp_train_state *r, int i)
 {
-    const int o = i % QP_OPND_COUNT, g = (i / QP_OPND_COUNT) % QP_N_QGEMMS, layer = i / QP_OPND_COUNT / QP_N_QGEMMS;
-    return qp_linear_scaling(r->lin, layer, (qp_gemm_id)g, (qp_operand)o);
+    qp_gemm_id ids[QP_BLOCK_GEMMS];
+    const int ng = qp_model_block_gemms(&r->model.cfg, ids);
+    const int o = i % QP_OPND_COUNT, g = (i / QP_OPND_COUNT) % ng, layer = i / QP_OPND_COUNT / ng;
+    return qp_linear_scaling(r->lin, layer, ids[g], (qp_operand)o);
 }
 
 /* Doubles travel as three floats whose sum restores them exactly. */
@@ -25,7 +27,7 @@ static void split3(double x, float f[3])
 
 void qp_train_pack_scaling(qp_train_state *r, float *hist, float *st)
 {
-    const int ns = QP_N_STATES(r->o.layers), H = qp_linear_history_len(r->lin);
+    const int ns = QP_N_STATES(r), H = qp_linear_history_len(r->lin);
     for (int i = 0; i < ns; i++) {
         const qp_scaling_state *s = state_at(r, i);
         if (s->amax_history) memcpy(hist + (int64_t)i * H, s->amax_history, (size_t)s->cfg.history_len * sizeof(float));
@@ -40,7 +42,7 @@ void qp_train_pack_scaling(qp_train_state *r, float *hist, float *st)
 
 void qp_train_unpack_scaling(qp_train_state *r, const float *hist, const float *st)
 {
-    const int ns = QP_N_STATES(r->o.layers), H = qp_linear_history_len(r->lin);
+    const int ns = QP_N_STATES(r), H = qp_linear_history_len(r->lin);
     for (int i = 0; i < ns; i++) {
         qp_scaling_state *s = state_at(r, i);
         if (s->amax_history) memcpy(s->amax_history, hist + (int64_t)i * H, (size_t)s->cfg.history_len * sizeof(float));
@@ -60,13 +62,14 @@ int qp_train_write_checkpoint(qp_train_state *r, char *err, size_t errlen)
         snprintf(err, errlen, "checkpoint: %s", r->be.error(&r->be));
         return -1;
     }
-    const int L = r->o.layers, ns = QP_N_STATES(L), H = qp_linear_history_len(r->lin);
-    int ndim[QP_GPT_NPARAMS];
-    int64_t sizes[QP_GPT_NPARAMS], shape[QP_GPT_NPARAMS][3];
+    const int L = r->o.layers, ns = QP_N_STATES(r), H = qp_linear_history_len(r->lin), np = r->model.n_tensors;
+    const char *const *pnames = qp_model_param_names(&r->model.cfg);
+    int ndim[QP_MODEL_MAX_NPARAMS];
+    int64_t sizes[QP_MODEL_MAX_NPARAMS], shape[QP_MODEL_MAX_NPARAMS][3];
     qp_gpt_param_shapes(&r->model.cfg, sizes, ndim, shape);
     float *hist = calloc((size_t)ns * H, sizeof(float)), *st = calloc((size_t)ns * QP_STATE_COLS, sizeof(float));
-    char names[3][QP_GPT_NPARAMS][64];
-    qp_ckpt_tensor t[3 * QP_GPT_NPARAMS + 2];
+    char names[3][QP_MODEL_MAX_NPARAMS][64];
+    qp_ckpt_tensor t[3 * QP_MODEL_MAX_NPARAMS + 2];
     int nt = 0;
     if (!hist || !st) {
         free(hist), free(st);
@@ -77,8 +80,8 @@ int qp_train_write_checkpoint(qp_train_state *r, char *err, size_t errlen)
     const char *groups[3] = {"params", "adam_m", "adam_v"};
     for (int k = 0; k < 3; k++) {
         const float *p = bases[k];
-        for (int i = 0; i < QP_GPT_NPARAMS; i++) {
-            snprintf(names[k][i], sizeof names[k][i], "%s/%s", groups[k], qp_gpt_param_names[i]);
+        for (int i = 0; i < np; i++) {
+            snprintf(names[k][i], sizeof names[k][i], "%s/%s", groups[k], pnames[i]);
             t[nt] = (qp_ckpt_tensor){names[k][i], p, ndim[i], {shape[i][0], shape[i][1], shape[i][2], 0}};
             nt++;
             p += sizes[i];
@@ -96,7 +99,10 @@ int qp_train_write_checkpoint(qp_train_state *r, char *err, size_t errlen)
         {"seq", 0, r->o.seq, NULL},             {"vocab", 0, r->model.cfg.vocab, NULL},
         {"batch", 0, r->o.batch, NULL},         {"grad_accum", 0, r->o.grad_accum, NULL},
         {"recipe", 1, 0, r->recipe.spec},       {"best_loss_bits", 0, best_bits, NULL},
-        {"history_len", 0, H, NULL}};
+        {"history_len", 0, H, NULL},
+        /* the architecture (absent from checkpoints before --arch: the GPT) */
+        {"arch", 1, 0, qp_arch_names[r->model.cfg.arch]},
+        {"kv_heads", 0, r->model.cfg.kv_heads, NULL}, {"mlp_hidden", 0, r->model.cfg.mlp_hidden, NULL}};
     const int rc = qp_ckpt_write(r->ckpt_path, t, nt, attrs, (int)(sizeof attrs / sizeof attrs[0]), err, errlen);
     free(hist), free(st);
     return rc;
@@ -109,15 +115,16 @@ static int read_i64(qp_ckpt *c, const char *name, int64_t *v, char *err, size_t 
 
 int qp_train_load_checkpoint(qp_train_state *r, qp_ckpt *c, int with_optimizer, char *err, size_t errlen)
 {
-    int64_t sizes[QP_GPT_NPARAMS];
+    int64_t sizes[QP_MODEL_MAX_NPARAMS];
     qp_gpt_param_shapes(&r->model.cfg, sizes, NULL, NULL);
+    const char *const *pnames = qp_model_param_names(&r->model.cfg);
     float *bases[3] = {r->model.params_memory, r->adam_m, r->adam_v};
     const char *groups[3] = {"params", "adam_m", "adam_v"};
     for (int k = 0; k < (with_optimizer ? 3 : 1); k++) {
         float *p = bases[k];
-        for (int i = 0; i < QP_GPT_NPARAMS; i++) {
+        for (int i = 0; i < r->model.n_tensors; i++) {
             char name[64];
-            snprintf(name, sizeof name, "%s/%s", groups[k], qp_gpt_param_names[i]);
+            snprintf(name, sizeof name, "%s/%s", groups[k], pnames[i]);
             if (qp_ckpt_read(c, name, p, sizes[i], err, errlen)) return -1;
             p += sizes[i];
         }
@@ -132,7 +139,7 @@ int qp_train_load_checkpoint(qp_train_state *r, qp_ckpt *c, int with_optimizer, 
                  qp_linear_history_len(r->lin));
         return -1;
     }
-    const int ns = QP_N_STATES(r->o.layers);
+    const int ns = QP_N_STATES(r);
     float *hist = malloc((size_t)ns * H * sizeof(float)), *st = malloc((size_t)ns * QP_STATE_COLS * sizeof(float));
     if (!hist || !st || qp_ckpt_read(c, "scaling/amax_history", hist, ns * H, err, errlen) ||
         qp_ckpt_read(c, "scaling/state", st, ns * QP_STATE_COLS, err, errlen)) {

@@ -21,9 +21,10 @@
 #include "qp_trainer.h"
 
 #define QP_VERSION "0.3.0"
-#define QP_N_QGEMMS QP_BLOCK_GEMMS /* the quantized GEMMs of a block (qp_recipe.h) */
-/* scaling states: one per (layer, GEMM, operand) */
-#define QP_N_STATES(L) ((L) * QP_N_QGEMMS * QP_OPND_COUNT)
+/* scaling states a checkpoint holds: one per (layer, GEMM of the
+ * architecture's blocks (qp_model_block_gemms), operand), in that order — a
+ * GPT's are the 4 GEMMs' of checkpoints from before --arch */
+#define QP_N_STATES(r) ((r)->o.layers * qp_model_block_gemms(&(r)->model.cfg, (qp_gemm_id[QP_BLOCK_GEMMS]){0}) * QP_OPND_COUNT)
 /* a scaling state in a checkpoint: scale, last scale, ring position, count,
  * updates, 4 event counts, 2 EMAs x 3 floats */
 #define QP_STATE_COLS 15
@@ -68,6 +69,9 @@ static inline uint64_t qp_fnv1a(const void *p, size_t n, uint64_t h)
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
     return h;
 }
+
+/* The model the options describe, for data of vocabulary `vocab`. */
+qp_gpt_config qp_train_model_config(const qp_train_opts *o, int vocab);
 
 /* Every scaling state into hist (QP_N_STATES x history_len floats) and st
  * (QP_N_STATES x QP_STATE_COLS), and back: what a checkpoint stores, and what

@@ -74,10 +74,21 @@ int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
     if ((unsigned)o->device >= QP_DEVICE_COUNT || (unsigned)o->on_divergence >= QP_ON_DIVERGENCE_COUNT ||
         (unsigned)o->grad_comm >= QP_GRAD_COMM_COUNT)
         BAD("--device, --on-divergence or --grad-comm out of range");
+    if ((unsigned)o->arch >= QP_ARCH_COUNT) BAD("--arch out of range");
+    if (o->kv_heads < 0 || o->mlp_hidden < 0) BAD("--kv-heads and --mlp-hidden must be positive");
+    /* the architecture's own rules (the vocabulary is the data's: any will do here) */
+    const qp_gpt_config mc = qp_train_model_config(o, 256);
+    if (qp_model_check(&mc, err, errlen)) return -1;
     qp_inject inj;
-    if (qp_inject_parse(o->inject, &inj, err, errlen)) return -1;
+    if (qp_inject_parse(o->inject, qp_model_param_names(&mc), qp_model_nparams(&mc), &inj, err, errlen)) return -1;
 #undef BAD
     return 0;
+}
+
+qp_gpt_config qp_train_model_config(const qp_train_opts *o, int vocab)
+{
+    return (qp_gpt_config){.vocab = vocab, .max_seq = o->seq, .layers = o->layers, .heads = o->heads, .dim = o->dim,
+                           .arch = (qp_arch)o->arch, .kv_heads = o->kv_heads, .mlp_hidden = o->mlp_hidden};
 }
 
 void qp_ckpt_path_for(const char *run_path, char *dst, size_t len)
@@ -104,6 +115,16 @@ static void on_event(const qp_event_row *row, void *user)
     qp_train_state *r = user;
     char e[256];
     if (qp_runlog_event(r->log, row, e, sizeof e) && !r->log_err[0]) snprintf(r->log_err, sizeof r->log_err, "%s", e);
+}
+
+/* A block GEMM's input at a --qerr-every step: its /quant/outliers row. */
+static void on_input(const qp_outlier_row *stats, void *user)
+{
+    qp_train_state *r = user;
+    qp_outlier_row row = *stats;
+    row.step = r->step;
+    char e[256];
+    if (qp_runlog_outlier(r->log, &row, e, sizeof e) && !r->log_err[0]) snprintf(r->log_err, sizeof r->log_err, "%s", e);
 }
 
 static void on_qerr(const qp_qerr_row *row, void *user)
@@ -139,7 +160,7 @@ static int handle_divergence(qp_train_state *r, int64_t step, double loss, const
     if (!gave_up && !bad_weights && is_mode(r, QP_ON_DIVERGENCE_SKIP_STEP)) {
         if (r->scaling_snap)
             qp_train_unpack_scaling(r, r->scaling_snap,
-                                    r->scaling_snap + (int64_t)QP_N_STATES(r->o.layers) * qp_linear_history_len(r->lin));
+                                    r->scaling_snap + (int64_t)QP_N_STATES(r) * qp_linear_history_len(r->lin));
         if (qp_runlog_divergence(r->log, step, loss, reason, "skip_step", err, errlen)) return QP_EXIT_RUNTIME;
         r->recoveries++;
         if (!r->o.quiet) fprintf(stderr, "\nqtrain: step %lld diverged (loss %g, %s): update skipped\n", (long long)step, loss, reason);
@@ -185,7 +206,8 @@ static int size_run(qp_train_state *r, char *err, size_t errlen)
 {
     const int B = r->o.batch, T = r->o.seq;
     const int64_t per_step = (int64_t)B * T * r->o.grad_accum;
-    r->nonembedding = qp_size_nonembedding(r->o.layers, r->o.dim);
+    const qp_gpt_config mc = qp_train_model_config(&r->o, qp_dataset_vocab(r->data));
+    r->nonembedding = qp_model_nonembedding(&mc);
     r->data_seed = r->o.data_seed >= 0 ? (uint64_t)r->o.data_seed : r->o.seed;
     if (r->o.tokens_per_param > 0) {
         r->o.steps = qp_size_steps(r->o.tokens_per_param, r->nonembedding, per_step);
@@ -319,7 +341,7 @@ static void fmt_eta(double ms, char *buf, size_t n)
 static int prepare_recovery(qp_train_state *r, int resumed, char *err, size_t errlen)
 {
     if (is_mode(r, QP_ON_DIVERGENCE_SKIP_STEP)) {
-        const int64_t ns = QP_N_STATES(r->o.layers);
+        const int64_t ns = QP_N_STATES(r);
         r->scaling_snap = malloc((size_t)(ns * (qp_linear_history_len(r->lin) + QP_STATE_COLS)) * sizeof(float) + 1);
         if (!r->scaling_snap) {
             snprintf(err, errlen, "out of memory");
@@ -331,6 +353,32 @@ static int prepare_recovery(qp_train_state *r, int resumed, char *err, size_t er
         qp_runlog_status(r->log, r->step, "failed", err, e2, sizeof e2);
         return -1;
     }
+    return 0;
+}
+
+/* The architecture a checkpoint holds into o (arch, kv_heads, mlp_hidden;
+ * Smooth-SwiGLU is the recipe's): a checkpoint from before --arch has no
+ * "arch" attribute and is a GPT. 0, or -1 with err. */
+static int ckpt_arch(qp_ckpt *c, const char *path, qp_train_opts *o, char *err, size_t errlen)
+{
+    if (!qp_ckpt_has_attr(c, "arch")) {
+        o->arch = QP_ARCH_GPT, o->kv_heads = 0, o->mlp_hidden = 0;
+        return 0;
+    }
+    char name[32];
+    int64_t kvh, hidden;
+    if (qp_ckpt_attr_str(c, "arch", name, sizeof name, err, errlen) ||
+        qp_ckpt_attr_i64(c, "kv_heads", &kvh, err, errlen) || qp_ckpt_attr_i64(c, "mlp_hidden", &hidden, err, errlen))
+        return -1;
+    int a = -1;
+    for (int i = 0; i < QP_ARCH_COUNT; i++)
+        if (!strcmp(name, qp_arch_names[i])) a = i;
+    if (a < 0 || kvh < 0 || kvh > 1 << 20 || hidden < 0 || hidden > 1 << 20) {
+        snprintf(err, errlen, "%s: architecture '%.20s' (kv heads %lld, MLP width %lld) is not one qtrain builds", path,
+                 name, (long long)kvh, (long long)hidden);
+        return -1;
+    }
+    o->arch = a, o->kv_heads = (int)kvh, o->mlp_hidden = (int)hidden;
     return 0;
 }
 
@@ -365,6 +413,21 @@ static int open_run(qp_train_state *r, const char *host, char *resumed_from, siz
                 rc = QP_EXIT_BAD_INPUT;
                 goto out;
             }
+        }
+        qp_train_opts was = r->o;
+        if (ckpt_arch(from, used, &was, err, errlen)) goto out;
+        const qp_gpt_config wc = qp_model_resolve(&(qp_gpt_config){.vocab = 2, .max_seq = 1, .layers = 1, .heads = was.heads,
+                                                                   .dim = was.dim, .arch = (qp_arch)was.arch,
+                                                                   .kv_heads = was.kv_heads,
+                                                                   .mlp_hidden = was.mlp_hidden});
+        const qp_gpt_config *nc = &r->model.cfg;
+        /* (Smooth-SwiGLU is the recipe's, compared below) */
+        if (wc.arch != nc->arch || wc.kv_heads != nc->kv_heads || wc.mlp_hidden != nc->mlp_hidden) {
+            snprintf(err, errlen, "--resume: checkpoint %s is of --arch %s (kv heads %d, MLP width %d), this run "
+                     "--arch %s (%d, %d)", used, qp_arch_names[wc.arch], wc.kv_heads, wc.mlp_hidden,
+                     qp_arch_names[nc->arch], nc->kv_heads, nc->mlp_hidden);
+            rc = QP_EXIT_BAD_INPUT;
+            goto out;
         }
         char rec[QP_RECIPE_SPEC_MAX];
         if (qp_ckpt_attr_str(from, "recipe", rec, sizeof rec, err, errlen)) goto out;
@@ -566,7 +629,7 @@ static int begin_step(qp_train_state *r, int64_t step, int log_qerr, char *err, 
 {
     if (r->scaling_snap)
         qp_train_pack_scaling(r, r->scaling_snap,
-                              r->scaling_snap + (int64_t)QP_N_STATES(r->o.layers) * qp_linear_history_len(r->lin));
+                              r->scaling_snap + (int64_t)QP_N_STATES(r) * qp_linear_history_len(r->lin));
     r->be.begin_step(&r->be, step, log_qerr);
     if (r->be.zero_grad(&r->be)) return step_failed(r, step, err, errlen);
     return inject_tensor(r, QP_INJ_PARAM, step, r->model.param_sizes, err, errlen) ? QP_EXIT_RUNTIME : QP_EXIT_OK;
@@ -657,16 +720,16 @@ static int train_step(qp_train_state *r, qp_loader *loader, const qp_optim_cfg *
     return finish_step(r, step, log_qerr, skipped, val, err, errlen);                         /* eval, ckpt */
 }
 
-/* The recipe for this model (r->plans): its blocks exist, its RHT sizes
- * divide their contractions (wgrad's: this rank's tokens). */
+/* The recipe for this model (r->plans): its blocks and GEMMs exist, its
+ * RHT sizes divide their contractions (wgrad's: this rank's tokens). */
 static int resolve_recipe(qp_train_state *r, char *err, size_t errlen)
 {
-    r->plans = malloc((size_t)r->o.layers * QP_N_QGEMMS * sizeof *r->plans);
+    r->plans = malloc((size_t)r->o.layers * QP_BLOCK_GEMMS * sizeof *r->plans);
     if (!r->plans) return snprintf(err, errlen, "out of memory"), -1;
-    if (qp_recipe_resolve(&r->recipe, r->o.layers, r->plans, err, errlen)) return -1;
-    const qp_gpt_config shape = {qp_dataset_vocab(r->data), r->o.seq, r->o.layers, r->o.heads, r->o.dim};
-    int64_t K[QP_PASS_COUNT][QP_N_QGEMMS];
-    for (int g = 0; g < QP_N_QGEMMS; g++) {
+    const qp_gpt_config shape = qp_train_model_config(&r->o, qp_dataset_vocab(r->data));
+    if (qp_recipe_resolve(&r->recipe, r->o.layers, qp_model_gemm_mask(&shape), r->plans, err, errlen)) return -1;
+    int64_t K[QP_PASS_COUNT][QP_BLOCK_GEMMS];
+    for (int g = 0; g < QP_BLOCK_GEMMS; g++) {
         int ic, oc;
         qp_gpt_gemm_dims(&shape, (qp_gemm_id)g, &ic, &oc);
         K[QP_PASS_FPROP][g] = ic, K[QP_PASS_DGRAD][g] = oc, K[QP_PASS_WGRAD][g] = (int64_t)r->Bl * r->o.seq;
@@ -684,7 +747,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     if (r->o.min_lr < 0) r->o.min_lr = r->o.lr / 10.0;
     if (qp_train_opts_check(&r->o, err, errlen)) return QP_EXIT_BAD_INPUT;
     if (qp_recipe_parse(r->o.recipe, &r->recipe, err, errlen)) return QP_EXIT_BAD_INPUT;
-    if (qp_inject_parse(r->o.inject, &r->inject, err, errlen)) return QP_EXIT_BAD_INPUT;
+    const qp_gpt_config opts_model = qp_train_model_config(&r->o, 256);
+    if (qp_inject_parse(r->o.inject, qp_model_param_names(&opts_model), qp_model_nparams(&opts_model), &r->inject,
+                        err, errlen))
+        return QP_EXIT_BAD_INPUT;
     r->rank = qp_dist_rank(), r->world = qp_dist_size();
     if (r->o.batch % r->world) {
         snprintf(err, errlen, "--batch %d is not divisible by the %d ranks (--batch is the global batch)",
@@ -720,6 +786,7 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
                 goto done;
             }
         r->o.layers = (int)v[0], r->o.heads = (int)v[1], r->o.dim = (int)v[2], r->o.seq = (int)v[3];
+        if (ckpt_arch(from, r->o.resume_from, &r->o, err, errlen)) goto done;
         if (qp_train_opts_check(&r->o, err, errlen)) goto done; /* the checkpoint's shape, judged like options */
         if (!r->o.data[0]) {
             snprintf(err, errlen, "--eval-only needs --data for the validation split");
@@ -742,7 +809,8 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     rc = QP_EXIT_RUNTIME;
     r->gemm = qp_gemm_create(err, errlen);
     if (!r->gemm) goto done;
-    qp_gpt_config mc = {qp_dataset_vocab(r->data), T, r->o.layers, r->o.heads, r->o.dim};
+    qp_gpt_config mc = qp_train_model_config(&r->o, qp_dataset_vocab(r->data));
+    mc.smooth_swiglu = r->recipe.smooth_swiglu; /* resolve_recipe refused it on a model without a down GEMM */
     if (r->o.eval_only) {
         int64_t vocab;
         if (qp_ckpt_attr_i64(from, "vocab", &vocab, err, errlen)) goto done;
@@ -754,11 +822,12 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     }
     if (qp_gpt_init(&r->model, &mc, Bl, T, r->o.seed, err, errlen)) goto done;
     r->model_ok = 1;
-    if (qp_inject_check(&r->inject, r->model.param_sizes, err, errlen)) {
+    if (qp_inject_check(&r->inject, qp_model_param_names(&r->model.cfg), r->model.param_sizes, err, errlen)) {
         rc = QP_EXIT_BAD_INPUT;
         goto done;
     }
-    qp_linear_cfg lc = {.n_layers = r->o.layers, .max_elems = qp_gpt_max_gemm_elems(&mc, Bl, T), .seed = r->data_seed,
+    qp_linear_cfg lc = {.n_layers = r->o.layers, .gemms = qp_model_gemm_mask(&mc),
+                        .max_elems = qp_gpt_max_gemm_elems(&mc, Bl, T), .seed = r->data_seed,
                         .recipe = &r->recipe, .gemm = r->gemm, .on_event = on_event, .on_qerr = on_qerr, .user = r};
     if (r->world > 1) {
         lc.dp_rank = r->rank, lc.dp_size = r->world;
@@ -769,7 +838,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     r->adam_v = calloc((size_t)r->model.num_params, sizeof(float));
     r->eval_in = malloc((size_t)B * T * sizeof(int32_t));
     r->eval_tg = malloc((size_t)B * T * sizeof(int32_t));
-    r->gx = qp_grad_exchange_create(r->o.grad_comm, r->o.grad_comm_ef, r->model.param_sizes, QP_GPT_NPARAMS);
+    r->gx = qp_grad_exchange_create(r->o.grad_comm, r->o.grad_comm_ef, r->model.param_sizes, r->model.n_tensors);
+    /* the /quant/outliers observer and Smooth-SwiGLU's reduction (the GPU backend takes them over) */
+    r->model.on_input = on_input, r->model.observer_user = r;
+    if (r->world > 1) r->model.reduce_max = dist_max;
     if (!r->lin || !r->adam_m || !r->adam_v || !r->eval_in || !r->eval_tg || !r->gx) {
         if (r->lin) snprintf(err, errlen, "out of memory");
         goto done;

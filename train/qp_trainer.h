@@ -52,6 +52,10 @@ typedef struct {
     qp_grad_comm grad_comm;  /* gradient exchange across ranks (qp_dist_grads.h), default fp32 */
     bool grad_comm_ef;       /* error feedback for a low-precision --grad-comm */
     int layers, heads, dim, seq, batch, grad_accum, threads, prefetch;
+    /* the model (qp_model.h): arch a qp_arch (default QP_ARCH_GPT = 0); the
+     * Llama's key/value heads and MLP width (0: its defaults). Smooth-SwiGLU
+     * is the recipe's (its smooth-swiglu modifier). */
+    int arch, kv_heads, mlp_hidden;
     int64_t steps, warmup, eval_every, eval_batches, qerr_every, ckpt_every;
     int64_t stop_after;   /* > 0: stop after this many steps as if interrupted (tests resume) */
     double lr, min_lr, weight_decay, grad_clip, beta1, beta2, eps, val_frac, divergence_factor;

@@ -29,9 +29,10 @@ __all__ = ["RunFile", "load", "load_sweep"]
 
 
 class RunFile:
-    """One run: attrs (root attributes, str), train, eval, quant_error, events
-    (/events/recalib), divergence, status, and tables (every table by its
-    path in the file, these included)."""
+    """One run: attrs (root attributes, str), train, eval, quant_error,
+    quant_outliers (/quant/outliers: each block GEMM input's amax, kurtosis and
+    top-k channel energy share), events (/events/recalib), divergence, status,
+    and tables (every table by its path in the file, these included)."""
 
     def __init__(self, path, attrs, tables):
         self.path, self.attrs, self.tables = path, attrs, tables
@@ -39,6 +40,7 @@ class RunFile:
         self.train = tables.get("train", empty)
         self.eval = tables.get("eval", empty)
         self.quant_error = tables.get("quant/error", empty)
+        self.quant_outliers = tables.get("quant/outliers", empty)
         self.events = tables.get("events/recalib", empty)
         self.divergence = tables.get("events/divergence", empty)
         self.status = tables.get("status", empty)

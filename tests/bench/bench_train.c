@@ -10,9 +10,12 @@
  * same run (a 1024^3 product timed once per round of steps), and the phase profile (train/qp_prof.h) as shares of the step.
  * Then the profile's own cost: bf16 steps with the profile on and off in
  * turns, and the bound from its clock reads. A benchmark: it prints tables
- * and asserts nothing about speed.
+ * and asserts nothing about speed. With --archs gpt,llama every recipe runs
+ * on each architecture (qp_model.h), all in turn step by step, "x bf16" then
+ * the ratio to the first architecture's bf16 row.
  *
- *   bench_train [--data FILE] [--steps N] [--threads N] [--recipes a,b,...]
+ *   bench_train [--data FILE] [--steps N] [--threads N] [--recipes a,b,...] [--archs gpt,llama]
+ *               [--configs baby,small]
  *   bench_train --ceiling [--threads N]      the GEMM ceiling line only
  * OpenMP waits as in qtrain (passive unless OMP_WAIT_POLICY/GOMP_SPINCOUNT is set). */
 #include <math.h>
@@ -66,19 +69,20 @@ typedef struct {
     qp_linear *lin;
     qp_loader *ld;
     float *am, *av;
-    int64_t sizes[QP_GPT_NPARAMS];
-    int decays[QP_GPT_NPARAMS];
+    int64_t sizes[QP_MODEL_MAX_NPARAMS];
+    int decays[QP_MODEL_MAX_NPARAMS];
     double *ms, phase[QP_PHASE_COUNT], total, gemm_s, gemm_f;
     int n;
 } runner;
 
-static int runner_init(runner *r, const char *name, const config *c, qp_dataset *d, qp_gemm *g, int steps, char *err,
-                       size_t errlen)
+static int runner_init(runner *r, const char *name, qp_arch arch, int named, const config *c, qp_dataset *d,
+                       qp_gemm *g, int steps, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->name, sizeof r->name, "%s%s%s", named ? qp_arch_names[arch] : "", named ? " " : "", name);
     if (qp_recipe_parse(name, &r->recipe, err, errlen)) return -1;
-    const qp_gpt_config mc = {qp_dataset_vocab(d), c->T, c->L, c->NH, c->C};
+    const qp_gpt_config mc = {.vocab = qp_dataset_vocab(d), .max_seq = c->T, .layers = c->L, .heads = c->NH,
+                              .dim = c->C, .arch = arch};
     if (qp_gpt_init(&r->m, &mc, c->B, c->T, 1337, err, errlen)) return -1;
     const qp_linear_cfg lc = {.n_layers = c->L, .max_elems = qp_gpt_max_gemm_elems(&mc, c->B, c->T), .seed = 1337,
                               .recipe = &r->recipe, .gemm = g};
@@ -88,7 +92,7 @@ static int runner_init(runner *r, const char *name, const config *c, qp_dataset 
     r->ms = calloc((size_t)steps, sizeof(double));
     if (!r->lin || !r->ld || !r->am || !r->av || !r->ms) return -1;
     qp_gpt_param_shapes(&mc, r->sizes, NULL, NULL);
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) r->decays[i] = qp_gpt_param_decays(i);
+    for (int i = 0; i < r->m.n_tensors; i++) r->decays[i] = qp_model_param_decays(&mc, i);
     return 0;
 }
 
@@ -120,7 +124,7 @@ static double step(runner *r, qp_gemm *g, int s, int timed)
     }
     qp_prof_push(QP_PHASE_OPTIM);
     const double n = qp_grad_norm(r->m.grads_memory, r->m.num_params);
-    qp_adamw_step(&oc, r->m.params_memory, r->m.grads_memory, r->am, r->av, r->sizes, r->decays, QP_GPT_NPARAMS,
+    qp_adamw_step(&oc, r->m.params_memory, r->m.grads_memory, r->am, r->av, r->sizes, r->decays, r->m.n_tensors,
                   s + 1, qp_lr_at(&oc, s), n > 1.0 ? (float)(1.0 / n) : 1.0f);
     qp_prof_pop();
     const double dt = now_ms() - t0;
@@ -165,26 +169,35 @@ static void ceiling_once(ceiling *c, qp_gemm *g)
 /* GFLOP/s of the median product so far. */
 static double ceiling_gflops(ceiling *c) { return 2.0 * 1024 * 1024 * 1024 / (median(c->t, c->n) * 1e6); }
 
-static double model_gflop(const config *c, int V)
+/* N: the matrices' parameters with the LM head (GPT: 12 L C^2 + V C; the
+ * Llama: L (qkv + attproj + 3 H C) + V C). */
+static double model_gflop(const config *c, const qp_gpt *m)
 {
-    const double n = 12.0 * c->L * c->C * c->C + (double)V * c->C, tokens = (double)c->B * c->T;
-    return (6.0 * n * tokens + 6.0 * c->L * c->C * (c->T + 1.0) * tokens) / 1e9;
+    const double C = c->C, V = m->cfg.vocab, H = m->cfg.mlp_hidden, tokens = (double)c->B * c->T;
+    const double qkv = C + 2.0 * m->cfg.kv_heads * (C / c->NH);
+    const double n = m->cfg.arch == QP_ARCH_LLAMA ? c->L * (qkv * C + C * C + 3 * H * C) + V * C
+                                                   : 12.0 * c->L * C * C + V * C;
+    return (6.0 * n * tokens + 6.0 * c->L * C * (c->T + 1.0) * tokens) / 1e9;
 }
 
 int main(int argc, char **argv)
 {
     const char *data = "../shared/data/tinyshakespeare.txt";
     int steps = 20, threads = 2, ceiling_only = 0;
-    const char *recipes = "bf16,fp32,fp8,fp8-current,mxfp8,nvfp4,nvfp4-naive,mxfp4";
+    const char *recipes = "bf16,fp32,fp8,fp8-current,mxfp8,nvfp4,nvfp4-naive,mxfp4", *archs = "gpt",
+               *only = "baby,small";
     qp_omp_apply(argv); /* OpenMP waits as qtrain's does (train/qp_omp.h) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--recipes") && i + 1 < argc) recipes = argv[++i];
+        else if (!strcmp(argv[i], "--archs") && i + 1 < argc) archs = argv[++i];
+        else if (!strcmp(argv[i], "--configs") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--ceiling")) ceiling_only = 1;
         else {
-            fprintf(stderr, "usage: bench_train [--data FILE] [--steps N] [--threads N] [--recipes a,b,...] [--ceiling]\n");
+            fprintf(stderr, "usage: bench_train [--data FILE] [--steps N] [--threads N] [--recipes a,b,...] "
+                            "[--archs gpt,llama] [--configs baby,small] [--ceiling]\n");
             return 2;
         }
     }
@@ -219,39 +232,62 @@ int main(int argc, char **argv)
     }
     const config configs[] = {{"nanoGPT baby (4L 4H 128C, T64 B12)", 4, 4, 128, 64, 12},
                               {"llm.c small (4L 4H 256C, T128 B8)", 4, 4, 256, 128, 8}};
+    const char *const config_keys[] = {"baby", "small"};
+    int arch_ids[QP_ARCH_COUNT], narch = 0;
+    {
+        char al[128];
+        snprintf(al, sizeof al, "%s", archs);
+        for (char *save = NULL, *an = strtok_r(al, ",", &save); an; an = strtok_r(NULL, ",", &save)) {
+            int a = -1;
+            for (int k = 0; k < QP_ARCH_COUNT; k++)
+                if (!strcmp(an, qp_arch_names[k])) a = k;
+            if (a < 0 || narch == QP_ARCH_COUNT) {
+                fprintf(stderr, "bench_train: --archs takes gpt and/or llama, not '%s'\n", an);
+                return 2;
+            }
+            arch_ids[narch++] = a;
+        }
+    }
     printf("bench_train: %d threads, %d timed steps after %d warm-up, recipes in turn step by step, medians; GEMM: "
            "bf16 %s, model kernels %s\n",
            threads, steps, WARMUP, qp_gemm_has_bf16(g) ? "oneDNN" : "fp32-fallback", qp_gpt_kernel_isa());
     for (unsigned ci = 0; ci < sizeof configs / sizeof configs[0]; ci++) {
         const config *c = &configs[ci];
-        runner rs[16];
+        if (!strstr(only, config_keys[ci])) continue;
+        runner rs[32];
         int nr = 0;
-        char list[256];
-        snprintf(list, sizeof list, "%s", recipes);
-        for (char *save = NULL, *rn = strtok_r(list, ",", &save); rn && nr < 16; rn = strtok_r(NULL, ",", &save))
-            if (runner_init(&rs[nr++], rn, c, d, g, steps, err, sizeof err)) {
-                fprintf(stderr, "bench_train: %s: %s\n", rn, err);
-                return 2;
-            }
+        for (int ai = 0; ai < narch; ai++) {
+            char list[256];
+            snprintf(list, sizeof list, "%s", recipes);
+            for (char *save = NULL, *rn = strtok_r(list, ",", &save); rn && nr < 32; rn = strtok_r(NULL, ",", &save))
+                if (runner_init(&rs[nr++], rn, (qp_arch)arch_ids[ai], narch > 1, c, d, g, steps, err, sizeof err)) {
+                    fprintf(stderr, "bench_train: %s: %s\n", rn, err);
+                    return 2;
+                }
+        }
         ce.n = 0;
         for (int s = 0; s < steps + WARMUP; s++) {
             for (int k = 0; k < nr; k++) step(&rs[k], g, s, s >= WARMUP);
             if (s >= WARMUP) ceiling_once(&ce, g);
         }
-        const double gflop = model_gflop(c, qp_dataset_vocab(d)), ceil = ceiling_gflops(&ce);
-        printf("\n%s, vocab %d: %.2f model GFLOP per step; GEMM ceiling (bf16 1024^3, timed once per round of "
-               "steps, median) %.1f GFLOP/s\n", c->name, qp_dataset_vocab(d), gflop, ceil);
-        printf("%-13s %8s %7s %8s %9s %7s %8s  %s\n", "recipe", "ms/step", "x bf16", "tok/s", "GFLOP/s", "% ceil",
+        const double ceil = ceiling_gflops(&ce);
+        printf("\n%s, vocab %d: %.2f model GFLOP per step%s; GEMM ceiling (bf16 1024^3, timed once per round of "
+               "steps, median) %.1f GFLOP/s\n", c->name, qp_dataset_vocab(d), model_gflop(c, &rs[0].m),
+               narch > 1 ? " (the first architecture's)" : "", ceil);
+        printf("%-17s %8s %7s %8s %9s %7s %8s  %s\n", "recipe", "ms/step", "x bf16", "tok/s", "GFLOP/s", "% ceil",
                "GEMM GF/s", "share of step: gemm quant attn rowops optim other");
         double bf16 = NAN;
+        char bf16_name[64];
+        snprintf(bf16_name, sizeof bf16_name, "%s%sbf16", narch > 1 ? qp_arch_names[arch_ids[0]] : "",
+                 narch > 1 ? " " : "");
         for (int k = 0; k < nr; k++)
-            if (!strcmp(rs[k].name, "bf16")) bf16 = median(rs[k].ms, rs[k].n);
+            if (!strcmp(rs[k].name, bf16_name)) bf16 = median(rs[k].ms, rs[k].n);
         for (int k = 0; k < nr; k++) {
             runner *r = &rs[k];
-            const double med = median(r->ms, r->n), t = r->total;
+            const double med = median(r->ms, r->n), t = r->total, gflop = model_gflop(c, &r->m);
             double other = t;
             for (int p = 0; p < QP_PHASE_COUNT; p++) other -= r->phase[p];
-            printf("%-13s %8.1f %7.2f %8.0f %9.1f %7.1f %8.1f  %21.1f %5.1f %4.1f %6.1f %5.1f %5.1f\n", r->name, med,
+            printf("%-17s %8.1f %7.2f %8.0f %9.1f %7.1f %8.1f  %21.1f %5.1f %4.1f %6.1f %5.1f %5.1f\n", r->name, med,
                    med / bf16, c->B * c->T / (med / 1e3), gflop / (med / 1e3), 100.0 * gflop / (med / 1e3) / ceil,
                    r->gemm_f / r->gemm_s / 1e9, 100 * r->phase[QP_PHASE_GEMM] / t, 100 * r->phase[QP_PHASE_QUANT] / t,
                    100 * r->phase[QP_PHASE_ATTN] / t, 100 * r->phase[QP_PHASE_ROWOPS] / t,
@@ -266,7 +302,8 @@ int main(int argc, char **argv)
     for (unsigned ci = 0; ci < sizeof configs / sizeof configs[0]; ci++) {
         const config *c = &configs[ci];
         runner r;
-        if (runner_init(&r, "bf16", c, d, g, 2 * steps, err, sizeof err)) return 1;
+        if (!strstr(only, config_keys[ci])) continue;
+        if (runner_init(&r, "bf16", QP_ARCH_GPT, 0, c, d, g, 2 * steps, err, sizeof err)) return 1;
         double on[256], off[256];
         int n = steps < 256 ? steps : 256;
         int64_t reads = 0;

@@ -7,8 +7,8 @@
  *
  * Contract: every refusal is one non-empty line; accepted options are in
  * the ranges the trainer relies on, and an accepted recipe describes itself
- * in one line and resolves for every layer count, or says in one line why
- * not; its expansion (qtrain --explain) is itself a recipe resolving to the
+ * in one line and resolves for every layer count and architecture, or says
+ * in one line why not; its expansion (qtrain --explain) is itself a recipe resolving to the
  * same plans. Any breach aborts. Replayed over the
  * corpus by fuzz_replay.c in the ordinary build. */
 #include <math.h>
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "qerr.h"
+#include "qp_model.h"
 #include "qp_recipe.h"
 #include "qs_cli.h"
 #include "qp_train_args.h"
@@ -32,7 +33,7 @@ static void one_line(const char *err)
 /* An accepted recipe resolves (or refuses the model in one line), describes
  * itself in one line, and its expansion — one rule per line — is a recipe
  * that resolves to the very same plans. */
-static void check_recipe(const char *spec, int layers)
+static void check_recipe(const char *spec, int layers, unsigned gemms)
 {
     static qp_recipe r, again;
     static qp_linear_plan plans[1024 * QP_BLOCK_GEMMS], plans2[1024 * QP_BLOCK_GEMMS];
@@ -48,13 +49,13 @@ static void check_recipe(const char *spec, int layers)
     qp_recipe_bf16_blocks(&r, layers, &first, &last);
     if (first < 0 || last < 0) abort();
     err[0] = '\0';
-    if (qp_recipe_resolve(&r, layers, plans, err, sizeof err)) {
+    if (qp_recipe_resolve(&r, layers, gemms, plans, err, sizeof err)) {
         one_line(err);
         return;
     }
-    qp_recipe_describe(&r, plans, layers, desc, sizeof desc);
+    qp_recipe_describe(&r, plans, layers, gemms, desc, sizeof desc);
     if (!desc[0] || strchr(desc, '\n')) abort();
-    const int n = qp_recipe_explain(plans, layers, text, sizeof text);
+    const int n = qp_recipe_explain(&r, plans, layers, gemms, text, sizeof text);
     if (n <= 0) abort();
     if ((size_t)n >= sizeof text) return; /* longer than any --recipe: nothing to compare */
     if (text[n - 1] != '\n') abort();
@@ -62,8 +63,10 @@ static void check_recipe(const char *spec, int layers)
     for (char *c = text; *c; c++)
         if (*c == '\n') *c = ',';
     if (strlen(text) >= QP_RECIPE_SPEC_MAX) return; /* too long to be a --recipe: nothing to compare */
-    if (qp_recipe_parse(text, &again, err, sizeof err) || qp_recipe_resolve(&again, layers, plans2, err, sizeof err) ||
-        memcmp(plans, plans2, (size_t)layers * QP_BLOCK_GEMMS * sizeof plans[0]))
+    if (qp_recipe_parse(text, &again, err, sizeof err) ||
+        qp_recipe_resolve(&again, layers, gemms, plans2, err, sizeof err) ||
+        memcmp(plans, plans2, (size_t)layers * QP_BLOCK_GEMMS * sizeof plans[0]) ||
+        again.smooth_swiglu != r.smooth_swiglu)
         abort();
 }
 
@@ -108,10 +111,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 o.steps < 0 || !(o.val_frac > 0 && o.val_frac < 1) || !isfinite(o.lr) || isnan(o.min_lr) ||
                 !(o.weight_decay >= 0) || !(o.grad_clip >= 0) || !(o.divergence_factor > 1))
                 abort();
-            check_recipe(o.recipe, o.layers);
+            check_recipe(o.recipe, o.layers, qp_model_gemm_mask(&(qp_gpt_config){.arch = (qp_arch)o.arch}));
         }
     }
-    for (int i = 1; i < argc; i++) check_recipe(argv[i], 1 + i % 7);
+    /* each word for a GPT's blocks, a Llama's, and no model's */
+    for (int i = 1; i < argc; i++)
+        check_recipe(argv[i], 1 + i % 7, i % 3 == 2 ? 0 : qp_model_gemm_mask(&(qp_gpt_config){.arch = (qp_arch)(i % 3)}));
 
     qs_cli c;
     const int qc = qs_cli_parse(argc, argv, &c, err, sizeof err);

@@ -6,11 +6,11 @@
 #                         its one-line reason without NVML (label unit)
 #   test_qtrain_device    qtrain --device: bad values and no GPU exit 2 with one
 #                         line (SKIP 77 when a GPU is present; label unit)
-#   test_cuda_train       20 steps of a small model, fp32 and bf16, CPU vs GPU
+#   test_cuda_train       20 steps of a small GPT and Llama, fp32 and bf16, CPU vs GPU
 #                         losses within 1e-3 relative (label gpu, SKIP 77
 #                         without a device)
-#   test_cuda_model_kernels  the layer kernels against the host formulas, bit
-#                         for bit (label gpu, SKIP 77)
+#   test_cuda_model_kernels  the layer kernels (the GPT's and the Llama's)
+#                         against the host formulas, bit for bit (label gpu, SKIP 77)
 #   test_no_float_atomics the training path's PTX has no float atomic adds
 #                         (label unit; needs nvcc, no GPU)
 #   test_device_check     kernels/bench/device_check.sh on stubs: a summary
@@ -91,7 +91,8 @@ if(TARGET qpcudatrain)
            COMMAND bash ${QP_KTEST_DIR}/check_float_atomics.sh ${CMAKE_CUDA_COMPILER}
                    ${CMAKE_CURRENT_BINARY_DIR}/float_atomics -arch=compute_90 -I${PROJECT_SOURCE_DIR}/kernels
                    -I${PROJECT_SOURCE_DIR}/train -I${PROJECT_SOURCE_DIR}/quant -I${PROJECT_SOURCE_DIR}/io --
-                   ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_model.cu ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_linear.cu
+                   ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_model.cu ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_llama.cu
+                   ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_linear.cu
                    ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_quant.cu ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_rht.cu
                    ${PROJECT_SOURCE_DIR}/kernels/qp_cublaslt.cu)
   set_tests_properties(test_no_float_atomics PROPERTIES LABELS "unit")

@@ -11,8 +11,8 @@
  * per-use rules: mixed formats in one GEMM, an unquantized operand meeting a
  * quantized one, a delayed scaling state owned by wgrad, a GEMM type left
  * out of the RHT, the new formats: FP8 blocks with FP32 scales in an FP32
- * GEMM against the CPU's K-chunked one, MXFP6, 4/6, rceil, a 128-point RHT),
- * both paths (emulated and native), several layers, three steps and two
+ * GEMM against the CPU's K-chunked one, MXFP6, 4/6, rceil, a 128-point RHT;
+ * a Llama's blocks: rules on its gate, up and down GEMMs), both paths (emulated and native), several layers, three steps and two
  * micro-batches: Y, dX, dW and db to 1e-5 of their largest magnitude (the
  * GEMMs sum in other orders), the scaling states exactly, the same events and
  * the same qerr rows — the GPU's statistics kept and flushed only at the end
@@ -37,6 +37,7 @@
 #include "qp_gemm.h"
 #include "qp_hadamard.h"
 #include "qp_linear.h"
+#include "qp_model.h"
 #include "qp_recipe.h"
 #include "qp_scale_layout.h"
 #include "qp_test.h"
@@ -346,8 +347,9 @@ static void gpu_free(gpu_side *g)
 
 /* cc: the fake GPU's compute capability (0: none, every GEMM emulated);
  * expect: the path name qpl_set_device must give; max_kept: the GPU's kept
- * list (0: the backend's). */
-static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char *expect, int max_kept)
+ * list (0: the backend's); gemms: the model's block GEMMs (qp_model_gemm_mask),
+ * each run in every layer. */
+static void run_gemms(const char *spec, int cc, int M, int IC, int OC, const char *expect, int max_kept, unsigned gemms)
 {
     const int native = cc > 0;
     const int L = 3;
@@ -359,8 +361,8 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
     memset(&rown, 0, sizeof rown);
     qp_gemm *gemm = qp_gemm_create(err, sizeof err);
     const int64_t max_elems = (int64_t)(M > OC ? M : OC) * (IC > OC ? IC : OC);
-    const qp_linear_cfg cr = {.n_layers = L, .max_elems = max_elems, .seed = 99, .recipe = &recipe, .gemm = gemm,
-                              .on_event = on_event, .on_qerr = on_qerr, .user = &rref};
+    const qp_linear_cfg cr = {.n_layers = L, .gemms = gemms, .max_elems = max_elems, .seed = 99, .recipe = &recipe,
+                              .gemm = gemm, .on_event = on_event, .on_qerr = on_qerr, .user = &rref};
     qp_linear_cfg co = cr;
     co.user = &rown;
     qp_linear *ref = qp_linear_create(&cr, err, sizeof err), *dev = qp_linear_create(&co, err, sizeof err);
@@ -385,7 +387,8 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
             float *X = randv((int64_t)M * IC, 1.0f + step), *dY = randv((int64_t)M * OC, 0.01f * (1 + micro));
             if (step == 2 && micro == 1) X[5] = 3000.0f; /* an outlier: saturation, a scale change */
             for (int layer = 0; layer < L; layer++)
-                for (int g = 0; g < 4; g++) {
+                for (int g = 0; g < QP_BLOCK_GEMMS; g++) {
+                    if (!(gemms >> g & 1u)) continue;
                     snprintf(what, sizeof what, "step %lld micro %d layer %d %s", (long long)step, micro, layer,
                              qp_gemm_name((qp_gemm_id)g));
                     const int r0 = qp_linear_forward(ref, layer, (qp_gemm_id)g, Y0, X, W, b, M, IC, OC);
@@ -432,8 +435,8 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
     }
     /* scaling states, events, qerr rows */
     for (int layer = 0; layer < L; layer++)
-        for (int g = 0; g < 4; g++)
-            for (int o = 0; o < QP_OPND_COUNT; o++) {
+        for (int g = 0; g < QP_BLOCK_GEMMS; g++)
+            for (int o = 0; o < QP_OPND_COUNT && gemms >> g & 1u; o++) {
                 const qp_scaling_state *a = qp_linear_scaling(ref, layer, g, o), *c = qp_linear_scaling(dev, layer, g, o);
                 CHECK(qp_same_float(a->scale, c->scale) && qp_same_float(a->last_scale, c->last_scale) &&
                           a->n_updates == c->n_updates && a->hist_count == c->hist_count,
@@ -474,6 +477,13 @@ static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char
     free(W), free(b), free(Y0), free(Y1), free(dX0), free(dX1), free(dW0), free(dW1), free(db0), free(db1);
     qp_linear_destroy(ref), qp_linear_destroy(dev);
     qp_gemm_destroy(gemm);
+}
+
+static unsigned GPT_GEMMS, LLAMA_GEMMS;
+
+static void run_kept(const char *spec, int cc, int M, int IC, int OC, const char *expect, int max_kept)
+{
+    run_gemms(spec, cc, M, IC, OC, expect, max_kept, GPT_GEMMS);
 }
 
 static void run(const char *spec, int cc, int M, int IC, int OC, const char *expect)
@@ -710,7 +720,7 @@ static void test_decisions(void)
         static qp_recipe recipe;
         CHECK(qp_recipe_parse(cases[i].spec, &recipe, err, sizeof err) == 0, "%s", err);
         qp_linear_plan plans[2 * QP_BLOCK_GEMMS];
-        CHECK(qp_recipe_resolve(&recipe, 2, plans, err, sizeof err) == 0, "%s", err);
+        CHECK(qp_recipe_resolve(&recipe, 2, 0, plans, err, sizeof err) == 0, "%s", err);
         /* the pairs as a reader of the plans sees them */
         qp_linear_gemm_set gemms;
         memset(&gemms, 0, sizeof gemms);
@@ -745,6 +755,8 @@ static void test_decisions(void)
 
 int main(void)
 {
+    GPT_GEMMS = qp_model_gemm_mask(&(qp_gpt_config){.arch = QP_ARCH_GPT});
+    LLAMA_GEMMS = qp_model_gemm_mask(&(qp_gpt_config){.arch = QP_ARCH_LLAMA});
     const char *recipes[] = {"fp32", "bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4-naive",
                              "nvfp4,nvfp4-2d", "nvfp4,bf16-last=1,bf16-first=1"};
     const char *paths[] = {"fp32", "bf16", "emulated-bf16", "emulated-bf16", "emulated-bf16", "emulated-bf16",
@@ -789,6 +801,12 @@ int main(void)
     run("bf16,wgrad=fp8-e4m3:delayed", 90, 32, 64, 96, "fp8-native"); /* x and dy owned by wgrad */
     run("bf16,fprop=nvfp4,L1.fcproj=mxfp8", 100, 32, 64, 96, "nvfp4-native");
     run("nvfp4,fcproj.wgrad=bf16:rht=16,bf16-last=0", 100, 32, 64, 96, "nvfp4-native");
+    /* a Llama's blocks (qkv, attproj, gate, up, down): its recipes name its GEMMs, every one runs, events and
+     * qerr rows name them, and the GEMM path counts only those (the GPT's fc, fcproj never run) */
+    run_gemms("fp8", 90, 32, 48, 64, "fp8-native", 0, LLAMA_GEMMS);
+    run_gemms("bf16,gate+up=fp8-e4m3:delayed,down=nvfp4", 0, 32, 64, 96, "emulated-bf16", 3, LLAMA_GEMMS);
+    run_gemms("nvfp4,down.wgrad=bf16:rht=16,bf16-last=0", 100, 32, 64, 96, "nvfp4-native", 0, LLAMA_GEMMS);
+    run_gemms("bf16,down=fp8-e4m3:current", 90, 32, 48, 64, "fp8-native", 0, LLAMA_GEMMS);
     test_decisions();
     const char *dp[] = {"bf16", "fp8", "fp8-current", "mxfp8", "mxfp4", "nvfp4", "nvfp4,nvfp4-2d",
                         "bf16,wgrad=fp8-e4m3:delayed", "fp8-current,w=nvfp4"};

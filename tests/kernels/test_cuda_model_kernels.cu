@@ -11,7 +11,12 @@
 // tail only), 24 (a tail and idle lanes), 64 (GPT-2's) and 128 (the bound),
 // sequences of odd lengths, inputs poisoned with NaN where the kernel must
 // write. Every kernel runs twice: the second result must equal the first bit
-// for bit (no atomics, fixed order). SKIP (77) without a device. Label gpu.
+// for bit (no atomics, fixed order). The Llama's kernels (qp_cuda_llama.h) —
+// RMSNorm forward and backward with the gain's chunk sums, rotary
+// embeddings both ways, the grouped-query widening and narrowing, SwiGLU
+// (its sigmoid is the CPU's exp polynomial, no libm), Smooth-SwiGLU's scales
+// and fold, the outlier column sums — bit for bit against the host formulas.
+// SKIP (77) without a device. Label gpu.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -20,6 +25,7 @@
 #include <cstring>
 #include <vector>
 
+#include "qp_cuda_llama.h"
 #include "qp_cuda_model.h"
 #include "qp_cuda_model_math.h"
 #include "qp_test.h"
@@ -204,6 +210,118 @@ void test_encoder_backward(int B, int T, int C, int V)
     std::printf("%s: checked\n", shape);
 }
 
+// The Llama's kernels against the host formulas: the same bits.
+void test_llama(int N, int T, int C, int NH, int KVH, int H)
+{
+    char shape[96];
+    std::snprintf(shape, sizeof shape, "llama N%d T%d C%d NH%d KVH%d H%d", N, T, C, NH, KVH, H);
+    const int hs = C / NH, half = hs / 2;
+    const int64_t rs = C + 2 * (int64_t)KVH * hs;
+    // RMSNorm
+    const std::vector<float> x = randv((int64_t)N * C, 2.0f), w = randv(C, 1.0f), dout = randv((int64_t)N * C, 1.0f);
+    std::vector<float> o((size_t)N * C), r(N), dx = randv((int64_t)N * C, 0.1f), dw = randv(C, 0.1f);
+    const std::vector<float> dx0 = dx, dw0 = dw;
+    for (int i = 0; i < N; i++) qpm_rmsnorm_fwd_row(&o[(size_t)i * C], &r[i], &x[(size_t)i * C], w.data(), C);
+    for (int i = 0; i < N; i++) qpm_rmsnorm_bwd_row(&dx[(size_t)i * C], &dout[(size_t)i * C], &x[(size_t)i * C], w.data(), r[i], C);
+    for (int c = 0; c < C; c++) qpm_rmsnorm_bwd_channel(dw.data(), dout.data(), x.data(), r.data(), N, C, c);
+    float *d_x = up(x), *d_w = up(w), *d_dout = up(dout), *d_dx = up(dx0), *d_dw = up(dw0);
+    float *d_o = up(std::vector<float>((size_t)N * C, NAN)), *d_r = up(std::vector<float>(N, NAN));
+    float *d_part = up(std::vector<float>((size_t)qpm_sum_chunks(N) * C, NAN));
+    CUDA_OK(qp_cuda_rmsnorm_forward(d_o, d_r, d_x, d_w, N, C, nullptr));
+    CUDA_OK(qp_cuda_rmsnorm_backward(d_dx, d_dw, d_dout, d_x, d_w, d_r, N, C, d_part, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    diff_bits(o, down(d_o, (int64_t)N * C), "rmsnorm out", shape);
+    diff_bits(r, down(d_r, N), "rmsnorm rstd", shape);
+    diff_bits(dx, down(d_dx, (int64_t)N * C), "rmsnorm dx", shape);
+    diff_bits(dw, down(d_dw, C), "rmsnorm gain gradient", shape);
+    // RoPE both ways, on a narrow qkv
+    const int maxT = T + 2;
+    std::vector<float> tab((size_t)2 * maxT * half);
+    qp_llama_rope_table(tab.data(), maxT, hs);
+    const std::vector<float> q0 = randv((int64_t)N * rs, 1.0f);
+    float *d_tab = up(tab);
+    for (int inverse = 0; inverse < 2; inverse++) {
+        std::vector<float> q = q0;
+        for (int i = 0; i < N; i++)
+            for (int p = 0; p < (NH + KVH) * half; p++) {
+                int64_t i1, i2;
+                int f;
+                qpm_rope_pair_at(p, NH, hs, C, &i1, &i2, &f);
+                const int t = i % T;
+                qpm_rope_pair(&q[(size_t)i * rs + i1], &q[(size_t)i * rs + i2], tab[(size_t)t * half + f],
+                              tab[(size_t)maxT * half + (size_t)t * half + f], inverse);
+            }
+        float *d_q = up(q0);
+        CUDA_OK(qp_cuda_rope(d_q, d_tab, N, T, maxT, C, NH, KVH, inverse, nullptr));
+        CUDA_OK(cudaDeviceSynchronize());
+        diff_bits(q, down(d_q, (int64_t)N * rs), inverse ? "rope inverse" : "rope", shape);
+        cudaFree(d_q);
+    }
+    // the grouped-query widening and narrowing
+    std::vector<float> wide((size_t)N * 3 * C), narrow((size_t)N * rs);
+    const std::vector<float> dwide = randv((int64_t)N * 3 * C, 1.0f);
+    for (int64_t i = 0; i < N; i++) {
+        for (int64_t j = 0; j < 3 * C; j++) wide[(size_t)(i * 3 * C + j)] = qpm_gqa_expand(&q0[(size_t)(i * rs)], j, C, NH, KVH, hs);
+        for (int64_t j = 0; j < rs; j++) narrow[(size_t)(i * rs + j)] = qpm_gqa_reduce(&dwide[(size_t)(i * 3 * C)], j, C, NH, KVH, hs);
+    }
+    float *d_n = up(q0), *d_wide = up(std::vector<float>((size_t)N * 3 * C, NAN)), *d_dw3 = up(dwide);
+    float *d_nar = up(std::vector<float>((size_t)N * rs, NAN));
+    CUDA_OK(qp_cuda_gqa_expand(d_wide, d_n, N, C, NH, KVH, nullptr));
+    CUDA_OK(qp_cuda_gqa_reduce(d_nar, d_dw3, N, C, NH, KVH, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    diff_bits(wide, down(d_wide, (int64_t)N * 3 * C), "gqa widening", shape);
+    diff_bits(narrow, down(d_nar, (int64_t)N * rs), "gqa narrowing", shape);
+    // SwiGLU
+    const int64_t nh = (int64_t)N * H;
+    std::vector<float> a = randv(nh, 4.0f);
+    a[0] = 0.0f, a[1] = -90.0f, a[2] = 90.0f;
+    const std::vector<float> u = randv(nh, 1.0f), dh = randv(nh, 1.0f);
+    std::vector<float> h(nh), da = randv(nh, 0.1f), du = randv(nh, 0.1f);
+    const std::vector<float> da0 = da, du0 = du;
+    for (int64_t i = 0; i < nh; i++) h[i] = qpm_swiglu_fwd(a[i], u[i]), qpm_swiglu_bwd(&da[i], &du[i], a[i], u[i], dh[i]);
+    float *d_a = up(a), *d_u = up(u), *d_dh = up(dh), *d_h = up(std::vector<float>(nh, NAN)), *d_da = up(da0),
+          *d_du = up(du0);
+    CUDA_OK(qp_cuda_swiglu_forward(d_h, d_a, d_u, nh, nullptr));
+    CUDA_OK(qp_cuda_swiglu_backward(d_da, d_du, d_a, d_u, d_dh, nh, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    diff_bits(h, down(d_h, nh), "swiglu forward", shape);
+    diff_bits(da, down(d_da, nh), "swiglu da", shape);
+    diff_bits(du, down(d_du, nh), "swiglu du", shape);
+    // Smooth-SwiGLU: scales, the scaling and the fold
+    std::vector<float> s(H), xs(nh), ws((size_t)C * H), dhs = da, dws = randv((int64_t)C * H, 0.1f);
+    const std::vector<float> wd = randv((int64_t)C * H, 0.1f), dxs = randv(nh, 1.0f), dwsin = randv((int64_t)C * H, 1.0f);
+    const std::vector<float> dhs0 = dhs, dws0 = dws;
+    for (int j = 0; j < H; j++) s[j] = qpm_smooth_scale(qpm_col_amax(h.data(), N, H, j));
+    for (int64_t i = 0; i < nh; i++) xs[i] = h[i] * s[i % H], dhs[i] += dxs[i] * s[i % H];
+    for (int64_t i = 0; i < (int64_t)C * H; i++) ws[i] = wd[i] / s[i % H], dws[i] += dwsin[i] / s[i % H];
+    float *d_s = up(std::vector<float>(H, NAN)), *d_xs = up(std::vector<float>(nh, NAN)),
+          *d_ws = up(std::vector<float>((size_t)C * H, NAN)), *d_wd = up(wd), *d_dxs = up(dxs), *d_dwsin = up(dwsin),
+          *d_dhs = up(dhs0), *d_dws = up(dws0);
+    CUDA_OK(qp_cuda_col_amax(d_s, d_h, N, H, nullptr));
+    CUDA_OK(qp_cuda_smooth_scale(d_s, H, nullptr));
+    CUDA_OK(qp_cuda_smooth_apply(d_xs, d_ws, d_h, d_wd, d_s, N, C, H, nullptr));
+    CUDA_OK(qp_cuda_smooth_unfold(d_dhs, d_dws, d_dxs, d_dwsin, d_s, N, C, H, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    diff_bits(s, down(d_s, H), "smooth-swiglu scales", shape);
+    diff_bits(xs, down(d_xs, nh), "smooth-swiglu scaled input", shape);
+    diff_bits(ws, down(d_ws, (int64_t)C * H), "smooth-swiglu folded weight", shape);
+    diff_bits(dhs, down(d_dhs, nh), "smooth-swiglu input gradient", shape);
+    diff_bits(dws, down(d_dws, (int64_t)C * H), "smooth-swiglu weight gradient", shape);
+    // the outlier column sums (doubles, compared as such)
+    std::vector<qp_outlier_col> hc(H), gc(H);
+    for (int j = 0; j < H; j++) qp_outlier_column(&hc[j], h.data(), N, H, j);
+    qp_outlier_col *d_cols = nullptr;
+    CUDA_OK(cudaMalloc(&d_cols, sizeof(qp_outlier_col) * H));
+    CUDA_OK(qp_cuda_outlier_columns(d_cols, d_h, N, H, nullptr));
+    CUDA_OK(cudaMemcpy(gc.data(), d_cols, sizeof(qp_outlier_col) * H, cudaMemcpyDeviceToHost));
+    CHECK(!std::memcmp(hc.data(), gc.data(), sizeof(qp_outlier_col) * H), "%s: outlier column sums differ", shape);
+    for (float *p : {d_x, d_w, d_dout, d_dx, d_dw, d_o, d_r, d_part, d_tab, d_n, d_wide, d_dw3, d_nar, d_a, d_u, d_dh,
+                     d_h, d_da, d_du, d_s, d_xs, d_ws, d_wd, d_dxs, d_dwsin, d_dhs, d_dws})
+        cudaFree(p);
+    cudaFree(d_cols);
+    std::printf("%s: checked\n", shape);
+}
+
 } // namespace
 
 int main()
@@ -222,6 +340,8 @@ int main()
     test_layernorm_backward(300, 768);   // five chunks, the last one short
     test_layernorm_backward(8192, 96);   // 128 chunks
     test_encoder_backward(4, 33, 70, 11);
+    test_llama(300, 37, 64, 4, 2, 192);  // grouped-query, ten chunks of RMSNorm rows
+    test_llama(13, 13, 128, 4, 1, 344);  // multi-query, head 32, a short last chunk
     // the head-size bound is enforced
     CHECK(qp_cuda_attention_forward(nullptr, nullptr, nullptr, nullptr, 1, 4, 2 * (QP_CUDA_ATT_HS_MAX + 32), 2,
                                     nullptr) == (int)cudaErrorInvalidValue,

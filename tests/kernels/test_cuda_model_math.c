@@ -22,18 +22,29 @@
  * (losses, probabilities, every parameter gradient, with gradient
  * accumulation) compared with the CPU model's. The GPU differs from this
  * host build of the same code only in libm (expf/logf ulps) and its GEMMs,
- * which the GPU test (test_cuda_train) bounds end to end. */
+ * which the GPU test (test_cuda_train) bounds end to end.
+ *
+ * The Llama likewise (train/qp_llama_kernels.c, compiled in the same way):
+ * RMSNorm rows and gain gradients, rotary embeddings, SwiGLU and
+ * Smooth-SwiGLU's scales (the same operations in the same order: bit for
+ * bit), grouped-query attention as the GPU runs it (widened to the GPT's
+ * layout, the GPT's row formulas, the gradient narrowed back) against the
+ * CPU's blocked grouped-query attention, and the pass order of
+ * qp_cuda_llama_pass.h against the CPU Llama. */
 #define QP_KERNEL_SUFFIX _mathtest
 #include "../../train/qp_model_kernels.c"
+#include "../../train/qp_llama_kernels.c"
 
 #include <stdlib.h>
 
+#include "qp_cuda_llama_pass.h"
 #include "qp_cuda_model_math.h"
 #include "qp_cuda_model_pass.h"
 #include "qp_gemm.h"
 #include "qp_optim.h"
 #include "qp_recipe.h"
 #include "qp_test.h"
+#include "train/test_model_util.h"
 
 static unsigned long long rng = 0x9E3779B97F4A7C15ull;
 
@@ -510,7 +521,7 @@ static void gpu_layout_init(gpu_layout *g, const qp_gpt_config *c, int B, int T)
 
 static void test_pass(const char *recipe, int L, int NH, int C, int B, int T, int accum)
 {
-    const qp_gpt_config mc = {67, T + 3, L, NH, C};
+    const qp_gpt_config mc = {.vocab = 67, .max_seq = T + 3, .layers = L, .heads = NH, .dim = C};
     char err[256];
     qp_recipe rec;
     qp_gpt ref, own;
@@ -572,6 +583,343 @@ static void test_pass(const char *recipe, int L, int NH, int C, int B, int T, in
     qp_gpt_free(&ref), qp_gpt_free(&own);
 }
 
+/* ---- the Llama's formulas -------------------------------------------------- */
+
+static void test_rmsnorm_n(int N, int C)
+{
+    float *x = randv((int64_t)N * C, 2.0f), *w = randv(C, 1.0f), *zy = calloc((size_t)N * C, sizeof(float));
+    float *res = malloc(sizeof(float) * N * C), *o0 = malloc(sizeof(float) * N * C), *o1 = malloc(sizeof(float) * N * C);
+    float *r0 = malloc(N * sizeof(float)), *r1 = malloc(N * sizeof(float));
+    residual_rmsnorm_forward(res, o0, r0, x, zy, NULL, NULL, w, N, C);
+    for (int i = 0; i < N; i++) qpm_rmsnorm_fwd_row(o1 + (int64_t)i * C, r1 + i, x + (int64_t)i * C, w, C);
+    char name[96];
+    snprintf(name, sizeof name, "rmsnorm forward out (N %d, C %d)", N, C);
+    SAME(name, o0, o1, (int64_t)N * C);
+    SAME("rmsnorm forward rstd", r0, r1, N);
+    float *dout = randv((int64_t)N * C, 1.0f), *dx0 = randv((int64_t)N * C, 0.1f), *dx1 = copyv(dx0, (int64_t)N * C);
+    float *dw0 = randv(C, 0.1f), *dw1 = copyv(dw0, C), *dw2 = copyv(dw0, C);
+    float *part = malloc(sizeof(float) * ((N + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK) * C);
+    residual_rmsnorm_backward(dx0, dw0, part, dout, x, w, r0, NULL, 0, 1, N, C);
+    for (int i = 0; i < N; i++)
+        qpm_rmsnorm_bwd_row(dx1 + (int64_t)i * C, dout + (int64_t)i * C, x + (int64_t)i * C, w, r1[i], C);
+    for (int c = 0; c < C; c++) qpm_rmsnorm_bwd_channel(dw1, dout, x, r1, N, C, c);
+    SAME("rmsnorm backward dx", dx0, dx1, (int64_t)N * C);
+    /* each row's rstd differs in its last bits (the CPU's 16-lane sum of
+     * squares, the GPU's in order), and the gain gradient sums N rows' x rstd d */
+    SAME_TOL("rmsnorm backward gain gradient", dw0, dw1, C, 5e-6);
+    /* the GPU's two kernels against the one-channel function: the same bits */
+    const int nk = qpm_sum_chunks(N);
+    float *pw = malloc((size_t)nk * C * sizeof(float));
+    for (int k = nk - 1; k >= 0; k--)
+        for (int c = 0; c < C; c++) {
+            const int i0 = k * QPM_SUM_ROWS, i1 = i0 + QPM_SUM_ROWS < N ? i0 + QPM_SUM_ROWS : N;
+            pw[(int64_t)k * C + c] = qpm_rmsnorm_bwd_chunk(dout, x, r1, i0, i1, C, c);
+        }
+    for (int c = 0; c < C; c++) qpm_rmsnorm_bwd_combine(dw2, pw, nk, C, c);
+    int bad = 0;
+    for (int c = 0; c < C; c++) bad += !qp_same_float(dw1[c], dw2[c]);
+    CHECK(bad == 0, "rmsnorm gain gradient chunks (N %d): %d channels differ", N, bad);
+    free(x), free(w), free(zy), free(res), free(o0), free(o1), free(r0), free(r1), free(dout), free(dx0), free(dx1);
+    free(dw0), free(dw1), free(dw2), free(part), free(pw);
+}
+
+/* RoPE, SwiGLU and Smooth-SwiGLU's scales: the CPU's vector code and the
+ * shared formulas do the same operations in the same order: the same bits. */
+static void test_llama_elementwise(void)
+{
+    const int N = 11, T = 5, maxT = 7, C = 64, NH = 2, KVH = 1, hs = C / NH, half = hs / 2;
+    const qp_gpt_config cf = {.vocab = 2, .max_seq = maxT, .layers = 1, .heads = NH, .dim = C, .arch = QP_ARCH_LLAMA,
+                              .kv_heads = KVH, .mlp_hidden = 8};
+    const qp_att_layout al = llama_att_layout(&cf);
+    float *tab = malloc(sizeof(float) * 2 * maxT * half);
+    qp_llama_rope_table(tab, maxT, hs);
+    const int64_t n = (int64_t)N * al.rs;
+    for (int inverse = 0; inverse < 2; inverse++) {
+        float *q0 = randv(n, 1.0f), *q1 = copyv(q0, n);
+        rope_forward(q0, tab, &al, maxT, N, T, inverse);
+        for (int i = 0; i < N; i++)
+            for (int p = 0; p < (NH + KVH) * half; p++) {
+                int64_t i1, i2;
+                int f;
+                qpm_rope_pair_at(p, NH, hs, al.koff, &i1, &i2, &f);
+                const int t = i % T;
+                float *row = q1 + (int64_t)i * al.rs;
+                qpm_rope_pair(row + i1, row + i2, tab[(int64_t)t * half + f], tab[(int64_t)maxT * half + t * half + f],
+                              inverse);
+            }
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += !qp_same_float(q0[i], q1[i]);
+        CHECK(bad == 0, "rope (inverse %d): %d elements differ (v unrotated too)", inverse, bad);
+        free(q0), free(q1);
+    }
+    /* a rotation and its inverse: back to the start (to rounding) */
+    float *q = randv(n, 1.0f), *q2 = copyv(q, n);
+    rope_forward(q2, tab, &al, maxT, N, T, 0);
+    rope_forward(q2, tab, &al, maxT, N, T, 1);
+    SAME("rope then its inverse", q, q2, n);
+    free(q), free(q2), free(tab);
+
+    const int R = 7, H = 53; /* a tail after three 16-lane vectors */
+    float *a = randv((int64_t)R * H, 4.0f), *u = randv((int64_t)R * H, 1.0f);
+    a[0] = 0.0f, a[1] = -90.0f, a[2] = 90.0f, a[3] = -1e-30f;
+    float *h0 = malloc(sizeof(float) * R * H), *h1 = malloc(sizeof(float) * R * H);
+    swiglu_forward(h0, a, u, R, H);
+    for (int64_t i = 0; i < (int64_t)R * H; i++) h1[i] = qpm_swiglu_fwd(a[i], u[i]);
+    int bad = 0;
+    for (int64_t i = 0; i < (int64_t)R * H; i++) bad += !qp_same_float(h0[i], h1[i]);
+    CHECK(bad == 0, "swiglu forward: %d elements differ", bad);
+    float *d = randv((int64_t)R * H, 1.0f), *dh = copyv(d, (int64_t)R * H), *du0 = malloc(sizeof(float) * R * H);
+    float *da1 = calloc((size_t)R * H, sizeof(float)), *du1 = calloc((size_t)R * H, sizeof(float));
+    float *dz = malloc(sizeof(float) * R);
+    swiglu_backward(dh, du0, a, u, dz, 1, R, H);
+    for (int64_t i = 0; i < (int64_t)R * H; i++) qpm_swiglu_bwd(da1 + i, du1 + i, a[i], u[i], d[i]);
+    /* the GPU adds into a zeroed gradient, the CPU writes it: a -0 becomes +0 (a = 0: du = d * 0) */
+    bad = 0;
+    for (int64_t i = 0; i < (int64_t)R * H; i++) bad += !qp_same_float(dh[i], da1[i]) + !qp_same_float(du0[i] + 0.0f, du1[i]);
+    CHECK(bad == 0, "swiglu backward: %d elements differ", bad);
+    /* and SwiGLU is silu(a) u, silu(a) = a / (1 + exp(-a)), to float rounding */
+    double worst = 0.0;
+    for (int64_t i = 0; i < (int64_t)R * H; i++)
+        worst = fmax(worst, fabs(a[i] / (1.0 + exp(-(double)a[i])) * u[i] - h1[i]) / (1e-30 + fabs(h1[i]) + 1e-6));
+    CHECK(worst < 1e-5, "swiglu off silu(a) u by %g relative", worst);
+
+    /* Smooth-SwiGLU's scales: a channel of zeros, one with a NaN, one huge */
+    for (int i = 0; i < R; i++) a[(int64_t)i * H + 5] = 0.0f;
+    a[(int64_t)2 * H + 6] = NAN, a[(int64_t)3 * H + 7] = 3e30f, a[(int64_t)4 * H + 8] = INFINITY;
+    float *s0 = malloc(sizeof(float) * H), *s1 = malloc(sizeof(float) * H);
+    qp_gpt sm = {0};
+    smooth_scales(s0, a, R, H, &sm);
+    for (int j = 0; j < H; j++) s1[j] = qpm_smooth_scale(qpm_col_amax(a, R, H, j));
+    bad = 0;
+    for (int j = 0; j < H; j++) bad += !qp_same_float(s0[j], s1[j]);
+    CHECK(bad == 0, "smooth-swiglu scales: %d channels differ", bad);
+    CHECK(s0[5] == 1.0f && s0[8] == 1.0f, "scale 1 for a channel of zeros (%g) and an infinite one (%g)", s0[5], s0[8]);
+    for (int j = 0; j < H; j++) {
+        const float m = qpm_col_amax(a, R, H, j) * s0[j];
+        CHECK(j == 5 || j == 8 || (m >= 1.0f && m < 2.0f), "channel %d scaled to max %g, not in [1, 2)", j, m);
+    }
+    free(a), free(u), free(h0), free(h1), free(d), free(dh), free(du0), free(da1), free(du1), free(dz), free(s0), free(s1);
+}
+
+/* Grouped-query attention: the CPU's blocked kernel on the narrow layout
+ * against the GPU's way (widen, the GPT's row formulas, narrow the gradient). */
+static void test_gqa(int B, int T, int C, int NH, int KVH)
+{
+    const qp_gpt_config cf = {.vocab = 2, .max_seq = T, .layers = 1, .heads = NH, .dim = C, .arch = QP_ARCH_LLAMA,
+                              .kv_heads = KVH, .mlp_hidden = 8};
+    const qp_att_layout al = llama_att_layout(&cf);
+    const int BT = B * T;
+    const int64_t nn = (int64_t)BT * al.rs, nw = (int64_t)BT * 3 * C, na = (int64_t)B * NH * T * T, no = (int64_t)BT * C;
+    float *narrow = randv(nn, 1.0f), *wide = malloc(sizeof(float) * nw);
+    for (int64_t i = 0; i < BT; i++)
+        for (int64_t j = 0; j < 3 * C; j++) wide[i * 3 * C + j] = qpm_gqa_expand(narrow + i * al.rs, j, C, NH, KVH, al.hs);
+    float *out0 = calloc(no, sizeof(float)), *lse0 = calloc((size_t)B * NH * T, sizeof(float));
+    float *out1 = calloc(no, sizeof(float)), *pre = calloc(na, sizeof(float)), *att = calloc(na, sizeof(float));
+    llama_attention_forward(out0, lse0, narrow, &al, B, T);
+    h_attention_fwd(NULL, out1, pre, att, wide, B, T, C, NH);
+    char name[96];
+    snprintf(name, sizeof name, "grouped-query attention out (B%d T%d C%d NH%d KVH%d)", B, T, C, NH, KVH);
+    SAME(name, out0, out1, no);
+    float *dout = randv(no, 1.0f), *dn0 = randv(nn, 0.1f), *dw = calloc(nw, sizeof(float));
+    float *dpre = calloc(na, sizeof(float)), *datt = calloc(na, sizeof(float)), *dz = malloc(sizeof(float) * no);
+    llama_attention_backward(dn0, dout, out0, lse0, narrow, &al, dz, C, B, T);
+    h_attention_bwd(NULL, dw, dpre, datt, dout, wide, att, B, T, C, NH);
+    float *dn1 = malloc(sizeof(float) * nn);
+    for (int64_t i = 0; i < BT; i++)
+        for (int64_t j = 0; j < al.rs; j++) dn1[i * al.rs + j] = qpm_gqa_reduce(dw + i * 3 * C, j, C, NH, KVH, al.hs);
+    SAME("grouped-query attention backward (narrowed)", dn0, dn1, nn);
+    free(narrow), free(wide), free(out0), free(lse0), free(out1), free(pre), free(att), free(dout), free(dn0), free(dw);
+    free(dpre), free(datt), free(dz), free(dn1);
+}
+
+/* ---- the Llama's pass order of qp_cuda_llama_pass.h with host operations ---- */
+
+static int hl_embed_fwd(void *x, float *out, const int32_t *inp, const float *wte, int B, int T, int C)
+{
+    (void)x;
+    for (int64_t i = 0; i < (int64_t)B * T * C; i++) out[i] = wte[(int64_t)inp[i / C] * C + i % C];
+    return 0;
+}
+static int hl_embed_bwd(void *x, float *dwte, const float *dout, const int32_t *inp, int B, int T, int C)
+{
+    (void)x;
+    for (int c = 0; c < C; c++) qpm_encoder_bwd_token(dwte, dout, inp, B * T, C, c);
+    return 0;
+}
+static int hl_rmsnorm_fwd(void *x, float *out, float *rstd, const float *inp, const float *w, int N, int C)
+{
+    (void)x;
+    for (int i = 0; i < N; i++) qpm_rmsnorm_fwd_row(out + (int64_t)i * C, rstd + i, inp + (int64_t)i * C, w, C);
+    return 0;
+}
+static int hl_rmsnorm_bwd(void *x, float *dinp, float *dw, const float *dout, const float *inp, const float *w,
+                          const float *rstd, int N, int C)
+{
+    (void)x;
+    for (int i = 0; i < N; i++)
+        qpm_rmsnorm_bwd_row(dinp + (int64_t)i * C, dout + (int64_t)i * C, inp + (int64_t)i * C, w, rstd[i], C);
+    for (int c = 0; c < C; c++) qpm_rmsnorm_bwd_channel(dw, dout, inp, rstd, N, C, c);
+    return 0;
+}
+static int hl_rope(void *x, float *qkv, const float *tab, int N, int T, int maxT, int C, int NH, int KVH, int inverse)
+{
+    (void)x;
+    const int hs = C / NH, half = hs / 2;
+    const int64_t rs = C + 2 * (int64_t)KVH * hs;
+    for (int i = 0; i < N; i++)
+        for (int p = 0; p < (NH + KVH) * half; p++) {
+            int64_t i1, i2;
+            int f;
+            qpm_rope_pair_at(p, NH, hs, C, &i1, &i2, &f);
+            const int64_t t = i % T;
+            qpm_rope_pair(qkv + i * rs + i1, qkv + i * rs + i2, tab[t * half + f], tab[(int64_t)maxT * half + t * half + f],
+                          inverse);
+        }
+    return 0;
+}
+static int hl_gqa_expand(void *x, float *wide, const float *narrow, int N, int C, int NH, int KVH)
+{
+    (void)x;
+    const int hs = C / NH;
+    const int64_t rs = C + 2 * (int64_t)KVH * hs;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t j = 0; j < 3 * C; j++) wide[i * 3 * C + j] = qpm_gqa_expand(narrow + i * rs, j, C, NH, KVH, hs);
+    return 0;
+}
+static int hl_gqa_reduce(void *x, float *narrow, const float *wide, int N, int C, int NH, int KVH)
+{
+    (void)x;
+    const int hs = C / NH;
+    const int64_t rs = C + 2 * (int64_t)KVH * hs;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t j = 0; j < rs; j++) narrow[i * rs + j] = qpm_gqa_reduce(wide + i * 3 * C, j, C, NH, KVH, hs);
+    return 0;
+}
+static int hl_swiglu_fwd(void *x, float *h, const float *a, const float *u, int64_t n)
+{
+    (void)x;
+    for (int64_t i = 0; i < n; i++) h[i] = qpm_swiglu_fwd(a[i], u[i]);
+    return 0;
+}
+static int hl_swiglu_bwd(void *x, float *da, float *du, const float *a, const float *u, const float *dh, int64_t n)
+{
+    (void)x;
+    for (int64_t i = 0; i < n; i++) qpm_swiglu_bwd(da + i, du + i, a[i], u[i], dh[i]);
+    return 0;
+}
+static int hl_smooth_scales(void *x, float *s, const float *h, int N, int H)
+{
+    (void)x;
+    for (int j = 0; j < H; j++) s[j] = qpm_smooth_scale(qpm_col_amax(h, N, H, j));
+    return 0;
+}
+static int hl_smooth_apply(void *x, float *xs, float *ws, const float *h, const float *w, const float *s, int N, int C,
+                           int H)
+{
+    (void)x;
+    for (int64_t i = 0; i < (int64_t)N * H; i++) xs[i] = h[i] * s[i % H];
+    for (int64_t i = 0; i < (int64_t)C * H; i++) ws[i] = w[i] / s[i % H];
+    return 0;
+}
+static int hl_smooth_unfold(void *x, float *dh, float *dw, const float *dxs, const float *dws, const float *s, int N,
+                            int C, int H)
+{
+    (void)x;
+    for (int64_t i = 0; i < (int64_t)N * H; i++) dh[i] += dxs[i] * s[i % H];
+    for (int64_t i = 0; i < (int64_t)C * H; i++) dw[i] += dws[i] / s[i % H];
+    return 0;
+}
+
+/* The Llama's pass against the CPU Llama. In fp32 with every weight moved off
+ * the init (tm_perturb: values of order one, peaked attention) to LLAMA_TOL:
+ * the two differ by rounding only (RMSNorm's and attention's sums in other
+ * orders), which the perturbed weights grow to 1.5e-6 at most here, past the
+ * GPT's 1e-6; a wrong formula, offset or fold is off by whole percents. A
+ * quantized recipe from the init, to 1e-6 (4e-9 seen): the same dispatch on
+ * both sides (perturbed, operands that differ by rounding fall on the two
+ * sides of a BF16 rounding boundary now and then). */
+#define LLAMA_TOL 3e-6
+#define QUANT_TOL 1e-6
+static void test_llama_pass(const char *recipe, int L, int NH, int KVH, int C, int H, int smooth, int B, int T,
+                            int accum)
+{
+    const int fp32 = !strcmp(recipe, "fp32");
+    const double tol = fp32 ? LLAMA_TOL : QUANT_TOL;
+    const qp_gpt_config mc0 = {.vocab = 67, .max_seq = T + 3, .layers = L, .heads = NH, .dim = C,
+                               .arch = QP_ARCH_LLAMA, .kv_heads = KVH, .mlp_hidden = H, .smooth_swiglu = smooth};
+    char err[256];
+    qp_recipe rec;
+    qp_gpt ref, own;
+    CHECK(qp_recipe_parse(recipe, &rec, err, sizeof err) == 0, "%s", err);
+    CHECK(qp_gpt_init(&ref, &mc0, B, T, 7, err, sizeof err) == 0 && qp_gpt_init(&own, &mc0, B, T, 7, err, sizeof err) == 0,
+          "%s", err);
+    const qp_gpt_config mc = ref.cfg; /* resolved */
+    int64_t sz[QP_LLAMA_NACTS];
+    qpm_llama_act_sizes(&mc, B, T, sz);
+    qp_llama_acts ga, gd;
+    const int64_t nacts = qp_llama_carve_acts(&ga, NULL, sz);
+    float *amem = calloc((size_t)nacts, sizeof(float)), *dmem = calloc((size_t)nacts, sizeof(float));
+    qp_llama_carve_acts(&ga, amem, sz);
+    qp_llama_carve_acts(&gd, dmem, sz);
+    CHECK(ga.preatt && ga.att && !ga.att_lse, "the GPU's Llama layout has T x T matrices and no log-sum-exp");
+    float *smem = calloc((size_t)qpm_llama_scratch_floats(&mc, B, T) + 1, sizeof(float));
+    const qpm_llama_scratch sc = qpm_llama_scratch_carve(smem, &mc, B, T);
+    qp_gemm *gemm = qp_gemm_create(err, sizeof err);
+    const qp_linear_cfg lc = {.n_layers = L, .max_elems = qp_gpt_max_gemm_elems(&mc, B, T), .seed = 7, .recipe = &rec,
+                              .gemm = gemm};
+    qp_linear *lref = qp_linear_create(&lc, err, sizeof err), *lown = qp_linear_create(&lc, err, sizeof err);
+    CHECK(gemm && lref && lown, "%s", err);
+    host_ctx hc = {lown};
+    const qpm_ops base = {&hc, h_encoder_fwd, h_encoder_bwd, h_layernorm_fwd, h_layernorm_bwd, h_attention_fwd,
+                          h_attention_bwd, h_gelu_fwd, h_gelu_bwd, h_residual_fwd, h_residual_bwd, h_softmax_ce_fwd,
+                          h_softmax_ce_bwd, h_linear_fwd, h_linear_bwd, h_zero};
+    const qpm_llama_ops ops = {&base, hl_embed_fwd, hl_embed_bwd, hl_rmsnorm_fwd, hl_rmsnorm_bwd, hl_rope,
+                               hl_gqa_expand, hl_gqa_reduce, hl_swiglu_fwd, hl_swiglu_bwd, hl_smooth_scales,
+                               hl_smooth_apply, hl_smooth_unfold};
+    if (fp32) tm_perturb(&ref, 5), tm_perturb(&own, 5); /* off the init: gains and every path carry weight */
+    const int BT = B * T;
+    int32_t *in = malloc(BT * sizeof(int32_t)), *tg = malloc(BT * sizeof(int32_t));
+    qp_linear_begin_step(lref, 0, 0);
+    qp_linear_begin_step(lown, 0, 0);
+    qp_gpt_zero_grad(&ref);
+    qp_gpt_zero_grad(&own);
+    char name[200];
+    for (int micro = 0; micro < accum; micro++) {
+        for (int i = 0; i < BT; i++) in[i] = (int32_t)(qp_test_next(&rng) % 67), tg[i] = (int32_t)(qp_test_next(&rng) % 67);
+        qp_linear_begin_micro(lref, micro);
+        qp_linear_begin_micro(lown, micro);
+        CHECK(qp_gpt_forward(&ref, lref, in, tg, B, T) == 0, "CPU Llama forward");
+        CHECK(qpm_llama_forward(&ops, &mc, B, T, &own.lparams, &ga, &sc, own.rope, in, tg) == 0, "pass forward");
+        double sum = 0.0;
+        for (int i = 0; i < BT; i++) sum += ga.losses[i];
+        const float mean = (float)(sum / BT);
+        CHECK(fabs(mean - ref.mean_loss) <= tol * fabsf(ref.mean_loss), "%s: Llama mean loss %.9g vs %.9g", recipe,
+              mean, ref.mean_loss);
+        snprintf(name, sizeof name, "%s Llama L%d NH%d KVH%d C%d H%d smooth %d B%d T%d: probabilities", recipe, L, NH,
+                 KVH, C, mc.mlp_hidden, smooth, B, T);
+        SAME_TOL(name, ref.lacts.probs, ga.probs, (int64_t)BT * mc.vocab, tol);
+        SAME_TOL("Llama losses", ref.lacts.losses, ga.losses, BT, tol);
+        CHECK(qp_gpt_backward(&ref, lref, in, tg, 1.0f / accum) == 0, "CPU Llama backward");
+        CHECK(qpm_llama_backward(&ops, &mc, B, T, &own.lparams, &own.lgrads, &ga, &gd, dmem, nacts, &sc, own.rope, in,
+                                 tg, 1.0f / accum) == 0,
+              "pass backward");
+    }
+    int64_t off = 0;
+    for (int i = 0; i < ref.n_tensors; i++) {
+        snprintf(name, sizeof name, "%s Llama: gradient of %s (accum %d)", recipe, qp_llama_param_names[i], accum);
+        SAME_TOL(name, ref.grads_memory + off, own.grads_memory + off, ref.param_sizes[i], tol);
+        off += ref.param_sizes[i];
+    }
+    CHECK(qp_gpt_forward(&ref, lref, in, NULL, B, T) == 0 &&
+              qpm_llama_forward(&ops, &mc, B, T, &own.lparams, &ga, &sc, own.rope, in, NULL) == 0,
+          "Llama forward without targets");
+    SAME_TOL("Llama probabilities without targets", ref.lacts.probs, ga.probs, (int64_t)BT * mc.vocab, tol);
+    free(amem), free(dmem), free(smem), free(in), free(tg);
+    qp_linear_destroy(lref), qp_linear_destroy(lown);
+    qp_gemm_destroy(gemm);
+    qp_gpt_free(&ref), qp_gpt_free(&own);
+}
+
 int main(void)
 {
     test_dot8();
@@ -588,5 +936,15 @@ int main(void)
     test_pass("fp32", 1, 2, 24, 3, 7, 2); /* odd shapes, gradient accumulation */
     test_pass("bf16", 2, 2, 32, 2, 8, 2);
     test_pass("nvfp4", 2, 2, 32, 2, 8, 1); /* quantized dispatch: the same code on both sides */
+    test_rmsnorm_n(13, 37);
+    test_rmsnorm_n(300, 64); /* ten chunks, the last one short */
+    test_llama_elementwise();
+    test_gqa(2, 9, 32, 4, 2);  /* two query heads per key/value head */
+    test_gqa(1, 37, 64, 4, 1); /* one key/value head (multi-query), three query blocks */
+    test_gqa(2, 5, 24, 3, 3);  /* a key/value head per query head */
+    test_llama_pass("fp32", 2, 4, 2, 32, 0, 0, 2, 16, 1);
+    test_llama_pass("fp32", 1, 2, 1, 24, 40, 1, 3, 7, 2); /* multi-query, Smooth-SwiGLU, gradient accumulation */
+    test_llama_pass("bf16", 2, 2, 2, 32, 0, 1, 2, 8, 2);
+    test_llama_pass("fp8", 2, 4, 2, 32, 64, 1, 2, 8, 1); /* quantized dispatch on the scaled operands */
     return qp_test_finish("test_cuda_model_math");
 }

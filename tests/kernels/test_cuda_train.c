@@ -5,7 +5,8 @@
  * with close metrics, and parameters after the run within 1e-2 relative L2.
  * The quantized recipes fp8 (delayed scaling) and nvfp4 (RHT, SR, 2D blocks)
  * run through the emulated path and must stay within 5% of the CPU's loss.
- * SKIP (77) without a CUDA device. */
+ * Both architectures: the GPT, and the Llama with grouped-query attention and
+ * Smooth-SwiGLU. SKIP (77) without a CUDA device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,9 +49,12 @@ static void batch(int64_t step, int B, int T, int V, int32_t *in, int32_t *tg)
 
 static double rel(double a, double b) { return fabs(a - b) / (fabs(a) > 1e-30 ? fabs(a) : 1e-30); }
 
-static int run_recipe(const char *spec, double tol)
+static int run_recipe(const char *spec, double tol, qp_arch arch)
 {
-    const qp_gpt_config mc = {67, 32, 2, 4, 64};
+    /* the Llama: grouped-query (2 key/value heads for 4), Smooth-SwiGLU on */
+    const qp_gpt_config mc0 = {.vocab = 67, .max_seq = 32, .layers = 2, .heads = 4, .dim = 64, .arch = arch,
+                               .kv_heads = arch == QP_ARCH_LLAMA ? 2 : 0, .smooth_swiglu = arch == QP_ARCH_LLAMA};
+    const qp_gpt_config mc = qp_model_resolve(&mc0);
     const int B = 4, T = 32, BT = B * T;
     const uint64_t seed = 1337;
     char err[512];
@@ -64,7 +68,8 @@ static int run_recipe(const char *spec, double tol)
     qp_gemm *gemm = qp_gemm_create(err, sizeof err);
     static qlog qc, qg;
     qc.n = qg.n = 0;
-    const qp_linear_cfg lc = {.n_layers = mc.layers, .max_elems = qp_gpt_max_gemm_elems(&mc, B, T), .seed = seed,
+    const qp_linear_cfg lc = {.n_layers = mc.layers, .gemms = qp_model_gemm_mask(&mc),
+                              .max_elems = qp_gpt_max_gemm_elems(&mc, B, T), .seed = seed,
                               .recipe = &rec, .gemm = gemm, .on_qerr = on_qerr, .user = &qc};
     qp_linear *lin = qp_linear_create(&lc, err, sizeof err);
     qp_linear_cfg hc = lc;
@@ -80,14 +85,14 @@ static int run_recipe(const char *spec, double tol)
     if (!gops) return fprintf(stderr, "%s: %s\n", spec, err), -1;
     qp_linear_set_ops(host_states, qp_cuda_linear_ops(gops));
     qp_linear *glin = host_states; /* the one dispatch, on the GPU's operations */
-    printf("%s: GPU GEMM path %s\n", spec, qp_cuda_linear_path(gops));
+    printf("%s %s: GPU GEMM path %s\n", qp_arch_names[arch], spec, qp_cuda_linear_path(gops));
 
     float *am = calloc(cpu.num_params, sizeof(float)), *av = calloc(cpu.num_params, sizeof(float));
     int32_t *in = malloc(BT * sizeof(int32_t)), *tg = malloc(BT * sizeof(int32_t));
-    int64_t sizes[QP_GPT_NPARAMS];
-    int decays[QP_GPT_NPARAMS];
+    int64_t sizes[QP_MODEL_MAX_NPARAMS];
+    int decays[QP_MODEL_MAX_NPARAMS];
     qp_gpt_param_shapes(&mc, sizes, NULL, NULL);
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) decays[i] = qp_gpt_param_decays(i);
+    for (int i = 0; i < cpu.n_tensors; i++) decays[i] = qp_model_param_decays(&mc, i);
     const qp_optim_cfg oc = {1e-3, 1e-4, 0.9, 0.99, 1e-8, 0.1, 1.0, 5, STEPS};
     double first_loss = 0, last_loss = 0, last_gpu = 0;
     for (int64_t step = 0; step < STEPS; step++) {
@@ -114,7 +119,7 @@ static int run_recipe(const char *spec, double tol)
         last_gpu = gpu.mean_loss;
         const double lr = qp_lr_at(&oc, step);
         const float cc = (nc > 1.0) ? (float)(1.0 / nc) : 1.0f, cg = (ng > 1.0) ? (float)(1.0 / ng) : 1.0f;
-        qp_adamw_step(&oc, cpu.params_memory, cpu.grads_memory, am, av, sizes, decays, QP_GPT_NPARAMS, step + 1, lr,
+        qp_adamw_step(&oc, cpu.params_memory, cpu.grads_memory, am, av, sizes, decays, cpu.n_tensors, step + 1, lr,
                       cc);
         CHECK(qp_cuda_gpt_adamw(&gpu, &oc, step + 1, lr, cg) == 0, "%s", gpu.err);
     }
@@ -168,12 +173,16 @@ int main(void)
         printf("test_cuda_train: SKIP (no CUDA device)\n");
         return 77;
     }
-    CHECK(run_recipe("fp32", 1e-3) == 0, "fp32 run");
-    CHECK(run_recipe("bf16", 1e-3) == 0, "bf16 run");
-    CHECK(run_recipe("fp8", 5e-2) == 0, "fp8 run");
-    CHECK(run_recipe("nvfp4", 5e-2) == 0, "nvfp4 run");
-    /* FP8 blocks with FP32 scales: an FP32 GEMM on the GPU, K-chunked on the CPU */
-    CHECK(run_recipe("bf16,x+dy=fp8-block,w=fp8-block-2d", 5e-2) == 0, "DeepSeek-V3 FP8 run");
-    CHECK(run_recipe("nvfp4,wgrad:rht=128", 5e-2) == 0, "nvfp4 with a 128-point RHT run"); /* B*T = 128 */
+    for (int a = 0; a < QP_ARCH_COUNT; a++) {
+        CHECK(run_recipe("fp32", 1e-3, (qp_arch)a) == 0, "%s fp32 run", qp_arch_names[a]);
+        CHECK(run_recipe("bf16", 1e-3, (qp_arch)a) == 0, "%s bf16 run", qp_arch_names[a]);
+        CHECK(run_recipe("fp8", 5e-2, (qp_arch)a) == 0, "%s fp8 run", qp_arch_names[a]);
+        CHECK(run_recipe("nvfp4", 5e-2, (qp_arch)a) == 0, "%s nvfp4 run", qp_arch_names[a]);
+        /* FP8 blocks with FP32 scales: an FP32 GEMM on the GPU, K-chunked on the CPU */
+        CHECK(run_recipe("bf16,x+dy=fp8-block,w=fp8-block-2d", 5e-2, (qp_arch)a) == 0, "%s DeepSeek-V3 FP8 run",
+              qp_arch_names[a]);
+        CHECK(run_recipe("nvfp4,wgrad:rht=128", 5e-2, (qp_arch)a) == 0, "%s nvfp4 with a 128-point RHT run",
+              qp_arch_names[a]); /* B*T = 128 */
+    }
     return qp_test_finish("test_cuda_train");
 }

@@ -10,7 +10,7 @@ PART is one of
   kinds     every figure kind in every format: valid files, nothing on
             stderr, the right runs and recipe colours in them, and the
             extracted numbers (--keep-data) against h5py's reading
-  all       qplot all SWEEPDIR: all ten figures, checkpoints and an empty run
+  all       qplot all SWEEPDIR: every figure, checkpoints and an empty run
             skipped
   errors    bad input: exit 2, one line naming the problem, no figure
   gnuplot   a gnuplot warning or error, or no gnuplot, fails the figure
@@ -38,7 +38,7 @@ passed = failed = 0
 # Okabe-Ito colours qplot assigns to these recipes (plots/qp_style.c), as the
 # SVG terminal writes them
 RGB = {"bf16": "rgb(  0, 114, 178)", "fp8": "rgb(230, 159,   0)"}
-KINDS = ["loss", "gap", "qerr", "events", "throughput", "recalib"]
+KINDS = ["loss", "gap", "qerr", "events", "throughput", "recalib", "outliers"]
 EXTS = ("png", "svg", "pdf")  # every figure is drawn in all three, with its data as FIG.csv
 FOUR = [os.path.join(RUNS, f"{r}_s{s}.h5") for r in ("bf16", "fp8") for s in (1, 2)]
 
@@ -234,6 +234,29 @@ def part_kinds():
           "recalib.csv: events per run = the run files' /events/recalib rows / the recipe's runs")
     check(all(v == 0 for k, v in got.items() if k not in counts), "recalib.csv: zero where no run has an event")
     check(any(k[1] == "bf16" for k in got), "recalib.csv: bf16 keeps its column without events")
+
+    s = svg_text(os.path.join(out, "outliers.svg"))
+    check(all(f"{r} s{k}" in s for r in ("bf16", "fp8") for k in (1, 2)) and "kurtosis" in s and "amax" in s and
+          "top-k energy share" in s and "fcproj" in s and "block 1" in s, "outliers.svg: a column per run, rows, key")
+    # outliers: per (run, block, GEMM) and step, the largest amax and the mean kurtosis and share of the step's rows
+    rows = csv_records(os.path.join(out, "outliers.csv"))
+    want = {}
+    for i, path in enumerate(FOUR):
+        with h5py.File(path, "r", libver="latest", swmr=True) as f:
+            o = f["quant/outliers"][:]
+        for (layer, gemm) in sorted({(int(r["layer"]), r["gemm"].decode()) for r in o}):
+            for st in sorted(set(o["step"])):
+                sel = o[(o["layer"] == layer) & (o["gemm"] == gemm.encode()) & (o["step"] == st)]
+                want[(i, layer, gemm, int(st))] = (sel["amax"].max(), sel["kurtosis"].mean(), sel["topk_frac"].mean())
+    got = {}
+    for idx, series, vals in rows:
+        _, layer, gemm = series.split(" (")[0].split(" ")
+        ns = len(rows) and max(r[0] for r in rows) // len(FOUR) + 1
+        got[(idx // ns, int(layer), gemm, int(vals["step"]))] = (float(vals["amax"]), float(vals["kurtosis"]),
+                                                                 float(vals["topk_frac"]))
+    check(len(want) > 0 and set(got) == set(want) and
+          all(np.allclose(got[k], want[k], rtol=1e-8) for k in want),
+          f"outliers.csv: per step the max amax and mean kurtosis/share of /quant/outliers ({len(got)} vs {len(want)})")
 
     # the numbers: extracted data against an independent reading (h5py)
     def blocks(path):

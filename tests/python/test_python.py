@@ -406,6 +406,9 @@ def case_doctest():
         qe = f["quant/error"][()]
         check(len(rf.quant_error) == len(qe) and list(rf.quant_error.gemm) == [g.decode() for g in qe["gemm"]]
               and np.array_equal(rf.quant_error.rel_l2.to_numpy(), qe["rel_l2"]), "runfile quant_error is h5py's")
+        qo = f["quant/outliers"][()]
+        check(len(qo) > 0 and len(rf.quant_outliers) == len(qo) and
+              np.array_equal(rf.quant_outliers["kurtosis"].to_numpy(), qo["kurtosis"]), "runfile quant_outliers is h5py's")
         check(len(rf.events) == len(f["events/recalib"]), "runfile events")
         check(rf.attrs["recipe"] == "fp8" and rf.status.state.iloc[-1] == "done", "runfile attrs and status")
     raises(FileNotFoundError, lambda: qprec.runfile.load(os.path.join(WORK, "nope.h5")), "runfile: a missing file")

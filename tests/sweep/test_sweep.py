@@ -350,6 +350,23 @@ def case_grid():
                  "dim = 32, 64\nheads = 1, 2, 4\nbatch = 2, 4\n")
     p = qsweep(ini3, "--out", os.path.join(d, "out"), "--dry-run")
     check(len(dry_lines(p.stdout)) == 60, f"5x2x3x2 grid has {len(dry_lines(p.stdout))} runs")
+    # the architecture as an axis; the Llama's options in [base]; Smooth-SwiGLU is a recipe modifier ('|' for ',')
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nkv_heads = 1\n[grid]\narch = gpt, llama\n"
+                 "recipe = bf16, bf16|smooth-swiglu\n")
+    p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
+    runs = dry_lines(p.stdout)
+    check(p.returncode == 0 and len(runs) == 4 and [n.split("_")[0] for n, _ in runs] == ["arch=gpt"] * 2 + ["arch=llama"] * 2,
+          f"arch axis: {p.returncode} {p.stderr} {[n for n, _ in runs]}")
+    for name, argv in runs:
+        check(argv[argv.index("--arch") + 1] == name.split("_")[0].split("=")[1] and
+              argv[argv.index("--recipe") + 1] in ("bf16", "bf16,smooth-swiglu") and
+              argv[argv.index("--kv-heads") + 1] == "1" and "--smooth-swiglu" not in argv, f"{name}: {argv}")
+    for bad, frag in (("arch = gpt, mamba", "arch expects one of gpt,llama, not 'mamba'"),
+                      ("smooth_swiglu = 1", "unknown qtrain option 'smooth_swiglu'"),
+                      ("kv_heads = 0", "kv_heads expects an integer in [1, 1.04858e+06], not '0'")):
+        p = qsweep(write(os.path.join(d, "g5.ini"), f"[base]\ndata = corpus.txt\n[grid]\n{bad}\n"), "--out",
+                   os.path.join(d, "out"), "--dry-run")
+        check(p.returncode == 2 and frag in p.stderr, f"{bad}: exit {p.returncode}: {p.stderr!r}")
 
 
 def case_dryrun():

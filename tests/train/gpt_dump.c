@@ -1,10 +1,13 @@
 /* gpt_dump.c — runs one FP32 training micro-step (or two, accumulated) of a
- * tiny GPT and writes everything an independent implementation needs to redo
- * it: the configuration, the initial and the trained-on parameters, the token
- * batches, logits, per-position and mean losses, and every parameter
- * gradient. test_model_torch.py drives it and replays the step in PyTorch.
+ * tiny GPT or Llama and writes everything an independent implementation
+ * needs to redo it: the configuration, the initial and the trained-on
+ * parameters, the token batches, logits, per-position and mean losses, and
+ * every parameter gradient. test_model_torch.py drives it and replays the
+ * step in PyTorch.
  *
- * usage: gpt_dump OUT V maxT L NH C B T ACCUM SEED
+ * usage: gpt_dump OUT V maxT L NH C B T ACCUM SEED [ARCH KVH H SMOOTH]
+ *   ARCH gpt (default) or llama; KVH, H: the Llama's key/value heads and MLP
+ *   width (0: defaults); SMOOTH 1: Smooth-SwiGLU on.
  *   ACCUM micro-batches are run, each backward with loss_scale 1/ACCUM, so the
  *   gradients are those of the mean of the micro-batch losses.
  *
@@ -32,12 +35,12 @@ static int put(FILE *f, const char *name, int dtype, int ndim, const int64_t *di
 
 static int put_params(FILE *f, const char *prefix, const qp_gpt *m, const float *mem)
 {
-    int64_t sizes[QP_GPT_NPARAMS], shape[QP_GPT_NPARAMS][3];
-    int ndim[QP_GPT_NPARAMS];
+    int64_t sizes[QP_MODEL_MAX_NPARAMS], shape[QP_MODEL_MAX_NPARAMS][3];
+    int ndim[QP_MODEL_MAX_NPARAMS];
     qp_gpt_param_shapes(&m->cfg, sizes, ndim, shape);
-    for (int i = 0; i < QP_GPT_NPARAMS; i++) {
+    for (int i = 0; i < m->n_tensors; i++) {
         char name[64];
-        snprintf(name, sizeof name, "%s.%s", prefix, qp_gpt_param_names[i]);
+        snprintf(name, sizeof name, "%s.%s", prefix, qp_model_param_names(&m->cfg)[i]);
         if (put(f, name, 0, ndim[i], shape[i], mem)) return -1;
         mem += sizes[i];
     }
@@ -46,11 +49,16 @@ static int put_params(FILE *f, const char *prefix, const qp_gpt *m, const float 
 
 int main(int argc, char **argv)
 {
-    if (argc != 11) {
-        fprintf(stderr, "usage: %s OUT V maxT L NH C B T ACCUM SEED\n", argv[0]);
+    if (argc != 11 && argc != 15) {
+        fprintf(stderr, "usage: %s OUT V maxT L NH C B T ACCUM SEED [ARCH KVH H SMOOTH]\n", argv[0]);
         return 2;
     }
-    const qp_gpt_config cfg = {atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6])};
+    qp_gpt_config cfg = {.vocab = atoi(argv[2]), .max_seq = atoi(argv[3]), .layers = atoi(argv[4]),
+                         .heads = atoi(argv[5]), .dim = atoi(argv[6])};
+    if (argc == 15) {
+        cfg.arch = strcmp(argv[11], "llama") == 0 ? QP_ARCH_LLAMA : QP_ARCH_GPT;
+        cfg.kv_heads = atoi(argv[12]), cfg.mlp_hidden = atoi(argv[13]), cfg.smooth_swiglu = atoi(argv[14]);
+    }
     const int B = atoi(argv[7]), T = atoi(argv[8]), accum = atoi(argv[9]);
     const uint64_t seed = strtoull(argv[10], NULL, 10);
     if (accum < 1 || accum > 8) {
@@ -86,8 +94,9 @@ int main(int argc, char **argv)
         return 1;
     }
     int bad = fwrite("QPGPTD01", 1, 8, f) != 8;
-    const int32_t conf[9] = {cfg.vocab, cfg.max_seq, cfg.layers, cfg.heads, cfg.dim, B, T, accum, (int32_t)seed};
-    const int64_t nconf = 9;
+    const int32_t conf[13] = {cfg.vocab, cfg.max_seq, cfg.layers, cfg.heads, cfg.dim, B, T, accum, (int32_t)seed,
+                              (int32_t)m.cfg.arch, m.cfg.kv_heads, m.cfg.mlp_hidden, m.cfg.smooth_swiglu};
+    const int64_t nconf = 13;
     bad |= put(f, "config", 1, 1, &nconf, conf);
     bad |= put_params(f, "init", &m, m.params_memory);
     tm_perturb(&m, seed);
@@ -113,10 +122,11 @@ int main(int argc, char **argv)
         bad |= put(f, name, 1, 2, bt, inputs);
         snprintf(name, sizeof name, "targets.%d", k);
         bad |= put(f, name, 1, 2, bt, targets);
+        const float *logits = qp_model_logits(&m), *losses = qp_model_losses(&m);
         snprintf(name, sizeof name, "logits.%d", k);
-        bad |= put(f, name, 0, 3, btv, m.acts.logits);
+        bad |= put(f, name, 0, 3, btv, logits);
         snprintf(name, sizeof name, "losses.%d", k);
-        bad |= put(f, name, 0, 2, bt, m.acts.losses);
+        bad |= put(f, name, 0, 2, bt, losses);
         snprintf(name, sizeof name, "loss.%d", k);
         bad |= put(f, name, 0, 0, NULL, &m.mean_loss);
     }

@@ -8,6 +8,9 @@
 #                         followed by a float64 product
 #   test_recipe           the recipe language: stored preset expansions, the
 #                         documented ones (docs/recipes.md), examples, errors
+#   test_smooth_swiglu    Smooth-SwiGLU on a Llama with an injected outlier
+#                         channel (the down input's outlier statistics), its
+#                         exact fold in fp32; qp_outlier_stats by definition
 if(TARGET qpmodel)
   set(QP_MODEL_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
@@ -21,6 +24,9 @@ if(TARGET qpmodel)
   add_test(NAME test_model_gradcheck COMMAND test_model_gradcheck)
   qp_model_exe(test_gemm_recipes)
   add_test(NAME test_gemm_recipes COMMAND test_gemm_recipes)
+  qp_model_exe(test_smooth_swiglu)
+  add_test(NAME test_smooth_swiglu COMMAND test_smooth_swiglu)
+  set_tests_properties(test_smooth_swiglu PROPERTIES LABELS "unit;model" TIMEOUT 120 ENVIRONMENT "OMP_NUM_THREADS=2")
   qp_model_exe(test_transpose)
   add_test(NAME test_transpose COMMAND test_transpose)
   add_test(NAME test_transpose_sse COMMAND test_transpose)

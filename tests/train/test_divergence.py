@@ -14,7 +14,10 @@ an exact expected outcome, the weights themselves:
              exactly the weights and moments of the step-8 checkpoint it went back to, which are
              the clean run's
 Plus: rollback before the first checkpoint (the initial one), the 5-in-a-row cap for rollback
-(a learning rate that diverges every time), and bad --inject specs (one line, exit 2)."""
+(a learning rate that diverges every time), and bad --inject specs (one line, exit 2).
+
+usage: test_divergence.py QTRAIN [CORPUS [ARCH]] — ARCH gpt (default) or llama: the same
+table on that model (the Llama's gatew in place of the GPT's fcw)."""
 import os
 import subprocess
 import sys
@@ -25,6 +28,11 @@ import numpy as np
 
 QTRAIN = sys.argv[1]
 CORPUS = sys.argv[2] if len(sys.argv) > 2 else ""
+ARCH = sys.argv[3] if len(sys.argv) > 3 else "gpt"
+MLP_W = {"gpt": "fcw", "llama": "gatew"}[ARCH]  # a matrix of the MLP, by the architecture's name
+# a weight of wte every forward reads: any row (the GPT's tied head), the row of a token the text has
+# (the Llama's: byte 0 never occurs, so its row is never read; 'e' is 101, the model 64 wide)
+WTE_AT = {"gpt": 3, "llama": 101 * 64 + 3}[ARCH]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from qp_testlib import Checks, ckpt_ok, write_corpus  # noqa: E402
 
@@ -37,7 +45,7 @@ write_corpus(data, CORPUS, 200000)
 
 BASE = ["--data", data, "--layers", "2", "--heads", "4", "--dim", "64", "--seq", "32", "--batch", "4",
         "--threads", "1", "--quiet", "--steps", "24", "--warmup", "2", "--eval-every", "8",
-        "--eval-batches", "2", "--ckpt-every", "4", "--recipe", "bf16"]
+        "--eval-batches", "2", "--ckpt-every", "4", "--recipe", "bf16", "--arch", ARCH]
 AT = 10
 
 
@@ -81,7 +89,7 @@ before = ckpt_arrays(cref.replace(".h5", ".ckpt.h5.prev"))
 check(before["step"] == AT, f"reference checkpoint is of step {before['step']}, want {AT}")
 
 # ---- the table -------------------------------------------------------------------
-KINDS = [("nan", "grad:wte"), ("inf", "grad:fcw[7]"), ("nan", "param:fcw"), ("-inf", "param:wte[3]"),
+KINDS = [("nan", "grad:wte"), ("inf", f"grad:{MLP_W}[7]"), ("nan", f"param:{MLP_W}"), ("-inf", f"param:wte[{WTE_AT}]"),
          ("nan", "loss"), ("inf", "loss")]
 cases = 0
 for action in ("stop", "skip-step", "rollback"):

@@ -450,7 +450,7 @@ static void check_plan(const recipe_case *c, const qp_recipe *r)
 {
     qp_linear_plan plans[NL * QP_BLOCK_GEMMS];
     char err[512];
-    CHECK(qp_recipe_resolve(r, NL, plans, err, sizeof err) == 0, "%s: %s", c->spec, err);
+    CHECK(qp_recipe_resolve(r, NL, 0, plans, err, sizeof err) == 0, "%s: %s", c->spec, err);
     for (int i = 0; i < NL * QP_BLOCK_GEMMS; i++) {
         const int layer = i / QP_BLOCK_GEMMS;
         const qp_linear_plan *pl = &plans[i];

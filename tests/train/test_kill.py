@@ -20,7 +20,9 @@ fast or slow, or loaded differently from the reference. After every kill:
     from .prev; with both bad, --resume refuses to start rather than start over.
 Finally the killed-and-resumed run, once complete, has bit for bit the weights, Adam moments,
 scaling states, losses, batch hashes, validation losses, quantization-error rows and recalib
-events of an uninterrupted run."""
+events of an uninterrupted run.
+
+usage: test_kill.py QTRAIN [CORPUS [ARCH]] — ARCH gpt (default) or llama."""
 import os
 import random
 import shutil
@@ -34,6 +36,8 @@ import numpy as np
 
 QTRAIN = sys.argv[1]
 CORPUS = sys.argv[2] if len(sys.argv) > 2 else ""
+ARCH = sys.argv[3] if len(sys.argv) > 3 else "gpt"
+MLP_W = {"gpt": "fcw", "llama": "gatew"}[ARCH]
 KILLS = 24
 STEPS = 64
 SEED = 20261129
@@ -52,7 +56,7 @@ write_corpus(data, CORPUS, 300000)
 
 ARGS = ["--data", data, "--layers", "4", "--heads", "4", "--dim", "192", "--seq", "32", "--batch", "4",
         "--threads", "1", "--steps", str(STEPS), "--warmup", "4", "--eval-every", "8", "--eval-batches", "2",
-        "--qerr-every", "5", "--ckpt-every", "1", "--recipe", "fp8"]
+        "--qerr-every", "5", "--ckpt-every", "1", "--recipe", "fp8", "--arch", ARCH]
 
 
 def cmd(out, extra=()):
@@ -126,7 +130,7 @@ def corrupt_copies(run, tag):
                     f.truncate(os.path.getsize(v) // 2)
             else:
                 with h5py.File(v, "r") as f:
-                    off = f["params/fcw"].id.get_offset() + 1234
+                    off = f["params/" + MLP_W].id.get_offset() + 1234
                 with open(v, "r+b") as f:
                     f.seek(off)
                     b = f.read(1)

@@ -1,8 +1,9 @@
 /* test_model_gradcheck.c — every parameter tensor's analytic FP32 gradient
  * (qp_gpt_backward, recipe fp32) against central finite differences of the
- * mean loss, on tiny models whose parameters are moved off GPT-2's init so
- * that every path (LayerNorm affine parts, peaked attention, GELU's curve)
- * carries weight. Also: loss_scale scales the gradients, and backward
+ * mean loss, on tiny GPTs and Llamas whose parameters are moved off the init
+ * so that every path (norm gains and biases, peaked attention, GELU's and
+ * SwiGLU's curves, rotary embeddings, grouped key/value heads) carries
+ * weight. Also: loss_scale scales the gradients, and backward
  * accumulates (+=) until qp_gpt_zero_grad.
  *
  * The loss is re-summed in double from the per-position losses so that the
@@ -69,7 +70,7 @@ static double loss_of(fixture *f)
     const int BT = f->m.B * f->m.T;
     if (qp_gpt_forward(&f->m, f->lin, f->inputs, f->targets, f->m.B, f->m.T)) return NAN;
     double s = 0.0;
-    for (int i = 0; i < BT; i++) s += f->m.acts.losses[i];
+    for (int i = 0; i < BT; i++) s += qp_model_losses(&f->m)[i];
     return s / BT;
 }
 
@@ -83,8 +84,10 @@ static void gradcheck(const qp_gpt_config *c, int B, int T, uint64_t seed)
 {
     fixture f;
     if (setup(&f, c, B, T, seed)) return;
-    printf("gradcheck V=%d maxT=%d L=%d NH=%d C=%d B=%d T=%d\n", c->vocab, c->max_seq, c->layers, c->heads, c->dim,
-           B, T);
+    printf("gradcheck %s V=%d maxT=%d L=%d NH=%d KVH=%d C=%d H=%d smooth=%d B=%d T=%d\n", qp_arch_names[f.m.cfg.arch],
+           c->vocab, c->max_seq, c->layers, c->heads, f.m.cfg.kv_heads, c->dim, f.m.cfg.mlp_hidden,
+           f.m.cfg.smooth_swiglu, B, T);
+    const char *const *names = qp_model_param_names(&f.m.cfg);
     const double loss0 = loss_of(&f);
     CHECK(fabs(loss0 - f.m.mean_loss) <= 1e-6 * loss0, "mean_loss %.9g vs mean of losses %.9g", f.m.mean_loss,
           loss0);
@@ -98,7 +101,7 @@ static void gradcheck(const qp_gpt_config *c, int B, int T, uint64_t seed)
      * relative to the larger of them, up to the tensor's largest value). */
     CHECK(backward_with(&f, 1.0f) == 0, "second backward");
     int64_t bad = 0;
-    for (int t = 0, off = 0; t < QP_GPT_NPARAMS; off += (int)f.m.param_sizes[t++]) {
+    for (int t = 0, off = 0; t < f.m.n_tensors; off += (int)f.m.param_sizes[t++]) {
         float big = 0.0f;
         for (int64_t i = off; i < off + f.m.param_sizes[t]; i++) big = fmaxf(big, fabsf(g1[i]));
         for (int64_t i = off; i < off + f.m.param_sizes[t]; i++)
@@ -119,7 +122,7 @@ static void gradcheck(const qp_gpt_config *c, int B, int T, uint64_t seed)
     const float eps_list[] = {1e-2f, 3e-3f, 1e-3f};
     float *p = f.m.params_memory;
     const float *g = g1;
-    for (int t = 0; t < QP_GPT_NPARAMS; t++) {
+    for (int t = 0; t < f.m.n_tensors; t++) {
         const int64_t n = f.m.param_sizes[t];
         double worst = -1.0, worst_an = 0.0, worst_fd = 0.0;
         int64_t worst_j = 0;
@@ -142,22 +145,22 @@ static void gradcheck(const qp_gpt_config *c, int B, int T, uint64_t seed)
                 if (score < best) best = score, best_fd = fd;
             }
             if (best > worst) worst = best, worst_j = j, worst_an = an, worst_fd = best_fd;
-            CHECK(best <= 1.0, "%s[%lld]: analytic %.6e, finite difference %.6e", qp_gpt_param_names[t],
+            CHECK(best <= 1.0, "%s[%lld]: analytic %.6e, finite difference %.6e", names[t],
                   (long long)j, an, best_fd);
         }
         const double rel = fabs(worst_fd - worst_an) / fmax(fmax(fabs(worst_fd), fabs(worst_an)), 1e-300);
-        printf("  %-9s %8lld %12.4e %12.4e %10.2e%s\n", qp_gpt_param_names[t], (long long)worst_j, worst_an,
+        printf("  %-9s %8lld %12.4e %12.4e %10.2e%s\n", names[t], (long long)worst_j, worst_an,
                worst_fd, worst_an == 0.0 && worst_fd == 0.0 ? 0.0 : rel, worst > 1.0 ? "  FAIL" : "");
         p += n;
         g += n;
     }
     /* Every tensor's gradient must be non-zero somewhere, or its check tested nothing. */
     g = g1;
-    for (int t = 0; t < QP_GPT_NPARAMS; t++) {
+    for (int t = 0; t < f.m.n_tensors; t++) {
         double mx = 0.0;
         for (int64_t j = 0; j < f.m.param_sizes[t]; j++) mx = fmax(mx, fabs(g[j]));
         CHECK(mx > 1e-3, "%s: largest gradient %.3e, too small for the check to mean anything",
-              qp_gpt_param_names[t], mx);
+              names[t], mx);
         g += f.m.param_sizes[t];
     }
     free(g1);
@@ -166,9 +169,19 @@ static void gradcheck(const qp_gpt_config *c, int B, int T, uint64_t seed)
 
 int main(void)
 {
-    const qp_gpt_config one = {16, 6, 1, 2, 8};  /* maxT > T: wpe rows without gradient */
+    /* maxT > T: wpe rows without gradient */
+    const qp_gpt_config one = {.vocab = 16, .max_seq = 6, .layers = 1, .heads = 2, .dim = 8};
     gradcheck(&one, 2, 4, 11);
-    const qp_gpt_config two = {16, 4, 2, 2, 8};  /* two blocks: gradients through the residual stream */
+    /* two blocks: gradients through the residual stream */
+    const qp_gpt_config two = {.vocab = 16, .max_seq = 4, .layers = 2, .heads = 2, .dim = 8};
     gradcheck(&two, 2, 4, 12);
+    /* the Llama: grouped-query attention (one key/value head for two), an MLP width given */
+    const qp_gpt_config l1 = {.vocab = 16, .max_seq = 6, .layers = 1, .heads = 2, .dim = 8, .arch = QP_ARCH_LLAMA,
+                              .kv_heads = 1, .mlp_hidden = 12};
+    gradcheck(&l1, 2, 5, 13);
+    /* two blocks, a key/value head per head, the default width, Smooth-SwiGLU (an exact fold: the same function) */
+    const qp_gpt_config l2 = {.vocab = 16, .max_seq = 4, .layers = 2, .heads = 2, .dim = 8, .arch = QP_ARCH_LLAMA,
+                              .smooth_swiglu = 1};
+    gradcheck(&l2, 2, 4, 14);
     return qp_test_finish("test_model_gradcheck");
 }

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""test_model_torch.py — the C GPT (train/qp_model.c, recipe fp32) against a
-GPT written here in PyTorch from the published definition (GPT-2 / llm.c):
-logits, losses and every parameter gradient of a training step, for several
-shapes, one of them with two accumulated micro-batches.
+"""test_model_torch.py — the C models (train/qp_model.c, recipe fp32) against
+models written here in PyTorch from the published definitions — the GPT
+(GPT-2 / llm.c) and the Llama (RMSNorm, rotary embeddings in the GPT-NeoX /
+Hugging Face layout, SwiGLU, grouped-query attention, untied head): logits,
+losses and every parameter gradient of a training step, for several shapes,
+some with accumulated micro-batches; one Llama with Smooth-SwiGLU on, whose
+fold must leave the FP32 function unchanged.
 
 gpt_dump (tests/train/gpt_dump.c) runs the C model and writes its tensors;
 this script loads them, copies the parameters into float32 and float64 torch
@@ -21,17 +24,28 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-PARAMS = ["wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-          "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"]
+PARAMS = {
+    "gpt": ["wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+            "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"],
+    "llama": ["wte", "ln1w", "qkvw", "attprojw", "ln2w", "gatew", "upw", "downw", "lnfw", "lmhead"],
+}
 TOL = 1e-4
 
-# (V, maxT, L, NH, C, B, T, accum, seed): the brief's shape; a larger vocabulary
-# with T == maxT and two accumulated micro-batches; one head, an odd T.
+# (V, maxT, L, NH, C, B, T, accum, seed, arch, KVH, H, smooth): the brief's
+# shape; a larger vocabulary with T == maxT and two accumulated micro-batches;
+# one head, an odd T. The Llama: grouped-query (2 key/value heads for 4), the
+# default MLP width; one key/value head per head, a width given, two
+# micro-batches; one key/value head for 4 (multi-query), head size 32 (the
+# vector path of the rotation), Smooth-SwiGLU; T of 37 (three query blocks).
 CONFIGS = [
-    (64, 16, 2, 2, 32, 3, 8, 1, 1),
-    (256, 16, 2, 4, 32, 2, 16, 2, 2),
-    (64, 8, 1, 1, 16, 1, 5, 1, 3),
-    (256, 12, 3, 2, 16, 2, 7, 3, 4),
+    (64, 16, 2, 2, 32, 3, 8, 1, 1, "gpt", 0, 0, 0),
+    (256, 16, 2, 4, 32, 2, 16, 2, 2, "gpt", 0, 0, 0),
+    (64, 8, 1, 1, 16, 1, 5, 1, 3, "gpt", 0, 0, 0),
+    (256, 12, 3, 2, 16, 2, 7, 3, 4, "gpt", 0, 0, 0),
+    (64, 16, 2, 4, 32, 3, 8, 1, 5, "llama", 2, 0, 0),
+    (256, 16, 2, 2, 32, 2, 16, 2, 6, "llama", 0, 48, 0),
+    (64, 12, 1, 4, 128, 2, 7, 1, 7, "llama", 1, 0, 1),
+    (64, 40, 2, 2, 32, 1, 37, 1, 8, "llama", 1, 0, 0),
 ]
 
 
@@ -82,18 +96,58 @@ def gpt(P, idx, targets, nh):
     return logits, losses.view(B, T)
 
 
-def replay(d, dtype, nh, accum):
-    P = {n: torch.tensor(d["param." + n], dtype=dtype, requires_grad=True) for n in PARAMS}
+def rope(x):
+    """Rotary embedding of x (B, heads, T, hs): pairs (i, i + hs/2) rotated by t * 10000^(-2i/hs)."""
+    T, hs = x.shape[2], x.shape[3]
+    half = hs // 2
+    inv = 10000.0 ** (-2.0 * torch.arange(half, dtype=torch.float64) / hs)
+    ang = torch.arange(T, dtype=torch.float64)[:, None] * inv[None, :]
+    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+def rmsnorm(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w
+
+
+def llama(P, idx, targets, nh, kvh):
+    """Forward of a Llama (Touvron et al. 2023) without biases; returns logits and per-position losses."""
+    B, T = idx.shape
+    C = P["wte"].shape[1]
+    L = P["qkvw"].shape[0]
+    hs = C // nh
+    x = P["wte"][idx]
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    for l in range(L):
+        h = rmsnorm(x, P["ln1w"][l])
+        q, k, v = (h @ P["qkvw"][l].T).split([C, kvh * hs, kvh * hs], dim=2)
+        q = rope(q.view(B, T, nh, hs).transpose(1, 2))
+        k = rope(k.view(B, T, kvh, hs).transpose(1, 2)).repeat_interleave(nh // kvh, dim=1)
+        v = v.view(B, T, kvh, hs).transpose(1, 2).repeat_interleave(nh // kvh, dim=1)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+        att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + y @ P["attprojw"][l].T
+        h = rmsnorm(x, P["ln2w"][l])
+        x = x + (F.silu(h @ P["gatew"][l].T) * (h @ P["upw"][l].T)) @ P["downw"][l].T
+    logits = rmsnorm(x, P["lnfw"]) @ P["lmhead"].T  # untied head
+    losses = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1), reduction="none")
+    return logits, losses.view(B, T)
+
+
+def replay(d, dtype, arch, nh, kvh, accum):
+    P = {n: torch.tensor(d["param." + n], dtype=dtype, requires_grad=True) for n in PARAMS[arch]}
     outs, total = [], 0.0
     for k in range(accum):
         idx = torch.tensor(d[f"inputs.{k}"], dtype=torch.long)
         tgt = torch.tensor(d[f"targets.{k}"], dtype=torch.long)
-        logits, losses = gpt(P, idx, tgt, nh)
+        logits, losses = gpt(P, idx, tgt, nh) if arch == "gpt" else llama(P, idx, tgt, nh, kvh)
         loss = losses.mean()
         total = total + loss / accum
         outs.append((logits.detach(), losses.detach(), loss.detach()))
     total.backward()
-    return outs, {n: P[n].grad for n in PARAMS}
+    return outs, {n: P[n].grad for n in PARAMS[arch]}
 
 
 def rel(a, ref):
@@ -103,16 +157,17 @@ def rel(a, ref):
     return diff, scale, diff / scale if scale > 0 else diff
 
 
-def check_init(d, L, failures):
-    """GPT-2's init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), norm weights 1, biases 0."""
-    for n in PARAMS:
+def check_init(d, L, arch, failures):
+    """GPT-2's init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), norm weights 1, biases 0
+    (the Llama's residual projections are attprojw and downw)."""
+    for n in PARAMS[arch]:
         w = d["init." + n].astype(np.float64)
         if n in ("ln1w", "ln2w", "lnfw"):
             ok, what = np.all(w == 1.0), "not all ones"
         elif n in ("ln1b", "qkvb", "attprojb", "ln2b", "fcb", "fcprojb", "lnfb"):
             ok, what = np.all(w == 0.0), "not all zeros"
         else:
-            std = 0.02 / math.sqrt(2 * L) if n in ("attprojw", "fcprojw") else 0.02
+            std = 0.02 / math.sqrt(2 * L) if n in ("attprojw", "fcprojw", "downw") else 0.02
             # 5 standard errors: the std of a sample std is std/sqrt(2n)
             tol = 5 * std / math.sqrt(2 * w.size)
             ok = abs(w.std() - std) < tol and abs(w.mean()) < 5 * std / math.sqrt(w.size)
@@ -122,25 +177,31 @@ def check_init(d, L, failures):
 
 
 def run_config(gpt_dump, workdir, cfg):
-    V, maxT, L, NH, C, B, T, accum, seed = cfg
-    path = os.path.join(workdir, f"gpt_{V}_{maxT}_{L}_{NH}_{C}_{B}_{T}_{accum}.bin")
+    V, maxT, L, NH, C, B, T, accum, seed, arch, KVH, H, smooth = cfg
+    path = os.path.join(workdir, f"{arch}_{V}_{maxT}_{L}_{NH}_{C}_{B}_{T}_{accum}.bin")
     subprocess.run([gpt_dump, path] + [str(v) for v in cfg], check=True)
     d = read_dump(path)
     failures = []
-    if list(d["config"]) != [V, maxT, L, NH, C, B, T, accum, seed]:
-        failures.append(f"config echoed as {list(d['config'])}")
-    check_init(d, L, failures)
-    o32, g32 = replay(d, torch.float32, NH, accum)
-    o64, g64 = replay(d, torch.float64, NH, accum)
+    kvh = KVH or NH
+    hidden = H or ((8 * C + 2) // 3 + 63) // 64 * 64
+    want = [V, maxT, L, NH, C, B, T, accum, seed, int(arch == "llama"),
+            kvh if arch == "llama" else 0, hidden if arch == "llama" else 0, smooth]
+    if list(d["config"]) != want:
+        failures.append(f"config echoed as {list(d['config'])}, want {want}")
+    if arch == "llama" and d["param.gatew"].shape != (L, hidden, C):
+        failures.append(f"gatew shape {d['param.gatew'].shape}: the MLP width is not {hidden}")
+    check_init(d, L, arch, failures)
+    o32, g32 = replay(d, torch.float32, arch, NH, kvh, accum)
+    o64, g64 = replay(d, torch.float64, arch, NH, kvh, accum)
 
     rows = []
     for k in range(accum):
         for j, name in enumerate(("logits", "losses", "loss")):
             rows.append((f"{name}.{k}", d[f"{name}.{k}"], o32[k][j].numpy(), o64[k][j].numpy()))
-    for n in PARAMS:
+    for n in PARAMS[arch]:
         rows.append(("grad." + n, d["grad." + n], g32[n].numpy(), g64[n].numpy()))
 
-    print(f"\nV={V} maxT={maxT} L={L} NH={NH} C={C} B={B} T={T} accum={accum}: "
+    print(f"\n{arch} V={V} maxT={maxT} L={L} NH={NH} KVH={kvh} C={C} B={B} T={T} accum={accum} smooth={smooth}: "
           f"loss C {float(d['loss.0']):.6f} torch64 {float(o64[0][2]):.6f}")
     print(f"  {'tensor':<16}{'max|ref|':>11}{'C-t64':>11}{'t32-t64':>11}{'C-t32':>11}{'rel':>10}")
     for name, c, t32, t64 in rows:
@@ -158,7 +219,7 @@ def run_config(gpt_dump, workdir, cfg):
         elif worst > TOL:
             failures.append(f"{name}: max|C - torch| / max|torch| = {worst:.2e} > {TOL:g}")
     # A gradient that is identically zero would make its row test nothing.
-    for n in PARAMS:
+    for n in PARAMS[arch]:
         if not np.any(g64[n].numpy() != 0):
             failures.append(f"grad.{n}: torch's gradient is all zero (the test shape does not exercise it)")
     return failures

@@ -28,14 +28,18 @@ static inline float tm_normal(uint64_t *s)
 /* Move every parameter off GPT-2's init (norm weights 1, biases 0, matrices
  * of std 0.02): with those, a LayerNorm that ignored its affine part or an
  * attention whose softmax stayed uniform would still pass. These scales give
- * peaked attention, GELU inputs of order one and logits of order one. */
+ * peaked attention, GELU / SwiGLU inputs of order one and logits of order
+ * one (the Llama's in its own tensor order: wte ln1w qkvw attprojw ln2w gatew
+ * upw downw lnfw lmhead). */
 static inline void tm_perturb(qp_gpt *m, uint64_t seed)
 {
-    static const float sigma[QP_GPT_NPARAMS] = {0.3f, 0.3f, 0.2f, 0.2f, 0.3f, 0.1f, 0.2f, 0.1f,
-                                                0.2f, 0.2f, 0.2f, 0.1f, 0.1f, 0.1f, 0.2f, 0.2f};
+    static const float gpt[QP_GPT_NPARAMS] = {0.3f, 0.3f, 0.2f, 0.2f, 0.3f, 0.1f, 0.2f, 0.1f,
+                                              0.2f, 0.2f, 0.2f, 0.1f, 0.1f, 0.1f, 0.2f, 0.2f};
+    static const float llama[QP_LLAMA_NPARAMS] = {0.3f, 0.2f, 0.3f, 0.2f, 0.2f, 0.3f, 0.3f, 0.1f, 0.2f, 0.3f};
+    const float *sigma = m->cfg.arch == QP_ARCH_LLAMA ? llama : gpt;
     uint64_t s = seed ^ 0xD1B54A32D192ED03ull;
     float *p = m->params_memory;
-    for (int i = 0; i < QP_GPT_NPARAMS; i++)
+    for (int i = 0; i < m->n_tensors; i++)
         for (int64_t j = 0; j < m->param_sizes[i]; j++) *p++ += sigma[i] * tm_normal(&s);
 }
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """test_qtrain.py — qtrain end to end, read back with h5py (an independent reader):
 bad input (one line, exit 2), determinism, matched recipes (same initial weights
-and batches), bit-identical --resume, every recipe runs, divergence, eval-only."""
+and batches), bit-identical --resume, every recipe runs, divergence, eval-only.
+
+usage: test_qtrain.py QTRAIN [CORPUS [ARCH]] — every run with --arch ARCH
+(default gpt); ctest runs it for gpt and for llama (grouped-query, 2 heads
+sharing one key/value head)."""
 import os
 import subprocess
 import sys
@@ -12,6 +16,9 @@ import numpy as np
 
 QTRAIN = sys.argv[1]
 CORPUS = sys.argv[2] if len(sys.argv) > 2 else ""
+ARCH = sys.argv[3] if len(sys.argv) > 3 else "gpt"
+ARCH_ARGS = {"gpt": ["--arch", "gpt"], "llama": ["--arch", "llama", "--kv-heads", "1"]}[ARCH]
+GEMMS = {"gpt": {b"qkv", b"attproj", b"fc", b"fcproj"}, "llama": {b"qkv", b"attproj", b"gate", b"up", b"down"}}[ARCH]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from qp_testlib import Checks, write_corpus  # noqa: E402
 
@@ -29,7 +36,7 @@ data = os.path.join(tmp, "corpus.txt")
 write_corpus(data, CORPUS, 200000)
 
 TINY = ["--data", data, "--layers", "2", "--heads", "2", "--dim", "32", "--seq", "32", "--batch", "4",
-        "--threads", "2", "--quiet", "--eval-every", "4", "--eval-batches", "2", "--warmup", "2"]
+        "--threads", "2", "--quiet", "--eval-every", "4", "--eval-batches", "2", "--warmup", "2"] + ARCH_ARGS
 
 
 def train(name, extra):
@@ -54,6 +61,17 @@ bad = [
     (TINY[:2] + ["--out", "/nonexistent-dir/x/run.h5", "--steps", "1"], "run.h5"),
     (TINY[:2] + ["--eval-only"], "--resume-from"),
     (TINY[:2] + ["--batch", "-4"], "--batch"),
+    (TINY[:2] + ["--arch", "mamba"], "--arch must be gpt or llama, not 'mamba'"),
+    (TINY[:2] + ["--arch", "llama", "--heads", "4", "--kv-heads", "3"], "--kv-heads 3 does not divide --heads 4"),
+    (TINY[:2] + ["--arch", "llama", "--kv-heads", "0"], "--kv-heads"),
+    (TINY[:2] + ["--arch", "gpt", "--kv-heads", "2"], "llama architecture's"),
+    (TINY[:2] + ["--arch", "gpt", "--recipe", "fp8,smooth-swiglu"], "down GEMM"),
+    (TINY[:2] + ARCH_ARGS + ["--recipe", "bf16,fcproj=fp8-e4m3" if ARCH == "llama" else "bf16,up=fp8-e4m3"],
+     "which this model's blocks do not have"),
+    (TINY[:2] + ["--arch", "llama", "--heads", "4", "--dim", "36"], "even head size"),
+    (TINY[:2] + ["--arch", "llama", "--mlp-hidden", "x"], "--mlp-hidden"),
+    (TINY[:2] + ARCH_ARGS + ["--inject", "nan:grad:fcw@1" if ARCH == "llama" else "nan:grad:gatew@1"],
+     "unknown tensor"),
 ]
 for args, fragment in bad:
     p = run(args)
@@ -75,10 +93,17 @@ with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
         check(k in fa["train"] and len(fa["train"][k]) == 10, f"/train/{k}")
     check(fa["status"][-1]["state"] == b"done", "status done")
     check(fa.attrs["recipe"] == "bf16" and int(fa.attrs["num_params"]) > 0, "root attributes")
+    check(fa.attrs["arch"] == ARCH, f"arch attribute {fa.attrs['arch']}")
+    if ARCH == "llama":  # the defaults resolved: one key/value head asked for, 8C/3 -> 128 (multiple of 64)
+        check(fa.attrs["kv_heads"] == "1" and fa.attrs["mlp_hidden"] == "128", "llama shape attributes")
+        C, V, H, L, KV = 32, 256, 128, 2, 1 * 16
+        want = V * C + L * (C + (C + 2 * KV) * C + C * C + C + 3 * H * C) + C + V * C
+        check(int(fa.attrs["num_params"]) == want, f"llama parameter count {fa.attrs['num_params']}, want {want}")
 
 # the AVX-512 copy of the model kernels rounds exactly like the baseline copy
-p3, c = train("det_isa", ["--steps", "10", "--recipe", "bf16"])
-p4 = run(TINY + ["--out", os.path.join(tmp, "det_isa_base.h5"), "--steps", "10", "--recipe", "bf16"],
+# (head size 32: the Llama's rotation takes its vector path too)
+p3, c = train("det_isa", ["--steps", "10", "--recipe", "bf16", "--dim", "64"])
+p4 = run(TINY + ["--out", os.path.join(tmp, "det_isa_base.h5"), "--steps", "10", "--recipe", "bf16", "--dim", "64"],
          env={"QP_MODEL_ISA": "baseline"})
 check(p3.returncode == 0 and p4.returncode == 0, "isa runs")
 with h5py.File(c, "r") as fc, h5py.File(os.path.join(tmp, "det_isa_base.h5"), "r") as fd:
@@ -99,6 +124,14 @@ with h5py.File(runs["fp32"], "r") as f0, h5py.File(runs["fp8"], "r") as f1, h5py
     check(not np.array_equal(f0["train/loss"][:], f2["train/loss"][:]), "recipes differ in their losses")
     q = f2["quant/error"][:]
     check(len(q) > 0 and set(q["pass"]) == {b"fprop", b"dgrad", b"wgrad"}, "nvfp4 logs per-pass errors")
+    check(set(q["gemm"]) == GEMMS, f"{ARCH}'s GEMMs in /quant/error: {set(q['gemm'])}")
+    for f in (f0, f2):  # outliers for every recipe, fp32 too: the GEMM inputs before quantization
+        o = f["quant/outliers"][:]
+        check(set(o["gemm"]) == GEMMS and set(o["step"]) == {0, 3} and set(o["layer"]) == {0, 1},
+              f"/quant/outliers: every block GEMM at steps 0 and 3: {set(o['gemm'])} {set(o['step'])}")
+        ok = np.all(o["amax"] > 0) and np.all(o["kurtosis"] >= 1) and np.all(o["topk"] == 1)
+        check(ok and np.all((o["topk_frac"] > 0) & (o["topk_frac"] <= 1)) and np.all(o["chan_amax_ratio"] >= 1) and
+              np.all(o["top_channel"] < o["channels"]), "outlier statistics in range")
     check(set(q["operand"]) == {b"x", b"w", b"dy"}, "nvfp4 logs x, w, dy")
     check(np.all(q["rel_l2"][q["layer"] == 0] > 0.01), "nvfp4 quantized blocks have a real error")
     check(np.all(q["rel_l2"][q["layer"] == 1] < 0.01), "the last block is BF16 in the nvfp4 recipe")
@@ -121,7 +154,7 @@ for recipe in ["fp8-current", "mxfp8", "nvfp4-naive", "mxfp4", "nvfp4,nvfp4-rht"
 
 # ---- the recipe language: --explain, recipe_plan, a preset and its spelling ------
 def explain(recipe, layers="2"):
-    e = run(["--recipe", recipe, "--layers", layers, "--explain"])
+    e = run(["--recipe", recipe, "--layers", layers, "--explain"] + ARCH_ARGS)
     check(e.returncode == 0 and e.stderr == "", f"--explain {recipe}: exit {e.returncode} {e.stderr}")
     return [l for l in e.stdout.splitlines() if not l.startswith("#")]
 
@@ -154,6 +187,46 @@ for preset in ["nvfp4", "fp8"]:
         check(fa.attrs["recipe_plan"] == plan and fb.attrs["recipe_plan"] == plan,
               f"{preset}: recipe_plan {fa.attrs['recipe_plan']!r}")
         check(fb.attrs["recipe"] == ",".join(rules), "the run file keeps the recipe as given")
+# the architecture's own GEMMs: --explain names them, a rule on its last MLP GEMM
+# (fcproj / down) quantizes that GEMM alone, the other architecture's are refused
+ORDERED = {"gpt": "qkv, attproj, fc, fcproj", "llama": "qkv, attproj, gate, up, down"}[ARCH]
+MLP_LAST = {"gpt": "fcproj", "llama": "down"}[ARCH]
+e = run(["--recipe", "fp8", "--layers", "2", "--explain"] + ARCH_ARGS)
+check(e.returncode == 0 and f"for 2 blocks of --arch {ARCH} (GEMMs {ORDERED})" in e.stdout, f"--explain: {e.stdout}")
+rules = explain(f"bf16,{MLP_LAST}=fp8-e4m3:current")
+others = "+".join(g for g in ORDERED.split(", ") if g != MLP_LAST)
+check(f"L0-1.{others}.fprop.x=bf16" in rules and f"L0-1.{MLP_LAST}.fprop.x=fp8-e4m3:current" in rules,
+      f"{MLP_LAST}=fp8 on 2 blocks expands to {rules}")
+p, out = train("mlp_last_" + MLP_LAST, ["--steps", "2", "--qerr-every", "1", "--recipe",
+                                        f"bf16,{MLP_LAST}=fp8-e4m3:current"])
+check(p.returncode == 0, f"{MLP_LAST}=fp8: {p.stderr}")
+if p.returncode == 0:
+    with h5py.File(out, "r") as f:
+        q = f["quant/error"][:]
+        fp8 = q["gemm"] == MLP_LAST.encode()
+        check(set(q["gemm"]) == GEMMS and np.all(q["rel_l2"][fp8] > 1e-3) and np.all(q["rel_l2"][~fp8] < 1e-2) and
+              np.all(q["sat_frac"][~fp8] == 0) and f.attrs["recipe_plan"] == "\n".join(rules) + "\n",
+              f"{MLP_LAST}=fp8: only {MLP_LAST} carries E4M3's error")
+if ARCH == "llama":
+    # smooth-swiglu is a recipe modifier: the run file's recipe and recipe_plan carry it once; the down
+    # GEMM's input (the scaled SwiGLU output) differs from plain fp8's, block 0's qkv input at step 0 does not
+    # (later blocks see down's differently quantized output)
+    runs = {}
+    for tag, recipe in [("plain", "fp8"), ("smooth", "fp8,smooth-swiglu")]:
+        p, out = train("smooth_" + tag, ["--steps", "2", "--qerr-every", "1", "--recipe", recipe])
+        check(p.returncode == 0, f"{recipe}: {p.stderr}")
+        if p.returncode == 0:
+            with h5py.File(out, "r") as f:
+                runs[tag] = (f["quant/error"][:], dict(f.attrs))
+    if len(runs) == 2:
+        (qa, aa), (qb, ab) = runs["plain"], runs["smooth"]
+        check(ab["recipe_plan"] == aa["recipe_plan"] + "smooth-swiglu\n" and "smooth_swiglu" not in ab and
+              "Smooth-SwiGLU" in ab["recipe_description"], f"smooth-swiglu in the run file: {ab['recipe_plan']!r}")
+        pick = lambda q, g: q[(q["step"] == 0) & (q["layer"] == 0) & (q["gemm"] == g) & (q["operand"] == b"x") &
+                              (q["pass"] == b"fprop")]
+        check(np.array_equal(pick(qa, b"qkv")["amax"], pick(qb, b"qkv")["amax"]) and
+              np.all(pick(qb, b"down")["amax"] >= 1) and np.all(pick(qb, b"down")["amax"] < 2) and
+              np.all(pick(qa, b"down")["amax"] < 1), "smooth-swiglu scales the down GEMM's input only (amax in [1, 2))")
 # per-use recipes train, and quantize where they say
 p, out = train("fprop_only", ["--steps", "3", "--qerr-every", "1", "--recipe", "bf16,fprop=nvfp4"])
 check(p.returncode == 0, f"bf16,fprop=nvfp4: {p.stderr}")
@@ -275,6 +348,14 @@ check(pe.returncode == 0 and pe.stdout.startswith("val_loss "), f"eval-only: {pe
 with h5py.File(os.path.join(tmp, "ptq.h5"), "r") as f:
     check(len(f["eval/val_loss"]) == 1 and len(f["quant/error"]) > 0, "eval-only logs val loss and errors")
     check(set(f["quant/error"][:]["pass"]) == {b"fprop"}, "eval-only quantizes forward GEMMs only")
+    check(f.attrs["arch"] == ARCH and set(f["quant/outliers"][:]["gemm"]) == GEMMS,
+          "eval-only takes the checkpoint's architecture and logs its GEMM inputs' outliers")
+# a checkpoint of one architecture does not resume as the other
+other = ["--arch", "gpt"] if ARCH == "llama" else ["--arch", "llama"]
+pm = run(TINY[:len(TINY) - len(ARCH_ARGS)] + other + ["--out", out, "--steps", "6", "--resume", "--recipe", "bf16"])
+lines = [l for l in pm.stderr.splitlines() if l.strip()]
+check(pm.returncode == 2 and len(lines) == 1 and f"is of --arch {ARCH}" in lines[0],
+      f"resume across architectures refused: {pm.returncode} {pm.stderr}")
 
 print(f"test_qtrain: {check.passed} passed, {check.failed} failed")
 sys.exit(1 if check.failed else 0)

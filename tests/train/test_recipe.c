@@ -2,7 +2,9 @@
  * expansion of every preset and modifier, the presets' documented
  * expansions (docs/recipes.md, argv[1]), the examples of the issue and the
  * docs, ownership of scaling states, round trips through the canonical
- * expansion, and one-line errors naming the offending token.
+ * expansion, one-line errors naming the offending token, and the GEMMs of
+ * each architecture (a GPT's fc, fcproj; a Llama's gate, up, down, and its
+ * smooth-swiglu modifier).
  *
  * The stored tables are exactly the plans of the fixed recipes they replace:
  * a run with each preset and modifier gave byte-identical losses, quant/error
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qp_model.h"
 #include "qp_recipe.h"
 #include "qp_test.h"
 
@@ -20,10 +23,18 @@
 static qp_recipe R, R2;
 static qp_linear_plan P[MAXL * QP_BLOCK_GEMMS], P2[MAXL * QP_BLOCK_GEMMS];
 static char text[1 << 16];
+static unsigned GPT, LLAMA; /* the architectures' block GEMMs (qp_model_gemm_mask) */
 
+static int resolve_for(const char *spec, int L, unsigned gemms, qp_recipe *r, qp_linear_plan *p, char *err,
+                       size_t errlen)
+{
+    return qp_recipe_parse(spec, r, err, errlen) || qp_recipe_resolve(r, L, gemms, p, err, errlen) ? -1 : 0;
+}
+
+/* for a GPT's blocks */
 static int resolve(const char *spec, int L, qp_recipe *r, qp_linear_plan *p, char *err, size_t errlen)
 {
-    return qp_recipe_parse(spec, r, err, errlen) || qp_recipe_resolve(r, L, p, err, errlen) ? -1 : 0;
+    return resolve_for(spec, L, GPT, r, p, err, errlen);
 }
 
 static const qp_use_plan *use(int layer, qp_gemm_id g, qp_pass p, qp_operand o)
@@ -33,11 +44,14 @@ static const qp_use_plan *use(int layer, qp_gemm_id g, qp_pass p, qp_operand o)
 
 /* ---- the stored expansions ------------------------------------------------------ */
 
-static const struct {
+typedef struct {
     const char *spec;
     int layers;
     const char *table;
-} golden[] = {
+} expansion;
+
+/* a GPT's */
+static const expansion golden[] = {
     {"fp32", 1,
             "L0.fprop.x=fp32\n"
             "L0.fprop.w=fp32\n"
@@ -238,37 +252,60 @@ static const struct {
             "L1-3.wgrad.x=nvfp4:current:rht=16\n"},
 };
 
-static void test_golden(void)
+/* a Llama's: a uniform recipe names no GEMM; rules name its own */
+static const expansion golden_llama[] = {
+    {"fp8,smooth-swiglu", 2,
+            "L0-1.fprop.x=fp8-e4m3:delayed:hist=1024:amax=max\n"
+            "L0-1.fprop.w=fp8-e4m3:delayed:hist=1024:amax=max\n"
+            "L0-1.dgrad.dy=fp8-e5m2:delayed:hist=1024:amax=max\n"
+            "L0-1.dgrad.w=fp8-e4m3:delayed:hist=1024:amax=max\n"
+            "L0-1.wgrad.dy=fp8-e5m2:delayed:hist=1024:amax=max\n"
+            "L0-1.wgrad.x=fp8-e4m3:delayed:hist=1024:amax=max\n"
+            "smooth-swiglu\n"},
+    {"bf16,down.fprop=fp8-e4m3:current,gate+up.w=mxfp8", 2,
+            "L0-1.qkv+attproj+gate+up.fprop.x=bf16\n"
+            "L0-1.down.fprop.x=fp8-e4m3:current\n"
+            "L0-1.qkv+attproj.fprop.w=bf16\n"
+            "L0-1.gate+up.fprop.w=mxfp8\n"
+            "L0-1.down.fprop.w=fp8-e4m3:current\n"
+            "L0-1.dgrad.dy=bf16\n"
+            "L0-1.qkv+attproj+down.dgrad.w=bf16\n"
+            "L0-1.gate+up.dgrad.w=mxfp8\n"
+            "L0-1.wgrad.dy=bf16\n"
+            "L0-1.wgrad.x=bf16\n"},
+};
+
+static void test_golden(const expansion *g, size_t count, unsigned gemms)
 {
     char err[512];
-    for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
-        const int ok = resolve(golden[i].spec, golden[i].layers, &R, P, err, sizeof err) == 0;
-        CHECK(ok, "%s: %s", golden[i].spec, err);
+    for (size_t i = 0; i < count; i++) {
+        const int ok = resolve_for(g[i].spec, g[i].layers, gemms, &R, P, err, sizeof err) == 0;
+        CHECK(ok, "%s: %s", g[i].spec, err);
         if (!ok) continue;
-        const int n = qp_recipe_explain(P, golden[i].layers, text, sizeof text);
-        CHECK(n == (int)strlen(golden[i].table) && !strcmp(text, golden[i].table),
-              "%s for %d blocks expands to\n%s-- stored:\n%s", golden[i].spec, golden[i].layers, text, golden[i].table);
+        const int n = qp_recipe_explain(&R, P, g[i].layers, gemms, text, sizeof text);
+        CHECK(n == (int)strlen(g[i].table) && !strcmp(text, g[i].table), "%s for %d blocks expands to\n%s-- stored:\n%s",
+              g[i].spec, g[i].layers, text, g[i].table);
     }
 }
 
 /* ---- round trips: the expansion is the recipe spelled out ------------------------ */
 
-static void round_trip(const char *spec, int L)
+static void round_trip(const char *spec, int L, unsigned gemms)
 {
     char err[512];
-    if (resolve(spec, L, &R, P, err, sizeof err)) {
+    if (resolve_for(spec, L, gemms, &R, P, err, sizeof err)) {
         CHECK(0, "%s: %s", spec, err);
         return;
     }
-    const int n = qp_recipe_explain(P, L, text, sizeof text);
+    const int n = qp_recipe_explain(&R, P, L, gemms, text, sizeof text);
     CHECK(n > 0 && (size_t)n < sizeof text && text[n - 1] == '\n', "%s: expansion of %d bytes", spec, n);
     text[n - 1] = '\0';
     for (char *c = text; *c; c++)
         if (*c == '\n') *c = ',';
-    const int ok = resolve(text, L, &R2, P2, err, sizeof err) == 0;
+    const int ok = resolve_for(text, L, gemms, &R2, P2, err, sizeof err) == 0;
     CHECK(ok, "%s spelled out: %s", spec, err);
-    CHECK(ok && !memcmp(P, P2, (size_t)L * QP_BLOCK_GEMMS * sizeof P[0]), "%s: its expansion resolves differently",
-          spec);
+    CHECK(ok && !memcmp(P, P2, (size_t)L * QP_BLOCK_GEMMS * sizeof P[0]) && R.smooth_swiglu == R2.smooth_swiglu,
+          "%s: its expansion resolves differently", spec);
     CHECK(!R2.base[0] && R2.bf16_first == 0 && R2.bf16_last == 0, "%s: the expansion names no preset", spec);
 }
 
@@ -321,7 +358,8 @@ static void test_examples(void)
     CHECK(resolve("bf16,fprop=nvfp4", L, &R, P, err, sizeof err) == 0, "%s", err);
     for (int l = 0; l < L; l++)
         for (int g = 0; g < QP_BLOCK_GEMMS; g++)
-            CHECK(is(use(l, g, QP_PASS_FPROP, QP_OPND_X), QP_FMT_NVFP4, 0, 0, QP_SCALING_CURRENT) &&
+            CHECK(!(GPT >> g & 1u) ? use(l, g, QP_PASS_FPROP, QP_OPND_X)->fmt == QP_FMT_FP32 :
+                  is(use(l, g, QP_PASS_FPROP, QP_OPND_X), QP_FMT_NVFP4, 0, 0, QP_SCALING_CURRENT) &&
                       is(use(l, g, QP_PASS_FPROP, QP_OPND_W), QP_FMT_NVFP4, 0, 0, QP_SCALING_CURRENT) &&
                       use(l, g, QP_PASS_DGRAD, QP_OPND_DY)->fmt == QP_FMT_BF16 &&
                       use(l, g, QP_PASS_DGRAD, QP_OPND_W)->fmt == QP_FMT_BF16 &&
@@ -477,8 +515,8 @@ static void test_owners(void)
     CHECK(qp_recipe_has_delayed(P, 2) && qp_recipe_history_max(P, 2) == 1024, "fp8: delayed, history 1024");
     CHECK(resolve("bf16,wgrad=fp8-e4m3:delayed:hist=2048:amax=most-recent", 2, &R, P, err, sizeof err) == 0, "%s",
           err);
-    CHECK(P[5].owner[QP_OPND_X] == QP_PASS_WGRAD && P[5].owner[QP_OPND_DY] == QP_PASS_WGRAD &&
-              P[5].owner[QP_OPND_W] == QP_PASS_FPROP,
+    CHECK(P[1 * QP_BLOCK_GEMMS + QP_GEMM_ATTPROJ].owner[QP_OPND_X] == QP_PASS_WGRAD && P[1 * QP_BLOCK_GEMMS + QP_GEMM_ATTPROJ].owner[QP_OPND_DY] == QP_PASS_WGRAD &&
+              P[1 * QP_BLOCK_GEMMS + QP_GEMM_ATTPROJ].owner[QP_OPND_W] == QP_PASS_FPROP,
           "the quantized later use owns the state when the first one is BF16");
     CHECK(qp_recipe_history_max(P, 2) == 2048 && use(1, QP_GEMM_QKV, QP_PASS_WGRAD, QP_OPND_X)->algo ==
                                                       QP_AMAX_MOST_RECENT,
@@ -515,13 +553,30 @@ static void test_owners(void)
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
+typedef struct {
+    const char *spec;
+    int layers;
+    const char *fragments[3];
+} refusal;
+
+/* Each spec is refused for its blocks of gemms in one line holding every fragment. */
+static void check_refused(const refusal *bad, size_t n, unsigned gemms)
+{
+    char err[512];
+    for (size_t i = 0; i < n; i++) {
+        err[0] = '\0';
+        const int rc = resolve_for(bad[i].spec, bad[i].layers, gemms, &R, P, err, sizeof err);
+        CHECK(rc != 0, "'%s' accepted", bad[i].spec);
+        CHECK(err[0] && !strchr(err, '\n'), "'%s': not one line: %s", bad[i].spec, err);
+        for (int k = 0; k < 3 && bad[i].fragments[k]; k++)
+            CHECK(strstr(err, bad[i].fragments[k]) != NULL, "'%s': '%s' lacks '%s'", bad[i].spec, err,
+                  bad[i].fragments[k]);
+    }
+}
+
 static void test_errors(void)
 {
-    static const struct {
-        const char *spec;
-        int layers;
-        const char *fragments[3];
-    } bad[] = {
+    static const refusal bad[] = {
         {"", 4, {"empty", "valid: fp32, bf16"}},
         {"nvfp5", 4, {"'nvfp5'", "valid: fp32, bf16"}},
         {"bf16,nvfp4-rht", 4, {"nvfp4 recipe only"}},
@@ -559,21 +614,76 @@ static void test_errors(void)
         {"nvfp4,L9=bf16", 4, {"'L9=bf16'", "blocks 0..3"}},
         {"bf16\x01", 4, {"0x01", "printable"}},
     };
+    check_refused(bad, sizeof bad / sizeof bad[0], GPT);
     char err[512];
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = '\0';
-        const int rc = resolve(bad[i].spec, bad[i].layers, &R, P, err, sizeof err);
-        CHECK(rc != 0, "'%s' accepted", bad[i].spec);
-        CHECK(err[0] && !strchr(err, '\n'), "'%s': not one line: %s", bad[i].spec, err);
-        for (int k = 0; k < 3 && bad[i].fragments[k]; k++)
-            CHECK(strstr(err, bad[i].fragments[k]) != NULL, "'%s': '%s' lacks '%s'", bad[i].spec, err,
-                  bad[i].fragments[k]);
-    }
     /* too long */
     static char longspec[QP_RECIPE_SPEC_MAX + 8];
     memset(longspec, 'x', sizeof longspec - 1);
     longspec[sizeof longspec - 1] = '\0';
     CHECK(qp_recipe_parse(longspec, &R, err, sizeof err) != 0 && strstr(err, "1023 bytes"), "long: %s", err);
+}
+
+/* ---- the architectures' GEMMs and smooth-swiglu -------------------------------------------- */
+
+static void test_arch(void)
+{
+    char err[512], desc[400];
+    CHECK(GPT == (1u << QP_GEMM_QKV | 1u << QP_GEMM_ATTPROJ | 1u << QP_GEMM_FC | 1u << QP_GEMM_FCPROJ) &&
+              LLAMA == (1u << QP_GEMM_QKV | 1u << QP_GEMM_ATTPROJ | 1u << QP_GEMM_GATE | 1u << QP_GEMM_UP |
+                        1u << QP_GEMM_DOWN),
+          "the GEMMs of a GPT and a Llama block");
+    /* a Llama's GEMMs by name; the GPT's, which it lacks, stay FP32 and unused */
+    CHECK(resolve_for("fp8-current,gate+up=bf16", 3, LLAMA, &R, P, err, sizeof err) == 0, "%s", err);
+    for (int l = 0; l < 3; l++)
+        CHECK(use(l, QP_GEMM_GATE, QP_PASS_FPROP, QP_OPND_X)->fmt == QP_FMT_BF16 &&
+                  use(l, QP_GEMM_UP, QP_PASS_WGRAD, QP_OPND_DY)->fmt == QP_FMT_BF16 &&
+                  is(use(l, QP_GEMM_DOWN, QP_PASS_FPROP, QP_OPND_X), QP_FMT_FP8_E4M3, 0, 0, QP_SCALING_CURRENT) &&
+                  is(use(l, QP_GEMM_QKV, QP_PASS_DGRAD, QP_OPND_DY), QP_FMT_FP8_E5M2, 0, 0, QP_SCALING_CURRENT) &&
+                  use(l, QP_GEMM_FC, QP_PASS_FPROP, QP_OPND_X)->fmt == QP_FMT_FP32 &&
+                  use(l, QP_GEMM_FCPROJ, QP_PASS_WGRAD, QP_OPND_DY)->fmt == QP_FMT_FP32,
+              "llama gate+up=bf16, block %d", l);
+    /* the uniform description covers the model's GEMMs only */
+    CHECK(resolve_for("fp8", 2, LLAMA, &R, P, err, sizeof err) == 0, "%s", err);
+    qp_recipe_describe(&R, P, 2, LLAMA, desc, sizeof desc);
+    CHECK(strstr(desc, "x fp8-e4m3") && !strstr(desc, "varies") && !strstr(desc, "Smooth"), "fp8 on a Llama: %s",
+          desc);
+    /* a GEMM the model lacks is refused in one line naming it and the model's own; with no model known, any */
+    static const refusal on_llama[] = {
+        {"bf16,fc=fp8-e4m3", 2, {"names GEMM fc", "theirs: qkv, attproj, gate, up, down"}},
+        {"nvfp4,L0.fcproj.wgrad:rn", 2, {"'L0.fcproj.wgrad:rn'", "GEMM fcproj"}},
+        {"bf16,attproj+fc=mxfp8", 2, {"GEMM fc,", "theirs"}},
+    };
+    static const refusal on_gpt[] = {
+        {"bf16,gate=fp8-e4m3", 2, {"names GEMM gate", "theirs: qkv, attproj, fc, fcproj"}},
+        {"bf16,up+down.fprop=mxfp8", 2, {"GEMM up,"}},
+        {"fp8,smooth-swiglu", 2, {"smooth-swiglu", "down GEMM", "theirs: qkv, attproj, fc, fcproj"}},
+    };
+    check_refused(on_llama, sizeof on_llama / sizeof on_llama[0], LLAMA);
+    check_refused(on_gpt, sizeof on_gpt / sizeof on_gpt[0], GPT);
+    const refusal *both[] = {&on_llama[0], &on_llama[1], &on_llama[2], &on_gpt[0], &on_gpt[1], &on_gpt[2]};
+    for (size_t i = 0; i < sizeof both / sizeof both[0]; i++)
+        CHECK(resolve_for(both[i]->spec, 2, 0, &R, P, err, sizeof err) == 0, "'%s' without a model: %s",
+              both[i]->spec, err);
+    /* smooth-swiglu: a modifier anywhere after the preset, alone on FP32, kept by the nvfp4 modifiers */
+    CHECK(qp_recipe_parse("fp8", &R, err, sizeof err) == 0 && !R.smooth_swiglu, "fp8 has no smooth-swiglu");
+    CHECK(qp_recipe_parse("fp8,smooth-swiglu,dy=fp8-e4m3:delayed", &R, err, sizeof err) == 0 && R.smooth_swiglu &&
+              !strcmp(R.base, "fp8"),
+          "fp8 with smooth-swiglu: %s", err);
+    CHECK(resolve_for("smooth-swiglu", 2, LLAMA, &R, P, err, sizeof err) == 0 && R.smooth_swiglu && !R.base[0] &&
+              use(1, QP_GEMM_DOWN, QP_PASS_FPROP, QP_OPND_X)->fmt == QP_FMT_FP32,
+          "smooth-swiglu alone: FP32: %s", err);
+    CHECK(resolve_for("nvfp4-rht,smooth-swiglu", 4, LLAMA, &R, P, err, sizeof err) == 0 && R.smooth_swiglu &&
+              !strcmp(R.base, "nvfp4") && use(0, QP_GEMM_UP, QP_PASS_WGRAD, QP_OPND_X)->rht == 0 &&
+              use(0, QP_GEMM_UP, QP_PASS_FPROP, QP_OPND_X)->fmt == QP_FMT_NVFP4,
+          "nvfp4-rht,smooth-swiglu: %s", err);
+    qp_recipe_describe(&R, P, 4, LLAMA, desc, sizeof desc);
+    CHECK(strstr(desc, "Smooth-SwiGLU") != NULL, "described: %s", desc);
+    CHECK(qp_recipe_parse("fp8,qkv=bf16,smooth-swiglu", &R, err, sizeof err) == 0 && R.smooth_swiglu,
+          "smooth-swiglu beside a rule naming another GEMM: %s", err);
+    CHECK(qp_recipe_parse("smooth-swiglu,fp8", &R, err, sizeof err) != 0 && strstr(err, "'fp8' must come first"),
+          "a preset after smooth-swiglu: %s", err);
+    CHECK(qp_recipe_parse("fp8,smooth-swiglu=1", &R, err, sizeof err) != 0 && !strchr(err, '\n'),
+          "smooth-swiglu takes no value: %s", err);
 }
 
 /* The name tables have a row for every enum value (designated initializers
@@ -603,8 +713,11 @@ static void test_tables(void)
 
 int main(int argc, char **argv)
 {
+    GPT = qp_model_gemm_mask(&(qp_gpt_config){.arch = QP_ARCH_GPT});
+    LLAMA = qp_model_gemm_mask(&(qp_gpt_config){.arch = QP_ARCH_LLAMA});
     test_tables();
-    test_golden();
+    test_golden(golden, sizeof golden / sizeof golden[0], GPT);
+    test_golden(golden_llama, sizeof golden_llama / sizeof golden_llama[0], LLAMA);
     const char *specs[] = {"fp32", "bf16", "fp8", "fp8-current", "mxfp8", "nvfp4", "nvfp4-naive", "mxfp4",
                            "nvfp4-sr", "nvfp4,nvfp4-rht,nvfp4-2d", "bf16-last=3", "bf16,fprop=nvfp4",
                            "fp8-current,w=nvfp4", "nvfp4,bf16-first=2,bf16-last=8", "fp8,dy=fp8-e4m3:delayed",
@@ -612,12 +725,18 @@ int main(int argc, char **argv)
                            "bf16,wgrad=fp8-e4m3:delayed:hist=16", "fp32,w=nvfp4", "nvfp4,fcproj.wgrad=bf16:rht=16",
                            "nvfp4-sr,~L1=bf16", "nvfp4-naive,bf16-last=1,~L0=bf16"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
-        for (int L = 5; L <= 12; L += 7) round_trip(specs[i], L);
+        for (int L = 5; L <= 12; L += 7) round_trip(specs[i], L, GPT);
+    const char *llama_specs[] = {"fp8", "nvfp4", "fp8,smooth-swiglu", "bf16,gate+up=fp8-e4m3:current",
+                                 "nvfp4,down=bf16,smooth-swiglu", "nvfp4,L1+L4.up.wgrad.dy:rn", "smooth-swiglu",
+                                 "mxfp8,qkv+down.dgrad=bf16"};
+    for (size_t i = 0; i < sizeof llama_specs / sizeof llama_specs[0]; i++)
+        for (int L = 5; L <= 12; L += 7) round_trip(llama_specs[i], L, LLAMA);
     if (argc > 1) test_docs(argv[1]);
     else CHECK(0, "usage: test_recipe docs/recipes.md");
     test_examples();
     test_owners();
     test_one_block();
     test_errors();
+    test_arch();
     return qp_test_finish("test_recipe");
 }

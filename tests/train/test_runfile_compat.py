@@ -17,11 +17,12 @@ PART:
            --summarize reads it (phase shares nan, the older columns right).
   newer    a file claiming a newer schema version: qplot, qsweep and
            qtrain --resume each refuse it with one line (exit 2 / failed).
-  upgrade  a run file cut back to the version-1 layout (phase datasets and
-           the attribute removed) continues under --resume: the phase
-           series are added, NaN for the rows before, measured after, the
-           version attribute becomes current, and the losses are bit-identical
-           to an unbroken run's.
+  upgrade  a run file cut back to the version-1 layout (phase datasets,
+           /quant/outliers and the attribute removed) continues under
+           --resume: the phase series are added, NaN for the rows before,
+           measured after, /quant/outliers is added with the resumed steps'
+           rows, the version attribute becomes current, and the losses are
+           bit-identical to an unbroken run's.
 
 The fixture was made with (corpus: the first 200000 bytes of tinyshakespeare):
   qtrain --data corpus.txt --layers 2 --heads 2 --dim 32 --seq 16 --batch 4 --steps 12 --warmup 2
@@ -122,7 +123,7 @@ def part_docs():
     check(p.returncode == 0, f"qtrain: {p.stderr}")
     types = {"int64": ("i", 8), "uint64": ("u", 8), "float64": ("f", 8)}
     with h5py.File(out, "r") as f:
-        check(f.attrs.get("runfile_schema") == "2", f"runfile_schema attribute: {f.attrs.get('runfile_schema')!r}")
+        check(f.attrs.get("runfile_schema") == "3", f"runfile_schema attribute: {f.attrs.get('runfile_schema')!r}")
         seen = set()
         f.visititems(lambda n, o: seen.add("/" + n) if isinstance(o, h5py.Dataset) else None)
         documented = set()
@@ -257,11 +258,15 @@ def part_upgrade():
     with h5py.File(cut, "r+", libver="latest") as f:  # what qtrain of schema version 1 wrote
         for k in PHASES:
             del f["train/" + k]
+        del f["quant/outliers"]  # version 3's table
         del f.attrs["runfile_schema"]
     p = run(tiny(data, cut, 8, ["--resume"]))
     check(p.returncode == 0, f"--resume of a version-1 file: {p.stderr}")
     with h5py.File(cut, "r") as f, h5py.File(whole, "r") as w:
-        check(f.attrs.get("runfile_schema") == "2", "upgraded to the current version")
+        check(f.attrs.get("runfile_schema") == "3", "upgraded to the current version")
+        o, wo = f["quant/outliers"][:], w["quant/outliers"][:]
+        check(len(o) > 0 and np.all(o["step"] >= 4) and np.array_equal(o, wo[wo["step"] >= 4]),
+              f"/quant/outliers added: the resumed steps' rows, as the unbroken run's: {sorted(set(o['step']))}")
         check(np.array_equal(f["train/step"][:], np.arange(8)), f"steps {f['train/step'][:]}")
         check(np.array_equal(f["train/loss"][:], w["train/loss"][:]), "losses bit-identical to the unbroken run")
         for k in PHASES:

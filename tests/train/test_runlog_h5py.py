@@ -59,7 +59,10 @@ QERR = ["step", "layer", "gemm", "operand", "pass", "rel_l2", "snr_db", "sat_fra
 RECALIB = ["step", "layer", "gemm", "operand", "kind", "old_scale", "new_scale", "amax"]
 DIVERGENCE = ["step", "loss", "reason", "action"]
 STATUS = ["step", "state", "message"]
-ATTRS = {"model": "gpt-tiny", "recipe": "nvfp4/\u00b5batch", "seed": "1234", "empty": "", "runfile_schema": "2"}
+OUTLIERS = ["step", "layer", "gemm", "tokens", "channels", "amax", "kurtosis", "topk", "topk_frac", "top_channel",
+            "chan_amax_ratio"]
+INTS = ("step", "layer", "tokens", "channels", "topk", "top_channel")
+ATTRS = {"model": "gpt-tiny", "recipe": "nvfp4/\u00b5batch", "seed": "1234", "empty": "", "runfile_schema": "3"}
 GEMMS, OPERANDS, PASSES = ["fc", "attn_qkv", "fc"], ["x", "w", "dy"], ["fprop", "fprop", "dgrad"]
 
 
@@ -152,7 +155,7 @@ def check_schema(f):
     widths = {"gemm": 32, "operand": 16, "pass": 16, "kind": 32, "reason": 256, "action": 32, "state": 16,
               "message": 512}
     for name, cols in (("quant/error", QERR), ("events/recalib", RECALIB), ("events/divergence", DIVERGENCE),
-                       ("status", STATUS)):
+                       ("status", STATUS), ("quant/outliers", OUTLIERS)):
         dt = f[name].dtype
         check(list(dt.names) == cols, f"/{name} columns {dt.names}")
         for c in cols:
@@ -160,7 +163,7 @@ def check_schema(f):
             if c in widths:
                 check(t == np.dtype(f"S{widths[c]}"), f"/{name}.{c} is {t}, want S{widths[c]}")
             else:
-                check(t == (np.int64 if c in ("step", "layer") else np.float64), f"/{name}.{c} is {t}")
+                check(t == (np.int64 if c in INTS else np.float64), f"/{name}.{c} is {t}")
     got = {k: v for k, v in f.attrs.items()}
     check(got == ATTRS, f"root attributes {got}")
     check(all(isinstance(v, str) for v in got.values()), "root attributes are str")
