@@ -112,7 +112,7 @@ static qp_linear_plan *plans_of(const char *spec, int L, char *err, size_t errle
     qp_recipe rec;
     qp_linear_plan *pl = malloc((size_t)L * QP_BLOCK_GEMMS * sizeof *pl);
     if (!pl) return snprintf(err, errlen, "out of memory"), NULL;
-    if (qp_recipe_parse(spec, &rec, err, errlen) || qp_recipe_resolve(&rec, L, pl, err, errlen)) {
+    if (qp_recipe_parse(spec, &rec, err, errlen) || qp_recipe_resolve(&rec, L, 0 /* every GEMM id: a block differs if any of its GEMMs does; qtrain refuses a rule naming another architecture's GEMM */, pl, err, errlen)) {
         free(pl);
         return NULL;
     }
