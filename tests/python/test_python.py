@@ -376,13 +376,14 @@ def make_run(d, recipe="fp8"):
     with open(corpus, "w") as f:
         f.write(("the quick brown fox jumps over the lazy dog. " * 4000))
     run = os.path.join(d, "run.h5")
-    if not os.path.exists(run):
-        p = subprocess.run([QTRAIN, "--data", corpus, "--layers", "2", "--heads", "2", "--dim", "32", "--seq", "32",
-                            "--batch", "4", "--steps", "30", "--eval-every", "10", "--eval-batches", "2",
-                            "--qerr-every", "10", "--ckpt-every", "0", "--threads", "1", "--quiet", "--recipe",
-                            recipe, "--out", run], capture_output=True, text=True, timeout=300)
-        if p.returncode:
-            raise SystemExit(f"qtrain: {p.stderr}")
+    if os.path.exists(run):  # written by an older qtrain of this build tree: its columns may differ
+        os.unlink(run)
+    p = subprocess.run([QTRAIN, "--data", corpus, "--layers", "2", "--heads", "2", "--dim", "32", "--seq", "32",
+                        "--batch", "4", "--steps", "30", "--eval-every", "10", "--eval-batches", "2",
+                        "--qerr-every", "10", "--ckpt-every", "0", "--threads", "1", "--quiet", "--recipe",
+                        recipe, "--out", run], capture_output=True, text=True, timeout=300)
+    if p.returncode:
+        raise SystemExit(f"qtrain: {p.stderr}")
     return run
 
 
