@@ -190,6 +190,24 @@ static void scores(float *restrict st, const float *restrict qt, const float *kb
     }
 }
 
+/* Acc^T[d] (lanes: query rows) += sum over keys c < nk, in order, of
+ * row_{k0+c}[d] * W[c]: the forward's P.V and the backward's dS.K. */
+static void accumulate_rows(float *restrict acc, const float *restrict w, const float *rbase, int64_t rs, int k0,
+                            int nk, int hs)
+{
+    for (int d0 = 0; d0 < hs; d0 += KG) {
+        const int nd = hs - d0 < KG ? hs - d0 : KG;
+        vf a[KG];
+        for (int j = 0; j < nd; j++) a[j] = vload(acc + (d0 + j) * QB);
+        for (int c = 0; c < nk; c++) {
+            const vf p = vload(w + c * QB);
+            const float *row = rbase + (int64_t)(k0 + c) * rs + d0;
+            for (int j = 0; j < nd; j++) a[j] += row[j] * p;
+        }
+        for (int j = 0; j < nd; j++) vstore(acc + (d0 + j) * QB, a[j]);
+    }
+}
+
 /* The causal mask of key k0+c against query rows t0+r (r < nq). */
 static inline vi key_valid(int k0, int c, int nk, int t0, int nq)
 {
@@ -226,19 +244,7 @@ static void attention_forward_block(float *out, float *lse, const float *qkv, co
             vstore(st + c * QB, p);
             l += p;
         }
-        /* acc[d] += sum over keys, in order, of v_c[d] * p_c */
-        const float *vbase = base + a->voff + kv;
-        for (int d0 = 0; d0 < hs; d0 += KG) {
-            const int nd = hs - d0 < KG ? hs - d0 : KG;
-            vf a[KG];
-            for (int j = 0; j < nd; j++) a[j] = vload(acc + (d0 + j) * QB);
-            for (int c = 0; c < nk; c++) {
-                const vf p = vload(st + c * QB);
-                const float *v = vbase + (int64_t)(k0 + c) * rs + d0;
-                for (int j = 0; j < nd; j++) a[j] += v[j] * p;
-            }
-            for (int j = 0; j < nd; j++) vstore(acc + (d0 + j) * QB, a[j]);
-        }
+        accumulate_rows(acc, st, base + a->voff + kv, rs, k0, nk, hs); /* acc[d] += sum_c v_c[d] * p_c */
         m = mnew;
     }
     const vf inv = 1.0f / l;
@@ -286,18 +292,7 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
                 vstore(st + c * QB, p);
                 vstore(gt + c * QB, p * (vload(gt + c * QB) - D) * scale); /* dS * scale */
             }
-            /* dq_r += sum over keys, in order, of g_c * k_c */
-            for (int d0 = 0; d0 < hs; d0 += KG) {
-                const int nd = hs - d0 < KG ? hs - d0 : KG;
-                vf a[KG];
-                for (int j = 0; j < nd; j++) a[j] = vload(dqt + (d0 + j) * QB);
-                for (int c = 0; c < nk; c++) {
-                    const vf g = vload(gt + c * QB);
-                    const float *k = kb + (int64_t)(k0 + c) * rs + d0;
-                    for (int j = 0; j < nd; j++) a[j] += k[j] * g;
-                }
-                for (int j = 0; j < nd; j++) vstore(dqt + (d0 + j) * QB, a[j]);
-            }
+            accumulate_rows(dqt, gt, kb, rs, k0, nk, hs); /* dq_r += sum_c g_c * k_c */
             /* dv_c += sum over rows, in order, of p_rc * dout_r; dk_c likewise with g and q
              * (four keys at a time: eight independent running sums) */
             for (int c0 = 0; c0 < nk; c0 += 4) {
