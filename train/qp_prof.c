@@ -13,7 +13,8 @@
 #define QP_PROF_CLOCK CLOCK_MONOTONIC
 #endif
 
-static struct {
+/* per thread: the data-parallel test runs ranks as threads of one process, each with its own phase stack */
+static _Thread_local struct {
     int on; /* -1: not decided yet (QP_PROFILE) */
     int depth;
     qp_phase stack[MAX_DEPTH];
