@@ -225,20 +225,31 @@ static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, cons
     }
 }
 
+/* Encode row r (x its first element) into its codes and decoded values: y's
+ * row, or as BF16 bits into y16's through yrow, this thread's row of floats
+ * (the row stays in L1 between the two). */
+static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r, int64_t cols,
+                           const qp_blockscales *bs, int bc, uint8_t *codes, int64_t row_bytes, float *y,
+                           uint16_t *y16, float *yrow, qp_counts *cnt)
+{
+    k->encode_row(p, x, cols, bs, bc, codes ? codes + r * row_bytes : NULL, y16 ? yrow : y ? y + r * cols : NULL,
+                  p->sr_offset + (uint64_t)r * p->sr_stride, cnt);
+    if (y16) k->bf16_bits(yrow, cols, y16 + r * cols);
+}
+
 /* Quantize rows [r0, r1). pre_amax/pre_nf: the block amaxes of these rows
  * (row r0's or the band's first), stored by the first pass of a two-pass
  * format; NULL to compute them here. */
 static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r0, int64_t r1,
                            int64_t cols, uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols,
-                           float *y, const float *pre_amax, const uint8_t *pre_nf, float *amax_buf, uint8_t *nf_buf,
+                           float *y, uint16_t *y16, float *yrow, const float *pre_amax, const uint8_t *pre_nf, float *amax_buf, uint8_t *nf_buf,
                            qp_blockscales *bs, chunk_result *res)
 {
     const qp_format_traits *t = p->t;
     const int bc = t->block_cols;
     if (bc <= 1) {
         for (int64_t r = r0; r < r1; r++)
-            k->encode_row(p, x + r * cols, cols, NULL, 1, codes ? codes + r * row_bytes : NULL,
-                          y ? y + r * cols : NULL, p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
+            encode_row_out(k, p, x + r * cols, r, cols, NULL, 1, codes, row_bytes, y, y16, yrow, &res->cnt);
         return;
     }
     const int64_t nb = (cols + bc - 1) / bc;
@@ -254,8 +265,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + (r0 / t->block_rows) * scale_cols * t->scale_bytes, bs, nb);
         for (int64_t r = r0; r < r1; r++)
-            k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL, y ? y + r * cols : NULL,
-                          p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
+            encode_row_out(k, p, x + r * cols, r, cols, bs, bc, codes, row_bytes, y, y16, yrow, &res->cnt);
         return;
     }
     for (int64_t r = r0; r < r1; r++) {
@@ -266,8 +276,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         k->block_scales(p, x + r * cols, cols, bc, amax, nf, nb, bs, &res->bst);
         mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + r * scale_cols * t->scale_bytes, bs, nb);
-        k->encode_row(p, x + r * cols, cols, bs, bc, codes ? codes + r * row_bytes : NULL,
-                      y ? y + r * cols : NULL, p->sr_offset + (uint64_t)r * p->sr_stride, &res->cnt);
+        encode_row_out(k, p, x + r * cols, r, cols, bs, bc, codes, row_bytes, y, y16, yrow, &res->cnt);
     }
 }
 
@@ -275,8 +284,8 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
  * quantization allocates nothing (the trainer's step loop relies on it). It
  * is freed when its thread exits. */
 typedef struct {
-    void *buf[3];
-    size_t cap[3];
+    void *buf[4];
+    size_t cap[4];
 } thread_scratch;
 
 static pthread_key_t scratch_key;
@@ -288,6 +297,7 @@ static void scratch_free(void *p)
     free(t->buf[0]);
     free(t->buf[1]);
     free(t->buf[2]);
+    free(t->buf[3]);
     free(t);
 }
 
@@ -348,7 +358,7 @@ static float *row_buffers(int64_t nb, uint8_t **nf_buf, qp_blockscales *bs)
 
 static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int64_t rows, int64_t cols,
                             uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols, float *y,
-                            const qp_qopts *o, qp_qstats *st, float *scale_inv_out)
+                            uint16_t *y16, const qp_qopts *o, qp_qstats *st, float *scale_inv_out)
 {
     static const qp_qopts defaults;
     if (!o) o = &defaults;
@@ -416,7 +426,8 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     if (scale_inv_out) *scale_inv_out = p.scale_inv;
     p.out_mul = o->unscaled ? 1.0f : p.scale_inv;
     const int64_t out_bytes = y ? n * (int64_t)sizeof(float) : rows * row_bytes;
-    p.nt = n * (int64_t)sizeof(float) + out_bytes >= QP_STREAM_MIN_BYTES;
+    /* BF16 output goes through a row in L1, which streaming stores would evict */
+    p.nt = !y16 && n * (int64_t)sizeof(float) + out_bytes >= QP_STREAM_MIN_BYTES;
 
 #if QP_HAVE_OPENMP
 #pragma omp parallel if (parallel) reduction(| : failed)
@@ -425,7 +436,8 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
         qp_blockscales bsa = {0};
         uint8_t *nf_buf = NULL;
         float *amax_buf = blocky ? row_buffers(nb, &nf_buf, &bsa) : NULL;
-        if (blocky && !amax_buf) {
+        float *yrow = y16 ? scratch(3, (size_t)(cols > 0 ? cols : 1) * sizeof(float)) : NULL;
+        if ((blocky && !amax_buf) || (y16 && !yrow)) {
             failed = 1;
         } else {
 #if QP_HAVE_OPENMP
@@ -434,7 +446,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
             for (int64_t c = 0; c < nchunks; c++) {
                 const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
                 const int64_t first = (r0 / t->block_rows) * nb;
-                quantize_chunk(k, &p, x, r0, r1, cols, codes, row_bytes, scales, scale_cols, y,
+                quantize_chunk(k, &p, x, r0, r1, cols, codes, row_bytes, scales, scale_cols, y, y16, yrow,
                                twopass ? pre_amax + first : NULL, twopass ? pre_nf + first : NULL, amax_buf, nf_buf,
                                &bsa, &res[c]);
             }
@@ -502,26 +514,48 @@ float qp_amax(const float *x, int64_t n) { return active_kernels()->amax(x, n); 
 int qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
     return quantize_driver(active_kernels(), q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
-                    q->scale_cols, NULL, o, st, &q->scale_inv);
+                    q->scale_cols, NULL, NULL, o, st, &q->scale_inv);
 }
 
 int qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
     (void)active_kernels(); /* tables */
     return quantize_driver(&qp_kernels_ref, q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
-                    q->scale_cols, NULL, o, st, &q->scale_inv);
+                    q->scale_cols, NULL, NULL, o, st, &q->scale_inv);
 }
 
 int qp_qdq(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o, qp_qstats *st)
 {
-    return quantize_driver(active_kernels(), fmt, x, rows, cols, NULL, 0, NULL, 0, y, o, st, NULL);
+    return quantize_driver(active_kernels(), fmt, x, rows, cols, NULL, 0, NULL, 0, y, NULL, o, st, NULL);
 }
 
 int qp_qdq_ref(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o,
                qp_qstats *st)
 {
     (void)active_kernels(); /* tables */
-    return quantize_driver(&qp_kernels_ref, fmt, x, rows, cols, NULL, 0, NULL, 0, y, o, st, NULL);
+    return quantize_driver(&qp_kernels_ref, fmt, x, rows, cols, NULL, 0, NULL, 0, y, NULL, o, st, NULL);
+}
+
+/* Only values that are BF16 values: their low halves are zero, so the high
+ * halves are the values. */
+static int qdq_bf16(const qp_kernels *k, qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols,
+                    const qp_qopts *o, qp_qstats *st)
+{
+    if (!qp_fmt_valid(fmt) || !qp_formats[fmt].unscaled_exact || !o || !o->unscaled) return -1;
+    return quantize_driver(k, fmt, x, rows, cols, NULL, 0, NULL, 0, NULL, y, o, st, NULL);
+}
+
+int qp_qdq_bf16(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, const qp_qopts *o,
+                qp_qstats *st)
+{
+    return qdq_bf16(active_kernels(), fmt, x, y, rows, cols, o, st);
+}
+
+int qp_qdq_bf16_ref(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, const qp_qopts *o,
+                    qp_qstats *st)
+{
+    (void)active_kernels(); /* tables */
+    return qdq_bf16(&qp_kernels_ref, fmt, x, y, rows, cols, o, st);
 }
 
 /* ---- decoding packed storage -------------------------------------------- */

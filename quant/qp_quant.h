@@ -153,6 +153,14 @@ int qp_qdq(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols,
            const qp_qopts *o, qp_qstats *st);
 int qp_qdq_ref(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols,
                const qp_qopts *o, qp_qstats *st);
+/* The same unscaled values (o->unscaled) as BF16 bits, what a BF16 GEMM
+ * reads: y[i] = the high half of qp_qdq's y[i], which is exact for the
+ * formats whose row says unscaled_exact. Returns -1 (nothing written) for
+ * any other format, without o->unscaled, or as qp_qdq does. */
+int qp_qdq_bf16(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, const qp_qopts *o,
+                qp_qstats *st);
+int qp_qdq_bf16_ref(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, const qp_qopts *o,
+                    qp_qstats *st);
 
 /* The magnitude a per-tensor scale maps amax onto (the row's tensor_range):
  * elem_max for FP8, 6*448 for NVFP4 (element max times block-scale max),

@@ -125,6 +125,9 @@ typedef struct {
      * the global index of x[0] (stochastic rounding stream position). */
     void (*encode_row)(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                        uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt);
+    /* o[i] = the high 16 bits of x[i], i < n: the BF16 bits of a float that
+     * is a BF16 value (qp_qdq_bf16's output) */
+    void (*bf16_bits)(const float *x, int64_t n, uint16_t *o);
 } qp_kernels;
 
 extern const qp_kernels qp_kernels_ref;

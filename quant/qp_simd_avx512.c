@@ -1093,7 +1093,21 @@ AVX512_FN void v_encode_row(ENCODE_ROW_ARGS)
     }
 }
 
-static const qp_kernels avx512_kernels = {"avx512", v_amax, v_block_amax, v_block_scales, v_encode_row};
+AVX512_FN void v_bf16_bits(const float *x, int64_t n, uint16_t *o)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(o + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(
+                                                    _mm512_loadu_si512((const void *)(x + i)), 16)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm256_mask_storeu_epi16(o + i, m,
+                                 _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_maskz_loadu_epi32(m, x + i), 16)));
+    }
+}
+
+static const qp_kernels avx512_kernels = {"avx512", v_amax, v_block_amax, v_block_scales, v_encode_row,
+                                          v_bf16_bits};
 
 const qp_kernels *qp_kernels_avx512(void)
 {

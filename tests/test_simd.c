@@ -116,6 +116,26 @@ static void compare(qp_fmt f, const float *x, int64_t rows, int64_t cols, const 
     qp_qdq_ref(f, x, yb, rows, cols, o, &sb);
     CHECK(same_floats(ya, yb, n), "%s %s: qdq values differ", name, what);
     CHECK(memcmp(&sa, &sb, sizeof sa) == 0, "%s %s: qdq stats differ", name, what);
+    /* BF16 output: the high halves of the unscaled values, vector and scalar */
+    qp_qopts u = o ? *o : (qp_qopts){0};
+    u.unscaled = true;
+    uint16_t *ha = malloc((size_t)n * 2 + 2), *hb = malloc((size_t)n * 2 + 2);
+    qp_qstats sc;
+    const int rca = qp_qdq_bf16(f, x, ha, rows, cols, &u, &sa), rcb = qp_qdq_bf16_ref(f, x, hb, rows, cols, &u, &sb);
+    if (!qp_formats[f].unscaled_exact) {
+        CHECK(rca == -1 && rcb == -1, "%s %s: BF16 output of a format whose values are not BF16", name, what);
+    } else {
+        qp_qdq(f, x, ya, rows, cols, &u, &sc);
+        int64_t bad = -1;
+        for (int64_t i = 0; i < n && bad < 0; i++)
+            if (ha[i] != (uint16_t)(qp_f32_bits(ya[i]) >> 16) || hb[i] != ha[i]) bad = i;
+        CHECK(rca == 0 && rcb == 0 && bad < 0, "%s %s: BF16 output differs at %lld", name, what, (long long)bad);
+        CHECK(memcmp(&sa, &sc, sizeof sa) == 0 && memcmp(&sb, &sc, sizeof sb) == 0, "%s %s: BF16 output stats differ",
+              name, what);
+    }
+    u.unscaled = false;
+    CHECK(qp_qdq_bf16(f, x, ha, rows, cols, &u, &sa) == -1, "%s %s: BF16 output of scaled values", name, what);
+    free(ha), free(hb);
     free(ya), free(yb);
     qp_qtensor_free(&a), qp_qtensor_free(&b);
 }

@@ -28,6 +28,8 @@ struct qp_gemm {
     int bf16_ok;           /* BF16 kernels usable (probed at create) */
     uint16_t *abuf, *bbuf; /* BF16 copies of the operands */
     size_t abuf_n, bbuf_n;
+    float *wabuf, *wbbuf;  /* FP32 copies of BF16 operands (no BF16 kernel) */
+    size_t wabuf_n, wbbuf_n;
     float *kbuf;           /* qp_gemm_run_kscaled: the chunks of A and B, a partial product, the sum */
     size_t kbuf_n;
     char impl_bf16[96], impl_f32[96];
@@ -149,6 +151,8 @@ void qp_gemm_destroy(qp_gemm *g)
     dnnl_engine_destroy(g->engine);
     free(g->abuf);
     free(g->bbuf);
+    free(g->wabuf);
+    free(g->wbbuf);
     free(g->kbuf);
     free(g);
 }
@@ -194,6 +198,20 @@ static uint16_t *to_bf16(uint16_t **buf, size_t *cap, const float *x, size_t n)
     return o;
 }
 
+static float *widen(float **buf, size_t *cap, const uint16_t *x, size_t n)
+{
+    if (*cap < n) {
+        float *nb = realloc(*buf, n * sizeof(float));
+        if (!nb) return NULL;
+        *buf = nb;
+        *cap = n;
+    }
+    float *o = *buf;
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
+    for (size_t i = 0; i < n; i++) o[i] = qp_bits_f32((uint32_t)x[i] << 16);
+    return o;
+}
+
 static double seconds_now(void)
 {
     struct timespec t;
@@ -201,21 +219,27 @@ static double seconds_now(void)
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-static int gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
-                    float alpha, int accumulate, int bf16_exact)
+/* The product of float operands (bf16_exact: BF16 values, converted here) or
+ * of BF16 bits (a16, b16: given as they are; widened when this CPU has no
+ * BF16 kernel, whose FP32 products of BF16 values are the same). */
+static int gemm_run(qp_gemm *g, const void *A, int a16, int a_t, const void *B, int b16, int b_t, float *C, int M,
+                    int N, int K, float alpha, int accumulate, int bf16_exact)
 {
     const double t0 = seconds_now();
-    const int bf16 = bf16_exact && g->bf16_ok;
+    const int bf16 = (bf16_exact || (a16 && b16)) && g->bf16_ok;
     prim_entry *e = get_prim(g, bf16, a_t, b_t, M, N, K, accumulate);
     if (!e) return -1;
     const void *a = A, *b = B;
     if (bf16) {
-        a = to_bf16(&g->abuf, &g->abuf_n, A, (size_t)M * K);
-        b = to_bf16(&g->bbuf, &g->bbuf_n, B, (size_t)N * K);
-        if (!a || !b) {
-            snprintf(g->err, sizeof g->err, "out of memory for BF16 operands");
-            return -1;
-        }
+        if (!a16) a = to_bf16(&g->abuf, &g->abuf_n, A, (size_t)M * K);
+        if (!b16) b = to_bf16(&g->bbuf, &g->bbuf_n, B, (size_t)N * K);
+    } else {
+        if (a16) a = widen(&g->wabuf, &g->wabuf_n, A, (size_t)M * K);
+        if (b16) b = widen(&g->wbbuf, &g->wbbuf_n, B, (size_t)N * K);
+    }
+    if (!a || !b) {
+        snprintf(g->err, sizeof g->err, "out of memory for GEMM operands");
+        return -1;
     }
     dnnl_memory_set_data_handle(e->a, (void *)a);
     dnnl_memory_set_data_handle(e->b, (void *)b);
@@ -237,7 +261,16 @@ int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, fl
                 float alpha, int accumulate, int bf16_exact)
 {
     qp_prof_push(QP_PHASE_GEMM);
-    const int rc = gemm_run(g, A, a_t, B, b_t, C, M, N, K, alpha, accumulate, bf16_exact);
+    const int rc = gemm_run(g, A, 0, a_t, B, 0, b_t, C, M, N, K, alpha, accumulate, bf16_exact);
+    qp_prof_pop();
+    return rc;
+}
+
+int qp_gemm_run_bf16(qp_gemm *g, const uint16_t *A, int a_t, const uint16_t *B, int b_t, float *C, int M, int N,
+                     int K, float alpha, int accumulate)
+{
+    qp_prof_push(QP_PHASE_GEMM);
+    const int rc = gemm_run(g, A, 1, a_t, B, 1, b_t, C, M, N, K, alpha, accumulate, 1);
     qp_prof_pop();
     return rc;
 }
@@ -274,7 +307,7 @@ static int gemm_run_kscaled(qp_gemm *g, const float *A, int a_t, const float *B,
         const int k0 = c * kc, wc = K - k0 < kc ? K - k0 : kc;
         copy_chunk(A, a_t, M, K, k0, wc, ac);
         copy_chunk(B, b_t, N, K, k0, wc, bc);
-        if (gemm_run(g, ac, 0, bc, 0, part, M, N, wc, 1.0f, 0, bf16_exact)) return -1;
+        if (gemm_run(g, ac, 0, 0, bc, 0, 0, part, M, N, wc, 1.0f, 0, bf16_exact)) return -1;
         /* promoted to FP32 and scaled, in chunk order: acc += (sa * sb) * part */
 #pragma omp parallel for schedule(static)
         for (int m = 0; m < M; m++) {

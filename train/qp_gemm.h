@@ -14,6 +14,7 @@
 #define QP_GEMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,6 +30,9 @@ void qp_gemm_destroy(qp_gemm *g);
  * a message in the engine (qp_gemm_error). */
 int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
                 float alpha, int accumulate, int bf16_exact);
+/* The same product of operands given as BF16 bits (no conversion here). */
+int qp_gemm_run_bf16(qp_gemm *g, const uint16_t *A, int a_t, const uint16_t *B, int b_t, float *C, int M, int N,
+                     int K, float alpha, int accumulate);
 const char *qp_gemm_error(const qp_gemm *g);
 
 /* The FP8 block-scaled GEMM as DeepSeek-V3's kernels and Hopper's

@@ -12,7 +12,9 @@
 struct qp_linear_host {
     qp_linear_ops ops;
     qp_gemm *gemm;
-    float *tbuf[2], *qbuf[2]; /* per GEMM side: transposed/rotated copy, quantized copy */
+    float *tbuf[2], *qbuf[2]; /* per GEMM side: transposed/rotated copy, quantized copy (K-chunked formats) */
+    uint16_t *hbuf[2];        /* per GEMM side: the quantized copy as BF16 bits (every other format) */
+    float *wbuf[2];           /* per GEMM side: a BF16 operand widened for an FP32 or K-chunked partner */
     float *mbuf;              /* dequantized values for error metrics */
     /* per side, grown on first use by a format whose block scales cannot go
      * into alpha (FP32-scaled FP8 blocks): packed codes and scales, and the
@@ -117,20 +119,21 @@ static int quantize_kchunked(qp_linear_host *h, const qp_linear_qjob *j, float *
     return 0;
 }
 
-/* quant/'s unscaled quantize-dequantize in the stored order (or the codes and
- * K-chunk scales of a format that needs them); the metrics from the
- * dequantized copy. */
+/* quant/'s unscaled quantize-dequantize in the stored order, as BF16 bits
+ * the GEMM reads as they are (or the codes and K-chunk scales of a format
+ * that needs them); the metrics from the dequantized copy. */
 static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
 {
     qp_linear_host *h = H;
     const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
     const int kchunked = !qp_formats[j->fmt].unscaled_exact;
     float *q = h->qbuf[j->side];
+    uint16_t *q16 = h->hbuf[j->side];
     qp_linear_stats *st = &h->stats[j->side];
     memset(st, 0, sizeof *st);
     if (kchunked) {
         if (quantize_kchunked(h, j, q, &st->qs)) return -1;
-    } else if (qp_qdq(j->fmt, j->x, q, qrows, qcols, j->opts, &st->qs)) {
+    } else if (qp_qdq_bf16(j->fmt, j->x, q16, qrows, qcols, j->opts, &st->qs)) {
         snprintf(h->err, sizeof h->err, "cannot quantize to format %d", (int)j->fmt);
         return -1;
     }
@@ -143,14 +146,15 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
             const int nk = (qcols + QK_FP8_BLOCK - 1) / QK_FP8_BLOCK;
             for (int64_t i = 0; i < n; i++) h->mbuf[i] = q[i] * ks[(i / qcols) * nk + (i % qcols) / QK_FP8_BLOCK];
         } else {
-            for (int64_t i = 0; i < n; i++) h->mbuf[i] = q[i] * st->qs.scale_inv;
+            for (int64_t i = 0; i < n; i++) h->mbuf[i] = qp_bits_f32((uint32_t)q16[i] << 16) * st->qs.scale_inv;
         }
         qp_metrics m;
         qp_metrics_compute(j->x, h->mbuf, n, &st->qs, &m);
         st->rel_l2 = m.rel_l2, st->snr_db = m.snr_db, st->sat_frac = m.sat_frac, st->zero_frac = m.zero_frac;
         st->amax = m.amax;
     }
-    *out = (qp_linear_operand){QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL, ks};
+    *out = kchunked ? (qp_linear_operand){QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL, ks}
+                    : (qp_linear_operand){QP_LOP_BF16, q16, j->trans, st->qs.scale_inv, NULL, NULL, NULL};
     return 0;
 }
 
@@ -166,7 +170,7 @@ static int h_reuse(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
         snprintf(h->err, sizeof h->err, "no %dx%d operand in %s to reuse", qrows, qcols, qp_formats[j->fmt].name);
         return -1;
     }
-    *out = (qp_linear_operand){QP_LOP_F32_BF16, h->qbuf[j->side], j->trans, h->stats[j->side].qs.scale_inv, NULL,
+    *out = (qp_linear_operand){QP_LOP_BF16, h->hbuf[j->side], j->trans, h->stats[j->side].qs.scale_inv, NULL,
                                NULL, NULL};
     return 0;
 }
@@ -193,16 +197,37 @@ static int h_fetch_kept(void *ctx, int n, qp_linear_stats *out)
     return 0;
 }
 
+/* A BF16 operand as floats (exactly its values), for a partner that is not BF16. */
+static const float *widened(qp_linear_host *h, int side, const qp_linear_operand *o, int M, int K)
+{
+    const size_t n = (size_t)M * (size_t)K;
+    if (!h->wbuf[side]) h->wbuf[side] = malloc((size_t)h->ops.max_elems * sizeof(float));
+    if (!h->wbuf[side] || n > (size_t)h->ops.max_elems) return NULL;
+    const uint16_t *x = o->data;
+    for (size_t i = 0; i < n; i++) h->wbuf[side][i] = qp_bits_f32((uint32_t)x[i] << 16);
+    return h->wbuf[side];
+}
+
 static int h_gemm(void *ctx, const qp_linear_operand *a, const qp_linear_operand *b, float *C, int M, int N, int K,
                   float alpha, int accumulate)
 {
     qp_linear_host *h = H;
-    const int exact = a->type == QP_LOP_F32_BF16 && b->type == QP_LOP_F32_BF16;
-    const int rc = a->kscale || b->kscale
-                       ? qp_gemm_run_kscaled(h->gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, QK_FP8_BLOCK,
-                                             a->kscale, b->kscale, alpha, accumulate, exact)
-                       : qp_gemm_run(h->gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, alpha, accumulate,
-                                     exact);
+    int rc;
+    if (a->type == QP_LOP_BF16 && b->type == QP_LOP_BF16) {
+        rc = qp_gemm_run_bf16(h->gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, alpha, accumulate);
+    } else {
+        const float *ad = a->type == QP_LOP_BF16 ? widened(h, 0, a, M, K) : a->data;
+        const float *bd = b->type == QP_LOP_BF16 ? widened(h, 1, b, N, K) : b->data;
+        if (!ad || !bd) {
+            snprintf(h->err, sizeof h->err, "out of memory for a widened GEMM operand");
+            return -1;
+        }
+        const int exact = a->type != QP_LOP_F32 && b->type != QP_LOP_F32;
+        rc = a->kscale || b->kscale ? qp_gemm_run_kscaled(h->gemm, ad, a->trans, bd, b->trans, C, M, N, K,
+                                                           QK_FP8_BLOCK, a->kscale, b->kscale, alpha, accumulate, exact)
+                                    : qp_gemm_run(h->gemm, ad, a->trans, bd, b->trans, C, M, N, K, alpha, accumulate,
+                                                  exact);
+    }
     if (rc) {
         snprintf(h->err, sizeof h->err, "%s", qp_gemm_error(h->gemm));
         return -1;
@@ -242,7 +267,9 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems)
     h->gemm = gemm;
     const size_t bytes = (size_t)(max_elems > 0 ? max_elems : 1) * sizeof(float);
     int bad = !(h->mbuf = malloc(bytes));
-    for (int s = 0; s < 2; s++) bad |= !(h->tbuf[s] = malloc(bytes)) || !(h->qbuf[s] = malloc(bytes));
+    for (int s = 0; s < 2; s++)
+        bad |= !(h->tbuf[s] = malloc(bytes)) || !(h->qbuf[s] = malloc(bytes)) ||
+               !(h->hbuf[s] = malloc(bytes / 2 + 2));
     if (bad) {
         qp_linear_host_destroy(h);
         return NULL;
@@ -272,7 +299,8 @@ void qp_linear_host_destroy(qp_linear_host *h)
 {
     if (!h) return;
     for (int s = 0; s < 2; s++)
-        free(h->tbuf[s]), free(h->qbuf[s]), free(h->kcodes[s]), free(h->kscales[s]), free(h->kscale[s]);
+        free(h->tbuf[s]), free(h->qbuf[s]), free(h->hbuf[s]), free(h->wbuf[s]), free(h->kcodes[s]),
+            free(h->kscales[s]), free(h->kscale[s]);
     free(h->mbuf);
     free(h);
 }
