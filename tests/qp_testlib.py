@@ -1,15 +1,21 @@
-"""qp_testlib.py — what the Python tests of qtrain share: counting checks,
-and the text corpus they train on.
+"""qp_testlib.py — what the Python tests share: counting checks, the text
+corpora they train on, safetensors files they write, and readers of the files
+qtrain and qsweep write (as an independent reader sees them).
 
     sys.path.insert(0, <tests/>); from qp_testlib import Checks, write_corpus
-"""
-import os
 
-import numpy as np
+Imports nothing outside the standard library until a function needs it, so a
+test can import it before it knows it will SKIP.
+"""
+import csv
+import json
+import os
+import struct
 
 
 class Checks:
-    """check(cond, what): count it; print a FAIL line when cond is false."""
+    """check(cond, what): count it; print a FAIL line (stdout, flushed, so it
+    stands next to the test's own output) when cond is false. Returns cond."""
 
     def __init__(self):
         self.passed = self.failed = 0
@@ -22,6 +28,12 @@ class Checks:
             print("FAIL:", what, flush=True)
         return cond
 
+    def summary(self, name, note=""):
+        """Print `name: P passed, F failed<note>`; the exit status: 1 when a
+        check failed or none ran (a test that checked nothing proved nothing)."""
+        print(f"{name}: {self.passed} passed, {self.failed} failed{note}", flush=True)
+        return 1 if self.failed or not self.passed else 0
+
 
 def write_corpus(path, corpus, nbytes=200000):
     """Write the first nbytes of the shared corpus to path, or, when it is not
@@ -30,12 +42,64 @@ def write_corpus(path, corpus, nbytes=200000):
         with open(corpus, "rb") as f:
             text = f.read()[:nbytes]
     else:
+        import numpy as np
         rng = np.random.default_rng(0)
         words = [b"the", b"quick", b"brown", b"fox", b"jumps", b"over", b"lazy", b"dog", b"and", b"cat"]
         text = b" ".join(words[i] for i in rng.integers(0, len(words), nbytes // 5))
     with open(path, "wb") as f:
         f.write(text)
     return path
+
+
+def write_verse_corpus(path, nbytes=120000):
+    """A corpus that needs nothing from outside, the same bytes every time:
+    seeded lines of 4 to 12 words from 18, until at least nbytes (byte tokens,
+    enough for --seq 32 batches; the qsweep tests' target losses are set for
+    these bytes)."""
+    import random
+    r = random.Random(7)
+    words = ["the", "king", "queen", "of", "and", "to", "my", "lord", "thou", "art", "what", "is", "love",
+             "night", "day", "sweet", "death", "crown"]
+    lines, n = [], 0
+    while n < nbytes:
+        line = " ".join(r.choice(words) for _ in range(r.randint(4, 12))) + "\n"
+        lines.append(line)
+        n += len(line)
+    with open(path, "w") as f:
+        f.write("".join(lines))
+    return path
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """A safetensors file, written here byte by byte from the format's spec:
+    tensors is [(name, dtype as safetensors spells it, numpy array already in
+    that dtype's little-endian layout)], in file order; metadata, when given,
+    is the header's __metadata__ (string to string)."""
+    header, blobs, off = ({"__metadata__": metadata} if metadata is not None else {}), [], 0
+    for name, dtype, arr in tensors:
+        b = arr.tobytes()
+        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    return path
+
+
+def open_run(path):
+    """A run file opened with h5py as qsweep and qplot read it: SWMR, and
+    without HDF5's flock (a reader holding it while qtrain creates or resumes
+    the file would fail that run with EAGAIN)."""
+    import h5py
+    return h5py.File(path, "r", libver="latest", swmr=True, locking=False)
+
+
+def read_csv(path):
+    """A CSV file with a header row: a list of {column: text}."""
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
 
 
 def ckpt_ok(path):

@@ -9,16 +9,12 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks  # noqa: E402
+
 qtrain, data, work = sys.argv[1], sys.argv[2], sys.argv[3]
 os.makedirs(work, exist_ok=True)
-failed = 0
-
-
-def check(cond, msg):
-    global failed
-    if not cond:
-        failed += 1
-        print("FAIL:", msg)
+check = Checks()
 
 
 def run(*args):
@@ -110,5 +106,4 @@ else:
             check(np.all(np.isfinite(e)) and np.all(e > 0) and np.all(e < 0.01), f"grad_comm_rel_err {e}")
     except ImportError:
         print("no h5py: run file not inspected")
-print("FAILED" if failed else "ok")
-sys.exit(1 if failed else 0)
+sys.exit(check.summary("test_qtrain_device"))

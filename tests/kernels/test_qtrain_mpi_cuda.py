@@ -34,29 +34,12 @@ if n < 2:
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-passed = failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, write_corpus  # noqa: E402
 
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
-
-
+check = Checks()
 tmp = tempfile.mkdtemp(prefix="qtrain_mpi_cuda_")
-data = os.path.join(tmp, "corpus.txt")
-if os.path.exists(CORPUS):
-    with open(CORPUS, "rb") as f:
-        text = f.read()[:200000]
-else:
-    rng = np.random.default_rng(0)
-    words = [b"the", b"quick", b"brown", b"fox", b"jumps", b"over", b"lazy", b"dog", b"and", b"cat"]
-    text = b" ".join(words[i] for i in rng.integers(0, len(words), 40000))
-with open(data, "wb") as f:
-    f.write(text)
+data = write_corpus(os.path.join(tmp, "corpus.txt"), CORPUS, 200000)
 
 SMALL = ["--device", "cuda", "--data", data, "--layers", "2", "--heads", "4", "--dim", "64", "--seq", "32",
          "--batch", "8", "--steps", "20", "--warmup", "5", "--threads", "1", "--quiet", "--eval-every", "10",
@@ -108,5 +91,4 @@ p = subprocess.run([MPIRUN] + MPIFLAGS + ["-np", "2", QTRAIN] + SMALL +
                    text=True, timeout=600)
 check(p.returncode == 3 and "diverged at step 3" in p.stderr, "--inject on GPUs: exit %d %r" % (p.returncode,
                                                                                                 p.stderr[-500:]))
-print("test_qtrain_mpi_cuda: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+sys.exit(check.summary("test_qtrain_mpi_cuda"))

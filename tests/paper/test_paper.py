@@ -29,8 +29,6 @@ is known. One case per ctest entry:
              missing part, a wrong size; the stratified split puts exactly
              floor(0.1 n) bytes at the end; R's serialization parser reads a
              character vector written here byte by byte"""
-import gzip
-import json
 import math
 import os
 import shutil
@@ -44,17 +42,11 @@ import numpy as np
 CASE, REPO, WORK = sys.argv[1:4]
 sys.path.insert(0, os.path.join(REPO, "paper"))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.path.insert(0, os.path.join(REPO, "tests"))
 os.makedirs(WORK, exist_ok=True)
-failures = checks = 0
+from qp_testlib import Checks  # noqa: E402
 
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
-    return cond
+check = Checks()
 
 
 if CASE == "fit":
@@ -410,5 +402,4 @@ elif CASE == "corpus":
 else:
     sys.exit(f"test_paper.py: unknown case {CASE}")
 
-print(f"{checks - failures} passed, {failures} failed")
-sys.exit(1 if failures else 0)
+sys.exit(check.summary(f"test_paper {CASE}"))

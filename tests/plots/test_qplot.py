@@ -30,10 +30,13 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks  # noqa: E402
+
 PART, QTRAIN, QPLOT, WORK = sys.argv[1], *map(os.path.abspath, sys.argv[2:5])
 PLOTS_DIR = os.path.abspath(sys.argv[5]) if len(sys.argv) > 5 else ""
 RUNS = os.path.join(WORK, "runs")  # the fixture's run files
-passed = failed = 0
+check = Checks()
 
 # Okabe-Ito colours qplot assigns to these recipes (plots/qp_style.c), as the
 # SVG terminal writes them
@@ -41,16 +44,6 @@ RGB = {"bf16": "rgb(  0, 114, 178)", "fp8": "rgb(230, 159,   0)"}
 KINDS = ["loss", "gap", "qerr", "events", "throughput", "recalib", "outliers"]
 EXTS = ("png", "svg", "pdf")  # every figure is drawn in all three, with its data as FIG.csv
 FOUR = [os.path.join(RUNS, f"{r}_s{s}.h5") for r in ("bf16", "fp8") for s in (1, 2)]
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
-    return cond
 
 
 def qplot(args, env=None, timeout=120):
@@ -527,5 +520,4 @@ PARTS = {"runs": part_runs, "kinds": part_kinds, "all": part_all, "errors": part
 if PART not in PARTS:
     sys.exit(f"unknown part {PART!r}")
 PARTS[PART]()
-print(f"{PART}: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(check.summary(f"test_qplot {PART}"))

@@ -31,7 +31,6 @@ CASE:
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 
@@ -43,18 +42,11 @@ SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 os.environ["QPREC_LIBRARY"] = LIB
 sys.path.insert(0, os.path.join(SRC, "python"))
 sys.path.insert(0, os.path.join(SRC, "tests", "oracle"))
-PASSED = FAILED = 0
+sys.path.insert(0, os.path.join(SRC, "tests"))
+from qp_testlib import Checks, write_safetensors  # noqa: E402
+
+check = Checks()
 F32 = np.float32
-
-
-def check(cond, what):
-    global PASSED, FAILED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED += 1
-        print("FAIL:", what, flush=True)
-    return cond
 
 
 def raises(exc, fn, what):
@@ -65,19 +57,6 @@ def raises(exc, fn, what):
     except Exception as e:  # noqa: BLE001 - the wrong exception is a failure too
         return check(False, f"{what}: raised {type(e).__name__}: {e}")
     return check(False, f"{what}: did not raise")
-
-
-def write_safetensors(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, dtype, arr in tensors:
-        b = arr.tobytes()
-        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def tensors_for_test(rng):
@@ -481,8 +460,7 @@ def main():
     os.makedirs(WORK, exist_ok=True)
     {"exact": case_exact, "codes": case_codes, "import": case_import, "torch": case_torch,
      "doctest": case_doctest, "install": case_install}[CASE]()
-    print(f"test_python {CASE}: {PASSED} passed, {FAILED} failed")
-    return 1 if FAILED else 0
+    return check.summary(f"test_python {CASE}")
 
 
 if __name__ == "__main__":

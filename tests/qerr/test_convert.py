@@ -14,39 +14,17 @@ and compares the float32 it produced with numpy:
   F64  -> numpy float64.astype(float32)   (round to nearest, overflow to inf)
 Prints "N passed, M failed"; exit status 1 on any failure.
 """
-import json
 import os
-import struct
 import subprocess
 import sys
 
 import h5py
 import numpy as np
 
-PASSED = 0
-FAILED = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, write_safetensors  # noqa: E402
 
-
-def check(cond, what):
-    global PASSED, FAILED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED += 1
-        print(f"FAIL: {what}", file=sys.stderr)
-
-
-def write_safetensors(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, dtype, arr in tensors:
-        b = arr.tobytes()
-        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+check = Checks()
 
 
 def dump(tool, path, workdir):
@@ -158,8 +136,7 @@ def main():
             check(got["/empty"]["bits"].size == 0 and got["/empty"]["rows"] == 0 and got["/empty"]["cols"] == 3,
                   "HDF5 empty dataset")
 
-    print(f"test_convert: {PASSED} passed, {FAILED} failed")
-    return 1 if FAILED else 0
+    return check.summary("test_convert")
 
 
 if __name__ == "__main__":

@@ -30,23 +30,15 @@ import threading
 import h5py
 import numpy as np
 
-PASSED = 0
-FAILED = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, write_safetensors  # noqa: E402
+
+check = Checks()
 QERR = None
 DEFAULT_FORMATS = ["bf16", "fp8-e4m3", "mxfp8", "mxfp4", "nvfp4"]
 KEYS = ["file", "tensor", "format", "rows", "cols", "rel_l2", "snr_db", "max_abs", "cosine", "sat_frac",
         "zero_frac", "amax", "scale", "n_blocks", "block_scale_min", "block_scale_max", "block_scale_log2_mean",
         "n_nonfinite"]
-
-
-def check(cond, what):
-    global PASSED, FAILED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED += 1
-        print(f"FAIL: {what}", file=sys.stderr)
-    return cond
 
 
 def run(*args):
@@ -61,17 +53,7 @@ def run_json(*args):
     return json.loads(out), err
 
 
-def write_safetensors(path, tensors):
-    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, dtype, arr in tensors:
-        b = arr.tobytes()
-        header[name] = {"dtype": dtype, "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+TORCH_METADATA = {"format": "pt"}  # the __metadata__ Hugging Face checkpoints carry: qerr reads past it
 
 
 def bf16(a):
@@ -96,12 +78,13 @@ def fixtures(w):
         ("step", "I64", np.array([7], "<i8")),
         ("scalar", "F32", np.array(0.75, "<f4")),
         ("empty", "F32", np.zeros((0, 4), "<f4")),
-    ])
+    ], TORCH_METADATA)
     f["float_tensors"] = ["layers.0.attn.q.weight", "layers.0.mlp.up.weight", "layers.1.attn.q.weight", "bias",
                           "exact", "scalar"]
     f["many"] = os.path.join(w, "many.safetensors")
     write_safetensors(f["many"], [(f"t{i:02d}", "F32", (rng.standard_normal((16, 32 + 16 * (i % 3))) *
-                                                        10.0 ** (i % 5 - 2)).astype("<f4")) for i in range(60)])
+                                                        10.0 ** (i % 5 - 2)).astype("<f4")) for i in range(60)],
+                      TORCH_METADATA)
     f["h5"] = os.path.join(w, "model.h5")
     with h5py.File(f["h5"], "w") as h:
         h["layers/0/q"] = q
@@ -447,8 +430,7 @@ def main():
     source_cases(f)
     misc_cases(f, names)
     progress_cases(f)
-    print(f"qerr_cli: {PASSED} passed, {FAILED} failed")
-    return 1 if FAILED else 0
+    return check.summary("qerr_cli")
 
 
 if __name__ == "__main__":

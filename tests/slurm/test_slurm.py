@@ -26,9 +26,7 @@ interrupted — after every job is cancelled; any process still referring to
 the temporary folder (a slurmstepd, a qtrain) is then killed by its pid.
 Exit 0 pass, 1 fail, 77 skip (not root; a daemon cannot start here).
 Every wait is bounded (generous limits, no timing assertions)."""
-import csv
 import os
-import random
 import re
 import shlex
 import shutil
@@ -39,20 +37,13 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, open_run, read_csv, write_verse_corpus  # noqa: E402
+
 CASE, QSWEEP, QTRAIN, WORK = sys.argv[1], *map(os.path.abspath, sys.argv[2:5])
 SKIP = 77
 WAIT = 900  # seconds: the bound of every wait (a loaded machine is slow, never this slow)
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
-    return cond
+check = Checks()
 
 
 def skip(why):
@@ -277,24 +268,6 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 
 
 # ---- helpers -------------------------------------------------------------------
-def make_corpus(path):
-    r = random.Random(7)
-    words = ["the", "king", "queen", "of", "and", "to", "my", "lord", "thou", "art", "what", "is", "love",
-             "night", "day", "sweet", "death", "crown"]
-    text, n = [], 0
-    while n < 120000:
-        line = " ".join(r.choice(words) for _ in range(r.randint(4, 12))) + "\n"
-        text.append(line)
-        n += len(line)
-    with open(path, "w") as f:
-        f.write("".join(text))
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def qsweep(cl, *args, timeout=600):
     return cl.run(QSWEEP, *args, timeout=timeout)
 
@@ -309,13 +282,6 @@ def status_table(cl, out):
         if m:
             rows[m.group(1)] = (m.group(2), m.group(4))
     return p, rows
-
-
-def open_run(path):
-    import h5py
-    # without HDF5's flock, as qsweep and qplot read: a reader holding it while qtrain creates or
-    # resumes the file would fail that run (EAGAIN)
-    return h5py.File(path, "r", libver="latest", swmr=True, locking=False)
 
 
 def run_state(path):
@@ -365,7 +331,7 @@ def is_timing(col):
 
 
 def case_sweep(cl, d):
-    make_corpus(os.path.join(d, "corpus.txt"))
+    write_verse_corpus(os.path.join(d, "corpus.txt"))
     steps, ckpt = 2000, 100
     ini = os.path.join(d, "study.ini")
     with open(ini, "w") as f:
@@ -463,7 +429,6 @@ def case_sweep(cl, d):
         for k in ra:
             if not is_timing(k):
                 check(ra[k] == rb[k], f"{ra['name']}.{k}: Slurm {ra[k]!r} vs -j 2 {rb[k]!r}")
-    import numpy as np
     for n in names:
         with open_run(os.path.join(runs, n + ".h5")) as fa, open_run(os.path.join(ref, "runs", n + ".h5")) as fb:
             for ds in ("train/loss", "eval/val_loss", "train/batch_hash"):
@@ -493,7 +458,7 @@ cpus_per_task = 1
 
 
 def case_mpi(cl, d):
-    make_corpus(os.path.join(d, "corpus.txt"))
+    write_verse_corpus(os.path.join(d, "corpus.txt"))
     ini = os.path.join(d, "mpi.ini")
     with open(ini, "w") as f:
         f.write(MPI_STUDY)
@@ -572,10 +537,10 @@ def main():
         check(False, err)
         for n in ("slurmctld.log", "slurmd.log"):
             print(f"--- {n}: {tail(os.path.join(tmp, 'log', n), 15)}")
-    print(f"test_slurm {CASE}: {checks} checks, {failures} failed ({time.monotonic() - t0:.0f} s)")
-    if not failures:
+    status = check.summary(f"test_slurm {CASE}", f" ({time.monotonic() - t0:.0f} s)")
+    if not status:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failures else 0
+    return status
 
 
 if __name__ == "__main__":

@@ -34,16 +34,10 @@ import numpy as np
 from scipy import stats
 
 CASE, TOOL = sys.argv[1], sys.argv[2]
-failures = checks = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks  # noqa: E402
 
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
-    return cond
+check = Checks()
 
 
 def tool(*args):
@@ -312,5 +306,4 @@ elif CASE == "size":
 else:
     sys.exit(f"test_stats.py: unknown case {CASE}")
 
-print(f"{checks - failures} passed, {failures} failed")
-sys.exit(1 if failures else 0)
+sys.exit(check.summary(f"test_stats {CASE}"))

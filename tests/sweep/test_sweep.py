@@ -17,11 +17,9 @@ seeds left out on one side, a resolved case from set final losses).
 
 Run files are read with h5py (an independent reader); every summary number is
 recomputed here with numpy from its definition in docs/qsweep.md."""
-import csv
 import fcntl
 import math
 import os
-import random
 import re
 import shlex
 import shutil
@@ -33,37 +31,15 @@ import time
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, open_run, read_csv, write_verse_corpus  # noqa: E402
+
 CASE, QSWEEP, QTRAIN, WORK = sys.argv[1:5]
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
-    return cond
+check = Checks()
 
 
 def qsweep(*args, **kw):
     return subprocess.run([QSWEEP, *args], capture_output=True, text=True, timeout=kw.pop("timeout", 300), **kw)
-
-
-def make_corpus(path):
-    """A generated text corpus: byte tokens, enough for --seq 32 batches."""
-    r = random.Random(7)
-    words = ["the", "king", "queen", "of", "and", "to", "my", "lord", "thou", "art", "what", "is", "love",
-             "night", "day", "sweet", "death", "crown"]
-    lines = []
-    n = 0
-    while n < 120000:
-        line = " ".join(r.choice(words) for _ in range(r.randint(4, 12))) + "\n"
-        lines.append(line)
-        n += len(line)
-    with open(path, "w") as f:
-        f.write("".join(lines))
 
 
 # The tiny model every case trains: about 3 ms a step on one thread.
@@ -89,7 +65,7 @@ def setup(name):
     d = os.path.join(WORK, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    make_corpus(os.path.join(d, "corpus.txt"))
+    write_verse_corpus(os.path.join(d, "corpus.txt"))
     return d
 
 
@@ -112,12 +88,6 @@ def dry_lines(stdout):
 
 def cores():
     return len(os.sched_getaffinity(0))
-
-
-def open_run(path):
-    # without HDF5's flock, as qsweep and qplot read: a reader holding it while qtrain creates or
-    # resumes the file would fail that run (EAGAIN)
-    return h5py.File(path, "r", libver="latest", swmr=True, locking=False)
 
 
 TRAIN = ["step", "loss", "lr", "grad_norm", "step_ms", "data_wait_ms", "tokens_per_s", "batch_hash"]
@@ -154,11 +124,6 @@ def close(a, b, rel):
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     return abs(a - b) <= rel * max(1.0, abs(b))
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def read_h5_table(path, name):
@@ -1337,5 +1302,4 @@ CASES = {"parse": case_parse, "examples": case_examples, "study": case_study, "g
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE}; cases: {', '.join(CASES)}")
 CASES[CASE]()
-print(f"{CASE}: {checks - failures}/{checks} checks passed")
-sys.exit(1 if failures else 0)
+sys.exit(check.summary(f"test_sweep {CASE}"))

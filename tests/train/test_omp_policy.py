@@ -22,18 +22,11 @@ import time
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks  # noqa: E402
+
 QTRAIN, WORK = sys.argv[1:3]
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
-    return cond
+check = Checks()
 
 
 shutil.rmtree(WORK, ignore_errors=True)
@@ -102,5 +95,4 @@ for name, env, want in cases:
         check(got == want, f"{name}: omp_wait {got!r}, want {want!r}")
 if "default" in losses and "byhand" in losses:
     check(np.array_equal(losses["default"], losses["byhand"]), "the re-executed run trains exactly as one started passive")
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(check.summary("test_omp_policy"))

@@ -29,9 +29,7 @@ The fixture was made with (corpus: the first 200000 bytes of tinyshakespeare):
          --eval-every 6 --eval-batches 2 --qerr-every 6 --ckpt-every 0 --threads 1 --recipe fp8 --seed 5
          --quiet --out runfile_v1.h5
 """
-import csv
 import gzip
-import math
 import os
 import re
 import shutil
@@ -41,20 +39,13 @@ import sys
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, read_csv  # noqa: E402
+
 PART, MD, QTRAIN, QPLOT, QSWEEP, SRC, WORK = sys.argv[1:8]
 FIXTURE = os.path.join(SRC, "tests", "fixtures", "runfile_main_4747deb.h5.gz")
 PHASES = ["gemm_ms", "quant_ms", "attn_ms", "rowops_ms", "optim_ms"]
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
-    return cond
+check = Checks()
 
 
 def run(cmd, **kw):
@@ -203,7 +194,7 @@ def part_fixture():
     d = sweep_dir(os.path.join(WORK, "sweep"), old)
     p = run([QSWEEP, "--summarize", d])
     check(p.returncode == 0, f"qsweep --summarize of the fixture: exit {p.returncode}: {p.stderr}")
-    rows = list(csv.DictReader(open(os.path.join(d, "summary.csv"))))
+    rows = read_csv(os.path.join(d, "summary.csv"))
     if check(len(rows) == 1, f"summary rows: {rows}"):
         r = rows[0]
         check(r["status"] == "done" and int(r["steps"]) == 12, f"status/steps: {r['status']} {r['steps']}")
@@ -228,7 +219,7 @@ def part_newer():
     check(not os.path.exists(os.path.join(WORK, "x.png")), "qplot drew nothing")
     d = sweep_dir(os.path.join(WORK, "sweep"), f99)
     p = run([QSWEEP, "--summarize", d])
-    rows = list(csv.DictReader(open(os.path.join(d, "summary.csv")))) if p.returncode in (0, 1) else []
+    rows = read_csv(os.path.join(d, "summary.csv")) if p.returncode in (0, 1) else []
     check(len(rows) == 1 and rows[0]["status"] == "unreadable" and "schema version 99 is newer" in rows[0]["message"],
           f"qsweep: a newer file is unreadable, with the reason: {p.returncode} {p.stderr} {rows}")
     # qtrain --resume of it (with a checkpoint of its own run, so only the version stops it)
@@ -278,5 +269,4 @@ def part_upgrade():
 
 
 {"docs": part_docs, "fixture": part_fixture, "newer": part_newer, "upgrade": part_upgrade}[PART]()
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(check.summary(f"test_runfile_compat {PART}"))

@@ -34,8 +34,10 @@ import threading
 import h5py
 import numpy as np
 
-PASSED = 0
-FAILED = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks  # noqa: E402
+
+check = Checks()
 WAIT_S = 60  # bound on any single wait; never an assertion
 
 # /train's columns as docs/runfile.md documents them (its table is the
@@ -64,16 +66,6 @@ OUTLIERS = ["step", "layer", "gemm", "tokens", "channels", "amax", "kurtosis", "
 INTS = ("step", "layer", "tokens", "channels", "topk", "top_channel")
 ATTRS = {"model": "gpt-tiny", "recipe": "nvfp4/\u00b5batch", "seed": "1234", "empty": "", "runfile_schema": "3"}
 GEMMS, OPERANDS, PASSES = ["fc", "attn_qkv", "fc"], ["x", "w", "dy"], ["fprop", "fprop", "dgrad"]
-
-
-def check(cond, what):
-    global PASSED, FAILED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED += 1
-        print(f"FAIL: {what}", file=sys.stderr)
-    return cond
 
 
 def expected_rows(steps):
@@ -361,8 +353,7 @@ def main():
     test_swmr_lockstep(work)
     test_swmr_free(work)
     test_kill_and_resume(work)
-    print(f"test_runlog_h5py: {PASSED} passed, {FAILED} failed")
-    return 1 if FAILED or PASSED == 0 else 0
+    return check.summary("test_runlog_h5py")
 
 
 if __name__ == "__main__":
