@@ -2,6 +2,10 @@
 #include "qp_backend.h"
 
 #include <math.h>
+#if QP_HAVE_CUDA
+#include <dlfcn.h>
+#include <unistd.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +118,64 @@ int qp_backend_cpu(qp_backend *b, qp_gpt *model, qp_linear *lin, float *adam_m, 
     return 0;
 }
 
-#if !QP_HAVE_CUDA
+#if QP_HAVE_CUDA
+/* The module, loaded once; NULL with the reason in load_why. */
+static const qp_backend_cuda_api *cuda_api;
+static char load_why[400];
+static int load_tried;
+
+static const qp_backend_cuda_api *load_cuda(void)
+{
+    if (load_tried) return cuda_api;
+    load_tried = 1;
+    char path[4096];
+    const char *env = getenv("QP_CUDA_MODULE");
+    if (env && env[0]) {
+        snprintf(path, sizeof path, "%s", env);
+    } else {
+        const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+        if (n <= 0) {
+            snprintf(load_why, sizeof load_why, "cannot find this executable's folder (/proc/self/exe)");
+            return NULL;
+        }
+        path[n] = 0;
+        char *slash = strrchr(path, '/');
+        snprintf(slash ? slash + 1 : path, 32, "qp_backend_cuda.so");
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(load_why, sizeof load_why, "cannot load the CUDA backend: %s", dlerror());
+        return NULL;
+    }
+    const qp_backend_cuda_api *(*get)(void) = (const qp_backend_cuda_api *(*)(void))dlsym(h, "qp_backend_cuda_module");
+    const qp_backend_cuda_api *a = get ? get() : NULL;
+    if (!a || a->abi != QP_BACKEND_CUDA_ABI) {
+        snprintf(load_why, sizeof load_why, "%.300s is not this build's CUDA backend (%s)", path,
+                 a ? "another build" : "no qp_backend_cuda_module");
+        dlclose(h);
+        return NULL;
+    }
+    return cuda_api = a;
+}
+
+int qp_backend_cuda_built(void) { return 1; }
+int qp_backend_cuda_devices(void) { return load_cuda() ? cuda_api->devices() : 0; }
+int qp_backend_cuda_device_count(char *why, size_t whylen)
+{
+    if (load_cuda()) return cuda_api->device_count(why, whylen);
+    if (why && whylen) snprintf(why, whylen, "%s", load_why);
+    return -1;
+}
+int qp_backend_cuda_nccl(void) { return load_cuda() ? cuda_api->nccl : 0; }
+
+int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,
+                    float *adam_v, char *err, size_t errlen)
+{
+    if (load_cuda()) return cuda_api->open(b, model, host_lin, lc, adam_m, adam_v, err, errlen);
+    snprintf(err, errlen, "%s", load_why);
+    return -1;
+}
+#else
 int qp_backend_cuda_built(void) { return 0; }
 int qp_backend_cuda_devices(void) { return 0; }
 int qp_backend_cuda_device_count(char *why, size_t whylen)

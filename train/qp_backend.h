@@ -71,11 +71,16 @@ struct qp_backend {
 /* The CPU: model, dispatch and moment buffers stay the caller's. 0, or -1 (no memory). */
 int qp_backend_cpu(qp_backend *b, qp_gpt *model, qp_linear *lin, float *adam_m, float *adam_v);
 
+/* The CUDA backend is a module (qp_backend_cuda.so beside the executable, or
+ * the file QP_CUDA_MODULE names), loaded on the first call below: a CPU run
+ * never maps the CUDA libraries (cuBLASLt, NCCL: about 200 MB of resident
+ * memory and 0.2 s at every start). */
 /* 1 if this build has the CUDA backend; the number of CUDA devices (0 without). */
 int qp_backend_cuda_built(void);
 int qp_backend_cuda_devices(void);
 /* The same; when it is 0, why in `why` (the CUDA error's name, e.g.
- * "cudaGetDeviceCount: cudaErrorInsufficientDriver (...)", or "0 devices"). */
+ * "cudaGetDeviceCount: cudaErrorInsufficientDriver (...)", or "0 devices");
+ * -1 when the module does not load (why: its path and the loader's error). */
 int qp_backend_cuda_device_count(char *why, size_t whylen);
 /* 1 if the CUDA backend was built with NCCL (data parallelism on GPUs). */
 int qp_backend_cuda_nccl(void);
@@ -88,6 +93,22 @@ int qp_backend_cuda_nccl(void);
  * device gradients with ncclAllReduce on the compute stream. */
 int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,
                     float *adam_v, char *err, size_t errlen);
+
+/* What the module exports (qp_backend_cuda_module, a function returning it).
+ * abi: QP_BACKEND_CUDA_ABI as the module was built, so a module of another
+ * build is refused rather than called with other struct layouts. */
+#define QP_BACKEND_CUDA_ABI                                                                                   \
+    (0x51500001u ^ (unsigned)sizeof(qp_backend) << 8 ^ (unsigned)sizeof(qp_gpt) << 16 ^                       \
+     (unsigned)sizeof(qp_linear_cfg) << 20 ^ (unsigned)sizeof(qp_optim_cfg) << 24)
+typedef struct {
+    unsigned abi;
+    int nccl;
+    int (*devices)(void);
+    int (*device_count)(char *why, size_t whylen);
+    int (*open)(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,
+                float *adam_v, char *err, size_t errlen);
+} qp_backend_cuda_api;
+const qp_backend_cuda_api *qp_backend_cuda_module(void);
 
 #ifdef __cplusplus
 }

@@ -10,7 +10,11 @@
  * on the compute stream) fill the run file's phase columns, step by step,
  * unless the phase profile is off (QP_PROFILE=0); QP_CUDA_PROFILE=1 also
  * prints the whole run's split on stderr at the end: "qtrain: GPU phases
- * (QP_CUDA_PROFILE): ...". */
+ * (QP_CUDA_PROFILE): ...".
+ *
+ * Built as the module qp_backend_cuda.so (qp_backend.c loads it); its calls
+ * into the trainer's modules (qp_linear, qp_dist, qp_prof, ...) bind to the
+ * executable's own copies, which it exports, so there is one of each. */
 #include "qp_backend.h"
 
 #include <stdio.h>
@@ -204,16 +208,7 @@ static void g_destroy(qp_backend *b)
     memset(b, 0, sizeof *b);
 }
 
-int qp_backend_cuda_built(void) { return 1; }
-int qp_backend_cuda_devices(void) { return qp_cuda_gpt_devices(); }
-int qp_backend_cuda_device_count(char *why, size_t whylen) { return qp_cuda_gpt_device_count(why, whylen); }
-#if QP_HAVE_NCCL
-int qp_backend_cuda_nccl(void) { return 1; }
-#else
-int qp_backend_cuda_nccl(void) { return 0; }
-#endif
-
-int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,
+static int open_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_linear_cfg *lc, float *adam_m,
                     float *adam_v, char *err, size_t errlen)
 {
     memset(b, 0, sizeof *b);
@@ -310,3 +305,13 @@ int qp_backend_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp_
 #endif
     return 0;
 }
+
+static const qp_backend_cuda_api api = {
+    .abi = QP_BACKEND_CUDA_ABI,
+    .nccl = QP_HAVE_NCCL + 0,
+    .devices = qp_cuda_gpt_devices,
+    .device_count = qp_cuda_gpt_device_count,
+    .open = open_cuda,
+};
+
+const qp_backend_cuda_api *qp_backend_cuda_module(void) { return &api; }

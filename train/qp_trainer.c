@@ -761,7 +761,9 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     const int on_gpu = r->o.device == QP_DEVICE_CUDA;
     if (on_gpu && !qp_backend_cuda_built()) return snprintf(err, errlen, "--device cuda: built without CUDA"), QP_EXIT_BAD_INPUT;
     char why[200] = "";
-    if (on_gpu && qp_backend_cuda_device_count(why, sizeof why) < 1)
+    const int ndev = on_gpu ? qp_backend_cuda_device_count(why, sizeof why) : 0;
+    if (on_gpu && ndev < 0) return snprintf(err, errlen, "--device cuda: %s", why), QP_EXIT_BAD_INPUT;
+    if (on_gpu && ndev < 1)
         return snprintf(err, errlen, "--device cuda: no CUDA device found (%s)", why), QP_EXIT_BAD_INPUT;
     if (on_gpu && r->world > 1 && !qp_backend_cuda_nccl())
         return snprintf(err, errlen, "--device cuda with %d ranks needs NCCL: this qtrain was built without it "

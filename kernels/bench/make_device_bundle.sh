@@ -3,7 +3,7 @@
 # a GPU machine that cannot build qprec (no HDF5 headers, no oneDNN: the lent
 # H200's image), as one compressed file the device tool can carry:
 #   .devbundle/qprec-bundle.tar.xz   (git-ignored; at most 40 MiB, checked)
-# holding bin/ (qtrain, the GPU tests and benchmarks, stripped), lib/ (the
+# holding bin/ (qtrain and its CUDA backend module, the GPU tests and benchmarks, stripped), lib/ (the
 # shared libraries they load that such an image lacks: HDF5 and its
 # dependencies, oneDNN, OpenMP; not glibc's, not libstdc++/libgcc_s/zlib,
 # not CUDA's — libcublasLt comes from the image's toolkit or its CUDA-13
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build-bundle}
 LIMIT=$((40 * 1024 * 1024))
-BINS=(qtrain bench_gemm bench_cuda_quant test_cuda_quant test_cublaslt test_cuda_native test_cuda_train
+BINS=(qtrain qp_backend_cuda.so bench_gemm bench_cuda_quant test_cuda_quant test_cublaslt test_cuda_native test_cuda_train
       test_cuda_model_kernels)
 say() { echo "make_device_bundle: $*"; }
 command -v nvcc >/dev/null || { say "nvcc not found: the bundle needs a CUDA build"; exit 1; }
@@ -27,7 +27,7 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 
   { say "configure failed (see $BUILD.configure.log)"; exit 1; }
 grep -q 'kernels/ is built for 90$' "$BUILD.configure.log" ||
   { say "the build is not CUDA sm_90 only (see $BUILD.configure.log)"; exit 1; }
-cmake --build "$BUILD" -j"$(nproc)" --target "${BINS[@]}" >"$BUILD.build.log" 2>&1 ||
+cmake --build "$BUILD" -j"$(nproc)" --target "${BINS[@]/%.so/}" >"$BUILD.build.log" 2>&1 ||
   { say "build failed (see $BUILD.build.log)"; exit 1; }
 
 STAGE=$(mktemp -d)

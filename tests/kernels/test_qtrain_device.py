@@ -36,6 +36,12 @@ check(rc == 2 and err.count("\n") == 1, f"--device without a value: exit {rc}, s
 rc, out, err = run("--help")
 check(rc == 0 and "--device D" in out and "cuda" in out, "--help lacks --device")
 
+# a CPU run maps no CUDA library: the backend is a module loaded for --device cuda only
+env = dict(os.environ, LD_DEBUG="files")
+p = subprocess.run([qtrain, "--help"], capture_output=True, text=True, env=env, timeout=600)
+loaded = sorted(set(re.findall(r"file=(\S*(?:cublas|cudart|nccl|qp_backend_cuda)\S*)", p.stderr)))
+check(p.returncode == 0 and "file=" in p.stderr and not loaded, f"qtrain --help loaded {loaded}")
+
 # cuda: without a device (or CUDA) exit 2 with one line, before any file is written
 path = os.path.join(work, "cuda.h5")
 if os.path.exists(path):
@@ -48,6 +54,15 @@ if rc == 2:
           f"--device cuda without a GPU: stderr {err!r}")
     check(not os.path.exists(path), "--device cuda without a GPU wrote a run file")
     print("no CUDA device here: the exit-2 path was tested")
+if err != "qtrain: --device cuda: built without CUDA\n":
+    # a module that is missing, or not a module: exit 2, one line that names it
+    for bad, why in (("/nonexistent/qp_backend_cuda.so", "No such file"), (data, "")):
+        p = subprocess.run([qtrain, "--device", "cuda", *small, "--out", path], capture_output=True, text=True,
+                           env=dict(os.environ, QP_CUDA_MODULE=bad), timeout=600)
+        check(p.returncode == 2 and p.stderr.count("\n") == 1 and
+              p.stderr.startswith("qtrain: --device cuda: cannot load the CUDA backend: " + bad) and why in p.stderr,
+              f"QP_CUDA_MODULE={bad}: exit {p.returncode}, stderr {p.stderr!r}")
+        check(not os.path.exists(path), f"QP_CUDA_MODULE={bad} wrote a run file")
 else:
     check(rc == 0, f"--device cuda with a GPU: exit {rc}: {err}")
     try:
