@@ -306,9 +306,15 @@ static int open_cuda(qp_backend *b, qp_gpt *model, qp_linear *host_lin, const qp
     return 0;
 }
 
+#if QP_HAVE_NCCL
+#define WITH_NCCL 1
+#else
+#define WITH_NCCL 0
+#endif
+
 static const qp_backend_cuda_api api = {
     .abi = QP_BACKEND_CUDA_ABI,
-    .nccl = QP_HAVE_NCCL + 0,
+    .nccl = WITH_NCCL,
     .devices = qp_cuda_gpt_devices,
     .device_count = qp_cuda_gpt_device_count,
     .open = open_cuda,
