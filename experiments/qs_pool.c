@@ -50,8 +50,10 @@ static void log_line(const char *path, const char *text)
     close(fd);
 }
 
-/* Start job j; returns its pid, or -1 with res->why set. */
-static pid_t spawn(const qs_job *job, const sigset_t *child_mask, qs_job_result *res)
+/* Start job j; returns its pid, or -1 with res->why set. side_by_side: more
+ * than one job at a time, so the child's OpenMP threads wait passively
+ * (train/qp_omp.h) unless the user chose a policy. */
+static pid_t spawn(const qs_job *job, const sigset_t *child_mask, int side_by_side, qs_job_result *res)
 {
     const int fd = open(job->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -92,6 +94,8 @@ static pid_t spawn(const qs_job *job, const sigset_t *child_mask, qs_job_result 
         if (null >= 0) dup2(null, 0);
         dup2(fd, 1);
         dup2(fd, 2);
+        if (side_by_side && !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"))
+            setenv("OMP_WAIT_POLICY", "passive", 1);
         execv(job->argv[0], job->argv);
         dprintf(2, "qsweep: cannot run %s: %s\n", job->argv[0], strerror(errno));
         _exit(127);
@@ -201,7 +205,7 @@ int qs_pool_run(const qs_job *jobs, int n, int parallel, const qs_pool_cb *cb, q
             if (cb->on_start) cb->on_start(j, cb->user);
             int s = 0;
             while (slots[s].pid > 0) s++;
-            const pid_t pid = spawn(&jobs[j], &child_mask, &res[j]);
+            const pid_t pid = spawn(&jobs[j], &child_mask, parallel > 1, &res[j]);
             if (pid < 0) {
                 res[j].outcome = QS_JOB_FAILED;
                 res[j].exit_code = -1;

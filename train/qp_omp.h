@@ -9,8 +9,18 @@
  * region costs milliseconds: a 2-thread run beside two 1-thread runs was
  * measured 20-60x slower than alone. Passive waiting (threads sleep at once,
  * and the scheduler favours sleepers when they wake) keeps such a run at a
- * fair share. So qtrain waits passively unless the user chose a policy
- * (OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment).
+ * fair share, but costs a wake-up (a futex, tens of microseconds) at every
+ * region: on cores nothing else wants, that is most of a small model's step.
+ * So qtrain chooses when it starts, unless the user chose a policy
+ * (OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment):
+ *   - a bounded spin (GOMP_SPINCOUNT=QP_OMP_SPIN_COUNT, then sleep) when this
+ *     process's CPUs have room for all its threads with nothing else
+ *     runnable on them (qp_omp_idle_cpus: the runnable tasks of
+ *     /proc/loadavg, sampled, against the CPUs of its affinity mask);
+ *   - passive waiting otherwise, and for one thread.
+ * The spin is bounded so that a run joined later by others slows down to a
+ * share rather than collapsing; qsweep, which starts runs side by side,
+ * hands its runs passive waiting when it runs more than one at a time.
  *
  * libgomp reads its environment when the program is loaded, so the choice
  * is applied by setting it and re-executing the program (qp_omp_apply,
@@ -28,11 +38,26 @@ extern "C" {
 typedef enum {
     QP_OMP_KEEP,    /* the user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT set): leave it */
     QP_OMP_PASSIVE, /* set OMP_WAIT_POLICY=passive */
+    QP_OMP_SPIN,    /* set GOMP_SPINCOUNT=QP_OMP_SPIN_COUNT */
 } qp_omp_choice;
 
+/* libgomp's spins before a waiting thread sleeps (its default is 300000) */
+#define QP_OMP_SPIN_COUNT "10000"
+
 /* The choice for an environment with these values of OMP_WAIT_POLICY and
- * GOMP_SPINCOUNT (NULL: unset). */
-qp_omp_choice qp_omp_choose(const char *wait_policy, const char *spincount);
+ * GOMP_SPINCOUNT (NULL: unset), for a run of `threads` threads on a machine
+ * with idle_cpus CPUs free for it. */
+qp_omp_choice qp_omp_choose(const char *wait_policy, const char *spincount, int threads, int idle_cpus);
+
+/* CPUs of this process's affinity mask with nothing runnable on them: the
+ * mask's count minus the most runnable tasks (this one excluded) seen in
+ * five samples of /proc/loadavg 10 ms apart; 0 when unreadable.
+ * QP_OMP_IDLE_CPUS=N in the environment answers N instead (tests). */
+int qp_omp_idle_cpus(void);
+
+/* The run's thread count as argv gives it (--threads N or --threads=N), or
+ * qtrain's default. */
+int qp_omp_threads_arg(char **argv);
 
 /* Apply the choice to this process: when the environment must change, set
  * it and re-execute /proc/self/exe with the same arguments (marked with
@@ -41,7 +66,8 @@ qp_omp_choice qp_omp_choose(const char *wait_policy, const char *spincount);
  * qp_omp_describe reports). */
 void qp_omp_apply(char **argv);
 
-/* The policy in force, for the run file: e.g. "passive (qtrain's default)",
+/* The policy in force, for the run file: e.g. "passive (qtrain's default:
+ * CPUs busy)", "spin 10000, then sleep (qtrain's default: CPUs idle)",
  * "active (OMP_WAIT_POLICY)", "GOMP_SPINCOUNT=1000 (environment)",
  * "libgomp default (spin, then sleep)". */
 void qp_omp_describe(char *buf, size_t len);

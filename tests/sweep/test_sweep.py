@@ -436,6 +436,9 @@ def case_run():
     # -j 2: two runs at once, threads = cores / 2
     with open_run(os.path.join(out, "runs", names[0] + ".h5")) as f:
         check(f.attrs["threads"] == str(max(1, cores() // 2)), f"threads per run {f.attrs['threads']}")
+        # runs side by side wait passively (train/qp_omp.h), unless the environment chose
+        if not os.environ.get("OMP_WAIT_POLICY") and not os.environ.get("GOMP_SPINCOUNT"):
+            check(f.attrs["omp_wait"] == "passive (OMP_WAIT_POLICY)", f"omp_wait under -j 2 {f.attrs['omp_wait']}")
     runs, exp = check_summary(d, out, target, ["recipe", "seed"])
     check([r["name"] for r in runs] == names, f"summary order {[r['name'] for r in runs]}")
     check(all(r["status"] == "done" for r in runs), "all done")

@@ -2,10 +2,14 @@
 """test_omp_policy.py — qtrain's choice of OpenMP waiting policy
 (train/qp_omp.h), tested as a policy, not as a speed:
 
-  - by default qtrain re-executes itself with OMP_WAIT_POLICY=passive before
-    anything else: the running process's environment (/proc/PID/environ,
-    which is what libgomp read at load) holds it, the PID is the one that was
-    started (exec, not a child), and the run file's omp_wait says so;
+  - by default qtrain re-executes itself before anything else with
+    OMP_WAIT_POLICY=passive when its CPUs are busy and with a bounded spin
+    (GOMP_SPINCOUNT=10000) when they have room for all its threads
+    (QP_OMP_IDLE_CPUS stands in for the measured count): the running
+    process's environment (/proc/PID/environ, which is what libgomp read at
+    load) holds it, the PID is the one that was started (exec, not a child),
+    and the run file's omp_wait says so; one thread always waits passively;
+    measured, not forced, the choice is one of the two;
   - a policy the user set (OMP_WAIT_POLICY, GOMP_SPINCOUNT) is kept as it is
     and named in the run file;
   - the re-executed run is the same run: same losses as one started with
@@ -55,7 +59,7 @@ def omp_wait(path):
 
 # the live process: its environment after the re-exec, same PID
 out = os.path.join(WORK, "live.h5")
-p = subprocess.Popen(cmd(out, 1000000), env=env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"),
+p = subprocess.Popen(cmd(out, 1000000), env=env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", QP_OMP_IDLE_CPUS="0"),
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 environ = b""
 deadline = time.time() + 60
@@ -80,8 +84,15 @@ except subprocess.TimeoutExpired:
     p.kill()
 check(p.returncode == 130, f"stopped by SIGTERM: exit {p.returncode}")
 
+BUSY, IDLE = "passive (qtrain's default: CPUs busy)", "spin 10000, then sleep (qtrain's default: CPUs idle)"
 cases = [
-    ("default", env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"), "passive (qtrain's default)"),
+    ("default", env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", QP_OMP_IDLE_CPUS="0"), BUSY),
+    ("one_idle", env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", QP_OMP_IDLE_CPUS="1"), BUSY),
+    ("idle", env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", QP_OMP_IDLE_CPUS="2"), IDLE),
+    ("one_thread", env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", QP_OMP_IDLE_CPUS="8"), BUSY),
+    ("measured", env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "QP_OMP_IDLE_CPUS"), (BUSY, IDLE)),
+    ("user_over_idle", env_without("GOMP_SPINCOUNT", OMP_WAIT_POLICY="passive", QP_OMP_IDLE_CPUS="2"),
+     "passive (OMP_WAIT_POLICY)"),
     ("active", env_without("GOMP_SPINCOUNT", OMP_WAIT_POLICY="active"), "active (OMP_WAIT_POLICY)"),
     ("byhand", env_without("GOMP_SPINCOUNT", OMP_WAIT_POLICY="passive"), "passive (OMP_WAIT_POLICY)"),
     ("spin", env_without("OMP_WAIT_POLICY", GOMP_SPINCOUNT="1000"), "GOMP_SPINCOUNT=1000 (environment)"),
@@ -89,10 +100,35 @@ cases = [
 losses = {}
 for name, env, want in cases:
     out = os.path.join(WORK, name + ".h5")
-    r = subprocess.run(cmd(out, 6), env=env, capture_output=True, text=True, timeout=300)
+    c = cmd(out, 6)
+    if name == "one_thread":
+        c[c.index("--threads") + 1] = "1"
+    r = subprocess.run(c, env=env, capture_output=True, text=True, timeout=300)
     if check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}"):
         got, losses[name] = omp_wait(out)
-        check(got == want, f"{name}: omp_wait {got!r}, want {want!r}")
+        check(got in want if isinstance(want, tuple) else got == want, f"{name}: omp_wait {got!r}, want {want!r}")
 if "default" in losses and "byhand" in losses:
     check(np.array_equal(losses["default"], losses["byhand"]), "the re-executed run trains exactly as one started passive")
+if "default" in losses and "idle" in losses:
+    check(np.array_equal(losses["default"], losses["idle"]), "a spinning run trains exactly as a passive one")
+
+# the spinning run's own environment: GOMP_SPINCOUNT=10000, no wait policy
+out = os.path.join(WORK, "live_idle.h5")
+p = subprocess.Popen(cmd(out, 1000000), env=env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", QP_OMP_IDLE_CPUS="2"),
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+environ = b""
+deadline = time.time() + 60
+while time.time() < deadline and b"QP_OMP_APPLIED" not in environ:
+    try:
+        with open(f"/proc/{p.pid}/environ", "rb") as f:
+            environ = f.read()
+    except OSError:
+        break
+    time.sleep(0.05)
+vars_ = dict(kv.split(b"=", 1) for kv in environ.split(b"\0") if b"=" in kv)
+check(vars_.get(b"GOMP_SPINCOUNT") == b"10000" and b"OMP_WAIT_POLICY" not in vars_,
+      f"the spinning qtrain's environment: GOMP_SPINCOUNT {vars_.get(b'GOMP_SPINCOUNT')}, "
+      f"OMP_WAIT_POLICY {vars_.get(b'OMP_WAIT_POLICY')}")
+p.kill()
+p.wait(60)
 sys.exit(check.summary("test_omp_policy"))
