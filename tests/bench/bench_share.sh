@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench_share.sh — a 2-thread qtrain beside two 1-thread qtrain runs (what a
 # user's run meets when `qsweep -j 2` is going), against the same run alone,
-# ROUNDS times, under OpenMP's passive waiting (qtrain's default, train/qp_omp.h)
+# ROUNDS times, under qtrain's own choice of OpenMP waiting (train/qp_omp.h:
+# a bounded spin on idle CPUs, passive on busy ones), under passive waiting
 # and under active waiting (OMP_WAIT_POLICY=active, libgomp spinning), or the
-# policies QP_SHARE_POLICIES lists (passive, active, spinN = GOMP_SPINCOUNT=N,
-# libgomp spinning N times before it sleeps): median
+# policies QP_SHARE_POLICIES lists (default, passive, active, spinN =
+# GOMP_SPINCOUNT=N, libgomp spinning N times before it sleeps): median
 # step time of the 2-thread run each time and its speed as a share of the
 # run alone (fair share on 2 cores: 50%; the target: >= 35% every
 # time). The background runs start first and outlive the measured one. A
@@ -34,12 +35,13 @@ one() { # POLICY-ENV OUT: one measured 2-thread run
 printf "2-thread run (2 layers, 64 wide, T64 B8, %d steps) alone and beside two 1-thread runs; load average %s\n" \
   "$steps" "$(cut -d' ' -f1 /proc/loadavg)"
 printf "%-8s %5s %12s %14s %9s\n" "policy" "round" "alone ms" "shared ms" "share"
-for policy in ${QP_SHARE_POLICIES:-passive active}; do
+for policy in ${QP_SHARE_POLICIES:-default passive active}; do
   case $policy in
-    passive) envs="QP_UNUSED=1" ;; # qtrain's own default
+    default) envs="QP_UNUSED=1" ;; # qtrain's own choice
+    passive) envs="OMP_WAIT_POLICY=passive" ;;
     active) envs="OMP_WAIT_POLICY=active" ;;
     spin[0-9]*) envs="GOMP_SPINCOUNT=${policy#spin}" ;;
-    *) echo "bench_share.sh: unknown policy $policy (passive, active, spinN)" >&2; exit 2 ;;
+    *) echo "bench_share.sh: unknown policy $policy (default, passive, active, spinN)" >&2; exit 2 ;;
   esac
   for ((r = 1; r <= rounds; r++)); do
     alone=$(one "$envs" "$work/alone.h5")
