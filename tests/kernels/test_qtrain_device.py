@@ -42,6 +42,20 @@ p = subprocess.run([qtrain, "--help"], capture_output=True, text=True, env=env, 
 loaded = sorted(set(re.findall(r"file=(\S*(?:cublas|cudart|nccl|qp_backend_cuda)\S*)", p.stderr)))
 check(p.returncode == 0 and "file=" in p.stderr and not loaded, f"qtrain --help loaded {loaded}")
 
+# a module that is missing, or not a module: exit 2, one line that names it
+# (a build without CUDA says so whatever the module)
+for bad, why in (("/nonexistent/qp_backend_cuda.so", "No such file"), (data, "")):
+    path = os.path.join(work, "module.h5")
+    p = subprocess.run([qtrain, "--device", "cuda", *small, "--out", path], capture_output=True, text=True,
+                       env=dict(os.environ, QP_CUDA_MODULE=bad), timeout=600)
+    if p.stderr == "qtrain: --device cuda: built without CUDA\n":
+        check(p.returncode == 2, f"built without CUDA: exit {p.returncode}")
+        continue
+    check(p.returncode == 2 and p.stderr.count("\n") == 1 and
+          p.stderr.startswith("qtrain: --device cuda: cannot load the CUDA backend: " + bad) and why in p.stderr,
+          f"QP_CUDA_MODULE={bad}: exit {p.returncode}, stderr {p.stderr!r}")
+    check(not os.path.exists(path), f"QP_CUDA_MODULE={bad} wrote a run file")
+
 # cuda: without a device (or CUDA) exit 2 with one line, before any file is written
 path = os.path.join(work, "cuda.h5")
 if os.path.exists(path):
@@ -54,15 +68,6 @@ if rc == 2:
           f"--device cuda without a GPU: stderr {err!r}")
     check(not os.path.exists(path), "--device cuda without a GPU wrote a run file")
     print("no CUDA device here: the exit-2 path was tested")
-if err != "qtrain: --device cuda: built without CUDA\n":
-    # a module that is missing, or not a module: exit 2, one line that names it
-    for bad, why in (("/nonexistent/qp_backend_cuda.so", "No such file"), (data, "")):
-        p = subprocess.run([qtrain, "--device", "cuda", *small, "--out", path], capture_output=True, text=True,
-                           env=dict(os.environ, QP_CUDA_MODULE=bad), timeout=600)
-        check(p.returncode == 2 and p.stderr.count("\n") == 1 and
-              p.stderr.startswith("qtrain: --device cuda: cannot load the CUDA backend: " + bad) and why in p.stderr,
-              f"QP_CUDA_MODULE={bad}: exit {p.returncode}, stderr {p.stderr!r}")
-        check(not os.path.exists(path), f"QP_CUDA_MODULE={bad} wrote a run file")
 else:
     check(rc == 0, f"--device cuda with a GPU: exit {rc}: {err}")
     try:
