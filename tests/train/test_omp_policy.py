@@ -57,20 +57,27 @@ def omp_wait(path):
         return f.attrs["omp_wait"], f["train/loss"][:]
 
 
+def live_environ(p):
+    """The environment of the running process p once qtrain has re-executed
+    itself (QP_OMP_APPLIED in it), as a dict of bytes; {} if it never does."""
+    environ = b""
+    deadline = time.time() + 60
+    while time.time() < deadline and b"QP_OMP_APPLIED" not in environ:
+        try:
+            with open(f"/proc/{p.pid}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            break
+        time.sleep(0.05)
+    return dict(kv.split(b"=", 1) for kv in environ.split(b"\0") if b"=" in kv)
+
+
 # the live process: its environment after the re-exec, same PID
 out = os.path.join(WORK, "live.h5")
 p = subprocess.Popen(cmd(out, 1000000), env=env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", QP_OMP_IDLE_CPUS="0"),
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-environ = b""
+vars_ = live_environ(p)
 deadline = time.time() + 60
-while time.time() < deadline and b"QP_OMP_APPLIED" not in environ:
-    try:
-        with open(f"/proc/{p.pid}/environ", "rb") as f:
-            environ = f.read()
-    except OSError:
-        break
-    time.sleep(0.05)
-vars_ = dict(kv.split(b"=", 1) for kv in environ.split(b"\0") if b"=" in kv)
 check(vars_.get(b"OMP_WAIT_POLICY") == b"passive" and vars_.get(b"QP_OMP_APPLIED") == b"1",
       f"the running qtrain (pid {p.pid}) has OMP_WAIT_POLICY=passive in its environment: {vars_.get(b'OMP_WAIT_POLICY')}")
 # SIGTERM once the run has started (its run file exists: the handler that
@@ -116,16 +123,7 @@ if "default" in losses and "idle" in losses:
 out = os.path.join(WORK, "live_idle.h5")
 p = subprocess.Popen(cmd(out, 1000000), env=env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", QP_OMP_IDLE_CPUS="2"),
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-environ = b""
-deadline = time.time() + 60
-while time.time() < deadline and b"QP_OMP_APPLIED" not in environ:
-    try:
-        with open(f"/proc/{p.pid}/environ", "rb") as f:
-            environ = f.read()
-    except OSError:
-        break
-    time.sleep(0.05)
-vars_ = dict(kv.split(b"=", 1) for kv in environ.split(b"\0") if b"=" in kv)
+vars_ = live_environ(p)
 check(vars_.get(b"GOMP_SPINCOUNT") == b"10000" and b"OMP_WAIT_POLICY" not in vars_,
       f"the spinning qtrain's environment: GOMP_SPINCOUNT {vars_.get(b'GOMP_SPINCOUNT')}, "
       f"OMP_WAIT_POLICY {vars_.get(b'OMP_WAIT_POLICY')}")
