@@ -17,8 +17,9 @@ Makefile does (gcc -Ofast -march=native -fopenmp -DOMP), writes a
 random-init checkpoint of the configuration (GPT-2 init: N(0, 0.02),
 residual projections / sqrt(2L), norms 1, biases 0, version 3 header) and
 the corpus's bytes as token shards (llm.c's format, uint16 ids < 256), and
-runs it in that folder (OpenMP waiting passively, as qtrain does, unless
-OMP_WAIT_POLICY or GOMP_SPINCOUNT is set). No llm.c code is kept. qtrain trains the same shape
+runs it in that folder. Every trainer waits for its OpenMP threads the same
+way: as OMP_WAIT_POLICY or GOMP_SPINCOUNT say, or else with the bounded spin
+qtrain chooses on idle CPUs (GOMP_SPINCOUNT=10000, train/qp_omp.h). No llm.c code is kept. qtrain trains the same shape
 on the same token ids (the corpus as bytes; the GPT-2 shape reads the shard,
 vocabulary 50257), bf16 recipe, no evaluation, logging or checkpoints inside
 the timed steps.
@@ -31,8 +32,8 @@ Configurations:
           same run
   gpt2    the GPT-2 124M shape: 12L 12H 768C, vocab 50257, B4 T64; peak RSS
   baby    nanoGPT's baby Shakespeare model (4L 4H 128C, T64 B12) against
-          tests/bench/nanogpt_torch.py (python3-torch, CPU; OpenMP waiting
-          passively as qtrain's does unless the environment says otherwise)
+          tests/bench/nanogpt_torch.py (python3-torch, CPU; OpenMP waiting as
+          the others do)
   longT   qtrain's peak RSS at T = 256, 512, 1024 (small config, B=1): the
           attention keeps no T x T matrix, so memory grows with T
 """
@@ -158,10 +159,23 @@ def llmc_dir_for(work, name, L, NH, C, T, V, tokens):
     return d
 
 
+def wait_env(**extra):
+    """The environment every trainer runs in: one OpenMP waiting policy for
+    all of them, the user's (OMP_WAIT_POLICY or GOMP_SPINCOUNT) or else the
+    one qtrain chooses on idle CPUs (train/qp_omp.h: GOMP_SPINCOUNT=10000)."""
+    env = dict(os.environ, **extra)
+    if not env.get("OMP_WAIT_POLICY") and not env.get("GOMP_SPINCOUNT"):
+        env["GOMP_SPINCOUNT"] = "10000"
+    return env
+
+
+def wait_policy():
+    e = wait_env()
+    return ", ".join(f"{k}={e[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if e.get(k))
+
+
 def run_llmc(exe, d, threads):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
-        env["OMP_WAIT_POLICY"] = "passive"  # as qtrain waits (train/qp_omp.h): the same policy for both
+    env = wait_env(OMP_NUM_THREADS=str(threads))
     p = subprocess.run(Rss.cmd([exe]), cwd=d, env=env, capture_output=True, text=True)
     if p.returncode:
         sys.exit(f"bench_llmc: llm.c failed ({p.returncode}): {p.stdout[-1000:]} {p.stderr[-1000:]}")
@@ -176,7 +190,7 @@ def run_qtrain(qtrain, data, out, L, NH, C, T, B, steps, threads, recipe="bf16")
            "--batch", str(B), "--steps", str(steps), "--warmup", "2", "--eval-every", "0", "--eval-batches", "1",
            "--qerr-every", "0", "--ckpt-every", "0", "--threads", str(threads), "--recipe", recipe, "--quiet",
            "--out", out]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    env = wait_env(OMP_NUM_THREADS=str(threads))
     p = subprocess.run(Rss.cmd(cmd), env=env, capture_output=True, text=True)
     if p.returncode:
         sys.exit(f"bench_llmc: qtrain failed ({p.returncode}): {p.stderr[-1500:]}")
@@ -233,7 +247,7 @@ def main():
         open(corpus, "wb").write(raw)
         tokens = np.frombuffer(raw, np.uint8).astype(np.uint16)
         say(f"bench_llmc: {a.threads} threads, {a.reps} alternating runs of {a.steps} steps each, median step time "
-            f"after the first 3; load average {loadavg()} at the start")
+            f"after the first 3; load average {loadavg()} at the start; OpenMP waiting {wait_policy()} for all")
         say(f"machine: {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}, "
             f"{os.cpu_count()} CPUs")
         for name in ("small", "gpt2"):
@@ -268,9 +282,7 @@ def main():
             for rep in range(a.reps):
                 ms, _ = run_qtrain(qtrain, corpus, os.path.join(work, "q.h5"), 4, 4, 128, 64, 12, a.steps, a.threads)
                 q.append(ms)
-                env = dict(os.environ)
-                if "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env:
-                    env["OMP_WAIT_POLICY"] = "passive"  # the same waiting policy as qtrain's
+                env = wait_env()
                 p = subprocess.run([sys.executable, os.path.join(HERE, "nanogpt_torch.py"), str(a.steps), str(a.threads)],
                                    capture_output=True, text=True, env=env)
                 m = re.search(r"ms/step ([0-9.]+)", p.stdout)
