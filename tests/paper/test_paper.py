@@ -319,6 +319,14 @@ elif CASE == "tables":
             check("unresolved" in sent, sent)
     check(all("published" in x for x in sentences(macros.get(("verdict", "publishedpasses"), ""))),
           "published comparisons name the published value")
+    # the trend verdict says which way the law's extrapolated gap goes, as table_published's first size column does
+    law = [float(re.match(r"\s*(25|100|400) & [^&]+ & [^&]+ & ([-+0-9.]+)", ln).group(2))
+           for ln in read("table_published.tex").splitlines() if re.match(r"\s*(25|100|400) & ", ln)]
+    trend = macros.get(("verdict", "publishedtrend"), "")
+    if check(len(law) == 3, f"table_published: the law's gap at 25, 100, 400 tokens/parameter: {law}"):
+        way = "grows" if law[0] < law[1] < law[2] else "shrinks" if law[0] > law[1] > law[2] else "is not monotone"
+        check(f"gap {way} with tokens per parameter" in trend and "Quartet-II's grows" in trend,
+              f"publishedtrend says the law's gap {way}, beside the published one: {trend!r}")
 
 elif CASE == "corpus":
     import corpus
