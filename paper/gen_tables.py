@@ -294,21 +294,28 @@ if "fit" in sc:
           "fits).}\\label{tab:fit}\n\\end{table}\n")
     m("verdict", "fit", tex(" ".join(fsent)))
     ho = sc.get("holdout", {})
-    hrows, inside = [], 0
+    hrows, inside, inside_pi = [], 0, 0
     for r, h in ho.get("recipes", {}).items():
         inside += h["inside"]
+        inside_pi += h.get("inside_pi", False)
         hrows.append(f"{tex(r)} & {h['predicted_all_seeds']:.4f} & "
                      + (f"[{h['ci_lo']:.4f}, {h['ci_hi']:.4f}]" if fin(h["ci_lo"]) else "--")
-                     + f" & {h['observed_mean']:.4f} & {'yes' if h['inside'] else 'no'} \\\\")
+                     + f" & {'yes' if h['inside'] else 'no'} & "
+                     + (f"[{h['pi_lo']:.4f}, {h['pi_hi']:.4f}] & {'yes' if h['inside_pi'] else 'no'}"
+                        if "pi_lo" in h else "-- & --")
+                     + f" & {h['observed_mean']:.4f} \\\\")
     write("table_holdout.tex",
-          "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrrrr}\n\\toprule\n"
-          "recipe & predicted & per-seed interval & measured & inside \\\\\n\\midrule\n" + "\n".join(hrows) +
+          "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrrrrrr}\n\\toprule\n"
+          "recipe & predicted & per-seed interval & inside & prediction interval & inside & measured \\\\\n"
+          "\\midrule\n" + "\n".join(hrows) +
           "\n\\bottomrule\n\\end{tabular}\n\\caption{The held-out cell (" + tex(str(ho.get("model"))) + ", " +
-          str(ho.get("tpp")) + " tokens/parameter): the law fitted without it, its predicted validation loss and "
-          "the interval of the per-seed fits' predictions, against the measured mean.}\\label{tab:holdout}\n"
-          "\\end{table}\n")
+          str(ho.get("tpp")) + " tokens/parameter): the law fitted without it, its predicted validation loss, "
+          "the interval of the per-seed fits' predictions (the law's own uncertainty) and the prediction "
+          "interval (that and the law's rms scatter about the cells it was fitted to), against the measured "
+          "mean.}\\label{tab:holdout}\n\\end{table}\n")
     m("holdout", "cell", f"{tex(str(ho.get('model')))} at {ho.get('tpp')} tokens/parameter")
     m("holdout", "inside", f"{inside} of {len(ho.get('recipes', {}))}")
+    m("holdout", "insidepi", f"{inside_pi} of {len(ho.get('recipes', {}))}")
     # published comparison: the fit's NVFP4 gap in nats at 25/100/400 tokens per parameter for each size
     prow = []
     sizes = sorted(Ns.items(), key=lambda kv: kv[1])

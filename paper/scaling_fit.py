@@ -24,8 +24,12 @@ bounds, a grid of starting points; the best of them).
   held-out cell    the fit (all seeds, and each seed) without one cell (by
                    default the largest model at its largest tokens per
                    parameter: an extrapolation), its prediction per recipe
-                   with the per-seed interval, against the cell's measured
-                   mean loss: inside or outside
+                   with the per-seed interval (where the law is: the fit's
+                   own uncertainty) and a prediction interval (where a new
+                   cell's loss is expected: that uncertainty and the law's
+                   scatter about the cells it was fitted to, 1.96 times its
+                   rms log residual, added in quadrature in log L), against
+                   the cell's measured mean loss: inside or outside each
 
 Why Python (numpy/scipy from Debian) and not qsweep's C: the fit is an
 analysis of a finished sweep's ~100 numbers, not a property of runs; it
@@ -214,9 +218,15 @@ def analyse(cells, base, holdout=None):
             preds = [predict(p, r, hk[2], hk[3]) for p in pfs if p and r in p["eff_N"]]
             m, lo, hi, _, n = mean_ci(preds)
             om = float(np.mean(obs)) if obs else float("nan")
-            ho["recipes"][r] = {"predicted_all_seeds": predict(pf, r, hk[2], hk[3]), "predicted_seed_mean": m,
+            pa = predict(pf, r, hk[2], hk[3])
+            # the prediction interval: the per-seed interval's half-width and the law's scatter, in log L
+            hw = math.log(hi / lo) / 2 if math.isfinite(lo) and lo > 0 else 0.0
+            pw = math.hypot(hw, 1.96 * pf["rms_log_residual"])
+            ho["recipes"][r] = {"predicted_all_seeds": pa, "predicted_seed_mean": m,
                                 "ci_lo": lo, "ci_hi": hi, "n": n, "observed_mean": om,
-                                "inside": bool(lo <= om <= hi) if math.isfinite(lo) else False}
+                                "inside": bool(lo <= om <= hi) if math.isfinite(lo) else False,
+                                "pi_lo": pa * math.exp(-pw), "pi_hi": pa * math.exp(pw),
+                                "inside_pi": bool(pa * math.exp(-pw) <= om <= pa * math.exp(pw))}
     res["holdout"] = ho
     return res
 

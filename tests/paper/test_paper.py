@@ -85,8 +85,21 @@ if CASE == "fit":
         h = ho["recipes"][r]
         check(abs(h["predicted_all_seeds"] / h["observed_mean"] - 1) < 1e-3,
               f"exact data: held-out {r} predicted {h['predicted_all_seeds']:.5f}, observed {h['observed_mean']:.5f}")
+        check(h["inside_pi"] and h["pi_lo"] <= h["predicted_all_seeds"] <= h["pi_hi"],
+              f"exact data: held-out {r} inside its prediction interval [{h['pi_lo']:.5f}, {h['pi_hi']:.5f}]")
     # 0.1% noise: the efficiencies within their per-seed intervals, and close
     res = sf.analyse(cells(0.001, rng), "bf16")
+    # the prediction interval holds the per-seed interval and widens it by the law's scatter (1.96 rms, in log L)
+    rms = sf.fit([c for c in cells(0.001, np.random.default_rng(3))
+                  if (c["model"], c["tpp"]) != ("l", "160")], "bf16")["rms_log_residual"]
+    for r, h in res["holdout"]["recipes"].items():
+        hw = math.log(h["ci_hi"] / h["ci_lo"]) / 2
+        pw = math.log(h["pi_hi"] / h["pi_lo"]) / 2
+        check(h["pi_lo"] <= h["ci_lo"] and h["pi_hi"] >= h["ci_hi"] and pw > hw,
+              f"noisy: {r} prediction interval [{h['pi_lo']:.5f}, {h['pi_hi']:.5f}] holds the per-seed one "
+              f"[{h['ci_lo']:.5f}, {h['ci_hi']:.5f}]")
+        check(abs(pw - math.hypot(hw, 1.96 * rms)) < 0.25 * pw,
+              f"noisy: {r} prediction half-width {pw:.5f} from the seeds' {hw:.5f} and the scatter {rms:.5f}")
     for r, (eN, eD) in eff.items():
         if r == "bf16":
             continue
