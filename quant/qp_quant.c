@@ -242,8 +242,8 @@ static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x
  * format; NULL to compute them here. */
 static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r0, int64_t r1,
                            int64_t cols, uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols,
-                           float *y, uint16_t *y16, float *yrow, const float *pre_amax, const uint8_t *pre_nf, float *amax_buf, uint8_t *nf_buf,
-                           qp_blockscales *bs, chunk_result *res)
+                           float *y, uint16_t *y16, float *yrow, const float *pre_amax, const uint8_t *pre_nf,
+                           float *amax_buf, uint8_t *nf_buf, qp_blockscales *bs, chunk_result *res)
 {
     const qp_format_traits *t = p->t;
     const int bc = t->block_cols;

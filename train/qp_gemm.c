@@ -208,7 +208,7 @@ static float *widen(float **buf, size_t *cap, const uint16_t *x, size_t n)
     }
     float *o = *buf;
 #pragma omp parallel for schedule(static) if (n >= (1 << 16))
-    for (size_t i = 0; i < n; i++) o[i] = qp_bits_f32((uint32_t)x[i] << 16);
+    for (size_t i = 0; i < n; i++) o[i] = qp_bf16_to_f32(x[i]);
     return o;
 }
 
@@ -266,26 +266,23 @@ int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, fl
     return rc;
 }
 
-int qp_gemm_run_bf16(qp_gemm *g, const uint16_t *A, int a_t, const uint16_t *B, int b_t, float *C, int M, int N,
-                     int K, float alpha, int accumulate)
+/* Columns [k0, k0 + w) of X (rows x K, or stored K x rows when x_t; BF16
+ * bits when x16, else floats) into dst (rows x w) as floats. */
+static void copy_chunk(const void *X, int x16, int x_t, int rows, int K, int k0, int w, float *dst)
 {
-    qp_prof_push(QP_PHASE_GEMM);
-    const int rc = gemm_run(g, A, 1, a_t, B, 1, b_t, C, M, N, K, alpha, accumulate, 1);
-    qp_prof_pop();
-    return rc;
-}
-
-/* Columns [k0, k0 + w) of X (rows x K, or stored K x rows when x_t) into dst (rows x w). */
-static void copy_chunk(const float *X, int x_t, int rows, int K, int k0, int w, float *dst)
-{
+    const float *xf = X;
+    const uint16_t *xh = X;
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < rows; r++)
-        for (int k = 0; k < w; k++) dst[(size_t)r * w + k] = x_t ? X[(size_t)(k0 + k) * rows + r] : X[(size_t)r * K + k0 + k];
+        for (int k = 0; k < w; k++) {
+            const size_t i = x_t ? (size_t)(k0 + k) * rows + r : (size_t)r * K + k0 + k;
+            dst[(size_t)r * w + k] = x16 ? qp_bf16_to_f32(xh[i]) : xf[i];
+        }
 }
 
-static int gemm_run_kscaled(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N,
-                            int K, int kc, const float *sa, const float *sb, float alpha, int accumulate,
-                            int bf16_exact)
+static int gemm_run_kscaled(qp_gemm *g, const void *A, int a16, int a_t, const void *B, int b16, int b_t, float *C,
+                            int M, int N, int K, int kc, const float *sa, const float *sb, float alpha,
+                            int accumulate, int bf16_exact)
 {
     if (kc <= 0 || M <= 0 || N <= 0 || K <= 0) {
         snprintf(g->err, sizeof g->err, "K-chunked GEMM: bad shape %dx%dx%d, chunk %d", M, N, K, kc);
@@ -305,8 +302,8 @@ static int gemm_run_kscaled(qp_gemm *g, const float *A, int a_t, const float *B,
     float *ac = g->kbuf, *bc = ac + (size_t)M * w, *part = bc + (size_t)N * w, *acc = part + (size_t)M * N;
     for (int c = 0; c < nk; c++) {
         const int k0 = c * kc, wc = K - k0 < kc ? K - k0 : kc;
-        copy_chunk(A, a_t, M, K, k0, wc, ac);
-        copy_chunk(B, b_t, N, K, k0, wc, bc);
+        copy_chunk(A, a16, a_t, M, K, k0, wc, ac);
+        copy_chunk(B, b16, b_t, N, K, k0, wc, bc);
         if (gemm_run(g, ac, 0, 0, bc, 0, 0, part, M, N, wc, 1.0f, 0, bf16_exact)) return -1;
         /* promoted to FP32 and scaled, in chunk order: acc += (sa * sb) * part */
 #pragma omp parallel for schedule(static)
@@ -330,7 +327,19 @@ int qp_gemm_run_kscaled(qp_gemm *g, const float *A, int a_t, const float *B, int
                         int kc, const float *sa, const float *sb, float alpha, int accumulate, int bf16_exact)
 {
     qp_prof_push(QP_PHASE_GEMM);
-    const int rc = gemm_run_kscaled(g, A, a_t, B, b_t, C, M, N, K, kc, sa, sb, alpha, accumulate, bf16_exact);
+    const int rc = gemm_run_kscaled(g, A, 0, a_t, B, 0, b_t, C, M, N, K, kc, sa, sb, alpha, accumulate, bf16_exact);
+    qp_prof_pop();
+    return rc;
+}
+
+int qp_gemm_run_typed(qp_gemm *g, const void *A, int a16, int a_t, const void *B, int b16, int b_t, float *C, int M,
+                      int N, int K, int kc, const float *sa, const float *sb, float alpha, int accumulate,
+                      int bf16_exact)
+{
+    qp_prof_push(QP_PHASE_GEMM);
+    const int rc = kc > 0 ? gemm_run_kscaled(g, A, a16, a_t, B, b16, b_t, C, M, N, K, kc, sa, sb, alpha, accumulate,
+                                             bf16_exact)
+                          : gemm_run(g, A, a16, a_t, B, b16, b_t, C, M, N, K, alpha, accumulate, bf16_exact);
     qp_prof_pop();
     return rc;
 }

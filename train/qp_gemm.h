@@ -30,9 +30,6 @@ void qp_gemm_destroy(qp_gemm *g);
  * a message in the engine (qp_gemm_error). */
 int qp_gemm_run(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
                 float alpha, int accumulate, int bf16_exact);
-/* The same product of operands given as BF16 bits (no conversion here). */
-int qp_gemm_run_bf16(qp_gemm *g, const uint16_t *A, int a_t, const uint16_t *B, int b_t, float *C, int M, int N,
-                     int K, float alpha, int accumulate);
 const char *qp_gemm_error(const qp_gemm *g);
 
 /* The FP8 block-scaled GEMM as DeepSeek-V3's kernels and Hopper's
@@ -45,6 +42,14 @@ const char *qp_gemm_error(const qp_gemm *g);
  * accumulate). Operands as qp_gemm_run's. Returns 0, or -1 with a message. */
 int qp_gemm_run_kscaled(qp_gemm *g, const float *A, int a_t, const float *B, int b_t, float *C, int M, int N, int K,
                         int kc, const float *sa, const float *sb, float alpha, int accumulate, int bf16_exact);
+
+/* Either product of operands of either kind: A (B) holds BF16 bits when a16
+ * (b16), as they are for a BF16 kernel (widened, exactly, for FP32 or a
+ * K-chunk), else floats as above; kc > 0: K-chunked as qp_gemm_run_kscaled,
+ * else as qp_gemm_run. */
+int qp_gemm_run_typed(qp_gemm *g, const void *A, int a16, int a_t, const void *B, int b16, int b_t, float *C, int M,
+                      int N, int K, int kc, const float *sa, const float *sb, float alpha, int accumulate,
+                      int bf16_exact);
 
 /* oneDNN's implementation names, for the run file: e.g. "brg:avx512_core_bf16"
  * ("none" before the first product of that type). */

@@ -14,7 +14,6 @@ struct qp_linear_host {
     qp_gemm *gemm;
     float *tbuf[2], *qbuf[2]; /* per GEMM side: transposed/rotated copy, quantized copy (K-chunked formats) */
     uint16_t *hbuf[2];        /* per GEMM side: the quantized copy as BF16 bits (every other format) */
-    float *wbuf[2];           /* per GEMM side: a BF16 operand widened for an FP32 or K-chunked partner */
     float *mbuf;              /* dequantized values for error metrics */
     /* per side, grown on first use by a format whose block scales cannot go
      * into alpha (FP32-scaled FP8 blocks): packed codes and scales, and the
@@ -146,7 +145,7 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
             const int nk = (qcols + QK_FP8_BLOCK - 1) / QK_FP8_BLOCK;
             for (int64_t i = 0; i < n; i++) h->mbuf[i] = q[i] * ks[(i / qcols) * nk + (i % qcols) / QK_FP8_BLOCK];
         } else {
-            for (int64_t i = 0; i < n; i++) h->mbuf[i] = qp_bits_f32((uint32_t)q16[i] << 16) * st->qs.scale_inv;
+            for (int64_t i = 0; i < n; i++) h->mbuf[i] = qp_bf16_to_f32(q16[i]) * st->qs.scale_inv;
         }
         qp_metrics m;
         qp_metrics_compute(j->x, h->mbuf, n, &st->qs, &m);
@@ -197,37 +196,15 @@ static int h_fetch_kept(void *ctx, int n, qp_linear_stats *out)
     return 0;
 }
 
-/* A BF16 operand as floats (exactly its values), for a partner that is not BF16. */
-static const float *widened(qp_linear_host *h, int side, const qp_linear_operand *o, int M, int K)
-{
-    const size_t n = (size_t)M * (size_t)K;
-    if (!h->wbuf[side]) h->wbuf[side] = malloc((size_t)h->ops.max_elems * sizeof(float));
-    if (!h->wbuf[side] || n > (size_t)h->ops.max_elems) return NULL;
-    const uint16_t *x = o->data;
-    for (size_t i = 0; i < n; i++) h->wbuf[side][i] = qp_bits_f32((uint32_t)x[i] << 16);
-    return h->wbuf[side];
-}
-
 static int h_gemm(void *ctx, const qp_linear_operand *a, const qp_linear_operand *b, float *C, int M, int N, int K,
                   float alpha, int accumulate)
 {
     qp_linear_host *h = H;
-    int rc;
-    if (a->type == QP_LOP_BF16 && b->type == QP_LOP_BF16) {
-        rc = qp_gemm_run_bf16(h->gemm, a->data, a->trans, b->data, b->trans, C, M, N, K, alpha, accumulate);
-    } else {
-        const float *ad = a->type == QP_LOP_BF16 ? widened(h, 0, a, M, K) : a->data;
-        const float *bd = b->type == QP_LOP_BF16 ? widened(h, 1, b, N, K) : b->data;
-        if (!ad || !bd) {
-            snprintf(h->err, sizeof h->err, "out of memory for a widened GEMM operand");
-            return -1;
-        }
-        const int exact = a->type != QP_LOP_F32 && b->type != QP_LOP_F32;
-        rc = a->kscale || b->kscale ? qp_gemm_run_kscaled(h->gemm, ad, a->trans, bd, b->trans, C, M, N, K,
-                                                           QK_FP8_BLOCK, a->kscale, b->kscale, alpha, accumulate, exact)
-                                    : qp_gemm_run(h->gemm, ad, a->trans, bd, b->trans, C, M, N, K, alpha, accumulate,
-                                                  exact);
-    }
+    const int exact = a->type != QP_LOP_F32 && b->type != QP_LOP_F32;
+    const int kc = a->kscale || b->kscale ? QK_FP8_BLOCK : 0;
+    const int rc = qp_gemm_run_typed(h->gemm, a->data, a->type == QP_LOP_BF16, a->trans, b->data,
+                                     b->type == QP_LOP_BF16, b->trans, C, M, N, K, kc, a->kscale, b->kscale, alpha,
+                                     accumulate, exact);
     if (rc) {
         snprintf(h->err, sizeof h->err, "%s", qp_gemm_error(h->gemm));
         return -1;
@@ -299,7 +276,7 @@ void qp_linear_host_destroy(qp_linear_host *h)
 {
     if (!h) return;
     for (int s = 0; s < 2; s++)
-        free(h->tbuf[s]), free(h->qbuf[s]), free(h->hbuf[s]), free(h->wbuf[s]), free(h->kcodes[s]),
+        free(h->tbuf[s]), free(h->qbuf[s]), free(h->hbuf[s]), free(h->kcodes[s]),
             free(h->kscales[s]), free(h->kscale[s]);
     free(h->mbuf);
     free(h);
