@@ -18,6 +18,21 @@
 #include "qp_size.h"
 #include "qs_stats.h"
 
+/* argv: MODE LEVEL N A1..AN B1..BN: the two samples (freed by the caller), N;
+ * -1 with the usage line on stderr when the count does not match. */
+static int read_pairs(int argc, char **argv, double **a, double **b)
+{
+    const int n = atoi(argv[3]);
+    if (n < 0 || argc != 4 + 2 * n) {
+        fprintf(stderr, "stats_tool: %s LEVEL N A1..AN B1..BN\n", argv[1]);
+        return -1;
+    }
+    *a = malloc((size_t)(n ? n : 1) * sizeof **a);
+    *b = malloc((size_t)(n ? n : 1) * sizeof **b);
+    for (int i = 0; i < n; i++) (*a)[i] = strtod(argv[4 + i], NULL), (*b)[i] = strtod(argv[4 + n + i], NULL);
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "tq")) {
@@ -39,13 +54,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc >= 4 && !strcmp(argv[1], "ratio")) {
-        const int n = atoi(argv[3]);
-        if (n < 0 || argc != 4 + 2 * n) {
-            fprintf(stderr, "stats_tool: ratio LEVEL N A1..AN B1..BN\n");
-            return 2;
-        }
-        double *a = malloc((size_t)(n ? n : 1) * sizeof *a), *b = malloc((size_t)(n ? n : 1) * sizeof *b);
-        for (int i = 0; i < n; i++) a[i] = strtod(argv[4 + i], NULL), b[i] = strtod(argv[4 + n + i], NULL);
+        double *a, *b;
+        const int n = read_pairs(argc, argv, &a, &b);
+        if (n < 0) return 2;
         qs_ratio r;
         qs_ratio_ci(a, b, n, atof(argv[2]), &r);
         printf("%d %.17g %.17g %.17g %d %s\n", r.n, r.ratio, r.lo, r.hi, r.resolved, r.method);
@@ -53,13 +64,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc >= 4 && !strcmp(argv[1], "paired")) {
-        const int n = atoi(argv[3]);
-        if (n < 0 || argc != 4 + 2 * n) {
-            fprintf(stderr, "stats_tool: paired LEVEL N A1..AN B1..BN\n");
-            return 2;
-        }
-        double *a = malloc((size_t)(n ? n : 1) * sizeof *a), *b = malloc((size_t)(n ? n : 1) * sizeof *b);
-        for (int i = 0; i < n; i++) a[i] = strtod(argv[4 + i], NULL), b[i] = strtod(argv[4 + n + i], NULL);
+        double *a, *b;
+        const int n = read_pairs(argc, argv, &a, &b);
+        if (n < 0) return 2;
         qs_paired p;
         qs_paired_ci(a, b, n, atof(argv[2]), &p);
         printf("%d", p.n);
