@@ -397,6 +397,7 @@ static inline int qpl_device_init(qpl_device *d, const qpl_prims *prim, float *c
     d->ops = (qp_linear_ops){.ctx = d,
                              .max_elems = max_elems,
                              .max_kept = max_kept,
+                             .max_copies = 0,
                              .tbuf = {tbuf[0], tbuf[1]},
                              .error = qpl_op_error,
                              .transpose = qpl_op_transpose,
@@ -406,7 +407,7 @@ static inline int qpl_device_init(qpl_device *d, const qpl_prims *prim, float *c
                              .plain = qpl_op_plain,
                              .gemm_kind = qpl_op_gemm_kind,
                              .quantize = qpl_op_quantize,
-                             .reuse = NULL, /* operands are rows x K: wgrad quantizes dY^T again, the same values */
+                             .reuse = NULL, /* operands are rows x K: a later use quantizes again, the same values */
                              .keep = qpl_op_keep,
                              .fetch_kept = qpl_op_fetch_kept,
                              .gemm = qpl_op_gemm,

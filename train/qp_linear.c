@@ -23,6 +23,18 @@ typedef struct {
     float gamax;  /* the ranks' amax */
 } pending_use;
 
+/* What the forward's quantization of X or W left for the backward's use of
+ * the same tensor (qp_linear_reusable): of which tensor, in which step and
+ * micro-batch, with the ranks' amax (data parallel); on operations that keep
+ * quantized copies, the copy itself (qp_linear_qjob.keep, same index). */
+typedef struct {
+    const float *src;
+    int64_t step;
+    int micro;
+    int gamax_ok;
+    float gamax;
+} kept_copy;
+
 struct qp_linear {
     qp_linear_cfg cfg;
     qp_linear_plan *plans;      /* [layer][gemm] */
@@ -38,16 +50,18 @@ struct qp_linear {
     int log_qerr;
     int frozen;
     /* the dgrad pass's global amax of dY (data parallel), for the wgrad pass
-     * when qp_linear_dy_reusable: the same tensor, so no second all-reduce */
+     * when qp_linear_reusable: the same tensor, so no second all-reduce */
     float dy_gamax;
     int dy_gamax_ok;
-    /* the backward's wgrad pass reuses dgrad's dY (qp_linear_dy_reusable) */
+    /* the backward's wgrad pass reuses dgrad's dY (qp_linear_reusable) */
     int dy_reuse;
+    kept_copy *copies;          /* [layer][gemm][x, w] */
     int64_t n_events[QP_EV_COUNT];
     char err[256];
 };
 
 static int state_index(int layer, int g, int o) { return (layer * QP_BLOCK_GEMMS + g) * QP_OPND_COUNT + o; }
+static int copy_index(int layer, int g, qp_operand o) { return (layer * QP_BLOCK_GEMMS + g) * 2 + (o == QP_OPND_W); }
 
 static void on_scaling_event(const qp_recalib_event *ev, void *user)
 {
@@ -73,7 +87,8 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
     l->max_pending = qp_linear_max_kept(L);
     l->pending = calloc((size_t)l->max_pending, sizeof *l->pending);
     l->kept = calloc((size_t)l->max_pending, sizeof *l->kept);
-    if (!l->plans || !l->states || !l->pending || !l->kept) goto oom;
+    l->copies = calloc((size_t)(L > 0 ? L : 1) * QP_BLOCK_GEMMS * 2, sizeof *l->copies);
+    if (!l->plans || !l->states || !l->pending || !l->kept || !l->copies) goto oom;
     if (qp_recipe_resolve(cfg->recipe, L, cfg->gemms, l->plans, err, errlen)) {
         qp_linear_destroy(l);
         return NULL;
@@ -94,7 +109,7 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
                 if (qp_scaling_init(&l->states[i], &sc, u->fmt, i)) goto oom;
             }
         }
-    l->host = qp_linear_host_create(cfg->gemm, cfg->max_elems);
+    l->host = qp_linear_host_create(cfg->gemm, cfg->max_elems, (L > 0 ? L : 1) * QP_BLOCK_GEMMS * 2);
     if (!l->host) goto oom;
     l->ops = qp_linear_host_ops(l->host);
     return l;
@@ -113,6 +128,7 @@ void qp_linear_destroy(qp_linear *l)
     free(l->plans);
     free(l->pending);
     free(l->kept);
+    free(l->copies);
     qp_linear_host_destroy(l->host);
     free(l);
 }
@@ -326,12 +342,27 @@ static int stored_layout_quantizes_alike(const qp_format_traits *t, const qp_use
     return t->block_rows > 1 && t->block_rows == t->block_cols && t->unscaled_exact && !use->rht && !use->sr;
 }
 
-int qp_linear_dy_reusable(const qp_linear_plan *plan)
+void qp_linear_operand_uses(qp_operand o, qp_pass *first, qp_pass *later)
 {
-    const qp_use_plan *d = &plan->use[QP_PASS_DGRAD][QP_OPND_DY], *w = &plan->use[QP_PASS_WGRAD][QP_OPND_DY];
-    const qp_format_traits *t = &qp_formats[d->fmt];
-    return d->fmt != QP_FMT_FP32 && t->block_rows == 1 && t->block_cols == 1 && !d->rht && !d->sr &&
-           memcmp(d, w, sizeof *d) == 0;
+    switch (o) {
+    case QP_OPND_X: *first = QP_PASS_FPROP, *later = QP_PASS_WGRAD; return;
+    case QP_OPND_W: *first = QP_PASS_FPROP, *later = QP_PASS_DGRAD; return;
+    case QP_OPND_DY: *first = QP_PASS_DGRAD, *later = QP_PASS_WGRAD; return;
+    case QP_OPND_COUNT: break;
+    }
+    *first = *later = QP_PASS_FPROP;
+}
+
+int qp_linear_reusable(const qp_linear_plan *plan, qp_operand o)
+{
+    if ((unsigned)o >= QP_OPND_COUNT) return 0;
+    qp_pass first, later;
+    qp_linear_operand_uses(o, &first, &later);
+    const qp_use_plan *a = &plan->use[first][o], *b = &plan->use[later][o];
+    const qp_format_traits *t = &qp_formats[a->fmt];
+    const int no_blocks = t->block_rows == 1 && t->block_cols == 1;
+    return a->fmt != QP_FMT_FP32 && t->unscaled_exact && !a->rht && !a->sr && memcmp(a, b, sizeof *a) == 0 &&
+           (no_blocks || stored_layout_quantizes_alike(t, a));
 }
 
 /* The format of operand `side` of pass p of GEMM g (FP32 for the head). */
@@ -341,8 +372,30 @@ static qp_fmt use_fmt(const qp_linear *l, int layer, qp_gemm_id g, qp_pass p, in
     return l->plans[layer * QP_BLOCK_GEMMS + g].use[p][qp_pass_operand(p, side)].fmt;
 }
 
+/* The forward's record of X or W for the backward (kept_copy), or -1. */
+static int kept_index(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o)
+{
+    return o == QP_OPND_DY || !qp_linear_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g], o) ? -1
+                                                                                          : copy_index(layer, g, o);
+}
+
+/* Where a later use finds its operand already quantized
+ * (qp_linear_reusable): -2 nowhere, -1 the side's last quantization (dY
+ * from dgrad), or the forward's record of the same tensor in this step and
+ * micro-batch (X, W). */
+static int reuse_source(const qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, const float *src)
+{
+    if (pass == QP_PASS_WGRAD && o == QP_OPND_DY) return l->dy_reuse ? -1 : -2;
+    if (pass == QP_PASS_FPROP) return -2;
+    const int i = kept_index(l, layer, g, o);
+    if (i < 0) return -2;
+    const kept_copy *c = &l->copies[i];
+    return c->src == src && c->step == l->step && c->micro == l->micro ? i : -2;
+}
+
 /* Quantize one GEMM operand (rows x cols, contraction along cols; src stored
- * cols x rows when src_trans) for `pass`, for a GEMM of `kind`. */
+ * cols x rows when src_trans) for `pass`, for a GEMM of `kind`, or hand the
+ * GEMM the earlier use's quantization when it is the same. */
 static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
                    int src_trans, int rows, int cols, int kind, qp_linear_operand *out)
 {
@@ -353,6 +406,19 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     const qp_linear_plan *plan = &l->plans[layer * QP_BLOCK_GEMMS + g];
     const qp_use_plan *use = &plan->use[pass][o];
     const qp_format_traits *t = &qp_formats[use->fmt];
+    qp_scaling_state *st = &l->states[state_index(layer, g, o)];
+    const int want_row = l->log_qerr && l->cfg.on_qerr;
+    use_rules u;
+    const int from = reuse_source(l, layer, g, pass, o, src);
+    if (from >= -1 && op->reuse) {
+        /* the same values and statistics as the earlier use: a later use is
+         * never the owner, so nothing here needs this use's amax */
+        use_init(&u, l, plan, st, layer, g, pass, o, src_trans, rows, cols);
+        const qp_linear_qjob job = {use->fmt, src, rows, cols, src_trans, &u.opts, side, kind, u.update || want_row,
+                                    want_row, -1, from};
+        if (op->reuse(x, &job, out)) return op_failed(l);
+        return job.want_stats ? keep_stats(l, layer, g, pass, o, &u, side, want_row, 0.0f) : 0;
+    }
     const float *in = src;
     int trans = src_trans;
     if (trans && (t->block_cols > 1 || use->rht) && !stored_layout_quantizes_alike(t, use)) {
@@ -371,18 +437,17 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         if (op->rht(x, op->tbuf[side], rows, cols, use->rht, qp_linear_rht_seed(l->cfg.seed))) return op_failed(l);
         in = op->tbuf[side];
     }
-    qp_scaling_state *st = &l->states[state_index(layer, g, o)];
-    use_rules u;
     use_init(&u, l, plan, st, layer, g, pass, o, trans, rows, cols);
     const int64_t n = (int64_t)rows * cols;
-    /* wgrad's dY quantized exactly as dgrad's (qp_linear_dy_reusable) */
-    const int reuse = pass == QP_PASS_WGRAD && o == QP_OPND_DY && l->dy_reuse;
+    /* a later use the operations could not hand the earlier quantization:
+     * the same tensor, so the earlier use's global amax */
+    const int known = from == -1 ? l->dy_gamax_ok : from >= 0 && l->copies[from].gamax_ok;
     float gamax = 0.0f;
     if (u.reduce_amax) {
         /* data parallel (qp_linear.h): the tensor scale of current scaling
          * and the scaling update see every rank's amax */
-        if (reuse && l->dy_gamax_ok) {
-            gamax = l->dy_gamax;
+        if (known) {
+            gamax = from == -1 ? l->dy_gamax : l->copies[from].gamax;
         } else {
             if (!op->amax) {
                 snprintf(l->err, sizeof l->err, "data parallelism needs the backend's amax operation");
@@ -394,9 +459,12 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         if (pass == QP_PASS_DGRAD && o == QP_OPND_DY) l->dy_gamax = gamax, l->dy_gamax_ok = 1;
         if (u.scale_from_amax) u.opts.scale = qp_scale_from_amax(qp_tensor_scale_range(use->fmt), gamax, 0);
     }
-    const int want_row = l->log_qerr && l->cfg.on_qerr;
-    const qp_linear_qjob job = {use->fmt, in, rows, cols, trans, &u.opts, side, kind, u.update || want_row, want_row};
-    if (reuse && op->reuse ? op->reuse(x, &job, out) : op->quantize(x, &job, out)) return op_failed(l);
+    /* the forward leaves X and W for the backward */
+    const int kept = pass == QP_PASS_FPROP ? kept_index(l, layer, g, o) : -1;
+    if (kept >= 0) l->copies[kept] = (kept_copy){src, l->step, l->micro, u.reduce_amax, gamax};
+    const qp_linear_qjob job = {use->fmt, in, rows, cols, trans, &u.opts, side, kind, u.update || want_row,
+                                want_row, op->reuse && kept < op->max_copies ? kept : -1, -1};
+    if (op->quantize(x, &job, out)) return op_failed(l);
     return job.want_stats ? keep_stats(l, layer, g, pass, o, &u, side, want_row, gamax) : 0;
 }
 
@@ -448,7 +516,7 @@ int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *
     if (check(l, layer, g, M, IC, OC)) return -1;
     qp_linear_operand a, b;
     l->dy_gamax_ok = 0;
-    l->dy_reuse = g != QP_GEMM_HEAD && qp_linear_dy_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g]);
+    l->dy_reuse = g != QP_GEMM_HEAD && qp_linear_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g], QP_OPND_DY);
     /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
     int kind = kind_of(l, layer, g, QP_PASS_DGRAD, M, IC, OC);
     if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, kind, &a) ||

@@ -127,15 +127,22 @@ void qp_linear_set_frozen(qp_linear *l, int frozen);
 
 /* The RHT's sign seed for the dispatch's seed (every RHT of a run uses it). */
 uint64_t qp_linear_rht_seed(uint64_t seed);
-/* 1 when the weight-gradient pass quantizes dY^T exactly as the
- * data-gradient pass quantized dY: both uses have the same plan (format,
- * options, scaling), the format has no blocks (no transpose), and neither the
- * RHT nor stochastic rounding applies; the scale is then the same (delayed:
- * the owner's; current: the same tensor's amax). The dispatch then reuses
- * dgrad's global amax of dY (data parallel: one all-reduce, not two) and, on
- * operations that keep the quantized copy (qp_linear_ops.reuse: the CPU's),
- * hands the wgrad GEMM dgrad's quantized dY instead of quantizing it again. */
-int qp_linear_dy_reusable(const qp_linear_plan *plan);
+/* The two uses of operand o, the earlier and the later: X fprop then
+ * wgrad, W fprop then dgrad, dY dgrad then wgrad. */
+void qp_linear_operand_uses(qp_operand o, qp_pass *first, qp_pass *later);
+/* 1 when the later use of operand o (qp_linear_operand_uses) quantizes it
+ * exactly as the earlier one did, read transposed: both uses have the same
+ * plan (format, options, scaling), neither the RHT nor stochastic rounding
+ * applies (their words follow the pass), and the format's blocks cover the
+ * same elements either way (no blocks, or square 2D blocks whose scales go
+ * into the operand: NVFP4-2D's weights); the scale is then the same
+ * (delayed: the owner's; current: the same tensor's amax). The later use
+ * then takes the earlier one's global amax (data parallel: one all-reduce
+ * per tensor, not two) and, on operations that keep quantized copies (qp_linear_ops.reuse: the
+ * CPU's), hands the later GEMM the earlier use's quantized operand instead
+ * of quantizing it again: dY from dgrad, and X and W kept from the forward
+ * (the same tensors in the same step and micro-batch). */
+int qp_linear_reusable(const qp_linear_plan *plan, qp_operand o);
 
 /* Scaling state of (layer, gemm, operand), for checkpoints: delayed scaling's
  * history and scales must survive a resume. */

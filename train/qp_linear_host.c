@@ -26,7 +26,18 @@ struct qp_linear_host {
         qp_fmt fmt;
         int qrows, qcols; /* as stored */
         int kchunked;
-    } last[2];                /* per side: what qbuf holds (h_reuse) */
+        const uint16_t *bits; /* where its BF16 bits went (hbuf or a kept copy) */
+    } last[2];                /* per side: the last quantization (h_reuse) */
+    /* quantized operands kept for a later use (qp_linear_qjob.keep): BF16
+     * bits grown on first use, and what each holds */
+    struct {
+        uint16_t *bits;
+        size_t cap;
+        qp_fmt fmt;
+        int qrows, qcols;
+        qp_linear_stats stats;
+    } *copy;
+    int n_copies;
     qp_linear_stats kept;     /* the one kept slot: statistics apply after each quantization */
     char err[256];
 };
@@ -128,6 +139,16 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
     const int kchunked = !qp_formats[j->fmt].unscaled_exact;
     float *q = h->qbuf[j->side];
     uint16_t *q16 = h->hbuf[j->side];
+    if (j->keep >= 0) {
+        /* quantized straight into the kept copy */
+        if (j->keep >= h->n_copies || kchunked ||
+            grow((void **)&h->copy[j->keep].bits, &h->copy[j->keep].cap, (size_t)qrows * qcols * sizeof *q16 + 2)) {
+            snprintf(h->err, sizeof h->err, "cannot keep a %dx%d %s operand as copy %d", qrows, qcols,
+                     qp_formats[j->fmt].name, j->keep);
+            return -1;
+        }
+        q16 = h->copy[j->keep].bits;
+    }
     qp_linear_stats *st = &h->stats[j->side];
     memset(st, 0, sizeof *st);
     if (kchunked) {
@@ -138,6 +159,7 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
     }
     h->last[j->side].fmt = j->fmt, h->last[j->side].qrows = qrows, h->last[j->side].qcols = qcols;
     h->last[j->side].kchunked = kchunked;
+    h->last[j->side].bits = q16;
     const float *ks = kchunked ? h->kscale[j->side] : NULL;
     if (j->want_metrics) {
         const int64_t n = (int64_t)j->rows * j->cols;
@@ -152,25 +174,35 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
         st->rel_l2 = m.rel_l2, st->snr_db = m.snr_db, st->sat_frac = m.sat_frac, st->zero_frac = m.zero_frac;
         st->amax = m.amax;
     }
+    if (j->keep >= 0) {
+        h->copy[j->keep].fmt = j->fmt, h->copy[j->keep].qrows = qrows, h->copy[j->keep].qcols = qcols;
+        h->copy[j->keep].stats = *st;
+    }
     *out = kchunked ? (qp_linear_operand){QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL, ks}
                     : (qp_linear_operand){QP_LOP_BF16, q16, j->trans, st->qs.scale_inv, NULL, NULL, NULL};
     return 0;
 }
 
-/* The last quantization of the side, read as the job says: the same values
- * and statistics (its metrics too, computed when the job wanted them: the
- * same step's uses all want them or none). */
+/* An earlier quantization, read as the job says: the side's last (dY) or a
+ * kept copy (X, W): the same values and statistics (its metrics too,
+ * computed when the job wanted them: the same step's uses all want them or
+ * none). */
 static int h_reuse(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
 {
     qp_linear_host *h = H;
     const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
-    if (h->last[j->side].fmt != j->fmt || h->last[j->side].kchunked || h->last[j->side].qrows != qrows ||
-        h->last[j->side].qcols != qcols) {
+    const int kept = j->from >= 0 && j->from < h->n_copies;
+    const qp_fmt fmt = kept ? h->copy[j->from].fmt : h->last[j->side].fmt;
+    const int rows = kept ? h->copy[j->from].qrows : h->last[j->side].qrows,
+              cols = kept ? h->copy[j->from].qcols : h->last[j->side].qcols;
+    const uint16_t *bits = kept ? h->copy[j->from].bits : h->last[j->side].bits;
+    if ((j->from >= 0 && !kept) || (!kept && h->last[j->side].kchunked) || !bits || fmt != j->fmt ||
+        rows != qrows || cols != qcols) {
         snprintf(h->err, sizeof h->err, "no %dx%d operand in %s to reuse", qrows, qcols, qp_formats[j->fmt].name);
         return -1;
     }
-    *out = (qp_linear_operand){QP_LOP_BF16, h->hbuf[j->side], j->trans, h->stats[j->side].qs.scale_inv, NULL,
-                               NULL, NULL};
+    if (kept) h->stats[j->side] = h->copy[j->from].stats;
+    *out = (qp_linear_operand){QP_LOP_BF16, bits, j->trans, h->stats[j->side].qs.scale_inv, NULL, NULL, NULL};
     return 0;
 }
 
@@ -237,13 +269,14 @@ static int h_bias_grad(void *ctx, float *db, const float *dY, int M, int N)
 }
 #undef H
 
-qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems)
+qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_copies)
 {
     qp_linear_host *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     h->gemm = gemm;
+    h->n_copies = max_copies > 0 ? max_copies : 0;
     const size_t bytes = (size_t)(max_elems > 0 ? max_elems : 1) * sizeof(float);
-    int bad = !(h->mbuf = malloc(bytes));
+    int bad = !(h->mbuf = malloc(bytes)) || !(h->copy = calloc((size_t)h->n_copies + 1, sizeof *h->copy));
     for (int s = 0; s < 2; s++)
         bad |= !(h->tbuf[s] = malloc(bytes)) || !(h->qbuf[s] = malloc(bytes)) ||
                !(h->hbuf[s] = malloc(bytes / 2 + 2));
@@ -254,6 +287,7 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems)
     h->ops = (qp_linear_ops){.ctx = h,
                              .max_elems = max_elems,
                              .max_kept = 1,
+                             .max_copies = h->n_copies,
                              .tbuf = {h->tbuf[0], h->tbuf[1]},
                              .error = h_error,
                              .transpose = h_transpose,
@@ -278,6 +312,8 @@ void qp_linear_host_destroy(qp_linear_host *h)
     for (int s = 0; s < 2; s++)
         free(h->tbuf[s]), free(h->qbuf[s]), free(h->hbuf[s]), free(h->kcodes[s]),
             free(h->kscales[s]), free(h->kscale[s]);
+    for (int i = 0; h->copy && i < h->n_copies; i++) free(h->copy[i].bits);
+    free(h->copy);
     free(h->mbuf);
     free(h);
 }

@@ -5,14 +5,17 @@
  * transposed and runs BF16 when both operands are BF16 values. Formats whose
  * scaled values are not BF16 values (FP8 blocks with FP32 scales along K)
  * hand the GEMM their codes and each (row, K-chunk) scale, and the GEMM runs
- * K-chunked (qp_gemm_run_kscaled). The wgrad pass gets the dgrad pass's
- * quantized dY back when the dispatch says it is the same (reuse). One kept
+ * K-chunked (qp_gemm_run_kscaled). A later use gets an earlier one's
+ * quantized operand back when the dispatch says it is the same (reuse): the
+ * wgrad pass dgrad's dY, the backward the X and W the forward kept. One kept
  * statistics slot: the dispatch applies each quantization's statistics at
  * once.
  *
  * Owns: the CPU's operand buffers (per GEMM side: a transposed/rotated copy,
  * the quantized copy, the packed codes and chunk scales of a K-chunked
- * operand; one for the metrics). qp_linear_create makes one. */
+ * operand; one for the metrics) and the kept copies (the BF16 bits of the X
+ * and W of every block GEMM whose backward reuses them). qp_linear_create
+ * makes one. */
 #ifndef QP_LINEAR_HOST_H
 #define QP_LINEAR_HOST_H
 
@@ -27,8 +30,9 @@ extern "C" {
 
 typedef struct qp_linear_host qp_linear_host;
 
-/* Buffers for operands of up to max_elems; NULL without memory. */
-qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems);
+/* Buffers for operands of up to max_elems, and room for max_copies kept
+ * quantized operands (each allocated when first kept); NULL without memory. */
+qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_copies);
 void qp_linear_host_destroy(qp_linear_host *h);
 const qp_linear_ops *qp_linear_host_ops(qp_linear_host *h);
 

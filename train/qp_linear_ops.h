@@ -86,12 +86,16 @@ typedef struct {
     int kind;          /* gemm_kind's answer for this GEMM */
     int want_stats;    /* leave the statistics (qs) in side's scratch for keep() */
     int want_metrics;  /* with the error metrics (a qerr row is made of them) */
+    int keep;          /* quantize: >= 0 (< max_copies), also keep this operand and its statistics as copy `keep`
+                          for a later use's reuse; -1: not kept */
+    int from;          /* reuse: the kept copy to read back, or -1 for side's last quantization */
 } qp_linear_qjob;
 
 typedef struct qp_linear_ops {
     void *ctx;
     int64_t max_elems;  /* the largest operand the buffers hold */
     int max_kept;       /* slots of the kept list (1: statistics apply after each quantization) */
+    int max_copies;     /* quantized operands the backend can keep for a later use (qp_linear_qjob.keep) */
     float *tbuf[2];     /* per side: transposed or rotated copies (backend memory, max_elems floats) */
     const char *(*error)(void *ctx);
     /* dst (src_cols x src_rows) = src^T */
@@ -107,10 +111,13 @@ typedef struct qp_linear_ops {
     int (*gemm_kind)(void *ctx, qp_fmt a, qp_fmt b, int M, int N, int K);
     /* the GEMM operand of job, and (job->want_stats) its statistics in side's scratch */
     int (*quantize)(void *ctx, const qp_linear_qjob *job, qp_linear_operand *out);
-    /* job's operand quantized exactly as side's last quantization was (the
+    /* job's operand quantized exactly as an earlier use quantized it (the
      * same tensor, format, options and scale, now read as job->trans says:
-     * qp_linear_dy_reusable), without quantizing again; side's statistics stay
-     * the last quantization's. NULL: the dispatch quantizes again. */
+     * qp_linear_reusable), without quantizing again: side's last
+     * quantization (job->from -1: dY from dgrad to wgrad) or kept copy
+     * job->from (X from fprop to wgrad, W from fprop to dgrad); side's
+     * statistics become that quantization's. NULL: the dispatch quantizes
+     * again (and no copy is kept). */
     int (*reuse)(void *ctx, const qp_linear_qjob *job, qp_linear_operand *out);
     /* side's statistics as kept slot `slot` (< max_kept), in the order of the work */
     int (*keep)(void *ctx, int side, int slot);

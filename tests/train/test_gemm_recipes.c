@@ -38,6 +38,7 @@
 
 #include "qp_hadamard.h"
 #include "qp_linear.h"
+#include "qp_linear_host.h"
 #include "qp_test.h"
 #include "test_model_util.h"
 
@@ -767,6 +768,132 @@ static void test_kscaled(qp_gemm *gemm)
     free(A), free(B), free(At);
 }
 
+/* ---- reusing an earlier use's quantization ----------------------------------- */
+
+/* The CPU's operations, counting reuses. */
+static const qp_linear_ops *counted_base;
+static int n_reused;
+
+static int counted_reuse(void *ctx, const qp_linear_qjob *job, qp_linear_operand *out)
+{
+    n_reused++;
+    return counted_base->reuse(ctx, job, out);
+}
+
+static int same_bits(const float *a, const float *b, int n) { return memcmp(a, b, (size_t)n * sizeof *a) == 0; }
+
+/* A later use handed the earlier use's quantization (qp_linear_reusable: dY
+ * from dgrad, X and W kept from the forward) gives exactly what quantizing
+ * again gives: outputs, scaling states and error records of a dispatch with
+ * reuse equal those of one without (qp_linear_ops.reuse NULL), bit for bit,
+ * for every recipe; each recipe reuses the operands its formats allow; and
+ * a kept copy is not used for another tensor or a later step. */
+static void test_reuse(qp_gemm *gemm)
+{
+    /* block 0, block 1 (the last: BF16 in NVIDIA's recipes) */
+    static const struct {
+        const char *spec;
+        int reused[NL], dy[NL]; /* operands reused per block; of which dY */
+    } want[] = {
+        {"bf16", {3, 3}, {1, 1}},
+        {"fp8", {3, 3}, {1, 1}},
+        {"fp8-current", {3, 3}, {1, 1}},
+        {"mxfp8", {0, 0}, {0, 0}},
+        {"mxfp4", {0, 0}, {0, 0}},
+        {"nvfp4-naive", {0, 0}, {0, 0}},
+        {"nvfp4", {1, 3}, {0, 1}},          /* W (16x16 blocks): X has 1x16 blocks and the RHT, dY SR */
+        {"nvfp4,nvfp4-sr", {1, 3}, {0, 1}}, /* dY's 1x16 blocks transpose: no reuse without SR either */
+        {"bf16,x+dy=fp8-block,w=fp8-block-2d", {0, 0}, {0, 0}}, /* scales per K-chunk follow the layout */
+        {"bf16,w=nvfp4-2d", {3, 3}, {1, 1}},
+        {"fp32", {0, 0}, {0, 0}},
+    };
+    char err[256];
+    int bad_total = 0;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        qp_recipe r;
+        if (qp_recipe_parse(want[i].spec, &r, err, sizeof err)) {
+            CHECK(0, "parse %s: %s", want[i].spec, err);
+            continue;
+        }
+        qerr_log qa_log = {0}, qb_log = {0};
+        qp_linear_cfg lc = {.n_layers = NL, .max_elems = (int64_t)OC * OC, .seed = 77, .recipe = &r, .gemm = gemm,
+                            .on_qerr = on_qerr, .user = &qa_log};
+        qp_linear *a = qp_linear_create(&lc, err, sizeof err);
+        lc.user = &qb_log;
+        qp_linear *b = qp_linear_create(&lc, err, sizeof err);
+        qp_linear_host *ha = qp_linear_host_create(gemm, lc.max_elems, NL * QP_BLOCK_GEMMS * 2),
+                       *hb = qp_linear_host_create(gemm, lc.max_elems, NL * QP_BLOCK_GEMMS * 2);
+        CHECK(a && b && ha && hb, "create %s: %s", want[i].spec, err);
+        if (!a || !b || !ha || !hb) goto next;
+        counted_base = qp_linear_host_ops(ha);
+        qp_linear_ops ops_a = *counted_base, ops_b = *qp_linear_host_ops(hb);
+        ops_a.reuse = counted_reuse;
+        ops_b.reuse = NULL;
+        qp_linear_set_ops(a, &ops_a);
+        qp_linear_set_ops(b, &ops_b);
+        static layer_data da[NL], db[NL];
+        const qp_gemm_id gid[NL] = {QP_GEMM_QKV, QP_GEMM_FCPROJ};
+        uint64_t s = 123;
+        int bad = 0;
+        for (int step = 0; step < 3; step++) {
+            qp_linear_begin_step(a, step, step == 1);
+            qp_linear_begin_step(b, step, step == 1);
+            const float k = step ? 2.0f : 1.0f;
+            for (int layer = 0; layer < NL; layer++) make_layer(&da[layer], 3.0f * k, 0.05f * k, 1e-3f * k, &s);
+            memcpy(db, da, sizeof da);
+            for (int layer = 0; layer < NL; layer++) {
+                layer_data *x = &da[layer], *y = &db[layer];
+                CHECK(qp_linear_forward(a, layer, gid[layer], x->Y, x->X, x->W, x->b, M, IC, OC) == 0 &&
+                          qp_linear_forward(b, layer, gid[layer], y->Y, y->X, y->W, y->b, M, IC, OC) == 0,
+                      "%s forward: %s %s", want[i].spec, qp_linear_error(a), qp_linear_error(b));
+                bad += !same_bits(x->Y, y->Y, M * OC);
+            }
+            n_reused = 0;
+            for (int layer = NL - 1; layer >= 0; layer--) {
+                layer_data *x = &da[layer], *y = &db[layer];
+                if (step == 2) {
+                    /* the backward of other X and W buffers than the
+                     * forward's: what the forward kept is not theirs */
+                    for (int j = 0; j < M * IC; j++) x->Xt[j] = y->Xt[j] = -0.5f * x->X[j] + 0.25f;
+                    for (int j = 0; j < OC * IC; j++) x->Wt[j] = y->Wt[j] = 1.5f * x->W[j];
+                }
+                const float *xa = step == 2 ? x->Xt : x->X, *wa = step == 2 ? x->Wt : x->W;
+                const float *xb = step == 2 ? y->Xt : y->X, *wb = step == 2 ? y->Wt : y->W;
+                const int before = n_reused;
+                CHECK(qp_linear_backward(a, layer, gid[layer], x->dX, x->dW, x->db, x->dY, xa, wa, M, IC, OC) == 0 &&
+                          qp_linear_backward(b, layer, gid[layer], y->dX, y->dW, y->db, y->dY, xb, wb, M, IC, OC) == 0,
+                      "%s backward: %s %s", want[i].spec, qp_linear_error(a), qp_linear_error(b));
+                bad += !same_bits(x->dX, y->dX, M * IC) + !same_bits(x->dW, y->dW, OC * IC) + !same_bits(x->db, y->db, OC);
+                const int got = n_reused - before, expect = step == 2 ? want[i].dy[layer] : want[i].reused[layer];
+                CHECK(got == expect, "%s step %d block %d: %d operands reused, want %d", want[i].spec, step, layer, got,
+                      expect);
+            }
+            for (int o = 0; o < QP_OPND_COUNT; o++)
+                for (int layer = 0; layer < NL; layer++) {
+                    const qp_scaling_state *sa = qp_linear_scaling(a, layer, gid[layer], (qp_operand)o),
+                                           *sb = qp_linear_scaling(b, layer, gid[layer], (qp_operand)o);
+                    bad += sa->last_scale != sb->last_scale;
+                }
+        }
+        qp_linear_flush(a);
+        qp_linear_flush(b);
+        bad += qa_log.n != qb_log.n;
+        for (int j = 0; j < qa_log.n && j < qb_log.n && j < 64; j++)
+            bad += qa_log.rows[j].rel_l2 != qb_log.rows[j].rel_l2 || strcmp(qa_log.rows[j].pass, qb_log.rows[j].pass) ||
+                   strcmp(qa_log.rows[j].operand, qb_log.rows[j].operand);
+        CHECK(bad == 0, "%s: with reuse, %d outputs, scales or records differ from quantizing again", want[i].spec,
+              bad);
+        bad_total += bad;
+    next:
+        qp_linear_destroy(a);
+        qp_linear_destroy(b);
+        qp_linear_host_destroy(ha);
+        qp_linear_host_destroy(hb);
+    }
+    printf("reuse of earlier quantizations: %zu recipes, outputs, scales and records identical to quantizing again "
+           "(%d differences)\n", sizeof want / sizeof want[0], bad_total);
+}
+
 int main(void)
 {
     char err[256];
@@ -777,6 +904,7 @@ int main(void)
            qp_gemm_has_bf16(gemm) ? "yes" : "no (FP32 fallback)", TOL);
     printf("  %-26s %9s %9s %9s %9s %9s %9s\n", "recipe", "fprop", "dgrad", "wgrad", "head", "SR mean", "RHT err");
     for (int i = 0; i < NCASES; i++) run_case(&cases[i], gemm, 1000 + (uint64_t)i);
+    test_reuse(gemm);
     test_kscaled(gemm);
     test_every_format(gemm);
     qp_gemm_destroy(gemm);
