@@ -785,7 +785,7 @@ static int op_linear_bwd(void *x, int layer, qp_gemm_id g, float *dX, float *dW,
                          const float *X, const float *W, int M, int IC, int OC)
 {
     dev_ctx *c = (dev_ctx *)x;
-    if (!qp_linear_backward(c->lin, layer, g, dX, dW, db, dY, X, W, M, IC, OC)) return 0;
+    if (!qp_linear_backward(c->lin, layer, g, dX, dW, db, dY, X, W, M, IC, OC, 1)) return 0; /* dX zeroed by op_zero */
     std::snprintf(c->m->err, sizeof c->m->err, "%s", qp_linear_error(c->lin));
     return -1;
 }

@@ -511,16 +511,16 @@ int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const flo
 }
 
 int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
-                       const float *X, const float *W, int M, int IC, int OC)
+                       const float *X, const float *W, int M, int IC, int OC, int dx_accumulate)
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
     qp_linear_operand a, b;
     l->dy_gamax_ok = 0;
     l->dy_reuse = g != QP_GEMM_HEAD && qp_linear_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g], QP_OPND_DY);
-    /* dgrad: dX[M,IC] += dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
+    /* dgrad: dX[M,IC] (+)= dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
     int kind = kind_of(l, layer, g, QP_PASS_DGRAD, M, IC, OC);
     if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, kind, &a) ||
-        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, kind, &b) || run(l, &a, &b, dX, M, IC, OC, 1))
+        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, kind, &b) || run(l, &a, &b, dX, M, IC, OC, dx_accumulate != 0))
         return -1;
     /* wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T; dY and X are stored M x rows = K x . */
     kind = kind_of(l, layer, g, QP_PASS_WGRAD, OC, IC, M);

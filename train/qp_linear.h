@@ -117,9 +117,10 @@ void qp_linear_begin_micro(qp_linear *l, int micro);
  * in qp_linear_error). */
 int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const float *X, const float *W, const float *b,
                       int M, int IC, int OC);
-/* dX += dY W, dW += dY^T X, db += column sums of dY (db may be NULL). */
+/* dX = dY W (dx_accumulate 0: dX's old contents are never read) or dX +=
+ * dY W (1); dW += dY^T X, db += column sums of dY (db may be NULL). */
 int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
-                       const float *X, const float *W, int M, int IC, int OC);
+                       const float *X, const float *W, int M, int IC, int OC, int dx_accumulate);
 const char *qp_linear_error(const qp_linear *l);
 /* Frozen: scaling states are used but not updated and no events are reported
  * (evaluation must not change what training does next). */

@@ -106,11 +106,9 @@ static void residual_rmsnorm_forward(float *res, float *out, float *rstd, const 
 
 /* Backward of an RMSNorm of the residual stream: dres (+)= its input
  * gradient of dln (accumulate: the stream's gradient from above is already
- * in dres); dw += the gain's gradient (row blocks, then blocks in order);
- * dzero (N, Cz) zeroed for the next GEMM's accumulation (may be NULL). */
+ * in dres); dw += the gain's gradient (row blocks, then blocks in order). */
 static void residual_rmsnorm_backward(float *dres, float *dw, float *part, const float *dln, const float *x,
-                                      const float *w, const float *rstd, float *dzero, int Cz, int accumulate, int N,
-                                      int C)
+                                      const float *w, const float *rstd, int accumulate, int N, int C)
 {
     const int nblk = (N + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK;
 #pragma omp parallel
@@ -122,7 +120,6 @@ static void residual_rmsnorm_backward(float *dres, float *dw, float *part, const
             for (int i = k * QP_ROW_BLOCK; i < N && i < (k + 1) * QP_ROW_BLOCK; i++) {
                 const int64_t o = (int64_t)i * C;
                 rmsnorm_row_backward(dres + o, pw, dln + o, x + o, w, rstd[i], C, accumulate);
-                if (dzero) zero_rows(dzero + (int64_t)i * Cz, Cz);
             }
         }
         reduce_blocks(dw, part, nblk, C, C);
@@ -202,8 +199,8 @@ static void swiglu_forward(float *h, const float *a, const float *u, int N, int 
 
 /* dh (N,H), the gradient of h, becomes the gradient of a in place (dh u
  * silu'(a), silu'(a) = sig (1 + a (1 - sig))); du (N,H) = dh silu(a)
- * (written); dzero (N, Cz) zeroed for the next GEMM's accumulation. */
-static void swiglu_backward(float *dh, float *du, const float *a, const float *u, float *dzero, int Cz, int N, int H)
+ * (written). */
+static void swiglu_backward(float *dh, float *du, const float *a, const float *u, int N, int H)
 {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
@@ -219,7 +216,6 @@ static void swiglu_backward(float *dh, float *du, const float *a, const float *u
             du[o + c] = d * (x * sg);
             dh[o + c] = d * u[o + c] * (sg * (1.0f + x * (1.0f - sg)));
         }
-        zero_rows(dzero + (int64_t)i * Cz, Cz);
     }
 }
 
@@ -294,17 +290,12 @@ static void llama_attention_forward(float *out, float *lse, const float *qkv, co
     attention_forward_tasks(out, lse, qkv, a, B, T);
 }
 
-/* dqkv = the gradient of attention's input; dzero (B*T, Cz) zeroed for the
- * qkv GEMM's accumulation. */
+/* dqkv = the gradient of attention's input. */
 static void llama_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse,
-                                     const float *qkv, const qp_att_layout *a, float *dzero, int Cz, int B, int T)
+                                     const float *qkv, const qp_att_layout *a, int B, int T)
 {
 #pragma omp parallel
-    {
-        attention_backward_tasks(dqkv, dout, out, lse, qkv, a, B, T);
-#pragma omp for schedule(static)
-        for (int i = 0; i < B * T; i++) zero_rows(dzero + (int64_t)i * Cz, Cz);
-    }
+    attention_backward_tasks(dqkv, dout, out, lse, qkv, a, B, T);
 }
 
 int QP_KERNEL(qp_llama_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)
@@ -367,11 +358,11 @@ int QP_KERNEL(qp_llama_backward)(qp_gpt *m, qp_linear *lin, const int32_t *input
     const qp_llama_acts *a = &m->lacts;
     const qp_att_layout al = llama_att_layout(cf);
     const qp_llama_bwd_scratch s = qp_llama_scratch_carve(m->scratch, cf, B, T);
-    PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_backward(a->probs, targets, loss_scale / (float)BT, s.dln, C, BT, V));
-    if (linear_backward(lin, L, QP_GEMM_HEAD, s.dln, g->lmhead, a->probs, a->lnf, p->lmhead, BT, C, V)) return -1;
+    PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_backward(a->probs, targets, loss_scale / (float)BT, BT, V));
+    if (linear_backward(lin, L, QP_GEMM_HEAD, s.dln, g->lmhead, a->probs, a->lnf, p->lmhead, BT, C, V, 0)) return -1;
     const int64_t last = (int64_t)(L - 1) * BT * C;
     PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s.dres, g->lnfw, s.part, s.dln, a->residual3 + last, p->lnfw,
-                                                     a->lnf_rstd, s.dh, H, 0, BT, C));
+                                                     a->lnf_rstd, 0, BT, C));
     for (int l = L - 1; l >= 0; l--) {
         const int64_t o = (int64_t)l * BT;
         const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
@@ -382,34 +373,33 @@ int QP_KERNEL(qp_llama_backward)(qp_gpt *m, qp_linear *lin, const int32_t *input
             const float *sc = m->smooth_s + (int64_t)l * H;
             PHASE(QP_PHASE_ROWOPS, (smooth_apply(m->smooth_x, m->smooth_w, h, downw, sc, BT, C, H),
                                     zero_rows(m->smooth_dw, (int64_t)C * H)));
-            if (linear_backward(lin, l, QP_GEMM_DOWN, s.dh, m->smooth_dw, s.dres, m->smooth_x, m->smooth_w, BT, H, C))
+            if (linear_backward(lin, l, QP_GEMM_DOWN, s.dh, m->smooth_dw, s.dres, m->smooth_x, m->smooth_w, BT, H, C, 0))
                 return -1;
             PHASE(QP_PHASE_ROWOPS, smooth_unfold(s.dh, g->downw + (int64_t)l * C * H, m->smooth_dw, sc, BT, C, H));
         } else if (linear_backward(lin, l, QP_GEMM_DOWN, s.dh, g->downw + (int64_t)l * C * H, s.dres, h, downw, BT,
-                                   H, C)) {
+                                   H, C, 0)) {
             return -1;
         }
-        PHASE(QP_PHASE_ROWOPS, swiglu_backward(s.dh, s.dup, a->gate + o * H, a->up + o * H, s.dln, C, BT, H));
+        PHASE(QP_PHASE_ROWOPS, swiglu_backward(s.dh, s.dup, a->gate + o * H, a->up + o * H, BT, H));
         if (linear_backward(lin, l, QP_GEMM_UP, s.dln, g->upw + (int64_t)l * H * C, s.dup, ln2,
-                            p->upw + (int64_t)l * H * C, BT, C, H) ||
+                            p->upw + (int64_t)l * H * C, BT, C, H, 0) ||
             linear_backward(lin, l, QP_GEMM_GATE, s.dln, g->gatew + (int64_t)l * H * C, s.dh, ln2,
-                            p->gatew + (int64_t)l * H * C, BT, C, H))
+                            p->gatew + (int64_t)l * H * C, BT, C, H, 1))
             return -1;
         PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s.dres, g->ln2w + l * C, s.part, s.dln, a->residual2 + o * C,
-                                                         p->ln2w + l * C, a->ln2_rstd + o, s.datty, C, 1, BT, C));
+                                                         p->ln2w + l * C, a->ln2_rstd + o, 1, BT, C));
         if (linear_backward(lin, l, QP_GEMM_ATTPROJ, s.datty, g->attprojw + (int64_t)l * C * C, s.dres,
-                            a->atty + o * C, p->attprojw + (int64_t)l * C * C, BT, C, C))
+                            a->atty + o * C, p->attprojw + (int64_t)l * C * C, BT, C, C, 0))
             return -1;
         PHASE(QP_PHASE_ATTN, llama_attention_backward(s.dqkv, s.datty, a->atty + o * C,
                                                       a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * QKV, &al,
-                                                      s.dln, C, B, T));
+                                                      B, T));
         PHASE(QP_PHASE_ROWOPS, rope_forward(s.dqkv, m->rope, &al, cf->max_seq, BT, T, 1));
         if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * QKV * C, s.dqkv, a->ln1 + o * C,
-                            p->qkvw + (int64_t)l * QKV * C, BT, C, QKV))
+                            p->qkvw + (int64_t)l * QKV * C, BT, C, QKV, 0))
             return -1;
         PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s.dres, g->ln1w + l * C, s.part, s.dln, residual,
-                                                         p->ln1w + l * C, a->ln1_rstd + o, l ? s.dh : NULL, H, 1, BT,
-                                                         C));
+                                                         p->ln1w + l * C, a->ln1_rstd + o, 1, BT, C));
     }
     PHASE(QP_PHASE_ROWOPS, encoder_backward(g->wte, NULL, s.dres, inputs, BT, T, C));
     return 0;

@@ -184,10 +184,9 @@ static void attention_forward(float *out, float *lse, float *qkv, const float *q
 }
 
 /* dqkv (B,T,3C) = the gradient of attention_forward's input (written, not
- * accumulated); the bias gradient dqkvb (3C) += its column sums; dzero
- * (B*T, C) zeroed for the next GEMM's accumulation. */
+ * accumulated); the bias gradient dqkvb (3C) += its column sums. */
 static void attention_backward(float *dqkv, float *dqkvb, float *part, const float *dout, const float *out,
-                               const float *lse, const float *qkv, float *dzero, int B, int T, int C, int NH)
+                               const float *lse, const float *qkv, int B, int T, int C, int NH)
 {
     const int BT = B * T, nblk = (BT + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK;
     const qp_att_layout a = gpt_att_layout(C, NH);
@@ -198,10 +197,8 @@ static void attention_backward(float *dqkv, float *dqkvb, float *part, const flo
         for (int k = 0; k < nblk; k++) {
             float *pb = part + (int64_t)k * 3 * C;
             zero_rows(pb, 3 * C);
-            for (int i = k * QP_ROW_BLOCK; i < BT && i < (k + 1) * QP_ROW_BLOCK; i++) {
+            for (int i = k * QP_ROW_BLOCK; i < BT && i < (k + 1) * QP_ROW_BLOCK; i++)
                 add_row(pb, dqkv + (int64_t)i * 3 * C, 3 * C);
-                zero_rows(dzero + (int64_t)i * C, C);
-            }
         }
         reduce_blocks(dqkvb, part, nblk, 3 * C, 3 * C);
     }
@@ -223,10 +220,8 @@ static void bias_gelu_forward(const float *fch, float *fchg, const float *fcb, i
     }
 }
 
-/* dfch (N, H) *= gelu'(fch + fcb), in place; dfcb += its column sums; dzero
- * (N, Cz) is zeroed for the next GEMM's accumulation. */
-static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fch, const float *fcb, float *dzero,
-                          int Cz, int N, int H)
+/* dfch (N, H) *= gelu'(fch + fcb), in place; dfcb += its column sums. */
+static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fch, const float *fcb, int N, int H)
 {
     const int nblk = (N + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK;
 #pragma omp parallel
@@ -242,7 +237,6 @@ static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fc
                 for (; c + VL <= H; c += VL) vstore(d + c, vgelu_grad(vload(x + c) + vload(fcb + c)) * vload(d + c));
                 for (; c < H; c++) d[c] = gelu_grad(x[c] + fcb[c]) * d[c];
                 add_row(pb, d, H);
-                zero_rows(dzero + (int64_t)i * Cz, Cz);
             }
         }
         reduce_blocks(dfcb, part, nblk, H, H);
@@ -301,11 +295,10 @@ int QP_KERNEL(qp_gpt_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, 
  * the residual add: dres (+)= LN's input gradient of dln (accumulate: the
  * stream's gradient from above is already in dres); dw, db += the norm's
  * weight and bias gradients; dbias (when not NULL) += the column sums of the
- * resulting dres (the bias of the projection that wrote that residual add);
- * dzero (N, Cz) is zeroed for the next GEMM's accumulation. */
+ * resulting dres (the bias of the projection that wrote that residual add). */
 static void residual_layernorm_backward(float *dres, float *dw, float *db, float *dbias, float *part,
                                         const float *dln, const float *x, const float *w, const float *mean,
-                                        const float *rstd, float *dzero, int Cz, int accumulate, int N, int C)
+                                        const float *rstd, int accumulate, int N, int C)
 {
     const int nblk = (N + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK;
     const int64_t stride = 3 * (int64_t)C;
@@ -319,7 +312,6 @@ static void residual_layernorm_backward(float *dres, float *dw, float *db, float
                 const int64_t o = (int64_t)i * C;
                 layernorm_row_backward(dres + o, pw, pb, dln + o, x + o, w, mean[i], rstd[i], C, accumulate);
                 if (dbias) add_row(pr, dres + o, C);
-                if (dzero) zero_rows(dzero + (int64_t)i * Cz, Cz);
             }
         }
         reduce_blocks(dw, part, nblk, stride, C);
@@ -336,42 +328,40 @@ int QP_KERNEL(qp_gpt_backward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs,
     qp_gpt_params *p = &m->params, *g = &m->grads;
     qp_gpt_acts *a = &m->acts;
     const qp_gpt_bwd_scratch s = qp_gpt_scratch_carve(m->scratch, &m->cfg, B, T);
-    PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_backward(a->probs, targets, loss_scale / (float)BT, s.dln, C, BT, V));
-    if (linear_backward(lin, L, QP_GEMM_HEAD, s.dln, g->wte, a->probs, a->lnf, p->wte, BT, C, V)) return -1;
+    PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_backward(a->probs, targets, loss_scale / (float)BT, BT, V));
+    if (linear_backward(lin, L, QP_GEMM_HEAD, s.dln, g->wte, a->probs, a->lnf, p->wte, BT, C, V, 0)) return -1;
     const int64_t last = (int64_t)(L - 1) * BT * C;
     PHASE(QP_PHASE_ROWOPS,
           residual_layernorm_backward(s.dres, g->lnfw, g->lnfb, g->fcprojb + (L - 1) * C, s.part, s.dln,
-                                      a->residual3 + last, p->lnfw, a->lnf_mean, a->lnf_rstd, s.dfch, 4 * C, 0, BT,
-                                      C));
+                                      a->residual3 + last, p->lnfw, a->lnf_mean, a->lnf_rstd, 0, BT, C));
     for (int l = L - 1; l >= 0; l--) {
         const int64_t o = (int64_t)l * BT;
         const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
         if (linear_backward(lin, l, QP_GEMM_FCPROJ, s.dfch, g->fcprojw + (int64_t)l * 4 * C * C, s.dres,
-                            a->fch_gelu + o * 4 * C, p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C, C))
+                            a->fch_gelu + o * 4 * C, p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C, C, 0))
             return -1;
         PHASE(QP_PHASE_ROWOPS, gelu_backward(s.dfch, g->fcb + l * 4 * C, s.part, a->fch + o * 4 * C,
-                                             p->fcb + l * 4 * C, s.dln, C, BT, 4 * C));
+                                             p->fcb + l * 4 * C, BT, 4 * C));
         if (linear_backward(lin, l, QP_GEMM_FC, s.dln, g->fcw + (int64_t)l * 4 * C * C, s.dfch, a->ln2 + o * C,
-                            p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C))
+                            p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C, 0))
             return -1;
         PHASE(QP_PHASE_ROWOPS,
               residual_layernorm_backward(s.dres, g->ln2w + l * C, g->ln2b + l * C, g->attprojb + l * C, s.part,
                                           s.dln, a->residual2 + o * C, p->ln2w + l * C, a->ln2_mean + o,
-                                          a->ln2_rstd + o, s.datty, C, 1, BT, C));
+                                          a->ln2_rstd + o, 1, BT, C));
         if (linear_backward(lin, l, QP_GEMM_ATTPROJ, s.datty, g->attprojw + (int64_t)l * C * C, s.dres,
-                            a->atty + o * C, p->attprojw + (int64_t)l * C * C, BT, C, C))
+                            a->atty + o * C, p->attprojw + (int64_t)l * C * C, BT, C, C, 0))
             return -1;
         PHASE(QP_PHASE_ATTN, attention_backward(s.dqkv, g->qkvb + l * 3 * C, s.part, s.datty, a->atty + o * C,
-                                                a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * 3 * C, s.dln, B,
-                                                T, C, NH));
+                                                a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * 3 * C, B, T,
+                                                C, NH));
         if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * 3 * C * C, s.dqkv, a->ln1 + o * C,
-                            p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C))
+                            p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C, 0))
             return -1;
         PHASE(QP_PHASE_ROWOPS,
               residual_layernorm_backward(s.dres, g->ln1w + l * C, g->ln1b + l * C,
                                           l ? g->fcprojb + (l - 1) * C : NULL, s.part, s.dln, residual,
-                                          p->ln1w + l * C, a->ln1_mean + o, a->ln1_rstd + o, l ? s.dfch : NULL,
-                                          4 * C, 1, BT, C));
+                                          p->ln1w + l * C, a->ln1_mean + o, a->ln1_rstd + o, 1, BT, C));
     }
     PHASE(QP_PHASE_ROWOPS, encoder_backward(g->wte, g->wpe, s.dres, inputs, BT, T, C));
     return 0;

@@ -411,10 +411,8 @@ static void softmax_crossentropy_forward(float *probs, float *losses, const floa
     }
 }
 
-/* The loss gradient in place of the probabilities: (p - onehot) * dloss; dzero
- * (N, Cz) zeroed for the head's accumulation. */
-static void softmax_crossentropy_backward(float *probs, const int32_t *targets, float dloss, float *dzero, int Cz,
-                                          int N, int V)
+/* The loss gradient in place of the probabilities: (p - onehot) * dloss. */
+static void softmax_crossentropy_backward(float *probs, const int32_t *targets, float dloss, int N, int V)
 {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
@@ -423,7 +421,6 @@ static void softmax_crossentropy_backward(float *probs, const int32_t *targets, 
         for (; v + VL <= V; v += VL) vstore(p + v, vload(p + v) * dloss);
         for (; v < V; v++) p[v] *= dloss;
         p[targets[i]] -= dloss;
-        zero_rows(dzero + (int64_t)i * Cz, Cz);
     }
 }
 
@@ -484,10 +481,10 @@ static int linear_forward(qp_gpt *m, qp_linear *lin, int layer, qp_gemm_id g, fl
 }
 
 static int linear_backward(qp_linear *lin, int layer, qp_gemm_id g, float *dX, float *dW, const float *dY,
-                           const float *X, const float *W, int M, int IC, int OC)
+                           const float *X, const float *W, int M, int IC, int OC, int dx_accumulate)
 {
     qp_prof_push(QP_PHASE_QUANT);
-    const int rc = qp_linear_backward(lin, layer, g, dX, dW, NULL, dY, X, W, M, IC, OC);
+    const int rc = qp_linear_backward(lin, layer, g, dX, dW, NULL, dY, X, W, M, IC, OC, dx_accumulate);
     qp_prof_pop();
     return rc;
 }

@@ -396,8 +396,8 @@ static void run_gemms(const char *spec, int cc, int M, int IC, int OC, const cha
                     CHECK(r0 == 0 && r1 == 0, "%s %s forward: %s / %s", spec, what, qp_linear_error(ref),
                           qp_linear_error(dev));
                     close_to("Y", what, Y0, Y1, (int64_t)M * OC);
-                    const int s0 = qp_linear_backward(ref, layer, (qp_gemm_id)g, dX0, dW0, db0, dY, X, W, M, IC, OC);
-                    const int s1 = qp_linear_backward(dev, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, W, M, IC, OC);
+                    const int s0 = qp_linear_backward(ref, layer, (qp_gemm_id)g, dX0, dW0, db0, dY, X, W, M, IC, OC, 1);
+                    const int s1 = qp_linear_backward(dev, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, W, M, IC, OC, 1);
                     CHECK(s0 == 0 && s1 == 0, "%s %s backward: %s / %s", spec, what, qp_linear_error(ref),
                           qp_linear_error(dev));
                 }
@@ -425,8 +425,8 @@ static void run_gemms(const char *spec, int cc, int M, int IC, int OC, const cha
         float *dWh0 = calloc((size_t)V * C, sizeof(float)), *dWh1 = calloc((size_t)V * C, sizeof(float));
         CHECK(qp_linear_forward(ref, L, QP_GEMM_HEAD, Yh0, Xh, Wh, NULL, M, C, V) == 0 &&
                   qp_linear_forward(dev, L, QP_GEMM_HEAD, Yh1, Xh, Wh, NULL, M, C, V) == 0 &&
-                  qp_linear_backward(ref, L, QP_GEMM_HEAD, dXh0, dWh0, NULL, dYh, Xh, Wh, M, C, V) == 0 &&
-                  qp_linear_backward(dev, L, QP_GEMM_HEAD, dXh1, dWh1, NULL, dYh, Xh, Wh, M, C, V) == 0,
+                  qp_linear_backward(ref, L, QP_GEMM_HEAD, dXh0, dWh0, NULL, dYh, Xh, Wh, M, C, V, 1) == 0 &&
+                  qp_linear_backward(dev, L, QP_GEMM_HEAD, dXh1, dWh1, NULL, dYh, Xh, Wh, M, C, V, 1) == 0,
               "%s head: %s", spec, qp_linear_error(dev));
         close_to("head Y", spec, Yh0, Yh1, (int64_t)M * V);
         close_to("head dX", spec, dXh0, dXh1, (int64_t)M * C);
@@ -591,8 +591,8 @@ static void *dp_rank(void *arg)
                 for (int g = 0; g < 4; g++) {
                     if (qp_linear_forward(ref, layer, (qp_gemm_id)g, Y0, X, j->W, j->b, M, IC, OC) ||
                         qp_linear_forward(dev, layer, (qp_gemm_id)g, Y1, X, j->W, j->b, M, IC, OC) ||
-                        qp_linear_backward(ref, layer, (qp_gemm_id)g, dX0, dW0, db0, dY, X, j->W, M, IC, OC) ||
-                        qp_linear_backward(dev, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, j->W, M, IC, OC)) {
+                        qp_linear_backward(ref, layer, (qp_gemm_id)g, dX0, dW0, db0, dY, X, j->W, M, IC, OC, 1) ||
+                        qp_linear_backward(dev, layer, (qp_gemm_id)g, dX1, dW1, db1, dY, X, j->W, M, IC, OC, 1)) {
                         /* the other rank may wait in a reduce: this one failing ends the test anyway */
                         j->failed = 1;
                         snprintf(j->msg, sizeof j->msg, "%s / %s", qp_linear_error(ref), qp_linear_error(dev));

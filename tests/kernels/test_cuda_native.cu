@@ -119,7 +119,7 @@ void run(const char *spec, const char *want_path, double tol, cudaStream_t s)
                 for (int k = 0; k < 2; k++) {
                     CHECK(qp_linear_forward(lin[k], layer, (qp_gemm_id)g, Y[k], X, W, b, M, IC, OC) == 0 &&
                               qp_linear_backward(lin[k], layer, (qp_gemm_id)g, dX[k], dW[k], db[k], dY, X, W, M, IC,
-                                                 OC) == 0,
+                                                 OC, 1) == 0,
                           "%s: %s", spec, qp_linear_error(lin[k]));
                 }
                 CUDA_OK(cudaStreamSynchronize(s));

@@ -71,9 +71,9 @@ static void run_recipe(const char *spec, qp_gemm *gemm, int rank, int world)
         memset(dWr, 0, sizeof(float) * OC * IC), memset(dWd, 0, sizeof(float) * OC * IC);
         qp_linear_begin_step(ref, step, 0), qp_linear_begin_step(par, step, 0);
         int bad = qp_linear_forward(ref, 0, g, Yr, X, W, NULL, M, IC, OC) ||
-                  qp_linear_backward(ref, 0, g, dXr, dWr, NULL, dY, X, W, M, IC, OC);
+                  qp_linear_backward(ref, 0, g, dXr, dWr, NULL, dY, X, W, M, IC, OC, 1);
         bad |= qp_linear_forward(par, 0, g, Yd, X + off * IC, W, NULL, Ml, IC, OC) ||
-               qp_linear_backward(par, 0, g, dXd, dWd, NULL, dY + off * OC, X + off * IC, W, Ml, IC, OC);
+               qp_linear_backward(par, 0, g, dXd, dWd, NULL, dY + off * OC, X + off * IC, W, Ml, IC, OC, 1);
         CHECK(!bad, "%s: dispatch failed: %s %s", spec, qp_linear_error(ref), qp_linear_error(par));
         if (bad) break;
         CHECK(memcmp(Yd, Yr + off * OC, sizeof(float) * Ml * OC) == 0, "%s step %d rank %d: fprop rows differ", spec,

@@ -213,7 +213,7 @@ static int run_layer(qp_linear *lin, int layer, qp_gemm_id g, layer_data *d)
     memcpy(d->dW, d->pdW, sizeof d->dW);
     memcpy(d->db, d->pdb, sizeof d->db);
     if (qp_linear_forward(lin, layer, g, d->Y, d->X, d->W, d->b, M, IC, OC) ||
-        qp_linear_backward(lin, layer, g, d->dX, d->dW, d->db, d->dY, d->X, d->W, M, IC, OC)) {
+        qp_linear_backward(lin, layer, g, d->dX, d->dW, d->db, d->dY, d->X, d->W, M, IC, OC, 1)) {
         CHECK(0, "dispatch layer %d %s: %s", layer, qp_gemm_name(g), qp_linear_error(lin));
         return -1;
     }
@@ -569,7 +569,7 @@ static void run_case(const recipe_case *c, qp_gemm *gemm, uint64_t seed)
         memcpy(d->dX, d->pdX, sizeof d->dX);
         memcpy(d->dW, d->pdW, sizeof d->dW);
         CHECK(qp_linear_forward(lin, NL, QP_GEMM_HEAD, d->Y, d->X, d->W, NULL, M, IC, OC) == 0 &&
-                  qp_linear_backward(lin, NL, QP_GEMM_HEAD, d->dX, d->dW, NULL, d->dY, d->X, d->W, M, IC, OC) == 0,
+                  qp_linear_backward(lin, NL, QP_GEMM_HEAD, d->dX, d->dW, NULL, d->dY, d->X, d->W, M, IC, OC, 1) == 0,
               "%s head: %s", c->spec, qp_linear_error(lin));
         gemm_ref(d->X, d->W, M, OC, IC, ref_val, ref_mag);
         double w = compare(d->Y, ref_val, ref_mag, NULL, NULL, M, OC, &nbad);
@@ -650,7 +650,7 @@ static double run_plan(qp_gemm *gemm, const char *spec, int want_rht, uint64_t s
     qp_linear_begin_step(lin, 0, 0);
     double worst = 0.0;
     if (qp_linear_forward(lin, 0, QP_GEMM_FC, Y, X, W, NULL, FM, FIC, FOC) ||
-        qp_linear_backward(lin, 0, QP_GEMM_FC, dX, dW, NULL, dY, X, W, FM, FIC, FOC)) {
+        qp_linear_backward(lin, 0, QP_GEMM_FC, dX, dW, NULL, dY, X, W, FM, FIC, FOC, 1)) {
         CHECK(0, "%s: %s", spec, qp_linear_error(lin));
         worst = INFINITY;
     } else {
@@ -860,8 +860,8 @@ static void test_reuse(qp_gemm *gemm)
                 const float *xa = step == 2 ? x->Xt : x->X, *wa = step == 2 ? x->Wt : x->W;
                 const float *xb = step == 2 ? y->Xt : y->X, *wb = step == 2 ? y->Wt : y->W;
                 const int before = n_reused;
-                CHECK(qp_linear_backward(a, layer, gid[layer], x->dX, x->dW, x->db, x->dY, xa, wa, M, IC, OC) == 0 &&
-                          qp_linear_backward(b, layer, gid[layer], y->dX, y->dW, y->db, y->dY, xb, wb, M, IC, OC) == 0,
+                CHECK(qp_linear_backward(a, layer, gid[layer], x->dX, x->dW, x->db, x->dY, xa, wa, M, IC, OC, 1) == 0 &&
+                          qp_linear_backward(b, layer, gid[layer], y->dX, y->dW, y->db, y->dY, xb, wb, M, IC, OC, 1) == 0,
                       "%s backward: %s %s", want[i].spec, qp_linear_error(a), qp_linear_error(b));
                 bad += !same_bits(x->dX, y->dX, M * IC) + !same_bits(x->dW, y->dW, OC * IC) + !same_bits(x->db, y->db, OC);
                 const int got = n_reused - before, expect = step == 2 ? want[i].dy[layer] : want[i].reused[layer];
@@ -894,6 +894,50 @@ static void test_reuse(qp_gemm *gemm)
            "(%d differences)\n", sizeof want / sizeof want[0], bad_total);
 }
 
+/* dx_accumulate 0 writes dX, never reading it: from a dX of NaNs, the values
+ * a zeroed dX accumulates (plain, BF16 and K-chunked GEMMs). */
+static void test_dx_written(qp_gemm *gemm)
+{
+    static const char *specs[] = {"fp32", "bf16", "fp8", "nvfp4", "bf16,x+dy=fp8-block,w=fp8-block-2d"};
+    char err[256];
+    int bad_total = 0;
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        qp_recipe r;
+        if (qp_recipe_parse(specs[i], &r, err, sizeof err)) {
+            CHECK(0, "parse %s: %s", specs[i], err);
+            continue;
+        }
+        const qp_linear_cfg lc = {.n_layers = NL, .max_elems = (int64_t)OC * OC, .seed = 5, .recipe = &r,
+                                  .gemm = gemm};
+        qp_linear *a = qp_linear_create(&lc, err, sizeof err), *b = qp_linear_create(&lc, err, sizeof err);
+        CHECK(a && b, "create %s: %s", specs[i], err);
+        static layer_data d;
+        static float dXa[M * IC], dXb[M * IC], dWa[OC * IC], dWb[OC * IC];
+        uint64_t seed = 9;
+        make_layer(&d, 3.0f, 0.05f, 1e-3f, &seed);
+        int bad = 0;
+        for (int layer = 0; a && b && layer < NL; layer++) {
+            const qp_gemm_id g = layer ? QP_GEMM_FCPROJ : QP_GEMM_QKV;
+            for (int j = 0; j < M * IC; j++) dXa[j] = NAN, dXb[j] = 0.0f;
+            memset(dWa, 0, sizeof dWa), memset(dWb, 0, sizeof dWb);
+            qp_linear_begin_step(a, 0, 0), qp_linear_begin_step(b, 0, 0);
+            CHECK(qp_linear_forward(a, layer, g, d.Y, d.X, d.W, NULL, M, IC, OC) == 0 &&
+                      qp_linear_forward(b, layer, g, d.Y, d.X, d.W, NULL, M, IC, OC) == 0 &&
+                      qp_linear_backward(a, layer, g, dXa, dWa, NULL, d.dY, d.X, d.W, M, IC, OC, 0) == 0 &&
+                      qp_linear_backward(b, layer, g, dXb, dWb, NULL, d.dY, d.X, d.W, M, IC, OC, 1) == 0,
+                  "%s: %s %s", specs[i], qp_linear_error(a), qp_linear_error(b));
+            for (int j = 0; j < M * IC; j++) bad += !(dXa[j] == dXb[j]); /* +0 and -0 alike */
+            bad += !same_bits(dWa, dWb, OC * IC);
+        }
+        CHECK(bad == 0, "%s: dX written (from NaN) differs from dX accumulated onto zeros in %d places", specs[i], bad);
+        bad_total += bad;
+        qp_linear_destroy(a);
+        qp_linear_destroy(b);
+    }
+    printf("dgrad writing dX: %zu recipes, the values accumulated onto zeros (%d differences)\n",
+           sizeof specs / sizeof specs[0], bad_total);
+}
+
 int main(void)
 {
     char err[256];
@@ -905,6 +949,7 @@ int main(void)
     printf("  %-26s %9s %9s %9s %9s %9s %9s\n", "recipe", "fprop", "dgrad", "wgrad", "head", "SR mean", "RHT err");
     for (int i = 0; i < NCASES; i++) run_case(&cases[i], gemm, 1000 + (uint64_t)i);
     test_reuse(gemm);
+    test_dx_written(gemm);
     test_kscaled(gemm);
     test_every_format(gemm);
     qp_gemm_destroy(gemm);
