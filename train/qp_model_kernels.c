@@ -5,9 +5,9 @@
  * add with the bias of the projection before it and the LayerNorm after it,
  * the MLP bias with GELU, the bias and norm gradients with the row pass
  * that produces their inputs, the loss gradient in place of the
- * probabilities. Attention is blocked with an online softmax (FlashAttention
- * forward and backward): no T x T matrix is kept, only each query row's
- * log-sum-exp. The linear layers get no bias from here (NULL): the fused row
+ * probabilities. Attention works on blocks of 16 query rows (the forward's
+ * softmax over the O(T) scores of a block, the backward in FlashAttention-2's
+ * loop order): no T x T matrix is kept, only each query row's log-sum-exp. The linear layers get no bias from here (NULL): the fused row
  * kernels add it and sum its gradient.
  *
  * Threads: each step of a layer is one OpenMP parallel region (its loops are

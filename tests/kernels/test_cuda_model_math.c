@@ -6,7 +6,7 @@
  * random data and compared with the loop of per-row / per-element functions
  * the GPU kernels call. The two compute the same quantities in different
  * orders, so they agree to rounding, not to the bit: the CPU sums a row in
- * 16 vector lanes and runs attention blocked with an online softmax keeping
+ * 16 vector lanes and runs attention in blocks of 16 query rows keeping
  * only each row's log-sum-exp (its output, log-sum-exp and input gradient are
  * compared with the GPU's row softmax over T x T scores). Tolerances: 1e-6
  * relative (|a - b| / (1 + |a|)); 5e-5 for a LayerNorm row of mean 100
