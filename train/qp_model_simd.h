@@ -255,11 +255,50 @@ static void pack_rows(float *restrict dst, int hp, const float *restrict src, in
     }
 }
 
+/* The rows of the next block of work (up to ATT_PF_REGIONS regions, n rows
+ * of hs floats from each base at its stride), asked for one cache line at a
+ * time from inside the loops of the current block: misses the hardware
+ * prefetchers leave (every row of a head is in another 4 KiB page) overlap
+ * the arithmetic instead of stalling the block that needs them. A burst of
+ * them would stall as the loads do. Data movement only. */
+#define ATT_PF_REGIONS 5
+typedef struct {
+    const float *base[ATT_PF_REGIONS];
+    int64_t stride[ATT_PF_REGIONS];
+    int nreg, n, hs, lpr; /* regions, rows, floats per row, lines asked per row */
+    int r, j, l;          /* the next line: row, region, line */
+} att_prefetch;
+
+static void att_prefetch_init(att_prefetch *p, int n, int hs)
+{
+    p->nreg = 0, p->n = n, p->hs = hs, p->lpr = (hs + VL - 1) / VL;
+    p->r = p->j = p->l = 0;
+}
+
+static void att_prefetch_add(att_prefetch *p, const float *base, int64_t stride)
+{
+    p->base[p->nreg] = base;
+    p->stride[p->nreg++] = stride;
+}
+
+/* The next line, if any (a row's last line at its last float: rows need not
+ * start on a line). */
+static inline void att_prefetch_step(att_prefetch *p)
+{
+    if (p->r >= p->n || !p->nreg) return;
+    const float *x = p->base[p->j] + (int64_t)p->r * p->stride[p->j];
+    __builtin_prefetch(p->l + 1 < p->lpr ? x + p->l * VL : x + p->hs - 1, 0, 3);
+    if (++p->l == p->lpr) {
+        p->l = 0;
+        if (++p->j == p->nreg) p->j = 0, p->r++;
+    }
+}
+
 /* St[c] (lanes: query rows) = scale * k_c . q_r for c < nk, KG keys at a
  * time (keys past nk are computed from key nk - 1 and not used; st has room
  * for them). */
 static void scores(float *restrict st, const float *restrict qt, const float *kb, int64_t rs, int nk, int hs,
-                   float scale)
+                   float scale, att_prefetch *pf)
 {
     for (int c0 = 0; c0 < nk; c0 += KG) {
         const float *k[KG];
@@ -269,6 +308,7 @@ static void scores(float *restrict st, const float *restrict qt, const float *kb
         for (int d = 0; d < hs; d++) {
             const vf q = vload(qt + d * QB);
             for (int j = 0; j < KG; j++) s[j] += k[j][d] * q;
+            att_prefetch_step(pf);
         }
         for (int j = 0; j < KG; j++) vstore(st + (c0 + j) * QB, s[j] * scale);
     }
@@ -322,7 +362,14 @@ static void attention_forward_block(float *out, float *lse, const float *qkv, co
     if (nq < QB) zero_rows(qt, (int64_t)hs * QB);
     for (int d0 = 0; d0 < hs; d0 += VL)
         tile_transpose(qt + d0 * QB, QB, base + (int64_t)t0 * rs + h * hs + d0, rs, nq, imin(VL, hs - d0));
-    scores(st, qt, base + a->koff + kv, rs, tend, hs, scale);
+    /* meanwhile: the next block's rows */
+    att_prefetch pf;
+    att_prefetch_init(&pf, imin(QB, T - tend), hs);
+    att_prefetch_add(&pf, base + (int64_t)tend * rs + h * hs, rs);
+    att_prefetch_add(&pf, base + (int64_t)tend * rs + a->koff + kv, rs);
+    att_prefetch_add(&pf, base + (int64_t)tend * rs + a->voff + kv, rs);
+    att_prefetch_add(&pf, out + ((int64_t)b * T + tend) * C + h * hs, C);
+    scores(st, qt, base + a->koff + kv, rs, tend, hs, scale, &pf);
     /* keys before t0 are seen by every row of the block */
     vf m = vsplat(-INFINITY), l = vsplat(0.0f);
     for (int c = 0; c < t0; c++) m = vmax(m, vload(st + c * QB));
@@ -342,73 +389,79 @@ static void attention_forward_block(float *out, float *lse, const float *qkv, co
 }
 
 /* The backward's per-task buffers (hp = hs padded to 16, tp = T padded to
- * 16, zero-padded): the key/value head's k rows (tp x hp), k^T and v^T
- * (hp x tp) and its dk, dv sums (tp x hp); a query head's q and dout rows
- * when hs is not a multiple of 16 (tp x hp), its q^T, dout^T and dq^T sums
- * (hp x tp); a key block's P^T and dS^T against every query row (KB x tp);
- * the rows' D = dout . out and log-sum-exp (tp). */
+ * 16, zero-padded): the key/value head's k and v rows (tp x hp); a query
+ * head's q and dout rows when hs is not a multiple of 16 (tp x hp), its
+ * q^T, dout^T and dq^T sums (hp x tp); the key/value head's dk and dv sums
+ * over the earlier heads of its group (tp x hp); a key block's P^T and
+ * dS^T against every query row (KB x tp); the rows' D = dout . out and
+ * log-sum-exp (tp). */
 typedef struct {
     int hp, tp;
-    float *k, *kt, *vt, *dk, *dv, *q, *dout, *qt, *doutt, *dqt, *p, *g, *D, *lse;
+    float *k, *v, *dk, *dv, *q, *dout, *qt, *doutt, *dqt, *p, *g, *D, *lse;
 } att_bwd_buffers;
 
 static int64_t att_backward_scratch_floats(int hs, int T)
 {
     const int64_t hp = qp_pad16(hs), tp = qp_pad16(T);
-    return 10 * tp * hp + 2 * KB * tp + 2 * tp;
+    return 9 * tp * hp + 2 * KB * tp + 2 * tp;
 }
 
 static att_bwd_buffers att_bwd_carve(float *scr, int hs, int T)
 {
     att_bwd_buffers w = {.hp = (int)qp_pad16(hs), .tp = (int)qp_pad16(T)};
     const int64_t n = (int64_t)w.tp * w.hp;
-    w.k = scr, w.kt = w.k + n, w.vt = w.kt + n, w.dk = w.vt + n, w.dv = w.dk + n, w.q = w.dv + n;
-    w.dout = w.q + n, w.qt = w.dout + n, w.doutt = w.qt + n, w.dqt = w.doutt + n, w.p = w.dqt + n;
+    w.k = scr, w.v = w.k + n, w.dk = w.v + n, w.dv = w.dk + n, w.q = w.dv + n, w.dout = w.q + n;
+    w.qt = w.dout + n, w.doutt = w.qt + n, w.dqt = w.doutt + n, w.p = w.dqt + n;
     w.g = w.p + KB * w.tp, w.D = w.g + KB * w.tp, w.lse = w.D + w.tp;
     return w;
 }
 
+/* S^T[j] (lanes: query rows r0..) = sum over d < hs of rows[j][d] x^T[d],
+ * for the KG rows j of a register block (rows of stride hp). */
+static inline void rows_times_cols(vf s[KG], const float *rows, int hp, const float *xt, int64_t tp, int hs,
+                                   att_prefetch *pf)
+{
+    const float *k[KG];
+    for (int j = 0; j < KG; j++) k[j] = rows + (int64_t)j * hp;
+    for (int j = 0; j < KG; j++) s[j] = vsplat(0.0f);
+    for (int d = 0; d < hs; d++) {
+        const vf x = vload(xt + (int64_t)d * tp);
+        for (int j = 0; j < KG; j++) s[j] += k[j][d] * x;
+        att_prefetch_step(pf);
+    }
+}
+
 /* One key block [k0, k0+KB) against one query block [r0, r0+QB) (r0 >= k0):
- * S^T = k q^T scale and dP^T = v dout^T (KB sums in registers), P^T =
- * exp(S^T - lse) and dS^T = P^T (dP^T - D) scale into the key block's
- * panels, dq^T += k^T dS^T. */
-static void attention_backward_tile(const att_bwd_buffers *w, int k0, int r0, int T, int hs, float scale)
+ * S^T = k q^T scale and dP^T = v dout^T (KG sums in registers at a time),
+ * P^T = exp(S^T - lse) and dS^T = P^T (dP^T - D) scale into the key block's
+ * panels, dq^T += k^T dS^T (the key block 0 starts the sums). */
+static void attention_backward_tile(const att_bwd_buffers *w, int k0, int r0, int T, int hs, float scale,
+                                    att_prefetch *pf)
 {
     const int hp = w->hp, tp = w->tp;
     const vf lse = vload(w->lse + r0), D = vload(w->D + r0);
     float *p = w->p + r0, *g = w->g + r0;
-    vf s[KB];
-#pragma GCC unroll 16
-    for (int j = 0; j < KB; j++) s[j] = vsplat(0.0f);
-    for (int d = 0; d < hs; d++) {
-        const vf q = vload(w->qt + (int64_t)d * tp + r0);
-        const float *kd = w->kt + (int64_t)d * tp + k0;
-#pragma GCC unroll 16
-        for (int j = 0; j < KB; j++) s[j] += kd[j] * q;
+    for (int j0 = 0; j0 < KB; j0 += KG) {
+        vf s[KG];
+        rows_times_cols(s, w->k + (int64_t)(k0 + j0) * hp, hp, w->qt + r0, tp, hs, pf);
+        for (int j = 0; j < KG; j++)
+            vstore(p + (j0 + j) * tp,
+                   vsel(key_visible(k0 + j0 + j, r0, T), vexp_nonpos(s[j] * scale - lse), vsplat(0.0f)));
+        rows_times_cols(s, w->v + (int64_t)(k0 + j0) * hp, hp, w->doutt + r0, tp, hs, pf);
+        for (int j = 0; j < KG; j++)
+            vstore(g + (j0 + j) * tp, vload(p + (j0 + j) * tp) * (s[j] - D) * scale);
     }
-#pragma GCC unroll 16
-    for (int j = 0; j < KB; j++)
-        vstore(p + j * tp, vsel(key_visible(k0 + j, r0, T), vexp_nonpos(s[j] * scale - lse), vsplat(0.0f)));
-#pragma GCC unroll 16
-    for (int j = 0; j < KB; j++) s[j] = vsplat(0.0f);
-    for (int d = 0; d < hs; d++) {
-        const vf o = vload(w->doutt + (int64_t)d * tp + r0);
-        const float *vd = w->vt + (int64_t)d * tp + k0;
-#pragma GCC unroll 16
-        for (int j = 0; j < KB; j++) s[j] += vd[j] * o;
-    }
-#pragma GCC unroll 16
-    for (int j = 0; j < KB; j++) vstore(g + j * tp, vload(p + j * tp) * (s[j] - D) * scale);
     for (int d0 = 0; d0 < hp; d0 += VL) {
         vf acc[VL];
 #pragma GCC unroll 16
-        for (int i = 0; i < VL; i++) acc[i] = vload(w->dqt + (int64_t)(d0 + i) * tp + r0);
+        for (int i = 0; i < VL; i++) acc[i] = k0 ? vload(w->dqt + (int64_t)(d0 + i) * tp + r0) : vsplat(0.0f);
         for (int j = 0; j < KB; j++) {
             const vf gj = vload(g + j * tp);
             const float *kj = w->k + (int64_t)(k0 + j) * hp + d0;
 #pragma GCC unroll 16
             for (int i = 0; i < VL; i++) acc[i] += kj[i] * gj;
-            }
+            att_prefetch_step(pf);
+        }
 #pragma GCC unroll 16
         for (int i = 0; i < VL; i++) vstore(w->dqt + (int64_t)(d0 + i) * tp + r0, acc[i]);
     }
@@ -481,10 +534,12 @@ static vf rows_dot(const float *x, const float *y, int64_t ld, int nq, int hs)
 /* The backward of query head h of one sequence, the gi-th of the ng of its
  * key/value head: its dq (written into dqkv), and its share of that head's
  * dk, dv: added to w->dk, w->dv (which hold the earlier heads' sums; the
- * first head starts from zero), the last head's written into dqkv instead
- * (key block by key block, like dq: stores spread over the work rather than
- * a burst at the end). From dout (B,T,NH*hs), the forward's out and lse;
- * w->k, w->kt, w->vt hold the key/value head. */
+ * first head starts from zero), the last head's written into dqkv instead,
+ * key block by key block like dq. From dout (B,T,NH*hs), the forward's out
+ * and lse. Everything is read where first needed (the first head packs the
+ * key/value head's rows into w->k, w->v key block by key block, the first
+ * key block packs the query rows query block by query block), the next
+ * block's rows asked for meanwhile. */
 static void attention_backward_head(float *dqkv, const float *dout, const float *out, const float *lse,
                                     const float *qkv, const qp_att_layout *a, int b, int h, int gi, int ng, int T,
                                     const att_bwd_buffers *w)
@@ -493,45 +548,75 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
     const int64_t rs = a->rs, C = (int64_t)NH * hs, kvo = (int64_t)b * T * rs + (int64_t)att_kv_head(a, h) * hs;
     const float scale = 1.0f / sqrtf((float)hs);
     const float *qb = qkv + (int64_t)b * T * rs + h * hs, *dob = dout + (int64_t)b * T * C + h * hs,
-                *ob = out + (int64_t)b * T * C + h * hs, *lrow = lse + ((int64_t)b * NH + h) * T;
-    float *dqb = dqkv + (int64_t)b * T * rs + h * hs;
-    pack_transposed(w->qt, tp, qb, rs, T, hs, hp);
-    pack_transposed(w->doutt, tp, dob, C, T, hs, hp);
+                *ob = out + (int64_t)b * T * C + h * hs, *lrow = lse + ((int64_t)b * NH + h) * T,
+                *kb = qkv + kvo + a->koff, *vb = qkv + kvo + a->voff;
+    float *dqb = dqkv + (int64_t)b * T * rs + h * hs, *dkb = dqkv + kvo + a->koff, *dvb = dqkv + kvo + a->voff;
     /* rows of whole vectors are read and written in place, others padded */
     const int inplace = hs % VL == 0;
-    const float *qrows = qb, *dorows = dob;
-    int64_t qs = rs, dos = C;
-    if (!inplace) {
-        pack_rows(w->q, hp, qb, rs, T, hs);
-        pack_rows(w->dout, hp, dob, C, T, hs);
-        qrows = w->q, dorows = w->dout, qs = dos = hp;
-    }
+    const float *qrows = inplace ? qb : w->q, *dorows = inplace ? dob : w->dout;
+    const int64_t qs = inplace ? rs : hp, dos = inplace ? C : hp;
     /* whole key blocks of the last head go straight to dqkv */
-    const int last = gi == ng - 1, direct = last && inplace, tdirect = direct ? T / KB * KB : 0;
+    const int last = gi == ng - 1, tdirect = last && inplace ? T / KB * KB : 0;
     for (int r = 0; r < tp; r++) w->lse[r] = r < T ? lrow[r] : 0.0f;
-    for (int r0 = 0; r0 < T; r0 += QB)
-        vstore(w->D + r0, rows_dot(dob + (int64_t)r0 * C, ob + (int64_t)r0 * C, C, imin(QB, T - r0), hs));
-    zero_rows(w->dqt, (int64_t)hp * tp);
     for (int k0 = 0; k0 < T; k0 += KB) {
-        for (int r0 = k0; r0 < T; r0 += QB) attention_backward_tile(w, k0, r0, T, hs, scale);
+        const int nk = imin(KB, T - k0), nnext = k0 + KB < T ? imin(KB, T - k0 - KB) : 0;
+        if (gi == 0) {
+            pack_rows(w->k + (int64_t)k0 * hp, hp, kb + k0 * rs, rs, nk, hs);
+            pack_rows(w->v + (int64_t)k0 * hp, hp, vb + k0 * rs, rs, nk, hs);
+        }
+        att_prefetch pf;
+        att_prefetch_init(&pf, 0, hs);
+        for (int r0 = k0; r0 < T; r0 += QB) {
+            if (k0 == 0) {
+                /* this query block's rows, the next one's asked for */
+                const int nq = imin(QB, T - r0), nn = r0 + QB < T ? imin(QB, T - r0 - QB) : 0;
+                pack_transposed(w->qt + r0, tp, qb + r0 * rs, rs, nq, hs, hp);
+                pack_transposed(w->doutt + r0, tp, dob + r0 * C, C, nq, hs, hp);
+                if (!inplace) {
+                    pack_rows(w->q + (int64_t)r0 * hp, hp, qb + r0 * rs, rs, nq, hs);
+                    pack_rows(w->dout + (int64_t)r0 * hp, hp, dob + r0 * C, C, nq, hs);
+                }
+                vstore(w->D + r0, rows_dot(dob + r0 * C, ob + r0 * C, C, nq, hs));
+                att_prefetch_init(&pf, nn, hs);
+                att_prefetch_add(&pf, qb + (r0 + QB) * rs, rs);
+                att_prefetch_add(&pf, dob + (r0 + QB) * C, C);
+                att_prefetch_add(&pf, ob + (r0 + QB) * C, C);
+                if (r0 == 0 && gi == 0) {
+                    att_prefetch_add(&pf, kb + KB * rs, rs);
+                    att_prefetch_add(&pf, vb + KB * rs, rs);
+                }
+            } else if (r0 == k0) {
+                /* the next key block's rows, this one's dq, dk, dv rows to write */
+                att_prefetch_init(&pf, nk, hs);
+                att_prefetch_add(&pf, dqb + k0 * rs, rs);
+                if (k0 < tdirect) {
+                    att_prefetch_add(&pf, dkb + k0 * rs, rs);
+                    att_prefetch_add(&pf, dvb + k0 * rs, rs);
+                }
+                if (gi == 0 && nnext) {
+                    att_prefetch_add(&pf, kb + (k0 + KB) * rs, rs);
+                    att_prefetch_add(&pf, vb + (k0 + KB) * rs, rs);
+                }
+            }
+            attention_backward_tile(w, k0, r0, T, hs, scale, &pf);
+        }
         /* dv_c += sum_r P_rc dout_r, dk_c += sum_r dS_rc q_r */
         const float *dvin = gi ? w->dv + (int64_t)k0 * hp : NULL, *dkin = gi ? w->dk + (int64_t)k0 * hp : NULL;
         const int to_dqkv = k0 < tdirect;
         const int64_t ds = to_dqkv ? rs : hp;
-        float *dv = to_dqkv ? dqkv + kvo + a->voff + k0 * rs : w->dv + (int64_t)k0 * hp,
-              *dk = to_dqkv ? dqkv + kvo + a->koff + k0 * rs : w->dk + (int64_t)k0 * hp;
+        float *dv = to_dqkv ? dvb + k0 * rs : w->dv + (int64_t)k0 * hp,
+              *dk = to_dqkv ? dkb + k0 * rs : w->dk + (int64_t)k0 * hp;
         key_block_sum(dv, ds, dvin, hp, w->p, tp, dorows, dos, hp, k0, T);
         key_block_sum(dk, ds, dkin, hp, w->g, tp, qrows, qs, hp, k0, T);
         /* dq rows below k0 + KB have all their keys */
         for (int d0 = 0; d0 < hs; d0 += VL)
-            tile_transpose(dqb + (int64_t)k0 * rs + d0, rs, w->dqt + (int64_t)d0 * tp + k0, tp, imin(VL, hs - d0),
-                           imin(QB, T - k0));
+            tile_transpose(dqb + k0 * rs + d0, rs, w->dqt + (int64_t)d0 * tp + k0, tp, imin(VL, hs - d0), nk);
     }
     if (last)
         for (int t = tdirect; t < T; t++)
             for (int d = 0; d < hs; d++) {
-                dqkv[kvo + a->koff + (int64_t)t * rs + d] = w->dk[(int64_t)t * hp + d];
-                dqkv[kvo + a->voff + (int64_t)t * rs + d] = w->dv[(int64_t)t * hp + d];
+                dkb[(int64_t)t * rs + d] = w->dk[(int64_t)t * hp + d];
+                dvb[(int64_t)t * rs + d] = w->dv[(int64_t)t * hp + d];
             }
 }
 
@@ -541,12 +626,8 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
 static void attention_backward_kv(float *dqkv, const float *dout, const float *out, const float *lse,
                                   const float *qkv, const qp_att_layout *a, int b, int kvh, int T, float *scr)
 {
-    const int hs = a->hs, group = a->NH / a->KVH;
-    const att_bwd_buffers w = att_bwd_carve(scr, hs, T);
-    const int64_t rs = a->rs, kvo = (int64_t)b * T * rs + (int64_t)kvh * hs;
-    pack_rows(w.k, w.hp, qkv + kvo + a->koff, rs, T, hs);
-    pack_transposed(w.kt, w.tp, qkv + kvo + a->koff, rs, T, hs, w.hp);
-    pack_transposed(w.vt, w.tp, qkv + kvo + a->voff, rs, T, hs, w.hp);
+    const int group = a->NH / a->KVH;
+    const att_bwd_buffers w = att_bwd_carve(scr, a->hs, T);
     for (int g = 0; g < group; g++) attention_backward_head(dqkv, dout, out, lse, qkv, a, b, kvh * group + g, g, group, T, &w);
 }
 
