@@ -288,10 +288,10 @@ static qp_att_layout llama_att_layout(const qp_gpt_config *c)
                            .voff = c->dim + (int64_t)c->kv_heads * hs, .NH = c->heads, .KVH = c->kv_heads, .hs = hs};
 }
 
-static void llama_attention_forward(float *out, float *lse, const float *qkv, const qp_att_layout *a, int B, int T)
+static void llama_attention_forward(float *out, float *lse, float *qkv, const qp_att_layout *a, int B, int T)
 {
 #pragma omp parallel
-    attention_forward_tasks(out, lse, qkv, a, B, T);
+    attention_forward_tasks(out, lse, qkv, NULL, a, B, T);
 }
 
 /* dqkv = the gradient of attention's input; dzero (B*T, Cz) zeroed for the
@@ -301,7 +301,7 @@ static void llama_attention_backward(float *dqkv, const float *dout, const float
 {
 #pragma omp parallel
     {
-        attention_backward_tasks(dqkv, dout, out, lse, qkv, a, B, T);
+        attention_backward_tasks(dqkv, NULL, dout, out, lse, qkv, a, B, T);
 #pragma omp for schedule(static)
         for (int i = 0; i < B * T; i++) zero_rows(dzero + (int64_t)i * Cz, Cz);
     }

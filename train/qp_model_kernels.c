@@ -171,35 +171,34 @@ static qp_att_layout gpt_att_layout(int C, int NH)
 }
 
 /* out (B,T,C) = softmax(q k^T / sqrt(hs), causal) v per head; lse (B,NH,T);
- * qkv (B,T,3C) gets its bias qkvb (3C) added first. */
+ * qkv (B,T,3C) gets its bias qkvb (3C) added first (by each head's task as
+ * it reads its rows: no pass of its own over qkv). */
 static void attention_forward(float *out, float *lse, float *qkv, const float *qkvb, int B, int T, int C, int NH)
 {
     const qp_att_layout a = gpt_att_layout(C, NH);
 #pragma omp parallel
-    {
-#pragma omp for schedule(static)
-        for (int i = 0; i < B * T; i++) add_row(qkv + (int64_t)i * 3 * C, qkvb, 3 * C);
-        attention_forward_tasks(out, lse, qkv, &a, B, T);
-    }
+    attention_forward_tasks(out, lse, qkv, qkvb, &a, B, T);
 }
 
 /* dqkv (B,T,3C) = the gradient of attention_forward's input (written, not
- * accumulated); the bias gradient dqkvb (3C) += its column sums; dzero
- * (B*T, C) zeroed for the next GEMM's accumulation. */
+ * accumulated); the bias gradient dqkvb (3C) += its column sums (row
+ * blocks of QP_ROW_BLOCK summed by the attention tasks as they write their
+ * rows when the blocks lie within sequences, else by a pass of their own);
+ * dzero (B*T, C) zeroed for the next GEMM's accumulation. */
 static void attention_backward(float *dqkv, float *dqkvb, float *part, const float *dout, const float *out,
                                const float *lse, const float *qkv, float *dzero, int B, int T, int C, int NH)
 {
-    const int BT = B * T, nblk = (BT + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK;
+    const int BT = B * T, nblk = (BT + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK, fused = T % QP_ROW_BLOCK == 0;
     const qp_att_layout a = gpt_att_layout(C, NH);
 #pragma omp parallel
     {
-        attention_backward_tasks(dqkv, dout, out, lse, qkv, &a, B, T);
+        attention_backward_tasks(dqkv, fused ? part : NULL, dout, out, lse, qkv, &a, B, T);
 #pragma omp for schedule(static)
         for (int k = 0; k < nblk; k++) {
             float *pb = part + (int64_t)k * 3 * C;
-            zero_rows(pb, 3 * C);
+            if (!fused) zero_rows(pb, 3 * C);
             for (int i = k * QP_ROW_BLOCK; i < BT && i < (k + 1) * QP_ROW_BLOCK; i++) {
-                add_row(pb, dqkv + (int64_t)i * 3 * C, 3 * C);
+                if (!fused) add_row(pb, dqkv + (int64_t)i * 3 * C, 3 * C);
                 zero_rows(dzero + (int64_t)i * C, C);
             }
         }

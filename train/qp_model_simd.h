@@ -349,14 +349,22 @@ static int64_t att_forward_scratch_floats(int hs, int T) { return 2 * qp_pad16(h
 
 /* One task of the forward: query rows [t0, t0+QB) of head h of sequence b,
  * a plain softmax over all the keys they see (their scores fit in O(T)).
- * out (B,T,NH*hs), lse (B,NH,T), qkv (B,T,rs) as laid out by a; scr:
+ * out (B,T,NH*hs), lse (B,NH,T), qkv (B,T,rs) as laid out by a; bias (rs
+ * floats, or NULL) is first added to the block's own q, k and v rows in
+ * place (the blocks of a head run in order); scr:
  * att_forward_scratch_floats(hs, T). */
-static void attention_forward_block(float *out, float *lse, const float *qkv, const qp_att_layout *a, int b, int h,
-                                    int t0, int T, float *scr)
+static void attention_forward_block(float *out, float *lse, float *qkv, const float *bias, const qp_att_layout *a,
+                                    int b, int h, int t0, int T, float *scr)
 {
     const int hs = a->hs, NH = a->NH, nq = imin(T - t0, QB), tend = t0 + nq;
     const int64_t rs = a->rs, C = (int64_t)NH * hs, kv = (int64_t)att_kv_head(a, h) * hs;
-    const float *base = qkv + (int64_t)b * T * rs;
+    float *base = qkv + (int64_t)b * T * rs;
+    if (bias)
+        for (int r = t0; r < tend; r++) {
+            add_row(base + (int64_t)r * rs + h * hs, bias + h * hs, hs);
+            add_row(base + (int64_t)r * rs + a->koff + kv, bias + a->koff + kv, hs);
+            add_row(base + (int64_t)r * rs + a->voff + kv, bias + a->voff + kv, hs);
+        }
     const float scale = 1.0f / sqrtf((float)hs);
     float *qt = scr, *acc = qt + qp_pad16(hs) * QB, *st = acc + qp_pad16(hs) * QB;
     if (nq < QB) zero_rows(qt, (int64_t)hs * QB);
@@ -394,16 +402,16 @@ static void attention_forward_block(float *out, float *lse, const float *qkv, co
  * q^T, dout^T and dq^T sums (hp x tp); the key/value head's dk and dv sums
  * over the earlier heads of its group (tp x hp); a key block's P^T and
  * dS^T against every query row (KB x tp); the rows' D = dout . out and
- * log-sum-exp (tp). */
+ * log-sum-exp (tp); a query block's out^T (hp x QB). */
 typedef struct {
     int hp, tp;
-    float *k, *v, *dk, *dv, *q, *dout, *qt, *doutt, *dqt, *p, *g, *D, *lse;
+    float *k, *v, *dk, *dv, *q, *dout, *qt, *doutt, *dqt, *p, *g, *D, *lse, *outt;
 } att_bwd_buffers;
 
 static int64_t att_backward_scratch_floats(int hs, int T)
 {
     const int64_t hp = qp_pad16(hs), tp = qp_pad16(T);
-    return 9 * tp * hp + 2 * KB * tp + 2 * tp;
+    return 9 * tp * hp + 2 * KB * tp + 2 * tp + hp * QB;
 }
 
 static att_bwd_buffers att_bwd_carve(float *scr, int hs, int T)
@@ -412,7 +420,7 @@ static att_bwd_buffers att_bwd_carve(float *scr, int hs, int T)
     const int64_t n = (int64_t)w.tp * w.hp;
     w.k = scr, w.v = w.k + n, w.dk = w.v + n, w.dv = w.dk + n, w.q = w.dv + n, w.dout = w.q + n;
     w.qt = w.dout + n, w.doutt = w.qt + n, w.dqt = w.doutt + n, w.p = w.dqt + n;
-    w.g = w.p + KB * w.tp, w.D = w.g + KB * w.tp, w.lse = w.D + w.tp;
+    w.g = w.p + KB * w.tp, w.D = w.g + KB * w.tp, w.lse = w.D + w.tp, w.outt = w.lse + w.tp;
     return w;
 }
 
@@ -510,24 +518,13 @@ static void key_block_sum(float *dst, int64_t ds, const float *src, int64_t ss, 
         for (int c0 = 0; c0 < KB; c0 += 8) key_rows_sum(dst, ds, src, ss, wt, tp, x, xs, r0, r1, c0, v0, 8, 1);
 }
 
-/* D (lanes: rows r0 .. r0+nq) = dout_r . out_r: each row's 16 running
- * sums, then, transposed, summed in lane order. */
-static vf rows_dot(const float *x, const float *y, int64_t ld, int nq, int hs)
+/* D (lanes: query rows) = dout_r . out_r from dout^T and out^T (hs x QB),
+ * summed over d in order like dP^T = v dout^T: a row that sees one key
+ * (out = v) gets D = dP, bit for bit, and dS = 0. */
+static vf rows_dot(const float *doutt, int64_t tp, const float *outt, int hs)
 {
-    vf t[VL];
-    for (int i = 0; i < VL; i++) {
-        vf acc = vsplat(0.0f);
-        if (i < nq) {
-            const float *xi = x + (int64_t)i * ld, *yi = y + (int64_t)i * ld;
-            int c = 0;
-            for (; c + VL <= hs; c += VL) acc += vload(xi + c) * vload(yi + c);
-            for (int k = 0; c + k < hs; k++) acc[k] += xi[c + k] * yi[c + k];
-        }
-        t[i] = acc;
-    }
-    transpose16(t);
-    vf D = t[0];
-    for (int i = 1; i < VL; i++) D += t[i];
+    vf D = vsplat(0.0f);
+    for (int d = 0; d < hs; d++) D += vload(outt + d * QB) * vload(doutt + (int64_t)d * tp);
     return D;
 }
 
@@ -542,7 +539,7 @@ static vf rows_dot(const float *x, const float *y, int64_t ld, int nq, int hs)
  * block's rows asked for meanwhile. */
 static void attention_backward_head(float *dqkv, const float *dout, const float *out, const float *lse,
                                     const float *qkv, const qp_att_layout *a, int b, int h, int gi, int ng, int T,
-                                    const att_bwd_buffers *w)
+                                    const att_bwd_buffers *w, float *part)
 {
     const int hs = a->hs, NH = a->NH, hp = w->hp, tp = w->tp;
     const int64_t rs = a->rs, C = (int64_t)NH * hs, kvo = (int64_t)b * T * rs + (int64_t)att_kv_head(a, h) * hs;
@@ -576,7 +573,10 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
                     pack_rows(w->q + (int64_t)r0 * hp, hp, qb + r0 * rs, rs, nq, hs);
                     pack_rows(w->dout + (int64_t)r0 * hp, hp, dob + r0 * C, C, nq, hs);
                 }
-                vstore(w->D + r0, rows_dot(dob + r0 * C, ob + r0 * C, C, nq, hs));
+                if (nq < QB) zero_rows(w->outt, (int64_t)hs * QB);
+                for (int d0 = 0; d0 < hs; d0 += VL)
+                    tile_transpose(w->outt + d0 * QB, QB, ob + r0 * C + d0, C, nq, imin(VL, hs - d0));
+                vstore(w->D + r0, rows_dot(w->doutt + r0, tp, w->outt, hs));
                 att_prefetch_init(&pf, nn, hs);
                 att_prefetch_add(&pf, qb + (r0 + QB) * rs, rs);
                 att_prefetch_add(&pf, dob + (r0 + QB) * C, C);
@@ -618,46 +618,69 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
                 dkb[(int64_t)t * rs + d] = w->dk[(int64_t)t * hp + d];
                 dvb[(int64_t)t * rs + d] = w->dv[(int64_t)t * hp + d];
             }
+    if (!part) return;
+    /* the bias gradient's row-block partial sums of this head's columns, as
+       the row pass that would otherwise read dqkv again adds them: a block's
+       rows in order from zero (the blocks lie within a sequence) */
+    for (int t = 0; t < T; t++) {
+        const int64_t row = (int64_t)b * T + t;
+        float *pb = part + row / QP_ROW_BLOCK * rs;
+        const float *src[3] = {dqb, dkb, dvb};
+        float *dst[3] = {pb + h * hs, pb + a->koff + (kvo - (int64_t)b * T * rs), pb + a->voff + (kvo - (int64_t)b * T * rs)};
+        for (int i = 0; i < (last ? 3 : 1); i++) {
+            if (row % QP_ROW_BLOCK == 0) zero_rows(dst[i], hs);
+            add_row(dst[i], src[i] + (int64_t)t * rs, hs);
+        }
+    }
 }
 
 /* dq of every query head of key/value head kvh of sequence b, and that
  * head's dk and dv (all written): each query head of the group adds its
  * share in head order. */
 static void attention_backward_kv(float *dqkv, const float *dout, const float *out, const float *lse,
-                                  const float *qkv, const qp_att_layout *a, int b, int kvh, int T, float *scr)
+                                  const float *qkv, const qp_att_layout *a, int b, int kvh, int T, float *scr,
+                                  float *part)
 {
     const int group = a->NH / a->KVH;
     const att_bwd_buffers w = att_bwd_carve(scr, a->hs, T);
-    for (int g = 0; g < group; g++) attention_backward_head(dqkv, dout, out, lse, qkv, a, b, kvh * group + g, g, group, T, &w);
+    for (int g = 0; g < group; g++)
+        attention_backward_head(dqkv, dout, out, lse, qkv, a, b, kvh * group + g, g, group, T, &w, part);
 }
 
 /* out (B,T,NH*hs) = softmax(q k^T / sqrt(hs), causal) v per head; lse
- * (B,NH,T). Worksharing loops: call inside a parallel region. A task is a
- * head of a sequence (its k and v rows stay in cache over its query
+ * (B,NH,T); bias (rs floats, or NULL) is added to qkv first, row by row
+ * as the rows are first read (a head adds its own k and v: with a bias, KVH
+ * must equal NH). Worksharing loops: call inside a parallel region. A task
+ * is a head of a sequence (its k and v rows stay in cache over its query
  * blocks); a task's sums do not depend on the thread that runs it, so tasks
  * go to threads as they come free. */
-static void attention_forward_tasks(float *out, float *lse, const float *qkv, const qp_att_layout *a, int B, int T)
+static void attention_forward_tasks(float *out, float *lse, float *qkv, const float *bias, const qp_att_layout *a,
+                                    int B, int T)
 {
     const int NH = a->NH;
     float *scr = aligned_alloc(64, (size_t)qp_pad16(att_forward_scratch_floats(a->hs, T)) * sizeof(float));
 #pragma omp for schedule(dynamic, 1)
     for (int task = 0; task < B * NH; task++)
-        for (int t0 = 0; t0 < T; t0 += QB) attention_forward_block(out, lse, qkv, a, task / NH, task % NH, t0, T, scr);
+        for (int t0 = 0; t0 < T; t0 += QB)
+            attention_forward_block(out, lse, qkv, bias, a, task / NH, task % NH, t0, T, scr);
     free(scr);
 }
 
 /* dqkv (B,T,rs) = the gradient of attention_forward_tasks' input (q, k and v
- * written, not accumulated). Worksharing loops: call inside a parallel
- * region; a task is a key/value head of a sequence, handed out as in the
- * forward. */
-static void attention_backward_tasks(float *dqkv, const float *dout, const float *out, const float *lse,
+ * written, not accumulated); with part (not NULL: T a multiple of
+ * QP_ROW_BLOCK, KVH equal to NH), part (one row of rs floats per block of
+ * QP_ROW_BLOCK rows of dqkv) = the blocks' column sums, each block's rows
+ * added in order to zero: what a bias gradient sums. Worksharing loops:
+ * call inside a parallel region; a task is a key/value head of a sequence,
+ * handed out as in the forward. */
+static void attention_backward_tasks(float *dqkv, float *part, const float *dout, const float *out, const float *lse,
                                      const float *qkv, const qp_att_layout *a, int B, int T)
 {
     const int KVH = a->KVH;
     float *scr = aligned_alloc(64, (size_t)qp_pad16(att_backward_scratch_floats(a->hs, T)) * sizeof(float));
 #pragma omp for schedule(dynamic, 1)
     for (int task = 0; task < B * KVH; task++)
-        attention_backward_kv(dqkv, dout, out, lse, qkv, a, task / KVH, task % KVH, T, scr);
+        attention_backward_kv(dqkv, dout, out, lse, qkv, a, task / KVH, task % KVH, T, scr, part);
     free(scr);
 }
 

@@ -946,5 +946,7 @@ int main(void)
     test_llama_pass("fp32", 1, 2, 1, 24, 40, 1, 3, 7, 2); /* multi-query, Smooth-SwiGLU, gradient accumulation */
     test_llama_pass("bf16", 2, 2, 2, 32, 0, 1, 2, 8, 2);
     test_llama_pass("fp8", 2, 4, 2, 32, 64, 1, 2, 8, 1); /* quantized dispatch on the scaled operands */
+    /* last, to leave the random data of the cases above as they were */
+    test_attention(2, 64, 128, 2); /* head size 64, T a multiple of QP_ROW_BLOCK: the tasks sum the bias gradient */
     return qp_test_finish("test_cuda_model_math");
 }
