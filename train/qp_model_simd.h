@@ -13,6 +13,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "qp_linear.h"
 #include "qp_model_kernels.h"
@@ -647,22 +650,62 @@ static void attention_backward_kv(float *dqkv, const float *dout, const float *o
         attention_backward_head(dqkv, dout, out, lse, qkv, a, b, kvh * group + g, g, group, T, &w, part);
 }
 
+/* How the tasks of attention split the work. A head's rows are slices of
+ * rows that hold every head (rs floats apart, mostly in another 4 KiB page
+ * each), which the hardware prefetchers do not follow: read that way they
+ * come at a few GB/s. A whole sequence's rows are one contiguous stretch,
+ * read in order at the memory's full speed. So when a sequence's rows fit
+ * in a core's L2 (ATT_STREAM_BYTES: 1-2 MiB on this machine, half that to
+ * leave room for the work) and there are sequences enough for every thread,
+ * a task is a sequence: its rows are read through once in order, then its
+ * heads run out of cache. Else a task is one head of a sequence. Which task
+ * runs which head changes no sum. */
+#define ATT_STREAM_BYTES (768 << 10)
+
+/* The threads of the enclosing parallel region. */
+static inline int att_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+/* Heads per task (1 or all the n of a sequence) for sequences of T rows of
+ * the floats of the rows it reads (row floats per row, over any tensors). */
+static int att_task_heads(int B, int T, int64_t row_floats, int n)
+{
+    const int64_t bytes = (int64_t)T * row_floats * (int64_t)sizeof(float);
+    return bytes <= ATT_STREAM_BYTES && B >= 2 * att_threads() ? n : 1;
+}
+
+/* n floats read in order, one load per cache line (volatile: kept), so
+ * that the hardware prefetchers stream them into cache. */
+static void att_stream_in(const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += VL) (void)*(volatile const float *)(x + i);
+}
+
 /* out (B,T,NH*hs) = softmax(q k^T / sqrt(hs), causal) v per head; lse
  * (B,NH,T); bias (rs floats, or NULL) is added to qkv first, row by row
  * as the rows are first read (a head adds its own k and v: with a bias, KVH
  * must equal NH). Worksharing loops: call inside a parallel region. A task
- * is a head of a sequence (its k and v rows stay in cache over its query
- * blocks); a task's sums do not depend on the thread that runs it, so tasks
- * go to threads as they come free. */
+ * is a sequence or a head of one (att_task_heads); each head's query blocks
+ * run in order; a task's sums do not depend on the thread that runs it, so
+ * tasks go to threads as they come free. */
 static void attention_forward_tasks(float *out, float *lse, float *qkv, const float *bias, const qp_att_layout *a,
                                     int B, int T)
 {
-    const int NH = a->NH;
+    const int NH = a->NH, per = att_task_heads(B, T, a->rs, NH);
     float *scr = aligned_alloc(64, (size_t)qp_pad16(att_forward_scratch_floats(a->hs, T)) * sizeof(float));
 #pragma omp for schedule(dynamic, 1)
-    for (int task = 0; task < B * NH; task++)
-        for (int t0 = 0; t0 < T; t0 += QB)
-            attention_forward_block(out, lse, qkv, bias, a, task / NH, task % NH, t0, T, scr);
+    for (int task = 0; task < B * NH / per; task++) {
+        const int b = task * per / NH, h0 = task * per % NH;
+        if (per > 1) att_stream_in(qkv + (int64_t)b * T * a->rs, (int64_t)T * a->rs);
+        for (int h = h0; h < h0 + per; h++)
+            for (int t0 = 0; t0 < T; t0 += QB) attention_forward_block(out, lse, qkv, bias, a, b, h, t0, T, scr);
+    }
     free(scr);
 }
 
@@ -671,16 +714,25 @@ static void attention_forward_tasks(float *out, float *lse, float *qkv, const fl
  * QP_ROW_BLOCK, KVH equal to NH), part (one row of rs floats per block of
  * QP_ROW_BLOCK rows of dqkv) = the blocks' column sums, each block's rows
  * added in order to zero: what a bias gradient sums. Worksharing loops:
- * call inside a parallel region; a task is a key/value head of a sequence,
- * handed out as in the forward. */
+ * call inside a parallel region; a task is a sequence or a key/value head
+ * of one, handed out as in the forward. */
 static void attention_backward_tasks(float *dqkv, float *part, const float *dout, const float *out, const float *lse,
                                      const float *qkv, const qp_att_layout *a, int B, int T)
 {
     const int KVH = a->KVH;
+    const int64_t rs = a->rs, C = (int64_t)a->NH * a->hs;
+    const int per = att_task_heads(B, T, rs + 2 * C, KVH);
     float *scr = aligned_alloc(64, (size_t)qp_pad16(att_backward_scratch_floats(a->hs, T)) * sizeof(float));
 #pragma omp for schedule(dynamic, 1)
-    for (int task = 0; task < B * KVH; task++)
-        attention_backward_kv(dqkv, dout, out, lse, qkv, a, task / KVH, task % KVH, T, scr, part);
+    for (int task = 0; task < B * KVH / per; task++) {
+        const int b = task * per / KVH, kv0 = task * per % KVH;
+        if (per > 1) {
+            att_stream_in(qkv + (int64_t)b * T * rs, (int64_t)T * rs);
+            att_stream_in(dout + (int64_t)b * T * C, (int64_t)T * C);
+            att_stream_in(out + (int64_t)b * T * C, (int64_t)T * C);
+        }
+        for (int kvh = kv0; kvh < kv0 + per; kvh++) attention_backward_kv(dqkv, dout, out, lse, qkv, a, b, kvh, T, scr, part);
+    }
     free(scr);
 }
 
