@@ -481,7 +481,9 @@ static void attention_backward_tile(const att_bwd_buffers *w, int k0, int r0, in
 /* Rows c0 .. c0+NK of dst (stride ds), floats [v0, v0 + 16 NV), = those
  * of src (stride ss; zeros without src) + the sum over query rows r in
  * [r0, r1), in order, of W^T[c][r] * x_r (NK, NV constants where it is
- * inlined: the NK x NV sums stay in registers). */
+ * inlined: the NK x NV sums stay in registers). With r0 the key block's
+ * first row, rows below r0 + c0 see none of these keys (their W is zero):
+ * they are skipped. */
 static inline __attribute__((always_inline)) void key_rows_sum(float *dst, int64_t ds, const float *src, int64_t ss,
                                                               const float *restrict wt, int64_t tp, const float *x,
                                                               int64_t xs, int r0, int r1, int c0, int v0,
@@ -494,7 +496,7 @@ static inline __attribute__((always_inline)) void key_rows_sum(float *dst, int64
 #pragma GCC unroll 16
     for (int i = 0; i < NK * NV; i++)
         s[i] = src ? vload(src + (int64_t)(c0 + i / NV) * ss + v0 + (i % NV) * VL) : vsplat(0.0f);
-    for (int r = r0; r < r1; r++) {
+    for (int r = r0 + c0; r < r1; r++) {
         const float *xr = x + (int64_t)r * xs + v0;
         vf xv[4];
 #pragma GCC unroll 4
