@@ -7,8 +7,9 @@
  * that produces their inputs, the loss gradient in place of the
  * probabilities. Attention works on blocks of 16 query rows (the forward's
  * softmax over the O(T) scores of a block, the backward in FlashAttention-2's
- * loop order): no T x T matrix is kept, only each query row's log-sum-exp. The linear layers get no bias from here (NULL): the fused row
- * kernels add it and sum its gradient.
+ * loop order): no T x T matrix is kept, only each query row's log-sum-exp.
+ * The linear layers get no bias from here (NULL): the fused row kernels and
+ * attention add it and sum its gradient.
  *
  * Threads: each step of a layer is one OpenMP parallel region (its loops are
  * worksharing loops inside it), between the GEMMs, which run outside any

@@ -230,16 +230,18 @@ static void tile_transpose(float *restrict dst, int64_t dld, const float *restri
         for (int i = 0; i < ni; i++) dst[c * dld + i] = src[i * sld + c];
 }
 
-/* dst (hp x ld: column d of rows r0 + i at dst[d * ld + i]) = the hs columns
- * of the n rows src + i * sld, transposed; the rest of dst's hp x 16n...
- * zeroed first when a tile is partial. */
+/* dst (hp rows of ld floats: column d of source row i at dst[d * ld + i]) =
+ * the hs columns of the n rows src + i * sld, transposed; when n or hs is
+ * not a multiple of 16, the hp x pad16(n) block is zeroed first (the
+ * padding the kernels read). */
 static void pack_transposed(float *restrict dst, int64_t ld, const float *src, int64_t sld, int n, int hs, int hp)
 {
     if (n % VL || hs % VL)
         for (int d = 0; d < hp; d++) zero_rows(dst + d * ld, qp_pad16(n));
     for (int r0 = 0; r0 < n; r0 += VL)
         for (int d0 = 0; d0 < hs; d0 += VL)
-            tile_transpose(dst + d0 * ld + r0, ld, src + (int64_t)r0 * sld + d0, sld, imin(VL, n - r0), imin(VL, hs - d0));
+            tile_transpose(dst + d0 * ld + r0, ld, src + (int64_t)r0 * sld + d0, sld, imin(VL, n - r0),
+                           imin(VL, hs - d0));
 }
 
 /* dst (n padded to 16 rows of hp floats) = the hs columns of the n rows
@@ -627,11 +629,12 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
     /* the bias gradient's row-block partial sums of this head's columns, as
        the row pass that would otherwise read dqkv again adds them: a block's
        rows in order from zero (the blocks lie within a sequence) */
+    const int64_t kvcol = (int64_t)att_kv_head(a, h) * hs;
     for (int t = 0; t < T; t++) {
         const int64_t row = (int64_t)b * T + t;
         float *pb = part + row / QP_ROW_BLOCK * rs;
         const float *src[3] = {dqb, dkb, dvb};
-        float *dst[3] = {pb + h * hs, pb + a->koff + (kvo - (int64_t)b * T * rs), pb + a->voff + (kvo - (int64_t)b * T * rs)};
+        float *dst[3] = {pb + h * hs, pb + a->koff + kvcol, pb + a->voff + kvcol};
         for (int i = 0; i < (last ? 3 : 1); i++) {
             if (row % QP_ROW_BLOCK == 0) zero_rows(dst[i], hs);
             add_row(dst[i], src[i] + (int64_t)t * rs, hs);
@@ -733,7 +736,8 @@ static void attention_backward_tasks(float *dqkv, float *part, const float *dout
             att_stream_in(dout + (int64_t)b * T * C, (int64_t)T * C);
             att_stream_in(out + (int64_t)b * T * C, (int64_t)T * C);
         }
-        for (int kvh = kv0; kvh < kv0 + per; kvh++) attention_backward_kv(dqkv, dout, out, lse, qkv, a, b, kvh, T, scr, part);
+        for (int kvh = kv0; kvh < kv0 + per; kvh++)
+            attention_backward_kv(dqkv, dout, out, lse, qkv, a, b, kvh, T, scr, part);
     }
     free(scr);
 }
