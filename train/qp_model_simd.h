@@ -160,13 +160,25 @@ typedef struct {
 
 static inline int att_kv_head(const qp_att_layout *a, int h) { return h / (a->NH / a->KVH); }
 
-/* Query rows go QB at a time as the lanes of a vector (a query block). The
- * forward's scores take KG keys per register block; the backward takes keys
- * KB at a time (a key block) and sums their dk and dv rows over every query
- * row in registers (FlashAttention-2's loop order). */
+/* Query rows go QB at a time as the lanes of a vector (a query block); the
+ * backward takes keys KB at a time (a key block) and sums their dk and dv
+ * rows over every query row in registers (FlashAttention-2's loop order). */
 #define QB VL
-#define KG 8
 #define KB 16
+
+/* Register blocks: KG keys' scores, DG columns' sums, and the dk/dv blocks
+ * (key_block_sum) side by side. The x86-64-v4 copy has 32 registers of a
+ * whole vector, the baseline copy 16 of a quarter of one, so each takes its
+ * own: a block only decides which sums run side by side, each sum is the
+ * same operations in the same order either way, and the copies give the
+ * same bits. */
+#ifdef __AVX512F__
+#define KG 8
+#define DG 16
+#else
+#define KG 2
+#define DG 2
+#endif
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
@@ -216,9 +228,12 @@ static inline void transpose16(vf r[VL])
 }
 
 /* dst[c * dld + i] = src[i * sld + c] for i < ni, c < nc (ni, nc <= 16):
- * a tile transposed; nothing else of dst is written. */
+ * a tile transposed; nothing else of dst is written. Vector shuffles where
+ * they are instructions (the baseline copy would move them float by float
+ * through memory, slower than the plain loop). */
 static void tile_transpose(float *restrict dst, int64_t dld, const float *restrict src, int64_t sld, int ni, int nc)
 {
+#ifdef __AVX512F__
     if (ni == VL && nc == VL) {
         vf r[VL];
         for (int i = 0; i < VL; i++) r[i] = vload(src + i * sld);
@@ -226,6 +241,7 @@ static void tile_transpose(float *restrict dst, int64_t dld, const float *restri
         for (int c = 0; c < VL; c++) vstore(dst + c * dld, r[c]);
         return;
     }
+#endif
     for (int c = 0; c < nc; c++)
         for (int i = 0; i < ni; i++) dst[c * dld + i] = src[i * sld + c];
 }
@@ -343,8 +359,8 @@ static inline __attribute__((always_inline)) void weighted_sum_cols(float *restr
 static void weighted_sum(float *restrict acc, const float *restrict p, const float *vb, int64_t rs, int nk, int hs)
 {
     int d0 = 0;
-    for (; d0 + 16 <= hs; d0 += 16) weighted_sum_cols(acc, p, vb, rs, nk, d0, 16);
-    for (; d0 + 4 <= hs; d0 += 4) weighted_sum_cols(acc, p, vb, rs, nk, d0, 4);
+    for (; d0 + DG <= hs; d0 += DG) weighted_sum_cols(acc, p, vb, rs, nk, d0, DG);
+    for (; DG > 4 && d0 + 4 <= hs; d0 += 4) weighted_sum_cols(acc, p, vb, rs, nk, d0, 4);
     for (; d0 < hs; d0++) weighted_sum_cols(acc, p, vb, rs, nk, d0, 1);
 }
 
@@ -464,19 +480,19 @@ static void attention_backward_tile(const att_bwd_buffers *w, int k0, int r0, in
         for (int j = 0; j < KG; j++)
             vstore(g + (j0 + j) * tp, vload(p + (j0 + j) * tp) * (s[j] - D) * scale);
     }
-    for (int d0 = 0; d0 < hp; d0 += VL) {
-        vf acc[VL];
+    for (int d0 = 0; d0 < hp; d0 += DG) {
+        vf acc[DG];
 #pragma GCC unroll 16
-        for (int i = 0; i < VL; i++) acc[i] = k0 ? vload(w->dqt + (int64_t)(d0 + i) * tp + r0) : vsplat(0.0f);
+        for (int i = 0; i < DG; i++) acc[i] = k0 ? vload(w->dqt + (int64_t)(d0 + i) * tp + r0) : vsplat(0.0f);
         for (int j = 0; j < KB; j++) {
             const vf gj = vload(g + j * tp);
             const float *kj = w->k + (int64_t)(k0 + j) * hp + d0;
 #pragma GCC unroll 16
-            for (int i = 0; i < VL; i++) acc[i] += kj[i] * gj;
+            for (int i = 0; i < DG; i++) acc[i] += kj[i] * gj;
             att_prefetch_step(pf);
         }
 #pragma GCC unroll 16
-        for (int i = 0; i < VL; i++) vstore(w->dqt + (int64_t)(d0 + i) * tp + r0, acc[i]);
+        for (int i = 0; i < DG; i++) vstore(w->dqt + (int64_t)(d0 + i) * tp + r0, acc[i]);
     }
 }
 
@@ -517,12 +533,17 @@ static void key_block_sum(float *dst, int64_t ds, const float *src, int64_t ss, 
                           const float *x, int64_t xs, int hp, int r0, int r1)
 {
     int v0 = 0;
+#ifdef __AVX512F__
     for (; v0 + 4 * VL <= hp; v0 += 4 * VL)
         for (int c0 = 0; c0 < KB; c0 += 4) key_rows_sum(dst, ds, src, ss, wt, tp, x, xs, r0, r1, c0, v0, 4, 4);
     for (; v0 + 2 * VL <= hp; v0 += 2 * VL)
         for (int c0 = 0; c0 < KB; c0 += 8) key_rows_sum(dst, ds, src, ss, wt, tp, x, xs, r0, r1, c0, v0, 8, 2);
     for (; v0 < hp; v0 += VL)
         for (int c0 = 0; c0 < KB; c0 += 8) key_rows_sum(dst, ds, src, ss, wt, tp, x, xs, r0, r1, c0, v0, 8, 1);
+#else
+    for (; v0 < hp; v0 += VL)
+        for (int c0 = 0; c0 < KB; c0 += 4) key_rows_sum(dst, ds, src, ss, wt, tp, x, xs, r0, r1, c0, v0, 4, 1);
+#endif
 }
 
 /* D (lanes: query rows) = dout_r . out_r from dout^T and out^T (hs x QB),
