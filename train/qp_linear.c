@@ -53,8 +53,6 @@ struct qp_linear {
      * when qp_linear_reusable: the same tensor, so no second all-reduce */
     float dy_gamax;
     int dy_gamax_ok;
-    /* the backward's wgrad pass reuses dgrad's dY (qp_linear_reusable) */
-    int dy_reuse;
     kept_copy *copies;          /* [layer][gemm][x, w] */
     int64_t n_events[QP_EV_COUNT];
     char err[256];
@@ -87,7 +85,8 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
     l->max_pending = qp_linear_max_kept(L);
     l->pending = calloc((size_t)l->max_pending, sizeof *l->pending);
     l->kept = calloc((size_t)l->max_pending, sizeof *l->kept);
-    l->copies = calloc((size_t)(L > 0 ? L : 1) * QP_BLOCK_GEMMS * 2, sizeof *l->copies);
+    const int n_copies = (L > 0 ? L : 1) * QP_BLOCK_GEMMS * 2; /* X and W of every block GEMM */
+    l->copies = calloc((size_t)n_copies, sizeof *l->copies);
     if (!l->plans || !l->states || !l->pending || !l->kept || !l->copies) goto oom;
     if (qp_recipe_resolve(cfg->recipe, L, cfg->gemms, l->plans, err, errlen)) {
         qp_linear_destroy(l);
@@ -109,7 +108,7 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
                 if (qp_scaling_init(&l->states[i], &sc, u->fmt, i)) goto oom;
             }
         }
-    l->host = qp_linear_host_create(cfg->gemm, cfg->max_elems, (L > 0 ? L : 1) * QP_BLOCK_GEMMS * 2);
+    l->host = qp_linear_host_create(cfg->gemm, cfg->max_elems, n_copies);
     if (!l->host) goto oom;
     l->ops = qp_linear_host_ops(l->host);
     return l;
@@ -380,15 +379,16 @@ static int kept_index(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o)
 }
 
 /* Where a later use finds its operand already quantized
- * (qp_linear_reusable): -2 nowhere, -1 the side's last quantization (dY
- * from dgrad), or the forward's record of the same tensor in this step and
- * micro-batch (X, W). */
+ * (qp_linear_reusable): -2 nowhere, -1 the side's last quantization (dY:
+ * dgrad's, just before), or the forward's record of the same tensor in this
+ * step and micro-batch (X, W). */
 static int reuse_source(const qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, const float *src)
 {
-    if (pass == QP_PASS_WGRAD && o == QP_OPND_DY) return l->dy_reuse ? -1 : -2;
-    if (pass == QP_PASS_FPROP) return -2;
-    const int i = kept_index(l, layer, g, o);
-    if (i < 0) return -2;
+    qp_pass first, later;
+    qp_linear_operand_uses(o, &first, &later);
+    if (pass != later || !qp_linear_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g], o)) return -2;
+    if (o == QP_OPND_DY) return -1;
+    const int i = copy_index(layer, g, o);
     const kept_copy *c = &l->copies[i];
     return c->src == src && c->step == l->step && c->micro == l->micro ? i : -2;
 }
@@ -516,7 +516,6 @@ int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *
     if (check(l, layer, g, M, IC, OC)) return -1;
     qp_linear_operand a, b;
     l->dy_gamax_ok = 0;
-    l->dy_reuse = g != QP_GEMM_HEAD && qp_linear_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g], QP_OPND_DY);
     /* dgrad: dX[M,IC] (+)= dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
     int kind = kind_of(l, layer, g, QP_PASS_DGRAD, M, IC, OC);
     if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, kind, &a) ||
