@@ -346,13 +346,18 @@ if "fit" in sc:
           "extrapolation outside the grid), with the measured seed-mean difference where the grid has that "
           "cell.}\\label{tab:published}\n\\end{table*}\n")
     # where the trend agrees and where not: the law's extrapolation, the grid's own cells, the published runs
-    def direction(vals):
-        return "grows" if all(b > a for a, b in zip(vals, vals[1:])) else \
-            "shrinks" if all(b < a for a, b in zip(vals, vals[1:])) else "is not monotone"
+    def direction(vals, digits):
+        """Which way the values go as printed (rounded to digits): a sentence must not say "shrinks" beside
+        -0.312, -0.312, -0.313."""
+        v = [round(x, digits) for x in vals]
+        steps = list(zip(v, v[1:]))
+        return "grows" if all(b > a for a, b in steps) else "shrinks" if all(b < a for a, b in steps) else \
+            "is flat" if all(b == a for a, b in steps) else "does not shrink" if all(b >= a for a, b in steps) else \
+            "does not grow" if all(b <= a for a, b in steps) else "is not monotone"
     trend = []
     if law_gap:
-        dirs = {n: direction([law_gap[(n, t)] for t in (25, 100, 400)]) for n, _ in sizes if (n, 25) in law_gap}
-        pub = direction([PUBLISHED["30M"][t] for t in (25, 100, 400)])
+        dirs = {n: direction([law_gap[(n, t)] for t in (25, 100, 400)], 3) for n, _ in sizes if (n, 25) in law_gap}
+        pub = direction([PUBLISHED["30M"][t] for t in (25, 100, 400)], 3)
         n0 = sizes[0][0]
         trend.append(f"Extrapolated, the law's NVFP4 gap {dirs[n0]} with tokens per parameter at {n0} "
                      f"({law_gap[(n0, 25)]:+.3f}, {law_gap[(n0, 100)]:+.3f}, {law_gap[(n0, 400)]:+.3f} nats at 25, "
@@ -368,7 +373,7 @@ if "fit" in sc:
                 g = sorted(rows_where(groups, recipe="nvfp4", model=name), key=lambda r: float(s(r["tokens_per_param"])))
                 if len(g) >= 3:
                     vals = [float(r["gap_pct_mean"]) for r in g]
-                    trend.append(f"Measured in the grid, NVFP4's gap {direction(vals)} with tokens per parameter at "
+                    trend.append(f"Measured in the grid, NVFP4's gap {direction(vals, 2)} with tokens per parameter at "
                                  f"{name} (" + ", ".join(f"{v:+.2f}%" for v in vals) + " at " +
                                  ", ".join(s(r["tokens_per_param"]) for r in g) + f"); published, it {pub}.")
                     break
