@@ -8,7 +8,7 @@
  * per-channel sums, the two-level column sums) are the same sums in the same
  * order, so a GPU kernel gives these functions' bits (test_cuda_model_kernels,
  * on a GPU). The CPU kernels compute the same quantities in their own order
- * — rows summed in 16 vector lanes, attention blocked with an online softmax
+ * — rows summed in 16 vector lanes, attention in blocks of 16 query rows
  * (no T x T matrix, each row's log-sum-exp kept) where the GPU takes a warp
  * per row over the T x T scores — so the two devices agree to rounding, not
  * to the bit: tests/kernels/test_cuda_model_math.c checks every function

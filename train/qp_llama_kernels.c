@@ -284,10 +284,10 @@ static qp_att_layout llama_att_layout(const qp_gpt_config *c)
                            .voff = c->dim + (int64_t)c->kv_heads * hs, .NH = c->heads, .KVH = c->kv_heads, .hs = hs};
 }
 
-static void llama_attention_forward(float *out, float *lse, const float *qkv, const qp_att_layout *a, int B, int T)
+static void llama_attention_forward(float *out, float *lse, float *qkv, const qp_att_layout *a, int B, int T)
 {
 #pragma omp parallel
-    attention_forward_tasks(out, lse, qkv, a, B, T);
+    attention_forward_tasks(out, lse, qkv, NULL, a, B, T);
 }
 
 /* dqkv = the gradient of attention's input. */
@@ -295,7 +295,7 @@ static void llama_attention_backward(float *dqkv, const float *dout, const float
                                      const float *qkv, const qp_att_layout *a, int B, int T)
 {
 #pragma omp parallel
-    attention_backward_tasks(dqkv, dout, out, lse, qkv, a, B, T);
+    attention_backward_tasks(dqkv, NULL, dout, out, lse, qkv, a, B, T);
 }
 
 int QP_KERNEL(qp_llama_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)

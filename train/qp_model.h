@@ -14,8 +14,9 @@
  * internal products, norms, GELU/SwiGLU, softmax and the loss are FP32.
  *
  * The CPU kernels (qp_model_kernels.c, the GPT; qp_llama_kernels.c, the
- * Llama) keep no T x T matrix: attention is blocked with an online softmax
- * (FlashAttention's forward and backward), saving only each query row's
+ * Llama) keep no T x T matrix: attention works on blocks of 16 query rows
+ * (the forward's softmax over the O(T) scores of a block, the backward in
+ * FlashAttention-2's loop order), saving only each query row's
  * log-sum-exp; the backward keeps one layer's activation gradients at a time
  * (qp_gpt.scratch), not a mirror of every activation. qp_gpt_acts keeps the
  * GPU's fields too (kernels/ allocate their own layout): on the CPU preatt

@@ -5,10 +5,11 @@
  * add with the bias of the projection before it and the LayerNorm after it,
  * the MLP bias with GELU, the bias and norm gradients with the row pass
  * that produces their inputs, the loss gradient in place of the
- * probabilities. Attention is blocked with an online softmax (FlashAttention
- * forward and backward): no T x T matrix is kept, only each query row's
- * log-sum-exp. The linear layers get no bias from here (NULL): the fused row
- * kernels add it and sum its gradient.
+ * probabilities. Attention works on blocks of 16 query rows (the forward's
+ * softmax over the O(T) scores of a block, the backward in FlashAttention-2's
+ * loop order): no T x T matrix is kept, only each query row's log-sum-exp.
+ * The linear layers get no bias from here (NULL): the fused row kernels and
+ * attention add it and sum its gradient.
  *
  * Threads: each step of a layer is one OpenMP parallel region (its loops are
  * worksharing loops inside it), between the GEMMs, which run outside any
@@ -171,34 +172,35 @@ static qp_att_layout gpt_att_layout(int C, int NH)
 }
 
 /* out (B,T,C) = softmax(q k^T / sqrt(hs), causal) v per head; lse (B,NH,T);
- * qkv (B,T,3C) gets its bias qkvb (3C) added first. */
+ * qkv (B,T,3C) gets its bias qkvb (3C) added first (by each head's task as
+ * it reads its rows: no pass of its own over qkv). */
 static void attention_forward(float *out, float *lse, float *qkv, const float *qkvb, int B, int T, int C, int NH)
 {
     const qp_att_layout a = gpt_att_layout(C, NH);
 #pragma omp parallel
-    {
-#pragma omp for schedule(static)
-        for (int i = 0; i < B * T; i++) add_row(qkv + (int64_t)i * 3 * C, qkvb, 3 * C);
-        attention_forward_tasks(out, lse, qkv, &a, B, T);
-    }
+    attention_forward_tasks(out, lse, qkv, qkvb, &a, B, T);
 }
 
 /* dqkv (B,T,3C) = the gradient of attention_forward's input (written, not
- * accumulated); the bias gradient dqkvb (3C) += its column sums. */
+ * accumulated); the bias gradient dqkvb (3C) += its column sums (row
+ * blocks of QP_ROW_BLOCK summed by the attention tasks as they write their
+ * rows when the blocks lie within sequences, else by a pass of their own). */
 static void attention_backward(float *dqkv, float *dqkvb, float *part, const float *dout, const float *out,
                                const float *lse, const float *qkv, int B, int T, int C, int NH)
 {
-    const int BT = B * T, nblk = (BT + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK;
+    const int BT = B * T, nblk = (BT + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK, fused = T % QP_ROW_BLOCK == 0;
     const qp_att_layout a = gpt_att_layout(C, NH);
 #pragma omp parallel
     {
-        attention_backward_tasks(dqkv, dout, out, lse, qkv, &a, B, T);
+        attention_backward_tasks(dqkv, fused ? part : NULL, dout, out, lse, qkv, &a, B, T);
+        if (!fused) {
 #pragma omp for schedule(static)
-        for (int k = 0; k < nblk; k++) {
-            float *pb = part + (int64_t)k * 3 * C;
-            zero_rows(pb, 3 * C);
-            for (int i = k * QP_ROW_BLOCK; i < BT && i < (k + 1) * QP_ROW_BLOCK; i++)
-                add_row(pb, dqkv + (int64_t)i * 3 * C, 3 * C);
+            for (int k = 0; k < nblk; k++) {
+                float *pb = part + (int64_t)k * 3 * C;
+                zero_rows(pb, 3 * C);
+                for (int i = k * QP_ROW_BLOCK; i < BT && i < (k + 1) * QP_ROW_BLOCK; i++)
+                    add_row(pb, dqkv + (int64_t)i * 3 * C, 3 * C);
+            }
         }
         reduce_blocks(dqkvb, part, nblk, 3 * C, 3 * C);
     }

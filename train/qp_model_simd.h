@@ -1,7 +1,7 @@
 /* qp_model_simd.h — what the two model kernel files share (qp_model_kernels.c,
  * the GPT; qp_llama_kernels.c, the Llama): GCC vectors of 16 floats, exp for
- * x <= 0, fixed-order row and column sums, blocked attention with an online
- * softmax over any q/k/v layout (grouped-query included), softmax
+ * x <= 0, fixed-order row and column sums, blocked attention over any q/k/v
+ * layout (grouped-query included) that keeps no T x T matrix, softmax
  * cross-entropy and the precision dispatch's calls with their phase.
  * Internal to train/: static functions, compiled into each copy (baseline and
  * x86-64-v4) of each kernel file, the same operations in the same order in
@@ -13,6 +13,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "qp_linear.h"
 #include "qp_model_kernels.h"
@@ -157,225 +160,606 @@ typedef struct {
 
 static inline int att_kv_head(const qp_att_layout *a, int h) { return h / (a->NH / a->KVH); }
 
-/* Blocks: QB query rows are the lanes of a vector, keys go KB at a time. */
+/* Query rows go QB at a time as the lanes of a vector (a query block); the
+ * backward takes keys KB at a time (a key block) and sums their dk and dv
+ * rows over every query row in registers (FlashAttention-2's loop order). */
 #define QB VL
-#define KB 32
-#define KG 8 /* keys of one register block */
+#define KB 16
 
-/* Scratch floats of one attention task (head size hs). */
-static int64_t att_scratch_floats(int hs) { return (int64_t)hs * QB * 4 + 2 * KB * QB + 4 * QB; }
+/* Register blocks: KG keys' scores, DG columns' sums, and the dk/dv blocks
+ * (key_block_sum) side by side. The x86-64-v4 copy has 32 registers of a
+ * whole vector, the baseline copy 16 of a quarter of one, so each takes its
+ * own: a block only decides which sums run side by side, each sum is the
+ * same operations in the same order either way, and the copies give the
+ * same bits. */
+#ifdef __AVX512F__
+#define KG 8
+#define DG 16
+#else
+#define KG 2
+#define DG 2
+#endif
 
-/* Q^T (hs x QB) of query rows t0 .. t0+nq-1 (zero rows past nq). */
-static void load_qt(float *restrict qt, const float *base, int64_t rs, int t0, int nq, int hs)
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+/* Lanes 0..15. */
+static inline vi lane_index(void)
 {
-    for (int r = 0; r < QB; r++)
-        for (int d = 0; d < hs; d++) qt[d * QB + r] = r < nq ? base[(int64_t)(t0 + r) * rs + d] : 0.0f;
+    vi r;
+    for (int i = 0; i < VL; i++) r[i] = i;
+    return r;
 }
 
-/* St[c] (lanes: query rows) = scale * k_{k0+c} . q_r for c < nk (rows with
- * c >= nk are computed from key k0, a valid address, and masked later). */
-static void scores(float *restrict st, const float *restrict qt, const float *kbase, int64_t rs, int k0, int nk,
-                   int hs, float scale)
+/* The causal mask of key k against the query rows r0 + lane: the rows that
+ * see it and exist (below T). */
+static inline vi key_visible(int k, int r0, int T)
 {
-    for (int c0 = 0; c0 < KB && c0 < nk; c0 += KG) {
+    const vi lane = lane_index();
+    return (lane >= k - r0) & (lane < T - r0);
+}
+
+/* One round of a 16 x 16 transpose: rows i and i + s (i & s == 0) swap
+ * their off-diagonal s-wide sub-blocks (s a constant where it is inlined:
+ * constant shuffles). */
+static inline __attribute__((always_inline)) void transpose_round(vf r[VL], const int s)
+{
+    vi lo, hi;
+    for (int j = 0; j < VL; j++) {
+        lo[j] = (j & s) ? VL + j - s : j;
+        hi[j] = (j & s) ? VL + j : j + s;
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < VL; i++)
+        if (!(i & s)) {
+            const vf x = r[i], y = r[i + s];
+            r[i] = __builtin_shuffle(x, y, lo);
+            r[i + s] = __builtin_shuffle(x, y, hi);
+        }
+}
+
+/* r[i][j] <-> r[j][i]: rounds of 8, 4, 2 and 1; moves data, computes
+ * nothing. */
+static inline void transpose16(vf r[VL])
+{
+    transpose_round(r, 8);
+    transpose_round(r, 4);
+    transpose_round(r, 2);
+    transpose_round(r, 1);
+}
+
+/* dst[c * dld + i] = src[i * sld + c] for i < ni, c < nc (ni, nc <= 16):
+ * a tile transposed; nothing else of dst is written. Vector shuffles where
+ * they are instructions (the baseline copy would move them float by float
+ * through memory, slower than the plain loop). */
+static void tile_transpose(float *restrict dst, int64_t dld, const float *restrict src, int64_t sld, int ni, int nc)
+{
+#ifdef __AVX512F__
+    if (ni == VL && nc == VL) {
+        vf r[VL];
+        for (int i = 0; i < VL; i++) r[i] = vload(src + i * sld);
+        transpose16(r);
+        for (int c = 0; c < VL; c++) vstore(dst + c * dld, r[c]);
+        return;
+    }
+#endif
+    for (int c = 0; c < nc; c++)
+        for (int i = 0; i < ni; i++) dst[c * dld + i] = src[i * sld + c];
+}
+
+/* dst (hp rows of ld floats: column d of source row i at dst[d * ld + i]) =
+ * the hs columns of the n rows src + i * sld, transposed; when n or hs is
+ * not a multiple of 16, the hp x pad16(n) block is zeroed first (the
+ * padding the kernels read). */
+static void pack_transposed(float *restrict dst, int64_t ld, const float *src, int64_t sld, int n, int hs, int hp)
+{
+    if (n % VL || hs % VL)
+        for (int d = 0; d < hp; d++) zero_rows(dst + d * ld, qp_pad16(n));
+    for (int r0 = 0; r0 < n; r0 += VL)
+        for (int d0 = 0; d0 < hs; d0 += VL)
+            tile_transpose(dst + d0 * ld + r0, ld, src + (int64_t)r0 * sld + d0, sld, imin(VL, n - r0),
+                           imin(VL, hs - d0));
+}
+
+/* dst (n padded to 16 rows of hp floats) = the hs columns of the n rows
+ * src + i * sld, zero-padded. */
+static void pack_rows(float *restrict dst, int hp, const float *restrict src, int64_t sld, int n, int hs)
+{
+    for (int r = 0; r < qp_pad16(n); r++) {
+        float *d = dst + (int64_t)r * hp;
+        const float *x = src + (int64_t)r * sld;
+        int c = 0;
+        if (r < n) {
+            for (; c + VL <= hs; c += VL) vstore(d + c, vload(x + c));
+            for (; c < hs; c++) d[c] = x[c];
+        }
+        for (; c < hp; c++) d[c] = 0.0f;
+    }
+}
+
+/* The rows of the next block of work (up to ATT_PF_REGIONS regions, n rows
+ * of hs floats from each base at its stride), asked for one cache line at a
+ * time from inside the loops of the current block: misses the hardware
+ * prefetchers leave (every row of a head is in another 4 KiB page) overlap
+ * the arithmetic instead of stalling the block that needs them. A burst of
+ * them would stall as the loads do. Data movement only. */
+#define ATT_PF_REGIONS 5
+typedef struct {
+    const float *base[ATT_PF_REGIONS];
+    int64_t stride[ATT_PF_REGIONS];
+    int nreg, n, hs, lpr; /* regions, rows, floats per row, lines asked per row */
+    int r, j, l;          /* the next line: row, region, line */
+} att_prefetch;
+
+static void att_prefetch_init(att_prefetch *p, int n, int hs)
+{
+    p->nreg = 0, p->n = n, p->hs = hs, p->lpr = (hs + VL - 1) / VL;
+    p->r = p->j = p->l = 0;
+}
+
+static void att_prefetch_add(att_prefetch *p, const float *base, int64_t stride)
+{
+    p->base[p->nreg] = base;
+    p->stride[p->nreg++] = stride;
+}
+
+/* The next line, if any (a row's last line at its last float: rows need not
+ * start on a line). */
+static inline void att_prefetch_step(att_prefetch *p)
+{
+    if (p->r >= p->n || !p->nreg) return;
+    const float *x = p->base[p->j] + (int64_t)p->r * p->stride[p->j];
+    __builtin_prefetch(p->l + 1 < p->lpr ? x + p->l * VL : x + p->hs - 1, 0, 3);
+    if (++p->l == p->lpr) {
+        p->l = 0;
+        if (++p->j == p->nreg) p->j = 0, p->r++;
+    }
+}
+
+/* St[c] (lanes: query rows) = scale * k_c . q_r for c < nk, KG keys at a
+ * time (keys past nk are computed from key nk - 1 and not used; st has room
+ * for them). */
+static void scores(float *restrict st, const float *restrict qt, const float *kb, int64_t rs, int nk, int hs,
+                   float scale, att_prefetch *pf)
+{
+    for (int c0 = 0; c0 < nk; c0 += KG) {
         const float *k[KG];
-        for (int j = 0; j < KG; j++) k[j] = kbase + (int64_t)(c0 + j < nk ? k0 + c0 + j : k0) * rs;
+        for (int j = 0; j < KG; j++) k[j] = kb + (int64_t)imin(c0 + j, nk - 1) * rs;
         vf s[KG];
         for (int j = 0; j < KG; j++) s[j] = vsplat(0.0f);
         for (int d = 0; d < hs; d++) {
             const vf q = vload(qt + d * QB);
             for (int j = 0; j < KG; j++) s[j] += k[j][d] * q;
+            att_prefetch_step(pf);
         }
         for (int j = 0; j < KG; j++) vstore(st + (c0 + j) * QB, s[j] * scale);
     }
 }
 
-/* Acc^T[d] (lanes: query rows) += sum over keys c < nk, in order, of
- * row_{k0+c}[d] * W[c]: the forward's P.V and the backward's dS.K. */
-static void accumulate_rows(float *restrict acc, const float *restrict w, const float *rbase, int64_t rs, int k0,
-                            int nk, int hs)
+/* Acc^T[d0 + j] (lanes: query rows) = sum over keys c < nk, in order, of
+ * v_c[d0 + j] * P^T[c], for j < nd (a constant where it is inlined: the nd
+ * sums stay in registers). */
+static inline __attribute__((always_inline)) void weighted_sum_cols(float *restrict acc, const float *restrict p,
+                                                                   const float *vb, int64_t rs, int nk, int d0,
+                                                                   const int nd)
 {
-    for (int d0 = 0; d0 < hs; d0 += KG) {
-        const int nd = hs - d0 < KG ? hs - d0 : KG;
-        vf a[KG];
-        for (int j = 0; j < nd; j++) a[j] = vload(acc + (d0 + j) * QB);
-        for (int c = 0; c < nk; c++) {
-            const vf p = vload(w + c * QB);
-            const float *row = rbase + (int64_t)(k0 + c) * rs + d0;
-            for (int j = 0; j < nd; j++) a[j] += row[j] * p;
-        }
-        for (int j = 0; j < nd; j++) vstore(acc + (d0 + j) * QB, a[j]);
+    vf s[VL];
+#pragma GCC unroll 16
+    for (int j = 0; j < nd; j++) s[j] = vsplat(0.0f);
+    for (int c = 0; c < nk; c++) {
+        const vf pc = vload(p + c * QB);
+        const float *v = vb + (int64_t)c * rs + d0;
+#pragma GCC unroll 16
+        for (int j = 0; j < nd; j++) s[j] += v[j] * pc;
     }
+#pragma GCC unroll 16
+    for (int j = 0; j < nd; j++) vstore(acc + (d0 + j) * QB, s[j]);
 }
 
-/* The causal mask of key k0+c against query rows t0+r (r < nq). */
-static inline vi key_valid(int k0, int c, int nk, int t0, int nq)
+/* Acc^T (hs x QB) = P V over keys c < nk: the forward's P.V. */
+static void weighted_sum(float *restrict acc, const float *restrict p, const float *vb, int64_t rs, int nk, int hs)
 {
-    vi r;
-    for (int i = 0; i < VL; i++) r[i] = i;
-    const vi ok = (r >= (k0 + c - t0)) & (r < nq);
-    return c < nk ? ok : (vi){0};
+    int d0 = 0;
+    for (; d0 + DG <= hs; d0 += DG) weighted_sum_cols(acc, p, vb, rs, nk, d0, DG);
+    for (; DG > 4 && d0 + 4 <= hs; d0 += 4) weighted_sum_cols(acc, p, vb, rs, nk, d0, 4);
+    for (; d0 < hs; d0++) weighted_sum_cols(acc, p, vb, rs, nk, d0, 1);
 }
 
-/* One task of the forward: query rows [t0, t0+QB) of head h of sequence b.
- * out (B,T,NH*hs), lse (B,NH,T), qkv (B,T,rs) as laid out by a; scr:
- * att_scratch_floats(hs). */
-static void attention_forward_block(float *out, float *lse, const float *qkv, const qp_att_layout *a, int b, int h,
-                                    int t0, int T, float *scr)
+/* Scratch floats of a forward task: Q^T and the output (hs x QB each), the
+ * scores and probabilities of up to T keys (room for KG more). */
+static int64_t att_forward_scratch_floats(int hs, int T) { return 2 * qp_pad16(hs) * QB + (int64_t)(T + KG) * QB; }
+
+/* One task of the forward: query rows [t0, t0+QB) of head h of sequence b,
+ * a plain softmax over all the keys they see (their scores fit in O(T)).
+ * out (B,T,NH*hs), lse (B,NH,T), qkv (B,T,rs) as laid out by a; bias (rs
+ * floats, or NULL) is first added to the block's own q, k and v rows in
+ * place (the blocks of a head run in order); scr:
+ * att_forward_scratch_floats(hs, T). */
+static void attention_forward_block(float *out, float *lse, float *qkv, const float *bias, const qp_att_layout *a,
+                                    int b, int h, int t0, int T, float *scr)
 {
-    const int hs = a->hs, NH = a->NH, nq = T - t0 < QB ? T - t0 : QB, tend = t0 + nq;
+    const int hs = a->hs, NH = a->NH, nq = imin(T - t0, QB), tend = t0 + nq;
     const int64_t rs = a->rs, C = (int64_t)NH * hs, kv = (int64_t)att_kv_head(a, h) * hs;
-    const float *base = qkv + (int64_t)b * T * rs;
-    const float scale = 1.0f / sqrtf((float)hs);
-    float *qt = scr, *acc = qt + hs * QB, *st = acc + hs * QB;
-    load_qt(qt, base + h * hs, rs, t0, nq, hs);
-    for (int i = 0; i < hs * QB; i++) acc[i] = 0.0f;
-    vf m = vsplat(-INFINITY), l = vsplat(0.0f);
-    for (int k0 = 0; k0 < tend; k0 += KB) {
-        const int nk = tend - k0 < KB ? tend - k0 : KB;
-        scores(st, qt, base + a->koff + kv, rs, k0, nk, hs, scale);
-        vf mnew = m;
-        for (int c = 0; c < nk; c++) mnew = vsel(key_valid(k0, c, nk, t0, nq), vmax(mnew, vload(st + c * QB)), mnew);
-        const vf alpha = vexp_nonpos(m - mnew);
-        l *= alpha;
-        for (int d = 0; d < hs; d++) vstore(acc + d * QB, vload(acc + d * QB) * alpha);
-        for (int c = 0; c < nk; c++) {
-            const vf p = vsel(key_valid(k0, c, nk, t0, nq), vexp_nonpos(vload(st + c * QB) - mnew), vsplat(0.0f));
-            vstore(st + c * QB, p);
-            l += p;
+    float *base = qkv + (int64_t)b * T * rs;
+    if (bias)
+        for (int r = t0; r < tend; r++) {
+            add_row(base + (int64_t)r * rs + h * hs, bias + h * hs, hs);
+            add_row(base + (int64_t)r * rs + a->koff + kv, bias + a->koff + kv, hs);
+            add_row(base + (int64_t)r * rs + a->voff + kv, bias + a->voff + kv, hs);
         }
-        accumulate_rows(acc, st, base + a->voff + kv, rs, k0, nk, hs); /* acc[d] += sum_c v_c[d] * p_c */
-        m = mnew;
+    const float scale = 1.0f / sqrtf((float)hs);
+    float *qt = scr, *acc = qt + qp_pad16(hs) * QB, *st = acc + qp_pad16(hs) * QB;
+    if (nq < QB) zero_rows(qt, (int64_t)hs * QB);
+    for (int d0 = 0; d0 < hs; d0 += VL)
+        tile_transpose(qt + d0 * QB, QB, base + (int64_t)t0 * rs + h * hs + d0, rs, nq, imin(VL, hs - d0));
+    /* meanwhile: the next block's rows */
+    att_prefetch pf;
+    att_prefetch_init(&pf, imin(QB, T - tend), hs);
+    att_prefetch_add(&pf, base + (int64_t)tend * rs + h * hs, rs);
+    att_prefetch_add(&pf, base + (int64_t)tend * rs + a->koff + kv, rs);
+    att_prefetch_add(&pf, base + (int64_t)tend * rs + a->voff + kv, rs);
+    att_prefetch_add(&pf, out + ((int64_t)b * T + tend) * C + h * hs, C);
+    scores(st, qt, base + a->koff + kv, rs, tend, hs, scale, &pf);
+    /* keys before t0 are seen by every row of the block */
+    vf m = vsplat(-INFINITY), l = vsplat(0.0f);
+    for (int c = 0; c < t0; c++) m = vmax(m, vload(st + c * QB));
+    for (int c = t0; c < tend; c++) m = vsel(key_visible(c, t0, T), vmax(m, vload(st + c * QB)), m);
+    for (int c = 0; c < tend; c++) {
+        vf p = vexp_nonpos(vload(st + c * QB) - m);
+        if (c >= t0) p = vsel(key_visible(c, t0, T), p, vsplat(0.0f));
+        vstore(st + c * QB, p);
+        l += p;
     }
+    weighted_sum(acc, st, base + a->voff + kv, rs, tend, hs);
     const vf inv = 1.0f / l;
-    for (int d = 0; d < hs; d++) {
-        const vf o = vload(acc + d * QB) * inv;
-        for (int r = 0; r < nq; r++) out[((int64_t)b * T + t0 + r) * C + h * hs + d] = o[r];
-    }
+    for (int d = 0; d < hs; d++) vstore(acc + d * QB, vload(acc + d * QB) * inv);
+    for (int d0 = 0; d0 < hs; d0 += VL)
+        tile_transpose(out + ((int64_t)b * T + t0) * C + h * hs + d0, C, acc + d0 * QB, QB, imin(VL, hs - d0), nq);
     for (int r = 0; r < nq; r++) lse[((int64_t)b * NH + h) * T + t0 + r] = m[r] + logf(l[r]);
 }
 
+/* The backward's per-task buffers (hp = hs padded to 16, tp = T padded to
+ * 16, zero-padded): the key/value head's k and v rows (tp x hp); a query
+ * head's q and dout rows when hs is not a multiple of 16 (tp x hp), its
+ * q^T, dout^T and dq^T sums (hp x tp); the key/value head's dk and dv sums
+ * over the earlier heads of its group (tp x hp); a key block's P^T and
+ * dS^T against every query row (KB x tp); the rows' D = dout . out and
+ * log-sum-exp (tp); a query block's out^T (hp x QB). */
+typedef struct {
+    int hp, tp;
+    float *k, *v, *dk, *dv, *q, *dout, *qt, *doutt, *dqt, *p, *g, *D, *lse, *outt;
+} att_bwd_buffers;
 
-/* The backward of query head h of one sequence: its dq (written), and the
- * dk, dv of its key/value head (accumulated: the group's heads add in
- * turn), from dout (B,T,NH*hs), the forward's out and lse. */
-static void attention_backward_head(float *dqkv, const float *dout, const float *out, const float *lse,
-                                    const float *qkv, const qp_att_layout *a, int b, int h, int T, float *scr)
+static int64_t att_backward_scratch_floats(int hs, int T)
 {
-    const int hs = a->hs, NH = a->NH;
-    const int64_t rs = a->rs, C = (int64_t)NH * hs, kv = (int64_t)att_kv_head(a, h) * hs;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const float *qb = qkv + (int64_t)b * T * rs + h * hs, *kb = qkv + (int64_t)b * T * rs + a->koff + kv,
-                *vb = qkv + (int64_t)b * T * rs + a->voff + kv;
-    float *dqb = dqkv + (int64_t)b * T * rs + h * hs, *dkb = dqkv + (int64_t)b * T * rs + a->koff + kv,
-          *dvb = dqkv + (int64_t)b * T * rs + a->voff + kv;
-    const float *dob = dout + (int64_t)b * T * C + h * hs, *ob = out + (int64_t)b * T * C + h * hs;
-    const float *lrow = lse + ((int64_t)b * NH + h) * T;
-    float *qt = scr, *dot = qt + hs * QB, *dqt = dot + hs * QB, *st = dqt + hs * QB, *gt = st + KB * QB;
-    for (int t0 = 0; t0 < T; t0 += QB) {
-        const int nq = T - t0 < QB ? T - t0 : QB, tend = t0 + nq;
-        load_qt(qt, qb, rs, t0, nq, hs);
-        load_qt(dot, dob, C, t0, nq, hs);
-        vf lv = vsplat(0.0f), D = vsplat(0.0f);
-        for (int r = 0; r < nq; r++) {
-            lv[r] = lrow[t0 + r];
-            D[r] = row_dot(dob + (int64_t)(t0 + r) * C, ob + (int64_t)(t0 + r) * C, hs); /* D_r = dout_r . out_r */
-        }
-        for (int i = 0; i < hs * QB; i++) dqt[i] = 0.0f;
-        for (int k0 = 0; k0 < tend; k0 += KB) {
-            const int nk = tend - k0 < KB ? tend - k0 : KB;
-            scores(st, qt, kb, rs, k0, nk, hs, scale);         /* S */
-            scores(gt, dot, vb, rs, k0, nk, hs, 1.0f);     /* dP = v . dout */
-            for (int c = 0; c < nk; c++) {
-                const vi ok = key_valid(k0, c, nk, t0, nq);
-                const vf p = vsel(ok, vexp_nonpos(vload(st + c * QB) - lv), vsplat(0.0f));
-                vstore(st + c * QB, p);
-                vstore(gt + c * QB, p * (vload(gt + c * QB) - D) * scale); /* dS * scale */
-            }
-            accumulate_rows(dqt, gt, kb, rs, k0, nk, hs); /* dq_r += sum_c g_c * k_c */
-            /* dv_c += sum over rows, in order, of p_rc * dout_r; dk_c likewise with g and q
-             * (four keys at a time: eight independent running sums) */
-            for (int c0 = 0; c0 < nk; c0 += 4) {
-                const int ncg = nk - c0 < 4 ? nk - c0 : 4;
-                int d = 0;
-                for (; d + VL <= hs; d += VL) {
-                    vf av[4], ak[4];
-                    for (int j = 0; j < ncg; j++) {
-                        av[j] = vload(dvb + (int64_t)(k0 + c0 + j) * rs + d);
-                        ak[j] = vload(dkb + (int64_t)(k0 + c0 + j) * rs + d);
-                    }
-                    for (int r = 0; r < nq; r++) {
-                        const vf dov = vload(dob + (int64_t)(t0 + r) * C + d), qv = vload(qb + (int64_t)(t0 + r) * rs + d);
-                        for (int j = 0; j < ncg; j++) {
-                            av[j] += st[(c0 + j) * QB + r] * dov;
-                            ak[j] += gt[(c0 + j) * QB + r] * qv;
-                        }
-                    }
-                    for (int j = 0; j < ncg; j++) {
-                        vstore(dvb + (int64_t)(k0 + c0 + j) * rs + d, av[j]);
-                        vstore(dkb + (int64_t)(k0 + c0 + j) * rs + d, ak[j]);
-                    }
-                }
-                for (; d < hs; d++)
-                    for (int j = 0; j < ncg; j++) {
-                        float *dk = dkb + (int64_t)(k0 + c0 + j) * rs, *dv = dvb + (int64_t)(k0 + c0 + j) * rs;
-                        float av = dv[d], ak = dk[d];
-                        for (int r = 0; r < nq; r++) {
-                            av += st[(c0 + j) * QB + r] * dob[(int64_t)(t0 + r) * C + d];
-                            ak += gt[(c0 + j) * QB + r] * qb[(int64_t)(t0 + r) * rs + d];
-                        }
-                        dv[d] = av;
-                        dk[d] = ak;
-                    }
-            }
-        }
-        for (int d = 0; d < hs; d++)
-            for (int r = 0; r < nq; r++) dqb[(int64_t)(t0 + r) * rs + d] = dqt[d * QB + r];
+    const int64_t hp = qp_pad16(hs), tp = qp_pad16(T);
+    return 9 * tp * hp + 2 * KB * tp + 2 * tp + hp * QB;
+}
+
+static att_bwd_buffers att_bwd_carve(float *scr, int hs, int T)
+{
+    att_bwd_buffers w = {.hp = (int)qp_pad16(hs), .tp = (int)qp_pad16(T)};
+    const int64_t n = (int64_t)w.tp * w.hp;
+    w.k = scr, w.v = w.k + n, w.dk = w.v + n, w.dv = w.dk + n, w.q = w.dv + n, w.dout = w.q + n;
+    w.qt = w.dout + n, w.doutt = w.qt + n, w.dqt = w.doutt + n, w.p = w.dqt + n;
+    w.g = w.p + KB * w.tp, w.D = w.g + KB * w.tp, w.lse = w.D + w.tp, w.outt = w.lse + w.tp;
+    return w;
+}
+
+/* S^T[j] (lanes: query rows r0..) = sum over d < hs of rows[j][d] x^T[d],
+ * for the KG rows j of a register block (rows of stride hp). */
+static inline void rows_times_cols(vf s[KG], const float *rows, int hp, const float *xt, int64_t tp, int hs,
+                                   att_prefetch *pf)
+{
+    const float *k[KG];
+    for (int j = 0; j < KG; j++) k[j] = rows + (int64_t)j * hp;
+    for (int j = 0; j < KG; j++) s[j] = vsplat(0.0f);
+    for (int d = 0; d < hs; d++) {
+        const vf x = vload(xt + (int64_t)d * tp);
+        for (int j = 0; j < KG; j++) s[j] += k[j][d] * x;
+        att_prefetch_step(pf);
     }
 }
 
-/* dq of every query head of key/value head kvh of sequence b (written), and
- * that head's dk and dv (written: zeroed, then each query head of the group
- * adds its share in head order). */
-static void attention_backward_kv(float *dqkv, const float *dout, const float *out, const float *lse,
-                                  const float *qkv, const qp_att_layout *a, int b, int kvh, int T, float *scr)
+/* One key block [k0, k0+KB) against one query block [r0, r0+QB) (r0 >= k0):
+ * S^T = k q^T scale and dP^T = v dout^T (KG sums in registers at a time),
+ * P^T = exp(S^T - lse) and dS^T = P^T (dP^T - D) scale into the key block's
+ * panels, dq^T += k^T dS^T (the key block 0 starts the sums). */
+static void attention_backward_tile(const att_bwd_buffers *w, int k0, int r0, int T, int hs, float scale,
+                                    att_prefetch *pf)
 {
-    const int hs = a->hs, group = a->NH / a->KVH;
-    float *dkb = dqkv + (int64_t)b * T * a->rs + a->koff + (int64_t)kvh * hs,
-          *dvb = dqkv + (int64_t)b * T * a->rs + a->voff + (int64_t)kvh * hs;
-    for (int t = 0; t < T; t++) {
-        zero_rows(dkb + (int64_t)t * a->rs, hs);
-        zero_rows(dvb + (int64_t)t * a->rs, hs);
+    const int hp = w->hp, tp = w->tp;
+    const vf lse = vload(w->lse + r0), D = vload(w->D + r0);
+    float *p = w->p + r0, *g = w->g + r0;
+    for (int j0 = 0; j0 < KB; j0 += KG) {
+        vf s[KG];
+        rows_times_cols(s, w->k + (int64_t)(k0 + j0) * hp, hp, w->qt + r0, tp, hs, pf);
+        for (int j = 0; j < KG; j++)
+            vstore(p + (j0 + j) * tp,
+                   vsel(key_visible(k0 + j0 + j, r0, T), vexp_nonpos(s[j] * scale - lse), vsplat(0.0f)));
+        rows_times_cols(s, w->v + (int64_t)(k0 + j0) * hp, hp, w->doutt + r0, tp, hs, pf);
+        for (int j = 0; j < KG; j++)
+            vstore(g + (j0 + j) * tp, vload(p + (j0 + j) * tp) * (s[j] - D) * scale);
     }
-    for (int h = kvh * group; h < (kvh + 1) * group; h++)
-        attention_backward_head(dqkv, dout, out, lse, qkv, a, b, h, T, scr);
+    for (int d0 = 0; d0 < hp; d0 += DG) {
+        vf acc[DG];
+#pragma GCC unroll 16
+        for (int i = 0; i < DG; i++) acc[i] = k0 ? vload(w->dqt + (int64_t)(d0 + i) * tp + r0) : vsplat(0.0f);
+        for (int j = 0; j < KB; j++) {
+            const vf gj = vload(g + j * tp);
+            const float *kj = w->k + (int64_t)(k0 + j) * hp + d0;
+#pragma GCC unroll 16
+            for (int i = 0; i < DG; i++) acc[i] += kj[i] * gj;
+            att_prefetch_step(pf);
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < DG; i++) vstore(w->dqt + (int64_t)(d0 + i) * tp + r0, acc[i]);
+    }
+}
+
+/* Rows c0 .. c0+NK of dst (stride ds), floats [v0, v0 + 16 NV), = those
+ * of src (stride ss; zeros without src) + the sum over query rows r in
+ * [r0, r1), in order, of W^T[c][r] * x_r (NK, NV constants where it is
+ * inlined: the NK x NV sums stay in registers). With r0 the key block's
+ * first row, rows below r0 + c0 see none of these keys (their W is zero):
+ * they are skipped. */
+static inline __attribute__((always_inline)) void key_rows_sum(float *dst, int64_t ds, const float *src, int64_t ss,
+                                                              const float *restrict wt, int64_t tp, const float *x,
+                                                              int64_t xs, int r0, int r1, int c0, int v0,
+                                                              const int NK, const int NV)
+{
+    vf s[VL];
+    const float *wk[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < NK; k++) wk[k] = wt + (c0 + k) * tp;
+#pragma GCC unroll 16
+    for (int i = 0; i < NK * NV; i++)
+        s[i] = src ? vload(src + (int64_t)(c0 + i / NV) * ss + v0 + (i % NV) * VL) : vsplat(0.0f);
+    for (int r = r0 + c0; r < r1; r++) {
+        const float *xr = x + (int64_t)r * xs + v0;
+        vf xv[4];
+#pragma GCC unroll 4
+        for (int u = 0; u < NV; u++) xv[u] = vload(xr + u * VL);
+#pragma GCC unroll 16
+        for (int i = 0; i < NK * NV; i++) s[i] += wk[i / NV][r] * xv[i % NV];
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < NK * NV; i++) vstore(dst + (int64_t)(c0 + i / NV) * ds + v0 + (i % NV) * VL, s[i]);
+}
+
+/* The KB rows of dst (a key block's dk or dv, stride ds, hp floats) = those
+ * of src (stride ss, or zeros) + W X over query rows [r0, r1): W^T the
+ * block's panel (KB x tp), X rows of hp floats at stride xs. */
+static void key_block_sum(float *dst, int64_t ds, const float *src, int64_t ss, const float *restrict wt, int64_t tp,
+                          const float *x, int64_t xs, int hp, int r0, int r1)
+{
+    int v0 = 0;
+#ifdef __AVX512F__
+    for (; v0 + 4 * VL <= hp; v0 += 4 * VL)
+        for (int c0 = 0; c0 < KB; c0 += 4) key_rows_sum(dst, ds, src, ss, wt, tp, x, xs, r0, r1, c0, v0, 4, 4);
+    for (; v0 + 2 * VL <= hp; v0 += 2 * VL)
+        for (int c0 = 0; c0 < KB; c0 += 8) key_rows_sum(dst, ds, src, ss, wt, tp, x, xs, r0, r1, c0, v0, 8, 2);
+    for (; v0 < hp; v0 += VL)
+        for (int c0 = 0; c0 < KB; c0 += 8) key_rows_sum(dst, ds, src, ss, wt, tp, x, xs, r0, r1, c0, v0, 8, 1);
+#else
+    for (; v0 < hp; v0 += VL)
+        for (int c0 = 0; c0 < KB; c0 += 4) key_rows_sum(dst, ds, src, ss, wt, tp, x, xs, r0, r1, c0, v0, 4, 1);
+#endif
+}
+
+/* D (lanes: query rows) = dout_r . out_r from dout^T and out^T (hs x QB),
+ * summed over d in order like dP^T = v dout^T: a row that sees one key
+ * (out = v) gets D = dP, bit for bit, and dS = 0. */
+static vf rows_dot(const float *doutt, int64_t tp, const float *outt, int hs)
+{
+    vf D = vsplat(0.0f);
+    for (int d = 0; d < hs; d++) D += vload(outt + d * QB) * vload(doutt + (int64_t)d * tp);
+    return D;
+}
+
+/* The backward of query head h of one sequence, the gi-th of the ng of its
+ * key/value head: its dq (written into dqkv), and its share of that head's
+ * dk, dv: added to w->dk, w->dv (which hold the earlier heads' sums; the
+ * first head starts from zero), the last head's written into dqkv instead,
+ * key block by key block like dq. From dout (B,T,NH*hs), the forward's out
+ * and lse. Everything is read where first needed (the first head packs the
+ * key/value head's rows into w->k, w->v key block by key block, the first
+ * key block packs the query rows query block by query block), the next
+ * block's rows asked for meanwhile. */
+static void attention_backward_head(float *dqkv, const float *dout, const float *out, const float *lse,
+                                    const float *qkv, const qp_att_layout *a, int b, int h, int gi, int ng, int T,
+                                    const att_bwd_buffers *w, float *part)
+{
+    const int hs = a->hs, NH = a->NH, hp = w->hp, tp = w->tp;
+    const int64_t rs = a->rs, C = (int64_t)NH * hs, kvo = (int64_t)b * T * rs + (int64_t)att_kv_head(a, h) * hs;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const float *qb = qkv + (int64_t)b * T * rs + h * hs, *dob = dout + (int64_t)b * T * C + h * hs,
+                *ob = out + (int64_t)b * T * C + h * hs, *lrow = lse + ((int64_t)b * NH + h) * T,
+                *kb = qkv + kvo + a->koff, *vb = qkv + kvo + a->voff;
+    float *dqb = dqkv + (int64_t)b * T * rs + h * hs, *dkb = dqkv + kvo + a->koff, *dvb = dqkv + kvo + a->voff;
+    /* rows of whole vectors are read and written in place, others padded */
+    const int inplace = hs % VL == 0;
+    const float *qrows = inplace ? qb : w->q, *dorows = inplace ? dob : w->dout;
+    const int64_t qs = inplace ? rs : hp, dos = inplace ? C : hp;
+    /* whole key blocks of the last head go straight to dqkv */
+    const int last = gi == ng - 1, tdirect = last && inplace ? T / KB * KB : 0;
+    for (int r = 0; r < tp; r++) w->lse[r] = r < T ? lrow[r] : 0.0f;
+    for (int k0 = 0; k0 < T; k0 += KB) {
+        const int nk = imin(KB, T - k0), nnext = k0 + KB < T ? imin(KB, T - k0 - KB) : 0;
+        if (gi == 0) {
+            pack_rows(w->k + (int64_t)k0 * hp, hp, kb + k0 * rs, rs, nk, hs);
+            pack_rows(w->v + (int64_t)k0 * hp, hp, vb + k0 * rs, rs, nk, hs);
+        }
+        att_prefetch pf;
+        att_prefetch_init(&pf, 0, hs);
+        for (int r0 = k0; r0 < T; r0 += QB) {
+            if (k0 == 0) {
+                /* this query block's rows, the next one's asked for */
+                const int nq = imin(QB, T - r0), nn = r0 + QB < T ? imin(QB, T - r0 - QB) : 0;
+                pack_transposed(w->qt + r0, tp, qb + r0 * rs, rs, nq, hs, hp);
+                pack_transposed(w->doutt + r0, tp, dob + r0 * C, C, nq, hs, hp);
+                if (!inplace) {
+                    pack_rows(w->q + (int64_t)r0 * hp, hp, qb + r0 * rs, rs, nq, hs);
+                    pack_rows(w->dout + (int64_t)r0 * hp, hp, dob + r0 * C, C, nq, hs);
+                }
+                if (nq < QB) zero_rows(w->outt, (int64_t)hs * QB);
+                for (int d0 = 0; d0 < hs; d0 += VL)
+                    tile_transpose(w->outt + d0 * QB, QB, ob + r0 * C + d0, C, nq, imin(VL, hs - d0));
+                vstore(w->D + r0, rows_dot(w->doutt + r0, tp, w->outt, hs));
+                att_prefetch_init(&pf, nn, hs);
+                att_prefetch_add(&pf, qb + (r0 + QB) * rs, rs);
+                att_prefetch_add(&pf, dob + (r0 + QB) * C, C);
+                att_prefetch_add(&pf, ob + (r0 + QB) * C, C);
+                if (r0 == 0 && gi == 0) {
+                    att_prefetch_add(&pf, kb + KB * rs, rs);
+                    att_prefetch_add(&pf, vb + KB * rs, rs);
+                }
+            } else if (r0 == k0) {
+                /* the next key block's rows, this one's dq, dk, dv rows to write */
+                att_prefetch_init(&pf, nk, hs);
+                att_prefetch_add(&pf, dqb + k0 * rs, rs);
+                if (k0 < tdirect) {
+                    att_prefetch_add(&pf, dkb + k0 * rs, rs);
+                    att_prefetch_add(&pf, dvb + k0 * rs, rs);
+                }
+                if (gi == 0 && nnext) {
+                    att_prefetch_add(&pf, kb + (k0 + KB) * rs, rs);
+                    att_prefetch_add(&pf, vb + (k0 + KB) * rs, rs);
+                }
+            }
+            attention_backward_tile(w, k0, r0, T, hs, scale, &pf);
+        }
+        /* dv_c += sum_r P_rc dout_r, dk_c += sum_r dS_rc q_r */
+        const float *dvin = gi ? w->dv + (int64_t)k0 * hp : NULL, *dkin = gi ? w->dk + (int64_t)k0 * hp : NULL;
+        const int to_dqkv = k0 < tdirect;
+        const int64_t ds = to_dqkv ? rs : hp;
+        float *dv = to_dqkv ? dvb + k0 * rs : w->dv + (int64_t)k0 * hp,
+              *dk = to_dqkv ? dkb + k0 * rs : w->dk + (int64_t)k0 * hp;
+        key_block_sum(dv, ds, dvin, hp, w->p, tp, dorows, dos, hp, k0, T);
+        key_block_sum(dk, ds, dkin, hp, w->g, tp, qrows, qs, hp, k0, T);
+        /* dq rows below k0 + KB have all their keys */
+        for (int d0 = 0; d0 < hs; d0 += VL)
+            tile_transpose(dqb + k0 * rs + d0, rs, w->dqt + (int64_t)d0 * tp + k0, tp, imin(VL, hs - d0), nk);
+    }
+    if (last)
+        for (int t = tdirect; t < T; t++)
+            for (int d = 0; d < hs; d++) {
+                dkb[(int64_t)t * rs + d] = w->dk[(int64_t)t * hp + d];
+                dvb[(int64_t)t * rs + d] = w->dv[(int64_t)t * hp + d];
+            }
+    if (!part) return;
+    /* the bias gradient's row-block partial sums of this head's columns, as
+       the row pass that would otherwise read dqkv again adds them: a block's
+       rows in order from zero (the blocks lie within a sequence) */
+    const int64_t kvcol = (int64_t)att_kv_head(a, h) * hs;
+    for (int t = 0; t < T; t++) {
+        const int64_t row = (int64_t)b * T + t;
+        float *pb = part + row / QP_ROW_BLOCK * rs;
+        const float *src[3] = {dqb, dkb, dvb};
+        float *dst[3] = {pb + h * hs, pb + a->koff + kvcol, pb + a->voff + kvcol};
+        for (int i = 0; i < (last ? 3 : 1); i++) {
+            if (row % QP_ROW_BLOCK == 0) zero_rows(dst[i], hs);
+            add_row(dst[i], src[i] + (int64_t)t * rs, hs);
+        }
+    }
+}
+
+/* dq of every query head of key/value head kvh of sequence b, and that
+ * head's dk and dv (all written): each query head of the group adds its
+ * share in head order. */
+static void attention_backward_kv(float *dqkv, const float *dout, const float *out, const float *lse,
+                                  const float *qkv, const qp_att_layout *a, int b, int kvh, int T, float *scr,
+                                  float *part)
+{
+    const int group = a->NH / a->KVH;
+    const att_bwd_buffers w = att_bwd_carve(scr, a->hs, T);
+    for (int g = 0; g < group; g++)
+        attention_backward_head(dqkv, dout, out, lse, qkv, a, b, kvh * group + g, g, group, T, &w, part);
+}
+
+/* How the tasks of attention split the work. A head's rows are slices of
+ * rows that hold every head (rs floats apart, mostly in another 4 KiB page
+ * each), which the hardware prefetchers do not follow: read that way they
+ * come at a few GB/s. A whole sequence's rows are one contiguous stretch,
+ * read in order at the memory's full speed. So when a sequence's rows fit
+ * in a core's L2 (ATT_STREAM_BYTES: 1-2 MiB on this machine, half that to
+ * leave room for the work) and there are sequences enough for every thread,
+ * a task is a sequence: its rows are read through once in order, then its
+ * heads run out of cache. Else a task is one head of a sequence. Which task
+ * runs which head changes no sum. */
+#define ATT_STREAM_BYTES (768 << 10)
+
+/* The threads of the enclosing parallel region. */
+static inline int att_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+/* Heads per task (1 or all the n of a sequence) for sequences of T rows of
+ * the floats of the rows it reads (row floats per row, over any tensors). */
+static int att_task_heads(int B, int T, int64_t row_floats, int n)
+{
+    const int64_t bytes = (int64_t)T * row_floats * (int64_t)sizeof(float);
+    return bytes <= ATT_STREAM_BYTES && B >= 2 * att_threads() ? n : 1;
+}
+
+/* n floats read in order, one load per cache line (volatile: kept), so
+ * that the hardware prefetchers stream them into cache. */
+static void att_stream_in(const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += VL) (void)*(volatile const float *)(x + i);
 }
 
 /* out (B,T,NH*hs) = softmax(q k^T / sqrt(hs), causal) v per head; lse
- * (B,NH,T). Worksharing loops: call inside a parallel region. */
-static void attention_forward_tasks(float *out, float *lse, const float *qkv, const qp_att_layout *a, int B, int T)
+ * (B,NH,T); bias (rs floats, or NULL) is added to qkv first, row by row
+ * as the rows are first read (a head adds its own k and v: with a bias, KVH
+ * must equal NH). Worksharing loops: call inside a parallel region. A task
+ * is a sequence or a head of one (att_task_heads); each head's query blocks
+ * run in order; a task's sums do not depend on the thread that runs it, so
+ * tasks go to threads as they come free. */
+static void attention_forward_tasks(float *out, float *lse, float *qkv, const float *bias, const qp_att_layout *a,
+                                    int B, int T)
 {
-    const int NH = a->NH, nqb = (T + QB - 1) / QB;
-    float *scr = aligned_alloc(64, (size_t)qp_pad16(att_scratch_floats(a->hs)) * sizeof(float));
-    /* later query blocks see more keys: hand them out longest first */
+    const int NH = a->NH, per = att_task_heads(B, T, a->rs, NH);
+    float *scr = aligned_alloc(64, (size_t)qp_pad16(att_forward_scratch_floats(a->hs, T)) * sizeof(float));
 #pragma omp for schedule(dynamic, 1)
-    for (int task = 0; task < B * NH * nqb; task++) {
-        const int qb = nqb - 1 - task / (B * NH), bh = task % (B * NH);
-        attention_forward_block(out, lse, qkv, a, bh / NH, bh % NH, qb * QB, T, scr);
+    for (int task = 0; task < B * NH / per; task++) {
+        const int b = task * per / NH, h0 = task * per % NH;
+        if (per > 1) att_stream_in(qkv + (int64_t)b * T * a->rs, (int64_t)T * a->rs);
+        for (int h = h0; h < h0 + per; h++)
+            for (int t0 = 0; t0 < T; t0 += QB) attention_forward_block(out, lse, qkv, bias, a, b, h, t0, T, scr);
     }
     free(scr);
 }
 
 /* dqkv (B,T,rs) = the gradient of attention_forward_tasks' input (q, k and v
- * written, not accumulated). Worksharing loops: call inside a parallel
- * region. */
-static void attention_backward_tasks(float *dqkv, const float *dout, const float *out, const float *lse,
+ * written, not accumulated); with part (not NULL: T a multiple of
+ * QP_ROW_BLOCK, KVH equal to NH), part (one row of rs floats per block of
+ * QP_ROW_BLOCK rows of dqkv) = the blocks' column sums, each block's rows
+ * added in order to zero: what a bias gradient sums. Worksharing loops:
+ * call inside a parallel region; a task is a sequence or a key/value head
+ * of one, handed out as in the forward. */
+static void attention_backward_tasks(float *dqkv, float *part, const float *dout, const float *out, const float *lse,
                                      const float *qkv, const qp_att_layout *a, int B, int T)
 {
     const int KVH = a->KVH;
-    float *scr = aligned_alloc(64, (size_t)qp_pad16(att_scratch_floats(a->hs)) * sizeof(float));
-#pragma omp for schedule(static)
-    for (int bk = 0; bk < B * KVH; bk++) attention_backward_kv(dqkv, dout, out, lse, qkv, a, bk / KVH, bk % KVH, T, scr);
+    const int64_t rs = a->rs, C = (int64_t)a->NH * a->hs;
+    const int per = att_task_heads(B, T, rs + 2 * C, KVH);
+    float *scr = aligned_alloc(64, (size_t)qp_pad16(att_backward_scratch_floats(a->hs, T)) * sizeof(float));
+#pragma omp for schedule(dynamic, 1)
+    for (int task = 0; task < B * KVH / per; task++) {
+        const int b = task * per / KVH, kv0 = task * per % KVH;
+        if (per > 1) {
+            att_stream_in(qkv + (int64_t)b * T * rs, (int64_t)T * rs);
+            att_stream_in(dout + (int64_t)b * T * C, (int64_t)T * C);
+            att_stream_in(out + (int64_t)b * T * C, (int64_t)T * C);
+        }
+        for (int kvh = kv0; kvh < kv0 + per; kvh++)
+            attention_backward_kv(dqkv, dout, out, lse, qkv, a, b, kvh, T, scr, part);
+    }
     free(scr);
 }
 

@@ -10,7 +10,12 @@ fold must leave the FP32 function unchanged.
 gpt_dump (tests/train/gpt_dump.c) runs the C model and writes its tensors;
 this script loads them, copies the parameters into float32 and float64 torch
 tensors, redoes the step, and requires max|C - torch| / max|torch| <= 1e-4
-per tensor against both. It also checks the C initialisation's statistics.
+per tensor against both. It also checks the C initialisation's statistics,
+and that the baseline copy of the model kernels (QP_MODEL_ISA=baseline)
+writes the very same bytes as the copy the CPU picks (x86-64-v4 on an
+AVX-512 machine), and one thread the same as the test's two (which split
+attention by sequence or by head, train/qp_model_simd.h): every logit,
+loss and gradient bit for bit.
 
 usage: test_model_torch.py GPT_DUMP WORKDIR
 """
@@ -37,6 +42,11 @@ TOL = 1e-4
 # default MLP width; one key/value head per head, a width given, two
 # micro-batches; one key/value head for 4 (multi-query), head size 32 (the
 # vector path of the rotation), Smooth-SwiGLU; T of 37 (three query blocks).
+# Head sizes 80 (a GPT) and 64 (a grouped-query Llama), T of 37 and 20: the
+# attention kernels' paths for four and one 16-float vectors per row, and
+# partial query and key blocks. Four sequences of 32 (a GPT, a grouped-query
+# Llama): attention tasks of a whole sequence, and the GPT's bias gradient
+# summed by them (T a multiple of QP_ROW_BLOCK).
 CONFIGS = [
     (64, 16, 2, 2, 32, 3, 8, 1, 1, "gpt", 0, 0, 0),
     (256, 16, 2, 4, 32, 2, 16, 2, 2, "gpt", 0, 0, 0),
@@ -46,6 +56,10 @@ CONFIGS = [
     (256, 16, 2, 2, 32, 2, 16, 2, 6, "llama", 0, 48, 0),
     (64, 12, 1, 4, 128, 2, 7, 1, 7, "llama", 1, 0, 1),
     (64, 40, 2, 2, 32, 1, 37, 1, 8, "llama", 1, 0, 0),
+    (64, 40, 1, 2, 160, 2, 37, 1, 9, "gpt", 0, 0, 0),
+    (64, 24, 1, 4, 256, 1, 20, 1, 10, "llama", 2, 0, 0),
+    (64, 32, 2, 2, 32, 4, 32, 1, 11, "gpt", 0, 0, 0),
+    (64, 32, 1, 4, 64, 4, 32, 1, 12, "llama", 2, 0, 0),
 ]
 
 
@@ -180,8 +194,18 @@ def run_config(gpt_dump, workdir, cfg):
     V, maxT, L, NH, C, B, T, accum, seed, arch, KVH, H, smooth = cfg
     path = os.path.join(workdir, f"{arch}_{V}_{maxT}_{L}_{NH}_{C}_{B}_{T}_{accum}.bin")
     subprocess.run([gpt_dump, path] + [str(v) for v in cfg], check=True)
+    subprocess.run([gpt_dump, path + ".baseline"] + [str(v) for v in cfg], check=True,
+                   env=dict(os.environ, QP_MODEL_ISA="baseline"))
+    subprocess.run([gpt_dump, path + ".1thread"] + [str(v) for v in cfg], check=True,
+                   env=dict(os.environ, OMP_NUM_THREADS="1"))
     d = read_dump(path)
     failures = []
+    for other, what in ((".baseline", "the baseline kernels'"), (".1thread", "one thread's")):
+        with open(path, "rb") as f, open(path + other, "rb") as g:
+            if f.read() != g.read():
+                o = read_dump(path + other)
+                differ = [n for n in d if not np.array_equal(d[n].view(np.uint32), o[n].view(np.uint32))]
+                failures.append(f"{what} tensors differ in their bits from the default run's: {differ}")
     kvh = KVH or NH
     hidden = H or ((8 * C + 2) // 3 + 63) // 64 * 64
     want = [V, maxT, L, NH, C, B, T, accum, seed, int(arch == "llama"),
