@@ -8,6 +8,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "qp_simd_transpose.h"
 #endif
 
 void qp_rht_signs_n(uint64_t seed, int n, float *signs)
@@ -70,7 +72,76 @@ __attribute__((target("avx512f"))) static void rht_avx512(float *x, int64_t len,
         for (int i = 0; i < m; i++) _mm512_storeu_ps(x + i0 + 16 * i, _mm512_mul_ps(v[i], post[i]));
     }
 }
+
+/* qp_transpose_rht's vector path for the n-row band starting at src row r0,
+ * columns [c0, c0 + 16): the butterflies run between the band's rows (lane k
+ * is column c0 + k, so each lane does qp_fwht's operations on its column),
+ * then the same multiplications, then 16 x 16 register transposes put each
+ * column's n values in a row of dst. */
+__attribute__((target("avx512f"))) static void transpose_rht_tile(const float *src, float *dst, int64_t rows,
+                                                                  int64_t cols, int64_t r0, int64_t c0, int n,
+                                                                  const float *post)
+{
+    __m512 v[QP_RHT_MAX];
+    for (int i = 0; i < n; i++) v[i] = _mm512_loadu_ps(src + (r0 + i) * cols + c0);
+    for (int h = 1; h < n; h <<= 1)
+        for (int i = 0; i < n; i += 2 * h)
+            for (int j = i; j < i + h; j++) {
+                const __m512 a = v[j], b = v[j + h];
+                v[j] = _mm512_add_ps(a, b);
+                v[j + h] = _mm512_sub_ps(a, b);
+            }
+    for (int i = 0; i < n; i++) v[i] = _mm512_mul_ps(v[i], _mm512_set1_ps(post[i]));
+    for (int i0 = 0; i0 < n; i0 += 16) {
+        qp_transpose16_avx512(v + i0); /* v[i0 + k]: dst row c0 + k, columns r0 + i0 .. + 15 */
+        for (int k = 0; k < 16; k++) _mm512_storeu_ps(dst + (c0 + k) * rows + r0 + i0, v[i0 + k]);
+    }
+}
 #endif
+
+/* qp_transpose_rht for src column c of the band at r0: qp_rht_vec itself. */
+static void transpose_rht_column(const float *src, float *dst, int64_t rows, int64_t cols, int64_t r0, int64_t c,
+                                 int n, const uint32_t w[4])
+{
+    float *out = dst + c * rows + r0;
+    for (int i = 0; i < n; i++) out[i] = src[(r0 + i) * cols + c];
+    qp_rht_vec(out, n, w, 0);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+static int use_avx512(void)
+{
+    const char *cap = getenv("QP_SIMD");
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && !(cap && strcmp(cap, "scalar") == 0);
+}
+#endif
+
+int qp_transpose_rht(const float *src, float *dst, int64_t rows, int64_t cols, int n, uint64_t seed)
+{
+    if (!qp_rht_size_ok(n) || rows % n) return -1;
+    uint32_t w[4];
+    qp_rht_sign_words(seed, w);
+    float post[QP_RHT_MAX];
+    const float norm = qp_rht_norm(n);
+    for (int j = 0; j < n; j++) post[j] = qp_rht_sign_neg(w, j) ? -norm : norm;
+#if defined(__x86_64__) && defined(__GNUC__)
+    const int vec = use_avx512();
+#else
+    const int vec = 0;
+#endif
+    const int64_t vcols = vec ? cols / 16 * 16 : 0;
+    /* bands of n rows in parallel: each writes its own n columns of dst */
+#pragma omp parallel for schedule(static) if (rows * cols >= (1 << 16))
+    for (int64_t r0 = 0; r0 < rows; r0 += n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+        for (int64_t c0 = 0; c0 < vcols; c0 += 16) transpose_rht_tile(src, dst, rows, cols, r0, c0, n, post);
+#endif
+        for (int64_t c = vcols; c < cols; c++) transpose_rht_column(src, dst, rows, cols, r0, c, n, w);
+    }
+    (void)post;
+    return 0;
+}
 
 static void rht_scalar(float *x, int64_t len, int n, const uint32_t w[4], int inverse)
 {
@@ -84,9 +155,7 @@ static int rht(float *x, int64_t rows, int64_t cols, int n, uint64_t seed, int i
     qp_rht_sign_words(seed, w);
     const int64_t total = rows * cols;
 #if defined(__x86_64__) && defined(__GNUC__)
-    const char *cap = getenv("QP_SIMD");
-    __builtin_cpu_init();
-    const int vec = __builtin_cpu_supports("avx512f") && !(cap && strcmp(cap, "scalar") == 0);
+    const int vec = use_avx512();
 #else
     const int vec = 0;
 #endif

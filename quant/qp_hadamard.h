@@ -35,6 +35,14 @@ int qp_rht(float *x, int64_t rows, int64_t cols, int n, uint64_t seed);
 /* The inverse: x <- x R^T. */
 int qp_rht_inverse(float *x, int64_t rows, int64_t cols, int n, uint64_t seed);
 
+/* dst (cols x rows) = the transform of src^T: what qp_transpose of src
+ * (rows x cols) then qp_rht of the result give, bit for bit, in one pass (the
+ * butterflies run between src's rows). The weight-gradient GEMM's operands
+ * are stored tokens x channels and rotated along tokens. Returns 0, or -1
+ * (nothing written) if n is not 16, 32, 64 or 128 or rows is not a multiple
+ * of n. */
+int qp_transpose_rht(const float *src, float *dst, int64_t rows, int64_t cols, int n, uint64_t seed);
+
 /* The 16-point transform (qp_rht with n = 16). */
 int qp_rht16(float *x, int64_t rows, int64_t cols, uint64_t seed);
 int qp_rht16_inverse(float *x, int64_t rows, int64_t cols, uint64_t seed);

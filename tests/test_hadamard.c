@@ -165,6 +165,34 @@ int main(void)
         if (n > 16) CHECK(memcmp(y, x0, sizeof(float) * R * (K4 - 16)) == 0, "rht %d: refused input unchanged", n);
         free(x0), free(x), free(y), free(sg4);
     }
+    /* the fused transpose + transform: qp_rht of the plain transpose, bit for bit, vector and scalar paths,
+     * with a column count off the vector width (the scalar tail) and one on it; NaN and Inf go through */
+    for (int n = 16; n <= 128; n *= 2)
+        for (int wide = 0; wide < 2; wide++) {
+            const int R = 3 * n, C = wide ? 48 : 37;
+            float *src = malloc(sizeof(float) * R * C), *ref = malloc(sizeof(float) * R * C),
+                  *got = malloc(sizeof(float) * R * C);
+            for (int i = 0; i < R * C; i++) src[i] = (float)sin(0.37 * i) * (1.0f + (float)(i % 13));
+            src[5 * C + 3] = NAN, src[n * C + 1] = INFINITY;
+            for (int r = 0; r < R; r++)
+                for (int c = 0; c < C; c++) ref[c * R + r] = src[r * C + c];
+            CHECK(qp_rht(ref, C, R, n, 2024) == 0, "transpose_rht %d: reference", n);
+            for (int scalar = 0; scalar < 2; scalar++) {
+                if (scalar) setenv("QP_SIMD", "scalar", 1);
+                memset(got, 0xA5, sizeof(float) * R * C);
+                CHECK(qp_transpose_rht(src, got, R, C, n, 2024) == 0, "transpose_rht %d", n);
+                CHECK(memcmp(got, ref, sizeof(float) * R * C) == 0,
+                      "transpose_rht %d (%dx%d, %s) == transpose then rht, bit for bit", n, R, C,
+                      scalar ? "scalar" : "vector");
+                unsetenv("QP_SIMD");
+            }
+            memset(got, 0xA5, sizeof(float) * R * C);
+            memcpy(ref, got, sizeof(float) * R * C);
+            CHECK(qp_transpose_rht(src, got, R - 8, C, n, 1) == -1 && qp_transpose_rht(src, got, R, C, 24, 1) == -1,
+                  "transpose_rht %d: rows not a multiple of n, or n not a size, refused", n);
+            CHECK(memcmp(got, ref, sizeof(float) * R * C) == 0, "transpose_rht %d: refused, nothing written", n);
+            free(src), free(ref), free(got);
+        }
     static const int bad_n[] = {0, 8, 24, 256, -16};
     for (int i = 0; i < 5; i++)
         CHECK(qp_rht(bad, 1, 16, bad_n[i], 1) == -1 && qp_rht_inverse(bad, 1, 16, bad_n[i], 1) == -1,

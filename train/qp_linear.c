@@ -419,23 +419,31 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         if (op->reuse(x, &job, out)) return op_failed(l);
         return job.want_stats ? keep_stats(l, layer, g, pass, o, &u, side, want_row, 0.0f) : 0;
     }
+    if (use->rht && cols % use->rht) {
+        snprintf(l->err, sizeof l->err,
+                 "the %d-point Hadamard transform needs a contraction of a multiple of %d, not %d (layer %d, %s)",
+                 use->rht, use->rht, cols, layer, qp_gemm_name(g));
+        return -1;
+    }
     const float *in = src;
     int trans = src_trans;
-    if (trans && (t->block_cols > 1 || use->rht) && !stored_layout_quantizes_alike(t, use)) {
-        if (op->transpose(x, src, op->tbuf[side], cols, rows)) return op_failed(l);
+    const uint64_t rht_seed = qp_linear_rht_seed(l->cfg.seed);
+    const int retile = trans && (t->block_cols > 1 || use->rht) && !stored_layout_quantizes_alike(t, use);
+    if (retile && use->rht && op->transpose_rht) {
+        if (op->transpose_rht(x, src, op->tbuf[side], cols, rows, use->rht, rht_seed)) return op_failed(l);
         in = op->tbuf[side];
         trans = 0;
-    }
-    if (use->rht) {
-        if (cols % use->rht) {
-            snprintf(l->err, sizeof l->err,
-                     "the %d-point Hadamard transform needs a contraction of a multiple of %d, not %d (layer %d, %s)",
-                     use->rht, use->rht, cols, layer, qp_gemm_name(g));
-            return -1;
+    } else {
+        if (retile) {
+            if (op->transpose(x, src, op->tbuf[side], cols, rows)) return op_failed(l);
+            in = op->tbuf[side];
+            trans = 0;
         }
-        if (in != op->tbuf[side] && op->copy(x, op->tbuf[side], in, (int64_t)rows * cols)) return op_failed(l);
-        if (op->rht(x, op->tbuf[side], rows, cols, use->rht, qp_linear_rht_seed(l->cfg.seed))) return op_failed(l);
-        in = op->tbuf[side];
+        if (use->rht) {
+            if (in != op->tbuf[side] && op->copy(x, op->tbuf[side], in, (int64_t)rows * cols)) return op_failed(l);
+            if (op->rht(x, op->tbuf[side], rows, cols, use->rht, rht_seed)) return op_failed(l);
+            in = op->tbuf[side];
+        }
     }
     use_init(&u, l, plan, st, layer, g, pass, o, trans, rows, cols);
     const int64_t n = (int64_t)rows * cols;

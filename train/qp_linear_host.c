@@ -68,6 +68,13 @@ static int h_rht(void *ctx, float *x, int rows, int cols, int n, uint64_t seed)
     return -1;
 }
 
+static int h_transpose_rht(void *ctx, const float *src, float *dst, int src_rows, int src_cols, int n, uint64_t seed)
+{
+    if (!qp_transpose_rht(src, dst, src_rows, src_cols, n, seed)) return 0;
+    snprintf(H->err, sizeof H->err, "no %d-point Hadamard transform down %d rows", n, src_rows);
+    return -1;
+}
+
 static int h_amax(void *ctx, const float *x, int64_t n, float *out)
 {
     (void)ctx;
@@ -293,6 +300,7 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_
                              .transpose = h_transpose,
                              .copy = h_copy,
                              .rht = h_rht,
+                             .transpose_rht = h_transpose_rht,
                              .amax = h_amax,
                              .plain = h_plain,
                              .gemm_kind = NULL,
