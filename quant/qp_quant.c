@@ -370,7 +370,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     const int blocky = t->block_cols > 1, twopass = two_pass(t);
     const int64_t crows = chunk_rows(t), nchunks = (rows + crows - 1) / crows;
     const int64_t nb = blocky ? (cols + t->block_cols - 1) / t->block_cols : 0;
-    const int parallel = n >= (1 << 18) && nchunks > 1;
+    const int parallel = n >= (1 << 15) && nchunks > 1;
     chunk_result *res = scratch(0, ((size_t)nchunks + 1) * sizeof *res);
     if (!res) abort(); /* out of memory inside a quantizer: nothing sensible to return */
     memset(res, 0, ((size_t)nchunks + 1) * sizeof *res);

@@ -63,7 +63,7 @@ void qp_transpose(const float *src, float *dst, int rows, int cols)
 {
     const int fr = rows / TILE * TILE, fc = cols / TILE * TILE, avx = have_avx512();
     const int ntr = fr / TILE;
-#pragma omp parallel for schedule(static) if ((long long)rows * cols >= (1 << 18))
+#pragma omp parallel for schedule(static) if ((long long)rows * cols >= (1 << 15))
     for (int tr = 0; tr <= ntr; tr++) {
         const int r0 = tr * TILE, r1 = tr < ntr ? r0 + TILE : rows;
         if (tr < ntr)
