@@ -232,8 +232,14 @@ static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x
                            const qp_blockscales *bs, int bc, uint8_t *codes, int64_t row_bytes, float *y,
                            uint16_t *y16, float *yrow, qp_counts *cnt)
 {
-    k->encode_row(p, x, cols, bs, bc, codes ? codes + r * row_bytes : NULL, y16 ? yrow : y ? y + r * cols : NULL,
-                  p->sr_offset + (uint64_t)r * p->sr_stride, cnt);
+    const uint64_t gidx = p->sr_offset + (uint64_t)r * p->sr_stride;
+    if (y16 && !codes && p->t->elem == QP_ELEM_BF16 && p->out_mul == 1.0f) {
+        /* BF16's codes are the bits of its values: written straight into y16's row (little-endian words) */
+        k->encode_row(p, x, cols, bs, bc, (uint8_t *)(y16 + r * cols), NULL, gidx, cnt);
+        return;
+    }
+    k->encode_row(p, x, cols, bs, bc, codes ? codes + r * row_bytes : NULL, y16 ? yrow : y ? y + r * cols : NULL, gidx,
+                  cnt);
     if (y16) k->bf16_bits(yrow, cols, y16 + r * cols);
 }
 
