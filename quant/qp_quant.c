@@ -233,6 +233,11 @@ static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x
                            uint16_t *y16, float *yrow, qp_counts *cnt)
 {
     const uint64_t gidx = p->sr_offset + (uint64_t)r * p->sr_stride;
+    if (y16 && p->y_bits) {
+        k->encode_row(p, x, cols, bs, bc, codes ? codes + r * row_bytes : NULL, (float *)(void *)(y16 + r * cols), gidx,
+                      cnt);
+        return;
+    }
     if (y16 && !codes && p->t->elem == QP_ELEM_BF16 && p->out_mul == 1.0f) {
         /* BF16's codes are the bits of its values: written straight into y16's row (little-endian words) */
         k->encode_row(p, x, cols, bs, bc, (uint8_t *)(y16 + r * cols), NULL, gidx, cnt);
@@ -362,6 +367,24 @@ static float *row_buffers(int64_t nb, uint8_t **nf_buf, qp_blockscales *bs)
     return (float *)mem;
 }
 
+/* The element codecs whose encoders (qp_simd_avx512.c's mf_row and the
+ * reference) can write their values as BF16 bits (qp_plan.y_bits); BF16
+ * writes its codes, which are those bits, and FP32's values are not BF16. */
+static int minifloat_values(qp_elem e)
+{
+    switch (e) {
+    case QP_ELEM_E4M3:
+    case QP_ELEM_E5M2:
+    case QP_ELEM_E2M1:
+    case QP_ELEM_E2M3:
+    case QP_ELEM_E3M2: return 1;
+    case QP_ELEM_BF16:
+    case QP_ELEM_F32:
+    case QP_ELEM_COUNT: return 0;
+    }
+    return 0;
+}
+
 static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int64_t rows, int64_t cols,
                             uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols, float *y,
                             uint16_t *y16, const qp_qopts *o, qp_qstats *st, float *scale_inv_out)
@@ -371,7 +394,8 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return -1;
     const qp_format_traits *t = &qp_formats[fmt];
     qp_plan p = {t, 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream, (uint64_t)o->sr_offset,
-                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols), false, false};
+                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols), false, false,
+                 y16 && minifloat_values(t->elem)};
     const int64_t n = rows * cols;
     const int blocky = t->block_cols > 1, twopass = two_pass(t);
     const int64_t crows = chunk_rows(t), nchunks = (rows + crows - 1) / crows;

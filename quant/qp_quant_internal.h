@@ -26,6 +26,8 @@ typedef struct {
     bool row_amax;    /* encode_row also reports max |x| over finite x (qp_counts.amax); set
                          for the formats without any scale (bf16, fp32), whose statistics
                          need the amax but whose encoding does not */
+    bool y_bits;      /* encode_row's y is uint16_t: the BF16 bits of the values (qp_qdq_bf16; values exact in
+                         BF16), written without a row of floats in between */
 } qp_plan;
 
 /* The plan as qp_core.h's rules take it. */

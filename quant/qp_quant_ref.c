@@ -53,7 +53,8 @@ static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const
         float yv;
         const uint32_t code = qp_quantize_elem(t, &tp, sp, x[c], r, &yv, &ec);
         if (codes) qp_store_code(t->elem, codes, c, code);
-        if (y) y[c] = yv;
+        if (y && p->y_bits) ((uint16_t *)(void *)y)[c] = (uint16_t)(qp_f32_bits(yv) >> 16);
+        else if (y) y[c] = yv;
     }
     cnt->n_nonfinite += ec.n_nonfinite;
     cnt->n_nonzero += ec.n_nonzero;

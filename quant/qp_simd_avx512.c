@@ -882,7 +882,11 @@ AVX512 void mf_step(mf_state *st, const qp_minifloat f, const int sr, const int 
         zero_c |= (uint64_t)zc << (16 * j);
         over |= (uint64_t)sat_j << (16 * j);
         code[j] = cd;
-        if ((out & OUT_VALUES) && k) store_floats(st->y + cj, yv, k, p->nt);
+        if ((out & OUT_VALUES) && k && p->y_bits)
+            _mm256_mask_storeu_epi16((uint16_t *)(void *)st->y + cj, k,
+                                     _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(yv), 16)));
+        else if ((out & OUT_VALUES) && k)
+            store_floats(st->y + cj, yv, k, p->nt);
     }
     const int nz_x = __builtin_popcountll(zero_x);
     st->nonzero += 64 - nz_x;
