@@ -22,6 +22,19 @@ void qp_rht_signs_n(uint64_t seed, int n, float *signs)
 void qp_rht_signs(uint64_t seed, float signs[16]) { qp_rht_signs_n(seed, 16, signs); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+/* qp_fwht's butterflies between registers: register j and j + h as its
+ * elements j and j + h, lane by lane. */
+__attribute__((target("avx512f"), always_inline)) static inline void fwht_registers(__m512 *v, int n)
+{
+    for (int h = 1; h < n; h <<= 1)
+        for (int i = 0; i < n; i += 2 * h)
+            for (int j = i; j < i + h; j++) {
+                const __m512 a = v[j], b = v[j + h];
+                v[j] = _mm512_add_ps(a, b);
+                v[j + h] = _mm512_sub_ps(a, b);
+            }
+}
+
 /* The same butterflies, one 16-lane register per 16 elements: for h < 16 lane
  * j pairs with j ^ h inside a register (the lower lane of a pair takes a + b,
  * the upper b - a... exactly the scalar loop's operations), for h >= 16
@@ -62,13 +75,7 @@ __attribute__((target("avx512f"))) static void rht_avx512(float *x, int64_t len,
                 v[i] = _mm512_mask_blend_ps(upper[h], _mm512_add_ps(v[i], p), _mm512_sub_ps(p, v[i]));
             }
         }
-        for (int h = 1; h < m; h <<= 1)
-            for (int i = 0; i < m; i += 2 * h)
-                for (int j = i; j < i + h; j++) {
-                    const __m512 a = v[j], b = v[j + h];
-                    v[j] = _mm512_add_ps(a, b);
-                    v[j + h] = _mm512_sub_ps(a, b);
-                }
+        fwht_registers(v, m);
         for (int i = 0; i < m; i++) _mm512_storeu_ps(x + i0 + 16 * i, _mm512_mul_ps(v[i], post[i]));
     }
 }
@@ -84,13 +91,7 @@ __attribute__((target("avx512f"))) static void transpose_rht_tile(const float *s
 {
     __m512 v[QP_RHT_MAX];
     for (int i = 0; i < n; i++) v[i] = _mm512_loadu_ps(src + (r0 + i) * cols + c0);
-    for (int h = 1; h < n; h <<= 1)
-        for (int i = 0; i < n; i += 2 * h)
-            for (int j = i; j < i + h; j++) {
-                const __m512 a = v[j], b = v[j + h];
-                v[j] = _mm512_add_ps(a, b);
-                v[j + h] = _mm512_sub_ps(a, b);
-            }
+    fwht_registers(v, n);
     for (int i = 0; i < n; i++) v[i] = _mm512_mul_ps(v[i], _mm512_set1_ps(post[i]));
     for (int i0 = 0; i0 < n; i0 += 16) {
         qp_transpose16_avx512(v + i0); /* v[i0 + k]: dst row c0 + k, columns r0 + i0 .. + 15 */
