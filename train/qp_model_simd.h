@@ -199,21 +199,41 @@ static inline vi key_visible(int k, int r0, int T)
 }
 
 /* One round of a 16 x 16 transpose: rows i and i + s (i & s == 0) swap
- * their off-diagonal s-wide sub-blocks (s a constant where it is inlined:
- * constant shuffles). */
+ * their off-diagonal s-wide sub-blocks. The lanes of r[i]: (j & s) ? y's j - s
+ * : x's j; of r[i + s]: (j & s) ? y's j : x's j + s (x = r[i], y = r[i + s]),
+ * as constant shuffles GCC (12 and later) and Clang both take. */
+#define QP_ROUND_LO8 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+#define QP_ROUND_HI8 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
+#define QP_ROUND_LO4 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
+#define QP_ROUND_HI4 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
+#define QP_ROUND_LO2 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
+#define QP_ROUND_HI2 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
+#define QP_ROUND_LO1 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
+#define QP_ROUND_HI1 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
 static inline __attribute__((always_inline)) void transpose_round(vf r[VL], const int s)
 {
-    vi lo, hi;
-    for (int j = 0; j < VL; j++) {
-        lo[j] = (j & s) ? VL + j - s : j;
-        hi[j] = (j & s) ? VL + j : j + s;
-    }
 #pragma GCC unroll 16
     for (int i = 0; i < VL; i++)
         if (!(i & s)) {
             const vf x = r[i], y = r[i + s];
-            r[i] = __builtin_shuffle(x, y, lo);
-            r[i + s] = __builtin_shuffle(x, y, hi);
+            switch (s) {
+            case 8:
+                r[i] = __builtin_shufflevector(x, y, QP_ROUND_LO8);
+                r[i + s] = __builtin_shufflevector(x, y, QP_ROUND_HI8);
+                break;
+            case 4:
+                r[i] = __builtin_shufflevector(x, y, QP_ROUND_LO4);
+                r[i + s] = __builtin_shufflevector(x, y, QP_ROUND_HI4);
+                break;
+            case 2:
+                r[i] = __builtin_shufflevector(x, y, QP_ROUND_LO2);
+                r[i + s] = __builtin_shufflevector(x, y, QP_ROUND_HI2);
+                break;
+            default: /* s = 1 */
+                r[i] = __builtin_shufflevector(x, y, QP_ROUND_LO1);
+                r[i + s] = __builtin_shufflevector(x, y, QP_ROUND_HI1);
+                break;
+            }
         }
 }
 
