@@ -2,6 +2,7 @@
  * qp_core.h's qp_rht_vec per n-vector, or the same butterflies sixteen lanes
  * at a time. */
 #include "qp_hadamard.h"
+#include "qp_quant.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +148,7 @@ int qp_transpose_rht(const float *src, float *dst, int64_t rows, int64_t cols, i
 #endif
     const int64_t vcols = vec ? cols / 16 * 16 : 0;
     /* bands of n rows in parallel: each writes its own n columns of dst */
-#pragma omp parallel for schedule(static) if (rows * cols >= (1 << 16))
+#pragma omp parallel for schedule(static) if (rows * cols >= qp_parallel_min())
     for (int64_t r0 = 0; r0 < rows; r0 += n) {
 #if defined(__x86_64__) && defined(__GNUC__)
         for (int64_t c0 = 0; c0 < vcols; c0 += 16) transpose_rht_tile(src, dst, rows, cols, r0, c0, n, post);
@@ -175,7 +176,7 @@ static int rht(float *x, int64_t rows, int64_t cols, int n, uint64_t seed, int i
     const int vec = 0;
 #endif
     /* chunks of whole n-vectors in parallel: each vector is independent */
-#pragma omp parallel for schedule(static) if (total >= (1 << 16))
+#pragma omp parallel for schedule(static) if (total >= qp_parallel_min())
     for (int64_t r0 = 0; r0 < total; r0 += 4096) {
         const int64_t len = total - r0 < 4096 ? total - r0 : 4096;
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -400,7 +400,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     const int blocky = t->block_cols > 1, twopass = two_pass(t);
     const int64_t crows = chunk_rows(t), nchunks = (rows + crows - 1) / crows;
     const int64_t nb = blocky ? (cols + t->block_cols - 1) / t->block_cols : 0;
-    const int parallel = n >= (1 << 15) && nchunks > 1;
+    const int parallel = n >= qp_parallel_min() && nchunks > 1;
     chunk_result *res = scratch(0, ((size_t)nchunks + 1) * sizeof *res);
     if (!res) abort(); /* out of memory inside a quantizer: nothing sensible to return */
     memset(res, 0, ((size_t)nchunks + 1) * sizeof *res);
@@ -518,6 +518,14 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     if (st) *st = s;
     return 0;
 }
+
+/* ---- threads ------------------------------------------------------------ */
+
+static int64_t parallel_min = QP_PARALLEL_MIN_DEFAULT;
+
+void qp_set_parallel_min(int64_t n) { parallel_min = n > 1 ? n : 1; }
+
+int64_t qp_parallel_min(void) { return parallel_min; }
 
 /* ---- path selection ---------------------------------------------------- */
 

@@ -171,6 +171,18 @@ float qp_tensor_scale_range(qp_fmt fmt);
  * deterministic with any vector width). */
 float qp_amax(const float *x, int64_t n);
 
+/* The fewest elements a tensor loop of quant/ (quantization, the Hadamard
+ * transforms) and of the dispatch's transposes splits among OpenMP threads;
+ * smaller tensors run on the calling thread. Speed only: the chunks and the
+ * order they combine in, so every result, do not depend on it. Each parallel
+ * region costs a handoff between threads: about a microsecond when they
+ * spin, a thread wake-up when they wait passively on CPUs that other work
+ * wants, so qtrain sets it from its waiting policy (qp_omp_parallel_min)
+ * before any quantization. Values below 1 are taken as 1. */
+#define QP_PARALLEL_MIN_DEFAULT ((int64_t)1 << 15)
+void qp_set_parallel_min(int64_t n);
+int64_t qp_parallel_min(void);
+
 /* Which vector path runs: "avx512", "avx2" or "scalar". The environment
  * variable QP_SIMD=scalar|avx2|avx512 caps it (for tests and benchmarks). */
 const char *qp_simd_name(void);

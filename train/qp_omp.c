@@ -2,12 +2,16 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "qp_omp.h"
 
+#include <strings.h>
+
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "qp_quant.h"
 
 #define APPLIED "QP_OMP_APPLIED"
 
@@ -58,6 +62,8 @@ int qp_omp_threads_arg(char **argv)
 
 void qp_omp_apply(char **argv)
 {
+    /* in the process that trains: the re-executed one, or one that keeps its environment */
+    qp_set_parallel_min(qp_omp_parallel_min(getenv("OMP_WAIT_POLICY")));
     if (getenv(APPLIED)) return; /* this is the re-executed program (or its child) */
     const char *wp = getenv("OMP_WAIT_POLICY"), *sc = getenv("GOMP_SPINCOUNT");
     const int threads = qp_omp_threads_arg(argv);
@@ -90,4 +96,9 @@ void qp_omp_describe(char *buf, size_t len)
         snprintf(buf, len, "GOMP_SPINCOUNT=%.40s (environment)", sc);
     else
         snprintf(buf, len, "libgomp default (spin, then sleep)%s", ap ? "; re-exec to wait passively failed" : "");
+}
+
+int64_t qp_omp_parallel_min(const char *wait_policy)
+{
+    return wait_policy && !strcasecmp(wait_policy, "passive") ? QP_OMP_PARALLEL_MIN_PASSIVE : QP_PARALLEL_MIN_DEFAULT;
 }

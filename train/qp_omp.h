@@ -30,6 +30,7 @@
 #define QP_OMP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,10 +62,22 @@ int qp_omp_threads_arg(char **argv);
 
 /* Apply the choice to this process: when the environment must change, set
  * it and re-execute /proc/self/exe with the same arguments (marked with
- * QP_OMP_APPLIED=1 so it happens once). Returns when nothing needs doing or
- * the re-exec failed (the run then goes on with libgomp's defaults, which
+ * QP_OMP_APPLIED=1 so it happens once), and set quant/'s parallel minimum
+ * for the policy in force (qp_omp_parallel_min). Returns when nothing needs
+ * doing or the re-exec failed (the run then goes on with libgomp's defaults, which
  * qp_omp_describe reports). */
 void qp_omp_apply(char **argv);
+
+/* The fewest elements a tensor loop splits among threads
+ * (qp_set_parallel_min) under OMP_WAIT_POLICY's value wait_policy (NULL:
+ * unset): QP_OMP_PARALLEL_MIN_PASSIVE when threads wait passively, where
+ * each parallel region wakes a sleeping thread that may have to wait for a
+ * CPU other work holds (a 2-layer 64-wide 2-thread run beside two 1-thread
+ * runs, passive, 12 runs each: with tensors split from 32k elements 9 took
+ * 11.9-24.2 ms per step; from 256k, 10 took 6.4-7.4 ms); the default when
+ * they spin, where splitting pays from 32k elements. */
+#define QP_OMP_PARALLEL_MIN_PASSIVE ((int64_t)1 << 18)
+int64_t qp_omp_parallel_min(const char *wait_policy);
 
 /* The policy in force, for the run file: e.g. "passive (qtrain's default:
  * CPUs busy)", "spin 10000, then sleep (qtrain's default: CPUs idle)",

@@ -83,6 +83,10 @@ static void a_gemm_bf16_impl(const qp_train_state *r, const char *h, char *b, si
 static void a_simd(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, snprintf(b, n, "%s", qp_simd_name()); }
 static void a_kernels(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, snprintf(b, n, "%s", qp_gpt_kernel_isa()); }
 static void a_omp_wait(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, qp_omp_describe(b, n); }
+static void a_parallel_min(const qp_train_state *r, const char *h, char *b, size_t n)
+{
+    (void)r, (void)h, snprintf(b, n, "%lld", (long long)qp_parallel_min());
+}
 static void a_arch(const qp_train_state *r, const char *h, char *b, size_t n)
 {
     (void)h, snprintf(b, n, "%s", qp_arch_names[r->model.cfg.arch]);
@@ -139,7 +143,7 @@ static void a_power(const qp_train_state *r, const char *h, char *b, size_t n)
                                                                              : "integrated from 20 ms power samples");
 }
 
-#define N_ATTRS 57
+#define N_ATTRS 58
 static const attr ATTRS[] = {
     FN("version", a_version),
     FN("host", a_host),
@@ -168,6 +172,7 @@ static const attr ATTRS[] = {
     OPT("qerr_every", A_I64, qerr_every),
     OPT("threads", A_INT, threads),
     FN("omp_wait", a_omp_wait),
+    FN("parallel_min", a_parallel_min),
     OPT("prefetch", A_INT, prefetch),
     FN("num_params", a_num_params),
     FN("params_nonembedding", a_nonembedding),

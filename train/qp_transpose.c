@@ -1,6 +1,7 @@
 /* qp_transpose.c — see qp_transpose.h. */
 #include "qp_transpose.h"
 
+#include "qp_quant.h"
 #include "qp_simd_transpose.h"
 
 #include <immintrin.h>
@@ -63,7 +64,7 @@ void qp_transpose(const float *src, float *dst, int rows, int cols)
 {
     const int fr = rows / TILE * TILE, fc = cols / TILE * TILE, avx = have_avx512();
     const int ntr = fr / TILE;
-#pragma omp parallel for schedule(static) if ((long long)rows * cols >= (1 << 15))
+#pragma omp parallel for schedule(static) if ((int64_t)rows * cols >= qp_parallel_min())
     for (int tr = 0; tr <= ntr; tr++) {
         const int r0 = tr * TILE, r1 = tr < ntr ? r0 + TILE : rows;
         if (tr < ntr)

@@ -13,7 +13,9 @@
   - a policy the user set (OMP_WAIT_POLICY, GOMP_SPINCOUNT) is kept as it is
     and named in the run file;
   - the re-executed run is the same run: same losses as one started with
-    OMP_WAIT_POLICY=passive by hand.
+    OMP_WAIT_POLICY=passive by hand;
+  - under passive waiting only tensors of 256k elements and more are split
+    among threads (32k otherwise): the run file's parallel_min.
 
   test_omp_policy.py QTRAIN WORKDIR"""
 import os
@@ -55,6 +57,11 @@ def env_without(*names, **extra):
 def omp_wait(path):
     with h5py.File(path, "r") as f:
         return f.attrs["omp_wait"], f["train/loss"][:]
+
+
+def parallel_min(path):
+    with h5py.File(path, "r") as f:
+        return int(f.attrs["parallel_min"])
 
 
 def live_environ(p):
@@ -114,6 +121,9 @@ for name, env, want in cases:
     if check(r.returncode == 0, f"{name}: exit {r.returncode}: {r.stderr}"):
         got, losses[name] = omp_wait(out)
         check(got in want if isinstance(want, tuple) else got == want, f"{name}: omp_wait {got!r}, want {want!r}")
+        # threads that sleep between regions split only large tensors (each region may wait for a wake-up)
+        pm = parallel_min(out)
+        check(pm == (262144 if got.startswith("passive") else 32768), f"{name}: parallel_min {pm} under {got!r}")
 if "default" in losses and "byhand" in losses:
     check(np.array_equal(losses["default"], losses["byhand"]), "the re-executed run trains exactly as one started passive")
 if "default" in losses and "idle" in losses:
