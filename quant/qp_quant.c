@@ -226,26 +226,14 @@ static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, cons
 }
 
 /* Encode row r (x its first element) into its codes and decoded values: y's
- * row, or as BF16 bits into y16's through yrow, this thread's row of floats
- * (the row stays in L1 between the two). */
+ * row, or their BF16 bits y16's (qp_plan.y_bits). */
 static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r, int64_t cols,
                            const qp_blockscales *bs, int bc, uint8_t *codes, int64_t row_bytes, float *y,
-                           uint16_t *y16, float *yrow, qp_counts *cnt)
+                           uint16_t *y16, qp_counts *cnt)
 {
-    const uint64_t gidx = p->sr_offset + (uint64_t)r * p->sr_stride;
-    if (y16 && p->y_bits) {
-        k->encode_row(p, x, cols, bs, bc, codes ? codes + r * row_bytes : NULL, (float *)(void *)(y16 + r * cols), gidx,
-                      cnt);
-        return;
-    }
-    if (y16 && !codes && p->t->elem == QP_ELEM_BF16 && p->out_mul == 1.0f) {
-        /* BF16's codes are the bits of its values: written straight into y16's row (little-endian words) */
-        k->encode_row(p, x, cols, bs, bc, (uint8_t *)(y16 + r * cols), NULL, gidx, cnt);
-        return;
-    }
-    k->encode_row(p, x, cols, bs, bc, codes ? codes + r * row_bytes : NULL, y16 ? yrow : y ? y + r * cols : NULL, gidx,
-                  cnt);
-    if (y16) k->bf16_bits(yrow, cols, y16 + r * cols);
+    float *out = y16 ? (float *)(void *)(y16 + r * cols) : y ? y + r * cols : NULL;
+    k->encode_row(p, x, cols, bs, bc, codes ? codes + r * row_bytes : NULL, out,
+                  p->sr_offset + (uint64_t)r * p->sr_stride, cnt);
 }
 
 /* Quantize rows [r0, r1). pre_amax/pre_nf: the block amaxes of these rows
@@ -253,14 +241,14 @@ static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x
  * format; NULL to compute them here. */
 static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r0, int64_t r1,
                            int64_t cols, uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols,
-                           float *y, uint16_t *y16, float *yrow, const float *pre_amax, const uint8_t *pre_nf,
+                           float *y, uint16_t *y16, const float *pre_amax, const uint8_t *pre_nf,
                            float *amax_buf, uint8_t *nf_buf, qp_blockscales *bs, chunk_result *res)
 {
     const qp_format_traits *t = p->t;
     const int bc = t->block_cols;
     if (bc <= 1) {
         for (int64_t r = r0; r < r1; r++)
-            encode_row_out(k, p, x + r * cols, r, cols, NULL, 1, codes, row_bytes, y, y16, yrow, &res->cnt);
+            encode_row_out(k, p, x + r * cols, r, cols, NULL, 1, codes, row_bytes, y, y16, &res->cnt);
         return;
     }
     const int64_t nb = (cols + bc - 1) / bc;
@@ -276,7 +264,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + (r0 / t->block_rows) * scale_cols * t->scale_bytes, bs, nb);
         for (int64_t r = r0; r < r1; r++)
-            encode_row_out(k, p, x + r * cols, r, cols, bs, bc, codes, row_bytes, y, y16, yrow, &res->cnt);
+            encode_row_out(k, p, x + r * cols, r, cols, bs, bc, codes, row_bytes, y, y16, &res->cnt);
         return;
     }
     for (int64_t r = r0; r < r1; r++) {
@@ -287,7 +275,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         k->block_scales(p, x + r * cols, cols, bc, amax, nf, nb, bs, &res->bst);
         mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + r * scale_cols * t->scale_bytes, bs, nb);
-        encode_row_out(k, p, x + r * cols, r, cols, bs, bc, codes, row_bytes, y, y16, yrow, &res->cnt);
+        encode_row_out(k, p, x + r * cols, r, cols, bs, bc, codes, row_bytes, y, y16, &res->cnt);
     }
 }
 
@@ -295,8 +283,8 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
  * quantization allocates nothing (the trainer's step loop relies on it). It
  * is freed when its thread exits. */
 typedef struct {
-    void *buf[4];
-    size_t cap[4];
+    void *buf[3];
+    size_t cap[3];
 } thread_scratch;
 
 static pthread_key_t scratch_key;
@@ -308,7 +296,6 @@ static void scratch_free(void *p)
     free(t->buf[0]);
     free(t->buf[1]);
     free(t->buf[2]);
-    free(t->buf[3]);
     free(t);
 }
 
@@ -367,24 +354,6 @@ static float *row_buffers(int64_t nb, uint8_t **nf_buf, qp_blockscales *bs)
     return (float *)mem;
 }
 
-/* The element codecs whose encoders (qp_simd_avx512.c's mf_row and the
- * reference) can write their values as BF16 bits (qp_plan.y_bits); BF16
- * writes its codes, which are those bits, and FP32's values are not BF16. */
-static int minifloat_values(qp_elem e)
-{
-    switch (e) {
-    case QP_ELEM_E4M3:
-    case QP_ELEM_E5M2:
-    case QP_ELEM_E2M1:
-    case QP_ELEM_E2M3:
-    case QP_ELEM_E3M2: return 1;
-    case QP_ELEM_BF16:
-    case QP_ELEM_F32:
-    case QP_ELEM_COUNT: return 0;
-    }
-    return 0;
-}
-
 static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int64_t rows, int64_t cols,
                             uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols, float *y,
                             uint16_t *y16, const qp_qopts *o, qp_qstats *st, float *scale_inv_out)
@@ -394,8 +363,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return -1;
     const qp_format_traits *t = &qp_formats[fmt];
     qp_plan p = {t, 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream, (uint64_t)o->sr_offset,
-                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols), false, false,
-                 y16 && minifloat_values(t->elem)};
+                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols), false, false, y16 != NULL};
     const int64_t n = rows * cols;
     const int blocky = t->block_cols > 1, twopass = two_pass(t);
     const int64_t crows = chunk_rows(t), nchunks = (rows + crows - 1) / crows;
@@ -466,8 +434,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
         qp_blockscales bsa = {0};
         uint8_t *nf_buf = NULL;
         float *amax_buf = blocky ? row_buffers(nb, &nf_buf, &bsa) : NULL;
-        float *yrow = y16 ? scratch(3, (size_t)(cols > 0 ? cols : 1) * sizeof(float)) : NULL;
-        if ((blocky && !amax_buf) || (y16 && !yrow)) {
+        if (blocky && !amax_buf) {
             failed = 1;
         } else {
 #if QP_HAVE_OPENMP
@@ -476,7 +443,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
             for (int64_t c = 0; c < nchunks; c++) {
                 const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
                 const int64_t first = (r0 / t->block_rows) * nb;
-                quantize_chunk(k, &p, x, r0, r1, cols, codes, row_bytes, scales, scale_cols, y, y16, yrow,
+                quantize_chunk(k, &p, x, r0, r1, cols, codes, row_bytes, scales, scale_cols, y, y16,
                                twopass ? pre_amax + first : NULL, twopass ? pre_nf + first : NULL, amax_buf, nf_buf,
                                &bsa, &res[c]);
             }

@@ -26,8 +26,8 @@ typedef struct {
     bool row_amax;    /* encode_row also reports max |x| over finite x (qp_counts.amax); set
                          for the formats without any scale (bf16, fp32), whose statistics
                          need the amax but whose encoding does not */
-    bool y_bits;      /* encode_row's y is uint16_t: the BF16 bits of the values (qp_qdq_bf16; values exact in
-                         BF16), written without a row of floats in between */
+    bool y_bits;      /* encode_row's y is uint16_t: the BF16 bits of the values (qp_qdq_bf16, whose formats'
+                         values are exact in BF16: the minifloats and BF16, never FP32) */
 } qp_plan;
 
 /* The plan as qp_core.h's rules take it. */
@@ -123,13 +123,11 @@ typedef struct {
     /* Encode one row. bs holds one entry per block (bc elements each; NULL for
      * per-tensor formats, which use p->scale). Writes codes (packed, may be
      * NULL: every byte of the row, the padding of a partial last block as
-     * zeros) and/or y = decoded values (may be NULL), adds to cnt. gidx0 is
-     * the global index of x[0] (stochastic rounding stream position). */
+     * zeros) and/or y = decoded values (may be NULL; their BF16 bits when
+     * p->y_bits), adds to cnt. gidx0 is the global index of x[0] (stochastic
+     * rounding stream position). */
     void (*encode_row)(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                        uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt);
-    /* o[i] = the high 16 bits of x[i], i < n: the BF16 bits of a float that
-     * is a BF16 value (qp_qdq_bf16's output) */
-    void (*bf16_bits)(const float *x, int64_t n, uint16_t *o);
 } qp_kernels;
 
 extern const qp_kernels qp_kernels_ref;

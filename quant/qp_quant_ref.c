@@ -66,10 +66,4 @@ static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const
     }
 }
 
-static void ref_bf16_bits(const float *x, int64_t n, uint16_t *o)
-{
-    for (int64_t i = 0; i < n; i++) o[i] = (uint16_t)(qp_f32_bits(x[i]) >> 16);
-}
-
-const qp_kernels qp_kernels_ref = {"scalar", ref_amax, ref_block_amax, qp_block_scales_ref, ref_encode_row,
-                                   ref_bf16_bits};
+const qp_kernels qp_kernels_ref = {"scalar", ref_amax, ref_block_amax, qp_block_scales_ref, ref_encode_row};

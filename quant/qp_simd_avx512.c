@@ -1001,7 +1001,9 @@ AVX512BF16 void bf16_row(const qp_plan *p, const int hw, const float *x, int64_t
             const int64_t left = 2 * (cols - c0);
             store_bytes64(codes + 2 * c0, w, left, p->nt);
         }
-        if (y) {
+        if (y && p->y_bits) {
+            _mm512_mask_storeu_epi16((uint16_t *)(void *)y + c0, (__mmask32)((uint32_t)k0 | (uint32_t)k1 << 16), w);
+        } else if (y) {
             store_floats(y + c0, bf16_values(_mm512_castsi512_si256(w), p->out_mul), k0, p->nt);
             if (k1) store_floats(y + c0 + 16, bf16_values(_mm512_extracti64x4_epi64(w, 1), p->out_mul), k1, p->nt);
         }
@@ -1097,21 +1099,7 @@ AVX512_FN void v_encode_row(ENCODE_ROW_ARGS)
     }
 }
 
-AVX512_FN void v_bf16_bits(const float *x, int64_t n, uint16_t *o)
-{
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(o + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(
-                                                    _mm512_loadu_si512((const void *)(x + i)), 16)));
-    if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        _mm256_mask_storeu_epi16(o + i, m,
-                                 _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_maskz_loadu_epi32(m, x + i), 16)));
-    }
-}
-
-static const qp_kernels avx512_kernels = {"avx512", v_amax, v_block_amax, v_block_scales, v_encode_row,
-                                          v_bf16_bits};
+static const qp_kernels avx512_kernels = {"avx512", v_amax, v_block_amax, v_block_scales, v_encode_row};
 
 const qp_kernels *qp_kernels_avx512(void)
 {
