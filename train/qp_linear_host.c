@@ -9,6 +9,15 @@
 #include "qp_metrics.h"
 #include "qp_transpose.h"
 
+/* A quantization h_reuse can hand out again: where its BF16 bits are (hbuf
+ * or a kept copy; NULL: none) and what they hold. */
+typedef struct {
+    const uint16_t *bits;
+    qp_fmt fmt;
+    int qrows, qcols; /* as stored */
+    int kchunked;     /* a K-chunked operand's codes: not BF16 values, never handed out again */
+} held;
+
 struct qp_linear_host {
     qp_linear_ops ops;
     qp_gemm *gemm;
@@ -22,19 +31,13 @@ struct qp_linear_host {
     float *kscale[2];
     size_t kcodes_n[2], kscales_n[2], kscale_n[2];
     qp_linear_stats stats[2]; /* per side: the last quantization's */
-    struct {
-        qp_fmt fmt;
-        int qrows, qcols; /* as stored */
-        int kchunked;
-        const uint16_t *bits; /* where its BF16 bits went (hbuf or a kept copy) */
-    } last[2];                /* per side: the last quantization (h_reuse) */
+    held last[2];             /* per side: the last quantization (h_reuse) */
     /* quantized operands kept for a later use (qp_linear_qjob.keep): BF16
-     * bits grown on first use, and what each holds */
+     * bits grown on first use, what they hold and its statistics */
     struct {
-        uint16_t *bits;
+        uint16_t *buf;
         size_t cap;
-        qp_fmt fmt;
-        int qrows, qcols;
+        held held;
         qp_linear_stats stats;
     } *copy;
     int n_copies;
@@ -149,12 +152,12 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
     if (j->keep >= 0) {
         /* quantized straight into the kept copy */
         if (j->keep >= h->n_copies || kchunked ||
-            grow((void **)&h->copy[j->keep].bits, &h->copy[j->keep].cap, (size_t)qrows * qcols * sizeof *q16 + 2)) {
+            grow((void **)&h->copy[j->keep].buf, &h->copy[j->keep].cap, (size_t)qrows * qcols * sizeof *q16 + 2)) {
             snprintf(h->err, sizeof h->err, "cannot keep a %dx%d %s operand as copy %d", qrows, qcols,
                      qp_formats[j->fmt].name, j->keep);
             return -1;
         }
-        q16 = h->copy[j->keep].bits;
+        q16 = h->copy[j->keep].buf;
     }
     qp_linear_stats *st = &h->stats[j->side];
     memset(st, 0, sizeof *st);
@@ -164,9 +167,7 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
         snprintf(h->err, sizeof h->err, "cannot quantize to format %d", (int)j->fmt);
         return -1;
     }
-    h->last[j->side].fmt = j->fmt, h->last[j->side].qrows = qrows, h->last[j->side].qcols = qcols;
-    h->last[j->side].kchunked = kchunked;
-    h->last[j->side].bits = q16;
+    h->last[j->side] = (held){q16, j->fmt, qrows, qcols, kchunked};
     const float *ks = kchunked ? h->kscale[j->side] : NULL;
     if (j->want_metrics) {
         const int64_t n = (int64_t)j->rows * j->cols;
@@ -181,10 +182,7 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
         st->rel_l2 = m.rel_l2, st->snr_db = m.snr_db, st->sat_frac = m.sat_frac, st->zero_frac = m.zero_frac;
         st->amax = m.amax;
     }
-    if (j->keep >= 0) {
-        h->copy[j->keep].fmt = j->fmt, h->copy[j->keep].qrows = qrows, h->copy[j->keep].qcols = qcols;
-        h->copy[j->keep].stats = *st;
-    }
+    if (j->keep >= 0) h->copy[j->keep].held = h->last[j->side], h->copy[j->keep].stats = *st;
     *out = kchunked ? (qp_linear_operand){QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL, ks}
                     : (qp_linear_operand){QP_LOP_BF16, q16, j->trans, st->qs.scale_inv, NULL, NULL, NULL};
     return 0;
@@ -198,18 +196,14 @@ static int h_reuse(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
 {
     qp_linear_host *h = H;
     const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
-    const int kept = j->from >= 0 && j->from < h->n_copies;
-    const qp_fmt fmt = kept ? h->copy[j->from].fmt : h->last[j->side].fmt;
-    const int rows = kept ? h->copy[j->from].qrows : h->last[j->side].qrows,
-              cols = kept ? h->copy[j->from].qcols : h->last[j->side].qcols;
-    const uint16_t *bits = kept ? h->copy[j->from].bits : h->last[j->side].bits;
-    if ((j->from >= 0 && !kept) || (!kept && h->last[j->side].kchunked) || !bits || fmt != j->fmt ||
-        rows != qrows || cols != qcols) {
+    const int kept = j->from >= 0;
+    const held *src = !kept ? &h->last[j->side] : j->from < h->n_copies ? &h->copy[j->from].held : NULL;
+    if (!src || !src->bits || src->kchunked || src->fmt != j->fmt || src->qrows != qrows || src->qcols != qcols) {
         snprintf(h->err, sizeof h->err, "no %dx%d operand in %s to reuse", qrows, qcols, qp_formats[j->fmt].name);
         return -1;
     }
     if (kept) h->stats[j->side] = h->copy[j->from].stats;
-    *out = (qp_linear_operand){QP_LOP_BF16, bits, j->trans, h->stats[j->side].qs.scale_inv, NULL, NULL, NULL};
+    *out = (qp_linear_operand){QP_LOP_BF16, src->bits, j->trans, h->stats[j->side].qs.scale_inv, NULL, NULL, NULL};
     return 0;
 }
 
@@ -320,7 +314,7 @@ void qp_linear_host_destroy(qp_linear_host *h)
     for (int s = 0; s < 2; s++)
         free(h->tbuf[s]), free(h->qbuf[s]), free(h->hbuf[s]), free(h->kcodes[s]),
             free(h->kscales[s]), free(h->kscale[s]);
-    for (int i = 0; h->copy && i < h->n_copies; i++) free(h->copy[i].bits);
+    for (int i = 0; h->copy && i < h->n_copies; i++) free(h->copy[i].buf);
     free(h->copy);
     free(h->mbuf);
     free(h);
