@@ -2,12 +2,11 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "qp_omp.h"
 
-#include <strings.h>
-
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
