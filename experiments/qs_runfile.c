@@ -302,8 +302,10 @@ static int read_qerr(hid_t file, qs_runstats *s)
             if (rows[i].layer >= 0 && rows[i].layer < nl && isfinite(rows[i].rel_l2))
                 sum[rows[i].layer] += rows[i].rel_l2, cnt[rows[i].layer]++;
         for (int l = 0; l < nl; l++) sum[l] = cnt[l] ? sum[l] / (double)cnt[l] : NAN;
-        s->qerr = sum, s->nqerr = nl;
-        sum = NULL;
+        if (nl) { /* no layers, no array: nqerr and qerr agree */
+            s->qerr = sum, s->nqerr = nl;
+            sum = NULL;
+        }
     } else {
         rc = -1;
     }
