@@ -3,28 +3,58 @@
 
 #include <immintrin.h>
 #include <oneapi/dnnl/dnnl.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "qp_format.h"
 #include "qp_prof.h"
 
-#define MAX_PRIMS 256
+/* Every product is split into blocks of its output, fixed by its shape
+ * alone, and each block runs as a single-threaded oneDNN primitive; the
+ * threads share out the blocks. oneDNN's own threading chooses its kernel
+ * and its split (down to splitting K) by the thread count, so its products
+ * change in the last bits between 1 and 2 threads (test_gemm_threads): with
+ * the split fixed here, a product is the same bits on any number of threads,
+ * which lets qtrain choose its thread count at run time (qp_omp.h). */
+#define MAX_PLANS 256
+#define MAX_PRIMS (4 * MAX_PLANS) /* a plan's blocks have at most 2 widths by 2 heights */
+#define MAX_BLOCKS 16
+#define MAX_STREAMS 256
+#define BLOCK_MIN_FLOPS 4e6 /* a block's work: well above the ~2 us of one primitive's execution */
+#define BLOCK_ALIGN 16      /* blocks start on multiples of 16 rows or columns */
+#define BLOCK_MIN_SIDE 64   /* and are at least 64 wide (or high), as oneDNN's own blocks are */
 
-typedef struct {
-    int bf16, a_t, b_t, M, N, K, accumulate;
+typedef struct { /* one single-threaded primitive: a block shape m x n of a product M x N x K */
+    int bf16, a_t, b_t, M, N, K, accumulate, m, n;
     dnnl_primitive_t prim;
-    dnnl_memory_t a, b, c, alpha;
 } prim_entry;
+
+typedef struct { /* one block of a product: where it starts, its primitive, its own memory objects */
+    int m0, n0;
+    prim_entry *p;
+    dnnl_memory_t a, b, c, alpha;
+} block;
+
+typedef struct { /* one product shape and its blocks */
+    int bf16, a_t, b_t, M, N, K, accumulate, nblocks;
+    block blk[MAX_BLOCKS];
+} plan_entry;
 
 struct qp_gemm {
     dnnl_engine_t engine;
-    dnnl_stream_t stream;
+    dnnl_stream_t streams[MAX_STREAMS]; /* one per thread: a stream is not shared between threads */
+    int nstreams;
     prim_entry prims[MAX_PRIMS];
     int nprims;
+    plan_entry *plans; /* MAX_PLANS */
+    int nplans;
     int bf16_ok;           /* BF16 kernels usable (probed at create) */
     uint16_t *abuf, *bbuf; /* BF16 copies of the operands */
     size_t abuf_n, bbuf_n;
@@ -43,26 +73,37 @@ static int fail(qp_gemm *g, const char *what, dnnl_status_t s)
     return -1;
 }
 
-static prim_entry *get_prim(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N, int K, int accumulate)
+/* The memory descriptors of a block m x n of the product M x N x K, in the
+ * full operands' strides: A [m, K] (stored M x K, or K x M when a_t), B as
+ * oneDNN's weights [K, n] (stored N x K, or K x N when b_t), C [m, n] in M x N. */
+static dnnl_status_t block_mds(int bf16, int a_t, int b_t, int M, int N, int K, int m, int n, dnnl_memory_desc_t *amd,
+                               dnnl_memory_desc_t *bmd, dnnl_memory_desc_t *cmd)
+{
+    const dnnl_data_type_t dt = bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_dims_t ad = {m, K}, bd = {K, n}, cd = {m, n};
+    dnnl_dims_t as = {a_t ? 1 : K, a_t ? M : 1}, bs = {b_t ? N : 1, b_t ? 1 : K}, cs = {N, 1};
+    dnnl_status_t s;
+    if ((s = dnnl_memory_desc_init_by_strides(amd, 2, ad, dt, as)) ||
+        (s = dnnl_memory_desc_init_by_strides(bmd, 2, bd, dt, bs)))
+        return s;
+    return dnnl_memory_desc_init_by_strides(cmd, 2, cd, dnnl_f32, cs);
+}
+
+static prim_entry *get_prim(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N, int K, int accumulate, int m, int n)
 {
     for (int i = 0; i < g->nprims; i++) {
         prim_entry *e = &g->prims[i];
         if (e->bf16 == bf16 && e->a_t == a_t && e->b_t == b_t && e->M == M && e->N == N && e->K == K &&
-            e->accumulate == accumulate)
+            e->accumulate == accumulate && e->m == m && e->n == n)
             return e;
     }
     if (g->nprims == MAX_PRIMS) {
-        snprintf(g->err, sizeof g->err, "oneDNN: more than %d GEMM shapes", MAX_PRIMS);
+        snprintf(g->err, sizeof g->err, "oneDNN: more than %d GEMM block shapes", MAX_PRIMS);
         return NULL;
     }
-    const dnnl_data_type_t dt = bf16 ? dnnl_bf16 : dnnl_f32;
-    dnnl_memory_desc_t amd, bmd, cmd, smd;
-    dnnl_dims_t ad = {M, K}, bd = {K, N}, cd = {M, N}, sd = {1};
-    dnnl_status_t s;
-    if ((s = dnnl_memory_desc_init_by_tag(&amd, 2, ad, dt, a_t ? dnnl_ba : dnnl_ab)) ||
-        (s = dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dt, b_t ? dnnl_ab : dnnl_ba)) ||
-        (s = dnnl_memory_desc_init_by_tag(&cmd, 2, cd, dnnl_f32, dnnl_ab)) ||
-        (s = dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_f32, dnnl_a))) {
+    dnnl_memory_desc_t amd, bmd, cmd;
+    dnnl_status_t s = block_mds(bf16, a_t, b_t, M, N, K, m, n, &amd, &bmd, &cmd);
+    if (s) {
         fail(g, "memory descriptor", s);
         return NULL;
     }
@@ -82,55 +123,146 @@ static prim_entry *get_prim(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N
         dnnl_primitive_attr_set_post_ops(attr, po);
         dnnl_post_ops_destroy(po);
     }
+    /* oneDNN fixes a primitive's threads when it creates it: one */
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
     dnnl_primitive_desc_t pd;
     s = dnnl_primitive_desc_create(&pd, &md, attr, g->engine, NULL);
     dnnl_primitive_attr_destroy(attr);
-    if (s) {
-        fail(g, bf16 ? "BF16 matmul" : "FP32 matmul", s);
-        return NULL;
-    }
-    const char *impl = NULL;
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    snprintf(bf16 ? g->impl_bf16 : g->impl_f32, sizeof g->impl_f32, "%s", impl ? impl : "?");
     prim_entry *e = &g->prims[g->nprims];
-    memset(e, 0, sizeof *e);
-    s = dnnl_primitive_create(&e->prim, pd);
-    dnnl_primitive_desc_destroy(pd);
-    if (s) {
-        fail(g, "primitive", s);
-        return NULL;
+    if (!s) {
+        const char *impl = NULL;
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+        snprintf(bf16 ? g->impl_bf16 : g->impl_f32, sizeof g->impl_f32, "%s", impl ? impl : "?");
+        memset(e, 0, sizeof *e);
+        s = dnnl_primitive_create(&e->prim, pd);
+        dnnl_primitive_desc_destroy(pd);
+        if (s) fail(g, "primitive", s);
+    } else {
+        fail(g, bf16 ? "BF16 matmul" : "FP32 matmul", s);
     }
-    if ((s = dnnl_memory_create(&e->a, &amd, g->engine, DNNL_MEMORY_NONE)) ||
-        (s = dnnl_memory_create(&e->b, &bmd, g->engine, DNNL_MEMORY_NONE)) ||
-        (s = dnnl_memory_create(&e->c, &cmd, g->engine, DNNL_MEMORY_NONE)) ||
-        (s = dnnl_memory_create(&e->alpha, &smd, g->engine, DNNL_MEMORY_NONE))) {
-        fail(g, "memory", s);
-        return NULL;
-    }
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    if (s) return NULL;
     e->bf16 = bf16, e->a_t = a_t, e->b_t = b_t, e->M = M, e->N = N, e->K = K, e->accumulate = accumulate;
+    e->m = m, e->n = n;
     g->nprims++;
     return e;
+}
+
+/* How many parts a dimension of `size` is cut into for `parts` blocks:
+ * starts on multiples of BLOCK_ALIGN, the last part the remainder. */
+static int part_size(int size, int parts)
+{
+    const int p = (size + parts - 1) / parts;
+    return (p + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN;
+}
+
+/* The blocks of a product, from its shape and the machine only: as many
+ * as the machine has CPUs online (a power of two, at most MAX_BLOCKS; not
+ * the run's threads, which may be fewer), each at least BLOCK_MIN_FLOPS,
+ * cutting the longer side of the block each time while it stays at least
+ * BLOCK_MIN_SIDE long: few, large, square blocks are what oneDNN's kernels
+ * run fastest. */
+static void plan_blocks(int M, int N, int K, int *bm, int *bn)
+{
+    static int most = 0;
+    if (!most) {
+        const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        for (most = 1; most < MAX_BLOCKS && 2 * most <= cpus;) most *= 2;
+    }
+    int pm = 1, pn = 1;
+    for (double flops = 2.0 * M * N * K; pm * pn < most && flops / (2 * pm * pn) >= BLOCK_MIN_FLOPS;) {
+        const int rows = M / pm, cols = N / pn;
+        if (cols >= rows && cols >= 2 * BLOCK_MIN_SIDE) pn *= 2;
+        else if (rows >= 2 * BLOCK_MIN_SIDE) pm *= 2;
+        else if (cols >= 2 * BLOCK_MIN_SIDE) pn *= 2;
+        else break;
+    }
+    *bm = pm, *bn = pn;
+}
+
+static plan_entry *get_plan(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N, int K, int accumulate)
+{
+    for (int i = 0; i < g->nplans; i++) {
+        plan_entry *p = &g->plans[i];
+        if (p->bf16 == bf16 && p->a_t == a_t && p->b_t == b_t && p->M == M && p->N == N && p->K == K &&
+            p->accumulate == accumulate)
+            return p;
+    }
+    if (g->nplans == MAX_PLANS) {
+        snprintf(g->err, sizeof g->err, "oneDNN: more than %d GEMM shapes", MAX_PLANS);
+        return NULL;
+    }
+    int pm, pn;
+    plan_blocks(M, N, K, &pm, &pn);
+    const int sm = part_size(M, pm), sn = part_size(N, pn);
+    plan_entry *p = &g->plans[g->nplans];
+    memset(p, 0, sizeof *p);
+    for (int m0 = 0; m0 < M; m0 += sm)
+        for (int n0 = 0; n0 < N; n0 += sn) {
+            block *b = &p->blk[p->nblocks++];
+            const int m = M - m0 < sm ? M - m0 : sm, n = N - n0 < sn ? N - n0 : sn;
+            b->m0 = m0, b->n0 = n0;
+            if (!(b->p = get_prim(g, bf16, a_t, b_t, M, N, K, accumulate, m, n))) return NULL;
+            dnnl_memory_desc_t amd, bmd, cmd, smd;
+            const dnnl_dims_t sd = {1};
+            dnnl_status_t s;
+            if ((s = block_mds(bf16, a_t, b_t, M, N, K, m, n, &amd, &bmd, &cmd)) ||
+                (s = dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_f32, dnnl_a)) ||
+                (s = dnnl_memory_create(&b->a, &amd, g->engine, DNNL_MEMORY_NONE)) ||
+                (s = dnnl_memory_create(&b->b, &bmd, g->engine, DNNL_MEMORY_NONE)) ||
+                (s = dnnl_memory_create(&b->c, &cmd, g->engine, DNNL_MEMORY_NONE)) ||
+                (s = dnnl_memory_create(&b->alpha, &smd, g->engine, DNNL_MEMORY_NONE))) {
+                fail(g, "memory", s);
+                return NULL;
+            }
+        }
+    p->bf16 = bf16, p->a_t = a_t, p->b_t = b_t, p->M = M, p->N = N, p->K = K, p->accumulate = accumulate;
+    g->nplans++;
+    return p;
+}
+
+/* A stream for each thread that may run a block. */
+static int ensure_streams(qp_gemm *g, int threads)
+{
+    if (threads > MAX_STREAMS) threads = MAX_STREAMS;
+    for (; g->nstreams < threads; g->nstreams++) {
+        const dnnl_status_t s = dnnl_stream_create(&g->streams[g->nstreams], g->engine, dnnl_stream_default_flags);
+        if (s) return fail(g, "stream", s);
+    }
+    return 0;
 }
 
 qp_gemm *qp_gemm_create(char *err, size_t errlen)
 {
     qp_gemm *g = calloc(1, sizeof *g);
-    if (!g) {
+    plan_entry *plans = calloc(MAX_PLANS, sizeof *plans);
+    if (!g || !plans) {
+        free(g), free(plans);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    g->plans = plans;
     dnnl_status_t s;
-    if ((s = dnnl_engine_create(&g->engine, dnnl_cpu, 0)) ||
-        (s = dnnl_stream_create(&g->stream, g->engine, dnnl_stream_default_flags))) {
+    if ((s = dnnl_engine_create(&g->engine, dnnl_cpu, 0))) {
         snprintf(err, errlen, "oneDNN: cannot create a CPU engine (status %d)", (int)s);
-        free(g);
+        free(g->plans), free(g);
+        return NULL;
+    }
+    if (ensure_streams(g, 1)) {
+        snprintf(err, errlen, "oneDNN: cannot create a CPU stream");
+        qp_gemm_destroy(g);
         return NULL;
     }
     snprintf(g->impl_bf16, sizeof g->impl_bf16, "none");
     snprintf(g->impl_f32, sizeof g->impl_f32, "none");
     const char *force = getenv("QP_GEMM");
     /* Probe: can this CPU build a BF16 matmul? */
-    g->bf16_ok = !(force && strcmp(force, "f32") == 0) && get_prim(g, 1, 0, 0, 16, 16, 16, 0) != NULL;
+    g->bf16_ok = !(force && strcmp(force, "f32") == 0) && get_prim(g, 1, 0, 0, 16, 16, 16, 0, 16, 16) != NULL;
     if (!g->bf16_ok) snprintf(g->impl_bf16, sizeof g->impl_bf16, "fp32-fallback");
     g->err[0] = 0;
     return g;
@@ -139,16 +271,18 @@ qp_gemm *qp_gemm_create(char *err, size_t errlen)
 void qp_gemm_destroy(qp_gemm *g)
 {
     if (!g) return;
-    for (int i = 0; i < g->nprims; i++) {
-        prim_entry *e = &g->prims[i];
-        dnnl_primitive_destroy(e->prim);
-        dnnl_memory_destroy(e->a);
-        dnnl_memory_destroy(e->b);
-        dnnl_memory_destroy(e->c);
-        dnnl_memory_destroy(e->alpha);
-    }
-    dnnl_stream_destroy(g->stream);
+    for (int i = 0; i < g->nplans; i++)
+        for (int k = 0; k < g->plans[i].nblocks; k++) {
+            block *b = &g->plans[i].blk[k];
+            dnnl_memory_destroy(b->a);
+            dnnl_memory_destroy(b->b);
+            dnnl_memory_destroy(b->c);
+            dnnl_memory_destroy(b->alpha);
+        }
+    for (int i = 0; i < g->nprims; i++) dnnl_primitive_destroy(g->prims[i].prim);
+    for (int i = 0; i < g->nstreams; i++) dnnl_stream_destroy(g->streams[i]);
     dnnl_engine_destroy(g->engine);
+    free(g->plans);
     free(g->abuf);
     free(g->bbuf);
     free(g->wabuf);
@@ -227,8 +361,8 @@ static int gemm_run(qp_gemm *g, const void *A, int a16, int a_t, const void *B, 
 {
     const double t0 = seconds_now();
     const int bf16 = (bf16_exact || (a16 && b16)) && g->bf16_ok;
-    prim_entry *e = get_prim(g, bf16, a_t, b_t, M, N, K, accumulate);
-    if (!e) return -1;
+    plan_entry *p = get_plan(g, bf16, a_t, b_t, M, N, K, accumulate);
+    if (!p) return -1;
     const void *a = A, *b = B;
     if (bf16) {
         if (!a16) a = to_bf16(&g->abuf, &g->abuf_n, A, (size_t)M * K);
@@ -241,17 +375,42 @@ static int gemm_run(qp_gemm *g, const void *A, int a16, int a_t, const void *B, 
         snprintf(g->err, sizeof g->err, "out of memory for GEMM operands");
         return -1;
     }
-    dnnl_memory_set_data_handle(e->a, (void *)a);
-    dnnl_memory_set_data_handle(e->b, (void *)b);
-    dnnl_memory_set_data_handle(e->c, C);
-    dnnl_memory_set_data_handle(e->alpha, &alpha);
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->a},
-                               {DNNL_ARG_WEIGHTS, e->b},
-                               {DNNL_ARG_DST, e->c},
-                               {DNNL_ARG_ATTR_OUTPUT_SCALES, e->alpha}};
-    dnnl_status_t s = dnnl_primitive_execute(e->prim, g->stream, 4, args);
-    if (!s) s = dnnl_stream_wait(g->stream);
-    if (s) return fail(g, "matmul execute", s);
+    int threads = 1;
+#ifdef _OPENMP
+    const int max_threads = omp_get_max_threads();
+    threads = p->nblocks < max_threads ? p->nblocks : max_threads;
+#endif
+    if (ensure_streams(g, threads)) return -1;
+#ifdef _OPENMP
+    omp_set_num_threads(1); /* oneDNN sizes some kernels' threads when they run: it must see one */
+#endif
+    const size_t esz = bf16 ? 2 : 4;
+    int failed = 0;
+#pragma omp parallel for schedule(static) reduction(| : failed) num_threads(threads) if (threads > 1)
+    for (int k = 0; k < p->nblocks; k++) {
+        const block *bk = &p->blk[k];
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        const size_t ao = a_t ? (size_t)bk->m0 : (size_t)bk->m0 * K, bo = b_t ? (size_t)bk->n0 : (size_t)bk->n0 * K;
+        dnnl_memory_set_data_handle(bk->a, (char *)a + ao * esz);
+        dnnl_memory_set_data_handle(bk->b, (char *)b + bo * esz);
+        dnnl_memory_set_data_handle(bk->c, C + (size_t)bk->m0 * N + bk->n0);
+        dnnl_memory_set_data_handle(bk->alpha, &alpha);
+        const dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, bk->a},
+                                         {DNNL_ARG_WEIGHTS, bk->b},
+                                         {DNNL_ARG_DST, bk->c},
+                                         {DNNL_ARG_ATTR_OUTPUT_SCALES, bk->alpha}};
+        const dnnl_stream_t st = g->streams[t < g->nstreams ? t : 0];
+        dnnl_status_t s = dnnl_primitive_execute(bk->p->prim, st, 4, args);
+        if (!s) s = dnnl_stream_wait(st);
+        failed |= s != dnnl_success;
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(max_threads);
+#endif
+    if (failed) return fail(g, "matmul execute", dnnl_runtime_error);
     g->seconds += seconds_now() - t0;
     g->flops += 2.0 * M * N * K;
     return 0;
