@@ -13,6 +13,7 @@
 #include "qp_quant.h"
 
 #define APPLIED "QP_OMP_APPLIED"
+#define THREADS "QP_OMP_THREADS" /* --threads auto's count, chosen before the re-exec */
 
 qp_omp_choice qp_omp_choose(const char *wait_policy, const char *spincount, int threads, int idle_cpus)
 {
@@ -32,31 +33,63 @@ static int runnable_now(void)
     return r;
 }
 
-int qp_omp_idle_cpus(void)
+static int cpus_of_mask(void)
 {
-    const char *forced = getenv("QP_OMP_IDLE_CPUS");
-    if (forced && *forced) return atoi(forced);
     cpu_set_t set;
     CPU_ZERO(&set);
-    const int cpus = sched_getaffinity(0, sizeof set, &set) ? 0 : CPU_COUNT(&set);
-    int busiest = 0;
+    return sched_getaffinity(0, sizeof set, &set) ? 0 : CPU_COUNT(&set);
+}
+
+void qp_omp_idle_cpus(int *least, int *typical)
+{
+    const int cpus = cpus_of_mask();
+    const char *forced = getenv("QP_OMP_IDLE_CPUS");
+    if (forced && *forced) {
+        const int n = atoi(forced);
+        *least = *typical = n < 0 ? 0 : n;
+        return;
+    }
+    *least = *typical = 0;
+    int others[5];
     for (int i = 0; i < 5; i++) {
         if (i) nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
         const int r = runnable_now();
-        if (r < 1) return 0;
-        if (r - 1 > busiest) busiest = r - 1;
+        if (r < 1) return;
+        others[i] = r - 1;
     }
-    return cpus > busiest ? cpus - busiest : 0;
+    for (int i = 1; i < 5; i++) /* sort the five */
+        for (int k = i; k > 0 && others[k - 1] > others[k]; k--) {
+            const int t = others[k];
+            others[k] = others[k - 1], others[k - 1] = t;
+        }
+    *least = cpus > others[4] ? cpus - others[4] : 0;
+    *typical = cpus > others[2] ? cpus - others[2] : 0;
 }
 
 int qp_omp_threads_arg(char **argv)
 {
-    int threads = 2; /* qtrain's default (qp_train_opts) */
+    int threads = 0; /* qtrain's default: auto */
     for (int i = 1; argv[i]; i++) {
-        if (!strcmp(argv[i], "--threads") && argv[i + 1]) threads = atoi(argv[i + 1]);
-        else if (!strncmp(argv[i], "--threads=", 10)) threads = atoi(argv[i] + 10);
+        const char *v = !strcmp(argv[i], "--threads") ? argv[i + 1] : !strncmp(argv[i], "--threads=", 10) ? argv[i] + 10 : NULL;
+        if (v) threads = strcmp(v, "auto") ? atoi(v) : 0;
     }
     return threads;
+}
+
+/* --threads auto from the typical idle CPUs: at least 1, at most the mask's */
+static int auto_threads(int typical)
+{
+    const int cpus = cpus_of_mask();
+    return typical < 1 ? 1 : cpus > 0 && typical > cpus ? cpus : typical;
+}
+
+int qp_omp_auto_threads(void)
+{
+    const char *chosen = getenv(THREADS);
+    if (chosen && atoi(chosen) >= 1) return atoi(chosen);
+    int least, typical;
+    qp_omp_idle_cpus(&least, &typical);
+    return auto_threads(typical);
 }
 
 void qp_omp_apply(char **argv)
@@ -65,10 +98,17 @@ void qp_omp_apply(char **argv)
     qp_set_parallel_min(qp_omp_parallel_min(getenv("OMP_WAIT_POLICY")));
     if (getenv(APPLIED)) return; /* this is the re-executed program (or its child) */
     const char *wp = getenv("OMP_WAIT_POLICY"), *sc = getenv("GOMP_SPINCOUNT");
-    const int threads = qp_omp_threads_arg(argv);
-    /* the CPUs are sampled (50 ms) only when the answer depends on them */
-    const int idle = (wp && *wp) || (sc && *sc) || threads < 2 ? 0 : qp_omp_idle_cpus();
-    const qp_omp_choice c = qp_omp_choose(wp, sc, threads, idle);
+    const int user_policy = (wp && *wp) || (sc && *sc), asked = qp_omp_threads_arg(argv);
+    /* the CPUs are sampled (50 ms) only when an answer depends on them */
+    int least = 0, typical = 0;
+    if (!asked || (!user_policy && asked > 1)) qp_omp_idle_cpus(&least, &typical);
+    const int threads = asked ? asked : auto_threads(typical);
+    if (!asked) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", threads);
+        setenv(THREADS, n, 1); /* for this process, or the one it becomes */
+    }
+    const qp_omp_choice c = qp_omp_choose(wp, sc, threads, least);
     const char *var = NULL, *value = NULL;
     switch (c) {
     case QP_OMP_KEEP: return;

@@ -22,6 +22,16 @@
  * share rather than collapsing; qsweep, which starts runs side by side,
  * hands its runs passive waiting when it runs more than one at a time.
  *
+ * The thread count is chosen the same way when the user leaves it to qtrain
+ * (--threads auto, the default): the CPUs of the affinity mask that the
+ * samples typically find idle, at least one. Beside two busy 1-thread runs
+ * on 2 CPUs that is one thread, which never waits for a partner at a
+ * barrier: a 2-thread run there waits for a scheduler slice at every region
+ * that its partner's CPU spends on the other run (measured 6-22 ms per step
+ * where alone it takes 3-5). Results do not depend on the count: the
+ * model's kernels reduce in fixed blocks and the GEMMs split into blocks
+ * fixed by their shape (train/qp_gemm.c).
+ *
  * libgomp reads its environment when the program is loaded, so the choice
  * is applied by setting it and re-executing the program (qp_omp_apply,
  * first thing in main, before MPI or any parallel region); the run file
@@ -50,18 +60,27 @@ typedef enum {
  * with idle_cpus CPUs free for it. */
 qp_omp_choice qp_omp_choose(const char *wait_policy, const char *spincount, int threads, int idle_cpus);
 
-/* CPUs of this process's affinity mask with nothing runnable on them: the
- * mask's count minus the most runnable tasks (this one excluded) seen in
- * five samples of /proc/loadavg 10 ms apart; 0 when unreadable.
- * QP_OMP_IDLE_CPUS=N in the environment answers N instead (tests). */
-int qp_omp_idle_cpus(void);
+/* CPUs of this process's affinity mask with nothing runnable on them, from
+ * five samples of /proc/loadavg 10 ms apart (the runnable tasks, this one
+ * excluded): *least counts against the most tasks seen (the waiting
+ * policy's answer: spin only where nothing was seen), *typical against
+ * their median (the thread count's: a task that came and went does not
+ * halve the run); 0 when unreadable. QP_OMP_IDLE_CPUS=N in the environment
+ * answers N for both (tests). */
+void qp_omp_idle_cpus(int *least, int *typical);
 
-/* The run's thread count as argv gives it (--threads N or --threads=N), or
- * qtrain's default. */
+/* The run's thread count as argv gives it (--threads N or --threads=N), 0
+ * for auto (--threads auto, or no --threads: qtrain's default). */
 int qp_omp_threads_arg(char **argv);
 
-/* Apply the choice to this process: when the environment must change, set
- * it and re-execute /proc/self/exe with the same arguments (marked with
+/* --threads auto's count: the one qp_omp_apply chose before it re-executed
+ * the program (QP_OMP_THREADS in the environment), else the typical idle
+ * CPUs sampled now; at least 1, at most the affinity mask's count. */
+int qp_omp_auto_threads(void);
+
+/* Apply the choice to this process: choose --threads auto's count
+ * (QP_OMP_THREADS); when the environment must change, set it and
+ * re-execute /proc/self/exe with the same arguments (marked with
  * QP_OMP_APPLIED=1 so it happens once), and set quant/'s parallel minimum
  * for the policy in force (qp_omp_parallel_min). Returns when nothing needs
  * doing or the re-exec failed (the run then goes on with libgomp's defaults, which

@@ -74,7 +74,9 @@ void qp_train_usage(FILE *f)
             "  --ckpt-every N     checkpoint cadence (default %lld; also at the end)\n"
             "  --val-frac X       last fraction of the data used for validation (default %g)\n"
             "  --prefetch N       batches the loader thread prepares ahead (default %d; 0 = none)\n"
-            "  --threads N        OpenMP threads (default %d)\n"
+            "  --threads N|auto   OpenMP threads (default auto: the CPUs of this process's affinity\n"
+            "                     mask that nothing else is running on when it starts, at least 1).\n"
+            "                     Results are the same bits on any number of threads\n"
             "  --device D         cpu (default) or cuda: the whole step on the GPU (same model, recipes,\n"
             "                     run file and checkpoints; GEMM path and board power in the run file);\n"
             "                     exits 2 without a CUDA device or in a build without CUDA\n"
@@ -111,7 +113,7 @@ void qp_train_usage(FILE *f)
             "Exit: 0 done, 1 runtime error, 2 bad input, 3 diverged, 130 stopped.\n",
             d.recipe, d.layers, d.heads, d.dim, d.seq, d.batch, (long long)d.steps, d.weight_decay, d.grad_clip,
             (unsigned long long)d.seed, (long long)d.eval_every, (long long)d.eval_batches, (long long)d.qerr_every,
-            (long long)d.ckpt_every, d.val_frac, d.prefetch, d.threads, d.out, d.divergence_factor);
+            (long long)d.ckpt_every, d.val_frac, d.prefetch, d.out, d.divergence_factor);
 }
 
 static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out, char *err, size_t errlen)
@@ -213,7 +215,17 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         INT("--eval-every", eval_every, -(1LL << 40), 1LL << 40) INT("--eval-batches", eval_batches, -(1LL << 40), 1LL << 40)
         INT("--qerr-every", qerr_every, -(1LL << 40), 1LL << 40) INT("--ckpt-every", ckpt_every, -(1LL << 40), 1LL << 40)
         INT("--stop-after", stop_after, 0, 1LL << 40)
-        INT("--threads", threads, -(1LL << 30), 1LL << 30) INT("--prefetch", prefetch, -(1LL << 30), 1LL << 30)
+        else if (!strcmp(a, "--threads")) {
+            /* auto: 0 here, resolved when the run starts (qp_omp_auto_threads) */
+            if (!strcmp(v, "auto")) o->threads = 0;
+            else if (parse_i64(a, v, 1, 1024, &n, err, errlen)) {
+                snprintf(err, errlen, "--threads expects 'auto' or an integer in 1..1024, not '%s'", v);
+                bad = 1;
+            } else {
+                o->threads = (int)n;
+            }
+        }
+        INT("--prefetch", prefetch, -(1LL << 30), 1LL << 30)
         DBL("--lr", lr) DBL("--min-lr", min_lr) DBL("--weight-decay", weight_decay) DBL("--grad-clip", grad_clip)
         DBL("--val-frac", val_frac) DBL("--divergence-factor", divergence_factor)
         else if (!strcmp(a, "--seed")) {

@@ -82,6 +82,10 @@ static void a_gemm_bf16_impl(const qp_train_state *r, const char *h, char *b, si
 }
 static void a_simd(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, snprintf(b, n, "%s", qp_simd_name()); }
 static void a_kernels(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, snprintf(b, n, "%s", qp_gpt_kernel_isa()); }
+static void a_threads_choice(const qp_train_state *r, const char *h, char *b, size_t n)
+{
+    (void)h, snprintf(b, n, "%s", r->threads_auto ? "auto (CPUs idle at start)" : "--threads");
+}
 static void a_omp_wait(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, qp_omp_describe(b, n); }
 static void a_parallel_min(const qp_train_state *r, const char *h, char *b, size_t n)
 {
@@ -143,7 +147,7 @@ static void a_power(const qp_train_state *r, const char *h, char *b, size_t n)
                                                                              : "integrated from 20 ms power samples");
 }
 
-#define N_ATTRS 58
+#define N_ATTRS 59
 static const attr ATTRS[] = {
     FN("version", a_version),
     FN("host", a_host),
@@ -171,6 +175,7 @@ static const attr ATTRS[] = {
     OPT("eval_batches", A_I64, eval_batches),
     OPT("qerr_every", A_I64, qerr_every),
     OPT("threads", A_INT, threads),
+    FN("threads_choice", a_threads_choice),
     FN("omp_wait", a_omp_wait),
     FN("parallel_min", a_parallel_min),
     OPT("prefetch", A_INT, prefetch),

@@ -16,6 +16,7 @@
 
 #include "qp_dist.h"
 #include "qp_format.h"
+#include "qp_omp.h"
 #include "qp_optim.h"
 #include "qp_prof.h"
 #include "qp_scaling.h"
@@ -33,7 +34,7 @@ void qp_train_opts_default(qp_train_opts *o)
     snprintf(o->out, sizeof o->out, "run.h5");
     o->device = QP_DEVICE_CPU, o->on_divergence = QP_ON_DIVERGENCE_STOP, o->grad_comm = QP_GRAD_COMM_FP32;
     o->layers = QP_DEFAULT_LAYERS, o->heads = 4, o->dim = 128, o->seq = 64, o->batch = 12, o->grad_accum = 1;
-    o->threads = 2, o->prefetch = 4;
+    o->threads = 0 /* auto */, o->prefetch = 4;
     o->steps = 2000, o->warmup = 100, o->eval_every = 250, o->eval_batches = 20, o->qerr_every = 100;
     o->ckpt_every = 500;
     o->lr = 1e-3, o->min_lr = -1.0, o->weight_decay = 0.1, o->grad_clip = 1.0;
@@ -58,7 +59,7 @@ int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
     if (o->warmup < 0) BAD("--warmup must be >= 0");
     if (o->eval_every < 0 || o->eval_batches < 1 || o->qerr_every < 0 || o->ckpt_every < 0)
         BAD("--eval-every, --qerr-every and --ckpt-every must be >= 0 and --eval-batches >= 1");
-    if (o->threads < 1 || o->threads > 1024) BAD("--threads must be in 1..1024, not %d", o->threads);
+    if (o->threads < 0 || o->threads > 1024) BAD("--threads must be auto (0) or in 1..1024, not %d", o->threads);
     if (o->prefetch < 0 || o->prefetch > 1024) BAD("--prefetch must be in 0..1024, not %d", o->prefetch);
     if (!(o->val_frac > 0 && o->val_frac < 1)) BAD("--val-frac must be in (0, 1)");
     if (!isfinite(o->min_lr)) BAD("--min-lr must be a finite number");
@@ -769,7 +770,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         return snprintf(err, errlen, "--device cuda with %d ranks needs NCCL: this qtrain was built without it "
                         "(NCCL, CUDA and MPI must all be found by CMake)", r->world), QP_EXIT_BAD_INPUT;
 #if QP_HAVE_OPENMP
+    if (!r->o.threads) r->o.threads = qp_omp_auto_threads(), r->threads_auto = 1;
     omp_set_num_threads(r->o.threads);
+#else
+    r->o.threads = 1, r->threads_auto = 0;
 #endif
     int rc = QP_EXIT_BAD_INPUT;
     qp_ckpt *from = NULL;

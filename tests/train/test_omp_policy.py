@@ -15,7 +15,13 @@
   - the re-executed run is the same run: same losses as one started with
     OMP_WAIT_POLICY=passive by hand;
   - under passive waiting only tensors of 256k elements and more are split
-    among threads (32k otherwise): the run file's parallel_min.
+    among threads (32k otherwise): the run file's parallel_min;
+  - --threads auto (the default) runs on the typical idle CPUs, at least
+    one and at most the affinity mask's (QP_OMP_IDLE_CPUS again stands in):
+    the run file's threads and threads_choice; measured, it is one of those;
+  - and the thread count does not change a run: an nvfp4 GPT and an fp32
+    Llama (FP32 GEMMs, whose oneDNN kernels differ between 1 and 2 threads), with gradient accumulation, trained on 1, 2 and 3 threads, give
+    the same bits (losses, validation losses, quantization-error rows).
 
   test_omp_policy.py QTRAIN WORKDIR"""
 import os
@@ -128,6 +134,50 @@ if "default" in losses and "byhand" in losses:
     check(np.array_equal(losses["default"], losses["byhand"]), "the re-executed run trains exactly as one started passive")
 if "default" in losses and "idle" in losses:
     check(np.array_equal(losses["default"], losses["idle"]), "a spinning run trains exactly as a passive one")
+
+# --threads auto: the count follows the idle CPUs, capped by the affinity mask
+cpus = len(os.sched_getaffinity(0))
+for idle, want in (("0", 1), ("1", 1), ("2", min(2, cpus)), ("64", cpus), (None, None)):
+    out = os.path.join(WORK, f"auto_{idle}.h5")
+    c = cmd(out, 3)
+    del c[c.index("--threads"):c.index("--threads") + 2]
+    if idle == "1":
+        c += ["--threads", "auto"]  # the same as leaving it out
+    env = env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "QP_OMP_IDLE_CPUS", "QP_OMP_THREADS")
+    if idle is not None:
+        env["QP_OMP_IDLE_CPUS"] = idle
+    r = subprocess.run(c, env=env, capture_output=True, text=True, timeout=300)
+    if check(r.returncode == 0, f"auto, {idle} idle: exit {r.returncode}: {r.stderr}"):
+        with h5py.File(out, "r") as f:
+            got, choice, wait = int(f.attrs["threads"]), f.attrs["threads_choice"], f.attrs["omp_wait"]
+        ok = got == want if want is not None else 1 <= got <= cpus
+        check(ok and choice == "auto (CPUs idle at start)",
+              f"auto, {idle} idle CPUs of {cpus}: {got} threads ({choice!r}), want {want}")
+        # one thread waits passively; more spin only where they all had an idle CPU
+        check(wait == BUSY if got == 1 else wait in (BUSY, IDLE), f"auto, {idle} idle: omp_wait {wait!r} for {got} threads")
+bad = cmd(os.path.join(WORK, "bad.h5"), 3)
+bad[bad.index("--threads") + 1] = "0"
+r = subprocess.run(bad, env=env_without(),
+                   capture_output=True, text=True, timeout=60)
+check(r.returncode == 2 and r.stderr.count("\n") == 1 and "'auto' or an integer in 1..1024" in r.stderr,
+      f"--threads 0 is refused in one line: exit {r.returncode}, {r.stderr!r}")
+
+# the same bits on any number of threads (the GEMMs' blocks are fixed by shape)
+for recipe, arch in (("nvfp4", "gpt"), ("fp32", "llama")):
+    runs = []
+    for t in (1, 2, 3):
+        out = os.path.join(WORK, f"inv_{recipe}_{t}.h5")
+        c = [QTRAIN, "--data", data, "--arch", arch, "--layers", "2", "--heads", "4", "--dim", "64", "--seq", "32",
+             "--batch", "8", "--grad-accum", "2", "--steps", "6", "--recipe", recipe, "--eval-every", "3",
+             "--eval-batches", "2", "--qerr-every", "3", "--ckpt-every", "0", "--threads", str(t), "--quiet", "--out", out]
+        r = subprocess.run(c, env=env_without(), capture_output=True, text=True, timeout=300)
+        if check(r.returncode == 0, f"{recipe} {arch} on {t} threads: exit {r.returncode}: {r.stderr}"):
+            with h5py.File(out, "r") as f:
+                runs.append((f["train/loss"][:], f["eval/val_loss"][:], f["quant/error"][:]))
+    if len(runs) == 3:
+        same = all(all(np.array_equal(a, b) for a, b in zip(runs[0], x)) for x in runs[1:])
+        check(same and (len(runs[0][2]) > 0) == (recipe != "fp32"), f"{recipe} {arch}: 1, 2 and 3 threads give the same losses, validation "
+              f"losses and quantization-error rows ({len(runs[0][2])} rows)")
 
 # the spinning run's own environment: GOMP_SPINCOUNT=10000, no wait policy
 out = os.path.join(WORK, "live_idle.h5")
