@@ -2,6 +2,8 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "qp_omp.h"
 
+#include <dirent.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +92,84 @@ int qp_omp_auto_threads(void)
     int least, typical;
     qp_omp_idle_cpus(&least, &typical);
     return auto_threads(typical);
+}
+
+static double mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* this process's threads in state R (/proc/self/task/TID/stat) */
+static int own_runnable(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return 1;
+    int n = 0;
+    char path[64], buf[512];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/self/task/%.20s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        const size_t k = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[k] = 0;
+        const char *p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+        n += p && p[1] == ' ' && p[2] == 'R';
+    }
+    closedir(d);
+    return n > 0 ? n : 1;
+}
+
+/* Tasks runnable on the machine that are not this process's threads, as
+ * one sample sees them (QP_OMP_IDLE_FILE: cpus minus the number in that
+ * file); -1 when it cannot tell. */
+static int busy_now(int cpus)
+{
+    const char *forced = getenv("QP_OMP_IDLE_FILE");
+    if (forced && *forced) {
+        FILE *f = fopen(forced, "r");
+        int idle = -1;
+        if (f) {
+            if (fscanf(f, "%d", &idle) != 1) idle = -1;
+            fclose(f);
+        }
+        return idle < 0 ? -1 : cpus > idle ? cpus - idle : 0;
+    }
+    const int r = runnable_now();
+    if (r < 1) return -1;
+    const int own = own_runnable();
+    return r > own ? r - own : 0;
+}
+
+void qp_omp_adapt_init(qp_omp_adapt *a, int start)
+{
+    memset(a, 0, sizeof *a);
+    a->start = a->current = start < 1 ? 1 : start;
+}
+
+int qp_omp_adapt_threads(qp_omp_adapt *a)
+{
+    const double t = mono_ms();
+    if (a->start <= 1 || t < a->next_ms) return a->current;
+    a->next_ms = t + QP_OMP_ADAPT_MS;
+    const int cpus = cpus_of_mask(), busy = cpus > 0 ? busy_now(cpus) : -1;
+    if (busy < 0) return a->current;
+    a->busy[a->n % QP_OMP_ADAPT_WINDOW] = busy;
+    if (a->n < INT_MAX) a->n++;
+    if (a->n < QP_OMP_ADAPT_WINDOW) return a->current; /* a full window before any change */
+    int s[QP_OMP_ADAPT_WINDOW];
+    memcpy(s, a->busy, sizeof s);
+    for (int i = 1; i < QP_OMP_ADAPT_WINDOW; i++)
+        for (int k = i; k > 0 && s[k - 1] > s[k]; k--) {
+            const int x = s[k];
+            s[k] = s[k - 1], s[k - 1] = x;
+        }
+    const int idle = cpus - s[QP_OMP_ADAPT_WINDOW / 2];
+    a->current = idle < 1 ? 1 : idle > a->start ? a->start : idle;
+    return a->current;
 }
 
 void qp_omp_apply(char **argv)

@@ -78,6 +78,28 @@ int qp_omp_threads_arg(char **argv);
  * CPUs sampled now; at least 1, at most the affinity mask's count. */
 int qp_omp_auto_threads(void);
 
+/* --threads auto as the run goes: between steps, qp_omp_adapt_threads
+ * samples (at most every QP_OMP_ADAPT_MS) the tasks runnable on the machine
+ * that are not this process's own threads, and answers the count for the
+ * next step: the CPUs of the affinity mask the median of the last
+ * QP_OMP_ADAPT_WINDOW samples leaves idle, at least 1, at most the count the
+ * run started with. A run started on idle CPUs that others join drops to
+ * what they leave it (a 2-thread run beside two busy 1-thread runs waits at
+ * every region for its partner's CPU), and takes its threads back when they
+ * finish. The results do not change (qp_gemm.c's fixed blocks).
+ * QP_OMP_IDLE_FILE=PATH answers each sample with the number in PATH
+ * instead (tests). */
+#define QP_OMP_ADAPT_MS 100
+#define QP_OMP_ADAPT_WINDOW 5
+typedef struct {
+    int start;                           /* the count the run started with */
+    int current;                         /* the count in force */
+    double next_ms;                      /* when to sample next (CLOCK_MONOTONIC, ms) */
+    int busy[QP_OMP_ADAPT_WINDOW], n;    /* other runnable tasks, the last samples (ring) */
+} qp_omp_adapt;
+void qp_omp_adapt_init(qp_omp_adapt *a, int start);
+int qp_omp_adapt_threads(qp_omp_adapt *a);
+
 /* Apply the choice to this process: choose --threads auto's count
  * (QP_OMP_THREADS); when the environment must change, set it and
  * re-execute /proc/self/exe with the same arguments (marked with

@@ -46,6 +46,10 @@ static const qp_runcol TRAIN[] = {
      "biases and their gradients, softmax/cross-entropy (phase `rowops`); NaN where not measured", 2, AT(qp_train_row, rowops_ms)},
     {"optim_ms", F64, "ms", "part of `step_ms` in the gradient norm and AdamW (phase `optim`); NaN where not measured",
      2, AT(qp_train_row, optim_ms)},
+    {"threads", I64, "", "OpenMP threads the step ran on: `--threads N`'s N, or under `--threads auto` the CPUs of "
+     "the run's affinity mask that other work left idle, re-sampled as the run goes (at most the count it started "
+     "with; `train/qp_omp.h`). The results do not depend on it. 0 in the rows of a file an older qtrain wrote and "
+     "this one resumed", 4, AT(qp_train_row, threads)},
 };
 
 static const qp_runcol EVAL[] = {

@@ -14,7 +14,7 @@
  *
  * Versions: the root attribute "runfile_schema" holds QP_RUNFILE_SCHEMA.
  * Files without it are version 1 (qprec before the phase profile); 2 added
- * the phase columns, 3 the /quant/outliers table. A column
+ * the phase columns, 3 the /quant/outliers table, 4 /train/threads. A column
  * with since > a file's version is absent from that file; readers do
  * without it. A file of a newer version than QP_RUNFILE_SCHEMA is refused
  * with one line (qp_runschema_check_version). No HDF5 here: the tools that
@@ -32,7 +32,7 @@
 extern "C" {
 #endif
 
-#define QP_RUNFILE_SCHEMA 3
+#define QP_RUNFILE_SCHEMA 4
 #define QP_RUNFILE_SCHEMA_ATTR "runfile_schema"
 
 /* ---- the row of each dataset, as the writer takes it --------------------- */
@@ -48,6 +48,7 @@ typedef struct {
     double grad_comm_rel_err; /* |g_comm - g_fp32| / |g_fp32| of a low-precision gradient all-reduce (NaN: fp32) */
     /* the phase profile (qp_prof.h; data wait and comm are above); NaN: not measured */
     double gemm_ms, quant_ms, attn_ms, rowops_ms, optim_ms;
+    int64_t threads; /* OpenMP threads the step ran on */
 } qp_train_row;
 
 typedef struct {

@@ -16,6 +16,7 @@
 #include "qp_linear.h"
 #include "qp_model.h"
 #include "qp_nvml.h"
+#include "qp_omp.h"
 #include "qp_recipe.h"
 #include "qp_runlog.h"
 #include "qp_trainer.h"
@@ -52,7 +53,8 @@ typedef struct {
     float *scaling_snap; /* skip-step: every scaling state before the step (qp_train_pack_scaling) */
     /* data parallelism: this rank takes rows [rank*Bl, (rank+1)*Bl) of every global batch */
     int rank, world, Bl;
-    int threads_auto; /* --threads auto: o.threads is the count chosen at start */
+    int threads_auto;     /* --threads auto: o.threads is the count chosen at start */
+    qp_omp_adapt adapt;   /* --threads auto as the run goes */
     qp_grad_exchange *gx; /* the gradient exchange (--grad-comm) */
     uint64_t data_seed;   /* --data-seed, else --seed */
     int64_t nonembedding, val_batches;

@@ -692,7 +692,20 @@ static qp_train_row step_row(qp_train_state *r, const step_clock *clk, int64_t s
                           .comm_ms = qp_dist_comm_ms() - clk->comm0 - meas_ms, .power_w = pw.power_w,
                           .energy_j = pw.energy_j, .gpu_util = pw.gpu_util, .grad_comm_rel_err = comm_err,
                           .gemm_ms = ph[QP_PHASE_GEMM], .quant_ms = ph[QP_PHASE_QUANT], .attn_ms = ph[QP_PHASE_ATTN],
-                          .rowops_ms = ph[QP_PHASE_ROWOPS], .optim_ms = ph[QP_PHASE_OPTIM]};
+                          .rowops_ms = ph[QP_PHASE_ROWOPS], .optim_ms = ph[QP_PHASE_OPTIM],
+                          .threads = r->adapt.current};
+}
+
+/* --threads auto: the count for the next step (qp_omp.h); the same results on any */
+static void adapt_threads(qp_train_state *r)
+{
+    if (!r->threads_auto) return;
+    const int n = qp_omp_adapt_threads(&r->adapt);
+#if QP_HAVE_OPENMP
+    if (n != omp_get_max_threads()) omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
 }
 
 /* Optimizer step r->step, start to finish. QP_EXIT_OK, or the code the run
@@ -703,6 +716,7 @@ static int train_step(qp_train_state *r, qp_loader *loader, const qp_optim_cfg *
 {
     const int64_t step = r->step;
     const int log_qerr = r->o.qerr_every > 0 && step % r->o.qerr_every == 0;
+    adapt_threads(r);
     const step_clock clk = clock_start();
     double loss = NAN, wait_ms = 0, norm = NAN, comm_err = NAN, meas_ms = 0, lr = qp_lr_at(oc, step);
     uint64_t bh = 0;
@@ -772,8 +786,10 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
 #if QP_HAVE_OPENMP
     if (!r->o.threads) r->o.threads = qp_omp_auto_threads(), r->threads_auto = 1;
     omp_set_num_threads(r->o.threads);
+    qp_omp_adapt_init(&r->adapt, r->o.threads);
 #else
     r->o.threads = 1, r->threads_auto = 0;
+    qp_omp_adapt_init(&r->adapt, 1);
 #endif
     int rc = QP_EXIT_BAD_INPUT;
     qp_ckpt *from = NULL;

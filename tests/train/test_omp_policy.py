@@ -19,6 +19,10 @@
   - --threads auto (the default) runs on the typical idle CPUs, at least
     one and at most the affinity mask's (QP_OMP_IDLE_CPUS again stands in):
     the run file's threads and threads_choice; measured, it is one of those;
+  - under --threads auto the count follows the idle CPUs as the run goes
+    (QP_OMP_IDLE_FILE stands in for the samples): 2 threads while the file
+    says 2 idle, 1 once it says 0, 2 again once it says 2 — the run file's
+    /train/threads, read live — with the same losses as a --threads 2 run;
   - and the thread count does not change a run: an nvfp4 GPT and an fp32
     Llama (FP32 GEMMs, whose oneDNN kernels differ between 1 and 2 threads), with gradient accumulation, trained on 1, 2 and 3 threads, give
     the same bits (losses, validation losses, quantization-error rows).
@@ -161,6 +165,66 @@ r = subprocess.run(bad, env=env_without(),
                    capture_output=True, text=True, timeout=60)
 check(r.returncode == 2 and r.stderr.count("\n") == 1 and "'auto' or an integer in 1..1024" in r.stderr,
       f"--threads 0 is refused in one line: exit {r.returncode}, {r.stderr!r}")
+
+# --threads auto as the run goes: the live run file's /train/threads follows the idle CPUs
+def live_threads(path):
+    try:
+        with h5py.File(path, "r", libver="latest", swmr=True) as f:
+            return f["train/threads"][:].tolist()
+    except (OSError, KeyError):
+        return []
+
+
+def wait_for(path, p, cond, what, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline and p.poll() is None:
+        t = live_threads(path)
+        if cond(t):
+            return t
+        time.sleep(0.1)
+    check(False, f"adapting: {what} (within {timeout} s; rows so far {len(live_threads(path))}, exit {p.poll()})")
+    return None
+
+
+if cpus >= 2:
+    idle_file, out = os.path.join(WORK, "idle.txt"), os.path.join(WORK, "adapt.h5")
+    with open(idle_file, "w") as f:
+        f.write("2\n")
+    # a long run of a repetitive corpus: no loss-spike stop (its loss gets tiny)
+    c = cmd(out, 1000000) + ["--divergence-factor", "1e30"]
+    c[c.index("--threads") + 1] = "auto"
+    p = subprocess.Popen(c, env=env_without("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", QP_OMP_IDLE_CPUS="2",
+                                            QP_OMP_IDLE_FILE=idle_file),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    t = wait_for(out, p, lambda t: len(t) >= 8, "8 steps on 2 threads")
+    if t:
+        check(set(t) == {2}, f"adapting: the first steps on 2 threads: {sorted(set(t))}")
+        with open(idle_file, "w") as f:
+            f.write("0\n")
+        t = wait_for(out, p, lambda t: t and t[-1] == 1, "1 thread once no CPU is idle")
+    if t:
+        ones = len(t)
+        with open(idle_file, "w") as f:
+            f.write("2\n")
+        t = wait_for(out, p, lambda t: len(t) > ones and t[-1] == 2, "2 threads again once the CPUs are idle")
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+    if check(p.returncode == 130, f"adapting run stopped by SIGTERM: exit {p.returncode}"):
+        with h5py.File(out, "r") as f:
+            threads, loss = f["train/threads"][:], f["train/loss"][:]
+        changes = int(np.count_nonzero(np.diff(threads)))
+        check(set(threads.tolist()) == {1, 2} and changes >= 2 and threads[0] == 2 and threads[-1] == 2,
+              f"adapting: threads 2, then 1, then 2 ({changes} changes over {len(threads)} steps)")
+        fixed = os.path.join(WORK, "adapt_fixed.h5")
+        c = cmd(fixed, 1000000) + ["--divergence-factor", "1e30", "--stop-after", str(len(loss))]
+        r = subprocess.run(c, env=env_without(), capture_output=True, text=True, timeout=600)
+        if check(r.returncode in (0, 130), f"the --threads 2 run of {len(loss)} steps: exit {r.returncode}: {r.stderr}"):
+            with h5py.File(fixed, "r") as f:
+                check(np.array_equal(f["train/loss"][:len(loss)], loss) and set(f["train/threads"][:].tolist()) == {2},
+                      f"adapting: the same {len(loss)} losses as a run on 2 threads throughout")
 
 # the same bits on any number of threads (the GEMMs' blocks are fixed by shape)
 for recipe, arch in (("nvfp4", "gpt"), ("fp32", "llama")):

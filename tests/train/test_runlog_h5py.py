@@ -64,7 +64,7 @@ STATUS = ["step", "state", "message"]
 OUTLIERS = ["step", "layer", "gemm", "tokens", "channels", "amax", "kurtosis", "topk", "topk_frac", "top_channel",
             "chan_amax_ratio"]
 INTS = ("step", "layer", "tokens", "channels", "topk", "top_channel")
-ATTRS = {"model": "gpt-tiny", "recipe": "nvfp4/\u00b5batch", "seed": "1234", "empty": "", "runfile_schema": "3"}
+ATTRS = {"model": "gpt-tiny", "recipe": "nvfp4/\u00b5batch", "seed": "1234", "empty": "", "runfile_schema": "4"}
 GEMMS, OPERANDS, PASSES = ["fc", "attn_qkv", "fc"], ["x", "w", "dy"], ["fprop", "fprop", "dgrad"]
 
 
@@ -82,7 +82,7 @@ def expected_rows(steps):
                    power_w=250.0 + float(s % 11), energy_j=2.5 * d, gpu_util=float(s % 101),
                    grad_comm_rel_err=float(s % 4) * 0.001, gemm_ms=40.0 + float(s % 9),
                    quant_ms=10.0 + 0.5 * float(s % 4), attn_ms=20.0 + 0.25 * d, rowops_ms=5.0 + 1.0 / d,
-                   optim_ms=2.0 + float(s % 2))
+                   optim_ms=2.0 + float(s % 2), threads=1 + s % 3)
         for k in TRAIN:
             train[k].append(row[k])
         if s % 5 == 0:

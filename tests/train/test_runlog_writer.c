@@ -44,6 +44,7 @@ static int step_rows(qp_runlog *l, int64_t s, char *err, size_t n)
         .attn_ms = 20.0 + 0.25 * d,
         .rowops_ms = 5.0 + 1.0 / d,
         .optim_ms = 2.0 + (double)(s % 2),
+        .threads = 1 + s % 3,
     };
     if (qp_runlog_train(l, &r, err, n)) return -1;
     if (s % 5 == 0 && qp_runlog_eval(l, s, 3.5 + 2.0 / d, err, n)) return -1;
