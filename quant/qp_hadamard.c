@@ -86,42 +86,54 @@ __attribute__((target("avx512f"))) static void rht_avx512(float *x, int64_t len,
  * is column c0 + k, so each lane does qp_fwht's operations on its column),
  * then the same multiplications, then 16 x 16 register transposes put each
  * column's n values in a row of dst. */
-__attribute__((target("avx512f"), always_inline)) static inline void transpose_rht_tile_n(
+__attribute__((target("avx512f"), always_inline)) static inline uint32_t transpose_rht_tile_n(
     const float *src, float *dst, int64_t rows, int64_t cols, int64_t r0, int64_t c0, const int n, const float *post)
 {
     __m512 v[n];
     for (int i = 0; i < n; i++) v[i] = _mm512_loadu_ps(src + (r0 + i) * cols + c0);
     fwht_registers(v, n);
-    for (int i = 0; i < n; i++) v[i] = _mm512_mul_ps(v[i], _mm512_set1_ps(post[i]));
+    /* |x|'s bits, as unsigned integers, order like |x| (NaN above Inf) */
+    __m512i m = _mm512_setzero_si512();
+    for (int i = 0; i < n; i++) {
+        v[i] = _mm512_mul_ps(v[i], _mm512_set1_ps(post[i]));
+        m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(v[i]), _mm512_set1_epi32(0x7FFFFFFF)));
+    }
     for (int i0 = 0; i0 < n; i0 += 16) {
         qp_transpose16_avx512(v + i0); /* v[i0 + k]: dst row c0 + k, columns r0 + i0 .. + 15 */
         for (int k = 0; k < 16; k++) _mm512_storeu_ps(dst + (c0 + k) * rows + r0 + i0, v[i0 + k]);
     }
+    return _mm512_reduce_max_epu32(m);
 }
 
 /* n a constant in each copy: the 16-point band's vectors then stay in
  * registers (with n a variable they lived on the stack, measured 1.4x
  * slower) */
-__attribute__((target("avx512f"))) static void transpose_rht_tile(const float *src, float *dst, int64_t rows,
-                                                                  int64_t cols, int64_t r0, int64_t c0, int n,
-                                                                  const float *post)
+__attribute__((target("avx512f"))) static uint32_t transpose_rht_tile(const float *src, float *dst, int64_t rows,
+                                                                      int64_t cols, int64_t r0, int64_t c0, int n,
+                                                                      const float *post)
 {
     switch (n) {
-    case 16: transpose_rht_tile_n(src, dst, rows, cols, r0, c0, 16, post); return;
-    case 32: transpose_rht_tile_n(src, dst, rows, cols, r0, c0, 32, post); return;
-    case 64: transpose_rht_tile_n(src, dst, rows, cols, r0, c0, 64, post); return;
-    default: transpose_rht_tile_n(src, dst, rows, cols, r0, c0, 128, post); return; /* qp_rht_size_ok: 128 */
+    case 16: return transpose_rht_tile_n(src, dst, rows, cols, r0, c0, 16, post);
+    case 32: return transpose_rht_tile_n(src, dst, rows, cols, r0, c0, 32, post);
+    case 64: return transpose_rht_tile_n(src, dst, rows, cols, r0, c0, 64, post);
+    default: return transpose_rht_tile_n(src, dst, rows, cols, r0, c0, 128, post); /* qp_rht_size_ok: 128 */
     }
 }
 #endif
 
 /* qp_transpose_rht for src column c of the band at r0: qp_rht_vec itself. */
-static void transpose_rht_column(const float *src, float *dst, int64_t rows, int64_t cols, int64_t r0, int64_t c,
-                                 int n, const uint32_t w[4])
+static uint32_t transpose_rht_column(const float *src, float *dst, int64_t rows, int64_t cols, int64_t r0,
+                                     int64_t c, int n, const uint32_t w[4])
 {
     float *out = dst + c * rows + r0;
     for (int i = 0; i < n; i++) out[i] = src[(r0 + i) * cols + c];
     qp_rht_vec(out, n, w, 0);
+    uint32_t m = 0;
+    for (int i = 0; i < n; i++) {
+        const uint32_t a = qp_f32_bits(out[i]) & 0x7FFFFFFFu;
+        m = a > m ? a : m;
+    }
+    return m;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -134,6 +146,12 @@ static int use_avx512(void)
 #endif
 
 int qp_transpose_rht(const float *src, float *dst, int64_t rows, int64_t cols, int n, uint64_t seed)
+{
+    return qp_transpose_rht_amax(src, dst, rows, cols, n, seed, NULL);
+}
+
+int qp_transpose_rht_amax(const float *src, float *dst, int64_t rows, int64_t cols, int n, uint64_t seed,
+                          float *amax)
 {
     if (!qp_rht_size_ok(n) || rows % n) return -1;
     uint32_t w[4];
@@ -148,14 +166,21 @@ int qp_transpose_rht(const float *src, float *dst, int64_t rows, int64_t cols, i
 #endif
     const int64_t vcols = vec ? cols / 16 * 16 : 0;
     /* bands of n rows in parallel: each writes its own n columns of dst */
-#pragma omp parallel for schedule(static) if (rows * cols >= qp_parallel_min())
+    uint32_t most = 0; /* the largest |value|'s bits (max is order-free: any thread count) */
+#pragma omp parallel for schedule(static) reduction(max : most) if (rows * cols >= qp_parallel_min())
     for (int64_t r0 = 0; r0 < rows; r0 += n) {
+        uint32_t m = 0, a;
 #if defined(__x86_64__) && defined(__GNUC__)
-        for (int64_t c0 = 0; c0 < vcols; c0 += 16) transpose_rht_tile(src, dst, rows, cols, r0, c0, n, post);
+        for (int64_t c0 = 0; c0 < vcols; c0 += 16)
+            if ((a = transpose_rht_tile(src, dst, rows, cols, r0, c0, n, post)) > m) m = a;
 #endif
-        for (int64_t c = vcols; c < cols; c++) transpose_rht_column(src, dst, rows, cols, r0, c, n, w);
+        for (int64_t c = vcols; c < cols; c++)
+            if ((a = transpose_rht_column(src, dst, rows, cols, r0, c, n, w)) > m) m = a;
+        if (m > most) most = m;
     }
     (void)post;
+    /* a NaN or Inf in the tensor: the finite amax takes a pass of its own */
+    if (amax) *amax = most < 0x7F800000u ? qp_bits_f32(most) : qp_amax(dst, rows * cols);
     return 0;
 }
 

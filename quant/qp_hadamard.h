@@ -42,6 +42,11 @@ int qp_rht_inverse(float *x, int64_t rows, int64_t cols, int n, uint64_t seed);
  * (nothing written) if n is not 16, 32, 64 or 128 or rows is not a multiple
  * of n. */
 int qp_transpose_rht(const float *src, float *dst, int64_t rows, int64_t cols, int n, uint64_t seed);
+/* The same, and *amax = qp_amax(dst, rows * cols) from the values as they
+ * are written (NVFP4's tensor scale needs the rotated tensor's amax: no
+ * second pass over dst). */
+int qp_transpose_rht_amax(const float *src, float *dst, int64_t rows, int64_t cols, int n, uint64_t seed,
+                          float *amax);
 
 /* The 16-point transform (qp_rht with n = 16). */
 int qp_rht16(float *x, int64_t rows, int64_t cols, uint64_t seed);

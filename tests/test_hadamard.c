@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "qp_hadamard.h"
+#include "qp_quant.h"
 #include "qp_test.h"
 
 static int popcount(unsigned v) { return __builtin_popcount(v); }
@@ -184,6 +185,19 @@ int main(void)
                 CHECK(memcmp(got, ref, sizeof(float) * R * C) == 0,
                       "transpose_rht %d (%dx%d, %s) == transpose then rht, bit for bit", n, R, C,
                       scalar ? "scalar" : "vector");
+                /* the amax from the pass: qp_amax of what it wrote, with NaN/Inf in the tensor and without */
+                for (int finite = 0; finite < 2; finite++) {
+                    float *s2 = malloc(sizeof(float) * R * C), am = -1.0f;
+                    memcpy(s2, src, sizeof(float) * R * C);
+                    if (finite) s2[5 * C + 3] = -7.5f, s2[n * C + 1] = 3.25f;
+                    memset(got, 0xA5, sizeof(float) * R * C);
+                    CHECK(qp_transpose_rht_amax(s2, got, R, C, n, 2024, &am) == 0, "transpose_rht_amax %d", n);
+                    const float want = qp_amax(got, (int64_t)R * C);
+                    CHECK(qp_f32_bits(am) == qp_f32_bits(want) && want > 0,
+                          "transpose_rht_amax %d (%s, %s): amax %.9g == qp_amax of the output %.9g", n,
+                          scalar ? "scalar" : "vector", finite ? "finite" : "NaN and Inf", am, want);
+                    free(s2);
+                }
                 unsetenv("QP_SIMD");
             }
             memset(got, 0xA5, sizeof(float) * R * C);

@@ -429,8 +429,11 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     int trans = src_trans;
     const uint64_t rht_seed = qp_linear_rht_seed(l->cfg.seed);
     const int retile = trans && (t->block_cols > 1 || use->rht) && !stored_layout_quantizes_alike(t, use);
+    float fused_amax = 0.0f; /* the rotated tensor's amax, from the pass that wrote it */
+    int fused = 0;
     if (retile && use->rht && op->transpose_rht) {
-        if (op->transpose_rht(x, src, op->tbuf[side], cols, rows, use->rht, rht_seed)) return op_failed(l);
+        if (op->transpose_rht(x, src, op->tbuf[side], cols, rows, use->rht, rht_seed, &fused_amax)) return op_failed(l);
+        fused = 1;
         in = op->tbuf[side];
         trans = 0;
     } else {
@@ -456,6 +459,9 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
          * and the scaling update see every rank's amax */
         if (known) {
             gamax = from == -1 ? l->dy_gamax : l->copies[from].gamax;
+        } else if (fused) {
+            gamax = fused_amax;
+            l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
         } else {
             if (!op->amax) {
                 snprintf(l->err, sizeof l->err, "data parallelism needs the backend's amax operation");

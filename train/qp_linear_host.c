@@ -71,9 +71,10 @@ static int h_rht(void *ctx, float *x, int rows, int cols, int n, uint64_t seed)
     return -1;
 }
 
-static int h_transpose_rht(void *ctx, const float *src, float *dst, int src_rows, int src_cols, int n, uint64_t seed)
+static int h_transpose_rht(void *ctx, const float *src, float *dst, int src_rows, int src_cols, int n, uint64_t seed,
+                           float *amax)
 {
-    if (!qp_transpose_rht(src, dst, src_rows, src_cols, n, seed)) return 0;
+    if (!qp_transpose_rht_amax(src, dst, src_rows, src_cols, n, seed, amax)) return 0;
     snprintf(H->err, sizeof H->err, "no %d-point Hadamard transform down %d rows", n, src_rows);
     return -1;
 }

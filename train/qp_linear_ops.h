@@ -103,9 +103,11 @@ typedef struct qp_linear_ops {
     int (*copy)(void *ctx, float *dst, const float *src, int64_t n);
     /* in place, the n-point RHT of every n elements of each of rows rows */
     int (*rht)(void *ctx, float *x, int rows, int cols, int n, uint64_t seed);
-    /* transpose, then rht of dst's rows, in one pass over memory (NULL: the
-     * dispatch calls the two) */
-    int (*transpose_rht)(void *ctx, const float *src, float *dst, int src_rows, int src_cols, int n, uint64_t seed);
+    /* transpose, then rht of dst's rows, in one pass over memory, and
+     * *amax = amax(dst) as the amax operation gives it (NULL: the dispatch
+     * calls the two, then amax when it needs it) */
+    int (*transpose_rht)(void *ctx, const float *src, float *dst, int src_rows, int src_cols, int n, uint64_t seed,
+                         float *amax);
     /* max |x| over the finite values, to the host (data parallelism only) */
     int (*amax)(void *ctx, const float *x, int64_t n, float *out);
     /* an unquantized operand: rows x cols, stored cols x rows when trans */
