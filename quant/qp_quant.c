@@ -514,7 +514,21 @@ static const qp_kernels *active_kernels(void)
 
 const char *qp_simd_name(void) { return active_kernels()->name; }
 
-float qp_amax(const float *x, int64_t n) { return active_kernels()->amax(x, n); }
+float qp_amax(const float *x, int64_t n)
+{
+    const qp_kernels *k = active_kernels();
+    const int64_t chunk = 1 << 16, nch = (n + chunk - 1) / chunk;
+    if (nch < 2 || n < qp_parallel_min()) return k->amax(x, n);
+    /* chunks among the threads: max is order-free, so any thread count gives these bits */
+    float m = 0.0f;
+#pragma omp parallel for schedule(static) reduction(max : m)
+    for (int64_t c = 0; c < nch; c++) {
+        const int64_t lo = c * chunk;
+        const float a = k->amax(x + lo, n - lo < chunk ? n - lo : chunk);
+        if (a > m) m = a;
+    }
+    return m;
+}
 
 int qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {

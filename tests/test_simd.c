@@ -140,8 +140,41 @@ static void compare(qp_fmt f, const float *x, int64_t rows, int64_t cols, const 
     qp_qtensor_free(&a), qp_qtensor_free(&b);
 }
 
+/* the largest finite |x|, as the docs define qp_amax */
+static float finite_amax(const float *x, int64_t n)
+{
+    float m = 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(x[i]) && fabsf(x[i]) > m) m = fabsf(x[i]);
+    return m;
+}
+
+/* qp_amax of a tensor long enough to be split among threads (chunks of 64k):
+ * NaN and Inf in one chunk, the largest finite value in the partial last
+ * one, then in the first; split from 1 element and from none. */
+static void amax_split(void)
+{
+    const int64_t n = (1 << 20) + 37;
+    float *x = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 2654435761u) % 1000) * 0.001f - 0.5f;
+    x[300000] = NAN, x[300001] = INFINITY, x[400000] = -INFINITY;
+    const int64_t saved = qp_parallel_min();
+    for (int place = 0; place < 2; place++) {
+        x[place ? 5 : n - 3] = -7.25f;
+        for (int split = 0; split < 2; split++) {
+            qp_set_parallel_min(split ? 1 : INT64_MAX);
+            CHECK(qp_same_float(qp_amax(x, n), 7.25f), "amax of %lld values, %s, the largest %s", (long long)n,
+                  split ? "split among threads" : "one thread", place ? "first" : "in the last chunk");
+        }
+        x[place ? 5 : n - 3] = 0.0f;
+    }
+    qp_set_parallel_min(saved);
+    free(x);
+}
+
 int main(void)
 {
+    amax_split();
     printf("vector path: %s\n", qp_simd_name());
     if (strcmp(qp_simd_name(), "scalar") == 0) printf("note: no vector path on this CPU; reference vs itself\n");
     const int64_t shapes[][2] = {{1, 1}, {1, 15}, {1, 17}, {3, 31}, {2, 33}, {5, 48}, {17, 100}, {33, 64},
@@ -151,7 +184,8 @@ int main(void)
             const int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
             float *x = malloc((size_t)n * 4);
             fill(x, n, kind, 1000 + 17 * s + kind);
-            CHECK(qp_same_float(qp_amax(x, n), qp_amax(x, n)), "amax");
+            CHECK(qp_same_float(qp_amax(x, n), finite_amax(x, n)), "amax of %lld values (%s)", (long long)n,
+                  kind_names[kind]);
             for (int f = 0; f < QP_FMT_COUNT; f++) {
                 compare((qp_fmt)f, x, rows, cols, NULL, kind_names[kind]);
                 if (qp_formats[f].tensor_scale) {
