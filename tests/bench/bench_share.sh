@@ -10,8 +10,11 @@
 # GOMP_SPINCOUNT=N, libgomp spinning N times before it sleeps): median
 # step time of the measured run each time and its speed as a share of the
 # run alone (fair share on 2 cores: 50%; the issue's target: >= 35% every
-# time). The background runs start first and outlive the measured one. A
-# benchmark: it prints, it asserts nothing.
+# time). The background runs start first and outlive the measured one.
+# Then the same with the background runs joining a measured run that started
+# alone (QP_SHARE_JOINED=0 skips it): its median step time after its first
+# second, when the others are running (auto: qtrain re-samples the idle
+# CPUs as it goes). A benchmark: it prints, it asserts nothing.
 #   tests/bench/bench_share.sh [BUILD_DIR] [CORPUS] [ROUNDS] [STEPS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -61,4 +64,35 @@ for policy in ${QP_SHARE_POLICIES:-auto default passive active}; do
       "$(awk -v a="$alone" -v s="$shared" 'BEGIN { print 100 * a / s }')"
   done
 done
+med_after() { # median /train/step_ms of the steps after the first second of steps, and their threads
+  /usr/bin/python3 -c "
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], 'r'); ms = f['train/step_ms'][:]; late = np.cumsum(ms) >= 1000
+print('%.2f %s' % (np.median(ms[late]), '/'.join(str(t) for t in sorted(set(f['train/threads'][:][late].tolist())))))" "$1"
+}
+if [ "${QP_SHARE_JOINED:-1}" != 0 ]; then
+  printf "\njoined: the two 1-thread runs start 0.3 s after the measured run (%d steps)\n" $((steps * 8))
+  printf "%-8s %5s %12s %8s %14s %8s %9s\n" "policy" "round" "alone ms" "threads" "joined ms" "threads" "share"
+  for policy in auto default; do
+    threads=2
+    [ $policy = auto ] && threads=auto
+    for ((r = 1; r <= rounds; r++)); do
+      read -r alone alone_t < <(one "QP_UNUSED=1" "$threads" "$work/alone.h5")
+      rm -f "$work/joined.h5"
+      "$qtrain" "${args[@]}" --steps $((steps * 8)) --threads "$threads" --out "$work/joined.h5" & m=$!
+      while [ ! -e "$work/joined.h5" ] && kill -0 $m 2>/dev/null; do sleep 0.05; done
+      sleep 0.3
+      bg=()
+      for k in 1 2; do
+        "$qtrain" "${args[@]}" --steps 100000 --threads 1 --out "$work/bg$k.h5" 2>/dev/null & bg+=($!)
+      done
+      wait $m
+      for p in "${bg[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+      bg=()
+      read -r joined joined_t < <(med_after "$work/joined.h5")
+      printf "%-8s %5d %12.2f %8s %14.2f %8s %8.0f%%\n" "$policy" "$r" "$alone" "$alone_t" "$joined" "$joined_t" \
+        "$(awk -v a="$alone" -v s="$joined" 'BEGIN { print 100 * a / s }')"
+    done
+  done
+fi
 printf "load average %s at the end\n" "$(cut -d' ' -f1 /proc/loadavg)"
