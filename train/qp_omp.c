@@ -35,6 +35,16 @@ static int runnable_now(void)
     return r;
 }
 
+/* a few samples in ascending order (insertion sort) */
+static void sort_small(int *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && v[k - 1] > v[k]; k--) {
+            const int t = v[k];
+            v[k] = v[k - 1], v[k - 1] = t;
+        }
+}
+
 static int cpus_of_mask(void)
 {
     cpu_set_t set;
@@ -59,11 +69,7 @@ void qp_omp_idle_cpus(int *least, int *typical)
         if (r < 1) return;
         others[i] = r - 1;
     }
-    for (int i = 1; i < 5; i++) /* sort the five */
-        for (int k = i; k > 0 && others[k - 1] > others[k]; k--) {
-            const int t = others[k];
-            others[k] = others[k - 1], others[k - 1] = t;
-        }
+    sort_small(others, 5);
     *least = cpus > others[4] ? cpus - others[4] : 0;
     *typical = cpus > others[2] ? cpus - others[2] : 0;
 }
@@ -162,11 +168,7 @@ int qp_omp_adapt_threads(qp_omp_adapt *a)
     if (a->n < QP_OMP_ADAPT_WINDOW) return a->current; /* a full window before any change */
     int s[QP_OMP_ADAPT_WINDOW];
     memcpy(s, a->busy, sizeof s);
-    for (int i = 1; i < QP_OMP_ADAPT_WINDOW; i++)
-        for (int k = i; k > 0 && s[k - 1] > s[k]; k--) {
-            const int x = s[k];
-            s[k] = s[k - 1], s[k - 1] = x;
-        }
+    sort_small(s, QP_OMP_ADAPT_WINDOW);
     const int idle = cpus - s[QP_OMP_ADAPT_WINDOW / 2];
     a->current = idle < 1 ? 1 : idle > a->start ? a->start : idle;
     return a->current;
