@@ -16,8 +16,9 @@
 #include "qp_format.h"
 #include "qp_prof.h"
 
-/* Every product is split into blocks of its output, fixed by its shape
- * alone, and each block runs as a single-threaded oneDNN primitive; the
+/* Every product is split into blocks of its output, fixed by its shape and
+ * the machine's CPU count (never the run's threads), and each block runs as
+ * a single-threaded oneDNN primitive; the
  * threads share out the blocks. oneDNN's own threading chooses its kernel
  * and its split (down to splitting K) by the thread count, so its products
  * change in the last bits between 1 and 2 threads (test_gemm_threads): with
@@ -27,7 +28,7 @@
 #define MAX_PRIMS (4 * MAX_PLANS) /* a plan's blocks have at most 2 widths by 2 heights */
 #define MAX_BLOCKS 16
 #define MAX_STREAMS 256
-#define BLOCK_MIN_FLOPS 4e6 /* a block's work: well above the ~2 us of one primitive's execution */
+#define BLOCK_MIN_FLOPS 4e6 /* a block's work (some 20 us on one core): a primitive call's fixed cost stays small */
 #define BLOCK_ALIGN 16      /* blocks start on multiples of 16 rows or columns */
 #define BLOCK_MIN_SIDE 64   /* and are at least 64 wide (or high), as oneDNN's own blocks are */
 
