@@ -18,12 +18,12 @@
 
 /* Every product is split into blocks of its output, fixed by its shape and
  * the machine's CPU count (never the run's threads), and each block runs as
- * a single-threaded oneDNN primitive; the
- * threads share out the blocks. oneDNN's own threading chooses its kernel
- * and its split (down to splitting K) by the thread count, so its products
- * change in the last bits between 1 and 2 threads (test_gemm_threads): with
- * the split fixed here, a product is the same bits on any number of threads,
- * which lets qtrain choose its thread count at run time (qp_omp.h). */
+ * a single-threaded oneDNN primitive; the threads share out the blocks.
+ * oneDNN's own threading chooses its kernel and its split (down to
+ * splitting K) by the thread count, so its products change in the last bits
+ * between 1 and 2 threads (test_gemm_threads): with the split fixed here, a
+ * product is the same bits on any number of threads, which lets qtrain
+ * choose its thread count at run time (qp_omp.h). */
 #define MAX_PLANS 256
 #define MAX_PRIMS (4 * MAX_PLANS) /* a plan's blocks have at most 2 widths by 2 heights */
 #define MAX_BLOCKS 16
