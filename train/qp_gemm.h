@@ -9,7 +9,9 @@
  * accumulation — exact products, as on a tensor core; otherwise in FP32,
  * whose products of BF16 values are exact too. QP_GEMM=f32 forces FP32.
  * Primitives are created once per shape and reused: no allocation per call
- * after the first call of a shape. */
+ * after the first call of a shape. A product is the same bits on any number
+ * of OpenMP threads: it runs as blocks fixed by its shape and the machine's
+ * CPU count, each on one thread (qp_gemm.c). */
 #ifndef QP_GEMM_H
 #define QP_GEMM_H
 
