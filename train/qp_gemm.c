@@ -27,7 +27,7 @@
 #define MAX_PLANS 256
 #define MAX_PRIMS (4 * MAX_PLANS) /* a plan's blocks have at most 2 widths by 2 heights */
 #define MAX_BLOCKS 16
-#define MAX_STREAMS 256
+#define MAX_STREAMS MAX_BLOCKS /* a product runs on at most as many threads as it has blocks */
 #define BLOCK_MIN_FLOPS 4e6 /* a block's work (some 20 us on one core): a primitive call's fixed cost stays small */
 #define BLOCK_ALIGN 16      /* blocks start on multiples of 16 rows or columns */
 #define BLOCK_MIN_SIDE 64   /* and are at least 64 wide (or high), as oneDNN's own blocks are */
@@ -90,6 +90,29 @@ static dnnl_status_t block_mds(int bf16, int a_t, int b_t, int M, int N, int K, 
     return dnnl_memory_desc_init_by_strides(cmd, 2, cd, dnnl_f32, cs);
 }
 
+/* oneDNN sizes a primitive's threads when it creates it, and some of its
+ * kernels again when they run: around both it must see one thread.
+ * solo_begin returns the count to give back to solo_end. */
+static int solo_begin(void)
+{
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    return threads;
+#else
+    return 1;
+#endif
+}
+
+static void solo_end(int threads)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+}
+
 static prim_entry *get_prim(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N, int K, int accumulate, int m, int n)
 {
     for (int i = 0; i < g->nprims; i++) {
@@ -124,11 +147,7 @@ static prim_entry *get_prim(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N
         dnnl_primitive_attr_set_post_ops(attr, po);
         dnnl_post_ops_destroy(po);
     }
-    /* oneDNN fixes a primitive's threads when it creates it: one */
-#ifdef _OPENMP
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-#endif
+    const int threads = solo_begin();
     dnnl_primitive_desc_t pd;
     s = dnnl_primitive_desc_create(&pd, &md, attr, g->engine, NULL);
     dnnl_primitive_attr_destroy(attr);
@@ -144,9 +163,7 @@ static prim_entry *get_prim(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N
     } else {
         fail(g, bf16 ? "BF16 matmul" : "FP32 matmul", s);
     }
-#ifdef _OPENMP
-    omp_set_num_threads(threads);
-#endif
+    solo_end(threads);
     if (s) return NULL;
     e->bf16 = bf16, e->a_t = a_t, e->b_t = b_t, e->M = M, e->N = N, e->K = K, e->accumulate = accumulate;
     e->m = m, e->n = n;
@@ -230,7 +247,6 @@ static plan_entry *get_plan(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N
 /* A stream for each thread that may run a block. */
 static int ensure_streams(qp_gemm *g, int threads)
 {
-    if (threads > MAX_STREAMS) threads = MAX_STREAMS;
     for (; g->nstreams < threads; g->nstreams++) {
         const dnnl_status_t s = dnnl_stream_create(&g->streams[g->nstreams], g->engine, dnnl_stream_default_flags);
         if (s) return fail(g, "stream", s);
@@ -376,15 +392,11 @@ static int gemm_run(qp_gemm *g, const void *A, int a16, int a_t, const void *B, 
         snprintf(g->err, sizeof g->err, "out of memory for GEMM operands");
         return -1;
     }
-    int threads = 1;
-#ifdef _OPENMP
-    const int max_threads = omp_get_max_threads();
-    threads = p->nblocks < max_threads ? p->nblocks : max_threads;
-#endif
-    if (ensure_streams(g, threads)) return -1;
-#ifdef _OPENMP
-    omp_set_num_threads(1); /* oneDNN sizes some kernels' threads when they run: it must see one */
-#endif
+    const int max_threads = solo_begin(), threads = p->nblocks < max_threads ? p->nblocks : max_threads;
+    if (ensure_streams(g, threads)) {
+        solo_end(max_threads);
+        return -1;
+    }
     const size_t esz = bf16 ? 2 : 4;
     int failed = 0;
 #pragma omp parallel for schedule(static) reduction(| : failed) num_threads(threads) if (threads > 1)
@@ -403,14 +415,12 @@ static int gemm_run(qp_gemm *g, const void *A, int a16, int a_t, const void *B, 
                                          {DNNL_ARG_WEIGHTS, bk->b},
                                          {DNNL_ARG_DST, bk->c},
                                          {DNNL_ARG_ATTR_OUTPUT_SCALES, bk->alpha}};
-        const dnnl_stream_t st = g->streams[t < g->nstreams ? t : 0];
+        const dnnl_stream_t st = g->streams[t]; /* t < threads <= nstreams */
         dnnl_status_t s = dnnl_primitive_execute(bk->p->prim, st, 4, args);
         if (!s) s = dnnl_stream_wait(st);
         failed |= s != dnnl_success;
     }
-#ifdef _OPENMP
-    omp_set_num_threads(max_threads);
-#endif
+    solo_end(max_threads);
     if (failed) return fail(g, "matmul execute", dnnl_runtime_error);
     g->seconds += seconds_now() - t0;
     g->flops += 2.0 * M * N * K;
