@@ -459,15 +459,16 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
          * and the scaling update see every rank's amax */
         if (known) {
             gamax = from == -1 ? l->dy_gamax : l->copies[from].gamax;
-        } else if (fused) {
-            gamax = fused_amax;
-            l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
         } else {
-            if (!op->amax) {
+            /* this rank's amax: from the pass that wrote the tensor, or a pass of its own */
+            if (fused) {
+                gamax = fused_amax;
+            } else if (!op->amax) {
                 snprintf(l->err, sizeof l->err, "data parallelism needs the backend's amax operation");
                 return -1;
+            } else if (op->amax(x, in, n, &gamax)) {
+                return op_failed(l);
             }
-            if (op->amax(x, in, n, &gamax)) return op_failed(l);
             l->cfg.reduce_max(&gamax, 1, l->cfg.reduce_user);
         }
         if (pass == QP_PASS_DGRAD && o == QP_OPND_DY) l->dy_gamax = gamax, l->dy_gamax_ok = 1;
