@@ -78,7 +78,9 @@ int qp_omp_threads_arg(char **argv)
 {
     int threads = 0; /* qtrain's default: auto */
     for (int i = 1; argv[i]; i++) {
-        const char *v = !strcmp(argv[i], "--threads") ? argv[i + 1] : !strncmp(argv[i], "--threads=", 10) ? argv[i] + 10 : NULL;
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--threads")) v = argv[i + 1];
+        else if (!strncmp(argv[i], "--threads=", 10)) v = argv[i] + 10;
         if (v) threads = strcmp(v, "auto") ? atoi(v) : 0;
     }
     return threads;
