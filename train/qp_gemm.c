@@ -203,6 +203,19 @@ static void plan_blocks(int M, int N, int K, int *bm, int *bn)
     *bm = pm, *bn = pn;
 }
 
+/* the memory objects of a plan's blocks (a half-built plan's too: unset ones are NULL) */
+static void plan_free(plan_entry *p)
+{
+    for (int k = 0; k < p->nblocks; k++) {
+        block *b = &p->blk[k];
+        dnnl_memory_destroy(b->a);
+        dnnl_memory_destroy(b->b);
+        dnnl_memory_destroy(b->c);
+        dnnl_memory_destroy(b->alpha);
+    }
+    memset(p, 0, sizeof *p);
+}
+
 static plan_entry *get_plan(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N, int K, int accumulate)
 {
     for (int i = 0; i < g->nplans; i++) {
@@ -225,7 +238,10 @@ static plan_entry *get_plan(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N
             block *b = &p->blk[p->nblocks++];
             const int m = M - m0 < sm ? M - m0 : sm, n = N - n0 < sn ? N - n0 : sn;
             b->m0 = m0, b->n0 = n0;
-            if (!(b->p = get_prim(g, bf16, a_t, b_t, M, N, K, accumulate, m, n))) return NULL;
+            if (!(b->p = get_prim(g, bf16, a_t, b_t, M, N, K, accumulate, m, n))) {
+                plan_free(p);
+                return NULL;
+            }
             dnnl_memory_desc_t amd, bmd, cmd, smd;
             const dnnl_dims_t sd = {1};
             dnnl_status_t s;
@@ -236,6 +252,7 @@ static plan_entry *get_plan(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N
                 (s = dnnl_memory_create(&b->c, &cmd, g->engine, DNNL_MEMORY_NONE)) ||
                 (s = dnnl_memory_create(&b->alpha, &smd, g->engine, DNNL_MEMORY_NONE))) {
                 fail(g, "memory", s);
+                plan_free(p);
                 return NULL;
             }
         }
@@ -288,14 +305,7 @@ qp_gemm *qp_gemm_create(char *err, size_t errlen)
 void qp_gemm_destroy(qp_gemm *g)
 {
     if (!g) return;
-    for (int i = 0; i < g->nplans; i++)
-        for (int k = 0; k < g->plans[i].nblocks; k++) {
-            block *b = &g->plans[i].blk[k];
-            dnnl_memory_destroy(b->a);
-            dnnl_memory_destroy(b->b);
-            dnnl_memory_destroy(b->c);
-            dnnl_memory_destroy(b->alpha);
-        }
+    for (int i = 0; i < g->nplans; i++) plan_free(&g->plans[i]);
     for (int i = 0; i < g->nprims; i++) dnnl_primitive_destroy(g->prims[i].prim);
     for (int i = 0; i < g->nstreams; i++) dnnl_stream_destroy(g->streams[i]);
     dnnl_engine_destroy(g->engine);
