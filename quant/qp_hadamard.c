@@ -10,7 +10,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#include "qp_simd_transpose.h"
+#include "qp_simd_registers.h"
 #endif
 
 void qp_rht_signs_n(uint64_t seed, int n, float *signs)
@@ -23,19 +23,6 @@ void qp_rht_signs_n(uint64_t seed, int n, float *signs)
 void qp_rht_signs(uint64_t seed, float signs[16]) { qp_rht_signs_n(seed, 16, signs); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* qp_fwht's butterflies between registers: register j and j + h as its
- * elements j and j + h, lane by lane. */
-__attribute__((target("avx512f"), always_inline)) static inline void fwht_registers(__m512 *v, int n)
-{
-    for (int h = 1; h < n; h <<= 1)
-        for (int i = 0; i < n; i += 2 * h)
-            for (int j = i; j < i + h; j++) {
-                const __m512 a = v[j], b = v[j + h];
-                v[j] = _mm512_add_ps(a, b);
-                v[j + h] = _mm512_sub_ps(a, b);
-            }
-}
-
 /* The same butterflies, one 16-lane register per 16 elements: for h < 16 lane
  * j pairs with j ^ h inside a register (the lower lane of a pair takes a + b,
  * the upper b - a... exactly the scalar loop's operations), for h >= 16
@@ -76,7 +63,7 @@ __attribute__((target("avx512f"))) static void rht_avx512(float *x, int64_t len,
                 v[i] = _mm512_mask_blend_ps(upper[h], _mm512_add_ps(v[i], p), _mm512_sub_ps(p, v[i]));
             }
         }
-        fwht_registers(v, m);
+        qp_fwht_registers_avx512(v, m);
         for (int i = 0; i < m; i++) _mm512_storeu_ps(x + i0 + 16 * i, _mm512_mul_ps(v[i], post[i]));
     }
 }
@@ -91,7 +78,7 @@ __attribute__((target("avx512f"), always_inline)) static inline uint32_t transpo
 {
     __m512 v[n];
     for (int i = 0; i < n; i++) v[i] = _mm512_loadu_ps(src + (r0 + i) * cols + c0);
-    fwht_registers(v, n);
+    qp_fwht_registers_avx512(v, n);
     /* |x|'s bits, as unsigned integers, order like |x| (NaN above Inf) */
     __m512i m = _mm512_setzero_si512();
     for (int i = 0; i < n; i++) {

@@ -2,7 +2,7 @@
 #include "qp_transpose.h"
 
 #include "qp_quant.h"
-#include "qp_simd_transpose.h"
+#include "qp_simd_registers.h"
 
 #include <immintrin.h>
 #include <stddef.h>
