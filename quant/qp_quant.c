@@ -157,12 +157,6 @@ int64_t qp_block_scale_log2_fx(qp_block_scale kind, uint8_t code, float dec)
     return 0;
 }
 
-typedef struct {
-    qp_counts cnt;
-    qp_block_stats bst;
-    float pass1_amax; /* two-pass formats: the largest block amax of the chunk */
-} chunk_result;
-
 /* Rows per chunk: 16, or one band of 2D blocks when they are taller. */
 #define CHUNK_ROWS 16
 static int64_t chunk_rows(const qp_format_traits *t) { return t->block_rows > CHUNK_ROWS ? t->block_rows : CHUNK_ROWS; }
@@ -236,22 +230,60 @@ static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x
                   p->sr_offset + (uint64_t)r * p->sr_stride, cnt);
 }
 
+/* Whether a chunk's rows can be encoded as one row of (r1 - r0) * cols: rows
+ * of whole 1D blocks (or none), codes packed without padding and SR words
+ * drawn consecutively from row to row. The same blocks, codes, values, SR
+ * words and counts, and one call instead of one per row (a row of a narrow
+ * tensor holds only a few vectors, and each call sets up its tables). */
+static int rows_join(const qp_plan *p, int64_t cols, int64_t row_bytes)
+{
+    const qp_format_traits *t = p->t;
+    return t->block_rows == 1 && cols % t->block_cols == 0 && row_bytes * 8 == cols * t->elem_bits &&
+           p->sr_stride == (uint64_t)cols;
+}
+
 /* Quantize rows [r0, r1). pre_amax/pre_nf: the block amaxes of these rows
  * (row r0's or the band's first), stored by the first pass of a two-pass
  * format; NULL to compute them here. */
 static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r0, int64_t r1,
                            int64_t cols, uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols,
                            float *y, uint16_t *y16, const float *pre_amax, const uint8_t *pre_nf,
-                           float *amax_buf, uint8_t *nf_buf, qp_blockscales *bs, chunk_result *res)
+                           float *amax_buf, uint8_t *nf_buf, qp_blockscales *bs, qp_chunk_result *res)
 {
     const qp_format_traits *t = p->t;
     const int bc = t->block_cols;
+    const int64_t nb = (cols + bc - 1) / bc, nr = r1 - r0;
+    if (rows_join(p, cols, row_bytes)) {
+        /* row r0 of the chunk read as one row (encode_row_out's row index 0 of x + r0 * cols) */
+        const float *xc = x + r0 * cols;
+        uint8_t *cc = codes ? codes + r0 * row_bytes : NULL;
+        float *yc = y ? y + r0 * cols : NULL;
+        uint16_t *hc = y16 ? y16 + r0 * cols : NULL;
+        qp_plan pc = *p;
+        pc.sr_offset = p->sr_offset + (uint64_t)r0 * p->sr_stride;
+        if (bc <= 1) {
+            encode_row_out(k, &pc, xc, 0, nr * cols, NULL, 1, cc, nr * row_bytes, yc, hc, &res->cnt);
+            return;
+        }
+        const float *amax = pre_amax ? pre_amax : amax_buf;
+        const uint8_t *nf = pre_nf ? pre_nf : nf_buf;
+        if (!pre_amax) k->block_amax(xc, nr * cols, bc, amax_buf, nf_buf);
+        k->block_scales(p, xc, nr * cols, bc, amax, nf, nr * nb, bs, &res->bst);
+        mark_nonfinite(bs, nf, nr * nb);
+        if (scales)
+            for (int64_t r = r0; r < r1; r++) {
+                const qp_blockscales row = {bs->enc + (r - r0) * nb, bs->dec + (r - r0) * nb, bs->code + (r - r0) * nb,
+                                            bs->flag + (r - r0) * nb};
+                store_scales(t, scales + r * scale_cols * t->scale_bytes, &row, nb);
+            }
+        encode_row_out(k, &pc, xc, 0, nr * cols, bs, bc, cc, nr * row_bytes, yc, hc, &res->cnt);
+        return;
+    }
     if (bc <= 1) {
         for (int64_t r = r0; r < r1; r++)
             encode_row_out(k, p, x + r * cols, r, cols, NULL, 1, codes, row_bytes, y, y16, &res->cnt);
         return;
     }
-    const int64_t nb = (cols + bc - 1) / bc;
     if (t->block_rows > 1) {
         /* 2D tiles: this chunk is one band of block_rows rows (a 16-row band
          * stays in L2 between its amax and its encoding; a 128-row band of
@@ -283,8 +315,8 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
  * quantization allocates nothing (the trainer's step loop relies on it). It
  * is freed when its thread exits. */
 typedef struct {
-    void *buf[3];
-    size_t cap[3];
+    void *buf[QP_SCRATCH_SLOTS];
+    size_t cap[QP_SCRATCH_SLOTS];
 } thread_scratch;
 
 static pthread_key_t scratch_key;
@@ -293,15 +325,13 @@ static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 static void scratch_free(void *p)
 {
     thread_scratch *t = p;
-    free(t->buf[0]);
-    free(t->buf[1]);
-    free(t->buf[2]);
+    for (int i = 0; i < QP_SCRATCH_SLOTS; i++) free(t->buf[i]);
     free(t);
 }
 
 static void scratch_key_init(void) { pthread_key_create(&scratch_key, scratch_free); }
 
-static void *scratch(int slot, size_t bytes)
+void *qp_scratch(int slot, size_t bytes)
 {
     pthread_once(&scratch_once, scratch_key_init);
     thread_scratch *t = pthread_getspecific(scratch_key);
@@ -342,16 +372,64 @@ static float first_pass_amax(const qp_kernels *k, const float *x, int64_t n)
  * of memory. */
 static float *row_buffers(int64_t nb, uint8_t **nf_buf, qp_blockscales *bs)
 {
-    const size_t amax_bytes = (size_t)(2 * nb) * sizeof(float), nf_bytes = (size_t)(2 * nb);
-    char *mem = scratch(1, amax_bytes + nf_bytes + (size_t)nb * (2 * sizeof(float) + 2) + 16);
+    const int64_t nbs = nb * CHUNK_ROWS; /* a joined chunk's blocks (rows_join); at least a band's and a row's */
+    const size_t amax_bytes = (size_t)nbs * sizeof(float), nf_bytes = (size_t)nbs;
+    char *mem = qp_scratch(1, amax_bytes + nf_bytes + (size_t)nbs * (2 * sizeof(float) + 2) + 16);
     if (!mem) return NULL;
     *nf_buf = (uint8_t *)(mem + amax_bytes);
     char *bs_mem = (char *)(((uintptr_t)(mem + amax_bytes + nf_bytes) + 15) & ~(uintptr_t)15);
     bs->enc = (float *)bs_mem;
-    bs->dec = bs->enc + nb;
-    bs->code = (uint8_t *)(bs->dec + nb);
-    bs->flag = bs->code + nb;
+    bs->dec = bs->enc + nbs;
+    bs->code = (uint8_t *)(bs->dec + nbs);
+    bs->flag = bs->code + nbs;
     return (float *)mem;
+}
+
+void qp_plan_scale(qp_plan *p, const qp_qopts *o, float amax)
+{
+    if (p->t->tensor_scale) {
+        p->scale = o->scale > 0.0f ? o->scale : qp_scale_rule_from_amax(p->t->tensor_range, amax, 0);
+        p->scale_inv = 1.0f / p->scale;
+    }
+    p->out_mul = o->unscaled ? 1.0f : p->scale_inv;
+}
+
+void qp_finish_stats(const qp_plan *p, const qp_chunk_result *res, int64_t nchunks, int64_t n, float amax,
+                     qp_qstats *st)
+{
+    const qp_format_traits *t = p->t;
+    qp_qstats s;
+    memset(&s, 0, sizeof s);
+    s.n = n;
+    qp_block_stats b = {0};
+    for (int64_t c = 0; c < nchunks; c++) {
+        s.n_nonfinite += res[c].cnt.n_nonfinite;
+        s.n_nonzero += res[c].cnt.n_nonzero;
+        s.n_sat += res[c].cnt.n_sat;
+        s.n_flushed += res[c].cnt.n_flushed;
+        if (res[c].bst.amax > amax && !t->tensor_scale) amax = res[c].bst.amax;
+        if (res[c].cnt.amax > amax && p->row_amax) amax = res[c].cnt.amax;
+        const qp_block_stats *cb = &res[c].bst;
+        if (cb->n_live) {
+            if (!b.n_live || cb->min < b.min) b.min = cb->min;
+            if (!b.n_live || cb->max > b.max) b.max = cb->max;
+        }
+        b.n_blocks += cb->n_blocks;
+        b.n_zero += cb->n_zero;
+        b.n_sat += cb->n_sat;
+        b.n_live += cb->n_live;
+        b.log2_fx += cb->log2_fx;
+    }
+    s.amax = amax;
+    s.scale = p->scale;
+    s.scale_inv = p->scale_inv;
+    s.n_blocks = b.n_blocks;
+    s.n_blocks_zero_scale = b.n_zero;
+    s.n_blocks_sat_scale = b.n_sat;
+    s.block_scale_min = b.min;
+    s.block_scale_max = b.max;
+    s.block_scale_log2_mean = b.n_live ? (double)b.log2_fx / 4294967296.0 / (double)b.n_live : 0.0;
+    *st = s;
 }
 
 static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int64_t rows, int64_t cols,
@@ -369,7 +447,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     const int64_t crows = chunk_rows(t), nchunks = (rows + crows - 1) / crows;
     const int64_t nb = blocky ? (cols + t->block_cols - 1) / t->block_cols : 0;
     const int parallel = n >= qp_parallel_min() && nchunks > 1;
-    chunk_result *res = scratch(0, ((size_t)nchunks + 1) * sizeof *res);
+    qp_chunk_result *res = qp_scratch(0, ((size_t)nchunks + 1) * sizeof *res);
     if (!res) abort(); /* out of memory inside a quantizer: nothing sensible to return */
     memset(res, 0, ((size_t)nchunks + 1) * sizeof *res);
 
@@ -378,7 +456,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     uint8_t *pre_nf = NULL;
     const int64_t pre_rows = (rows + t->block_rows - 1) / t->block_rows;
     if (twopass) {
-        char *mem = scratch(2, (size_t)(pre_rows * nb) * (sizeof(float) + 1) + 1);
+        char *mem = qp_scratch(2, (size_t)(pre_rows * nb) * (sizeof(float) + 1) + 1);
         if (!mem) abort();
         pre_amax = (float *)mem;
         pre_nf = (uint8_t *)(pre_amax + pre_rows * nb);
@@ -417,12 +495,8 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
         amax = first_pass_amax(k, x, n);
     }
     p.row_amax = !blocky && !t->tensor_scale; /* the amax comes with the encoding */
-    if (t->tensor_scale) {
-        p.scale = o->scale > 0.0f ? o->scale : qp_scale_rule_from_amax(t->tensor_range, amax, 0);
-        p.scale_inv = 1.0f / p.scale;
-    }
+    qp_plan_scale(&p, o, amax);
     if (scale_inv_out) *scale_inv_out = p.scale_inv;
-    p.out_mul = o->unscaled ? 1.0f : p.scale_inv;
     const int64_t out_bytes = y ? n * (int64_t)sizeof(float) : rows * row_bytes;
     /* BF16 output goes through a row in L1, which streaming stores would evict */
     p.nt = !y16 && n * (int64_t)sizeof(float) + out_bytes >= QP_STREAM_MIN_BYTES;
@@ -451,38 +525,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     }
     if (failed) abort(); /* out of memory inside a quantizer: nothing sensible to return */
 
-    qp_qstats s;
-    memset(&s, 0, sizeof s);
-    s.n = n;
-    qp_block_stats b = {0};
-    for (int64_t c = 0; c < nchunks; c++) {
-        s.n_nonfinite += res[c].cnt.n_nonfinite;
-        s.n_nonzero += res[c].cnt.n_nonzero;
-        s.n_sat += res[c].cnt.n_sat;
-        s.n_flushed += res[c].cnt.n_flushed;
-        if (res[c].bst.amax > amax && !t->tensor_scale) amax = res[c].bst.amax;
-        if (res[c].cnt.amax > amax && p.row_amax) amax = res[c].cnt.amax;
-        const qp_block_stats *cb = &res[c].bst;
-        if (cb->n_live) {
-            if (!b.n_live || cb->min < b.min) b.min = cb->min;
-            if (!b.n_live || cb->max > b.max) b.max = cb->max;
-        }
-        b.n_blocks += cb->n_blocks;
-        b.n_zero += cb->n_zero;
-        b.n_sat += cb->n_sat;
-        b.n_live += cb->n_live;
-        b.log2_fx += cb->log2_fx;
-    }
-    s.amax = amax;
-    s.scale = p.scale;
-    s.scale_inv = p.scale_inv;
-    s.n_blocks = b.n_blocks;
-    s.n_blocks_zero_scale = b.n_zero;
-    s.n_blocks_sat_scale = b.n_sat;
-    s.block_scale_min = b.min;
-    s.block_scale_max = b.max;
-    s.block_scale_log2_mean = b.n_live ? (double)b.log2_fx / 4294967296.0 / (double)b.n_live : 0.0;
-    if (st) *st = s;
+    if (st) qp_finish_stats(&p, res, nchunks, n, amax, st);
     return 0;
 }
 
@@ -496,7 +539,7 @@ int64_t qp_parallel_min(void) { return parallel_min; }
 
 /* ---- path selection ---------------------------------------------------- */
 
-static const qp_kernels *active_kernels(void)
+const qp_kernels *qp_active_kernels(void)
 {
     static const qp_kernels *chosen;
     if (!chosen) {
@@ -512,11 +555,11 @@ static const qp_kernels *active_kernels(void)
     return chosen;
 }
 
-const char *qp_simd_name(void) { return active_kernels()->name; }
+const char *qp_simd_name(void) { return qp_active_kernels()->name; }
 
 float qp_amax(const float *x, int64_t n)
 {
-    const qp_kernels *k = active_kernels();
+    const qp_kernels *k = qp_active_kernels();
     const int64_t chunk = 1 << 16, nch = (n + chunk - 1) / chunk;
     if (nch < 2 || n < qp_parallel_min()) return k->amax(x, n);
     /* chunks among the threads: max is order-free, so any thread count gives these bits */
@@ -532,26 +575,26 @@ float qp_amax(const float *x, int64_t n)
 
 int qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
-    return quantize_driver(active_kernels(), q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
+    return quantize_driver(qp_active_kernels(), q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
                     q->scale_cols, NULL, NULL, o, st, &q->scale_inv);
 }
 
 int qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
-    (void)active_kernels(); /* tables */
+    (void)qp_active_kernels(); /* tables */
     return quantize_driver(&qp_kernels_ref, q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
                     q->scale_cols, NULL, NULL, o, st, &q->scale_inv);
 }
 
 int qp_qdq(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o, qp_qstats *st)
 {
-    return quantize_driver(active_kernels(), fmt, x, rows, cols, NULL, 0, NULL, 0, y, NULL, o, st, NULL);
+    return quantize_driver(qp_active_kernels(), fmt, x, rows, cols, NULL, 0, NULL, 0, y, NULL, o, st, NULL);
 }
 
 int qp_qdq_ref(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o,
                qp_qstats *st)
 {
-    (void)active_kernels(); /* tables */
+    (void)qp_active_kernels(); /* tables */
     return quantize_driver(&qp_kernels_ref, fmt, x, rows, cols, NULL, 0, NULL, 0, y, NULL, o, st, NULL);
 }
 
@@ -567,13 +610,13 @@ static int qdq_bf16(const qp_kernels *k, qp_fmt fmt, const float *x, uint16_t *y
 int qp_qdq_bf16(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, const qp_qopts *o,
                 qp_qstats *st)
 {
-    return qdq_bf16(active_kernels(), fmt, x, y, rows, cols, o, st);
+    return qdq_bf16(qp_active_kernels(), fmt, x, y, rows, cols, o, st);
 }
 
 int qp_qdq_bf16_ref(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, const qp_qopts *o,
                     qp_qstats *st)
 {
-    (void)active_kernels(); /* tables */
+    (void)qp_active_kernels(); /* tables */
     return qdq_bf16(&qp_kernels_ref, fmt, x, y, rows, cols, o, st);
 }
 

@@ -162,6 +162,25 @@ int qp_qdq_bf16(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t c
 int qp_qdq_bf16_ref(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, const qp_qopts *o,
                     qp_qstats *st);
 
+/* qp_qdq_bf16 of the transpose of x (rows x cols, stored), rotated first by
+ * the rht_n-point random Hadamard transform along its rows when rht_n is
+ * not 0 (qp_transpose_rht's rotation, signs from rht_seed): the tensor a
+ * weight-gradient GEMM contracts over x's rows, with its blocks down x's
+ * columns. y gets the values in x's layout: y[r * cols + c] is element
+ * (c, r) of the transposed result; the statistics and SR words (element
+ * (c, r) uses word o->sr_offset + c * stride + r, stride o->sr_row_stride
+ * or rows) are qp_qdq_bf16's of the transposed tensor, and so are the bits.
+ * Formats qp_qdq_cols_direct accepts are quantized from x where it lies,
+ * without a transposed copy; others through one. Returns 0, or -1 (nothing
+ * written) as qp_qdq_bf16 does, or for an rht_n that is not 0, 16, 32, 64
+ * or 128 or does not divide rows. */
+int qp_qdq_bf16_cols(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, int rht_n,
+                     uint64_t rht_seed, const qp_qopts *o, qp_qstats *st);
+/* Whether qp_qdq_bf16_cols quantizes x where it lies: NVFP4's 1 x 16
+ * blocks, rows and cols multiples of 16, rht_n 0 or 16, SR words on a
+ * multiple of 4, on a CPU with AVX-512. */
+int qp_qdq_cols_direct(qp_fmt fmt, int64_t rows, int64_t cols, int rht_n, const qp_qopts *o);
+
 /* The magnitude a per-tensor scale maps amax onto (the row's tensor_range):
  * elem_max for FP8, 6*448 for NVFP4 (element max times block-scale max),
  * 6*256 for Four Over Six; 0 without a tensor scale or for an unknown fmt. */

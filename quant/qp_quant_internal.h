@@ -128,11 +128,50 @@ typedef struct {
      * rounding stream position). */
     void (*encode_row)(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
                        uint8_t *codes, float *y, uint64_t gidx0, qp_counts *cnt);
+    /* The column layout (qp_qdq_bf16_cols), NULL where the path has none.
+     * A band is 16 rows of x, cols a multiple of 16; each of its columns is
+     * one 16-element block of the transposed tensor, rotated first by the
+     * 16-point Hadamard transform when post (the transform's 16 final
+     * multipliers, qp_transpose_rht's) is not NULL, exactly as
+     * qp_transpose_rht rotates it. band_amax: the largest |value| bits of
+     * the (rotated) band, NaN and Inf included (above 0x7F800000).
+     * encode_band, for finite bands of a format qp_qdq_cols_direct accepts:
+     * the block scales and the BF16 bits of the values (p->y_bits) into y
+     * in x's layout, adding to cnt and bst; column c's SR words start at
+     * gidx0 + c * p->sr_stride. */
+    uint32_t (*band_amax)(const float *x, int64_t cols, const float *post);
+    void (*encode_band)(const qp_plan *p, const float *x, int64_t cols, const float *post, uint16_t *y,
+                        uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst);
 } qp_kernels;
 
 extern const qp_kernels qp_kernels_ref;
 /* NULL when the CPU or compiler lacks AVX-512. */
 const qp_kernels *qp_kernels_avx512(void);
+
+/* The path in use: AVX-512 where the CPU has it (unless QP_SIMD=scalar), else
+ * the scalar reference. */
+const qp_kernels *qp_active_kernels(void);
+
+/* Per-thread scratch that only grows (slot < QP_SCRATCH_SLOTS): NULL when
+ * out of memory. The quantize driver uses slots 0-2, qp_quant_cols.c 0 and
+ * 3-4. */
+#define QP_SCRATCH_SLOTS 5
+void *qp_scratch(int slot, size_t bytes);
+
+/* What one chunk of rows (or one band) of a quantization counted. */
+typedef struct {
+    qp_counts cnt;
+    qp_block_stats bst;
+    float pass1_amax; /* two-pass formats: the largest block amax of the chunk */
+} qp_chunk_result;
+
+/* The tensor scale of p from the tensor's finite amax (or the caller's
+ * o->scale), and out_mul: how every driver sets them. */
+void qp_plan_scale(qp_plan *p, const qp_qopts *o, float amax);
+/* The tensor's statistics from its chunks' results (amax: the tensor amax
+ * of a per-tensor or two-pass format, else 0). */
+void qp_finish_stats(const qp_plan *p, const qp_chunk_result *res, int64_t nchunks, int64_t n, float amax,
+                     qp_qstats *st);
 
 /* The scalar block-scale rule and statistics (the reference's block_scales,
  * and the vector path's explicit fallback for the rules it does not

@@ -66,4 +66,5 @@ static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const
     }
 }
 
-const qp_kernels qp_kernels_ref = {"scalar", ref_amax, ref_block_amax, qp_block_scales_ref, ref_encode_row};
+/* no column layout: qp_qdq_bf16_cols goes through a transposed copy */
+const qp_kernels qp_kernels_ref = {"scalar", ref_amax, ref_block_amax, qp_block_scales_ref, ref_encode_row, NULL, NULL};

@@ -38,7 +38,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#include "qp_simd_transpose.h"
+#include "qp_simd_registers.h"
 
 #define QP_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq"
 #define AVX512 __attribute__((target(QP_AVX512_TARGET), always_inline)) static inline
@@ -515,6 +515,16 @@ AVX512 scale16 fo6_scale16(const qp_plan *p, const float *xb, __m512 a, __mmask1
     return s;
 }
 
+/* NVFP4's block scales of the blocks k with amaxes a, and their statistics. */
+AVX512 scale16 nvfp4_rule16(const qp_plan *p, __m512 a, __mmask16 k, stats_acc *acc)
+{
+    const __mmask16 live = _mm512_mask_cmp_ps_mask(k, a, _mm512_setzero_ps(), _CMP_GT_OQ);
+    const scale16 s = nvfp4_scale16(_mm512_mul_ps(a, F32(p->scale * (1.0f / p->t->elem_max))), p->scale_inv, k, live);
+    ue4m3_log2_add(acc, &s);
+    stats_add(acc, &s, k, a);
+    return s;
+}
+
 /* qp_core.h's block-scale rules, sixteen blocks at a time, with
  * qp_block_scales_ref's statistics. Four Over Six reads the row's elements
  * and takes sixteen whole blocks at a time; its last few blocks (and partial
@@ -541,11 +551,8 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, in
         for (; b < nb; b += 16) {
             const __mmask16 k = tail_mask(nb - b);
             const __m512 a = _mm512_maskz_loadu_ps(k, amax + b);
-            const __mmask16 live = _mm512_mask_cmp_ps_mask(k, a, _mm512_setzero_ps(), _CMP_GT_OQ);
-            const scale16 s = nvfp4_scale16(_mm512_mul_ps(a, F32(p->scale * (1.0f / t->elem_max))), p->scale_inv, k, live);
+            const scale16 s = nvfp4_rule16(p, a, k, &acc);
             store_scales16(&s, k, bs, b);
-            ue4m3_log2_add(&acc, &s);
-            stats_add(&acc, &s, k, a);
         }
         break;
     case QP_RULE_F32_BLOCK:
@@ -1099,7 +1106,141 @@ AVX512_FN void v_encode_row(ENCODE_ROW_ARGS)
     }
 }
 
-static const qp_kernels avx512_kernels = {"avx512", v_amax, v_block_amax, v_block_scales, v_encode_row};
+/* ---- the column layout ------------------------------------------------------------ */
+
+/* The band's 16 x 16 tile at column c0: v[i] = row i (lane k: column c0 + k),
+ * rotated down the columns when post, with transpose_rht_tile_n's operations
+ * (qp_hadamard.c), so the same bits. */
+AVX512 void load_tile(const float *x, int64_t cols, int64_t c0, const float *post, __m512 v[16])
+{
+    for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_ps(x + i * cols + c0);
+    if (post) {
+        qp_fwht_registers_avx512(v, 16);
+        for (int i = 0; i < 16; i++) v[i] = _mm512_mul_ps(v[i], _mm512_set1_ps(post[i]));
+    }
+}
+
+AVX512_FN uint32_t v_band_amax(const float *x, int64_t cols, const float *post)
+{
+    __m512i m = _mm512_setzero_si512();
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+        __m512 v[16];
+        load_tile(x, cols, c0, post, v);
+        for (int i = 0; i < 16; i++) m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(v[i]), I32(ABS_BITS)));
+    }
+    return _mm512_reduce_max_epu32(m);
+}
+
+/* Eight SR words of a tile whose lane k starts at element base + k * stride
+ * of the stream (base and stride multiples of 4): w[i] lane k = qp_rng_u32
+ * of element base + k * stride + i0 + i (i0 = 0 or 8), word i % 4 of counter
+ * (base + k * stride + i0) / 4 + i / 4. Philox-4x32-10 as philox128 computes
+ * it, eight counters to a vector (the tile's lanes 0-7 and 8-15 apart),
+ * four vectors at once; each word is then one two-source permute. */
+AVX512 void sr_words8(const uint32_t keys[20], uint64_t stream, uint64_t base, uint64_t stride, int i0, __m512i w[8])
+{
+    const __m512i lane = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512i first = _mm512_add_epi64(_mm512_set1_epi64((long long)((base + (uint64_t)i0) / 4)),
+                                           _mm512_mullo_epi64(lane, _mm512_set1_epi64((long long)(stride / 4))));
+    const __m512i half[2] = {first, _mm512_add_epi64(first, _mm512_set1_epi64((long long)(2 * stride)))};
+    const __m512i m0 = _mm512_set1_epi64(0xD2511F53), m1 = _mm512_set1_epi64(0xCD9E8D57);
+    /* the low dwords of a (tile lanes 0-7), then of b (lanes 8-15) */
+    const __m512i lows = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    __m512i c0[4], c1[4], c2[4], c3[4]; /* vector q: counter offset q / 2, the lanes of half q % 2 */
+    for (int q = 0; q < 4; q++) {
+        const __m512i ctr = _mm512_add_epi64(half[q & 1], _mm512_set1_epi64(q / 2));
+        c0[q] = ctr;
+        c1[q] = _mm512_srli_epi64(ctr, 32);
+        c2[q] = _mm512_set1_epi64((long long)(stream & 0xFFFFFFFFu));
+        c3[q] = _mm512_set1_epi64((long long)(stream >> 32));
+    }
+    for (int round = 0; round < 10; round++) {
+        const __m512i k0 = I32(keys[2 * round]), k1 = I32(keys[2 * round + 1]);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            const __m512i p0 = _mm512_mul_epu32(c0[q], m0), p1 = _mm512_mul_epu32(c2[q], m1);
+            c0[q] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p1, 32), c1[q], k0, XOR3);
+            c2[q] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p0, 32), c3[q], k1, XOR3);
+            c1[q] = p1, c3[q] = p0;
+        }
+    }
+    for (int j = 0; j < 2; j++) {
+        w[4 * j] = _mm512_permutex2var_epi32(c0[2 * j], lows, c0[2 * j + 1]);
+        w[4 * j + 1] = _mm512_permutex2var_epi32(c1[2 * j], lows, c1[2 * j + 1]);
+        w[4 * j + 2] = _mm512_permutex2var_epi32(c2[2 * j], lows, c2[2 * j + 1]);
+        w[4 * j + 3] = _mm512_permutex2var_epi32(c3[2 * j], lows, c3[2 * j + 1]);
+    }
+}
+
+/* One band of an NVFP4-rule format with 1 x 16 blocks (qp_qdq_cols_direct):
+ * per tile, the sixteen blocks' amaxes are a vertical maximum, their scales
+ * nvfp4_rule16's, and each register is encoded with a scale per lane,
+ * counted as mf_step counts a finite vector (a block whose scale decodes to
+ * 0 stores +0, every lane counted as a zero code, none as saturated); the
+ * counts are kept per lane and summed at the end. */
+AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const float *x, int64_t cols, const float *post,
+                             uint16_t *y, uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
+{
+    const qp_minifloat f = QP_MF_E2M1;
+    const rn_tables tabs = make_rn_tables(f);
+    const __m512i maxb = _mm512_castps_si512(F32(f.max));
+    const float out_mul = p->out_mul;
+    const uint64_t stride = p->sr_stride;
+    rng_cache rc;
+    if (sr) rng_init(&rc, p->seed, p->stream);
+    stats_acc acc = stats_init();
+    __m512i nonzero = _mm512_setzero_si512(), sat = nonzero, zero_codes = nonzero;
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+        __m512 v[16];
+        load_tile(x, cols, c0, post, v);
+        __m512i am = _mm512_setzero_si512();
+        for (int i = 0; i < 16; i++) am = _mm512_max_epu32(am, _mm512_and_si512(_mm512_castps_si512(v[i]), I32(ABS_BITS)));
+        const scale16 s = nvfp4_rule16(p, _mm512_castsi512_ps(am), 0xFFFF, &acc);
+        const __mmask16 zero_block = _mm512_test_epi32_mask(s.flag, I32(QP_BLOCK_ZERO));
+        for (int i0 = 0; i0 < 16; i0 += 8) {
+            __m512i words[8];
+            if (sr) sr_words8(rc.keys, p->stream, gidx0 + (uint64_t)c0 * stride, stride, i0, words);
+#pragma GCC unroll 8
+            for (int i = i0; i < i0 + 8; i++) {
+                const __m512 e = _mm512_mul_ps(v[i], s.enc);
+                const __m512i ae = _mm512_and_si512(_mm512_castps_si512(e), I32(ABS_BITS));
+                const __mmask16 over = _mm512_mask_cmpgt_epu32_mask((__mmask16)~zero_block, ae, maxb);
+                const __m512i a = _mm512_min_epu32(ae, maxb);
+                __m512 r;
+                if (sr) (void)sr_code(a, f, words[i - i0], &r);
+                else (void)rn_code_t(a, f, &tabs, &r);
+                const __mmask16 nzx = _mm512_test_epi32_mask(_mm512_castps_si512(v[i]), I32(ABS_BITS));
+                const __mmask16 zc = _mm512_testn_epi32_mask(_mm512_castps_si512(r), _mm512_castps_si512(r)) | zero_block;
+                __m512 yv = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(r), _mm512_castps_si512(e),
+                                                                          I32(0x80000000u), OR_AND));
+                yv = _mm512_mul_ps(yv, s.dec);
+                if (out_mul != 1.0f) yv = _mm512_mul_ps(yv, F32(out_mul));
+                yv = _mm512_maskz_mov_ps((__mmask16)~zero_block, yv);
+                _mm256_storeu_si256((__m256i *)(void *)(y + i * cols + c0),
+                                    _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(yv), 16)));
+                nonzero = _mm512_mask_sub_epi32(nonzero, nzx, nonzero, I32(-1));
+                sat = _mm512_mask_sub_epi32(sat, over, sat, I32(-1));
+                zero_codes = _mm512_mask_sub_epi32(zero_codes, zc, zero_codes, I32(-1));
+            }
+        }
+    }
+    stats_done(&acc, bst);
+    /* flushed: zero codes of non-zero inputs (a zero input always codes 0) */
+    const int64_t n_nonzero = _mm512_reduce_add_epi32(nonzero), n_zero_x = 16 * cols - n_nonzero;
+    cnt->n_nonzero += n_nonzero;
+    cnt->n_sat += _mm512_reduce_add_epi32(sat);
+    cnt->n_flushed += _mm512_reduce_add_epi32(zero_codes) - n_zero_x;
+}
+
+AVX512_FN void v_encode_band(const qp_plan *p, const float *x, int64_t cols, const float *post, uint16_t *y,
+                             uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
+{
+    if (p->sr) encode_band_e2m1(p, 1, x, cols, post, y, gidx0, cnt, bst);
+    else encode_band_e2m1(p, 0, x, cols, post, y, gidx0, cnt, bst);
+}
+
+static const qp_kernels avx512_kernels = {"avx512",     v_amax,      v_block_amax, v_block_scales, v_encode_row,
+                                          v_band_amax, v_encode_band};
 
 const qp_kernels *qp_kernels_avx512(void)
 {

@@ -283,6 +283,72 @@ static void test_sr_slices(void)
     free(x), free(whole), free(part), free(src);
 }
 
+/* A tensor quantized whole, where the driver encodes each chunk of rows as
+ * one long row (rows of whole 1D blocks, unpadded codes, consecutive SR
+ * words), gives what quantizing it one row at a time gives: codes, block
+ * scales, values and every count, with NaN, Inf, zeros and tiny values in
+ * it, rounding to nearest and stochastically. */
+static void test_rows_joined(void)
+{
+    const int64_t R = 48, C = 256;
+    float *x = randn(R * C, 17, 1.0f), *whole = malloc(R * C * 4), *rows = malloc(R * C * 4);
+    for (int64_t i = 0; i < R * C; i += 37) x[i] *= 1e-9f;
+    x[5 * C + 3] = NAN, x[9 * C + 40] = INFINITY, x[20 * C + 7] = -INFINITY;
+    for (int64_t c = 64; c < 96; c++) x[30 * C + c] = 0.0f;
+    for (int f = QP_FMT_BF16; f < QP_FMT_COUNT; f++) {
+        const qp_format_traits *t = &qp_formats[f];
+        if (t->block_rows > 1 || C % t->block_cols) continue;
+        for (int path = 0; path < 4; path++) {
+            const int fast = path & 1, sr = path >> 1;
+            int (*qdq)(qp_fmt, const float *, float *, int64_t, int64_t, const qp_qopts *, qp_qstats *) =
+                fast ? qp_qdq : qp_qdq_ref;
+            int (*quant)(const float *, qp_qtensor *, const qp_qopts *, qp_qstats *) =
+                fast ? qp_quantize : qp_quantize_ref;
+            qp_qopts o = {.stochastic = sr, .seed = 5, .stream = 77, .unscaled = true};
+            qp_qstats ws, rs, sum;
+            qdq((qp_fmt)f, x, whole, R, C, &o, &ws);
+            if (t->tensor_scale) o.scale = ws.scale; /* the rows take the tensor's scale */
+            memset(&sum, 0, sizeof sum);
+            int64_t zero_scale = 0, sat_scale = 0, blocks = 0;
+            for (int64_t r = 0; r < R; r++) {
+                qp_qopts ro = o;
+                ro.sr_offset = r * C;
+                qdq((qp_fmt)f, x + r * C, rows + r * C, 1, C, &ro, &rs);
+                sum.n_nonfinite += rs.n_nonfinite, sum.n_nonzero += rs.n_nonzero;
+                sum.n_sat += rs.n_sat, sum.n_flushed += rs.n_flushed;
+                zero_scale += rs.n_blocks_zero_scale, sat_scale += rs.n_blocks_sat_scale, blocks += rs.n_blocks;
+            }
+            const char *name = fast ? "fast" : "ref";
+            CHECK(memcmp(whole, rows, R * C * 4) == 0, "%s %s sr %d: whole vs rows' values", t->name, name, sr);
+            CHECK(ws.n_nonfinite == sum.n_nonfinite && ws.n_nonzero == sum.n_nonzero && ws.n_sat == sum.n_sat &&
+                      ws.n_flushed == sum.n_flushed && ws.n_blocks == blocks &&
+                      ws.n_blocks_zero_scale == zero_scale && ws.n_blocks_sat_scale == sat_scale,
+                  "%s %s sr %d: counts (nonzero %lld/%lld, sat %lld/%lld, flushed %lld/%lld, nonfinite %lld/%lld)",
+                  t->name, name, sr, (long long)ws.n_nonzero, (long long)sum.n_nonzero, (long long)ws.n_sat,
+                  (long long)sum.n_sat, (long long)ws.n_flushed, (long long)sum.n_flushed,
+                  (long long)ws.n_nonfinite, (long long)sum.n_nonfinite);
+            /* packed codes and block scales */
+            qp_qtensor qw, qr;
+            if (qp_qtensor_alloc(&qw, (qp_fmt)f, R, C) || qp_qtensor_alloc(&qr, (qp_fmt)f, 1, C)) abort();
+            quant(x, &qw, &o, NULL);
+            int same = 1;
+            for (int64_t r = 0; r < R; r++) {
+                qp_qopts ro = o;
+                ro.sr_offset = r * C;
+                quant(x + r * C, &qr, &ro, NULL);
+                same &= memcmp(qr.codes, qw.codes + r * qw.row_bytes, (size_t)qw.row_bytes) == 0;
+                if (t->scale_bytes)
+                    same &= memcmp(qr.scales, qw.scales + r * qw.scale_cols * t->scale_bytes,
+                                   (size_t)(qw.scale_cols * t->scale_bytes)) == 0;
+            }
+            CHECK(same, "%s %s sr %d: whole vs rows' codes and scales", t->name, name, sr);
+            qp_qtensor_free(&qw);
+            qp_qtensor_free(&qr);
+        }
+    }
+    free(x), free(whole), free(rows);
+}
+
 static void test_threads(void)
 {
 #if QP_HAVE_OPENMP
@@ -442,6 +508,7 @@ int main(void)
     test_zero_and_nonfinite();
     test_stochastic();
     test_sr_slices();
+    test_rows_joined();
     test_threads();
     test_unscaled();
     test_table();

@@ -429,6 +429,17 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     int trans = src_trans;
     const uint64_t rht_seed = qp_linear_rht_seed(l->cfg.seed);
     const int retile = trans && (t->block_cols > 1 || use->rht) && !stored_layout_quantizes_alike(t, use);
+    if (retile && op->quantize_stored && l->cfg.dp_size <= 1) {
+        /* the operations may quantize it where it lies, as the transposed copy
+         * would be (data parallel runs take the copy: their amax is reduced
+         * between the passes) */
+        use_init(&u, l, plan, st, layer, g, pass, o, 0, rows, cols);
+        const qp_linear_qjob job = {use->fmt, src, rows, cols, 1, &u.opts, side, kind, u.update || want_row,
+                                    want_row, -1, -1};
+        int done = 0;
+        if (op->quantize_stored(x, &job, use->rht, rht_seed, out, &done)) return op_failed(l);
+        if (done) return job.want_stats ? keep_stats(l, layer, g, pass, o, &u, side, want_row, 0.0f) : 0;
+    }
     float fused_amax = 0.0f; /* the rotated tensor's amax, from the pass that wrote it */
     int fused = 0;
     if (retile && use->rht && op->transpose_rht) {

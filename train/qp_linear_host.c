@@ -189,6 +189,33 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
     return 0;
 }
 
+/* quant/'s column layout (qp_qdq_bf16_cols) where it quantizes x as
+ * stored; the metrics need the rotated tensor in the quantized layout and
+ * a kept copy the transposed layout, so those jobs take the transposed
+ * path. */
+static int h_quantize_stored(void *ctx, const qp_linear_qjob *j, int rht, uint64_t rht_seed, qp_linear_operand *out,
+                             int *done)
+{
+    qp_linear_host *h = H;
+    /* stored: j->cols rows of j->rows values (the contraction runs down the stored columns) */
+    const int srows = j->cols, scols = j->rows;
+    *done = 0;
+    if (!j->trans || j->want_metrics || j->keep >= 0 || !qp_qdq_cols_direct(j->fmt, srows, scols, rht, j->opts))
+        return 0;
+    uint16_t *q16 = h->hbuf[j->side];
+    qp_linear_stats *st = &h->stats[j->side];
+    memset(st, 0, sizeof *st);
+    if (qp_qdq_bf16_cols(j->fmt, j->x, q16, srows, scols, rht, rht_seed, j->opts, &st->qs)) {
+        snprintf(h->err, sizeof h->err, "cannot quantize a %dx%d operand to %s where it is stored", srows, scols,
+                 qp_formats[j->fmt].name);
+        return -1;
+    }
+    h->last[j->side] = (held){q16, j->fmt, srows, scols, 0};
+    *out = (qp_linear_operand){QP_LOP_BF16, q16, 1, st->qs.scale_inv, NULL, NULL, NULL};
+    *done = 1;
+    return 0;
+}
+
 /* An earlier quantization, read as the job says: the side's last (dY) or a
  * kept copy (X, W): the same values and statistics (its metrics too,
  * computed when the job wanted them: the same step's uses all want them or
@@ -296,6 +323,7 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_
                              .copy = h_copy,
                              .rht = h_rht,
                              .transpose_rht = h_transpose_rht,
+                             .quantize_stored = h_quantize_stored,
                              .amax = h_amax,
                              .plain = h_plain,
                              .gemm_kind = NULL,

@@ -108,6 +108,15 @@ typedef struct qp_linear_ops {
      * calls the two, then amax when it needs it) */
     int (*transpose_rht)(void *ctx, const float *src, float *dst, int src_rows, int src_cols, int n, uint64_t seed,
                          float *amax);
+    /* job's operand (job->trans: stored cols x rows) quantized where it is
+     * stored, its blocks down the stored columns, after the rht-point RHT
+     * along the contraction when rht is not 0: the values and statistics
+     * of quantize() on transpose_rht's (or transpose's) result, without
+     * that copy; the operand the GEMM reads transposed. *done 0 (and
+     * nothing else happens) where the backend cannot for this job. NULL:
+     * never. */
+    int (*quantize_stored)(void *ctx, const qp_linear_qjob *job, int rht, uint64_t rht_seed, qp_linear_operand *out,
+                           int *done);
     /* max |x| over the finite values, to the host (data parallelism only) */
     int (*amax)(void *ctx, const float *x, int64_t n, float *out);
     /* an unquantized operand: rows x cols, stored cols x rows when trans */

@@ -1,0 +1,98 @@
+/* qp_quant_cols.c — quantizing a tensor's transpose from its stored layout
+ * (see qp_quant.h, qp_qdq_bf16_cols).
+ *
+ * A weight-gradient GEMM contracts over tokens, so its operands are blocked
+ * down the columns of the activations and gradients as they are stored.
+ * Transposing them first (and rotating them by the Hadamard transform)
+ * costs a pass that writes and rereads the whole tensor through 16 x 16
+ * register transposes. Here a 16 x 16 tile of the stored tensor is sixteen
+ * blocks at once, one per lane: the rotation is butterflies between the
+ * tile's registers, a block's amax a vertical maximum, each register is
+ * encoded with a scale per lane, and the values go back in the stored
+ * layout, which the GEMM reads transposed. The first pass (the rotated
+ * tensor's amax, for the tensor scale) reads the tensor without writing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp_hadamard.h"
+#include "qp_quant_internal.h"
+
+int qp_qdq_cols_direct(qp_fmt fmt, int64_t rows, int64_t cols, int rht_n, const qp_qopts *o)
+{
+    const qp_kernels *k = qp_active_kernels();
+    if (!qp_fmt_valid(fmt) || !k->encode_band || !o || !o->unscaled) return 0;
+    const qp_format_traits *t = &qp_formats[fmt];
+    const int64_t stride = o->sr_row_stride > 0 ? o->sr_row_stride : rows;
+    return t->rule == QP_RULE_NVFP4 && t->elem == QP_ELEM_E2M1 && t->block_rows == 1 && t->block_cols == 16 &&
+           rows > 0 && cols > 0 && rows % 16 == 0 && cols % 16 == 0 && (rht_n == 0 || rht_n == 16) &&
+           (!o->stochastic || (o->sr_offset % 4 == 0 && stride % 4 == 0));
+}
+
+/* Through a transposed copy: what the direct path must equal, bit for bit,
+ * and what runs where it does not apply (or the tensor holds NaN or Inf). */
+static int via_transpose(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, int rht_n,
+                         uint64_t rht_seed, const qp_qopts *o, qp_qstats *st)
+{
+    const int64_t n = rows * cols;
+    float *t = qp_scratch(3, (size_t)n * sizeof *t + 1);
+    uint16_t *u = qp_scratch(4, (size_t)n * sizeof *u + 1);
+    if (!t || !u) abort(); /* out of memory inside a quantizer: nothing sensible to return */
+    if (rht_n) {
+        if (qp_transpose_rht(x, t, rows, cols, rht_n, rht_seed)) return -1;
+    } else {
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) t[c * rows + r] = x[r * cols + c];
+    }
+    if (qp_qdq_bf16(fmt, t, u, cols, rows, o, st)) return -1;
+    for (int64_t c = 0; c < cols; c++)
+        for (int64_t r = 0; r < rows; r++) y[r * cols + c] = u[c * rows + r];
+    return 0;
+}
+
+int qp_qdq_bf16_cols(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, int rht_n,
+                     uint64_t rht_seed, const qp_qopts *o, qp_qstats *st)
+{
+    if (!qp_fmt_valid(fmt) || !qp_formats[fmt].unscaled_exact || !o || !o->unscaled || rows < 0 || cols < 0 ||
+        (rht_n && (!qp_rht_size_ok(rht_n) || rows % rht_n)))
+        return -1;
+    if (!qp_qdq_cols_direct(fmt, rows, cols, rht_n, o))
+        return via_transpose(fmt, x, y, rows, cols, rht_n, rht_seed, o, st);
+    const qp_kernels *k = qp_active_kernels();
+    float post_buf[16];
+    const float *post = NULL;
+    if (rht_n) {
+        uint32_t w[4];
+        qp_rht_sign_words(rht_seed, w);
+        const float norm = qp_rht_norm(16);
+        for (int j = 0; j < 16; j++) post_buf[j] = qp_rht_sign_neg(w, j) ? -norm : norm;
+        post = post_buf;
+    }
+    const int64_t n = rows * cols, nbands = rows / 16;
+    const int parallel = n >= qp_parallel_min() && nbands > 1;
+    /* pass 1: the (rotated) tensor's amax; NaN or Inf anywhere takes the transposed path */
+    uint32_t most = 0;
+#if QP_HAVE_OPENMP
+#pragma omp parallel for schedule(static) reduction(max : most) if (parallel)
+#endif
+    for (int64_t b = 0; b < nbands; b++) {
+        const uint32_t m = k->band_amax(x + b * 16 * cols, cols, post);
+        if (m > most) most = m;
+    }
+    if (most >= 0x7F800000u) return via_transpose(fmt, x, y, rows, cols, rht_n, rht_seed, o, st);
+    const float amax = qp_bits_f32(most);
+    qp_plan p = {&qp_formats[fmt], 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream, (uint64_t)o->sr_offset,
+                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : rows), false, false, true};
+    qp_plan_scale(&p, o, amax);
+    qp_chunk_result *res = qp_scratch(0, (size_t)nbands * sizeof *res + 1);
+    if (!res) abort();
+    memset(res, 0, (size_t)nbands * sizeof *res);
+    /* pass 2: each band's blocks, values in x's layout; band b holds elements 16b.. of every transposed row */
+#if QP_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (parallel)
+#endif
+    for (int64_t b = 0; b < nbands; b++)
+        k->encode_band(&p, x + b * 16 * cols, cols, post, y + b * 16 * cols, p.sr_offset + (uint64_t)b * 16,
+                       &res[b].cnt, &res[b].bst);
+    if (st) qp_finish_stats(&p, res, nbands, n, amax, st);
+    return 0;
+}
