@@ -589,20 +589,18 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, in
 
 /* ---- stochastic rounding words ---------------------------------------------------- */
 
-/* The words of elements 128g .. 128g+127 of a stream (qp_rng_u32 for index
- * 128g + j): Philox-4x32-10 for the counters 32g .. 32g+31, eight to a vector
- * with each 32-bit word in the low half of a 64-bit lane (vpmuludq gives the
- * whole product; the high halves carry junk the next multiply ignores), four
- * independent vectors so the multiplies' latency overlaps, then reordered
- * into element order (out[v]: elements 16v .. 16v+15). keys: the ten rounds'
- * key words, two each. */
-AVX512 void philox128(const uint32_t keys[20], uint64_t stream, uint64_t g, __m512i out[8])
+/* Philox-4x32-10 of four vectors of eight 64-bit counters ctr[q] (the
+ * counter's high 64 bits: stream), each 32-bit word in the low half of a
+ * 64-bit lane (vpmuludq gives the whole product; the high halves carry junk
+ * the next multiply ignores), four independent vectors so the multiplies'
+ * latency overlaps: words 0-3 of counter j of vector q end in the low halves
+ * of lane j of c0[q] .. c3[q]. keys: the ten rounds' key words, two each. */
+AVX512 void philox4x8(const uint32_t keys[20], uint64_t stream, const __m512i ctr[4], __m512i c0[4], __m512i c1[4],
+                      __m512i c2[4], __m512i c3[4])
 {
-    __m512i c0[4], c1[4], c2[4], c3[4];
     for (int q = 0; q < 4; q++) {
-        const __m512i ctr = _mm512_add_epi64(_mm512_set1_epi64((long long)(32 * g + 8 * q)), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-        c0[q] = ctr;
-        c1[q] = _mm512_srli_epi64(ctr, 32);
+        c0[q] = ctr[q];
+        c1[q] = _mm512_srli_epi64(ctr[q], 32);
         c2[q] = _mm512_set1_epi64((long long)(stream & 0xFFFFFFFFu));
         c3[q] = _mm512_set1_epi64((long long)(stream >> 32));
     }
@@ -617,6 +615,17 @@ AVX512 void philox128(const uint32_t keys[20], uint64_t stream, uint64_t g, __m5
             c1[q] = p1, c3[q] = p0;
         }
     }
+}
+
+/* The words of elements 128g .. 128g+127 of a stream (qp_rng_u32 for index
+ * 128g + j): philox4x8 for the counters 32g .. 32g+31, then reordered into
+ * element order (out[v]: elements 16v .. 16v+15). */
+AVX512 void philox128(const uint32_t keys[20], uint64_t stream, uint64_t g, __m512i out[8])
+{
+    __m512i ctr[4], c0[4], c1[4], c2[4], c3[4];
+    for (int q = 0; q < 4; q++)
+        ctr[q] = _mm512_add_epi64(_mm512_set1_epi64((long long)(32 * g + 8 * q)), _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
+    philox4x8(keys, stream, ctr, c0, c1, c2, c3);
     /* qword j of w01 = words 0, 1 of counter j; of w23 = words 2, 3 */
     const __m512i pair = _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
     const __m512i q0 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), q1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
@@ -1134,36 +1143,19 @@ AVX512_FN uint32_t v_band_amax(const float *x, int64_t cols, const float *post)
 /* Eight SR words of a tile whose lane k starts at element base + k * stride
  * of the stream (base and stride multiples of 4): w[i] lane k = qp_rng_u32
  * of element base + k * stride + i0 + i (i0 = 0 or 8), word i % 4 of counter
- * (base + k * stride + i0) / 4 + i / 4. Philox-4x32-10 as philox128 computes
- * it, eight counters to a vector (the tile's lanes 0-7 and 8-15 apart),
- * four vectors at once; each word is then one two-source permute. */
+ * (base + k * stride + i0) / 4 + i / 4: philox4x8 with the tile's lanes 0-7
+ * and 8-15 in separate vectors, each word then one two-source permute. */
 AVX512 void sr_words8(const uint32_t keys[20], uint64_t stream, uint64_t base, uint64_t stride, int i0, __m512i w[8])
 {
     const __m512i lane = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
     const __m512i first = _mm512_add_epi64(_mm512_set1_epi64((long long)((base + (uint64_t)i0) / 4)),
                                            _mm512_mullo_epi64(lane, _mm512_set1_epi64((long long)(stride / 4))));
     const __m512i half[2] = {first, _mm512_add_epi64(first, _mm512_set1_epi64((long long)(2 * stride)))};
-    const __m512i m0 = _mm512_set1_epi64(0xD2511F53), m1 = _mm512_set1_epi64(0xCD9E8D57);
     /* the low dwords of a (tile lanes 0-7), then of b (lanes 8-15) */
     const __m512i lows = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    __m512i c0[4], c1[4], c2[4], c3[4]; /* vector q: counter offset q / 2, the lanes of half q % 2 */
-    for (int q = 0; q < 4; q++) {
-        const __m512i ctr = _mm512_add_epi64(half[q & 1], _mm512_set1_epi64(q / 2));
-        c0[q] = ctr;
-        c1[q] = _mm512_srli_epi64(ctr, 32);
-        c2[q] = _mm512_set1_epi64((long long)(stream & 0xFFFFFFFFu));
-        c3[q] = _mm512_set1_epi64((long long)(stream >> 32));
-    }
-    for (int round = 0; round < 10; round++) {
-        const __m512i k0 = I32(keys[2 * round]), k1 = I32(keys[2 * round + 1]);
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) {
-            const __m512i p0 = _mm512_mul_epu32(c0[q], m0), p1 = _mm512_mul_epu32(c2[q], m1);
-            c0[q] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p1, 32), c1[q], k0, XOR3);
-            c2[q] = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p0, 32), c3[q], k1, XOR3);
-            c1[q] = p1, c3[q] = p0;
-        }
-    }
+    __m512i ctr[4], c0[4], c1[4], c2[4], c3[4]; /* vector q: counter offset q / 2, the lanes of half q % 2 */
+    for (int q = 0; q < 4; q++) ctr[q] = _mm512_add_epi64(half[q & 1], _mm512_set1_epi64(q / 2));
+    philox4x8(keys, stream, ctr, c0, c1, c2, c3);
     for (int j = 0; j < 2; j++) {
         w[4 * j] = _mm512_permutex2var_epi32(c0[2 * j], lows, c0[2 * j + 1]);
         w[4 * j + 1] = _mm512_permutex2var_epi32(c1[2 * j], lows, c1[2 * j + 1]);
