@@ -205,6 +205,13 @@ static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, cons
 {
     const int bc = t->block_cols;
     const int64_t nb = (cols + bc - 1) / bc;
+    if (t->block_rows == 1 && cols % bc == 0) {
+        /* rows of whole blocks: the band's blocks are consecutive, one call
+         * (a row of fewer than sixteen blocks is not a group the vector
+         * path reduces at once) */
+        k->block_amax(x + r0 * cols, (r1 - r0) * cols, bc, amax, nf);
+        return;
+    }
     if (t->block_rows == 1) {
         for (int64_t r = r0; r < r1; r++) k->block_amax(x + r * cols, cols, bc, amax + (r - r0) * nb, nf + (r - r0) * nb);
         return;
