@@ -69,6 +69,7 @@ int qp_qdq_bf16_cols(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int6
     }
     const int64_t n = rows * cols, nbands = rows / 16;
     const int parallel = n >= qp_parallel_min() && nbands > 1;
+    (void)parallel; /* without OpenMP */
     /* pass 1: the (rotated) tensor's amax; NaN or Inf anywhere takes the transposed path */
     uint32_t most = 0;
 #if QP_HAVE_OPENMP

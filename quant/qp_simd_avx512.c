@@ -1124,7 +1124,7 @@ AVX512 void load_tile(const float *x, int64_t cols, int64_t c0, const float *pos
 {
     for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_ps(x + i * cols + c0);
     if (post) {
-        qp_fwht_registers_avx512(v, 16);
+        qp_fwht16_avx512(v);
         for (int i = 0; i < 16; i++) v[i] = _mm512_mul_ps(v[i], _mm512_set1_ps(post[i]));
     }
 }
