@@ -88,6 +88,7 @@ static int build_runs(table *t, const qs_summary *s)
     col(t, "tokens_per_s_median", QP_H5COL_F64, "%.0f");
     col(t, "data_wait_share", QP_H5COL_F64, "%.4f");
     col(t, "step_ms_median", QP_H5COL_F64, "%.1f");
+    col(t, "threads_median", QP_H5COL_F64, "%g");
     for (int k = 0; k < QP_PHASE_COUNT; k++) {
         if (k == QP_PHASE_DATA) continue; /* data_wait_share */
         char n[48];
@@ -129,6 +130,7 @@ static int build_runs(table *t, const qs_summary *s)
         cell(t, i, c++)->f64 = r->st.tokps_median;
         cell(t, i, c++)->f64 = r->st.wait_share;
         cell(t, i, c++)->f64 = r->st.step_ms_median;
+        cell(t, i, c++)->f64 = r->st.threads_median;
         for (int k = 0; k < QP_PHASE_COUNT; k++)
             if (k != QP_PHASE_DATA) cell(t, i, c++)->f64 = r->st.phase_share[k];
         cell(t, i, c++)->f64 = r->st.params_nonembedding;
@@ -543,7 +545,8 @@ static void write_md(FILE *f, const qs_summary *s, table *runs)
           "never); tokens_per_param: training tokens / non-embedding parameters; epochs: passes over the training "
           "split; noise_twin: 1 for a noise-floor twin; ev_*: recalibration events by kind; qerr_layerN: mean rel_l2 "
           "of every /quant/error row of block N; data_wait_share: sum of data wait / sum of step time; "
-          "step_ms_median: median step time; *_share: each phase's time (GEMM, quantization, attention, other row "
+          "step_ms_median: median step time; threads_median: median thread count of the steps (under --threads auto "
+          "it follows the machine's load); *_share: each phase's time (GEMM, quantization, attention, other row "
           "ops, optimizer, communication) / step time, from the run file's phase profile. Definitions: "
           "docs/qsweep.md.\n\n",
           f);

@@ -172,7 +172,7 @@ static int read_train(hid_t file, int version, double target, qs_runstats *s, co
         if (m < n) n = m;
     }
     s->steps = (int64_t)n;
-    s->final_train = s->tokps_median = s->wait_share = s->step_ms_median = NAN;
+    s->final_train = s->tokps_median = s->wait_share = s->step_ms_median = s->threads_median = NAN;
     for (int p = 0; p < QP_PHASE_COUNT; p++) s->phase_share[p] = NAN;
     s->steps_to_target = -1;
     if (n == 0) return 0;
@@ -220,6 +220,19 @@ static int read_train(hid_t file, int version, double target, qs_runstats *s, co
     s->wait_share = s->phase_share[QP_PHASE_DATA];
     s->tokps_median = median(tok, n);
     s->step_ms_median = median(ms, n);
+    /* the thread counts, from the version that records them (ph is free scratch now) */
+    if (qp_runcol_find(QP_RS_TRAIN, "threads")->since <= version) {
+        const hsize_t m = length(file, "train/threads"), k = m < n ? m : n;
+        if (m == (hsize_t)-1 || read_rows(file, "train/threads", H5T_NATIVE_DOUBLE, 0, k, ph)) {
+            *what = "train/threads";
+            free(step), free(loss), free(ms), free(tok), free(ph);
+            return -1;
+        }
+        hsize_t counted = 0;
+        for (hsize_t i = 0; i < k; i++)
+            if (ph[i] > 0) ph[counted++] = ph[i];
+        if (counted) s->threads_median = median(ph, counted);
+    }
 done:
     free(step), free(loss), free(ms), free(tok), free(ph);
     return rc;
@@ -316,7 +329,7 @@ static int read_qerr(hid_t file, qs_runstats *s)
 int qs_runfile_read(const char *path, double target_loss, qs_runstats *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    s->final_train = s->final_val = s->tokps_median = s->wait_share = s->step_ms_median = NAN;
+    s->final_train = s->final_val = s->tokps_median = s->wait_share = s->step_ms_median = s->threads_median = NAN;
     for (int p = 0; p < QP_PHASE_COUNT; p++) s->phase_share[p] = NAN;
     s->params_nonembedding = s->tokens_total = s->tokens_per_param = s->epochs = NAN;
     s->steps_to_target = -1;

@@ -17,6 +17,9 @@
  *   tokps_median    median of /train/tokens_per_s (mean of the middle two
  *                   for an even count); step_ms_median likewise
  *   wait_share      sum /train/data_wait_ms / sum /train/step_ms
+ *   threads_median  median of /train/threads over the rows that record a
+ *                   count (> 0; a row of a file upgraded from schema 3 has
+ *                   0); NaN for a file before schema 4 or without one
  *   phase_share[p]  sum of phase p's column (qp_runschema.h qp_phases) /
  *                   sum /train/step_ms over the rows that measured it; NaN
  *                   for a file without the profile (schema version 1) or
@@ -43,7 +46,7 @@ typedef struct {
     int layers;              /* root attribute "layers"; 0 when absent */
     int64_t steps, steps_to_target, divergences;
     int64_t events[QS_NKINDS];
-    double final_train, final_val, tokps_median, wait_share, step_ms_median;
+    double final_train, final_val, tokps_median, wait_share, step_ms_median, threads_median;
     double phase_share[QP_PHASE_COUNT];
     double params_nonembedding, tokens_total, tokens_per_param, epochs;
     double *qerr;            /* per layer, NaN for a layer without rows */

@@ -211,7 +211,8 @@ int qs_summary_build(const qs_experiment *e, const qs_plan *p, qs_summary *s, ch
     }
     for (int i = 0; i < p->n; i++) {
         qs_row *r = &s->rows[i];
-        r->st.final_train = r->st.final_val = r->st.tokps_median = r->st.wait_share = r->st.step_ms_median = NAN;
+        r->st.final_train = r->st.final_val = r->st.tokps_median = r->st.wait_share = r->st.step_ms_median =
+            r->st.threads_median = NAN;
         for (int k = 0; k < QP_PHASE_COUNT; k++) r->st.phase_share[k] = NAN;
         r->st.params_nonembedding = r->st.tokens_total = r->st.tokens_per_param = r->st.epochs = NAN;
         r->st.steps_to_target = -1;

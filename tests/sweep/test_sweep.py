@@ -115,6 +115,9 @@ def expected(path, target):
             e[f"qerr_layer{layer}"] = float(np.mean(v)) if len(v) else math.nan
         e["tokens_per_s_median"] = float(np.median(f["train/tokens_per_s"][:n]))
         e["data_wait_share"] = float(np.sum(f["train/data_wait_ms"][:n]) / np.sum(f["train/step_ms"][:n]))
+        t = f["train/threads"][:n]
+        t = t[t > 0]
+        e["threads_median"] = float(np.median(t)) if len(t) else math.nan
         e["diverged"] = "yes" if len(f["events/divergence"]) or e["status"] == "diverged" else "no"
     return e
 

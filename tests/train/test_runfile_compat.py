@@ -202,6 +202,7 @@ def part_fixture():
         check(abs(float(r["tokens_per_s_median"]) - np.median(tok)) < 1e-6 * np.median(tok), "tokens/s median")
         check(abs(float(r["data_wait_share"]) - wait.sum() / step_ms.sum()) < 1e-9, "data_wait_share")
         check(abs(float(r["step_ms_median"]) - np.median(step_ms)) < 1e-6 * np.median(step_ms), "step_ms_median")
+        check(r["threads_median"] == "nan", f"threads_median of a version-1 file: {r['threads_median']}")
         check(all(r[k] == "nan" for k in ("gemm_share", "quant_share", "attn_share", "rowops_share", "optim_share")),
               f"no phase shares for a version-1 file: {r}")
         check(float(r["comm_share"]) == 0, "comm_share of one process (comm_ms is a version-1 column)")
@@ -270,6 +271,12 @@ def part_upgrade():
                   f"{k}: NaN before the resume (checkpoint of step 4), measured after: {v}")
     p = run([QPLOT, "throughput", cut, "-o", os.path.join(WORK, "t.png")])
     check(p.returncode == 0, f"qplot of the upgraded file: {p.stderr}")
+    # qsweep's thread count: the resumed steps' (the upgraded rows' 0 is no count; with it the median were 0.5)
+    d = sweep_dir(os.path.join(WORK, "sweep"), cut)
+    p = run([QSWEEP, "--summarize", d])
+    rows = read_csv(os.path.join(d, "summary.csv")) if p.returncode == 0 else []
+    check(len(rows) == 1 and rows[0]["threads_median"] == "1",
+          f"qsweep threads_median of the upgraded file: {p.returncode} {p.stderr} {rows[:1]}")
 
 
 {"docs": part_docs, "fixture": part_fixture, "newer": part_newer, "upgrade": part_upgrade}[PART]()
