@@ -1,12 +1,15 @@
-/* qp_simd_transpose.h — a 16 x 16 float transpose in AVX-512 registers.
+/* qp_simd_registers.h — operations across sixteen AVX-512 registers.
  *
- * Owns: the one register transpose both vector paths use: quant/'s (Four
- * Over Six's per-column errors, qp_simd_avx512.c) and the precision
- * dispatch's operand transposes (train/qp_transpose.c). Header-only and
- * always inlined, so each includer compiles it for its own AVX-512 target;
- * include only where __m512 is available (x86-64, GCC or Clang). */
-#ifndef QP_SIMD_TRANSPOSE_H
-#define QP_SIMD_TRANSPOSE_H
+ * Owns: the one 16 x 16 register transpose the vector paths use (Four Over
+ * Six's per-column errors in qp_simd_avx512.c, the transposed Hadamard pass
+ * of qp_hadamard.c, the precision dispatch's operand transposes in
+ * train/qp_transpose.c) and the Walsh-Hadamard butterflies between
+ * registers (qp_hadamard.c's transposed pass and qp_simd_avx512.c's column
+ * encoder, which must rotate alike). Header-only and always inlined, so
+ * each includer compiles it for its own AVX-512 target; include only where
+ * __m512 is available (x86-64, GCC or Clang). */
+#ifndef QP_SIMD_REGISTERS_H
+#define QP_SIMD_REGISTERS_H
 
 #include <immintrin.h>
 
