@@ -86,7 +86,7 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
     l->pending = calloc((size_t)l->max_pending, sizeof *l->pending);
     l->kept = calloc((size_t)l->max_pending, sizeof *l->kept);
     const int n_copies = (L > 0 ? L : 1) * QP_BLOCK_GEMMS * 2; /* X and W of every block GEMM */
-    l->copies = calloc((size_t)n_copies, sizeof *l->copies);
+    l->copies = calloc((size_t)n_copies, sizeof *l->copies); /* the records (small) even when requantizing */
     if (!l->plans || !l->states || !l->pending || !l->kept || !l->copies) goto oom;
     if (qp_recipe_resolve(cfg->recipe, L, cfg->gemms, l->plans, err, errlen)) {
         qp_linear_destroy(l);
@@ -108,7 +108,7 @@ qp_linear *qp_linear_create(const qp_linear_cfg *cfg, char *err, size_t errlen)
                 if (qp_scaling_init(&l->states[i], &sc, u->fmt, i)) goto oom;
             }
         }
-    l->host = qp_linear_host_create(cfg->gemm, cfg->max_elems, n_copies);
+    l->host = qp_linear_host_create(cfg->gemm, cfg->max_elems, cfg->requantize ? 0 : n_copies);
     if (!l->host) goto oom;
     l->ops = qp_linear_host_ops(l->host);
     return l;
@@ -371,11 +371,13 @@ static qp_fmt use_fmt(const qp_linear *l, int layer, qp_gemm_id g, qp_pass p, in
     return l->plans[layer * QP_BLOCK_GEMMS + g].use[p][qp_pass_operand(p, side)].fmt;
 }
 
-/* The forward's record of X or W for the backward (kept_copy), or -1. */
+/* The forward's record of X or W for the backward (kept_copy), or -1 (none:
+ * dY, an operand the backward quantizes differently, or --requantize). */
 static int kept_index(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o)
 {
-    return o == QP_OPND_DY || !qp_linear_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g], o) ? -1
-                                                                                          : copy_index(layer, g, o);
+    return o == QP_OPND_DY || l->cfg.requantize || !qp_linear_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g], o)
+               ? -1
+               : copy_index(layer, g, o);
 }
 
 /* Where a later use finds its operand already quantized
@@ -388,6 +390,7 @@ static int reuse_source(const qp_linear *l, int layer, qp_gemm_id g, qp_pass pas
     qp_linear_operand_uses(o, &first, &later);
     if (pass != later || !qp_linear_reusable(&l->plans[layer * QP_BLOCK_GEMMS + g], o)) return -2;
     if (o == QP_OPND_DY) return -1;
+    if (l->cfg.requantize) return -2;
     const int i = copy_index(layer, g, o);
     const kept_copy *c = &l->copies[i];
     return c->src == src && c->step == l->step && c->micro == l->micro ? i : -2;

@@ -54,6 +54,8 @@ typedef struct {
     uint64_t seed;            /* SR and RHT seed */
     const qp_recipe *recipe;
     qp_gemm *gemm;            /* the CPU's GEMM (unused once a device's operations are set) */
+    int requantize;           /* the backward quantizes X and W again instead of reusing the forward's quantized
+                                 copies (qp_linear_reusable): the same values, less memory, more time */
     /* records, may be NULL */
     void (*on_event)(const qp_event_row *row, void *user);
     void (*on_qerr)(const qp_qerr_row *row, void *user);

@@ -74,6 +74,9 @@ void qp_train_usage(FILE *f)
             "  --ckpt-every N     checkpoint cadence (default %lld; also at the end)\n"
             "  --val-frac X       last fraction of the data used for validation (default %g)\n"
             "  --prefetch N       batches the loader thread prepares ahead (default %d; 0 = none)\n"
+            "  --requantize       the backward quantizes X and W again instead of keeping the forward's\n"
+            "                     quantized copies: the same results in less memory (a BF16 copy of\n"
+            "                     every block GEMM's X and W), a little slower\n"
             "  --threads N|auto   OpenMP threads (default auto: the CPUs of this process's affinity\n"
             "                     mask that nothing else is running on when it starts, at least 1).\n"
             "                     Results are the same bits on any number of threads\n"
@@ -182,6 +185,7 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         if (!strcmp(a, "--eval-only")) { o->eval_only = true; continue; }
         if (!strcmp(a, "--quiet")) { o->quiet = true; continue; }
         if (!strcmp(a, "--grad-comm-ef")) { o->grad_comm_ef = true; continue; }
+        if (!strcmp(a, "--requantize")) { o->requantize = true; continue; }
         if (!strcmp(a, "--explain")) { o->explain = true; continue; }
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, errlen, "unexpected argument '%s' (see --help)", a);

@@ -147,7 +147,7 @@ static void a_power(const qp_train_state *r, const char *h, char *b, size_t n)
                                                                              : "integrated from 20 ms power samples");
 }
 
-#define N_ATTRS 59
+#define N_ATTRS 60
 static const attr ATTRS[] = {
     FN("version", a_version),
     FN("host", a_host),
@@ -179,6 +179,7 @@ static const attr ATTRS[] = {
     FN("omp_wait", a_omp_wait),
     FN("parallel_min", a_parallel_min),
     OPT("prefetch", A_INT, prefetch),
+    OPT("requantize", A_BOOL, requantize),
     FN("num_params", a_num_params),
     FN("params_nonembedding", a_nonembedding),
     FN("tokens_total", a_tokens_total),

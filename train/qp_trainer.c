@@ -850,7 +850,8 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     }
     qp_linear_cfg lc = {.n_layers = r->o.layers, .gemms = qp_model_gemm_mask(&mc),
                         .max_elems = qp_gpt_max_gemm_elems(&mc, Bl, T), .seed = r->data_seed,
-                        .recipe = &r->recipe, .gemm = r->gemm, .on_event = on_event, .on_qerr = on_qerr, .user = r};
+                        .recipe = &r->recipe, .gemm = r->gemm, .requantize = r->o.requantize, .on_event = on_event,
+                        .on_qerr = on_qerr, .user = r};
     if (r->world > 1) {
         lc.dp_rank = r->rank, lc.dp_size = r->world;
         lc.reduce_max = dist_max, lc.reduce_sum = dist_sum;

@@ -51,6 +51,7 @@ typedef struct {
     char inject[128];        /* debug fault injection, e.g. "nan:grad:wte@12" (see --help); "" = none */
     qp_grad_comm grad_comm;  /* gradient exchange across ranks (qp_dist_grads.h), default fp32 */
     bool grad_comm_ef;       /* error feedback for a low-precision --grad-comm */
+    bool requantize;         /* --requantize: no quantized copies of X and W kept for the backward */
     int layers, heads, dim, seq, batch, grad_accum, threads, prefetch;
     /* the model (qp_model.h): arch a qp_arch (default QP_ARCH_GPT = 0); the
      * Llama's key/value heads and MLP width (0: its defaults). Smooth-SwiGLU
