@@ -329,52 +329,95 @@ int64_t qp_gpt_linear_elems(const qp_gpt_config *c, int B, int T)
 
 void qp_gpt_zero_grad(qp_gpt *m) { memset(m->grads_memory, 0, (size_t)m->num_params * sizeof(float)); }
 
-/* The AVX-512 copy of the kernels when the CPU has it (QP_MODEL_ISA=baseline
- * forces the other one). */
-static int use_v4(void)
-{
-    static int v = -1;
-    if (v < 0) {
-        const char *force = getenv("QP_MODEL_ISA");
+/* The compiled copies of the model's kernels, best first: the same
+ * operations in the same order, so every copy gives the same bits
+ * (qp_model_simd.h); only their vector width differs. */
+typedef struct {
+    const char *name;
+    int level; /* its index in kernel_levels */
+    int (*supported)(void);
+    int (*gpt_forward)(qp_gpt *, qp_linear *, const int32_t *, const int32_t *, int, int);
+    int (*gpt_backward)(qp_gpt *, qp_linear *, const int32_t *, const int32_t *, float);
+    int (*llama_forward)(qp_gpt *, qp_linear *, const int32_t *, const int32_t *, int, int);
+    int (*llama_backward)(qp_gpt *, qp_linear *, const int32_t *, const int32_t *, float);
+} kernel_copy;
+
 #if QP_HAVE_MODEL_V4
-        __builtin_cpu_init();
-        v = !(force && strcmp(force, "baseline") == 0) && __builtin_cpu_supports("avx512f") &&
-            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");
-#else
-        (void)force;
-        v = 0;
+static int cpu_v4(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 #endif
+#if QP_HAVE_MODEL_V3
+static int cpu_v3(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2") &&
+           __builtin_cpu_supports("f16c") && __builtin_cpu_supports("movbe");
+}
+#endif
+static int cpu_any(void) { return 1; }
+
+static const kernel_copy kernel_copies[] = {
+#if QP_HAVE_MODEL_V4
+    {"x86-64-v4", 2, cpu_v4, qp_gpt_forward_v4, qp_gpt_backward_v4, qp_llama_forward_v4, qp_llama_backward_v4},
+#endif
+#if QP_HAVE_MODEL_V3
+    {"x86-64-v3", 1, cpu_v3, qp_gpt_forward_v3, qp_gpt_backward_v3, qp_llama_forward_v3, qp_llama_backward_v3},
+#endif
+    {"baseline", 0, cpu_any, qp_gpt_forward_base, qp_gpt_backward_base, qp_llama_forward_base, qp_llama_backward_base},
+};
+#define N_KERNEL_COPIES ((int)(sizeof kernel_copies / sizeof kernel_copies[0]))
+
+/* The levels QP_MODEL_ISA may name, whether or not this build has a copy of each. */
+static const char *const kernel_levels[] = {"baseline", "x86-64-v3", "x86-64-v4"};
+
+const char *qp_gpt_kernel_isa_capped(const char *cap)
+{
+    int max = 2;
+    if (cap && *cap) {
+        max = -1;
+        for (int i = 0; i < 3; i++)
+            if (strcmp(cap, kernel_levels[i]) == 0) max = i;
+        if (max < 0) return NULL;
     }
-    return v;
+    for (int i = 0; i < N_KERNEL_COPIES; i++)
+        if (kernel_copies[i].level <= max && kernel_copies[i].supported()) return kernel_copies[i].name;
+    return "baseline"; /* not reached: the baseline copy runs anywhere */
 }
 
-const char *qp_gpt_kernel_isa(void) { return use_v4() ? "x86-64-v4" : "baseline"; }
+/* The best copy the CPU runs, at most QP_MODEL_ISA's level when it is set
+ * (baseline, x86-64-v3, x86-64-v4); a name of no level is a one-line error. */
+static const kernel_copy *kernels(void)
+{
+    static const kernel_copy *k;
+    if (!k) {
+        const char *cap = getenv("QP_MODEL_ISA"), *name = qp_gpt_kernel_isa_capped(cap);
+        if (!name) {
+            fprintf(stderr, "QP_MODEL_ISA=%s: not a kernel level (baseline, x86-64-v3 or x86-64-v4)\n", cap);
+            exit(2);
+        }
+        for (int i = 0; i < N_KERNEL_COPIES && !k; i++)
+            if (strcmp(kernel_copies[i].name, name) == 0) k = &kernel_copies[i];
+    }
+    return k;
+}
+
+const char *qp_gpt_kernel_isa(void) { return kernels()->name; }
 
 int qp_gpt_forward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)
 {
-    if (m->cfg.arch == QP_ARCH_LLAMA) {
-#if QP_HAVE_MODEL_V4
-        if (use_v4()) return qp_llama_forward_v4(m, lin, inputs, targets, B, T);
-#endif
-        return qp_llama_forward_base(m, lin, inputs, targets, B, T);
-    }
-#if QP_HAVE_MODEL_V4
-    if (use_v4()) return qp_gpt_forward_v4(m, lin, inputs, targets, B, T);
-#endif
-    return qp_gpt_forward_base(m, lin, inputs, targets, B, T);
+    const kernel_copy *k = kernels();
+    return m->cfg.arch == QP_ARCH_LLAMA ? k->llama_forward(m, lin, inputs, targets, B, T)
+                                        : k->gpt_forward(m, lin, inputs, targets, B, T);
 }
 
 int qp_gpt_backward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale)
 {
-    if (m->cfg.arch == QP_ARCH_LLAMA) {
-#if QP_HAVE_MODEL_V4
-        if (use_v4()) return qp_llama_backward_v4(m, lin, inputs, targets, loss_scale);
-#endif
-        return qp_llama_backward_base(m, lin, inputs, targets, loss_scale);
-    }
-#if QP_HAVE_MODEL_V4
-    if (use_v4()) return qp_gpt_backward_v4(m, lin, inputs, targets, loss_scale);
-#endif
-    return qp_gpt_backward_base(m, lin, inputs, targets, loss_scale);
+    const kernel_copy *k = kernels();
+    return m->cfg.arch == QP_ARCH_LLAMA ? k->llama_backward(m, lin, inputs, targets, loss_scale)
+                                        : k->gpt_backward(m, lin, inputs, targets, loss_scale);
 }

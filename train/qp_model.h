@@ -273,8 +273,13 @@ int qp_gpt_backward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int3
 const float *qp_model_logits(const qp_gpt *m);
 const float *qp_model_losses(const qp_gpt *m);
 
-/* Which compiled copy of the kernels runs: "x86-64-v4" or "baseline". */
+/* Which compiled copy of the kernels runs: "x86-64-v4", "x86-64-v3" or
+ * "baseline" — the best the CPU runs, at most the level the environment's
+ * QP_MODEL_ISA names. All copies give the same bits. */
 const char *qp_gpt_kernel_isa(void);
+/* The copy qp_gpt_kernel_isa would choose under cap (NULL or "": none), or
+ * NULL when cap names no level. */
+const char *qp_gpt_kernel_isa_capped(const char *cap);
 
 /* The most channels (contraction width) of a block GEMM's input: 4C (the
  * GPT's fcproj), max(C, H) (the Llama's). */

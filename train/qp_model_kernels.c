@@ -22,12 +22,12 @@
  * The vectors, attention blocks, loss and dispatch calls it shares with the
  * Llama (qp_llama_kernels.c) are qp_model_simd.h's.
  *
- * This file is compiled twice: for the baseline x86-64 and for x86-64-v4
- * (AVX-512), with QP_KERNEL naming the two copies; qp_model.c picks one at
- * run time. Vectors are GCC vector extensions of 16 floats: the same
- * element-wise operations in both copies (four SSE registers per vector in
- * one, one AVX-512 register in the other, no FMA contraction), so the two
- * copies give identical bits. */
+ * This file is compiled three times: for the baseline x86-64, x86-64-v3
+ * (AVX2) and x86-64-v4 (AVX-512), with QP_KERNEL naming the copies;
+ * qp_model.c picks one at run time. Vectors are GCC vector extensions of 16
+ * floats: the same element-wise operations in every copy (four SSE, two AVX
+ * or one AVX-512 register per vector, no FMA contraction), so the copies
+ * give identical bits. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

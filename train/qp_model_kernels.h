@@ -1,6 +1,6 @@
 /* qp_model_kernels.h — the two compiled copies of the model's kernels
- * (qp_model_kernels.c and qp_llama_kernels.c, each built for the baseline and
- * for x86-64-v4), their working sets, and the Llama's layout functions
+ * (qp_model_kernels.c and qp_llama_kernels.c, each built for the baseline,
+ * x86-64-v3 and x86-64-v4), their working sets, and the Llama's layout functions
  * (qp_llama.c). Internal to train/. */
 #ifndef QP_MODEL_KERNELS_H
 #define QP_MODEL_KERNELS_H
@@ -102,6 +102,8 @@ int qp_llama_forward_base(qp_gpt *m, qp_linear *lin, const int32_t *inputs, cons
 int qp_llama_backward_base(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale);
 int qp_llama_forward_v4(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T);
 int qp_llama_backward_v4(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale);
+int qp_llama_forward_v3(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T);
+int qp_llama_backward_v3(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale);
 
 /* ---- the GPT (qp_model_kernels.c) ----------------------------------------- */
 
@@ -109,5 +111,7 @@ int qp_gpt_forward_base(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const 
 int qp_gpt_backward_base(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale);
 int qp_gpt_forward_v4(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T);
 int qp_gpt_backward_v4(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale);
+int qp_gpt_forward_v3(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T);
+int qp_gpt_backward_v3(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, float loss_scale);
 
 #endif

@@ -3,9 +3,9 @@
  * x <= 0, fixed-order row and column sums, blocked attention over any q/k/v
  * layout (grouped-query included) that keeps no T x T matrix, softmax
  * cross-entropy and the precision dispatch's calls with their phase.
- * Internal to train/: static functions, compiled into each copy (baseline and
- * x86-64-v4) of each kernel file, the same operations in the same order in
- * every copy, so the two builds give identical bits. */
+ * Internal to train/: static functions, compiled into each copy (baseline,
+ * x86-64-v3 and x86-64-v4) of each kernel file, the same operations in the
+ * same order in every copy, so the builds give identical bits. */
 #ifndef QP_MODEL_SIMD_H
 #define QP_MODEL_SIMD_H
 

@@ -257,6 +257,11 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
 #undef NAME
         if (bad) return QP_ARGS_BAD;
     }
+    const char *isa = getenv("QP_MODEL_ISA");
+    if (!qp_gpt_kernel_isa_capped(isa)) {
+        snprintf(err, errlen, "QP_MODEL_ISA=%s: not a kernel level (baseline, x86-64-v3 or x86-64-v4)", isa);
+        return QP_ARGS_BAD;
+    }
     return QP_ARGS_OK;
 }
 

@@ -196,11 +196,14 @@ def run_config(gpt_dump, workdir, cfg):
     subprocess.run([gpt_dump, path] + [str(v) for v in cfg], check=True)
     subprocess.run([gpt_dump, path + ".baseline"] + [str(v) for v in cfg], check=True,
                    env=dict(os.environ, QP_MODEL_ISA="baseline"))
+    subprocess.run([gpt_dump, path + ".v3"] + [str(v) for v in cfg], check=True,
+                   env=dict(os.environ, QP_MODEL_ISA="x86-64-v3"))
     subprocess.run([gpt_dump, path + ".1thread"] + [str(v) for v in cfg], check=True,
                    env=dict(os.environ, OMP_NUM_THREADS="1"))
     d = read_dump(path)
     failures = []
-    for other, what in ((".baseline", "the baseline kernels'"), (".1thread", "one thread's")):
+    for other, what in ((".baseline", "the baseline kernels'"), (".v3", "the x86-64-v3 kernels'"),
+                        (".1thread", "one thread's")):
         with open(path, "rb") as f, open(path + other, "rb") as g:
             if f.read() != g.read():
                 o = read_dump(path + other)

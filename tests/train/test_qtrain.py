@@ -100,16 +100,28 @@ with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
         want = V * C + L * (C + (C + 2 * KV) * C + C * C + C + 3 * H * C) + C + V * C
         check(int(fa.attrs["num_params"]) == want, f"llama parameter count {fa.attrs['num_params']}, want {want}")
 
-# the AVX-512 copy of the model kernels rounds exactly like the baseline copy
-# (head size 32: the Llama's rotation takes its vector path too)
+# every copy of the model kernels the CPU runs (x86-64-v4, x86-64-v3,
+# baseline) rounds exactly alike (head size 32: the Llama's rotation takes
+# its vector path too); QP_MODEL_ISA caps the level, and names no other
 p3, c = train("det_isa", ["--steps", "10", "--recipe", "bf16", "--dim", "64"])
-p4 = run(TINY + ["--out", os.path.join(tmp, "det_isa_base.h5"), "--steps", "10", "--recipe", "bf16", "--dim", "64"],
-         env={"QP_MODEL_ISA": "baseline"})
-check(p3.returncode == 0 and p4.returncode == 0, "isa runs")
-with h5py.File(c, "r") as fc, h5py.File(os.path.join(tmp, "det_isa_base.h5"), "r") as fd:
-    check(fd.attrs["model_kernels"] == "baseline", "QP_MODEL_ISA=baseline honoured")
-    check(np.array_equal(fc["train/loss"][:].view(np.uint64), fd["train/loss"][:].view(np.uint64)),
-          f"{fc.attrs['model_kernels']} and baseline kernels give bit-identical losses")
+check(p3.returncode == 0, "isa run")
+with h5py.File(c, "r") as fc:
+    best = fc.attrs["model_kernels"]
+    best_loss = fc["train/loss"][:]
+levels = ["baseline", "x86-64-v3", "x86-64-v4"]
+check(best in levels, f"model_kernels attribute {best}")
+for cap in levels[:levels.index(best)]:
+    out = os.path.join(tmp, f"det_isa_{cap}.h5")
+    p4 = run(TINY + ["--out", out, "--steps", "10", "--recipe", "bf16", "--dim", "64"], env={"QP_MODEL_ISA": cap})
+    check(p4.returncode == 0, f"QP_MODEL_ISA={cap} run")
+    with h5py.File(out, "r") as fd:
+        got = fd.attrs["model_kernels"]
+        check(levels.index(got) <= levels.index(cap), f"QP_MODEL_ISA={cap} honoured (ran {got})")
+        check(np.array_equal(best_loss.view(np.uint64), fd["train/loss"][:].view(np.uint64)),
+              f"{best} and {got} kernels give bit-identical losses")
+bad = run(TINY + ["--out", os.path.join(tmp, "det_isa_bad.h5"), "--steps", "2"], env={"QP_MODEL_ISA": "avx9000"})
+check(bad.returncode == 2 and "QP_MODEL_ISA=avx9000" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
+      f"an unknown QP_MODEL_ISA is a one-line error, exit 2 (rc {bad.returncode}: {bad.stderr.strip()[-200:]})")
 
 runs = {}
 for recipe in ["fp32", "fp8", "nvfp4"]:
