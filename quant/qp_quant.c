@@ -555,6 +555,7 @@ const qp_kernels *qp_active_kernels(void)
         const qp_kernels *k = &qp_kernels_ref;
         if (!cap || strcmp(cap, "scalar") != 0) {
             const qp_kernels *v = qp_kernels_avx512();
+            if (!v) v = qp_kernels_avx2();
             if (v) k = v;
         }
         chosen = k;

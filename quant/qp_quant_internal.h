@@ -145,11 +145,13 @@ typedef struct {
 } qp_kernels;
 
 extern const qp_kernels qp_kernels_ref;
-/* NULL when the CPU or compiler lacks AVX-512. */
+/* NULL when the CPU or compiler lacks AVX-512 (or QP_SIMD names another path). */
 const qp_kernels *qp_kernels_avx512(void);
+/* NULL when the CPU or compiler lacks AVX2 (or QP_SIMD names another path). */
+const qp_kernels *qp_kernels_avx2(void);
 
-/* The path in use: AVX-512 where the CPU has it (unless QP_SIMD=scalar), else
- * the scalar reference. */
+/* The path in use: AVX-512 where the CPU has it, else AVX2, else the scalar
+ * reference; QP_SIMD=scalar, avx2 or avx512 names one. */
 const qp_kernels *qp_active_kernels(void);
 
 /* Per-thread scratch that only grows (slot < QP_SCRATCH_SLOTS): NULL when
