@@ -1,6 +1,6 @@
 /* qp_hadamard.c — random Hadamard transforms over tensors (see qp_hadamard.h):
- * qp_core.h's qp_rht_vec per n-vector, or the same butterflies sixteen lanes
- * at a time. */
+ * qp_core.h's qp_rht_vec per n-vector, or the same butterflies sixteen (AVX-512)
+ * or, for the fused transpose, eight (AVX2) lanes at a time. */
 #include "qp_hadamard.h"
 #include "qp_quant.h"
 
@@ -106,6 +106,66 @@ __attribute__((target("avx512f"))) static uint32_t transpose_rht_tile(const floa
     default: return transpose_rht_tile_n(src, dst, rows, cols, r0, c0, 128, post); /* qp_rht_size_ok: 128 */
     }
 }
+
+/* The same for CPUs with AVX2 only: eight columns per tile, the butterflies
+ * between the band's rows as qp_fwht orders them, then 8 x 8 transposes. */
+__attribute__((target("avx2"), always_inline)) static inline void transpose8_avx2(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+__attribute__((target("avx2"), always_inline)) static inline uint32_t transpose_rht_tile8_n(
+    const float *src, float *dst, int64_t rows, int64_t cols, int64_t r0, int64_t c0, const int n, const float *post)
+{
+    __m256 v[n];
+    for (int i = 0; i < n; i++) v[i] = _mm256_loadu_ps(src + (r0 + i) * cols + c0);
+    for (int h = 1; h < n; h <<= 1)
+        for (int i = 0; i < n; i += 2 * h)
+            for (int j = i; j < i + h; j++) {
+                const __m256 a = v[j], b = v[j + h];
+                v[j] = _mm256_add_ps(a, b);
+                v[j + h] = _mm256_sub_ps(a, b);
+            }
+    __m256i m = _mm256_setzero_si256();
+    for (int i = 0; i < n; i++) {
+        v[i] = _mm256_mul_ps(v[i], _mm256_set1_ps(post[i]));
+        m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(v[i]), _mm256_set1_epi32(0x7FFFFFFF)));
+    }
+    for (int i0 = 0; i0 < n; i0 += 8) {
+        transpose8_avx2(v + i0); /* v[i0 + k]: dst row c0 + k, columns r0 + i0 .. + 7 */
+        for (int k = 0; k < 8; k++) _mm256_storeu_ps(dst + (c0 + k) * rows + r0 + i0, v[i0 + k]);
+    }
+    uint32_t lanes[8], most = 0;
+    _mm256_storeu_si256((__m256i *)(void *)lanes, m);
+    for (int k = 0; k < 8; k++) most = lanes[k] > most ? lanes[k] : most;
+    return most;
+}
+
+__attribute__((target("avx2"))) static uint32_t transpose_rht_tile8(const float *src, float *dst, int64_t rows,
+                                                                    int64_t cols, int64_t r0, int64_t c0, int n,
+                                                                    const float *post)
+{
+    switch (n) {
+    case 16: return transpose_rht_tile8_n(src, dst, rows, cols, r0, c0, 16, post);
+    case 32: return transpose_rht_tile8_n(src, dst, rows, cols, r0, c0, 32, post);
+    case 64: return transpose_rht_tile8_n(src, dst, rows, cols, r0, c0, 64, post);
+    default: return transpose_rht_tile8_n(src, dst, rows, cols, r0, c0, 128, post); /* qp_rht_size_ok: 128 */
+    }
+}
 #endif
 
 /* qp_transpose_rht for src column c of the band at r0: qp_rht_vec itself. */
@@ -123,14 +183,19 @@ static uint32_t transpose_rht_column(const float *src, float *dst, int64_t rows,
     return m;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-static int use_avx512(void)
+/* The widest vector path the CPU has that QP_SIMD allows (as quant/'s
+ * kernels choose): 16 (AVX-512), 8 (AVX2) or 0 (scalar). */
+static int vector_lanes(void)
 {
+#if defined(__x86_64__) && defined(__GNUC__)
     const char *cap = getenv("QP_SIMD");
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && !(cap && strcmp(cap, "scalar") == 0);
-}
+    if (cap && strcmp(cap, "scalar") == 0) return 0;
+    if (__builtin_cpu_supports("avx512f") && !(cap && strcmp(cap, "avx2") == 0)) return 16;
+    if (__builtin_cpu_supports("avx2")) return 8;
 #endif
+    return 0;
+}
 
 int qp_transpose_rht(const float *src, float *dst, int64_t rows, int64_t cols, int n, uint64_t seed)
 {
@@ -146,20 +211,20 @@ int qp_transpose_rht_amax(const float *src, float *dst, int64_t rows, int64_t co
     float post[QP_RHT_MAX];
     const float norm = qp_rht_norm(n);
     for (int j = 0; j < n; j++) post[j] = qp_rht_sign_neg(w, j) ? -norm : norm;
-#if defined(__x86_64__) && defined(__GNUC__)
-    const int vec = use_avx512();
-#else
-    const int vec = 0;
-#endif
-    const int64_t vcols = vec ? cols / 16 * 16 : 0;
+    const int lanes = vector_lanes();
+    const int64_t vcols = lanes ? cols / lanes * lanes : 0;
     /* bands of n rows in parallel: each writes its own n columns of dst */
     uint32_t most = 0; /* the largest |value|'s bits (max is order-free: any thread count) */
 #pragma omp parallel for schedule(static) reduction(max : most) if (rows * cols >= qp_parallel_min())
     for (int64_t r0 = 0; r0 < rows; r0 += n) {
         uint32_t m = 0, a;
 #if defined(__x86_64__) && defined(__GNUC__)
-        for (int64_t c0 = 0; c0 < vcols; c0 += 16)
-            if ((a = transpose_rht_tile(src, dst, rows, cols, r0, c0, n, post)) > m) m = a;
+        if (lanes == 16)
+            for (int64_t c0 = 0; c0 < vcols; c0 += 16)
+                if ((a = transpose_rht_tile(src, dst, rows, cols, r0, c0, n, post)) > m) m = a;
+        if (lanes == 8)
+            for (int64_t c0 = 0; c0 < vcols; c0 += 8)
+                if ((a = transpose_rht_tile8(src, dst, rows, cols, r0, c0, n, post)) > m) m = a;
 #endif
         for (int64_t c = vcols; c < cols; c++)
             if ((a = transpose_rht_column(src, dst, rows, cols, r0, c, n, w)) > m) m = a;
@@ -182,11 +247,7 @@ static int rht(float *x, int64_t rows, int64_t cols, int n, uint64_t seed, int i
     uint32_t w[4];
     qp_rht_sign_words(seed, w);
     const int64_t total = rows * cols;
-#if defined(__x86_64__) && defined(__GNUC__)
-    const int vec = use_avx512();
-#else
-    const int vec = 0;
-#endif
+    const int vec = vector_lanes() == 16; /* the in-place transform's vector path is AVX-512's */
     /* chunks of whole n-vectors in parallel: each vector is independent */
 #pragma omp parallel for schedule(static) if (total >= qp_parallel_min())
     for (int64_t r0 = 0; r0 < total; r0 += 4096) {

@@ -8,6 +8,7 @@
  * the inverse, the product identity, the vector path against the scalar one,
  * and bad sizes. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,22 @@
 
 static int popcount(unsigned v) { return __builtin_popcount(v); }
 
+/* QP_SIMD as the test started (ctest runs it as the CPU allows and with
+ * QP_SIMD=avx2): the checks that force the scalar path put it back. */
+static char simd_at_start[64];
+static int simd_was_set;
+
+static void restore_simd(void)
+{
+    if (simd_was_set) setenv("QP_SIMD", simd_at_start, 1);
+    else unsetenv("QP_SIMD");
+}
+
 int main(void)
 {
+    const char *simd = getenv("QP_SIMD");
+    simd_was_set = simd != NULL;
+    if (simd) snprintf(simd_at_start, sizeof simd_at_start, "%s", simd);
     unsigned long long s = 11;
     enum { M = 6, N = 5, K = 64 };
     float a[M * K], b[N * K], a0[M * K], b0[N * K];
@@ -85,7 +100,7 @@ int main(void)
         qp_rht16(v2, R, K2, 99);
         CHECK(memcmp(v1, v2, sizeof v1) == 0, "vector RHT == scalar RHT");
         qp_rht16_inverse(v2, R, K2, 99);
-        unsetenv("QP_SIMD");
+        restore_simd();
         qp_rht16_inverse(v1, R, K2, 99);
         CHECK(memcmp(v1, v2, sizeof v1) == 0, "vector inverse == scalar inverse");
     }
@@ -157,7 +172,7 @@ int main(void)
         qp_rht(y, R, K4, n, 99);
         CHECK(memcmp(x, y, sizeof(float) * R * K4) == 0, "rht %d: vector == scalar", n);
         qp_rht_inverse(y, R, K4, n, 99);
-        unsetenv("QP_SIMD");
+        restore_simd();
         qp_rht_inverse(x, R, K4, n, 99);
         CHECK(memcmp(x, y, sizeof(float) * R * K4) == 0, "rht %d: vector inverse == scalar inverse", n);
         /* bad shapes: cols not a multiple of n, nothing changed */
@@ -198,7 +213,7 @@ int main(void)
                           scalar ? "scalar" : "vector", finite ? "finite" : "NaN and Inf", am, want);
                     free(s2);
                 }
-                unsetenv("QP_SIMD");
+                restore_simd();
             }
             memset(got, 0xA5, sizeof(float) * R * C);
             memcpy(ref, got, sizeof(float) * R * C);

@@ -26,11 +26,19 @@
  * choose its thread count at run time (qp_omp.h). */
 #define MAX_PLANS 256
 #define MAX_PRIMS (4 * MAX_PLANS) /* a plan's blocks have at most 2 widths by 2 heights */
-#define MAX_BLOCKS 16
-#define MAX_STREAMS MAX_BLOCKS /* a product runs on at most as many threads as it has blocks */
+#define MAX_SPLIT 16 /* a product is cut for at most this many CPUs */
+#define MAX_STREAMS MAX_SPLIT /* and runs on at most as many threads */
 #define BLOCK_MIN_FLOPS 4e6 /* a block's work (some 20 us on one core): a primitive call's fixed cost stays small */
 #define BLOCK_ALIGN 16      /* blocks start on multiples of 16 rows or columns */
 #define BLOCK_MIN_SIDE 64   /* and are at least 64 wide (or high), as oneDNN's own blocks are */
+/* Where oneDNN's FP32 kernel gives a row different bits by the height of the
+ * product it is in (its AVX2 jit sgemm: rows of a 32-row product differ from
+ * the same rows of a 64-row one), FP32 blocks are at most ROW_QUANTUM rows,
+ * each starting on a multiple of it: a row's bits then do not depend on M, so
+ * a data-parallel rank's rows (a slice of a multiple of ROW_QUANTUM rows) are
+ * the single process's (test_dist_linear). 64: as fast as whole products
+ * there (32 was 10-25% slower). */
+#define ROW_QUANTUM 64
 
 typedef struct { /* one single-threaded primitive: a block shape m x n of a product M x N x K */
     int bf16, a_t, b_t, M, N, K, accumulate, m, n;
@@ -45,7 +53,7 @@ typedef struct { /* one block of a product: where it starts, its primitive, its 
 
 typedef struct { /* one product shape and its blocks */
     int bf16, a_t, b_t, M, N, K, accumulate, nblocks;
-    block blk[MAX_BLOCKS];
+    block *blk; /* nblocks */
 } plan_entry;
 
 struct qp_gemm {
@@ -57,6 +65,7 @@ struct qp_gemm {
     plan_entry *plans; /* MAX_PLANS */
     int nplans;
     int bf16_ok;           /* BF16 kernels usable (probed at create) */
+    int f32_rows_vary;     /* FP32 blocks at most ROW_QUANTUM rows (no AVX-512) */
     uint16_t *abuf, *bbuf; /* BF16 copies of the operands */
     size_t abuf_n, bbuf_n;
     float *wabuf, *wbbuf;  /* FP32 copies of BF16 operands (no BF16 kernel) */
@@ -180,7 +189,7 @@ static int part_size(int size, int parts)
 }
 
 /* The blocks of a product, from its shape and the machine only: as many
- * as the machine has CPUs online (a power of two, at most MAX_BLOCKS; not
+ * as the machine has CPUs online (a power of two, at most MAX_SPLIT; not
  * the run's threads, which may be fewer), each at least BLOCK_MIN_FLOPS,
  * cutting the longer side of the block each time while it stays at least
  * BLOCK_MIN_SIDE long: few, large, square blocks are what oneDNN's kernels
@@ -190,7 +199,7 @@ static void plan_blocks(int M, int N, int K, int *bm, int *bn)
     static int most = 0;
     if (!most) {
         const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        for (most = 1; most < MAX_BLOCKS && 2 * most <= cpus;) most *= 2;
+        for (most = 1; most < MAX_SPLIT && 2 * most <= cpus;) most *= 2;
     }
     int pm = 1, pn = 1;
     for (double flops = 2.0 * M * N * K; pm * pn < most && flops / (2 * pm * pn) >= BLOCK_MIN_FLOPS;) {
@@ -213,6 +222,7 @@ static void plan_free(plan_entry *p)
         dnnl_memory_destroy(b->c);
         dnnl_memory_destroy(b->alpha);
     }
+    free(p->blk);
     memset(p, 0, sizeof *p);
 }
 
@@ -230,9 +240,16 @@ static plan_entry *get_plan(qp_gemm *g, int bf16, int a_t, int b_t, int M, int N
     }
     int pm, pn;
     plan_blocks(M, N, K, &pm, &pn);
-    const int sm = part_size(M, pm), sn = part_size(N, pn);
+    int sm = part_size(M, pm);
+    const int sn = part_size(N, pn);
+    if (!bf16 && g->f32_rows_vary) sm = ROW_QUANTUM;
     plan_entry *p = &g->plans[g->nplans];
     memset(p, 0, sizeof *p);
+    const int most = ((M + sm - 1) / sm) * ((N + sn - 1) / sn);
+    if (!(p->blk = calloc((size_t)most, sizeof *p->blk))) {
+        snprintf(g->err, sizeof g->err, "out of memory for a GEMM plan");
+        return NULL;
+    }
     for (int m0 = 0; m0 < M; m0 += sm)
         for (int n0 = 0; n0 < N; n0 += sn) {
             block *b = &p->blk[p->nblocks++];
@@ -297,6 +314,8 @@ qp_gemm *qp_gemm_create(char *err, size_t errlen)
     const char *force = getenv("QP_GEMM");
     /* Probe: can this CPU build a BF16 matmul? */
     g->bf16_ok = !(force && strcmp(force, "f32") == 0) && get_prim(g, 1, 0, 0, 16, 16, 16, 0, 16, 16) != NULL;
+    __builtin_cpu_init();
+    g->f32_rows_vary = !__builtin_cpu_supports("avx512f");
     if (!g->bf16_ok) snprintf(g->impl_bf16, sizeof g->impl_bf16, "fp32-fallback");
     g->err[0] = 0;
     return g;

@@ -22,7 +22,7 @@
 #include "qp_test.h"
 
 #define NL 8 /* layer 0 of 8: outside the BF16 last blocks of the NVFP4 recipe */
-#define M 64
+#define M 128 /* a rank's 64 rows: qp_gemm's ROW_QUANTUM */
 #define IC 64
 #define OC 48
 
