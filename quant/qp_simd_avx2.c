@@ -18,6 +18,7 @@
  * blocks of other sizes, the column layout) take the scalar reference's
  * rules, element by element. Compiled with target attributes and chosen
  * at run time, so the library runs anywhere. */
+#include <float.h>
 #include <string.h>
 
 #include "qp_quant_internal.h"
@@ -408,6 +409,54 @@ AVX2 void bf16_row(const qp_plan *p, const int sr, const float *x, int64_t cols,
     }
 }
 
+/* ---- block scales ---------------------------------------------------------------------- */
+
+/* NVFP4's rule (qp_nvfp4_scale) eight blocks at a time: t = amax * (S / 6)
+ * rounded to UE4M3 like an E4M3 element (saturating), enc = 1 / (d_b *
+ * S_inv) at most FLT_MAX, a zero scale flagged; the statistics then lane
+ * by lane as the reference counts them. Other rules, and the last nb % 8
+ * blocks, by the reference. */
+AVX2_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, int bc, const float *amax,
+                            const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
+{
+    int64_t b = 0;
+    if (p->t->rule == QP_RULE_NVFP4) {
+        const qp_minifloat f = QP_MF_E4M3;
+        const float k = p->scale * (1.0f / p->t->elem_max);
+        const __m256 kv = F32(k), sinv = F32(p->scale_inv);
+        for (; b + 8 <= nb; b += 8) {
+            const __m256 a = _mm256_loadu_ps(amax + b), t = _mm256_mul_ps(a, kv);
+            __m256 d;
+            const __m256i code = rn_code(_mm256_min_epu32(_mm256_castps_si256(t), I32(qp_f32_bits(f.max))), f, &d);
+            const __m256 zero = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_EQ_OQ);
+            __m256 e = _mm256_div_ps(F32(1.0f), _mm256_mul_ps(d, sinv));
+            e = _mm256_blendv_ps(F32(FLT_MAX), e, _mm256_cmp_ps(e, F32(FLT_MAX), _CMP_LE_OQ)); /* NaN too */
+            _mm256_storeu_ps(bs->enc + b, _mm256_andnot_ps(zero, e));
+            _mm256_storeu_ps(bs->dec + b, d);
+            store_codes8(bs->code + b, code, 0);
+            store_codes8(bs->flag + b, _mm256_and_si256(_mm256_castps_si256(zero), I32(QP_BLOCK_ZERO)), 0);
+            for (int64_t j = b; j < b + 8; j++) {
+                const float aj = amax[j], sc = bs->dec[j];
+                st->n_blocks++;
+                if (aj > st->amax) st->amax = aj;
+                if (!(aj > 0.0f)) continue;
+                st->n_zero += sc == 0.0f;
+                st->n_sat += aj * k > QP_E4M3_MAX;
+                if (sc > 0.0f) {
+                    if (st->n_live == 0 || sc < st->min) st->min = sc;
+                    if (st->n_live == 0 || sc > st->max) st->max = sc;
+                    st->log2_fx += qp_block_scale_log2_fx(QP_SCALE_UE4M3, bs->code[j], sc);
+                    st->n_live++;
+                }
+            }
+        }
+    }
+    if (b < nb) {
+        qp_blockscales rest = {bs->enc + b, bs->dec + b, bs->code + b, bs->flag + b};
+        qp_block_scales_ref(p, x ? x + b * bc : NULL, cols - b * bc, bc, amax + b, nonfinite + b, nb - b, &rest, st);
+    }
+}
+
 #define ENCODE_ROW_ARGS                                                                                               \
     const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc, uint8_t *codes, float *y,       \
         uint64_t gidx0, qp_counts *cnt
@@ -461,7 +510,7 @@ AVX2_FN void v_encode_row(ENCODE_ROW_ARGS)
     else qp_kernels_ref.encode_row(p, x, cols, bs, bc, codes, y, gidx0, cnt);
 }
 
-static const qp_kernels avx2_kernels = {"avx2", v_amax, v_block_amax, qp_block_scales_ref, v_encode_row, NULL, NULL};
+static const qp_kernels avx2_kernels = {"avx2", v_amax, v_block_amax, v_block_scales, v_encode_row, NULL, NULL};
 
 const qp_kernels *qp_kernels_avx2(void)
 {

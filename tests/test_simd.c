@@ -17,8 +17,9 @@
 #include "qp_quant.h"
 #include "qp_test.h"
 
-enum { RANDOM, TIES, SUBNORMAL, BOUNDARY, SPECIAL, SPARSE, HUGE, GRID, NKINDS };
-static const char *kind_names[NKINDS] = {"random", "ties", "subnormal", "boundary", "special", "sparse", "huge", "grid"};
+enum { RANDOM, TIES, SUBNORMAL, BOUNDARY, SPECIAL, SPARSE, HUGE, GRID, TINY, NKINDS };
+static const char *kind_names[NKINDS] = {"random", "ties", "subnormal", "boundary", "special", "sparse", "huge", "grid",
+                                         "tiny"};
 
 /* Values that sit exactly on rounding midpoints of every element grid after
  * any power-of-two scale: (2k+1)/2 ulps at assorted binades. */
@@ -74,6 +75,14 @@ static void fill(float *x, int64_t n, int kind, unsigned long long seed)
             /* magnitudes near FLT_MAX (BF16 rounding to Inf, scaled values overflowing) and tiny ones */
             x[i] = (qp_test_next(&s) % 3 ? FLT_MAX / ldexpf(1.0f, (int)(qp_test_next(&s) % 12)) : 1e-30f) *
                    (g < 0 ? -1.0f : 1.0f) * (1.0f - 1e-3f * (float)(qp_test_next(&s) % 256));
+            break;
+        case TINY:
+            /* a tensor of float32 subnormals only: its scale saturates, and NVFP4's block
+             * encode scales 1 / (d_b * S_inv) overflow to their FLT_MAX clamp */
+        {
+            const uint32_t r = (uint32_t)qp_test_next(&s);
+            x[i] = qp_bits_f32((r & 0x80000000u) | ((r & 0x007FFFFFu) >> (i % 9)));
+        }
             break;
         default:
             /* small multiples of powers of two, whole blocks constant now and then: the two
