@@ -39,7 +39,6 @@
 
 /* lane masks (all ones / zeros) as eight bits */
 AVX2 unsigned bits8(__m256i m) { return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)); }
-AVX2 int popc8(__m256i m) { return __builtin_popcount(bits8(m)); }
 
 /* a > b, unsigned */
 AVX2 __m256i cmpgt_u32(__m256i a, __m256i b)
@@ -56,6 +55,16 @@ AVX2 __m256i cvtt_u32(__m256 f)
     const __m256i lo = _mm256_cvttps_epi32(f);
     const __m256i hi = _mm256_xor_si256(_mm256_cvttps_epi32(_mm256_sub_ps(f, two31)), I32(0x80000000u));
     return _mm256_blendv_epi8(lo, hi, big);
+}
+
+/* Per-lane counts (a mask's -1 lanes subtracted), summed at the end of a row. */
+AVX2 int64_t lanes_sum(__m256i v)
+{
+    int32_t l[8];
+    _mm256_storeu_si256((__m256i *)(void *)l, v);
+    int64_t t = 0;
+    for (int i = 0; i < 8; i++) t += l[i];
+    return t;
 }
 
 /* ---- amax ------------------------------------------------------------------------ */
@@ -298,7 +307,7 @@ AVX2 void mf_row(const qp_plan *p, const qp_minifloat f, const int sr, const flo
     const __m256 elem_max = F32(t->elem_max);
     const int out_mul = p->out_mul != 1.0f;
     qp_ecounts ec = {0, 0, 0, 0};
-    int64_t n_nonzero = 0, n_sat = 0, n_flushed = 0;
+    __m256i n_nonzero = _mm256_setzero_si256(), n_sat = n_nonzero, n_flushed = n_nonzero; /* rows < 2^31 */
     rng_cache rng;
     if (sr) rng_init(&rng, p->seed, p->stream);
     if (codes) {
@@ -325,9 +334,9 @@ AVX2 void mf_row(const qp_plan *p, const qp_minifloat f, const int sr, const flo
         const __m256i mag = sr ? sr_code(a, f, rng8(&rng, gidx0 + (uint64_t)c), &r) : rn_code(a, f, &r);
         const __m256i sign = _mm256_and_si256(vb, I32(0x80000000u));
         const __m256i nonzero = _mm256_castps_si256(_mm256_cmp_ps(xv, _mm256_setzero_ps(), _CMP_NEQ_OQ));
-        n_nonzero += popc8(nonzero);
-        n_sat += popc8(_mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(av), elem_max, _CMP_GT_OQ)));
-        n_flushed += popc8(_mm256_and_si256(nonzero, _mm256_cmpeq_epi32(mag, _mm256_setzero_si256())));
+        n_nonzero = _mm256_sub_epi32(n_nonzero, nonzero);
+        n_sat = _mm256_sub_epi32(n_sat, _mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(av), elem_max, _CMP_GT_OQ)));
+        n_flushed = _mm256_sub_epi32(n_flushed, _mm256_and_si256(nonzero, _mm256_cmpeq_epi32(mag, _mm256_setzero_si256())));
         if (codes) {
             const __m256i code = _mm256_or_si256(mag, _mm256_srli_epi32(sign, 31 - f.sign_shift));
             store_codes8(codes + (nibbles ? c / 2 : c), code, nibbles);
@@ -340,9 +349,9 @@ AVX2 void mf_row(const qp_plan *p, const qp_minifloat f, const int sr, const flo
         }
     }
     cnt->n_nonfinite += ec.n_nonfinite;
-    cnt->n_nonzero += ec.n_nonzero + n_nonzero;
-    cnt->n_sat += ec.n_sat + n_sat;
-    cnt->n_flushed += ec.n_flushed + n_flushed;
+    cnt->n_nonzero += ec.n_nonzero + lanes_sum(n_nonzero);
+    cnt->n_sat += ec.n_sat + lanes_sum(n_sat);
+    cnt->n_flushed += ec.n_flushed + lanes_sum(n_flushed);
 }
 
 /* A BF16 row (no scale): qp_f32_to_bf16 or its stochastic form in vectors
@@ -353,7 +362,7 @@ AVX2 void bf16_row(const qp_plan *p, const int sr, const float *x, int64_t cols,
     const int64_t full = cols / 8 * 8;
     const int out_mul = p->out_mul != 1.0f;
     qp_ecounts ec = {0, 0, 0, 0};
-    int64_t n_nonzero = 0, n_sat = 0, n_flushed = 0;
+    __m256i n_nonzero = _mm256_setzero_si256(), n_sat = n_nonzero, n_flushed = n_nonzero; /* rows < 2^31 */
     rng_cache rng;
     if (sr) rng_init(&rng, p->seed, p->stream);
     __m256i amax = _mm256_setzero_si256();
@@ -380,9 +389,9 @@ AVX2 void bf16_row(const qp_plan *p, const int sr, const float *x, int64_t cols,
         }
         const __m256i mag = _mm256_and_si256(hi, I32(0x7FFFu));
         const __m256i nonzero = _mm256_castps_si256(_mm256_cmp_ps(xv, _mm256_setzero_ps(), _CMP_NEQ_OQ));
-        n_nonzero += popc8(nonzero);
-        n_sat += popc8(_mm256_cmpeq_epi32(mag, I32(0x7F80u)));
-        n_flushed += popc8(_mm256_and_si256(nonzero, _mm256_cmpeq_epi32(mag, _mm256_setzero_si256())));
+        n_nonzero = _mm256_sub_epi32(n_nonzero, nonzero);
+        n_sat = _mm256_sub_epi32(n_sat, _mm256_cmpeq_epi32(mag, I32(0x7F80u)));
+        n_flushed = _mm256_sub_epi32(n_flushed, _mm256_and_si256(nonzero, _mm256_cmpeq_epi32(mag, _mm256_setzero_si256())));
         if (codes) store_u16x8((uint16_t *)(void *)(codes + 2 * c), hi);
         if (y) {
             __m256 val = _mm256_castsi256_ps(_mm256_slli_epi32(hi, 16));
@@ -395,9 +404,9 @@ AVX2 void bf16_row(const qp_plan *p, const int sr, const float *x, int64_t cols,
         scalar_elems(p, x, full, cols, NULL, codes, y, gidx0, &ec);
     }
     cnt->n_nonfinite += ec.n_nonfinite;
-    cnt->n_nonzero += ec.n_nonzero + n_nonzero;
-    cnt->n_sat += ec.n_sat + n_sat;
-    cnt->n_flushed += ec.n_flushed + n_flushed;
+    cnt->n_nonzero += ec.n_nonzero + lanes_sum(n_nonzero);
+    cnt->n_sat += ec.n_sat + lanes_sum(n_sat);
+    cnt->n_flushed += ec.n_flushed + lanes_sum(n_flushed);
     if (p->row_amax) {
         uint32_t m = hmax_u32(amax);
         for (int64_t c = full; c < cols; c++) {

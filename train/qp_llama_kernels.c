@@ -176,10 +176,10 @@ static inline float sigmoid(float x)
     return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
 }
 
-static inline vf vsigmoid(vf x)
+static inline __attribute__((always_inline)) vf vsigmoid(vf x)
 {
     const vf e = vexp_nonpos(-(vf)((vi)x & 0x7fffffff));
-    return vsel(x >= 0.0f, 1.0f / (1.0f + e), e / (1.0f + e));
+    return vsel(vge(x, vsplat(0.0f)), 1.0f / (1.0f + e), e / (1.0f + e));
 }
 
 /* h (N,H) = silu(a) * u */

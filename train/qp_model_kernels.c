@@ -62,15 +62,15 @@ static inline float gelu_grad(float x)
 }
 
 /* The same three on every lane, operation for operation. */
-static inline vf vtanh_fast(vf u)
+static inline __attribute__((always_inline)) vf vtanh_fast(vf u)
 {
     const vf au = (vf)((vi)u & 0x7fffffff), e = vexp_nonpos(-2.0f * au), t = (1.0f - e) / (1.0f + e);
-    return vsel(u < 0.0f, -t, t);
+    return vsel(vlt(u, vsplat(0.0f)), -t, t);
 }
 
-static inline vf vgelu(vf x) { return 0.5f * x * (1.0f + vtanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x))); }
+static inline __attribute__((always_inline)) vf vgelu(vf x) { return 0.5f * x * (1.0f + vtanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x))); }
 
-static inline vf vgelu_grad(vf x)
+static inline __attribute__((always_inline)) vf vgelu_grad(vf x)
 {
     const vf u = GELU_SCALE * (x + 0.044715f * x * x * x);
     const vf th = vtanh_fast(u), sech2 = 1.0f - th * th;

@@ -47,9 +47,44 @@ static inline vf vsplat(float x)
     return v;
 }
 
+/* Comparisons, lanes -1 where true: in pieces as wide as the CPU's vectors,
+ * because GCC compares a vector wider than those one lane at a time (16
+ * vcomiss and setcc: the x86-64-v3 and baseline copies' attention and GELU
+ * spent most of their time there). The same masks either way. */
+#if defined(__AVX512F__)
+#define HW_LANES 16
+#elif defined(__AVX__)
+#define HW_LANES 8
+#else
+#define HW_LANES 4
+#endif
+typedef float hw_vf __attribute__((vector_size(HW_LANES * sizeof(float))));
+typedef int32_t hw_vi __attribute__((vector_size(HW_LANES * sizeof(int32_t))));
+#define VCOMPARE(name, T, HT, op)                                                                                    \
+    static inline __attribute__((always_inline)) vi name(T a, T b)                                                   \
+    {                                                                                                                \
+        vi r;                                                                                                        \
+        for (int i = 0; i < VL; i += HW_LANES) {                                                                     \
+            HT x, y;                                                                                                 \
+            memcpy(&x, (const char *)&a + i * 4, sizeof x);                                                          \
+            memcpy(&y, (const char *)&b + i * 4, sizeof y);                                                          \
+            const hw_vi m = x op y;                                                                                  \
+            memcpy((char *)&r + i * 4, &m, sizeof m);                                                                \
+        }                                                                                                            \
+        return r;                                                                                                    \
+    }
+VCOMPARE(vgt, vf, hw_vf, >)
+VCOMPARE(vlt, vf, hw_vf, <)
+VCOMPARE(vge, vf, hw_vf, >=)
+VCOMPARE(vige, vi, hw_vi, >=)
+VCOMPARE(vilt, vi, hw_vi, <)
+
 /* lanes of a where mask is set (-1), else b */
-static inline vf vsel(vi mask, vf a, vf b) { return (vf)(((vi)a & mask) | ((vi)b & ~mask)); }
-static inline vf vmax(vf a, vf b) { return vsel(a > b, a, b); }
+static inline __attribute__((always_inline)) vf vsel(vi mask, vf a, vf b)
+{
+    return (vf)(((vi)a & mask) | ((vi)b & ~mask));
+}
+static inline __attribute__((always_inline)) vf vmax(vf a, vf b) { return vsel(vgt(a, b), a, b); }
 
 /* Sum of the 16 lanes by a fixed tree. */
 static inline float vsum(vf v)
@@ -199,8 +234,8 @@ static inline vi lane_index(void)
  * see it and exist (below T). */
 static inline vi key_visible(int k, int r0, int T)
 {
-    const vi lane = lane_index();
-    return (lane >= k - r0) & (lane < T - r0);
+    const vi lane = lane_index(), zero = lane - lane;
+    return vige(lane, zero + (k - r0)) & vilt(lane, zero + (T - r0));
 }
 
 /* One round of a 16 x 16 transpose: rows i and i + s (i & s == 0) swap
