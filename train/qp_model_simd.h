@@ -86,6 +86,20 @@ static inline __attribute__((always_inline)) vf vsel(vi mask, vf a, vf b)
 }
 static inline __attribute__((always_inline)) vf vmax(vf a, vf b) { return vsel(vgt(a, b), a, b); }
 
+/* The register kernels below keep their sums in vectors as wide as the CPU's
+ * (hw_vf) and run once per such piece of the 16 lanes: an array of 16-lane
+ * vectors wider than the registers is moved through memory and general
+ * registers by GCC. The lanes are independent, so each lane does the same
+ * operations in the same order in every copy. */
+static inline __attribute__((always_inline)) hw_vf hload(const float *p)
+{
+    hw_vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline __attribute__((always_inline)) void hstore(float *p, hw_vf v) { memcpy(p, &v, sizeof v); }
+static inline __attribute__((always_inline)) hw_vf hsplat(float x) { return (hw_vf){0} + x; }
+
 /* Sum of the 16 lanes by a fixed tree. */
 static inline float vsum(vf v)
 {
@@ -384,14 +398,16 @@ static void scores(float *restrict st, const float *restrict qt, const float *kb
     for (int c0 = 0; c0 < nk; c0 += KG) {
         const float *k[KG];
         for (int j = 0; j < KG; j++) k[j] = kb + (int64_t)imin(c0 + j, nk - 1) * rs;
-        vf s[KG];
-        for (int j = 0; j < KG; j++) s[j] = vsplat(0.0f);
-        for (int d = 0; d < hs; d++) {
-            const vf q = vload(qt + d * QB);
-            for (int j = 0; j < KG; j++) s[j] += k[j][d] * q;
-            att_prefetch_step(pf);
+        for (int h = 0; h < VL; h += HW_LANES) {
+            hw_vf s[KG];
+            for (int j = 0; j < KG; j++) s[j] = hsplat(0.0f);
+            for (int d = 0; d < hs; d++) {
+                const hw_vf q = hload(qt + d * QB + h);
+                for (int j = 0; j < KG; j++) s[j] += k[j][d] * q;
+                att_prefetch_step(pf);
+            }
+            for (int j = 0; j < KG; j++) hstore(st + (c0 + j) * QB + h, s[j] * scale);
         }
-        for (int j = 0; j < KG; j++) vstore(st + (c0 + j) * QB, s[j] * scale);
     }
 }
 
@@ -402,17 +418,19 @@ static inline __attribute__((always_inline)) void weighted_sum_cols(float *restr
                                                                    const float *vb, int64_t rs, int nk, int d0,
                                                                    const int nd)
 {
-    vf s[VL];
+    for (int h = 0; h < VL; h += HW_LANES) {
+        hw_vf s[VL];
 #pragma GCC unroll 16
-    for (int j = 0; j < nd; j++) s[j] = vsplat(0.0f);
-    for (int c = 0; c < nk; c++) {
-        const vf pc = vload(p + c * QB);
-        const float *v = vb + (int64_t)c * rs + d0;
+        for (int j = 0; j < nd; j++) s[j] = hsplat(0.0f);
+        for (int c = 0; c < nk; c++) {
+            const hw_vf pc = hload(p + c * QB + h);
+            const float *v = vb + (int64_t)c * rs + d0;
 #pragma GCC unroll 16
-        for (int j = 0; j < nd; j++) s[j] += v[j] * pc;
+            for (int j = 0; j < nd; j++) s[j] += v[j] * pc;
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < nd; j++) hstore(acc + (d0 + j) * QB + h, s[j]);
     }
-#pragma GCC unroll 16
-    for (int j = 0; j < nd; j++) vstore(acc + (d0 + j) * QB, s[j]);
 }
 
 /* Acc^T (hs x QB) = P V over keys c < nk: the forward's P.V. */
@@ -507,16 +525,20 @@ static att_bwd_buffers att_bwd_carve(float *scr, int hs, int T)
 
 /* S^T[j] (lanes: query rows r0..) = sum over d < hs of rows[j][d] x^T[d],
  * for the KG rows j of a register block (rows of stride hp). */
-static inline void rows_times_cols(vf s[KG], const float *rows, int hp, const float *xt, int64_t tp, int hs,
-                                   att_prefetch *pf)
+static inline void rows_times_cols(float out[KG * VL], const float *rows, int hp, const float *xt, int64_t tp,
+                                   int hs, att_prefetch *pf)
 {
     const float *k[KG];
     for (int j = 0; j < KG; j++) k[j] = rows + (int64_t)j * hp;
-    for (int j = 0; j < KG; j++) s[j] = vsplat(0.0f);
-    for (int d = 0; d < hs; d++) {
-        const vf x = vload(xt + (int64_t)d * tp);
-        for (int j = 0; j < KG; j++) s[j] += k[j][d] * x;
-        att_prefetch_step(pf);
+    for (int h = 0; h < VL; h += HW_LANES) {
+        hw_vf s[KG];
+        for (int j = 0; j < KG; j++) s[j] = hsplat(0.0f);
+        for (int d = 0; d < hs; d++) {
+            const hw_vf x = hload(xt + (int64_t)d * tp + h);
+            for (int j = 0; j < KG; j++) s[j] += k[j][d] * x;
+            att_prefetch_step(pf);
+        }
+        for (int j = 0; j < KG; j++) hstore(out + j * VL + h, s[j]);
     }
 }
 
@@ -531,29 +553,30 @@ static void attention_backward_tile(const att_bwd_buffers *w, int k0, int r0, in
     const vf lse = vload(w->lse + r0), D = vload(w->D + r0);
     float *p = w->p + r0, *g = w->g + r0;
     for (int j0 = 0; j0 < KB; j0 += KG) {
-        vf s[KG];
+        float s[KG * VL] __attribute__((aligned(64)));
         rows_times_cols(s, w->k + (int64_t)(k0 + j0) * hp, hp, w->qt + r0, tp, hs, pf);
         for (int j = 0; j < KG; j++)
             vstore(p + (j0 + j) * tp,
-                   vsel(key_visible(k0 + j0 + j, r0, T), vexp_nonpos(s[j] * scale - lse), vsplat(0.0f)));
+                   vsel(key_visible(k0 + j0 + j, r0, T), vexp_nonpos(vload(s + j * VL) * scale - lse), vsplat(0.0f)));
         rows_times_cols(s, w->v + (int64_t)(k0 + j0) * hp, hp, w->doutt + r0, tp, hs, pf);
         for (int j = 0; j < KG; j++)
-            vstore(g + (j0 + j) * tp, vload(p + (j0 + j) * tp) * (s[j] - D) * scale);
+            vstore(g + (j0 + j) * tp, vload(p + (j0 + j) * tp) * (vload(s + j * VL) - D) * scale);
     }
-    for (int d0 = 0; d0 < hp; d0 += DG) {
-        vf acc[DG];
+    for (int d0 = 0; d0 < hp; d0 += DG)
+        for (int h = 0; h < VL; h += HW_LANES) {
+            hw_vf acc[DG];
 #pragma GCC unroll 16
-        for (int i = 0; i < DG; i++) acc[i] = k0 ? vload(w->dqt + (int64_t)(d0 + i) * tp + r0) : vsplat(0.0f);
-        for (int j = 0; j < KB; j++) {
-            const vf gj = vload(g + j * tp);
-            const float *kj = w->k + (int64_t)(k0 + j) * hp + d0;
+            for (int i = 0; i < DG; i++) acc[i] = k0 ? hload(w->dqt + (int64_t)(d0 + i) * tp + r0 + h) : hsplat(0.0f);
+            for (int j = 0; j < KB; j++) {
+                const hw_vf gj = hload(g + j * tp + h);
+                const float *kj = w->k + (int64_t)(k0 + j) * hp + d0;
 #pragma GCC unroll 16
-            for (int i = 0; i < DG; i++) acc[i] += kj[i] * gj;
-            att_prefetch_step(pf);
+                for (int i = 0; i < DG; i++) acc[i] += kj[i] * gj;
+                att_prefetch_step(pf);
+            }
+#pragma GCC unroll 16
+            for (int i = 0; i < DG; i++) hstore(w->dqt + (int64_t)(d0 + i) * tp + r0 + h, acc[i]);
         }
-#pragma GCC unroll 16
-        for (int i = 0; i < DG; i++) vstore(w->dqt + (int64_t)(d0 + i) * tp + r0, acc[i]);
-    }
 }
 
 /* Rows c0 .. c0+NK of dst (stride ds), floats [v0, v0 + 16 NV), = those
@@ -567,23 +590,25 @@ static inline __attribute__((always_inline)) void key_rows_sum(float *dst, int64
                                                               int64_t xs, int r0, int r1, int c0, int v0,
                                                               const int NK, const int NV)
 {
-    vf s[VL];
     const float *wk[8];
 #pragma GCC unroll 8
     for (int k = 0; k < NK; k++) wk[k] = wt + (c0 + k) * tp;
+    for (int h = 0; h < VL; h += HW_LANES) {
+        hw_vf s[VL];
 #pragma GCC unroll 16
-    for (int i = 0; i < NK * NV; i++)
-        s[i] = src ? vload(src + (int64_t)(c0 + i / NV) * ss + v0 + (i % NV) * VL) : vsplat(0.0f);
-    for (int r = r0 + c0; r < r1; r++) {
-        const float *xr = x + (int64_t)r * xs + v0;
-        vf xv[4];
+        for (int i = 0; i < NK * NV; i++)
+            s[i] = src ? hload(src + (int64_t)(c0 + i / NV) * ss + v0 + (i % NV) * VL + h) : hsplat(0.0f);
+        for (int r = r0 + c0; r < r1; r++) {
+            const float *xr = x + (int64_t)r * xs + v0 + h;
+            hw_vf xv[4];
 #pragma GCC unroll 4
-        for (int u = 0; u < NV; u++) xv[u] = vload(xr + u * VL);
+            for (int u = 0; u < NV; u++) xv[u] = hload(xr + u * VL);
 #pragma GCC unroll 16
-        for (int i = 0; i < NK * NV; i++) s[i] += wk[i / NV][r] * xv[i % NV];
+            for (int i = 0; i < NK * NV; i++) s[i] += wk[i / NV][r] * xv[i % NV];
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < NK * NV; i++) hstore(dst + (int64_t)(c0 + i / NV) * ds + v0 + (i % NV) * VL + h, s[i]);
     }
-#pragma GCC unroll 16
-    for (int i = 0; i < NK * NV; i++) vstore(dst + (int64_t)(c0 + i / NV) * ds + v0 + (i % NV) * VL, s[i]);
 }
 
 /* The KB rows of dst (a key block's dk or dv, stride ds, hp floats) = those
