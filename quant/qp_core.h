@@ -474,6 +474,14 @@ QP_HD uint32_t qp_load_code(qp_elem e, const uint8_t *codes, int64_t i)
 
 /* ---- Philox-4x32-10 (Salmon et al., SC'11; cuRAND's philox) ---------------- */
 
+/* The ten rounds' key words, two per round (the vector paths precompute them). */
+QP_HD void qp_philox_keys(uint64_t seed, uint32_t keys[20])
+{
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int round = 0; round < 10; round++, k0 += 0x9E3779B9u, k1 += 0xBB67AE85u)
+        keys[2 * round] = k0, keys[2 * round + 1] = k1;
+}
+
 QP_HD void qp_philox4x32(uint64_t seed, uint64_t ctr_lo, uint64_t ctr_hi, uint32_t out[4])
 {
     uint32_t c0 = (uint32_t)ctr_lo, c1 = (uint32_t)(ctr_lo >> 32);

@@ -133,13 +133,7 @@ __attribute__((target("avx2"), always_inline)) static inline uint32_t transpose_
 {
     __m256 v[n];
     for (int i = 0; i < n; i++) v[i] = _mm256_loadu_ps(src + (r0 + i) * cols + c0);
-    for (int h = 1; h < n; h <<= 1)
-        for (int i = 0; i < n; i += 2 * h)
-            for (int j = i; j < i + h; j++) {
-                const __m256 a = v[j], b = v[j + h];
-                v[j] = _mm256_add_ps(a, b);
-                v[j + h] = _mm256_sub_ps(a, b);
-            }
+    qp_fwht_registers_avx2(v, n);
     __m256i m = _mm256_setzero_si256();
     for (int i = 0; i < n; i++) {
         v[i] = _mm256_mul_ps(v[i], _mm256_set1_ps(post[i]));

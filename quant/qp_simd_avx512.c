@@ -647,8 +647,7 @@ typedef struct {
 
 AVX512 void rng_init(rng_cache *c, uint64_t seed, uint64_t stream)
 {
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    for (int r = 0; r < 10; r++, k0 += 0x9E3779B9u, k1 += 0xBB67AE85u) c->keys[2 * r] = k0, c->keys[2 * r + 1] = k1;
+    qp_philox_keys(seed, c->keys);
     c->stream = stream;
     c->run[0] = c->run[1] = UINT64_MAX;
 }

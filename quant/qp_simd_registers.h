@@ -1,13 +1,15 @@
-/* qp_simd_registers.h — operations across sixteen AVX-512 registers.
+/* qp_simd_registers.h — operations across sixteen AVX-512 registers (and
+ * the butterflies across AVX2 ones).
  *
  * Owns: the one 16 x 16 register transpose the vector paths use (Four Over
  * Six's per-column errors in qp_simd_avx512.c, the transposed Hadamard pass
  * of qp_hadamard.c, the precision dispatch's operand transposes in
  * train/qp_transpose.c) and the Walsh-Hadamard butterflies between
  * registers (qp_hadamard.c's transposed pass and qp_simd_avx512.c's column
- * encoder, which must rotate alike). Header-only and always inlined, so
- * each includer compiles it for its own AVX-512 target; include only where
- * __m512 is available (x86-64, GCC or Clang). */
+ * encoder, which must rotate alike; qp_hadamard.c's AVX2 tiles too).
+ * Header-only and always inlined, so each includer compiles it for its own
+ * AVX-512 or AVX2 target; include only where __m512 is available (x86-64,
+ * GCC or Clang). */
 #ifndef QP_SIMD_REGISTERS_H
 #define QP_SIMD_REGISTERS_H
 
@@ -50,6 +52,18 @@ __attribute__((target("avx512f"), always_inline)) static inline void qp_fwht_reg
                 const __m512 a = v[j], b = v[j + h];
                 v[j] = _mm512_add_ps(a, b);
                 v[j + h] = _mm512_sub_ps(a, b);
+            }
+}
+
+/* The same eight lanes at a time (the AVX2 tiles of qp_hadamard.c). */
+__attribute__((target("avx2"), always_inline)) static inline void qp_fwht_registers_avx2(__m256 *v, int n)
+{
+    for (int h = 1; h < n; h <<= 1)
+        for (int i = 0; i < n; i += 2 * h)
+            for (int j = i; j < i + h; j++) {
+                const __m256 a = v[j], b = v[j + h];
+                v[j] = _mm256_add_ps(a, b);
+                v[j + h] = _mm256_sub_ps(a, b);
             }
 }
 
