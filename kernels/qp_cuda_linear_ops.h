@@ -403,6 +403,8 @@ static inline int qpl_device_init(qpl_device *d, const qpl_prims *prim, float *c
                              .transpose = qpl_op_transpose,
                              .copy = qpl_op_copy,
                              .rht = qpl_op_rht,
+                             .transpose_rht = NULL,   /* the transpose, then the RHT in place */
+                             .quantize_stored = NULL, /* the GPU quantizes the transposed copy */
                              .amax = qpl_op_amax,
                              .plain = qpl_op_plain,
                              .gemm_kind = qpl_op_gemm_kind,
