@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "qp_model_kernels.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include "qp_rng.h"
 
 const char *const qp_arch_names[QP_ARCH_COUNT] = {[QP_ARCH_GPT] = "gpt", [QP_ARCH_LLAMA] = "llama"};
@@ -355,8 +358,12 @@ static int cpu_v4(void)
 static int cpu_v3(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2") &&
-           __builtin_cpu_supports("f16c") && __builtin_cpu_supports("movbe");
+    /* F16C and MOVBE from CPUID leaf 1 (ECX bits 29 and 22): clang's
+     * __builtin_cpu_supports does not know them */
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const int f16c_movbe = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u) && (c >> 22 & 1u);
+    return f16c_movbe && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("bmi2");
 }
 #endif
 static int cpu_any(void) { return 1; }
