@@ -10,14 +10,14 @@
  * value. Philox-4x32-10 runs on eight counters at once (64-bit lanes: the
  * multiplies give whole products), 32 words per call, two runs cached.
  *
- * What it covers: max |x|, block maxima, and the rows of every minifloat
- * codec (per-tensor or with blocks of a multiple of eight) and of BF16,
- * round-to-nearest and stochastic. A group of eight that holds NaN or Inf,
- * a block the rule flagged (NaN block, zero scale), a row's last partial
- * group, and what is not covered (the block-scale rules, FP32 elements,
- * blocks of other sizes, the column layout) take the scalar reference's
- * rules, element by element. Compiled with target attributes and chosen
- * at run time, so the library runs anywhere. */
+ * What it covers: max |x|, block maxima, NVFP4's block-scale rule, and the
+ * rows of every minifloat codec (per-tensor or with blocks of a multiple of
+ * eight) and of BF16, round-to-nearest and stochastic. A group of eight
+ * that holds NaN or Inf, a block the rule flagged (NaN block, zero scale),
+ * a row's last partial group, and what is not covered (the other
+ * block-scale rules, FP32 elements, blocks of other sizes, the column
+ * layout) take the scalar reference's rules. Compiled with target
+ * attributes and chosen at run time, so the library runs anywhere. */
 #include <float.h>
 #include <string.h>
 
