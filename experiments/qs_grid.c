@@ -97,6 +97,12 @@ static int make_twin(const qs_experiment *e, qs_plan *p, const char *qtrain, int
 
 /* The run's blocks: its model's, its --layers, or qtrain's default (qs_ini
  * checked that a model value resolves). */
+/* Finding which blocks of a recipe get attribution runs resolves a whole
+ * plan per block (quantized_blocks): a bound on that work, which three
+ * recipes on 256 blocks stay under, so an experiment file cannot make the
+ * expansion take minutes (fuzz_experiment found 643 blocks taking seconds). */
+#define QS_ATTR_MAX_PLANS 200000
+
 static int run_layers(const qs_experiment *e, const qs_run *r)
 {
     const char *m = qs_grid_get(e, r, "model"), *l = qs_grid_get(e, r, "layers"), *h = qs_grid_get(e, r, "heads");
@@ -400,6 +406,7 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
             goto oom;
         }
         int rc = 0;
+        long long plans_compared = 0;
         for (int i = 0; i < p->ngrid && !rc; i++) {
             const char *recipe = qs_grid_recipe(e, &p->runs[i]);
             if (!strcmp(recipe, e->baseline)) continue;
@@ -409,6 +416,16 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
                     masks[i] = masks[j];
             }
             if (!masks[i]) {
+                /* each of a pair's L blocks resolves a whole L-block plan: L^2 block plans */
+                const long long L = p->runs[i].layers;
+                if ((plans_compared += L * L) > QS_ATTR_MAX_PLANS) {
+                    snprintf(err, errlen,
+                             "%s: attribute = blocks compares %lld or more block plans (L^2 for each recipe and "
+                             "depth), over %d: fewer blocks or recipes",
+                             e->path, plans_compared, QS_ATTR_MAX_PLANS);
+                    rc = -2;
+                    break;
+                }
                 owners[nowners++] = i;
                 if (!(masks[i] = malloc((size_t)p->runs[i].layers))) rc = -1;
                 else rc = quantized_blocks(e, recipe, p->runs[i].layers, masks[i], err, errlen);

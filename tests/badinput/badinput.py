@@ -354,6 +354,9 @@ def qsweep_cases():
         ("contrast of a one-value axis", ["x.ini", "--out", "s"],
          dict(DATA, **{"x.ini": GOOD_INI.replace("dim = 16\n", "") + "dim = 16\n[sweep]\ncontrast = dim\n"}), 2,
          "has one value"),
+        ("attribution on too many blocks", ["x.ini", "--out", "s"],
+         dict(DATA, **{"x.ini": "[base]\ndata = data.txt\nlayers = 643\n[grid]\nrecipe = bf16, nvfp4, mxfp4\n"
+                                "[sweep]\nattribute = blocks\n"}), 2, "block plans"),
         ("contrast on --summarize", ["--summarize", "sub"],
          {"sub": DIR, "sub/qsweep.ini": GOOD_INI + "[sweep]\ncontrast = layers\n"}, 2, "not a grid axis"),
         ("baseline not on the recipe axis", ["x.ini", "--out", "s"],
