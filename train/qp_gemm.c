@@ -1,6 +1,7 @@
 /* qp_gemm.c — oneDNN (v2.x C API) matmul primitives, cached by shape. */
 #include "qp_gemm.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 #include <oneapi/dnnl/dnnl.h>
 #ifdef _OPENMP
@@ -64,7 +65,8 @@ struct qp_gemm {
     int nprims;
     plan_entry *plans; /* MAX_PLANS */
     int nplans;
-    int bf16_ok;           /* BF16 kernels usable (probed at create) */
+    int bf16_ok;           /* BF16 products run on a BF16 kernel (chosen and probed at create) */
+    const char *bf16_kernel; /* qp_gemm_bf16_kernel */
     int f32_rows_vary;     /* FP32 blocks at most ROW_QUANTUM rows (no AVX-512) */
     uint16_t *abuf, *bbuf; /* BF16 copies of the operands */
     size_t abuf_n, bbuf_n;
@@ -288,6 +290,14 @@ static int ensure_streams(qp_gemm *g, int threads)
     return 0;
 }
 
+int qp_gemm_choice_check(char *err, size_t errlen)
+{
+    const char *asked = getenv("QP_GEMM");
+    if (!asked || !*asked || !strcmp(asked, "auto") || !strcmp(asked, "bf16") || !strcmp(asked, "f32")) return 0;
+    snprintf(err, errlen, "QP_GEMM=%.40s: not a GEMM kernel choice (auto, bf16 or f32)", asked);
+    return -1;
+}
+
 qp_gemm *qp_gemm_create(char *err, size_t errlen)
 {
     qp_gemm *g = calloc(1, sizeof *g);
@@ -311,12 +321,20 @@ qp_gemm *qp_gemm_create(char *err, size_t errlen)
     }
     snprintf(g->impl_bf16, sizeof g->impl_bf16, "none");
     snprintf(g->impl_f32, sizeof g->impl_f32, "none");
-    const char *force = getenv("QP_GEMM");
+    if (qp_gemm_choice_check(err, errlen)) {
+        qp_gemm_destroy(g);
+        return NULL;
+    }
+    const char *asked = getenv("QP_GEMM");
+    const int is_auto = !asked || !*asked || !strcmp(asked, "auto"), is_bf16 = !is_auto && !strcmp(asked, "bf16"),
+              is_f32 = !is_auto && !is_bf16;
+    const int want_bf16 = is_bf16 || (is_auto && qp_gemm_auto_bf16(qp_gemm_cpu_read()));
     /* Probe: can this CPU build a BF16 matmul? */
-    g->bf16_ok = !(force && strcmp(force, "f32") == 0) && get_prim(g, 1, 0, 0, 16, 16, 16, 0, 16, 16) != NULL;
+    g->bf16_ok = want_bf16 && get_prim(g, 1, 0, 0, 16, 16, 16, 0, 16, 16) != NULL;
+    g->bf16_kernel = g->bf16_ok ? "onednn-bf16" : is_f32 ? "fp32-forced" : want_bf16 ? "fp32-fallback" : "fp32-chosen";
     __builtin_cpu_init();
     g->f32_rows_vary = !__builtin_cpu_supports("avx512f");
-    if (!g->bf16_ok) snprintf(g->impl_bf16, sizeof g->impl_bf16, "fp32-fallback");
+    if (!g->bf16_ok) snprintf(g->impl_bf16, sizeof g->impl_bf16, "%s", g->bf16_kernel);
     g->err[0] = 0;
     return g;
 }
@@ -553,3 +571,31 @@ const char *qp_gemm_error(const qp_gemm *g) { return g->err; }
 const char *qp_gemm_impl_bf16(const qp_gemm *g) { return g->impl_bf16; }
 const char *qp_gemm_impl_f32(const qp_gemm *g) { return g->impl_f32; }
 int qp_gemm_has_bf16(const qp_gemm *g) { return g->bf16_ok; }
+const char *qp_gemm_bf16_kernel(const qp_gemm *g) { return g->bf16_kernel; }
+
+int qp_gemm_auto_bf16(qp_gemm_cpu c) { return c.amx_bf16 || (c.amd && c.avx512_bf16); }
+
+qp_gemm_cpu qp_gemm_cpu_read(void)
+{
+    qp_gemm_cpu c = {0, 0, 0};
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, cx, d;
+    if (!__get_cpuid(0, &a, &b, &cx, &d)) return c;
+    c.amd = b == 0x68747541u && d == 0x69746e65u && cx == 0x444d4163u; /* "Auth" "enti" "cAMD" */
+    if (a < 7) return c;
+    __cpuid_count(7, 0, a, b, cx, d);
+    const int amx_cpu = (d >> 22 & 1u) && (d >> 24 & 1u); /* AMX-BF16, AMX-TILE */
+    const unsigned max_sub = a;
+    if (max_sub >= 1) {
+        __cpuid_count(7, 1, a, b, cx, d);
+        c.avx512_bf16 = a >> 5 & 1u;
+    }
+    __cpuid(1, a, b, cx, d);
+    if (amx_cpu && (cx >> 27 & 1u)) { /* OSXSAVE: XCR0 says whether the OS saves the tile state */
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        c.amx_bf16 = (lo >> 17 & 3u) == 3u;
+    }
+#endif
+    return c;
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qp_gemm.h"
 #include "qp_model.h"
 #include "qp_recipe.h"
 
@@ -262,6 +263,7 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
         snprintf(err, errlen, "QP_MODEL_ISA=%s: not a kernel level (baseline, x86-64-v3 or x86-64-v4)", isa);
         return QP_ARGS_BAD;
     }
+    if (qp_gemm_choice_check(err, errlen)) return QP_ARGS_BAD;
     return QP_ARGS_OK;
 }
 

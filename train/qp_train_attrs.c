@@ -73,7 +73,7 @@ static void a_val_tokens(const qp_train_state *r, const char *h, char *b, size_t
 }
 static void a_gemm_bf16(const qp_train_state *r, const char *h, char *b, size_t n)
 {
-    (void)h, snprintf(b, n, "%s", qp_gemm_has_bf16(r->gemm) ? "onednn-bf16" : "fp32-fallback");
+    (void)h, snprintf(b, n, "%s", qp_gemm_bf16_kernel(r->gemm));
 }
 static void a_gemm_f32(const qp_train_state *r, const char *h, char *b, size_t n) { (void)h, snprintf(b, n, "%s", qp_gemm_impl_f32(r->gemm)); }
 static void a_gemm_bf16_impl(const qp_train_state *r, const char *h, char *b, size_t n)

@@ -28,7 +28,7 @@ Configurations:
   small   llm.c's small CPU configuration: 4L 4H 256C, T128 B8, vocab 256;
           also model FLOP/s of the whole step (6 N tokens + causal attention
           6 L C (T+1) per token; N = the matrices' parameters, LM head
-          included) against the bf16 GEMM ceiling bench_train measures in the
+          included) against the GEMM ceiling (the faster kernel) bench_train measures in the
           same run
   gpt2    the GPT-2 124M shape: 12L 12H 768C, vocab 50257, B4 T64; peak RSS
   baby    nanoGPT's baby Shakespeare model (4L 4H 128C, T64 B12) against
@@ -275,7 +275,7 @@ def main():
                 ceil = statistics.median(ceils)
                 fl = model_flops(L, NH, C, T, B, V)
                 say(f"model FLOP/s of the whole step: {fl / qm / 1e6:.1f} GFLOP/s ({fl / 1e9:.2f} GFLOP per step); "
-                    f"bf16 GEMM ceiling before each qtrain run ({' '.join('%.0f' % c for c in ceils)}, median "
+                    f"GEMM ceiling before each qtrain run ({' '.join('%.0f' % c for c in ceils)}, median "
                     f"{ceil:.1f} GFLOP/s): {100 * fl / qm / 1e6 / ceil:.0f}%")
         if "baby" in configs:
             q, t = [], []

@@ -6,7 +6,7 @@
  * busy machine slows them alike; the table gives each recipe's median step
  * time and its ratio to bf16's, the model FLOP/s of the whole step (6 N
  * tokens + causal attention 6 L C (T+1) per token, N the matrices'
- * parameters with the LM head) against the bf16 GEMM ceiling measured in the
+ * parameters with the LM head) against the GEMM ceiling (the faster of the BF16 and FP32 kernels) measured in the
  * same run (a 1024^3 product timed once per round of steps), and the phase profile (train/qp_prof.h) as shares of the step.
  * Then the profile's own cost: bf16 steps with the profile on and off in
  * turns, and the bound from its clock reads. A benchmark: it prints tables
@@ -138,36 +138,72 @@ static double step(runner *r, qp_gemm *g, int s, int timed)
     return dt;
 }
 
-/* The ceiling a step's FLOP/s is measured against: bf16 GEMM throughput on a
- * 1024^3 product (bigger than any of these models' GEMMs), timed once per
- * round of steps so that it sees the same machine as the steps do. */
+/* The ceiling a step's FLOP/s is measured against: the faster of the
+ * machine's BF16 and FP32 GEMM kernels on a 1024^3 product of BF16 values
+ * (bigger than any of these models' GEMMs; whichever kernel the trainer
+ * chose, qp_gemm.h), each timed once per round of steps so that it sees the
+ * same machine as the steps do. */
 typedef struct {
     float *a, *b, *c;
-    double t[512];
+    qp_gemm *g[2]; /* BF16, FP32 kernels (NULL: this CPU has no BF16 kernel) */
+    double t[2][512];
     int n;
 } ceiling;
 
-static void ceiling_init(ceiling *c)
+static qp_gemm *gemm_forced(const char *kernel, char *err, size_t errlen)
+{
+    const char *was = getenv("QP_GEMM");
+    char saved[64];
+    snprintf(saved, sizeof saved, "%s", was ? was : "");
+    setenv("QP_GEMM", kernel, 1);
+    qp_gemm *g = qp_gemm_create(err, errlen);
+    if (was) setenv("QP_GEMM", saved, 1);
+    else unsetenv("QP_GEMM");
+    return g;
+}
+
+static int ceiling_init(ceiling *c, char *err, size_t errlen)
 {
     const int n = 1024;
     c->a = malloc(sizeof(float) * n * n), c->b = malloc(sizeof(float) * n * n), c->c = malloc(sizeof(float) * n * n);
     for (int i = 0; i < n * n; i++) c->a[i] = c->b[i] = (float)((i % 17) - 8) * 0.125f; /* BF16 values */
     c->n = 0;
+    if (!(c->g[0] = gemm_forced("bf16", err, errlen)) || !(c->g[1] = gemm_forced("f32", err, errlen))) return -1;
+    if (!qp_gemm_has_bf16(c->g[0])) qp_gemm_destroy(c->g[0]), c->g[0] = NULL;
+    return 0;
 }
 
-static void ceiling_once(ceiling *c, qp_gemm *g)
+static void ceiling_once(ceiling *c)
 {
     const int n = 1024;
-    const double t0 = now_ms();
-    if (qp_gemm_run(g, c->a, 0, c->b, 0, c->c, n, n, n, 1.0f, 0, 1)) {
-        fprintf(stderr, "bench_train: %s\n", qp_gemm_error(g));
-        exit(1);
+    for (int k = 0; k < 2; k++) {
+        if (!c->g[k]) continue;
+        const double t0 = now_ms();
+        if (qp_gemm_run(c->g[k], c->a, 0, c->b, 0, c->c, n, n, n, 1.0f, 0, 1)) {
+            fprintf(stderr, "bench_train: %s\n", qp_gemm_error(c->g[k]));
+            exit(1);
+        }
+        if (c->n < 512) c->t[k][c->n] = now_ms() - t0;
     }
-    if (c->n < 512) c->t[c->n++] = now_ms() - t0;
+    if (c->n < 512) c->n++;
 }
 
-/* GFLOP/s of the median product so far. */
-static double ceiling_gflops(ceiling *c) { return 2.0 * 1024 * 1024 * 1024 / (median(c->t, c->n) * 1e6); }
+/* GFLOP/s of kernel k's median product so far (NAN: no such kernel). */
+static double kernel_gflops(ceiling *c, int k)
+{
+    return c->g[k] ? 2.0 * 1024 * 1024 * 1024 / (median(c->t[k], c->n) * 1e6) : NAN;
+}
+static double ceiling_gflops(ceiling *c)
+{
+    const double b = kernel_gflops(c, 0), f = kernel_gflops(c, 1);
+    return isnan(b) || f > b ? f : b;
+}
+
+static void ceiling_free(ceiling *c)
+{
+    free(c->a), free(c->b), free(c->c);
+    qp_gemm_destroy(c->g[0]), qp_gemm_destroy(c->g[1]);
+}
 
 /* N: the matrices' parameters with the LM head (GPT: 12 L C^2 + V C; the
  * Llama: L (qkv + attproj + 3 H C) + V C). */
@@ -215,16 +251,21 @@ int main(int argc, char **argv)
         return 1;
     }
     ceiling ce;
-    ceiling_init(&ce);
+    if (ceiling_init(&ce, err, sizeof err)) {
+        fprintf(stderr, "bench_train: %s\n", err);
+        return 1;
+    }
+    ceiling_once(&ce), ce.n = 0; /* builds the kernels */
     if (ceiling_only) {
-        for (int r = 0; r < 8; r++) ceiling_once(&ce, g);
-        ce.n--, memmove(ce.t, ce.t + 1, sizeof(double) * (size_t)ce.n); /* the first builds the kernel */
-        printf("GEMM ceiling (bf16 1024x1024x1024, %d threads, median of %d): %.1f GFLOP/s\n", threads, ce.n,
-               ceiling_gflops(&ce));
+        for (int r = 0; r < 7; r++) ceiling_once(&ce);
+        printf("GEMM ceiling (1024x1024x1024 BF16 values, %d threads, median of %d): %.1f GFLOP/s (BF16 kernel %.1f, "
+               "FP32 kernel %.1f; the trainer's: %s)\n",
+               threads, ce.n, ceiling_gflops(&ce), kernel_gflops(&ce, 0), kernel_gflops(&ce, 1),
+               qp_gemm_bf16_kernel(g));
+        ceiling_free(&ce);
         qp_gemm_destroy(g);
         return 0;
     }
-    ceiling_once(&ce, g), ce.n = 0; /* builds the kernel */
     qp_dataset *d = qp_dataset_open(data, 0.1, err, sizeof err);
     if (!d) {
         fprintf(stderr, "bench_train: %s\n", err);
@@ -249,8 +290,8 @@ int main(int argc, char **argv)
         }
     }
     printf("bench_train: %d threads, %d timed steps after %d warm-up, recipes in turn step by step, medians; GEMM: "
-           "bf16 %s, model kernels %s\n",
-           threads, steps, WARMUP, qp_gemm_has_bf16(g) ? "oneDNN" : "fp32-fallback", qp_gpt_kernel_isa());
+           "BF16 products on %s, model kernels %s\n",
+           threads, steps, WARMUP, qp_gemm_bf16_kernel(g), qp_gpt_kernel_isa());
     for (unsigned ci = 0; ci < sizeof configs / sizeof configs[0]; ci++) {
         const config *c = &configs[ci];
         if (!strstr(only, config_keys[ci])) continue;
@@ -268,12 +309,13 @@ int main(int argc, char **argv)
         ce.n = 0;
         for (int s = 0; s < steps + WARMUP; s++) {
             for (int k = 0; k < nr; k++) step(&rs[k], g, s, s >= WARMUP);
-            if (s >= WARMUP) ceiling_once(&ce, g);
+            if (s >= WARMUP) ceiling_once(&ce);
         }
         const double ceil = ceiling_gflops(&ce);
-        printf("\n%s, vocab %d: %.2f model GFLOP per step%s; GEMM ceiling (bf16 1024^3, timed once per round of "
-               "steps, median) %.1f GFLOP/s\n", c->name, qp_dataset_vocab(d), model_gflop(c, &rs[0].m),
-               narch > 1 ? " (the first architecture's)" : "", ceil);
+        printf("\n%s, vocab %d: %.2f model GFLOP per step%s; GEMM ceiling (1024^3, the faster kernel, timed once per "
+               "round of steps, median) %.1f GFLOP/s (BF16 %.1f, FP32 %.1f)\n", c->name, qp_dataset_vocab(d),
+               model_gflop(c, &rs[0].m), narch > 1 ? " (the first architecture's)" : "", ceil, kernel_gflops(&ce, 0),
+               kernel_gflops(&ce, 1));
         printf("%-17s %8s %7s %8s %9s %7s %8s  %s\n", "recipe", "ms/step", "x bf16", "tok/s", "GFLOP/s", "% ceil",
                "GEMM GF/s", "share of step: gemm quant attn rowops optim other");
         double bf16 = NAN;
@@ -329,7 +371,7 @@ int main(int argc, char **argv)
                c->name, mon, moff, mon / moff, (long long)reads, per_read * 1e6, 100.0 * reads * per_read / moff);
         runner_free(&r);
     }
-    free(ce.a), free(ce.b), free(ce.c);
+    ceiling_free(&ce);
     qp_gemm_destroy(g);
     qp_dataset_close(d);
     return 0;

@@ -7,6 +7,8 @@
 #   test_gemm_recipes     every recipe's GEMMs against quant/'s dequantization
 #                         followed by a float64 product
 #   test_gemm_threads     the GEMMs bit-identical on 1, 2, 3 and 4 threads
+#   test_gemm_choice      QP_GEMM: auto's rule, the CPU facts, the values,
+#                         auto's products those of the kernel it names
 #   test_recipe           the recipe language: stored preset expansions, the
 #                         documented ones (docs/recipes.md), examples, errors
 #   test_smooth_swiglu    Smooth-SwiGLU on a Llama with an injected outlier
@@ -25,12 +27,18 @@ if(TARGET qpmodel)
   add_test(NAME test_model_gradcheck COMMAND test_model_gradcheck)
   qp_model_exe(test_gemm_recipes)
   add_test(NAME test_gemm_recipes COMMAND test_gemm_recipes)
+  # the BF16 kernel too, where QP_GEMM=auto runs FP32 (test_gemm_choice)
+  add_test(NAME test_gemm_recipes_bf16 COMMAND test_gemm_recipes)
+  set_tests_properties(test_gemm_recipes_bf16 PROPERTIES LABELS "unit;model" TIMEOUT 300 ENVIRONMENT "QP_GEMM=bf16")
   qp_model_exe(test_gemm_threads)
   add_test(NAME test_gemm_threads COMMAND test_gemm_threads)
   if(TARGET OpenMP::OpenMP_C)
     target_link_libraries(test_gemm_threads PRIVATE OpenMP::OpenMP_C)
   endif()
   set_tests_properties(test_gemm_threads PROPERTIES LABELS "unit;model" TIMEOUT 300)
+  qp_model_exe(test_gemm_choice)
+  add_test(NAME test_gemm_choice COMMAND test_gemm_choice)
+  set_tests_properties(test_gemm_choice PROPERTIES LABELS "unit;model" TIMEOUT 120)
   qp_model_exe(test_smooth_swiglu)
   add_test(NAME test_smooth_swiglu COMMAND test_smooth_swiglu)
   set_tests_properties(test_smooth_swiglu PROPERTIES LABELS "unit;model" TIMEOUT 120 ENVIRONMENT "OMP_NUM_THREADS=2")

@@ -52,7 +52,9 @@ static int product(const shape *s, const float *A, int a_t, const float *B, int 
 {
     char err[256];
     omp_set_num_threads(threads);
+    setenv("QP_GEMM", bf16 ? "bf16" : "f32", 1); /* each kernel, whichever auto would choose here */
     qp_gemm *g = qp_gemm_create(err, sizeof err);
+    unsetenv("QP_GEMM");
     if (!g) {
         fprintf(stderr, "qp_gemm_create: %s\n", err);
         return -1;

@@ -123,6 +123,29 @@ bad = run(TINY + ["--out", os.path.join(tmp, "det_isa_bad.h5"), "--steps", "2"],
 check(bad.returncode == 2 and "QP_MODEL_ISA=avx9000" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
       f"an unknown QP_MODEL_ISA is a one-line error, exit 2 (rc {bad.returncode}: {bad.stderr.strip()[-200:]})")
 
+# QP_GEMM chooses the kernel of BF16 products (auto: by the CPU's features,
+# train/qp_gemm.h): recorded in gemm_bf16; forcing the kernel auto chose
+# gives the same bits; the other kernel still trains; any other value is a
+# one-line error, exit 2
+gemm_runs = {}
+for kernel in ["auto", "bf16", "f32"]:
+    out = os.path.join(tmp, f"gemm_{kernel}.h5")
+    pk = run(TINY + ["--out", out, "--steps", "6", "--recipe", "bf16", "--dim", "64"], env={"QP_GEMM": kernel})
+    check(pk.returncode == 0, f"QP_GEMM={kernel} run: {pk.stderr.strip()[-200:]}")
+    with h5py.File(out, "r") as fk:
+        gemm_runs[kernel] = (fk.attrs["gemm_bf16"], fk["train/loss"][:])
+check(gemm_runs["f32"][0] == "fp32-forced", f"QP_GEMM=f32 recorded as {gemm_runs['f32'][0]}")
+check(gemm_runs["bf16"][0] in ("onednn-bf16", "fp32-fallback"), f"QP_GEMM=bf16 recorded as {gemm_runs['bf16'][0]}")
+chosen = gemm_runs["auto"][0]
+check(chosen in ("onednn-bf16", "fp32-chosen", "fp32-fallback"), f"QP_GEMM=auto recorded as {chosen}")
+twin = "bf16" if chosen == "onednn-bf16" else "f32"
+check(np.array_equal(gemm_runs["auto"][1].view(np.uint64), gemm_runs[twin][1].view(np.uint64)),
+      f"auto ({chosen}) gives the losses of QP_GEMM={twin}")
+check(all(np.isfinite(v[1]).all() for v in gemm_runs.values()), "every kernel's losses are finite")
+bad = run(TINY + ["--out", os.path.join(tmp, "gemm_bad.h5"), "--steps", "2"], env={"QP_GEMM": "fp32"})
+check(bad.returncode == 2 and "QP_GEMM=fp32" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
+      f"an unknown QP_GEMM is a one-line error, exit 2 (rc {bad.returncode}: {bad.stderr.strip()[-200:]})")
+
 runs = {}
 for recipe in ["fp32", "fp8", "nvfp4"]:
     p, out = train("match_" + recipe, ["--steps", "6", "--recipe", recipe, "--qerr-every", "3"])
