@@ -9,10 +9,11 @@
 #include "qp_metrics.h"
 #include "qp_transpose.h"
 
-/* A quantization h_reuse can hand out again: where its BF16 bits are (hbuf
- * or a kept copy; NULL: none) and what they hold. */
+/* A quantization h_reuse can hand out again: where its values are (hbuf,
+ * qbuf or a kept copy; NULL: none), in which form and what they hold. */
 typedef struct {
-    const uint16_t *bits;
+    const void *data;
+    int f32;          /* floats holding BF16 values (an FP32 GEMM kernel's operand), else BF16 bits */
     qp_fmt fmt;
     int qrows, qcols; /* as stored */
     int kchunked;     /* a K-chunked operand's codes: not BF16 values, never handed out again */
@@ -22,7 +23,9 @@ struct qp_linear_host {
     qp_linear_ops ops;
     qp_gemm *gemm;
     float *tbuf[2], *qbuf[2]; /* per GEMM side: transposed/rotated copy, quantized copy (K-chunked formats) */
-    uint16_t *hbuf[2];        /* per GEMM side: the quantized copy as BF16 bits (every other format) */
+    uint16_t *hbuf[2];        /* per GEMM side: the quantized copy as BF16 bits for a BF16 GEMM kernel */
+    int f32_operands;         /* the GEMM runs BF16 products in FP32 (qp_gemm_has_bf16 0): quantized copies
+                               * are floats (qbuf), which it reads without widening BF16 bits */
     float *mbuf;              /* dequantized values for error metrics */
     /* per side, grown on first use by a format whose block scales cannot go
      * into alpha (FP32-scaled FP8 blocks): packed codes and scales, and the
@@ -33,9 +36,9 @@ struct qp_linear_host {
     qp_linear_stats stats[2]; /* per side: the last quantization's */
     held last[2];             /* per side: the last quantization (h_reuse) */
     /* quantized operands kept for a later use (qp_linear_qjob.keep): BF16
-     * bits grown on first use, what they hold and its statistics */
+     * bits or floats, grown on first use, what they hold and its statistics */
     struct {
-        uint16_t *buf;
+        void *buf;
         size_t cap;
         held held;
         qp_linear_stats stats;
@@ -141,41 +144,47 @@ static int quantize_kchunked(qp_linear_host *h, const qp_linear_qjob *j, float *
 }
 
 /* quant/'s unscaled quantize-dequantize in the stored order, as BF16 bits
- * the GEMM reads as they are (or the codes and K-chunk scales of a format
- * that needs them); the metrics from the dequantized copy. */
+ * a BF16 GEMM reads as they are, or floats for an FP32 one (or the codes
+ * and K-chunk scales of a format that needs them); the metrics from the
+ * dequantized copy. */
 static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
 {
     qp_linear_host *h = H;
     const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
-    const int kchunked = !qp_formats[j->fmt].unscaled_exact;
+    const int kchunked = !qp_formats[j->fmt].unscaled_exact, f32 = !kchunked && h->f32_operands;
     float *q = h->qbuf[j->side];
-    uint16_t *q16 = h->hbuf[j->side];
+    void *qv = f32 ? (void *)q : (void *)h->hbuf[j->side];
     if (j->keep >= 0) {
         /* quantized straight into the kept copy */
         if (j->keep >= h->n_copies || kchunked ||
-            grow((void **)&h->copy[j->keep].buf, &h->copy[j->keep].cap, (size_t)qrows * qcols * sizeof *q16 + 2)) {
+            grow(&h->copy[j->keep].buf, &h->copy[j->keep].cap, (size_t)qrows * qcols * (f32 ? 4 : 2) + 4)) {
             snprintf(h->err, sizeof h->err, "cannot keep a %dx%d %s operand as copy %d", qrows, qcols,
                      qp_formats[j->fmt].name, j->keep);
             return -1;
         }
-        q16 = h->copy[j->keep].buf;
+        qv = h->copy[j->keep].buf;
     }
     qp_linear_stats *st = &h->stats[j->side];
     memset(st, 0, sizeof *st);
     if (kchunked) {
         if (quantize_kchunked(h, j, q, &st->qs)) return -1;
-    } else if (qp_qdq_bf16(j->fmt, j->x, q16, qrows, qcols, j->opts, &st->qs)) {
+    } else if (f32 ? qp_qdq(j->fmt, j->x, qv, qrows, qcols, j->opts, &st->qs)
+                   : qp_qdq_bf16(j->fmt, j->x, qv, qrows, qcols, j->opts, &st->qs)) {
         snprintf(h->err, sizeof h->err, "cannot quantize to format %d", (int)j->fmt);
         return -1;
     }
-    h->last[j->side] = (held){q16, j->fmt, qrows, qcols, kchunked};
+    h->last[j->side] = (held){kchunked ? (const void *)q : qv, f32, j->fmt, qrows, qcols, kchunked};
     const float *ks = kchunked ? h->kscale[j->side] : NULL;
     if (j->want_metrics) {
         const int64_t n = (int64_t)j->rows * j->cols;
         if (ks) {
             const int nk = (qcols + QK_FP8_BLOCK - 1) / QK_FP8_BLOCK;
             for (int64_t i = 0; i < n; i++) h->mbuf[i] = q[i] * ks[(i / qcols) * nk + (i % qcols) / QK_FP8_BLOCK];
+        } else if (f32) {
+            const float *qf = qv;
+            for (int64_t i = 0; i < n; i++) h->mbuf[i] = qf[i] * st->qs.scale_inv;
         } else {
+            const uint16_t *q16 = qv;
             for (int64_t i = 0; i < n; i++) h->mbuf[i] = qp_bf16_to_f32(q16[i]) * st->qs.scale_inv;
         }
         qp_metrics m;
@@ -185,7 +194,8 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
     }
     if (j->keep >= 0) h->copy[j->keep].held = h->last[j->side], h->copy[j->keep].stats = *st;
     *out = kchunked ? (qp_linear_operand){QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL, ks}
-                    : (qp_linear_operand){QP_LOP_BF16, q16, j->trans, st->qs.scale_inv, NULL, NULL, NULL};
+                    : (qp_linear_operand){f32 ? QP_LOP_F32_BF16 : QP_LOP_BF16, qv, j->trans, st->qs.scale_inv,
+                                          NULL, NULL, NULL};
     return 0;
 }
 
@@ -210,7 +220,7 @@ static int h_quantize_stored(void *ctx, const qp_linear_qjob *j, int rht, uint64
                  qp_formats[j->fmt].name);
         return -1;
     }
-    h->last[j->side] = (held){q16, j->fmt, srows, scols, 0};
+    h->last[j->side] = (held){q16, 0, j->fmt, srows, scols, 0};
     *out = (qp_linear_operand){QP_LOP_BF16, q16, 1, st->qs.scale_inv, NULL, NULL, NULL};
     *done = 1;
     return 0;
@@ -226,12 +236,13 @@ static int h_reuse(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
     const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
     const int kept = j->from >= 0;
     const held *src = !kept ? &h->last[j->side] : j->from < h->n_copies ? &h->copy[j->from].held : NULL;
-    if (!src || !src->bits || src->kchunked || src->fmt != j->fmt || src->qrows != qrows || src->qcols != qcols) {
+    if (!src || !src->data || src->kchunked || src->fmt != j->fmt || src->qrows != qrows || src->qcols != qcols) {
         snprintf(h->err, sizeof h->err, "no %dx%d operand in %s to reuse", qrows, qcols, qp_formats[j->fmt].name);
         return -1;
     }
     if (kept) h->stats[j->side] = h->copy[j->from].stats;
-    *out = (qp_linear_operand){QP_LOP_BF16, src->bits, j->trans, h->stats[j->side].qs.scale_inv, NULL, NULL, NULL};
+    *out = (qp_linear_operand){src->f32 ? QP_LOP_F32_BF16 : QP_LOP_BF16, src->data, j->trans,
+                               h->stats[j->side].qs.scale_inv, NULL, NULL, NULL};
     return 0;
 }
 
@@ -303,6 +314,7 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_
     qp_linear_host *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     h->gemm = gemm;
+    h->f32_operands = !qp_gemm_has_bf16(gemm);
     h->n_copies = max_copies > 0 ? max_copies : 0;
     const size_t bytes = (size_t)(max_elems > 0 ? max_elems : 1) * sizeof(float);
     int bad = !(h->mbuf = malloc(bytes)) || !(h->copy = calloc((size_t)h->n_copies + 1, sizeof *h->copy));
