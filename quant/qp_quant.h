@@ -176,6 +176,10 @@ int qp_qdq_bf16_ref(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64
  * or 128 or does not divide rows. */
 int qp_qdq_bf16_cols(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, int rht_n,
                      uint64_t rht_seed, const qp_qopts *o, qp_qstats *st);
+/* The same values as floats, what an FP32 GEMM reads (qp_qdq_bf16_cols
+ * widened, bit for bit). */
+int qp_qdq_cols(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, int rht_n, uint64_t rht_seed,
+                const qp_qopts *o, qp_qstats *st);
 /* Whether qp_qdq_bf16_cols quantizes x where it lies: NVFP4's 1 x 16
  * blocks, rows and cols multiples of 16, rht_n 0 or 16, SR words on a
  * multiple of 4, on a CPU with AVX-512. */

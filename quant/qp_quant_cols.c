@@ -29,13 +29,14 @@ int qp_qdq_cols_direct(qp_fmt fmt, int64_t rows, int64_t cols, int rht_n, const 
 }
 
 /* Through a transposed copy: what the direct path must equal, bit for bit,
- * and what runs where it does not apply (or the tensor holds NaN or Inf). */
-static int via_transpose(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, int rht_n,
+ * and what runs where it does not apply (or the tensor holds NaN or Inf).
+ * y: BF16 bits (bits) or floats. */
+static int via_transpose(qp_fmt fmt, const float *x, void *y, int bits, int64_t rows, int64_t cols, int rht_n,
                          uint64_t rht_seed, const qp_qopts *o, qp_qstats *st)
 {
     const int64_t n = rows * cols;
     float *t = qp_scratch(3, (size_t)n * sizeof *t + 1);
-    uint16_t *u = qp_scratch(4, (size_t)n * sizeof *u + 1);
+    void *u = qp_scratch(4, (size_t)n * (bits ? sizeof(uint16_t) : sizeof(float)) + 1);
     if (!t || !u) abort(); /* out of memory inside a quantizer: nothing sensible to return */
     if (rht_n) {
         if (qp_transpose_rht(x, t, rows, cols, rht_n, rht_seed)) return -1;
@@ -43,20 +44,28 @@ static int via_transpose(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, 
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < cols; c++) t[c * rows + r] = x[r * cols + c];
     }
-    if (qp_qdq_bf16(fmt, t, u, cols, rows, o, st)) return -1;
-    for (int64_t c = 0; c < cols; c++)
-        for (int64_t r = 0; r < rows; r++) y[r * cols + c] = u[c * rows + r];
+    if (bits) {
+        uint16_t *u16 = u, *y16 = y;
+        if (qp_qdq_bf16(fmt, t, u16, cols, rows, o, st)) return -1;
+        for (int64_t c = 0; c < cols; c++)
+            for (int64_t r = 0; r < rows; r++) y16[r * cols + c] = u16[c * rows + r];
+    } else {
+        float *uf = u, *yf = y;
+        if (qp_qdq(fmt, t, uf, cols, rows, o, st)) return -1;
+        for (int64_t c = 0; c < cols; c++)
+            for (int64_t r = 0; r < rows; r++) yf[r * cols + c] = uf[c * rows + r];
+    }
     return 0;
 }
 
-int qp_qdq_bf16_cols(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, int rht_n,
-                     uint64_t rht_seed, const qp_qopts *o, qp_qstats *st)
+static int qdq_cols(qp_fmt fmt, const float *x, void *y, int bits, int64_t rows, int64_t cols, int rht_n,
+                    uint64_t rht_seed, const qp_qopts *o, qp_qstats *st)
 {
     if (!qp_fmt_valid(fmt) || !qp_formats[fmt].unscaled_exact || !o || !o->unscaled || rows < 0 || cols < 0 ||
         (rht_n && (!qp_rht_size_ok(rht_n) || rows % rht_n)))
         return -1;
     if (!qp_qdq_cols_direct(fmt, rows, cols, rht_n, o))
-        return via_transpose(fmt, x, y, rows, cols, rht_n, rht_seed, o, st);
+        return via_transpose(fmt, x, y, bits, rows, cols, rht_n, rht_seed, o, st);
     const qp_kernels *k = qp_active_kernels();
     float post_buf[16];
     const float *post = NULL;
@@ -79,21 +88,34 @@ int qp_qdq_bf16_cols(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int6
         const uint32_t m = k->band_amax(x + b * 16 * cols, cols, post);
         if (m > most) most = m;
     }
-    if (most >= 0x7F800000u) return via_transpose(fmt, x, y, rows, cols, rht_n, rht_seed, o, st);
+    if (most >= 0x7F800000u) return via_transpose(fmt, x, y, bits, rows, cols, rht_n, rht_seed, o, st);
     const float amax = qp_bits_f32(most);
     qp_plan p = {&qp_formats[fmt], 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream, (uint64_t)o->sr_offset,
-                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : rows), false, false, true};
+                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : rows), false, false, bits != 0};
     qp_plan_scale(&p, o, amax);
     qp_chunk_result *res = qp_scratch(0, (size_t)nbands * sizeof *res + 1);
     if (!res) abort();
     memset(res, 0, (size_t)nbands * sizeof *res);
+    const size_t esz = bits ? sizeof(uint16_t) : sizeof(float);
     /* pass 2: each band's blocks, values in x's layout; band b holds elements 16b.. of every transposed row */
 #if QP_HAVE_OPENMP
 #pragma omp parallel for schedule(static) if (parallel)
 #endif
     for (int64_t b = 0; b < nbands; b++)
-        k->encode_band(&p, x + b * 16 * cols, cols, post, y + b * 16 * cols, p.sr_offset + (uint64_t)b * 16,
-                       &res[b].cnt, &res[b].bst);
+        k->encode_band(&p, x + b * 16 * cols, cols, post, (char *)y + (size_t)(b * 16 * cols) * esz,
+                       p.sr_offset + (uint64_t)b * 16, &res[b].cnt, &res[b].bst);
     if (st) qp_finish_stats(&p, res, nbands, n, amax, st);
     return 0;
+}
+
+int qp_qdq_bf16_cols(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, int rht_n,
+                     uint64_t rht_seed, const qp_qopts *o, qp_qstats *st)
+{
+    return qdq_cols(fmt, x, y, 1, rows, cols, rht_n, rht_seed, o, st);
+}
+
+int qp_qdq_cols(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, int rht_n, uint64_t rht_seed,
+                const qp_qopts *o, qp_qstats *st)
+{
+    return qdq_cols(fmt, x, y, 0, rows, cols, rht_n, rht_seed, o, st);
 }

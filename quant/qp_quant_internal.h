@@ -136,11 +136,11 @@ typedef struct {
      * qp_transpose_rht rotates it. band_amax: the largest |value| bits of
      * the (rotated) band, NaN and Inf included (above 0x7F800000).
      * encode_band, for finite bands of a format qp_qdq_cols_direct accepts:
-     * the block scales and the BF16 bits of the values (p->y_bits) into y
-     * in x's layout, adding to cnt and bst; column c's SR words start at
+     * the block scales and the values (their BF16 bits when p->y_bits,
+     * else floats) into y in x's layout, adding to cnt and bst; column c's SR words start at
      * gidx0 + c * p->sr_stride. */
     uint32_t (*band_amax)(const float *x, int64_t cols, const float *post);
-    void (*encode_band)(const qp_plan *p, const float *x, int64_t cols, const float *post, uint16_t *y,
+    void (*encode_band)(const qp_plan *p, const float *x, int64_t cols, const float *post, void *y,
                         uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst);
 } qp_kernels;
 

@@ -1169,8 +1169,8 @@ AVX512 void sr_words8(const uint32_t keys[20], uint64_t stream, uint64_t base, u
  * counted as mf_step counts a finite vector (a block whose scale decodes to
  * 0 stores +0, every lane counted as a zero code, none as saturated); the
  * counts are kept per lane and summed at the end. */
-AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const float *x, int64_t cols, const float *post,
-                             uint16_t *y, uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
+AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const int bits, const float *x, int64_t cols,
+                             const float *post, void *y, uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
 {
     const qp_minifloat f = QP_MF_E2M1;
     const rn_tables tabs = make_rn_tables(f);
@@ -1207,8 +1207,11 @@ AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const float *x, int
                 yv = _mm512_mul_ps(yv, s.dec);
                 if (out_mul != 1.0f) yv = _mm512_mul_ps(yv, F32(out_mul));
                 yv = _mm512_maskz_mov_ps((__mmask16)~zero_block, yv);
-                _mm256_storeu_si256((__m256i *)(void *)(y + i * cols + c0),
-                                    _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(yv), 16)));
+                if (bits)
+                    _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)y + i * cols + c0),
+                                        _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(yv), 16)));
+                else
+                    _mm512_storeu_ps((float *)y + i * cols + c0, yv);
                 nonzero = _mm512_mask_sub_epi32(nonzero, nzx, nonzero, I32(-1));
                 sat = _mm512_mask_sub_epi32(sat, over, sat, I32(-1));
                 zero_codes = _mm512_mask_sub_epi32(zero_codes, zc, zero_codes, I32(-1));
@@ -1223,11 +1226,15 @@ AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const float *x, int
     cnt->n_flushed += _mm512_reduce_add_epi32(zero_codes) - n_zero_x;
 }
 
-AVX512_FN void v_encode_band(const qp_plan *p, const float *x, int64_t cols, const float *post, uint16_t *y,
+AVX512_FN void v_encode_band(const qp_plan *p, const float *x, int64_t cols, const float *post, void *y,
                              uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
 {
-    if (p->sr) encode_band_e2m1(p, 1, x, cols, post, y, gidx0, cnt, bst);
-    else encode_band_e2m1(p, 0, x, cols, post, y, gidx0, cnt, bst);
+    switch ((p->sr ? 2 : 0) | (p->y_bits ? 1 : 0)) { /* each variant compiled with its branches folded */
+    case 0: encode_band_e2m1(p, 0, 0, x, cols, post, y, gidx0, cnt, bst); return;
+    case 1: encode_band_e2m1(p, 0, 1, x, cols, post, y, gidx0, cnt, bst); return;
+    case 2: encode_band_e2m1(p, 1, 0, x, cols, post, y, gidx0, cnt, bst); return;
+    case 3: encode_band_e2m1(p, 1, 1, x, cols, post, y, gidx0, cnt, bst); return;
+    }
 }
 
 static const qp_kernels avx512_kernels = {"avx512",     v_amax,      v_block_amax, v_block_scales, v_encode_row,

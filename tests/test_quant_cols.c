@@ -1,5 +1,5 @@
-/* test_quant_cols.c — qp_qdq_bf16_cols against the transposed copy it
- * replaces: for every shape, rounding, rotation and kind of data, the
+/* test_quant_cols.c — qp_qdq_bf16_cols (and qp_qdq_cols, its values as
+ * floats) against the transposed copy it replaces: for every shape, rounding, rotation and kind of data, the
  * values (bit for bit, in the stored layout) and every statistic must be
  * qp_qdq_bf16's of the tensor transposed (and rotated by qp_transpose_rht)
  * here, on one thread and on several. */
@@ -99,6 +99,24 @@ static void check_case(qp_fmt fmt, int64_t rows, int64_t cols, int rht, int sr, 
           (long long)ws.n_flushed, gs.amax, ws.amax, (long long)gs.n_blocks_zero_scale,
           (long long)ws.n_blocks_zero_scale, gs.block_scale_log2_mean, ws.block_scale_log2_mean);
     if (kind == DATA_TINY_COLUMNS) zero_scale_blocks += ws.n_blocks_zero_scale;
+    /* the float form (an FP32 GEMM's operand): the same values, widened, and the same statistics */
+    float *gotf = malloc((size_t)n * sizeof *gotf + 4);
+    qp_qstats fs;
+    memset(&fs, 0x5A, sizeof fs);
+    memset(gotf, 0xEE, (size_t)n * sizeof *gotf);
+    omp_set_num_threads(threads);
+    const int frc = qp_qdq_cols(fmt, x, gotf, rows, cols, rht, 77, &o, &fs);
+    omp_set_num_threads(2);
+    int64_t fbad = 0, ffirst = -1;
+    for (int64_t i = 0; i < n; i++)
+        if (qp_f32_bits(gotf[i]) != (uint32_t)want[i] << 16 && fbad++ == 0) ffirst = i;
+    CHECK(frc == 0 && fbad == 0 && same_stats(&fs, &ws),
+          "%s %lldx%lld rht %d sr %d %s, %d threads, floats: rc %d, %lld values differ from the BF16 bits widened "
+          "(first at %lld: %08x, want %04x0000)%s", qp_formats[fmt].name, (long long)rows, (long long)cols, rht, sr,
+          data_names[kind], threads, frc, (long long)fbad, (long long)ffirst,
+          ffirst >= 0 ? qp_f32_bits(gotf[ffirst]) : 0, ffirst >= 0 ? want[ffirst] : 0,
+          same_stats(&fs, &ws) ? "" : ", statistics differ");
+    free(gotf);
     free(x);
     free(want);
     free(got);
@@ -154,6 +172,10 @@ int main(void)
     CHECK(qp_qdq_bf16_cols(QP_FMT_NVFP4, x, y, 16, 16, 8, 0, &rn, &st) == -1, "an 8-point rotation");
     CHECK(qp_qdq_bf16_cols(QP_FMT_NVFP4, x, y, 8, 32, 16, 0, &rn, &st) == -1, "rows not a multiple of the rotation");
     CHECK(qp_qdq_bf16_cols(QP_FMT_NVFP4, x, y, -16, 16, 0, 0, &rn, &st) == -1, "a negative shape");
+    float yf[256];
+    CHECK(qp_qdq_cols(QP_FMT_FP32, x, yf, 16, 16, 0, 0, &rn, &st) == -1, "floats: fp32 is not exact in BF16");
+    CHECK(qp_qdq_cols(QP_FMT_NVFP4, x, yf, 16, 16, 0, 0, &scaled, &st) == -1, "floats: without unscaled");
+    CHECK(qp_qdq_cols(QP_FMT_NVFP4, x, yf, 8, 32, 16, 0, &rn, &st) == -1, "floats: rows not a multiple of the rotation");
     int untouched = 1;
     for (int i = 0; i < 256; i++) untouched &= y[i] == 0x5A5A;
     CHECK(untouched, "a refused call wrote y");

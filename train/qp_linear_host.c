@@ -212,16 +212,18 @@ static int h_quantize_stored(void *ctx, const qp_linear_qjob *j, int rht, uint64
     *done = 0;
     if (!j->trans || j->want_metrics || j->keep >= 0 || !qp_qdq_cols_direct(j->fmt, srows, scols, rht, j->opts))
         return 0;
-    uint16_t *q16 = h->hbuf[j->side];
+    const int f32 = h->f32_operands;
+    void *qv = f32 ? (void *)h->qbuf[j->side] : (void *)h->hbuf[j->side];
     qp_linear_stats *st = &h->stats[j->side];
     memset(st, 0, sizeof *st);
-    if (qp_qdq_bf16_cols(j->fmt, j->x, q16, srows, scols, rht, rht_seed, j->opts, &st->qs)) {
+    if (f32 ? qp_qdq_cols(j->fmt, j->x, qv, srows, scols, rht, rht_seed, j->opts, &st->qs)
+            : qp_qdq_bf16_cols(j->fmt, j->x, qv, srows, scols, rht, rht_seed, j->opts, &st->qs)) {
         snprintf(h->err, sizeof h->err, "cannot quantize a %dx%d operand to %s where it is stored", srows, scols,
                  qp_formats[j->fmt].name);
         return -1;
     }
-    h->last[j->side] = (held){q16, 0, j->fmt, srows, scols, 0};
-    *out = (qp_linear_operand){QP_LOP_BF16, q16, 1, st->qs.scale_inv, NULL, NULL, NULL};
+    h->last[j->side] = (held){qv, f32, j->fmt, srows, scols, 0};
+    *out = (qp_linear_operand){f32 ? QP_LOP_F32_BF16 : QP_LOP_BF16, qv, 1, st->qs.scale_inv, NULL, NULL, NULL};
     *done = 1;
     return 0;
 }
