@@ -36,17 +36,31 @@ struct qp_linear_host {
     qp_linear_stats stats[2]; /* per side: the last quantization's */
     held last[2];             /* per side: the last quantization (h_reuse) */
     /* quantized operands kept for a later use (qp_linear_qjob.keep): BF16
-     * bits or floats, grown on first use, what they hold and its statistics */
+     * bits or floats (as_f32, fixed at the first use: KEPT_F32_BUDGET),
+     * grown on first use, what they hold and its statistics */
     struct {
         void *buf;
         size_t cap;
+        int decided, as_f32;
         held held;
         qp_linear_stats stats;
     } *copy;
     int n_copies;
+    size_t kept_f32_bytes, kept_f32_budget; /* kept copies held as floats, in all; the most there may be */
     qp_linear_stats kept;     /* the one kept slot: statistics apply after each quantization */
     char err[256];
 };
+
+/* Where the GEMM runs BF16 products on its FP32 kernel, quantized operands
+ * are floats it reads as they are; kept copies too, up to this many bytes in
+ * all (the first ones kept, in the order of the first step), and BF16 bits
+ * beyond, half the memory, which the kernel widens when the backward uses
+ * them. Every copy of the baby and llm.c small models fits (14 and 42 MB):
+ * kept as bits, the baby model's weight copies alone cost its bf16 step
+ * 5-10% in widening. At the GPT-2 124M shape (405 MB as floats) all floats
+ * put qtrain's peak RSS above llm.c's (2575 against 2450 MiB). The form
+ * changes no value: the same bits either way. */
+#define KEPT_F32_BUDGET ((size_t)64 << 20) /* qp_linear_host_set_kept_f32_budget changes it */
 
 #define H ((qp_linear_host *)ctx)
 
@@ -151,11 +165,19 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
 {
     qp_linear_host *h = H;
     const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
-    const int kchunked = !qp_formats[j->fmt].unscaled_exact, f32 = !kchunked && h->f32_operands;
+    const int kchunked = !qp_formats[j->fmt].unscaled_exact;
+    int f32 = !kchunked && h->f32_operands;
     float *q = h->qbuf[j->side];
     void *qv = f32 ? (void *)q : (void *)h->hbuf[j->side];
+    if (j->keep >= 0 && j->keep < h->n_copies && !h->copy[j->keep].decided) {
+        const size_t bytes = (size_t)qrows * qcols * sizeof(float);
+        h->copy[j->keep].decided = 1;
+        h->copy[j->keep].as_f32 = f32 && h->kept_f32_bytes + bytes <= h->kept_f32_budget;
+        if (h->copy[j->keep].as_f32) h->kept_f32_bytes += bytes;
+    }
     if (j->keep >= 0) {
         /* quantized straight into the kept copy */
+        f32 = j->keep < h->n_copies && h->copy[j->keep].as_f32;
         if (j->keep >= h->n_copies || kchunked ||
             grow(&h->copy[j->keep].buf, &h->copy[j->keep].cap, (size_t)qrows * qcols * (f32 ? 4 : 2) + 4)) {
             snprintf(h->err, sizeof h->err, "cannot keep a %dx%d %s operand as copy %d", qrows, qcols,
@@ -317,6 +339,7 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_
     if (!h) return NULL;
     h->gemm = gemm;
     h->f32_operands = !qp_gemm_has_bf16(gemm);
+    h->kept_f32_budget = KEPT_F32_BUDGET;
     h->n_copies = max_copies > 0 ? max_copies : 0;
     const size_t bytes = (size_t)(max_elems > 0 ? max_elems : 1) * sizeof(float);
     int bad = !(h->mbuf = malloc(bytes)) || !(h->copy = calloc((size_t)h->n_copies + 1, sizeof *h->copy));
@@ -364,3 +387,4 @@ void qp_linear_host_destroy(qp_linear_host *h)
 }
 
 const qp_linear_ops *qp_linear_host_ops(qp_linear_host *h) { return &h->ops; }
+void qp_linear_host_set_kept_f32_budget(qp_linear_host *h, size_t bytes) { h->kept_f32_budget = bytes; }

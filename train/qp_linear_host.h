@@ -35,6 +35,10 @@ typedef struct qp_linear_host qp_linear_host;
 qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_copies);
 void qp_linear_host_destroy(qp_linear_host *h);
 const qp_linear_ops *qp_linear_host_ops(qp_linear_host *h);
+/* Where BF16 products run on the FP32 kernel, the kept copies held as
+ * floats, in bytes (64 MiB unless set before the first copy is kept; beyond
+ * it, BF16 bits: the same values in half the memory, widened when used). */
+void qp_linear_host_set_kept_f32_budget(qp_linear_host *h, size_t bytes);
 
 #ifdef __cplusplus
 }

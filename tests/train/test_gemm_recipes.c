@@ -825,6 +825,8 @@ static void test_reuse(qp_gemm *gemm)
                        *hb = qp_linear_host_create(gemm, lc.max_elems, NL * QP_BLOCK_GEMMS * 2);
         CHECK(a && b && ha && hb, "create %s: %s", want[i].spec, err);
         if (!a || !b || !ha || !hb) goto next;
+        /* room for one kept copy as floats: on an FP32 kernel the others are BF16 bits, widened when used */
+        qp_linear_host_set_kept_f32_budget(ha, (size_t)M * IC * sizeof(float));
         counted_base = qp_linear_host_ops(ha);
         qp_linear_ops ops_a = *counted_base, ops_b = *qp_linear_host_ops(hb);
         ops_a.reuse = counted_reuse;
