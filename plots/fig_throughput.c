@@ -13,7 +13,10 @@
  * or with it off (phases NaN) adds its steps to "other" only.
  *
  * Data file, index 0 (series "runs"), one row per run:
- *   i  "label"  rgb(int)  median_tok_s  q25  q75  wait_pct
+ *   i  "label"  rgb(int)  median_tok_s  q25  q75  wait_pct  threads_min  threads_max
+ * the OpenMP threads its steps ran on (qtrain chooses them at run time
+ * under --threads auto, and a run's speed depends on them; 0 for a file
+ * written before the column), printed above its bar.
  * index 1 (series "phases per recipe, mean ms per step"), one row per recipe:
  *   i  "recipe"  <phase>_ms for each phase in qp_phases order  other_ms
  * Variables: n (runs), nrec (recipes), phases (the phases' labels, words). */
@@ -43,7 +46,7 @@ int qp_fig_throughput(const qp_run *const *runs, int n, const qp_fig_opts *o, FI
                       size_t errlen)
 {
     (void)o, (void)err, (void)errlen;
-    fputs("# runs: i label rgb median_tokens_per_s q25 q75 data_wait_pct\n", data);
+    fputs("# runs: i label rgb median_tokens_per_s q25 q75 data_wait_pct threads_min threads_max\n", data);
     for (int i = 0; i < n; i++) {
         const qp_run *r = runs[i];
         char label[QP_LABEL_LEN];
@@ -62,7 +65,12 @@ int qp_fig_throughput(const qp_run *const *runs, int n, const qp_fig_opts *o, FI
         qp_fig_num(data, qp_quantile(r->tokens_per_s, r->n_train, 0.75));
         fputc(' ', data);
         qp_fig_num(data, total > 0 ? 100 * wait / total : 0);
-        fputc('\n', data);
+        int64_t tmin = 0, tmax = 0;
+        for (size_t k = 0; r->threads && k < r->n_train; k++) {
+            if (!k || r->threads[k] < tmin) tmin = r->threads[k];
+            if (!k || r->threads[k] > tmax) tmax = r->threads[k];
+        }
+        fprintf(data, " %lld %lld\n", (long long)tmin, (long long)tmax);
     }
     fputs("\n\n# phases per recipe, mean ms per step: i recipe", data);
     for (int p = 0; p < QP_PHASE_COUNT; p++) fprintf(data, " %s", qp_phases[p].column);

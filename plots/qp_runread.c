@@ -285,7 +285,7 @@ static int load_train(qp_run *r, hid_t f, char *err, size_t errlen)
             return -1;
         }
     }
-    size_t n[5 + QP_PHASE_COUNT];
+    size_t n[6 + QP_PHASE_COUNT];
     if (read_col(r, f, QP_RS_TRAIN, "step", (void **)&r->step, &n[0], err, errlen) ||
         read_col(r, f, QP_RS_TRAIN, "loss", (void **)&r->loss, &n[1], err, errlen) ||
         read_col(r, f, QP_RS_TRAIN, "step_ms", (void **)&r->step_ms, &n[2], err, errlen) ||
@@ -300,6 +300,9 @@ static int load_train(qp_run *r, hid_t f, char *err, size_t errlen)
         if (c->since > r->version || !has_path(f, path)) continue; /* not profiled (NULL) */
         if (read_col(r, f, QP_RS_TRAIN, c->name, (void **)&r->phase_ms[p], &n[k++], err, errlen)) return -1;
     }
+    if (qp_runcol_find(QP_RS_TRAIN, "threads")->since <= r->version && has_path(f, "train/threads") &&
+        read_col(r, f, QP_RS_TRAIN, "threads", (void **)&r->threads, &n[k++], err, errlen))
+        return -1;
     size_t m = n[0];
     for (int i = 1; i < k; i++)
         if (n[i] < m) m = n[i];
@@ -421,6 +424,7 @@ void qp_run_free(qp_run *r)
     free(r->data_wait_ms);
     free(r->tokens_per_s);
     for (int p = 0; p < QP_PHASE_COUNT; p++) free(r->phase_ms[p]);
+    free(r->threads);
     free(r->eval_step);
     free(r->val_loss);
     free(r->qerr);

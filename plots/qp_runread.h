@@ -67,6 +67,9 @@ typedef struct {
     /* /train's column of each phase (qp_runschema.h qp_phases); NULL for a
      * file written before the phase profile (schema version 1) */
     double *phase_ms[QP_PHASE_COUNT];
+    /* /train's OpenMP threads per step; NULL for a file written before the
+     * column (schema version 4) */
+    int64_t *threads;
 
     size_t n_eval;
     int64_t *eval_step;

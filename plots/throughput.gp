@@ -1,5 +1,5 @@
 # throughput.gp — per run: median tokens/s with its interquartile range
-# (top); per recipe: the mean step time stacked by phase (bottom).
+# and the threads its steps ran on (top); per recipe: the mean step time stacked by phase (bottom).
 # Data and variables: fig_throughput.c.
 if (!exists("plotsdir")) plotsdir = system("dirname ".ARG0)
 load plotsdir."/style.gp"
@@ -34,7 +34,9 @@ if (rotate) { set xtics rotate by 30 right }
 plot datafile index 0 using 1:($4/1000):(0.7):3:xtic(2) with boxes lc rgb variable notitle, \
      '' index 0 using 1:($5/1000):(0):(($6-$5)/1000) with vectors nohead lc rgb "#333333" lw 0.8 notitle, \
      '' index 0 using ($1-0.1):($5/1000):(0.2):(0) with vectors nohead lc rgb "#333333" lw 0.8 notitle, \
-     '' index 0 using ($1-0.1):($6/1000):(0.2):(0) with vectors nohead lc rgb "#333333" lw 0.8 notitle
+     '' index 0 using ($1-0.1):($6/1000):(0.2):(0) with vectors nohead lc rgb "#333333" lw 0.8 notitle, \
+     '' index 0 using 1:($6/1000):($9 <= 0 ? "" : $8 == $9 ? sprintf("%d thr", $9) : sprintf("%d-%d thr", $8, $9)) \
+        with labels offset 0, 0.5 font ",7" notitle
 
 set xrange [-0.6:nrec-0.4+(nrec < 3 ? 1.2 : 0.9)]
 set xtics norotate

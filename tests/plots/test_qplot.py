@@ -209,6 +209,17 @@ def part_kinds():
     s = svg_text(os.path.join(out, "throughput.svg"))
     check(all(f"{r} s{k}" in s for r in ("bf16", "fp8") for k in (1, 2)), "throughput.svg: a bar per run")
     check(RGB["fp8"] in s, "throughput.svg: bars in recipe colours")
+    # the threads each run's steps ran on, from its /train/threads, printed above its bar
+    runs_rows = [r[2] for r in csv_records(os.path.join(out, "throughput.csv")) if r[1] == "runs"]
+    want_thr = []
+    for path in FOUR:
+        with h5py.File(path, "r", libver="latest", swmr=True) as f:
+            t = f["train/threads"][:]
+            want_thr.append((int(t.min()), int(t.max())))
+    check(len(runs_rows) == len(FOUR) and
+          sorted((int(r["threads_min"]), int(r["threads_max"])) for r in runs_rows) == sorted(want_thr) and
+          all(lo >= 1 for lo, _ in want_thr), f"throughput.csv: threads per run as the run files say ({want_thr})")
+    check(s.count("1 thr") == len(FOUR), "throughput.svg: each bar labelled with its runs' threads")
     s = svg_text(os.path.join(out, "recalib.svg"))
     check("bf16 (2 runs)" in s and "fp8 (2 runs)" in s and "block 0 qkv w" in s and "scale change" in s,
           "recalib.svg: recipes compared, sites named, a panel per kind")
