@@ -290,11 +290,22 @@ static int ensure_streams(qp_gemm *g, int threads)
     return 0;
 }
 
-int qp_gemm_choice_check(char *err, size_t errlen)
+/* QP_GEMM's value (unset or empty: auto); GEMM_BAD for any other. */
+typedef enum { GEMM_AUTO, GEMM_BF16, GEMM_F32, GEMM_BAD } gemm_choice;
+
+static gemm_choice gemm_choice_asked(void)
 {
     const char *asked = getenv("QP_GEMM");
-    if (!asked || !*asked || !strcmp(asked, "auto") || !strcmp(asked, "bf16") || !strcmp(asked, "f32")) return 0;
-    snprintf(err, errlen, "QP_GEMM=%.40s: not a GEMM kernel choice (auto, bf16 or f32)", asked);
+    if (!asked || !*asked || !strcmp(asked, "auto")) return GEMM_AUTO;
+    if (!strcmp(asked, "bf16")) return GEMM_BF16;
+    if (!strcmp(asked, "f32")) return GEMM_F32;
+    return GEMM_BAD;
+}
+
+int qp_gemm_choice_check(char *err, size_t errlen)
+{
+    if (gemm_choice_asked() != GEMM_BAD) return 0;
+    snprintf(err, errlen, "QP_GEMM=%.40s: not a GEMM kernel choice (auto, bf16 or f32)", getenv("QP_GEMM"));
     return -1;
 }
 
@@ -325,13 +336,14 @@ qp_gemm *qp_gemm_create(char *err, size_t errlen)
         qp_gemm_destroy(g);
         return NULL;
     }
-    const char *asked = getenv("QP_GEMM");
-    const int is_auto = !asked || !*asked || !strcmp(asked, "auto"), is_bf16 = !is_auto && !strcmp(asked, "bf16"),
-              is_f32 = !is_auto && !is_bf16;
-    const int want_bf16 = is_bf16 || (is_auto && qp_gemm_auto_bf16(qp_gemm_cpu_read()));
+    const gemm_choice asked = gemm_choice_asked();
+    const int want_bf16 = asked == GEMM_BF16 || (asked == GEMM_AUTO && qp_gemm_auto_bf16(qp_gemm_cpu_read()));
     /* Probe: can this CPU build a BF16 matmul? */
     g->bf16_ok = want_bf16 && get_prim(g, 1, 0, 0, 16, 16, 16, 0, 16, 16) != NULL;
-    g->bf16_kernel = g->bf16_ok ? "onednn-bf16" : is_f32 ? "fp32-forced" : want_bf16 ? "fp32-fallback" : "fp32-chosen";
+    g->bf16_kernel = g->bf16_ok              ? "onednn-bf16"
+                     : asked == GEMM_F32     ? "fp32-forced"
+                     : want_bf16             ? "fp32-fallback"
+                                             : "fp32-chosen";
     __builtin_cpu_init();
     g->f32_rows_vary = !__builtin_cpu_supports("avx512f");
     if (!g->bf16_ok) snprintf(g->impl_bf16, sizeof g->impl_bf16, "%s", g->bf16_kernel);

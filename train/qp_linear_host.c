@@ -19,6 +19,17 @@ typedef struct {
     int kchunked;     /* a K-chunked operand's codes: not BF16 values, never handed out again */
 } held;
 
+/* A quantized operand kept for a later use (qp_linear_qjob.keep): BF16 bits
+ * or floats (as_f32, fixed at the first use: KEPT_F32_BUDGET), grown on
+ * first use, what it holds and its statistics. */
+typedef struct {
+    void *buf;
+    size_t cap; /* 0 until first kept: then as_f32 is fixed */
+    int as_f32;
+    held held;
+    qp_linear_stats stats;
+} kept_copy;
+
 struct qp_linear_host {
     qp_linear_ops ops;
     qp_gemm *gemm;
@@ -35,16 +46,7 @@ struct qp_linear_host {
     size_t kcodes_n[2], kscales_n[2], kscale_n[2];
     qp_linear_stats stats[2]; /* per side: the last quantization's */
     held last[2];             /* per side: the last quantization (h_reuse) */
-    /* quantized operands kept for a later use (qp_linear_qjob.keep): BF16
-     * bits or floats (as_f32, fixed at the first use: KEPT_F32_BUDGET),
-     * grown on first use, what they hold and its statistics */
-    struct {
-        void *buf;
-        size_t cap;
-        int decided, as_f32;
-        held held;
-        qp_linear_stats stats;
-    } *copy;
+    kept_copy *copy;          /* n_copies kept quantized operands */
     int n_copies;
     size_t kept_f32_bytes, kept_f32_budget; /* kept copies held as floats, in all; the most there may be */
     qp_linear_stats kept;     /* the one kept slot: statistics apply after each quantization */
@@ -63,6 +65,12 @@ struct qp_linear_host {
 #define KEPT_F32_BUDGET ((size_t)64 << 20) /* qp_linear_host_set_kept_f32_budget changes it */
 
 #define H ((qp_linear_host *)ctx)
+
+/* A held BF16-valued quantization as a GEMM operand: floats or BF16 bits. */
+static qp_linear_operand held_operand(const held *q, int trans, float scale_inv)
+{
+    return (qp_linear_operand){q->f32 ? QP_LOP_F32_BF16 : QP_LOP_BF16, q->data, trans, scale_inv, NULL, NULL, NULL};
+}
 
 static const char *h_error(void *ctx) { return H->err; }
 
@@ -169,22 +177,25 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
     int f32 = !kchunked && h->f32_operands;
     float *q = h->qbuf[j->side];
     void *qv = f32 ? (void *)q : (void *)h->hbuf[j->side];
-    if (j->keep >= 0 && j->keep < h->n_copies && !h->copy[j->keep].decided) {
-        const size_t bytes = (size_t)qrows * qcols * sizeof(float);
-        h->copy[j->keep].decided = 1;
-        h->copy[j->keep].as_f32 = f32 && h->kept_f32_bytes + bytes <= h->kept_f32_budget;
-        if (h->copy[j->keep].as_f32) h->kept_f32_bytes += bytes;
-    }
     if (j->keep >= 0) {
-        /* quantized straight into the kept copy */
-        f32 = j->keep < h->n_copies && h->copy[j->keep].as_f32;
-        if (j->keep >= h->n_copies || kchunked ||
-            grow(&h->copy[j->keep].buf, &h->copy[j->keep].cap, (size_t)qrows * qcols * (f32 ? 4 : 2) + 4)) {
+        /* quantized straight into the kept copy, in the form its first use chose */
+        int bad = j->keep >= h->n_copies || kchunked;
+        if (!bad) {
+            kept_copy *c = &h->copy[j->keep];
+            const size_t f32_bytes = (size_t)qrows * qcols * sizeof(float);
+            if (!c->cap) {
+                c->as_f32 = f32 && h->kept_f32_bytes + f32_bytes <= h->kept_f32_budget;
+                if (c->as_f32) h->kept_f32_bytes += f32_bytes;
+            }
+            f32 = c->as_f32;
+            bad = grow(&c->buf, &c->cap, (f32 ? f32_bytes : f32_bytes / 2) + 4);
+            qv = c->buf;
+        }
+        if (bad) {
             snprintf(h->err, sizeof h->err, "cannot keep a %dx%d %s operand as copy %d", qrows, qcols,
                      qp_formats[j->fmt].name, j->keep);
             return -1;
         }
-        qv = h->copy[j->keep].buf;
     }
     qp_linear_stats *st = &h->stats[j->side];
     memset(st, 0, sizeof *st);
@@ -216,8 +227,7 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
     }
     if (j->keep >= 0) h->copy[j->keep].held = h->last[j->side], h->copy[j->keep].stats = *st;
     *out = kchunked ? (qp_linear_operand){QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL, ks}
-                    : (qp_linear_operand){f32 ? QP_LOP_F32_BF16 : QP_LOP_BF16, qv, j->trans, st->qs.scale_inv,
-                                          NULL, NULL, NULL};
+                    : held_operand(&h->last[j->side], j->trans, st->qs.scale_inv);
     return 0;
 }
 
@@ -245,7 +255,7 @@ static int h_quantize_stored(void *ctx, const qp_linear_qjob *j, int rht, uint64
         return -1;
     }
     h->last[j->side] = (held){qv, f32, j->fmt, srows, scols, 0};
-    *out = (qp_linear_operand){f32 ? QP_LOP_F32_BF16 : QP_LOP_BF16, qv, 1, st->qs.scale_inv, NULL, NULL, NULL};
+    *out = held_operand(&h->last[j->side], 1, st->qs.scale_inv);
     *done = 1;
     return 0;
 }
@@ -265,8 +275,7 @@ static int h_reuse(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out)
         return -1;
     }
     if (kept) h->stats[j->side] = h->copy[j->from].stats;
-    *out = (qp_linear_operand){src->f32 ? QP_LOP_F32_BF16 : QP_LOP_BF16, src->data, j->trans,
-                               h->stats[j->side].qs.scale_inv, NULL, NULL, NULL};
+    *out = held_operand(src, j->trans, h->stats[j->side].qs.scale_inv);
     return 0;
 }
 
