@@ -15,6 +15,10 @@
 #include "qp_quant_internal.h"
 #include "qp_scaling.h"
 
+#if QP_HAVE_OPENMP
+#include <omp.h>
+#endif
+
 /* The rows are qp_core.h's QP_FORMAT_TABLE, indexed by qp_fmt. */
 #define QP_FORMAT_ROW_ELEM(id, ...) [id] = {.fmt = id, __VA_ARGS__},
 const qp_format_traits qp_formats[QP_FMT_COUNT] = {QP_FORMAT_TABLE(QP_FORMAT_ROW_ELEM)};
@@ -358,10 +362,11 @@ void *qp_scratch(int slot, size_t bytes)
     return t->buf[slot];
 }
 
-/* The tensor amax of a per-tensor format, read from the end backwards in
- * 1 MiB pieces: the encoding pass then starts on the part the last-level
- * cache still holds (its outputs, when large, are streamed past the caches).
- * The two-pass formats' first pass walks its chunks backwards likewise. */
+/* The finite amax of x[0..n) (one thread's chunks of a per-tensor format),
+ * read from the end backwards in 1 MiB pieces: the encoding pass then
+ * starts on the part the caches still hold (its outputs, when large, are
+ * streamed past them). The two-pass formats' first pass walks its chunks
+ * backwards likewise (my_chunks). */
 static float first_pass_amax(const qp_kernels *k, const float *x, int64_t n)
 {
     const int64_t piece = (int64_t)1 << 18;
@@ -372,6 +377,26 @@ static float first_pass_amax(const qp_kernels *k, const float *x, int64_t n)
         if (m > amax) amax = m;
     }
     return amax;
+}
+
+/* The chunks [lo, hi) the calling thread of a parallel region takes (all
+ * of them outside one): contiguous, in thread order, the same in both passes
+ * of a two-pass format. Its first pass walks them backwards and its second
+ * forwards, so each thread encodes the chunks it read last, still in its own
+ * cache: a tensor that fits the caches is read from them, not moved between
+ * cores as an ordinary static schedule's two passes would (the first
+ * backwards over the whole tensor, each thread taking the other end); a
+ * larger one starts its second pass on what the last-level cache still
+ * holds. Which thread does a chunk changes no result. */
+static void my_chunks(int64_t nchunks, int64_t *lo, int64_t *hi)
+{
+    int64_t t = 0, nt = 1;
+#if QP_HAVE_OPENMP
+    t = omp_get_thread_num(), nt = omp_get_num_threads();
+#endif
+    const int64_t base = nchunks / nt, extra = nchunks % nt;
+    *lo = t * base + (t < extra ? t : extra);
+    *hi = *lo + base + (t < extra);
 }
 
 /* This thread's row buffers for nb blocks: block amaxes and flags (twice:
@@ -482,11 +507,9 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
             if (!amax_buf) {
                 failed = 1;
             } else {
-#if QP_HAVE_OPENMP
-#pragma omp for schedule(static)
-#endif
-                for (int64_t i = 0; i < nchunks; i++) {
-                    const int64_t c = nchunks - 1 - i; /* backwards: see first_pass_amax */
+                int64_t lo, hi;
+                my_chunks(nchunks, &lo, &hi);
+                for (int64_t c = hi - 1; c >= lo; c--) { /* backwards: see my_chunks */
                     const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
                     const int64_t first = r0 / t->block_rows, count = (r1 - r0 + t->block_rows - 1) / t->block_rows;
                     band_block_amax(k, t, x, r0, r1, cols, pre_amax + first * nb, pre_nf + first * nb,
@@ -499,7 +522,18 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
         for (int64_t c = 0; c < nchunks; c++)
             if (res[c].pass1_amax > amax) amax = res[c].pass1_amax;
     } else if (!blocky && t->tensor_scale) {
-        amax = first_pass_amax(k, x, n);
+        /* each thread over its chunks, as the encoding pass will take them */
+#if QP_HAVE_OPENMP
+#pragma omp parallel if (parallel)
+#endif
+        {
+            int64_t lo, hi;
+            my_chunks(nchunks, &lo, &hi);
+            const int64_t r0 = lo * crows, r1 = hi * crows < rows ? hi * crows : rows;
+            if (r1 > r0) res[lo].pass1_amax = first_pass_amax(k, x + r0 * cols, (r1 - r0) * cols);
+        }
+        for (int64_t c = 0; c < nchunks; c++)
+            if (res[c].pass1_amax > amax) amax = res[c].pass1_amax;
     }
     p.row_amax = !blocky && !t->tensor_scale; /* the amax comes with the encoding */
     qp_plan_scale(&p, o, amax);
@@ -518,10 +552,9 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
         if (blocky && !amax_buf) {
             failed = 1;
         } else {
-#if QP_HAVE_OPENMP
-#pragma omp for schedule(static)
-#endif
-            for (int64_t c = 0; c < nchunks; c++) {
+            int64_t lo, hi;
+            my_chunks(nchunks, &lo, &hi);
+            for (int64_t c = lo; c < hi; c++) {
                 const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
                 const int64_t first = (r0 / t->block_rows) * nb;
                 quantize_chunk(k, &p, x, r0, r1, cols, codes, row_bytes, scales, scale_cols, y, y16,

@@ -164,7 +164,8 @@ void *qp_scratch(int slot, size_t bytes);
 typedef struct {
     qp_counts cnt;
     qp_block_stats bst;
-    float pass1_amax; /* two-pass formats: the largest block amax of the chunk */
+    float pass1_amax; /* two-pass formats: the largest block amax of the chunk; per-tensor formats:
+                       * the amax of a thread's chunks, in its first one */
 } qp_chunk_result;
 
 /* The tensor scale of p from the tensor's finite amax (or the caller's
