@@ -242,14 +242,16 @@ static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x
 }
 
 /* Whether a chunk's rows can be encoded as one row of (r1 - r0) * cols: rows
- * of whole 1D blocks (or none), codes packed without padding and SR words
- * drawn consecutively from row to row. The same blocks, codes, values, SR
- * words and counts, and one call instead of one per row (a row of a narrow
- * tensor holds only a few vectors, and each call sets up its tables). */
-static int rows_join(const qp_plan *p, int64_t cols, int64_t row_bytes)
+ * of whole 1D blocks (or none), codes (when written) packed without padding
+ * and SR words drawn consecutively from row to row. The same blocks, codes,
+ * values, SR words and counts, and one call instead of one per row (a row
+ * of a narrow tensor holds only a few vectors, and each call sets up its
+ * tables; its few blocks, fewer than the vector paths' sixteen at a time,
+ * would take the scalar block-scale rule). */
+static int rows_join(const qp_plan *p, int64_t cols, const uint8_t *codes, int64_t row_bytes)
 {
     const qp_format_traits *t = p->t;
-    return t->block_rows == 1 && cols % t->block_cols == 0 && row_bytes * 8 == cols * t->elem_bits &&
+    return t->block_rows == 1 && cols % t->block_cols == 0 && (!codes || row_bytes * 8 == cols * t->elem_bits) &&
            p->sr_stride == (uint64_t)cols;
 }
 
@@ -264,7 +266,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
     const qp_format_traits *t = p->t;
     const int bc = t->block_cols;
     const int64_t nb = (cols + bc - 1) / bc, nr = r1 - r0;
-    if (rows_join(p, cols, row_bytes)) {
+    if (rows_join(p, cols, codes, row_bytes)) {
         /* row r0 of the chunk read as one row (encode_row_out's row index 0 of x + r0 * cols) */
         const float *xc = x + r0 * cols;
         uint8_t *cc = codes ? codes + r0 * row_bytes : NULL;

@@ -285,16 +285,18 @@ static void test_sr_slices(void)
 
 /* A tensor quantized whole, where the driver encodes each chunk of rows as
  * one long row (rows of whole 1D blocks, unpadded codes, consecutive SR
- * words), gives what quantizing it one row at a time gives: codes, block
- * scales, values and every count, with NaN, Inf, zeros and tiny values in
- * it, rounding to nearest and stochastically. */
-static void test_rows_joined(void)
+ * words; the fused path's values too), gives what quantizing it one row at
+ * a time gives: codes, block scales, values and every count, with NaN, Inf,
+ * zeros and tiny values in it, rounding to nearest and stochastically. C:
+ * rows of 16 NVFP4 blocks, and of fewer than the sixteen blocks the vector
+ * paths take at once (a joined chunk is many of them). */
+static void test_rows_joined(int64_t C)
 {
-    const int64_t R = 48, C = 256;
+    const int64_t R = 48;
     float *x = randn(R * C, 17, 1.0f), *whole = malloc(R * C * 4), *rows = malloc(R * C * 4);
     for (int64_t i = 0; i < R * C; i += 37) x[i] *= 1e-9f;
     x[5 * C + 3] = NAN, x[9 * C + 40] = INFINITY, x[20 * C + 7] = -INFINITY;
-    for (int64_t c = 64; c < 96; c++) x[30 * C + c] = 0.0f;
+    for (int64_t c = 32; c < 64; c++) x[30 * C + c] = 0.0f;
     for (int f = QP_FMT_BF16; f < QP_FMT_COUNT; f++) {
         const qp_format_traits *t = &qp_formats[f];
         if (t->block_rows > 1 || C % t->block_cols) continue;
@@ -319,7 +321,8 @@ static void test_rows_joined(void)
                 zero_scale += rs.n_blocks_zero_scale, sat_scale += rs.n_blocks_sat_scale, blocks += rs.n_blocks;
             }
             const char *name = fast ? "fast" : "ref";
-            CHECK(memcmp(whole, rows, R * C * 4) == 0, "%s %s sr %d: whole vs rows' values", t->name, name, sr);
+            CHECK(memcmp(whole, rows, R * C * 4) == 0, "%s %s sr %d C %lld: whole vs rows' values", t->name, name, sr,
+                  (long long)C);
             CHECK(ws.n_nonfinite == sum.n_nonfinite && ws.n_nonzero == sum.n_nonzero && ws.n_sat == sum.n_sat &&
                       ws.n_flushed == sum.n_flushed && ws.n_blocks == blocks &&
                       ws.n_blocks_zero_scale == zero_scale && ws.n_blocks_sat_scale == sat_scale,
@@ -508,7 +511,8 @@ int main(void)
     test_zero_and_nonfinite();
     test_stochastic();
     test_sr_slices();
-    test_rows_joined();
+    test_rows_joined(256);
+    test_rows_joined(96);
     test_threads();
     test_unscaled();
     test_table();
