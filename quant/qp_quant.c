@@ -454,6 +454,7 @@ void qp_finish_stats(const qp_plan *p, const qp_chunk_result *res, int64_t nchun
         b.n_live += cb->n_live;
         b.log2_fx += cb->log2_fx;
     }
+    if (p->skip_counts) s.n_nonfinite = s.n_nonzero = s.n_sat = s.n_flushed = 0;
     s.amax = amax;
     s.scale = p->scale;
     s.scale_inv = p->scale_inv;
@@ -475,7 +476,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return -1;
     const qp_format_traits *t = &qp_formats[fmt];
     qp_plan p = {t, 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream, (uint64_t)o->sr_offset,
-                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols), false, false, y16 != NULL};
+                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols), false, false, y16 != NULL, o->no_counts};
     const int64_t n = rows * cols;
     const int blocky = t->block_cols > 1, twopass = two_pass(t);
     const int64_t crows = chunk_rows(t), nchunks = (rows + crows - 1) / crows;

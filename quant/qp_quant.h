@@ -92,6 +92,10 @@ typedef struct {
                           block scale is below 2^-124), which is what lets a BF16
                           GEMM with the tensor scales in alpha emulate the hardware;
                           the FP32-scaled FP8 blocks are not (qp_decode_codes). */
+    bool no_counts;    /* the caller reads no element counts: n_nonfinite, n_nonzero, n_sat
+                          and n_flushed come back 0 (the paths that count in the element
+                          loop skip that work); n, amax, the scales and the block
+                          statistics are reported as always */
 } qp_qopts;
 
 /* What one quantization saw. Counts are over real (unpadded) elements. */

@@ -28,6 +28,8 @@ typedef struct {
                          need the amax but whose encoding does not */
     bool y_bits;      /* encode_row's y is uint16_t: the BF16 bits of the values (qp_qdq_bf16, whose formats'
                          values are exact in BF16: the minifloats and BF16, never FP32) */
+    bool skip_counts; /* qp_qopts.no_counts: an element loop may leave qp_counts' four counts
+                         as they are (the driver reports them as 0 either way) */
 } qp_plan;
 
 /* The plan as qp_core.h's rules take it. */

@@ -812,6 +812,7 @@ AVX512 void mf_step(mf_state *st, const qp_minifloat f, const int sr, const int 
 {
     const qp_plan *p = st->p;
     const int nibbles = f.sign_shift == 3; /* E2M1: two codes per byte */
+    const int count = !p->skip_counts;
     const __m512i maxb = _mm512_castps_si512(F32(f.max));
     __m512i code[4];
     uint64_t zero_x = 0, zero_c = 0, over = 0;
@@ -893,9 +894,11 @@ AVX512 void mf_step(mf_state *st, const qp_minifloat f, const int sr, const int 
                 yv = _mm512_mask_blend_ps(isnan, yv, F32(nan_y));
             }
         }
-        zero_x |= (uint64_t)z << (16 * j);
-        zero_c |= (uint64_t)zc << (16 * j);
-        over |= (uint64_t)sat_j << (16 * j);
+        if (count) {
+            zero_x |= (uint64_t)z << (16 * j);
+            zero_c |= (uint64_t)zc << (16 * j);
+            over |= (uint64_t)sat_j << (16 * j);
+        }
         code[j] = cd;
         if ((out & OUT_VALUES) && k && p->y_bits)
             _mm256_mask_storeu_epi16((uint16_t *)(void *)st->y + cj, k,
@@ -903,12 +906,9 @@ AVX512 void mf_step(mf_state *st, const qp_minifloat f, const int sr, const int 
         else if ((out & OUT_VALUES) && k)
             store_floats(st->y + cj, yv, k, p->nt);
     }
-    const int nz_x = __builtin_popcountll(zero_x);
-    st->nonzero += 64 - nz_x;
-    st->sat += __builtin_popcountll(over);
     if (out & OUT_CODES) {
         const __m512i bytes = pack_bytes(code);
-        zero_c |= _mm512_testn_epi8_mask(bytes, _mm512_set1_epi8((char)((1u << f.sign_shift) - 1)));
+        if (count) zero_c |= _mm512_testn_epi8_mask(bytes, _mm512_set1_epi8((char)((1u << f.sign_shift) - 1)));
         if (nibbles) {
             const __m512i pairs = _mm512_maddubs_epi16(bytes, _mm512_set1_epi16(0x1001)); /* even + 16 * odd */
             store_bytes32(st->codes + c0 / 2, _mm512_cvtepi16_epi8(pairs), full ? 32 : st->row_bytes - c0 / 2, p->nt);
@@ -916,7 +916,12 @@ AVX512 void mf_step(mf_state *st, const qp_minifloat f, const int sr, const int 
             store_bytes64(st->codes + c0, bytes, full ? 64 : st->row_bytes - c0, p->nt);
         }
     }
-    st->flushed += __builtin_popcountll(zero_c) - nz_x;
+    if (count) {
+        const int nz_x = __builtin_popcountll(zero_x);
+        st->nonzero += 64 - nz_x;
+        st->sat += __builtin_popcountll(over);
+        st->flushed += __builtin_popcountll(zero_c) - nz_x;
+    }
 }
 
 /* One row of a minifloat format (E4M3, E5M2, E2M1, E2M3, E3M2), round to
@@ -1177,6 +1182,7 @@ AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const int bits, con
     const __m512i maxb = _mm512_castps_si512(F32(f.max));
     const float out_mul = p->out_mul;
     const uint64_t stride = p->sr_stride;
+    const int count = !p->skip_counts;
     rng_cache rc;
     if (sr) rng_init(&rc, p->seed, p->stream);
     stats_acc acc = stats_init();
@@ -1212,9 +1218,11 @@ AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const int bits, con
                                         _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(yv), 16)));
                 else
                     _mm512_storeu_ps((float *)y + i * cols + c0, yv);
-                nonzero = _mm512_mask_sub_epi32(nonzero, nzx, nonzero, I32(-1));
-                sat = _mm512_mask_sub_epi32(sat, over, sat, I32(-1));
-                zero_codes = _mm512_mask_sub_epi32(zero_codes, zc, zero_codes, I32(-1));
+                if (count) {
+                    nonzero = _mm512_mask_sub_epi32(nonzero, nzx, nonzero, I32(-1));
+                    sat = _mm512_mask_sub_epi32(sat, over, sat, I32(-1));
+                    zero_codes = _mm512_mask_sub_epi32(zero_codes, zc, zero_codes, I32(-1));
+                }
             }
         }
     }

@@ -352,6 +352,67 @@ static void test_rows_joined(int64_t C)
     free(x), free(whole), free(rows);
 }
 
+/* no_counts changes no value, code or scale and no statistic but the four
+ * element counts, which come back 0: every format, fused and packed, fast
+ * and reference, rounding to nearest and stochastically, with NaN, Inf,
+ * zeros and saturating values in the tensor; NVFP4's column layout too. */
+static void test_no_counts(void)
+{
+    const int64_t R = 32, C = 128, n = R * C;
+    float *x = randn(n, 41, 1.0f), *y1 = malloc(n * 4), *y2 = malloc(n * 4);
+    for (int64_t i = 0; i < n; i += 53) x[i] *= 1e4f;
+    x[3] = NAN, x[200] = INFINITY, x[300] = 0.0f;
+    for (int f = 0; f < QP_FMT_COUNT; f++)
+        for (int path = 0; path < 4; path++) {
+            const int fast = path & 1, sr = path >> 1;
+            int (*qdq)(qp_fmt, const float *, float *, int64_t, int64_t, const qp_qopts *, qp_qstats *) =
+                fast ? qp_qdq : qp_qdq_ref;
+            int (*quant)(const float *, qp_qtensor *, const qp_qopts *, qp_qstats *) =
+                fast ? qp_quantize : qp_quantize_ref;
+            qp_qopts on = {.stochastic = sr, .seed = 9, .stream = 4}, off = on;
+            off.no_counts = true;
+            qp_qstats s1, s2;
+            qdq((qp_fmt)f, x, y1, R, C, &on, &s1);
+            qdq((qp_fmt)f, x, y2, R, C, &off, &s2);
+            const int counted = s1.n_nonzero > 0 && s1.n_nonfinite == 2;
+            const int zeroed = !s2.n_nonfinite && !s2.n_nonzero && !s2.n_sat && !s2.n_flushed;
+            s2.n_nonfinite = s1.n_nonfinite, s2.n_nonzero = s1.n_nonzero, s2.n_sat = s1.n_sat;
+            s2.n_flushed = s1.n_flushed;
+            CHECK(counted && zeroed && memcmp(y1, y2, n * 4) == 0 && memcmp(&s1, &s2, sizeof s1) == 0,
+                  "%s %s sr %d: qdq with no_counts differs beyond its counts", qp_formats[f].name,
+                  fast ? "fast" : "ref", sr);
+            qp_qtensor q1, q2;
+            if (qp_qtensor_alloc(&q1, (qp_fmt)f, R, C) || qp_qtensor_alloc(&q2, (qp_fmt)f, R, C)) abort();
+            quant(x, &q1, &on, &s1);
+            quant(x, &q2, &off, &s2);
+            const size_t scale_bytes = (size_t)(q1.scale_rows * q1.scale_cols * qp_formats[f].scale_bytes);
+            CHECK(memcmp(q1.codes, q2.codes, (size_t)(R * q1.row_bytes)) == 0 &&
+                      (!scale_bytes || memcmp(q1.scales, q2.scales, scale_bytes) == 0) && s2.n_sat == 0 &&
+                      s1.amax == s2.amax && s1.scale == s2.scale && s1.n_blocks == s2.n_blocks,
+                  "%s %s sr %d: packed codes or scales with no_counts", qp_formats[f].name, fast ? "fast" : "ref",
+                  sr);
+            qp_qtensor_free(&q1);
+            qp_qtensor_free(&q2);
+        }
+    /* the column layout (finite inputs: NaN and Inf take the transposed path) */
+    float *t = randn(n, 43, 1.0f);
+    for (int64_t i = 0; i < n; i += 29) t[i] *= 300.0f;
+    for (int sr = 0; sr < 2; sr++) {
+        qp_qopts on = {.stochastic = sr, .seed = 9, .stream = 4, .unscaled = true}, off = on;
+        off.no_counts = true;
+        qp_qstats s1, s2;
+        CHECK(qp_qdq_cols_direct(QP_FMT_NVFP4, R, C, 16, &on), "the column layout applies");
+        qp_qdq_cols(QP_FMT_NVFP4, t, y1, R, C, 16, 11, &on, &s1);
+        qp_qdq_cols(QP_FMT_NVFP4, t, y2, R, C, 16, 11, &off, &s2);
+        const int counted = s1.n_nonzero == n && s1.n_sat + s1.n_flushed > 0;
+        const int zeroed = !s2.n_nonfinite && !s2.n_nonzero && !s2.n_sat && !s2.n_flushed;
+        s2.n_nonfinite = s1.n_nonfinite, s2.n_nonzero = s1.n_nonzero, s2.n_sat = s1.n_sat, s2.n_flushed = s1.n_flushed;
+        CHECK(counted && zeroed && memcmp(y1, y2, n * 4) == 0 && memcmp(&s1, &s2, sizeof s1) == 0,
+              "nvfp4 columns sr %d: no_counts differs beyond its counts", sr);
+    }
+    free(x), free(t), free(y1), free(y2);
+}
+
 static void test_threads(void)
 {
 #if QP_HAVE_OPENMP
@@ -513,6 +574,7 @@ int main(void)
     test_sr_slices();
     test_rows_joined(256);
     test_rows_joined(96);
+    test_no_counts();
     test_threads();
     test_unscaled();
     test_table();

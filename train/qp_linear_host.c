@@ -74,6 +74,16 @@ static qp_linear_operand held_operand(const held *q, int trans, float scale_inv)
 
 static const char *h_error(void *ctx) { return H->err; }
 
+/* The job's quantizer options: its element counts only when the job keeps
+ * statistics (a scaling update or a qerr row reads them); otherwise the
+ * quantizers skip counting. */
+static qp_qopts job_opts(const qp_linear_qjob *j)
+{
+    qp_qopts o = *j->opts;
+    o.no_counts = !j->want_stats;
+    return o;
+}
+
 /* dst (src_cols x src_rows) = src^T */
 static int h_transpose(void *ctx, const float *src, float *dst, int src_rows, int src_cols)
 {
@@ -154,7 +164,8 @@ static int quantize_kchunked(qp_linear_host *h, const qp_linear_qjob *j, float *
     }
     qt.codes = h->kcodes[side];
     qt.scales = h->kscales[side];
-    if (qp_quantize(j->x, &qt, j->opts, qs)) {
+    const qp_qopts o = job_opts(j);
+    if (qp_quantize(j->x, &qt, &o, qs)) {
         snprintf(h->err, sizeof h->err, "cannot quantize to %s", t->name);
         return -1;
     }
@@ -199,10 +210,11 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
     }
     qp_linear_stats *st = &h->stats[j->side];
     memset(st, 0, sizeof *st);
+    const qp_qopts o = job_opts(j);
     if (kchunked) {
         if (quantize_kchunked(h, j, q, &st->qs)) return -1;
-    } else if (f32 ? qp_qdq(j->fmt, j->x, qv, qrows, qcols, j->opts, &st->qs)
-                   : qp_qdq_bf16(j->fmt, j->x, qv, qrows, qcols, j->opts, &st->qs)) {
+    } else if (f32 ? qp_qdq(j->fmt, j->x, qv, qrows, qcols, &o, &st->qs)
+                   : qp_qdq_bf16(j->fmt, j->x, qv, qrows, qcols, &o, &st->qs)) {
         snprintf(h->err, sizeof h->err, "cannot quantize to format %d", (int)j->fmt);
         return -1;
     }
@@ -248,8 +260,9 @@ static int h_quantize_stored(void *ctx, const qp_linear_qjob *j, int rht, uint64
     void *qv = f32 ? (void *)h->qbuf[j->side] : (void *)h->hbuf[j->side];
     qp_linear_stats *st = &h->stats[j->side];
     memset(st, 0, sizeof *st);
-    if (f32 ? qp_qdq_cols(j->fmt, j->x, qv, srows, scols, rht, rht_seed, j->opts, &st->qs)
-            : qp_qdq_bf16_cols(j->fmt, j->x, qv, srows, scols, rht, rht_seed, j->opts, &st->qs)) {
+    const qp_qopts o = job_opts(j);
+    if (f32 ? qp_qdq_cols(j->fmt, j->x, qv, srows, scols, rht, rht_seed, &o, &st->qs)
+            : qp_qdq_bf16_cols(j->fmt, j->x, qv, srows, scols, rht, rht_seed, &o, &st->qs)) {
         snprintf(h->err, sizeof h->err, "cannot quantize a %dx%d operand to %s where it is stored", srows, scols,
                  qp_formats[j->fmt].name);
         return -1;
