@@ -283,6 +283,10 @@ static void test_sr_slices(void)
     free(x), free(whole), free(part), free(src);
 }
 
+/* The fused and packed entry points, each a fast path or its scalar reference. */
+typedef int (*qdq_fn)(qp_fmt, const float *, float *, int64_t, int64_t, const qp_qopts *, qp_qstats *);
+typedef int (*quantize_fn)(const float *, qp_qtensor *, const qp_qopts *, qp_qstats *);
+
 /* A tensor quantized whole, where the driver encodes each chunk of rows as
  * one long row (rows of whole 1D blocks, unpadded codes, consecutive SR
  * words; the fused path's values too), gives what quantizing it one row at
@@ -302,10 +306,8 @@ static void test_rows_joined(int64_t C)
         if (t->block_rows > 1 || C % t->block_cols) continue;
         for (int path = 0; path < 4; path++) {
             const int fast = path & 1, sr = path >> 1;
-            int (*qdq)(qp_fmt, const float *, float *, int64_t, int64_t, const qp_qopts *, qp_qstats *) =
-                fast ? qp_qdq : qp_qdq_ref;
-            int (*quant)(const float *, qp_qtensor *, const qp_qopts *, qp_qstats *) =
-                fast ? qp_quantize : qp_quantize_ref;
+            const qdq_fn qdq = fast ? qp_qdq : qp_qdq_ref;
+            const quantize_fn quant = fast ? qp_quantize : qp_quantize_ref;
             qp_qopts o = {.stochastic = sr, .seed = 5, .stream = 77, .unscaled = true};
             qp_qstats ws, rs, sum;
             qdq((qp_fmt)f, x, whole, R, C, &o, &ws);
@@ -365,10 +367,8 @@ static void test_no_counts(void)
     for (int f = 0; f < QP_FMT_COUNT; f++)
         for (int path = 0; path < 4; path++) {
             const int fast = path & 1, sr = path >> 1;
-            int (*qdq)(qp_fmt, const float *, float *, int64_t, int64_t, const qp_qopts *, qp_qstats *) =
-                fast ? qp_qdq : qp_qdq_ref;
-            int (*quant)(const float *, qp_qtensor *, const qp_qopts *, qp_qstats *) =
-                fast ? qp_quantize : qp_quantize_ref;
+            const qdq_fn qdq = fast ? qp_qdq : qp_qdq_ref;
+            const quantize_fn quant = fast ? qp_quantize : qp_quantize_ref;
             qp_qopts on = {.stochastic = sr, .seed = 9, .stream = 4}, off = on;
             off.no_counts = true;
             qp_qstats s1, s2;
