@@ -201,6 +201,23 @@ static void mark_nonfinite(qp_blockscales *bs, const uint8_t *nf, int64_t nb)
     }
 }
 
+/* amax[b] = max(amax[b], row_amax[b]), nf[b] |= row_nf[b]. Block amaxes are
+ * finite and non-negative, so their bits order as integers do: an integer
+ * maximum, which the compiler vectorizes (a float comparison with a
+ * conditional store it left scalar: 13% of an NVFP4-2D quantization). */
+static void max_into(float *restrict amax, uint8_t *restrict nf, const float *restrict row_amax,
+                     const uint8_t *restrict row_nf, int64_t nb)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        int32_t a, r;
+        memcpy(&a, amax + b, sizeof a);
+        memcpy(&r, row_amax + b, sizeof r);
+        a = a > r ? a : r;
+        memcpy(amax + b, &a, sizeof a);
+        nf[b] |= row_nf[b];
+    }
+}
+
 /* Block amaxes of rows [r0, r1): one row of nb entries per row for 1D
  * blocks; for 2D tiles one row, the maximum over the band (row_amax/row_nf:
  * scratch for a row). */
@@ -223,10 +240,7 @@ static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, cons
     for (int64_t b = 0; b < nb; b++) amax[b] = 0.0f, nf[b] = 0;
     for (int64_t r = r0; r < r1; r++) {
         k->block_amax(x + r * cols, cols, bc, row_amax, row_nf);
-        for (int64_t b = 0; b < nb; b++) {
-            if (row_amax[b] > amax[b]) amax[b] = row_amax[b];
-            nf[b] |= row_nf[b];
-        }
+        max_into(amax, nf, row_amax, row_nf, nb);
     }
 }
 
