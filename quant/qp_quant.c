@@ -489,8 +489,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     if (!o) o = &defaults;
     if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return -1;
     const qp_format_traits *t = &qp_formats[fmt];
-    qp_plan p = {t, 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream, (uint64_t)o->sr_offset,
-                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : cols), false, false, y16 != NULL, o->no_counts};
+    qp_plan p = qp_plan_from_opts(t, o, cols, y16 != NULL);
     const int64_t n = rows * cols;
     const int blocky = t->block_cols > 1, twopass = two_pass(t);
     const int64_t crows = chunk_rows(t), nchunks = (rows + crows - 1) / crows;

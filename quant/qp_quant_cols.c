@@ -90,8 +90,7 @@ static int qdq_cols(qp_fmt fmt, const float *x, void *y, int bits, int64_t rows,
     }
     if (most >= 0x7F800000u) return via_transpose(fmt, x, y, bits, rows, cols, rht_n, rht_seed, o, st);
     const float amax = qp_bits_f32(most);
-    qp_plan p = {&qp_formats[fmt], 1.0f, 1.0f, 1.0f, o->stochastic, o->seed, o->stream, (uint64_t)o->sr_offset,
-                 (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : rows), false, false, bits != 0, o->no_counts};
+    qp_plan p = qp_plan_from_opts(&qp_formats[fmt], o, rows, bits != 0);
     qp_plan_scale(&p, o, amax);
     qp_chunk_result *res = qp_scratch(0, (size_t)nbands * sizeof *res + 1);
     if (!res) abort();

@@ -32,6 +32,26 @@ typedef struct {
                          as they are (the driver reports them as 0 either way) */
 } qp_plan;
 
+/* The plan of a quantization with options o, before its tensor scale
+ * (qp_plan_scale): SR row stride o's or, when 0, default_stride (the rows'
+ * length as stored). */
+static inline qp_plan qp_plan_from_opts(const qp_format_traits *t, const qp_qopts *o, int64_t default_stride,
+                                        bool y_bits)
+{
+    const qp_plan p = {.t = t,
+                       .scale = 1.0f,
+                       .scale_inv = 1.0f,
+                       .out_mul = 1.0f,
+                       .sr = o->stochastic,
+                       .seed = o->seed,
+                       .stream = o->stream,
+                       .sr_offset = (uint64_t)o->sr_offset,
+                       .sr_stride = (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : default_stride),
+                       .y_bits = y_bits,
+                       .skip_counts = o->no_counts};
+    return p;
+}
+
 /* The plan as qp_core.h's rules take it. */
 static inline qp_tplan qp_plan_tensor(const qp_plan *p)
 {
