@@ -535,8 +535,6 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
             }
         }
         if (failed) abort();
-        for (int64_t c = 0; c < nchunks; c++)
-            if (res[c].pass1_amax > amax) amax = res[c].pass1_amax;
     } else if (!blocky && t->tensor_scale) {
         /* each thread over its chunks, as the encoding pass will take them */
 #if QP_HAVE_OPENMP
@@ -548,9 +546,10 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
             const int64_t r0 = lo * crows, r1 = hi * crows < rows ? hi * crows : rows;
             if (r1 > r0) res[lo].pass1_amax = first_pass_amax(k, x + r0 * cols, (r1 - r0) * cols);
         }
-        for (int64_t c = 0; c < nchunks; c++)
-            if (res[c].pass1_amax > amax) amax = res[c].pass1_amax;
     }
+    /* the first pass's tensor amax (0 for the formats without one: res is zeroed) */
+    for (int64_t c = 0; c < nchunks; c++)
+        if (res[c].pass1_amax > amax) amax = res[c].pass1_amax;
     p.row_amax = !blocky && !t->tensor_scale; /* the amax comes with the encoding */
     qp_plan_scale(&p, o, amax);
     if (scale_inv_out) *scale_inv_out = p.scale_inv;

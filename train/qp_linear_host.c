@@ -141,8 +141,8 @@ static int grow(void **buf, size_t *cap, size_t bytes)
 /* A format whose block scales must stay out of the GEMM's operands (FP32
  * scales per QK_FP8_BLOCK along K; rows x cols, K along cols): quantize into
  * packed storage, hand the GEMM the element codes (exact in BF16, into q) and
- * each row's scale per K-chunk. */
-static int quantize_kchunked(qp_linear_host *h, const qp_linear_qjob *j, float *q, qp_qstats *qs)
+ * each row's scale per K-chunk, with the job's options o. */
+static int quantize_kchunked(qp_linear_host *h, const qp_linear_qjob *j, const qp_qopts *o, float *q, qp_qstats *qs)
 {
     const int side = j->side, rows = j->rows, cols = j->cols;
     const qp_format_traits *t = &qp_formats[j->fmt];
@@ -164,8 +164,7 @@ static int quantize_kchunked(qp_linear_host *h, const qp_linear_qjob *j, float *
     }
     qt.codes = h->kcodes[side];
     qt.scales = h->kscales[side];
-    const qp_qopts o = job_opts(j);
-    if (qp_quantize(j->x, &qt, &o, qs)) {
+    if (qp_quantize(j->x, &qt, o, qs)) {
         snprintf(h->err, sizeof h->err, "cannot quantize to %s", t->name);
         return -1;
     }
@@ -212,7 +211,7 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
     memset(st, 0, sizeof *st);
     const qp_qopts o = job_opts(j);
     if (kchunked) {
-        if (quantize_kchunked(h, j, q, &st->qs)) return -1;
+        if (quantize_kchunked(h, j, &o, q, &st->qs)) return -1;
     } else if (f32 ? qp_qdq(j->fmt, j->x, qv, qrows, qcols, &o, &st->qs)
                    : qp_qdq_bf16(j->fmt, j->x, qv, qrows, qcols, &o, &st->qs)) {
         snprintf(h->err, sizeof h->err, "cannot quantize to format %d", (int)j->fmt);
