@@ -74,19 +74,20 @@ QPM_FN float qpm_dot8(const float *a, const float *b, int n)
 #define QPM_SUM_ROWS 32
 QPM_FN int qpm_sum_chunks(int N) { return (N + QPM_SUM_ROWS - 1) / QPM_SUM_ROWS; }
 
-/* exp(x) for x <= 0: the CPU's Cody-Waite reduction and Cephes polynomial. */
+/* exp(x) for x <= 0: the CPU's Cody-Waite reduction and Cephes polynomial,
+ * with its fused multiply-adds (fmaf: one rounding on either device). */
 QPM_FN float qpm_exp_nonpos(float x)
 {
     x = x < -87.0f ? -87.0f : x;
-    const float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    const float r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    const float k = fmaf(x, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
+    const float r = fmaf(k, 2.12194440e-4f, fmaf(k, -0.693359375f, x));
     float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    p = fmaf(p, r, 1.3981999507e-3f);
+    p = fmaf(p, r, 8.3334519073e-3f);
+    p = fmaf(p, r, 4.1665795894e-2f);
+    p = fmaf(p, r, 1.6666665459e-1f);
+    p = fmaf(p, r, 5.0000001201e-1f);
+    p = fmaf(p, r * r, r) + 1.0f;
     union {
         uint32_t u;
         float f;
@@ -101,18 +102,21 @@ QPM_FN float qpm_tanh(float u)
     return u < 0.0f ? -t : t;
 }
 
-/* GELU, GPT-2's tanh approximation. */
+/* GELU, GPT-2's tanh approximation: x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+ * with the CPU's fused multiply-adds. */
+QPM_FN float qpm_gelu_arg(float x) { return QPM_GELU_SCALE * fmaf(0.044715f * x * x, x, x); }
+
 QPM_FN float qpm_gelu_fwd(float x)
 {
-    return 0.5f * x * (1.0f + qpm_tanh(QPM_GELU_SCALE * (x + 0.044715f * x * x * x)));
+    const float h = 0.5f * x;
+    return fmaf(h, qpm_tanh(qpm_gelu_arg(x)), h);
 }
 
 /* d gelu(x) / dx (the caller multiplies by dout and accumulates). */
 QPM_FN float qpm_gelu_grad(float x)
 {
-    const float u = QPM_GELU_SCALE * (x + 0.044715f * x * x * x);
-    const float th = qpm_tanh(u), sech2 = 1.0f - th * th;
-    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * QPM_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+    const float th = qpm_tanh(qpm_gelu_arg(x)), sech2 = fmaf(-th, th, 1.0f);
+    return fmaf(0.5f, th, 0.5f) + 0.5f * x * sech2 * QPM_GELU_SCALE * fmaf(3.0f * 0.044715f * x, x, 1.0f);
 }
 
 /* Token embedding gradient of channel c, tokens in (b,t) order (the CPU's

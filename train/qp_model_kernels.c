@@ -48,17 +48,19 @@ static inline float tanh_fast(float u)
     return u < 0.0f ? -t : t;
 }
 
+/* GPT-2's tanh approximation: gelu(x) = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) */
+static inline float gelu_arg(float x) { return GELU_SCALE * sfma(0.044715f * x * x, x, x); }
+
 static inline float gelu(float x)
 {
-    /* GPT-2's tanh approximation */
-    return 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x)));
+    const float h = 0.5f * x;
+    return sfma(h, tanh_fast(gelu_arg(x)), h);
 }
 
 static inline float gelu_grad(float x)
 {
-    const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-    const float th = tanh_fast(u), sech2 = 1.0f - th * th;
-    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+    const float th = tanh_fast(gelu_arg(x)), sech2 = sfma(-th, th, 1.0f);
+    return sfma(0.5f, th, 0.5f) + 0.5f * x * sech2 * GELU_SCALE * sfma(3.0f * 0.044715f * x, x, 1.0f);
 }
 
 /* The same three on every lane, operation for operation. */
@@ -68,13 +70,19 @@ static inline __attribute__((always_inline)) vf vtanh_fast(vf u)
     return vsel(vlt(u, vsplat(0.0f)), -t, t);
 }
 
-static inline __attribute__((always_inline)) vf vgelu(vf x) { return 0.5f * x * (1.0f + vtanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x))); }
+static inline __attribute__((always_inline)) vf vgelu_arg(vf x) { return GELU_SCALE * vfma(0.044715f * x * x, x, x); }
+
+static inline __attribute__((always_inline)) vf vgelu(vf x)
+{
+    const vf h = 0.5f * x;
+    return vfma(h, vtanh_fast(vgelu_arg(x)), h);
+}
 
 static inline __attribute__((always_inline)) vf vgelu_grad(vf x)
 {
-    const vf u = GELU_SCALE * (x + 0.044715f * x * x * x);
-    const vf th = vtanh_fast(u), sech2 = 1.0f - th * th;
-    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+    const vf th = vtanh_fast(vgelu_arg(x)), sech2 = vfma(-th, th, vsplat(1.0f));
+    return vfma(vsplat(0.5f), th, vsplat(0.5f)) +
+           0.5f * x * sech2 * GELU_SCALE * vfma(3.0f * 0.044715f * x, x, vsplat(1.0f));
 }
 
 /* ---- row operations -------------------------------------------------------- */
@@ -88,14 +96,14 @@ static inline void layernorm_row(float *restrict out, float *mean, float *rstd, 
     int c = 0;
     for (; c + VL <= C; c += VL) {
         const vf d = vload(x + c) - m;
-        acc += d * d;
+        acc = vfma(d, d, acc);
     }
     float v = vsum(acc);
-    for (; c < C; c++) v += (x[c] - m) * (x[c] - m);
+    for (; c < C; c++) v = sfma(x[c] - m, x[c] - m, v);
     v /= C;
     const float s = 1.0f / sqrtf(v + 1e-5f);
-    for (c = 0; c + VL <= C; c += VL) vstore(out + c, (vload(x + c) - m) * s * vload(w + c) + vload(b + c));
-    for (; c < C; c++) out[c] = (x[c] - m) * s * w[c] + b[c];
+    for (c = 0; c + VL <= C; c += VL) vstore(out + c, vfma((vload(x + c) - m) * s, vload(w + c), vload(b + c)));
+    for (; c < C; c++) out[c] = sfma((x[c] - m) * s, w[c], b[c]);
     *mean = m;
     *rstd = s;
 }

@@ -5,7 +5,8 @@
  * cross-entropy and the precision dispatch's calls with their phase.
  * Internal to train/: static functions, compiled into each copy (baseline,
  * x86-64-v3 and x86-64-v4) of each kernel file, the same operations in the
- * same order in every copy, so the builds give identical bits. */
+ * same order in every copy, so the builds give identical bits: a multiply-add
+ * is fused only where written (sfma, hfma, vfma), and then in every copy. */
 #ifndef QP_MODEL_SIMD_H
 #define QP_MODEL_SIMD_H
 
@@ -13,6 +14,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -98,7 +102,58 @@ static inline __attribute__((always_inline)) hw_vf hload(const float *p)
     return v;
 }
 static inline __attribute__((always_inline)) void hstore(float *p, hw_vf v) { memcpy(p, &v, sizeof v); }
-static inline __attribute__((always_inline)) hw_vf hsplat(float x) { return (hw_vf){0} + x; }
+/* x in every lane (a broadcast: "(hw_vf){0} + x" would be an addition, kept
+ * under -ffp-contract=off and strict IEEE, in every multiply-add) */
+static inline __attribute__((always_inline)) hw_vf hsplat(float x)
+{
+#if defined(__AVX512F__)
+    return (hw_vf)_mm512_set1_ps(x);
+#elif HW_LANES == 8
+    return (hw_vf)_mm256_set1_ps(x);
+#elif defined(__SSE__)
+    return (hw_vf)_mm_set1_ps(x);
+#else
+    hw_vf v;
+    for (int i = 0; i < HW_LANES; i++) v[i] = x;
+    return v;
+#endif
+}
+
+/* a * b + c rounded once (IEEE fusedMultiplyAdd): the FMA instruction in the
+ * copies that have one, libm's fmaf in the baseline copy (exact on every
+ * CPU: an FMA instruction where the CPU has one, else software). One
+ * rounding is one rounding on every CPU, so the copies stay bit-identical
+ * while the x86-64-v3 and v4 copies do a multiply-add in one instruction
+ * (the files are built with -ffp-contract=off: only these are fused). */
+static inline __attribute__((always_inline)) float sfma(float a, float b, float c) { return fmaf(a, b, c); }
+
+static inline __attribute__((always_inline)) hw_vf hfma(hw_vf a, hw_vf b, hw_vf c)
+{
+#if defined(__AVX512F__)
+    return (hw_vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__) && HW_LANES == 8
+    return (hw_vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    hw_vf r;
+    for (int i = 0; i < HW_LANES; i++) r[i] = fmaf(a[i], b[i], c[i]);
+    return r;
+#endif
+}
+
+/* hfma on the 16 lanes, a piece as wide as the CPU's vectors at a time */
+static inline __attribute__((always_inline)) vf vfma(vf a, vf b, vf c)
+{
+    vf r;
+    for (int i = 0; i < VL; i += HW_LANES) {
+        hw_vf x, y, z;
+        memcpy(&x, (const char *)&a + i * 4, sizeof x);
+        memcpy(&y, (const char *)&b + i * 4, sizeof y);
+        memcpy(&z, (const char *)&c + i * 4, sizeof z);
+        const hw_vf t = hfma(x, y, z);
+        memcpy((char *)&r + i * 4, &t, sizeof t);
+    }
+    return r;
+}
 
 /* Sum of the 16 lanes by a fixed tree. */
 static inline float vsum(vf v)
@@ -124,9 +179,9 @@ static inline float row_dot(const float *x, const float *y, int n)
 {
     vf acc = vsplat(0.0f);
     int i = 0;
-    for (; i + VL <= n; i += VL) acc += vload(x + i) * vload(y + i);
+    for (; i + VL <= n; i += VL) acc = vfma(vload(x + i), vload(y + i), acc);
     float s = vsum(acc);
-    for (; i < n; i++) s += x[i] * y[i];
+    for (; i < n; i++) s = sfma(x[i], y[i], s);
     return s;
 }
 
@@ -137,15 +192,15 @@ static inline float row_dot(const float *x, const float *y, int n)
 static inline float exp_nonpos(float x)
 {
     x = x < -87.0f ? -87.0f : x;
-    const float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    const float r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    const float k = sfma(x, 1.44269504088896341f, 12582912.0f) - 12582912.0f; /* round to nearest */
+    const float r = sfma(k, 2.12194440e-4f, sfma(k, -0.693359375f, x));
     float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    p = sfma(p, r, 1.3981999507e-3f);
+    p = sfma(p, r, 8.3334519073e-3f);
+    p = sfma(p, r, 4.1665795894e-2f);
+    p = sfma(p, r, 1.6666665459e-1f);
+    p = sfma(p, r, 5.0000001201e-1f);
+    p = sfma(p, r * r, r) + 1.0f;
     union {
         uint32_t u;
         float f;
@@ -157,15 +212,15 @@ static inline float exp_nonpos(float x)
 static inline vf vexp_nonpos(vf x)
 {
     x = vmax(x, vsplat(-87.0f));
-    const vf k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    const vf r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    const vf k = vfma(x, vsplat(1.44269504088896341f), vsplat(12582912.0f)) - 12582912.0f;
+    const vf r = vfma(k, vsplat(2.12194440e-4f), vfma(k, vsplat(-0.693359375f), x));
     vf p = vsplat(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
+    p = vfma(p, r, vsplat(1.3981999507e-3f));
+    p = vfma(p, r, vsplat(8.3334519073e-3f));
+    p = vfma(p, r, vsplat(4.1665795894e-2f));
+    p = vfma(p, r, vsplat(1.6666665459e-1f));
+    p = vfma(p, r, vsplat(5.0000001201e-1f));
+    p = vfma(p, r * r, r) + 1.0f;
     const vi two_k = (__builtin_convertvector(k, vi) + 127) << 23;
     return p * (vf)two_k;
 }
@@ -404,7 +459,7 @@ static void scores(float *restrict st, const float *restrict qt, const float *kb
             for (int j = 0; j < KG; j++) s[j] = hsplat(0.0f);
             for (int d = 0; d < hs; d++) {
                 const hw_vf q = hload(qt + d * QB + h);
-                for (int j = 0; j < KG; j++) s[j] += k[j][d] * q;
+                for (int j = 0; j < KG; j++) s[j] = hfma(hsplat(k[j][d]), q, s[j]);
                 att_prefetch_step(pf);
             }
             for (int j = 0; j < KG; j++) hstore(st + (c0 + j) * QB + h, s[j] * scale);
@@ -427,7 +482,7 @@ static inline __attribute__((always_inline)) void weighted_sum_cols(float *restr
             const hw_vf pc = hload(p + c * QB + h);
             const float *v = vb + (int64_t)c * rs + d0;
 #pragma GCC unroll 16
-            for (int j = 0; j < nd; j++) s[j] += v[j] * pc;
+            for (int j = 0; j < nd; j++) s[j] = hfma(hsplat(v[j]), pc, s[j]);
         }
 #pragma GCC unroll 16
         for (int j = 0; j < nd; j++) hstore(acc + (d0 + j) * QB + h, s[j]);
@@ -536,7 +591,7 @@ static inline void rows_times_cols(float out[KG * VL], const float *rows, int hp
         for (int j = 0; j < KG; j++) s[j] = hsplat(0.0f);
         for (int d = 0; d < hs; d++) {
             const hw_vf x = hload(xt + (int64_t)d * tp + h);
-            for (int j = 0; j < KG; j++) s[j] += k[j][d] * x;
+            for (int j = 0; j < KG; j++) s[j] = hfma(hsplat(k[j][d]), x, s[j]);
             att_prefetch_step(pf);
         }
         for (int j = 0; j < KG; j++) hstore(out + j * VL + h, s[j]);
@@ -572,7 +627,7 @@ static void attention_backward_tile(const att_bwd_buffers *w, int k0, int r0, in
                 const hw_vf gj = hload(g + j * tp + h);
                 const float *kj = w->k + (int64_t)(k0 + j) * hp + d0;
 #pragma GCC unroll 16
-                for (int i = 0; i < DG; i++) acc[i] += kj[i] * gj;
+                for (int i = 0; i < DG; i++) acc[i] = hfma(hsplat(kj[i]), gj, acc[i]);
                 att_prefetch_step(pf);
             }
 #pragma GCC unroll 16
@@ -605,7 +660,7 @@ static inline __attribute__((always_inline)) void key_rows_sum(float *dst, int64
 #pragma GCC unroll 4
             for (int u = 0; u < NV; u++) xv[u] = hload(xr + u * VL);
 #pragma GCC unroll 16
-            for (int i = 0; i < NK * NV; i++) s[i] += wk[i / NV][r] * xv[i % NV];
+            for (int i = 0; i < NK * NV; i++) s[i] = hfma(hsplat(wk[i / NV][r]), xv[i % NV], s[i]);
         }
 #pragma GCC unroll 16
         for (int i = 0; i < NK * NV; i++) hstore(dst + (int64_t)(c0 + i / NV) * ds + v0 + (i % NV) * VL + h, s[i]);
@@ -638,7 +693,7 @@ static void key_block_sum(float *dst, int64_t ds, const float *src, int64_t ss, 
 static vf rows_dot(const float *doutt, int64_t tp, const float *outt, int hs)
 {
     vf D = vsplat(0.0f);
-    for (int d = 0; d < hs; d++) D += vload(outt + d * QB) * vload(doutt + (int64_t)d * tp);
+    for (int d = 0; d < hs; d++) D = vfma(vload(outt + d * QB), vload(doutt + (int64_t)d * tp), D);
     return D;
 }
 
