@@ -32,8 +32,16 @@ Configurations:
           same run
   gpt2    the GPT-2 124M shape: 12L 12H 768C, vocab 50257, B4 T64; peak RSS
   baby    nanoGPT's baby Shakespeare model (4L 4H 128C, T64 B12) against
-          tests/bench/nanogpt_torch.py (python3-torch, CPU; OpenMP waiting as
-          the others do)
+          tests/bench/nanogpt_torch.py (python3-torch, CPU), once for each
+          BLAS found: Debian's python3-torch runs its matrix products on
+          whatever libblas.so.3 the loader finds, by default libblas3's
+          reference BLAS (unoptimized loops, most of PyTorch's step there);
+          with libopenblas0-pthread installed, also on OpenBLAS (each run
+          puts its BLAS's folder first on LD_LIBRARY_PATH and reports the
+          library its sgemm_ came from). The reference-BLAS run waits as the
+          others do; the OpenBLAS run with OMP_WAIT_POLICY=passive, since
+          OpenBLAS's own threads share the cores with OpenMP's (on the 2-core
+          Xeon: 107-126 ms/step passive, 313 with GOMP_SPINCOUNT=10000)
   longT   qtrain's peak RSS at T = 256, 512, 1024 (small config, B=1): the
           attention keeps no T x T matrix, so memory grows with T
 """
@@ -217,6 +225,34 @@ def model_flops(L, NH, C, T, B, V):
     return 6 * n_matmul * tokens + 6 * L * C * (T + 1) * tokens
 
 
+def torch_blas_variants():
+    """(label, folder, extra environment) of each BLAS Debian's python3-torch
+    can run on here: reference first, then OpenBLAS."""
+    import glob
+    out = []
+    for label, sub, extra in (("reference BLAS", "blas", {}),
+                              ("OpenBLAS", "openblas-pthread", {"OMP_WAIT_POLICY": "passive"})):
+        for d in sorted(glob.glob(f"/usr/lib/*/{sub}")):
+            if os.path.exists(os.path.join(d, "libblas.so.3")):
+                out.append((label, d, extra))
+                break
+    return out
+
+
+def run_torch(steps, threads, blas_dir, extra):
+    env = wait_env() if not extra else dict(os.environ, **extra)
+    if extra:
+        env.pop("GOMP_SPINCOUNT", None)
+    if blas_dir:
+        env["LD_LIBRARY_PATH"] = blas_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    p = subprocess.run([sys.executable, os.path.join(HERE, "nanogpt_torch.py"), str(steps), str(threads)],
+                       capture_output=True, text=True, env=env)
+    m = re.search(r"ms/step ([0-9.]+) .* blas (\S+)", p.stdout)
+    if not m:
+        return None, p.stderr.strip()[-200:]
+    return float(m.group(1)), m.group(2)
+
+
 def loadavg():
     return open("/proc/loadavg").read().split()[0]
 
@@ -247,7 +283,8 @@ def main():
         open(corpus, "wb").write(raw)
         tokens = np.frombuffer(raw, np.uint8).astype(np.uint16)
         say(f"bench_llmc: {a.threads} threads, {a.reps} alternating runs of {a.steps} steps each, median step time "
-            f"after the first 3; load average {loadavg()} at the start; OpenMP waiting {wait_policy()} for all")
+            f"after the first 3; load average {loadavg()} at the start; OpenMP waiting {wait_policy()} for all"
+            + (" (PyTorch on OpenBLAS: OMP_WAIT_POLICY=passive)" if "baby" in configs else ""))
         say(f"machine: {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}, "
             f"{os.cpu_count()} CPUs")
         for name in ("small", "gpt2"):
@@ -278,27 +315,35 @@ def main():
                     f"GEMM ceiling before each qtrain run ({' '.join('%.0f' % c for c in ceils)}, median "
                     f"{ceil:.1f} GFLOP/s): {100 * fl / qm / 1e6 / ceil:.0f}%")
         if "baby" in configs:
-            q, t = [], []
+            variants = torch_blas_variants() or [("the loader's BLAS", None, {})]
+            q, t, used = [], {v[0]: [] for v in variants}, {}
             for rep in range(a.reps):
                 ms, _ = run_qtrain(qtrain, corpus, os.path.join(work, "q.h5"), 4, 4, 128, 64, 12, a.steps, a.threads)
                 q.append(ms)
-                env = wait_env()
-                p = subprocess.run([sys.executable, os.path.join(HERE, "nanogpt_torch.py"), str(a.steps), str(a.threads)],
-                                   capture_output=True, text=True, env=env)
-                m = re.search(r"ms/step ([0-9.]+)", p.stdout)
-                if not m:
-                    say(f"baby: PyTorch not available ({p.stderr.strip()[-200:]})")
-                    break
-                t.append(float(m.group(1)))
+                for label, d, extra in variants:
+                    ms, blas = run_torch(a.steps, a.threads, d, extra)
+                    if ms is None:
+                        say(f"baby: PyTorch on {label} did not run ({blas})")
+                        continue
+                    t[label].append(ms)
+                    used[label] = blas
+            t = {k: v for k, v in t.items() if v}
             if t:
-                say(f"\nbaby: 4L 4H 128C, T64 B12, vocab 256 (nanoGPT's baby Shakespeare)")
-                say(f"{'trainer':<22} {'runs (ms/step)':<30} {'median':>9}")
-                say(f"{'qtrain bf16':<22} {' '.join('%.1f' % x for x in q):<30} {statistics.median(q):9.1f}")
-                say(f"{'PyTorch fp32':<22} {' '.join('%.1f' % x for x in t):<30} {statistics.median(t):9.1f}")
-                say(f"qtrain is {statistics.median(t) / statistics.median(q):.1f}x faster per step")
+                qm = statistics.median(q)
+                say("\nbaby: 4L 4H 128C, T64 B12, vocab 256 (nanoGPT's baby Shakespeare)")
+                say(f"{'trainer':<32} {'runs (ms/step)':<30} {'median':>9}")
+                say(f"{'qtrain bf16':<32} {' '.join('%.1f' % x for x in q):<30} {qm:9.1f}")
+                for label, ts in t.items():
+                    say(f"{'PyTorch fp32, ' + label:<32} {' '.join('%.1f' % x for x in ts):<30} "
+                        f"{statistics.median(ts):9.1f}")
+                for label, ts in t.items():
+                    say(f"qtrain is {statistics.median(ts) / qm:.1f}x faster per step than PyTorch on {label} "
+                        f"(sgemm_ from {used[label]})")
+                if len(t) == 1 and "OpenBLAS" not in t:
+                    say("(install libopenblas0-pthread for PyTorch on an optimized BLAS too)")
         if "longT" in configs:
-            say(f"\nlongT: qtrain peak RSS by sequence length (4L 4H 256C, B1, bf16); a T x T score matrix per "
-                f"layer and head would be 4 L NH T^2 bytes (fwd) and as much again for its gradient")
+            say("\nlongT: qtrain peak RSS by sequence length (4L 4H 256C, B1, bf16); a T x T score matrix per "
+                "layer and head would be 4 L NH T^2 bytes (fwd) and as much again for its gradient")
             say(f"{'T':>6} {'peak RSS MiB':>13} {'ms/step':>9} {'T x T matrices would add MiB':>30}")
             for T in (256, 512, 1024):
                 ms, rss = run_qtrain(qtrain, corpus, os.path.join(work, "q.h5"), 4, 4, 256, T, 1, 5, a.threads)

@@ -3,7 +3,12 @@
 Shakespeare model (4 layers, 4 heads, 128 wide, context 64, batch 12, no
 dropout, AdamW lr 1e-3) written with PyTorch (Debian's python3-torch, CPU),
 timed the same way: median ms per training iteration after warm-up.
-Prints one line: "torch ms/step <median> threads <n> torch <version>"."""
+Prints one line: "torch ms/step <median> threads <n> torch <version> blas
+<path>": the BLAS library the process mapped (Debian's python3-torch calls
+whatever libblas.so.3 the loader finds: the reference BLAS of libblas3
+unless an optimized one is installed or put first on LD_LIBRARY_PATH; its
+matrix products run on it)."""
+import os
 import math
 import sys
 import time
@@ -70,4 +75,25 @@ for it in range(steps + 3):
     if it >= 3:
         times.append((time.perf_counter() - t0) * 1e3)
 times.sort()
-print(f"torch ms/step {times[len(times) // 2]:.1f} threads {threads} torch {torch.__version__}")
+
+
+def blas_library():
+    """The file whose sgemm_ this process's libblas.so.3 resolves to (the
+    one the products above ran on), found with dladdr."""
+    import ctypes
+
+    class DlInfo(ctypes.Structure):
+        _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                    ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+    try:
+        sgemm = ctypes.cast(ctypes.CDLL("libblas.so.3").sgemm_, ctypes.c_void_p)
+        info = DlInfo()
+        if ctypes.CDLL("libc.so.6").dladdr(sgemm, ctypes.byref(info)) and info.dli_fname:
+            return os.path.realpath(info.dli_fname.decode())
+    except (OSError, AttributeError):
+        pass
+    return "unknown"
+
+
+print(f"torch ms/step {times[len(times) // 2]:.1f} threads {threads} torch {torch.__version__} blas {blas_library()}")
