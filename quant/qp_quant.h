@@ -184,9 +184,10 @@ int qp_qdq_bf16_cols(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int6
  * widened, bit for bit). */
 int qp_qdq_cols(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, int rht_n, uint64_t rht_seed,
                 const qp_qopts *o, qp_qstats *st);
-/* Whether qp_qdq_bf16_cols quantizes x where it lies: NVFP4's 1 x 16
- * blocks, rows and cols multiples of 16, rht_n 0 or 16, SR words on a
- * multiple of 4, on a CPU with AVX-512. */
+/* Whether qp_qdq_bf16_cols quantizes x where it lies, on a CPU with
+ * AVX-512 and cols a multiple of 16: NVFP4's 1 x 16 blocks, rows a
+ * multiple of 16, rht_n 0 or 16, SR words on a multiple of 4; or an MX
+ * format's 1 x 32 blocks, rows a multiple of 32, round to nearest, rht_n 0. */
 int qp_qdq_cols_direct(qp_fmt fmt, int64_t rows, int64_t cols, int rht_n, const qp_qopts *o);
 
 /* The magnitude a per-tensor scale maps amax onto (the row's tensor_range):

@@ -23,9 +23,24 @@ int qp_qdq_cols_direct(qp_fmt fmt, int64_t rows, int64_t cols, int rht_n, const 
     if (!qp_fmt_valid(fmt) || !k->encode_band || !o || !o->unscaled) return 0;
     const qp_format_traits *t = &qp_formats[fmt];
     const int64_t stride = o->sr_row_stride > 0 ? o->sr_row_stride : rows;
-    return t->rule == QP_RULE_NVFP4 && t->elem == QP_ELEM_E2M1 && t->block_rows == 1 && t->block_cols == 16 &&
-           rows > 0 && cols > 0 && rows % 16 == 0 && cols % 16 == 0 && (rht_n == 0 || rht_n == 16) &&
-           (!o->stochastic || (o->sr_offset % 4 == 0 && stride % 4 == 0));
+    if (rows <= 0 || cols <= 0 || cols % 16 || t->block_rows != 1) return 0;
+    switch (t->rule) {
+    case QP_RULE_NVFP4:
+        return t->elem == QP_ELEM_E2M1 && t->block_cols == 16 && rows % 16 == 0 && (rht_n == 0 || rht_n == 16) &&
+               (!o->stochastic || (o->sr_offset % 4 == 0 && stride % 4 == 0));
+    case QP_RULE_MX_FLOOR:
+    case QP_RULE_MX_RCEIL: /* bands of QK_MX rows, round to nearest, not rotated */
+        return t->block_cols == QK_MX && rows % QK_MX == 0 && rht_n == 0 && !o->stochastic &&
+               (t->elem == QP_ELEM_E4M3 || t->elem == QP_ELEM_E5M2 || t->elem == QP_ELEM_E2M1 ||
+                t->elem == QP_ELEM_E2M3 || t->elem == QP_ELEM_E3M2);
+    case QP_RULE_NONE:
+    case QP_RULE_TENSOR:
+    case QP_RULE_NVFP4_4O6:
+    case QP_RULE_F32_BLOCK:
+    case QP_RULE_POW2_BLOCK:
+    case QP_RULE_COUNT: return 0;
+    }
+    return 0;
 }
 
 /* Through a transposed copy: what the direct path must equal, bit for bit,
@@ -76,7 +91,8 @@ static int qdq_cols(qp_fmt fmt, const float *x, void *y, int bits, int64_t rows,
         for (int j = 0; j < 16; j++) post_buf[j] = qp_rht_sign_neg(w, j) ? -norm : norm;
         post = post_buf;
     }
-    const int64_t n = rows * cols, nbands = rows / 16;
+    /* a band: as many stored rows as a block (pass 1 reads 16 at a time) */
+    const int64_t n = rows * cols, band = qp_formats[fmt].block_cols, nbands = rows / band;
     const int parallel = n >= qp_parallel_min() && nbands > 1;
     (void)parallel; /* without OpenMP */
     /* pass 1: the (rotated) tensor's amax; NaN or Inf anywhere takes the transposed path */
@@ -84,7 +100,7 @@ static int qdq_cols(qp_fmt fmt, const float *x, void *y, int bits, int64_t rows,
 #if QP_HAVE_OPENMP
 #pragma omp parallel for schedule(static) reduction(max : most) if (parallel)
 #endif
-    for (int64_t b = 0; b < nbands; b++) {
+    for (int64_t b = 0; b < rows / 16; b++) {
         const uint32_t m = k->band_amax(x + b * 16 * cols, cols, post);
         if (m > most) most = m;
     }
@@ -96,13 +112,13 @@ static int qdq_cols(qp_fmt fmt, const float *x, void *y, int bits, int64_t rows,
     if (!res) abort();
     memset(res, 0, (size_t)nbands * sizeof *res);
     const size_t esz = bits ? sizeof(uint16_t) : sizeof(float);
-    /* pass 2: each band's blocks, values in x's layout; band b holds elements 16b.. of every transposed row */
+    /* pass 2: each band's blocks, values in x's layout; band b holds elements band*b.. of every transposed row */
 #if QP_HAVE_OPENMP
 #pragma omp parallel for schedule(static) if (parallel)
 #endif
     for (int64_t b = 0; b < nbands; b++)
-        k->encode_band(&p, x + b * 16 * cols, cols, post, (char *)y + (size_t)(b * 16 * cols) * esz,
-                       p.sr_offset + (uint64_t)b * 16, &res[b].cnt, &res[b].bst);
+        k->encode_band(&p, x + b * band * cols, cols, post, (char *)y + (size_t)(b * band * cols) * esz,
+                       p.sr_offset + (uint64_t)(b * band), &res[b].cnt, &res[b].bst);
     if (st) qp_finish_stats(&p, res, nbands, n, amax, st);
     return 0;
 }

@@ -157,8 +157,9 @@ typedef struct {
      * multipliers, qp_transpose_rht's) is not NULL, exactly as
      * qp_transpose_rht rotates it. band_amax: the largest |value| bits of
      * the (rotated) band, NaN and Inf included (above 0x7F800000).
-     * encode_band, for finite bands of a format qp_qdq_cols_direct accepts:
-     * the block scales and the values (their BF16 bits when p->y_bits,
+     * encode_band, for finite bands of a format qp_qdq_cols_direct accepts
+     * (as many stored rows as the format's block: 16 for NVFP4, QK_MX for
+     * MX): the block scales and the values (their BF16 bits when p->y_bits,
      * else floats) into y in x's layout, adding to cnt and bst; column c's SR words start at
      * gidx0 + c * p->sr_stride. */
     uint32_t (*band_amax)(const float *x, int64_t cols, const float *post);

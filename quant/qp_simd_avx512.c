@@ -1234,9 +1234,98 @@ AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const int bits, con
     cnt->n_flushed += _mm512_reduce_add_epi32(zero_codes) - n_zero_x;
 }
 
+/* One band of QK_MX stored rows of an MX format (1 x 32 blocks, round to
+ * nearest, no rotation: qp_qdq_cols_direct): per 32 x 16 tile, the sixteen
+ * blocks' amaxes are a vertical maximum over its rows, their scales
+ * mx_scale16's (the band holds no NaN or Inf: qdq_cols checked), and each
+ * row is encoded with a scale per lane and counted as mf_step counts a
+ * finite vector of a block-scaled row. The tile's rows are read twice, the
+ * second time from L1. */
+AVX512 void encode_band_mx(const qp_plan *p, const qp_minifloat f, const int bits, const float *x, int64_t cols,
+                           void *y, qp_counts *cnt, qp_block_stats *bst)
+{
+    const rn_tables tabs = make_rn_tables(f);
+    const __m512i maxb = _mm512_castps_si512(F32(f.max));
+    const float out_mul = p->out_mul;
+    const int count = !p->skip_counts;
+    stats_acc acc = stats_init();
+    __m512i nonzero = _mm512_setzero_si512(), sat = nonzero, zero_codes = nonzero;
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+        __m512i am = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int i = 0; i < QK_MX; i++)
+            am = _mm512_max_epu32(am, _mm512_and_si512(_mm512_loadu_si512(x + i * cols + c0), I32(ABS_BITS)));
+        const __m512 a = _mm512_castsi512_ps(am);
+        const scale16 s = mx_scale16(p->t, a, 0xFFFF, 0, &acc);
+        stats_add(&acc, &s, 0xFFFF, a);
+#pragma GCC unroll 4
+        for (int i = 0; i < QK_MX; i++) {
+            const __m512 xv = _mm512_loadu_ps(x + i * cols + c0);
+            const __m512 e = _mm512_mul_ps(xv, s.enc);
+            const __m512i ae = _mm512_and_si512(_mm512_castps_si512(e), I32(ABS_BITS));
+            const __mmask16 over = _mm512_cmpgt_epu32_mask(ae, maxb);
+            __m512 r;
+            (void)rn_code_t(_mm512_min_epu32(ae, maxb), f, &tabs, &r);
+            __m512 yv = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(r), _mm512_castps_si512(e),
+                                                                      I32(0x80000000u), OR_AND));
+            yv = _mm512_mul_ps(yv, s.dec);
+            if (out_mul != 1.0f) yv = _mm512_mul_ps(yv, F32(out_mul));
+            if (bits)
+                _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)y + i * cols + c0),
+                                    _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(yv), 16)));
+            else
+                _mm512_storeu_ps((float *)y + i * cols + c0, yv);
+            if (count) {
+                const __mmask16 nzx = _mm512_test_epi32_mask(_mm512_castps_si512(xv), I32(ABS_BITS));
+                const __mmask16 zc = _mm512_testn_epi32_mask(_mm512_castps_si512(r), _mm512_castps_si512(r));
+                nonzero = _mm512_mask_sub_epi32(nonzero, nzx, nonzero, I32(-1));
+                sat = _mm512_mask_sub_epi32(sat, over, sat, I32(-1));
+                zero_codes = _mm512_mask_sub_epi32(zero_codes, zc, zero_codes, I32(-1));
+            }
+        }
+    }
+    stats_done(&acc, bst);
+    const int64_t n_nonzero = _mm512_reduce_add_epi32(nonzero), n_zero_x = QK_MX * cols - n_nonzero;
+    cnt->n_nonzero += n_nonzero;
+    cnt->n_sat += _mm512_reduce_add_epi32(sat);
+    cnt->n_flushed += _mm512_reduce_add_epi32(zero_codes) - n_zero_x;
+}
+
+/* An MX band, its element codec and output form constants in each call (the encode folded per variant). */
+AVX512_FN void encode_band_mx_any(const qp_plan *p, const float *x, int64_t cols, void *y, qp_counts *cnt,
+                                  qp_block_stats *bst)
+{
+    QP_STATIC_ASSERT(QP_ELEM_COUNT == 7, "encode_band_mx_any names every element codec");
+#define MX_BAND(F)                                                                                                   \
+    do {                                                                                                             \
+        const qp_minifloat f = F;                                                                                    \
+        if (p->y_bits) encode_band_mx(p, f, 1, x, cols, y, cnt, bst);                                               \
+        else encode_band_mx(p, f, 0, x, cols, y, cnt, bst);                                                          \
+    } while (0)
+    switch (p->t->elem) {
+    case QP_ELEM_E4M3: MX_BAND(QP_MF_E4M3); return;
+    case QP_ELEM_E5M2: MX_BAND(QP_MF_E5M2); return;
+    case QP_ELEM_E2M1: MX_BAND(QP_MF_E2M1); return;
+    case QP_ELEM_E2M3: MX_BAND(QP_MF_E2M3); return;
+    case QP_ELEM_E3M2: MX_BAND(QP_MF_E3M2); return;
+    /* MX formats have minifloat elements (qp_qdq_cols_direct) */
+    case QP_ELEM_F32:
+    case QP_ELEM_BF16:
+    case QP_ELEM_COUNT: break;
+    }
+#undef MX_BAND
+    abort();
+}
+
+/* A band of the column layout: 16 stored rows of NVFP4 (RN or SR, rotated
+ * or not, post: the rotation's signs) or QK_MX rows of an MX format. */
 AVX512_FN void v_encode_band(const qp_plan *p, const float *x, int64_t cols, const float *post, void *y,
                              uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
 {
+    if (p->t->rule == QP_RULE_MX_FLOOR || p->t->rule == QP_RULE_MX_RCEIL) {
+        encode_band_mx_any(p, x, cols, y, cnt, bst);
+        return;
+    }
     switch ((p->sr ? 2 : 0) | (p->y_bits ? 1 : 0)) { /* each variant compiled with its branches folded */
     case 0: encode_band_e2m1(p, 0, 0, x, cols, post, y, gidx0, cnt, bst); return;
     case 1: encode_band_e2m1(p, 0, 1, x, cols, post, y, gidx0, cnt, bst); return;

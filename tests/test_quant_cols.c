@@ -134,7 +134,11 @@ int main(void)
     CHECK(!qp_qdq_cols_direct(QP_FMT_NVFP4, 40, 64, 0, &rn), "rows not a multiple of 16");
     CHECK(!qp_qdq_cols_direct(QP_FMT_NVFP4, 64, 64, 32, &rn), "a 32-point rotation");
     CHECK(!qp_qdq_cols_direct(QP_FMT_NVFP4, 64, 64, 16, &odd), "SR words off a multiple of 4");
-    CHECK(!qp_qdq_cols_direct(QP_FMT_MXFP4, 64, 64, 0, &rn), "32-element blocks");
+    CHECK(qp_qdq_cols_direct(QP_FMT_MXFP8, 64, 48, 0, &rn) == avx512, "64x48 mxfp8 rn");
+    CHECK(qp_qdq_cols_direct(QP_FMT_MXFP4_RCEIL, 1024, 256, 0, &rn) == avx512, "1024x256 mxfp4-rceil rn");
+    CHECK(!qp_qdq_cols_direct(QP_FMT_MXFP8, 48, 64, 0, &rn), "mxfp8: rows not a multiple of 32");
+    CHECK(!qp_qdq_cols_direct(QP_FMT_MXFP8, 64, 64, 16, &rn), "mxfp8: a rotation");
+    CHECK(!qp_qdq_cols_direct(QP_FMT_MXFP4, 64, 64, 0, &sr4), "mxfp4: stochastic rounding");
     CHECK(!qp_qdq_cols_direct(QP_FMT_NVFP4_2D, 64, 64, 0, &rn), "2D tiles");
     CHECK(!qp_qdq_cols_direct(QP_FMT_NVFP4_4O6, 64, 64, 0, &rn), "Four Over Six");
     const qp_qopts scaled = {.unscaled = false};
@@ -148,6 +152,16 @@ int main(void)
             for (int sr = 0; sr < 2; sr++)
                 for (int kind = 0; kind < DATA_COUNT; kind++)
                     check_case(QP_FMT_NVFP4, shapes[s][0], shapes[s][1], rht, sr, kind, 0.0f, 0, 1 + (kind & 1));
+    /* MX: every element codec and both scale rules, bands of 32 rows (the
+     * same shapes but 48 x 80, which is not one, and 32 x 16, one tile) */
+    static const qp_fmt mx[] = {QP_FMT_MXFP8,       QP_FMT_MXFP8_E5M2,  QP_FMT_MXFP4,      QP_FMT_MXFP8_RCEIL,
+                                QP_FMT_MXFP4_RCEIL, QP_FMT_MXFP6_E2M3, QP_FMT_MXFP6_E3M2};
+    static const int64_t mx_shapes[][2] = {{32, 16}, {64, 48}, {128, 256}, {1024, 256}, {96, 80}};
+    for (size_t f = 0; f < sizeof mx / sizeof *mx; f++)
+        for (size_t s = 0; s < sizeof mx_shapes / sizeof *mx_shapes; s++)
+            for (int kind = 0; kind < DATA_COUNT; kind++)
+                check_case(mx[f], mx_shapes[s][0], mx_shapes[s][1], 0, 0, kind, 0.0f, 0, 1 + (kind & 1));
+    check_case(QP_FMT_MXFP8, 512, 1024, 0, 0, DATA_WIDE, 0.0f, 0, 3);
     /* a caller's tensor scale (delayed scaling), SR offsets and strides of a slice, many threads */
     check_case(QP_FMT_NVFP4, 256, 128, 16, 1, DATA_NORMAL, 37.5f, 4096, 2);
     check_case(QP_FMT_NVFP4, 256, 128, 16, 1, DATA_NORMAL, 0.0f, 8, 3);
@@ -157,6 +171,8 @@ int main(void)
     check_case(QP_FMT_NVFP4, 96, 40, 32, 0, DATA_NORMAL, 0.0f, 0, 2);
     check_case(QP_FMT_NVFP4, 40, 24, 0, 1, DATA_WIDE, 0.0f, 0, 2);
     check_case(QP_FMT_MXFP4, 64, 64, 16, 1, DATA_NORMAL, 0.0f, 0, 2);
+    check_case(QP_FMT_MXFP8, 64, 64, 0, 1, DATA_NORMAL, 0.0f, 0, 2);
+    check_case(QP_FMT_MXFP8, 48, 64, 0, 0, DATA_WIDE, 0.0f, 0, 2);
     check_case(QP_FMT_NVFP4_4O6, 64, 64, 16, 0, DATA_NORMAL, 0.0f, 0, 2);
     CHECK(zero_scale_blocks > 0, "the tiny-columns data made no block whose scale decodes to 0");
 
