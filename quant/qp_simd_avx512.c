@@ -1168,6 +1168,44 @@ AVX512 void sr_words8(const uint32_t keys[20], uint64_t stream, uint64_t base, u
     }
 }
 
+/* A band's counts, per lane as mf_step counts a finite vector (nonzero
+ * inputs, saturated lanes, zero codes), summed when the band is done. */
+typedef struct {
+    __m512i nonzero, sat, zero_codes;
+} band_counts;
+
+AVX512 band_counts band_counts_init(void)
+{
+    const band_counts b = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    return b;
+}
+
+AVX512 void band_count(band_counts *b, __mmask16 nonzero_x, __mmask16 over, __mmask16 zero_code)
+{
+    b->nonzero = _mm512_mask_sub_epi32(b->nonzero, nonzero_x, b->nonzero, I32(-1));
+    b->sat = _mm512_mask_sub_epi32(b->sat, over, b->sat, I32(-1));
+    b->zero_codes = _mm512_mask_sub_epi32(b->zero_codes, zero_code, b->zero_codes, I32(-1));
+}
+
+/* flushed: zero codes of non-zero inputs (a zero input always codes 0) */
+AVX512 void band_counts_done(const band_counts *b, int64_t elems, qp_counts *cnt)
+{
+    const int64_t n_nonzero = _mm512_reduce_add_epi32(b->nonzero), n_zero_x = elems - n_nonzero;
+    cnt->n_nonzero += n_nonzero;
+    cnt->n_sat += _mm512_reduce_add_epi32(b->sat);
+    cnt->n_flushed += _mm512_reduce_add_epi32(b->zero_codes) - n_zero_x;
+}
+
+/* Sixteen values of a band's row at y + off: their BF16 bits (bits) or floats. */
+AVX512 void store_band_values(void *y, const int bits, int64_t off, __m512 yv)
+{
+    if (bits)
+        _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)y + off),
+                            _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(yv), 16)));
+    else
+        _mm512_storeu_ps((float *)y + off, yv);
+}
+
 /* One band of an NVFP4-rule format with 1 x 16 blocks (qp_qdq_cols_direct):
  * per tile, the sixteen blocks' amaxes are a vertical maximum, their scales
  * nvfp4_rule16's, and each register is encoded with a scale per lane,
@@ -1186,7 +1224,7 @@ AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const int bits, con
     rng_cache rc;
     if (sr) rng_init(&rc, p->seed, p->stream);
     stats_acc acc = stats_init();
-    __m512i nonzero = _mm512_setzero_si512(), sat = nonzero, zero_codes = nonzero;
+    band_counts bc = band_counts_init();
     for (int64_t c0 = 0; c0 < cols; c0 += 16) {
         __m512 v[16];
         load_tile(x, cols, c0, post, v);
@@ -1213,25 +1251,13 @@ AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const int bits, con
                 yv = _mm512_mul_ps(yv, s.dec);
                 if (out_mul != 1.0f) yv = _mm512_mul_ps(yv, F32(out_mul));
                 yv = _mm512_maskz_mov_ps((__mmask16)~zero_block, yv);
-                if (bits)
-                    _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)y + i * cols + c0),
-                                        _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(yv), 16)));
-                else
-                    _mm512_storeu_ps((float *)y + i * cols + c0, yv);
-                if (count) {
-                    nonzero = _mm512_mask_sub_epi32(nonzero, nzx, nonzero, I32(-1));
-                    sat = _mm512_mask_sub_epi32(sat, over, sat, I32(-1));
-                    zero_codes = _mm512_mask_sub_epi32(zero_codes, zc, zero_codes, I32(-1));
-                }
+                store_band_values(y, bits, i * cols + c0, yv);
+                if (count) band_count(&bc, nzx, over, zc);
             }
         }
     }
     stats_done(&acc, bst);
-    /* flushed: zero codes of non-zero inputs (a zero input always codes 0) */
-    const int64_t n_nonzero = _mm512_reduce_add_epi32(nonzero), n_zero_x = 16 * cols - n_nonzero;
-    cnt->n_nonzero += n_nonzero;
-    cnt->n_sat += _mm512_reduce_add_epi32(sat);
-    cnt->n_flushed += _mm512_reduce_add_epi32(zero_codes) - n_zero_x;
+    band_counts_done(&bc, 16 * cols, cnt);
 }
 
 /* One band of QK_MX stored rows of an MX format (1 x 32 blocks, round to
@@ -1249,7 +1275,7 @@ AVX512 void encode_band_mx(const qp_plan *p, const qp_minifloat f, const int bit
     const float out_mul = p->out_mul;
     const int count = !p->skip_counts;
     stats_acc acc = stats_init();
-    __m512i nonzero = _mm512_setzero_si512(), sat = nonzero, zero_codes = nonzero;
+    band_counts bc = band_counts_init();
     for (int64_t c0 = 0; c0 < cols; c0 += 16) {
         __m512i am = _mm512_setzero_si512();
 #pragma GCC unroll 8
@@ -1270,25 +1296,14 @@ AVX512 void encode_band_mx(const qp_plan *p, const qp_minifloat f, const int bit
                                                                       I32(0x80000000u), OR_AND));
             yv = _mm512_mul_ps(yv, s.dec);
             if (out_mul != 1.0f) yv = _mm512_mul_ps(yv, F32(out_mul));
-            if (bits)
-                _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)y + i * cols + c0),
-                                    _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(yv), 16)));
-            else
-                _mm512_storeu_ps((float *)y + i * cols + c0, yv);
-            if (count) {
-                const __mmask16 nzx = _mm512_test_epi32_mask(_mm512_castps_si512(xv), I32(ABS_BITS));
-                const __mmask16 zc = _mm512_testn_epi32_mask(_mm512_castps_si512(r), _mm512_castps_si512(r));
-                nonzero = _mm512_mask_sub_epi32(nonzero, nzx, nonzero, I32(-1));
-                sat = _mm512_mask_sub_epi32(sat, over, sat, I32(-1));
-                zero_codes = _mm512_mask_sub_epi32(zero_codes, zc, zero_codes, I32(-1));
-            }
+            store_band_values(y, bits, i * cols + c0, yv);
+            if (count)
+                band_count(&bc, _mm512_test_epi32_mask(_mm512_castps_si512(xv), I32(ABS_BITS)), over,
+                           _mm512_testn_epi32_mask(_mm512_castps_si512(r), _mm512_castps_si512(r)));
         }
     }
     stats_done(&acc, bst);
-    const int64_t n_nonzero = _mm512_reduce_add_epi32(nonzero), n_zero_x = QK_MX * cols - n_nonzero;
-    cnt->n_nonzero += n_nonzero;
-    cnt->n_sat += _mm512_reduce_add_epi32(sat);
-    cnt->n_flushed += _mm512_reduce_add_epi32(zero_codes) - n_zero_x;
+    band_counts_done(&bc, QK_MX * cols, cnt);
 }
 
 /* An MX band, its element codec and output form constants in each call (the encode folded per variant). */
