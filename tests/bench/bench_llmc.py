@@ -240,8 +240,8 @@ def torch_blas_variants():
 
 
 def run_torch(steps, threads, blas_dir, extra):
-    env = wait_env() if not extra else dict(os.environ, **extra)
-    if extra:
+    env = wait_env(**extra)
+    if extra:  # its own waiting policy, not a spin count the environment carries
         env.pop("GOMP_SPINCOUNT", None)
     if blas_dir:
         env["LD_LIBRARY_PATH"] = blas_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
