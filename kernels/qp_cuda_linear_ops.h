@@ -410,6 +410,7 @@ static inline int qpl_device_init(qpl_device *d, const qpl_prims *prim, float *c
                              .gemm_kind = qpl_op_gemm_kind,
                              .quantize = qpl_op_quantize,
                              .reuse = NULL, /* operands are rows x K: a later use quantizes again, the same values */
+                             .take_rounded = NULL, /* the GPU model quantizes its operands in the dispatch */
                              .keep = qpl_op_keep,
                              .fetch_kept = qpl_op_fetch_kept,
                              .gemm = qpl_op_gemm,

@@ -676,6 +676,27 @@ int qp_qdq_bf16_ref(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64
     return qdq_bf16(&qp_kernels_ref, fmt, x, y, rows, cols, o, st);
 }
 
+void qp_bf16_tally_stats(const qp_bf16_tally *t, int64_t n, qp_qstats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->n = n;
+    st->n_nonfinite = t->nonfinite;
+    st->n_nonzero = t->nonzero;
+    st->n_sat = t->sat;
+    st->n_flushed = t->flushed;
+    memcpy(&st->amax, &t->amax_bits, sizeof st->amax);
+    st->scale = st->scale_inv = 1.0f;
+}
+
+void qp_bf16_tally_merge(qp_bf16_tally *a, const qp_bf16_tally *b)
+{
+    a->nonfinite += b->nonfinite;
+    a->nonzero += b->nonzero;
+    a->sat += b->sat;
+    a->flushed += b->flushed;
+    if (b->amax_bits > a->amax_bits) a->amax_bits = b->amax_bits;
+}
+
 /* ---- decoding packed storage -------------------------------------------- */
 
 float qp_block_scale_at(const qp_qtensor *q, int64_t r, int64_t c)

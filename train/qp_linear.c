@@ -400,10 +400,17 @@ static int reuse_source(const qp_linear *l, int layer, qp_gemm_id g, qp_pass pas
  * cols x rows when src_trans) for `pass`, for a GEMM of `kind`, or hand the
  * GEMM the earlier use's quantization when it is the same. */
 static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
-                   int src_trans, int rows, int cols, int kind, qp_linear_operand *out)
+                   const qp_bf16_tally *rounded, int src_trans, int rows, int cols, int kind, qp_linear_operand *out)
 {
     const qp_linear_ops *op = l->ops;
     void *x = op->ctx;
+    qp_pass first, later;
+    qp_linear_operand_uses(o, &first, &later);
+    if (rounded && (pass != first || !qp_linear_takes_rounded(l, layer, g, o))) {
+        snprintf(l->err, sizeof l->err, "%s of %s in layer %d handed over rounded where the dispatch quantizes it",
+                 qp_operand_name(o), qp_gemm_name(g), layer);
+        return -1;
+    }
     if (g == QP_GEMM_HEAD || l->plans[layer * QP_BLOCK_GEMMS + g].use[pass][o].fmt == QP_FMT_FP32)
         return op->plain(x, src, src_trans, rows, cols, side, out) ? op_failed(l) : 0;
     const qp_linear_plan *plan = &l->plans[layer * QP_BLOCK_GEMMS + g];
@@ -412,6 +419,19 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     qp_scaling_state *st = &l->states[state_index(layer, g, o)];
     const int want_row = l->log_qerr && l->cfg.on_qerr;
     use_rules u;
+    if (rounded) {
+        /* its producer rounded it (qp_linear_takes_rounded): what quantize()
+         * would have left, without the pass */
+        use_init(&u, l, plan, st, layer, g, pass, o, src_trans, rows, cols);
+        const int kept = pass == QP_PASS_FPROP ? kept_index(l, layer, g, o) : -1;
+        if (kept >= 0) l->copies[kept] = (kept_copy){src, l->step, l->micro, 0, 0.0f};
+        const qp_linear_qjob job = {use->fmt, src, rows, cols, src_trans, &u.opts, side, kind, u.update, 0,
+                                    op->reuse && kept < op->max_copies ? kept : -1, -1};
+        qp_qstats counts;
+        qp_bf16_tally_stats(rounded, (int64_t)rows * cols, &counts);
+        if (op->take_rounded(x, &job, &counts, out)) return op_failed(l);
+        return job.want_stats ? keep_stats(l, layer, g, pass, o, &u, side, 0, 0.0f) : 0;
+    }
     const int from = reuse_source(l, layer, g, pass, o, src);
     if (from >= -1 && op->reuse) {
         /* the same values and statistics as the earlier use: a later use is
@@ -527,33 +547,61 @@ static int check(qp_linear *l, int layer, qp_gemm_id g, int M, int IC, int OC)
     return 0;
 }
 
-int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const float *X, const float *W, const float *b,
-                      int M, int IC, int OC)
+int qp_linear_takes_rounded(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o)
+{
+    if (layer < 0 || layer >= l->cfg.n_layers || (unsigned)g >= QP_BLOCK_GEMMS || !(l->cfg.gemms >> g & 1u) ||
+        (o != QP_OPND_X && o != QP_OPND_DY) || !l->ops->take_rounded || (l->log_qerr && l->cfg.on_qerr) ||
+        l->cfg.dp_size > 1)
+        return 0;
+    const qp_linear_plan *plan = &l->plans[layer * QP_BLOCK_GEMMS + g];
+    qp_pass first, later;
+    qp_linear_operand_uses(o, &first, &later);
+    return plan->use[first][o].fmt == QP_FMT_BF16 && qp_linear_reusable(plan, o);
+}
+
+int qp_linear_forward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *Y, const float *X,
+                              const qp_bf16_tally *x_counts, const float *W, const float *b, int M, int IC, int OC)
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
     qp_linear_operand a, w;
     const int kind = kind_of(l, layer, g, QP_PASS_FPROP, M, OC, IC);
-    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, 0, M, IC, kind, &a) ||
-        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, 0, OC, IC, kind, &w) || run(l, &a, &w, Y, M, OC, IC, 0))
+    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, x_counts, 0, M, IC, kind, &a) ||
+        prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, NULL, 0, OC, IC, kind, &w) ||
+        run(l, &a, &w, Y, M, OC, IC, 0))
         return -1;
     return b && l->ops->bias_add(l->ops->ctx, Y, b, M, OC) ? op_failed(l) : 0;
 }
 
+int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const float *X, const float *W, const float *b,
+                      int M, int IC, int OC)
+{
+    return qp_linear_forward_rounded(l, layer, g, Y, X, NULL, W, b, M, IC, OC);
+}
+
 int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
                        const float *X, const float *W, int M, int IC, int OC, int dx_accumulate)
+{
+    return qp_linear_backward_rounded(l, layer, g, dX, dW, db, dY, NULL, X, W, M, IC, OC, dx_accumulate);
+}
+
+int qp_linear_backward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db,
+                               const float *dY, const qp_bf16_tally *dy_counts, const float *X, const float *W, int M,
+                               int IC, int OC, int dx_accumulate)
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
     qp_linear_operand a, b;
     l->dy_gamax_ok = 0;
     /* dgrad: dX[M,IC] (+)= dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
     int kind = kind_of(l, layer, g, QP_PASS_DGRAD, M, IC, OC);
-    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, 0, M, OC, kind, &a) ||
-        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, 1, IC, OC, kind, &b) || run(l, &a, &b, dX, M, IC, OC, dx_accumulate != 0))
+    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, dy_counts, 0, M, OC, kind, &a) ||
+        prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, NULL, 1, IC, OC, kind, &b) ||
+        run(l, &a, &b, dX, M, IC, OC, dx_accumulate != 0))
         return -1;
     /* wgrad: dW[OC,IC] += (dY^T)[OC,M] (X^T)[IC,M]^T; dY and X are stored M x rows = K x . */
     kind = kind_of(l, layer, g, QP_PASS_WGRAD, OC, IC, M);
-    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, 1, OC, M, kind, &a) ||
-        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, 1, IC, M, kind, &b) || run(l, &a, &b, dW, OC, IC, M, 1))
+    if (prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_DY, 0, dY, NULL, 1, OC, M, kind, &a) ||
+        prepare(l, layer, g, QP_PASS_WGRAD, QP_OPND_X, 1, X, NULL, 1, IC, M, kind, &b) ||
+        run(l, &a, &b, dW, OC, IC, M, 1))
         return -1;
     return db && l->ops->bias_grad(l->ops->ctx, db, dY, M, OC) ? op_failed(l) : 0;
 }

@@ -123,6 +123,28 @@ int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const flo
  * dY W (1); dW += dY^T X, db += column sums of dY (db may be NULL). */
 int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
                        const float *X, const float *W, int M, int IC, int OC, int dx_accumulate);
+/* A producer that writes GEMM g's operand o rounded to BF16 itself, with
+ * the counts a quantization keeps (qp_bf16_round_tally), saves the dispatch
+ * its pass over the tensor: 1 when operand o (X or dY) of block GEMM g in
+ * `layer` may be handed over so this step — both its uses quantize it to
+ * BF16 by round-to-nearest (qp_linear_reusable: no stochastic rounding, no
+ * rotation; BF16 has no scale), no quantization error is recorded this step
+ * (a qerr row compares the values before rounding), one process (data
+ * parallelism reduces an amax of the unrounded tensor), and the operations
+ * read BF16 values as floats (qp_linear_ops.take_rounded). The values, the
+ * statistics, the scaling updates and events are then those of the dispatch
+ * quantizing the unrounded tensor. */
+int qp_linear_takes_rounded(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o);
+/* qp_linear_forward with X rounded by its producer (qp_linear_takes_rounded
+ * 1 for X; x_counts: its tally over the whole tensor); the backward's
+ * weight-gradient GEMM then reads X as it is too. -1 when the dispatch does
+ * not take X rounded. */
+int qp_linear_forward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *Y, const float *X,
+                              const qp_bf16_tally *x_counts, const float *W, const float *b, int M, int IC, int OC);
+/* qp_linear_backward with dY rounded by its producer (dy_counts, as above). */
+int qp_linear_backward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db,
+                               const float *dY, const qp_bf16_tally *dy_counts, const float *X, const float *W, int M,
+                               int IC, int OC, int dx_accumulate);
 const char *qp_linear_error(const qp_linear *l);
 /* Frozen: scaling states are used but not updated and no events are reported
  * (evaluation must not change what training does next). */

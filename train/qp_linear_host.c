@@ -272,6 +272,26 @@ static int h_quantize_stored(void *ctx, const qp_linear_qjob *j, int rht, uint64
     return 0;
 }
 
+/* The producer's rounded floats, held as h_quantize would hold its own
+ * quantization of them (only where the GEMM reads floats: f32_operands). */
+static int h_take_rounded(void *ctx, const qp_linear_qjob *j, const qp_qstats *counts, qp_linear_operand *out)
+{
+    qp_linear_host *h = H;
+    const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
+    if (j->keep >= h->n_copies || j->fmt != QP_FMT_BF16) {
+        snprintf(h->err, sizeof h->err, "cannot take a rounded %dx%d %s operand as copy %d", qrows, qcols,
+                 qp_formats[j->fmt].name, j->keep);
+        return -1;
+    }
+    qp_linear_stats *st = &h->stats[j->side];
+    memset(st, 0, sizeof *st);
+    st->qs = *counts;
+    h->last[j->side] = (held){j->x, 1, j->fmt, qrows, qcols, 0};
+    if (j->keep >= 0) h->copy[j->keep].held = h->last[j->side], h->copy[j->keep].stats = *st;
+    *out = held_operand(&h->last[j->side], j->trans, 1.0f);
+    return 0;
+}
+
 /* An earlier quantization, read as the job says: the side's last (dY) or a
  * kept copy (X, W): the same values and statistics (its metrics too,
  * computed when the job wanted them: the same step's uses all want them or
@@ -387,6 +407,7 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_
                              .gemm_kind = NULL,
                              .quantize = h_quantize,
                              .reuse = h_reuse,
+                             .take_rounded = h->f32_operands ? h_take_rounded : NULL,
                              .keep = h_keep,
                              .fetch_kept = h_fetch_kept,
                              .gemm = h_gemm,

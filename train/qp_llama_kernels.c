@@ -89,18 +89,26 @@ static inline void rmsnorm_row_backward(float *restrict dx, float *restrict pw, 
  *   later:       res = prev + y                (the residual add)
  * res, out (N,C); rstd (N). */
 static void residual_rmsnorm_forward(float *res, float *out, float *rstd, const float *prev, const float *y,
-                                     const int32_t *inp, const float *wte, const float *w, int N, int C)
+                                     const int32_t *inp, const float *wte, const float *w, int N, int C,
+                                     qp_bf16_tally *rounded)
 {
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < N; i++) {
-        float *r = res + (int64_t)i * C;
-        if (inp) {
-            memcpy(r, wte + (int64_t)inp[i] * C, (size_t)C * sizeof(float));
-        } else {
-            const float *p = prev + (int64_t)i * C, *yy = y + (int64_t)i * C;
-            for (int c = 0; c < C; c++) r[c] = p[c] + yy[c];
+#pragma omp parallel
+    {
+        bf16_counter cnt;
+        bf16_counter_init(&cnt);
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            float *r = res + (int64_t)i * C;
+            if (inp) {
+                memcpy(r, wte + (int64_t)inp[i] * C, (size_t)C * sizeof(float));
+            } else {
+                const float *p = prev + (int64_t)i * C, *yy = y + (int64_t)i * C;
+                for (int c = 0; c < C; c++) r[c] = p[c] + yy[c];
+            }
+            rmsnorm_row(out + (int64_t)i * C, rstd + i, r, w, C);
+            if (rounded) round_row_bf16(out + (int64_t)i * C, C, &cnt);
         }
-        rmsnorm_row(out + (int64_t)i * C, rstd + i, r, w, C);
+        if (rounded) bf16_counter_merge(&cnt, rounded);
     }
 }
 
@@ -182,40 +190,59 @@ static inline __attribute__((always_inline)) vf vsigmoid(vf x)
     return vsel(vge(x, vsplat(0.0f)), 1.0f / (1.0f + e), e / (1.0f + e));
 }
 
-/* h (N,H) = silu(a) * u */
-static void swiglu_forward(float *h, const float *a, const float *u, int N, int H)
+/* h (N,H) = silu(a) * u; rounded (not NULL): h rounded to BF16 for the
+ * dispatch and counted there (round_row_bf16). */
+static void swiglu_forward(float *h, const float *a, const float *u, int N, int H, qp_bf16_tally *rounded)
 {
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < N; i++) {
-        const int64_t o = (int64_t)i * H;
-        int c = 0;
-        for (; c + VL <= H; c += VL) {
-            const vf x = vload(a + o + c);
-            vstore(h + o + c, x * vsigmoid(x) * vload(u + o + c));
+#pragma omp parallel
+    {
+        bf16_counter cnt;
+        bf16_counter_init(&cnt);
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            const int64_t o = (int64_t)i * H;
+            int c = 0;
+            for (; c + VL <= H; c += VL) {
+                const vf x = vload(a + o + c);
+                vstore(h + o + c, x * vsigmoid(x) * vload(u + o + c));
+            }
+            for (; c < H; c++) h[o + c] = a[o + c] * sigmoid(a[o + c]) * u[o + c];
+            if (rounded) round_row_bf16(h + o, H, &cnt);
         }
-        for (; c < H; c++) h[o + c] = a[o + c] * sigmoid(a[o + c]) * u[o + c];
+        if (rounded) bf16_counter_merge(&cnt, rounded);
     }
 }
 
 /* dh (N,H), the gradient of h, becomes the gradient of a in place (dh u
  * silu'(a), silu'(a) = sig (1 + a (1 - sig))); du (N,H) = dh silu(a)
- * (written). */
-static void swiglu_backward(float *dh, float *du, const float *a, const float *u, int N, int H)
+ * (written). dh_rounded, du_rounded: each rounded as in swiglu_forward. */
+static void swiglu_backward(float *dh, float *du, const float *a, const float *u, int N, int H,
+                            qp_bf16_tally *dh_rounded, qp_bf16_tally *du_rounded)
 {
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < N; i++) {
-        const int64_t o = (int64_t)i * H;
-        int c = 0;
-        for (; c + VL <= H; c += VL) {
-            const vf x = vload(a + o + c), sg = vsigmoid(x), d = vload(dh + o + c);
-            vstore(du + o + c, d * (x * sg));
-            vstore(dh + o + c, d * vload(u + o + c) * (sg * (1.0f + x * (1.0f - sg))));
+#pragma omp parallel
+    {
+        bf16_counter cnt_h, cnt_u;
+        bf16_counter_init(&cnt_h);
+        bf16_counter_init(&cnt_u);
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            const int64_t o = (int64_t)i * H;
+            int c = 0;
+            for (; c + VL <= H; c += VL) {
+                const vf x = vload(a + o + c), sg = vsigmoid(x), d = vload(dh + o + c);
+                vstore(du + o + c, d * (x * sg));
+                vstore(dh + o + c, d * vload(u + o + c) * (sg * (1.0f + x * (1.0f - sg))));
+            }
+            for (; c < H; c++) {
+                const float x = a[o + c], sg = sigmoid(x), d = dh[o + c];
+                du[o + c] = d * (x * sg);
+                dh[o + c] = d * u[o + c] * (sg * (1.0f + x * (1.0f - sg)));
+            }
+            if (dh_rounded) round_row_bf16(dh + o, H, &cnt_h);
+            if (du_rounded) round_row_bf16(du + o, H, &cnt_u);
         }
-        for (; c < H; c++) {
-            const float x = a[o + c], sg = sigmoid(x), d = dh[o + c];
-            du[o + c] = d * (x * sg);
-            dh[o + c] = d * u[o + c] * (sg * (1.0f + x * (1.0f - sg)));
-        }
+        if (dh_rounded) bf16_counter_merge(&cnt_h, dh_rounded);
+        if (du_rounded) bf16_counter_merge(&cnt_u, du_rounded);
     }
 }
 
@@ -316,20 +343,30 @@ int QP_KERNEL(qp_llama_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs
         float *res2 = a->residual2 + o * C, *ln2 = a->ln2 + o * C;
         float *gate = a->gate + o * H, *up = a->up + o * H, *h = a->swiglu + o * H;
         const float *downw = p->downw + (int64_t)l * C * H;
+        /* the GEMM inputs their producers round for the dispatch (ln2 feeds
+         * two GEMMs: both must take it rounded), and their counts */
+        qp_bf16_tally r_ln1 = {0}, r_ln2 = {0}, r_h = {0};
+        qp_bf16_tally *ln1_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_X) ? &r_ln1 : NULL;
+        qp_bf16_tally *ln2_r = rounds_operand(m, lin, l, QP_GEMM_GATE, QP_OPND_X) &&
+                                       rounds_operand(m, lin, l, QP_GEMM_UP, QP_OPND_X)
+                                   ? &r_ln2
+                                   : NULL;
+        qp_bf16_tally *h_r = !cf->smooth_swiglu && rounds_operand(m, lin, l, QP_GEMM_DOWN, QP_OPND_X) ? &r_h : NULL;
         PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(residual, ln1, a->ln1_rstd + o,
                                                         l ? a->residual2 + (o - BT) * C : NULL, a->down,
-                                                        l ? NULL : inputs, p->wte, p->ln1w + l * C, BT, C));
-        if (linear_forward(m, lin, l, QP_GEMM_QKV, qkv, ln1, p->qkvw + (int64_t)l * QKV * C, BT, C, QKV)) return -1;
+                                                        l ? NULL : inputs, p->wte, p->ln1w + l * C, BT, C, ln1_r));
+        if (linear_forward(m, lin, l, QP_GEMM_QKV, qkv, ln1, ln1_r, p->qkvw + (int64_t)l * QKV * C, BT, C, QKV))
+            return -1;
         PHASE(QP_PHASE_ROWOPS, rope_forward(qkv, m->rope, &al, cf->max_seq, BT, T, 0));
         PHASE(QP_PHASE_ATTN, llama_attention_forward(atty, a->att_lse + (int64_t)l * B * NH * T, qkv, &al, B, T));
-        if (linear_forward(m, lin, l, QP_GEMM_ATTPROJ, a->attproj, atty, p->attprojw + (int64_t)l * C * C, BT, C, C))
+        if (linear_forward(m, lin, l, QP_GEMM_ATTPROJ, a->attproj, atty, NULL, p->attprojw + (int64_t)l * C * C, BT, C, C))
             return -1;
         PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(res2, ln2, a->ln2_rstd + o, residual, a->attproj, NULL, NULL,
-                                                        p->ln2w + l * C, BT, C));
-        if (linear_forward(m, lin, l, QP_GEMM_GATE, gate, ln2, p->gatew + (int64_t)l * H * C, BT, C, H) ||
-            linear_forward(m, lin, l, QP_GEMM_UP, up, ln2, p->upw + (int64_t)l * H * C, BT, C, H))
+                                                        p->ln2w + l * C, BT, C, ln2_r));
+        if (linear_forward(m, lin, l, QP_GEMM_GATE, gate, ln2, ln2_r, p->gatew + (int64_t)l * H * C, BT, C, H) ||
+            linear_forward(m, lin, l, QP_GEMM_UP, up, ln2, ln2_r, p->upw + (int64_t)l * H * C, BT, C, H))
             return -1;
-        PHASE(QP_PHASE_ROWOPS, swiglu_forward(h, gate, up, BT, H));
+        PHASE(QP_PHASE_ROWOPS, swiglu_forward(h, gate, up, BT, H, h_r));
         const float *x = h, *w = downw;
         if (cf->smooth_swiglu) {
             float *s = m->smooth_s + (int64_t)l * H;
@@ -337,12 +374,12 @@ int QP_KERNEL(qp_llama_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs
                                     smooth_apply(m->smooth_x, m->smooth_w, h, downw, s, BT, C, H)));
             x = m->smooth_x, w = m->smooth_w;
         }
-        if (linear_forward(m, lin, l, QP_GEMM_DOWN, a->down, x, w, BT, H, C)) return -1;
+        if (linear_forward(m, lin, l, QP_GEMM_DOWN, a->down, x, h_r, w, BT, H, C)) return -1;
     }
     const int64_t last = (int64_t)(L - 1) * BT * C;
     PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(a->residual3 + last, a->lnf, a->lnf_rstd, a->residual2 + last,
-                                                    a->down, NULL, NULL, p->lnfw, BT, C));
-    if (linear_forward(m, lin, L, QP_GEMM_HEAD, a->logits, a->lnf, p->lmhead, BT, C, V)) return -1;
+                                                    a->down, NULL, NULL, p->lnfw, BT, C, NULL));
+    if (linear_forward(m, lin, L, QP_GEMM_HEAD, a->logits, a->lnf, NULL, p->lmhead, BT, C, V)) return -1;
     PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_forward(a->probs, a->losses, a->logits, targets, BT, V));
     set_mean_loss(m, a->losses, targets, BT);
     return 0;
@@ -359,7 +396,7 @@ int QP_KERNEL(qp_llama_backward)(qp_gpt *m, qp_linear *lin, const int32_t *input
     const qp_att_layout al = llama_att_layout(cf);
     const qp_llama_bwd_scratch s = qp_llama_scratch_carve(m->scratch, cf, B, T);
     PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_backward(a->probs, targets, loss_scale / (float)BT, BT, V));
-    if (linear_backward(lin, L, QP_GEMM_HEAD, s.dln, g->lmhead, a->probs, a->lnf, p->lmhead, BT, C, V, 0)) return -1;
+    if (linear_backward(lin, L, QP_GEMM_HEAD, s.dln, g->lmhead, a->probs, NULL, a->lnf, p->lmhead, BT, C, V, 0)) return -1;
     const int64_t last = (int64_t)(L - 1) * BT * C;
     PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s.dres, g->lnfw, s.part, s.dln, a->residual3 + last, p->lnfw,
                                                      a->lnf_rstd, 0, BT, C));
@@ -373,29 +410,32 @@ int QP_KERNEL(qp_llama_backward)(qp_gpt *m, qp_linear *lin, const int32_t *input
             const float *sc = m->smooth_s + (int64_t)l * H;
             PHASE(QP_PHASE_ROWOPS, (smooth_apply(m->smooth_x, m->smooth_w, h, downw, sc, BT, C, H),
                                     zero_rows(m->smooth_dw, (int64_t)C * H)));
-            if (linear_backward(lin, l, QP_GEMM_DOWN, s.dh, m->smooth_dw, s.dres, m->smooth_x, m->smooth_w, BT, H, C, 0))
+            if (linear_backward(lin, l, QP_GEMM_DOWN, s.dh, m->smooth_dw, s.dres, NULL, m->smooth_x, m->smooth_w, BT, H, C, 0))
                 return -1;
             PHASE(QP_PHASE_ROWOPS, smooth_unfold(s.dh, g->downw + (int64_t)l * C * H, m->smooth_dw, sc, BT, C, H));
-        } else if (linear_backward(lin, l, QP_GEMM_DOWN, s.dh, g->downw + (int64_t)l * C * H, s.dres, h, downw, BT,
+        } else if (linear_backward(lin, l, QP_GEMM_DOWN, s.dh, g->downw + (int64_t)l * C * H, s.dres, NULL, h, downw, BT,
                                    H, C, 0)) {
             return -1;
         }
-        PHASE(QP_PHASE_ROWOPS, swiglu_backward(s.dh, s.dup, a->gate + o * H, a->up + o * H, BT, H));
-        if (linear_backward(lin, l, QP_GEMM_UP, s.dln, g->upw + (int64_t)l * H * C, s.dup, ln2,
+        qp_bf16_tally r_dgate = {0}, r_dup = {0};
+        qp_bf16_tally *dgate_r = rounds_operand(m, lin, l, QP_GEMM_GATE, QP_OPND_DY) ? &r_dgate : NULL;
+        qp_bf16_tally *dup_r = rounds_operand(m, lin, l, QP_GEMM_UP, QP_OPND_DY) ? &r_dup : NULL;
+        PHASE(QP_PHASE_ROWOPS, swiglu_backward(s.dh, s.dup, a->gate + o * H, a->up + o * H, BT, H, dgate_r, dup_r));
+        if (linear_backward(lin, l, QP_GEMM_UP, s.dln, g->upw + (int64_t)l * H * C, s.dup, dup_r, ln2,
                             p->upw + (int64_t)l * H * C, BT, C, H, 0) ||
-            linear_backward(lin, l, QP_GEMM_GATE, s.dln, g->gatew + (int64_t)l * H * C, s.dh, ln2,
+            linear_backward(lin, l, QP_GEMM_GATE, s.dln, g->gatew + (int64_t)l * H * C, s.dh, dgate_r, ln2,
                             p->gatew + (int64_t)l * H * C, BT, C, H, 1))
             return -1;
         PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s.dres, g->ln2w + l * C, s.part, s.dln, a->residual2 + o * C,
                                                          p->ln2w + l * C, a->ln2_rstd + o, 1, BT, C));
-        if (linear_backward(lin, l, QP_GEMM_ATTPROJ, s.datty, g->attprojw + (int64_t)l * C * C, s.dres,
+        if (linear_backward(lin, l, QP_GEMM_ATTPROJ, s.datty, g->attprojw + (int64_t)l * C * C, s.dres, NULL,
                             a->atty + o * C, p->attprojw + (int64_t)l * C * C, BT, C, C, 0))
             return -1;
         PHASE(QP_PHASE_ATTN, llama_attention_backward(s.dqkv, s.datty, a->atty + o * C,
                                                       a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * QKV, &al,
                                                       B, T));
         PHASE(QP_PHASE_ROWOPS, rope_forward(s.dqkv, m->rope, &al, cf->max_seq, BT, T, 1));
-        if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * QKV * C, s.dqkv, a->ln1 + o * C,
+        if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * QKV * C, s.dqkv, NULL, a->ln1 + o * C,
                             p->qkvw + (int64_t)l * QKV * C, BT, C, QKV, 0))
             return -1;
         PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s.dres, g->ln1w + l * C, s.part, s.dln, residual,

@@ -409,11 +409,26 @@ static const kernel_copy *kernels(void)
         }
         for (int i = 0; i < N_KERNEL_COPIES && !k; i++)
             if (strcmp(kernel_copies[i].name, name) == 0) k = &kernel_copies[i];
+        (void)qp_model_producer_rounding(); /* its environment variable checked as early as QP_MODEL_ISA */
     }
     return k;
 }
 
 const char *qp_gpt_kernel_isa(void) { return kernels()->name; }
+
+int qp_model_producer_rounding(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("QP_PRODUCER_ROUNDING");
+        if (v && *v && strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+            fprintf(stderr, "QP_PRODUCER_ROUNDING=%s: not on or off\n", v);
+            exit(2);
+        }
+        on = !(v && strcmp(v, "off") == 0);
+    }
+    return on;
+}
 
 int qp_gpt_forward(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)
 {

@@ -281,6 +281,13 @@ const char *qp_gpt_kernel_isa(void);
  * NULL when cap names no level. */
 const char *qp_gpt_kernel_isa_capped(const char *cap);
 
+/* 1 when the kernels write a GEMM operand the dispatch takes rounded
+ * (qp_linear_takes_rounded) rounded in its producer — the default; 0 when
+ * the environment's QP_PRODUCER_ROUNDING is "off" (the dispatch then rounds
+ * it in a pass of its own: the same bits, slower; for comparing the two). Any
+ * other value is a one-line error and exit 2. */
+int qp_model_producer_rounding(void);
+
 /* The most channels (contraction width) of a block GEMM's input: 4C (the
  * GPT's fcproj), max(C, H) (the Llama's). */
 int qp_model_max_input_channels(const qp_gpt_config *c);

@@ -148,26 +148,35 @@ static inline void layernorm_row_backward(float *restrict dx, float *restrict pw
 
 /* ---- embeddings and the residual stream's LayerNorms --------------------- */
 
-/* Forward of a block's input LayerNorm (ln1 or the final lnf), fused with
+/* Forward of a LayerNorm whose input is the residual stream, fused with
  * what makes its input:
  *   first block: res = wte[inp] + wpe[t]                        (the encoder)
  *   later:       res = prev + (y + yb)      (the MLP's residual add with its bias)
- * res, out (N,C); mean, rstd (N). */
+ * res, out (N,C); mean, rstd (N). rounded (not NULL): out is rounded to
+ * BF16 for the dispatch and counted there (round_row_bf16). */
 static void residual_layernorm_forward(float *res, float *out, float *mean, float *rstd, const float *prev,
                                        const float *y, const float *yb, const int32_t *inp, const float *wte,
-                                       const float *wpe, const float *w, const float *b, int N, int T, int C)
+                                       const float *wpe, const float *w, const float *b, int N, int T, int C,
+                                       qp_bf16_tally *rounded)
 {
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < N; i++) {
-        float *r = res + (int64_t)i * C;
-        if (inp) {
-            const float *te = wte + (int64_t)inp[i] * C, *pe = wpe + (int64_t)(i % T) * C;
-            for (int c = 0; c < C; c++) r[c] = te[c] + pe[c];
-        } else {
-            const float *p = prev + (int64_t)i * C, *yy = y + (int64_t)i * C;
-            for (int c = 0; c < C; c++) r[c] = p[c] + (yy[c] + yb[c]);
+#pragma omp parallel
+    {
+        bf16_counter cnt;
+        bf16_counter_init(&cnt);
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            float *r = res + (int64_t)i * C;
+            if (inp) {
+                const float *te = wte + (int64_t)inp[i] * C, *pe = wpe + (int64_t)(i % T) * C;
+                for (int c = 0; c < C; c++) r[c] = te[c] + pe[c];
+            } else {
+                const float *p = prev + (int64_t)i * C, *yy = y + (int64_t)i * C;
+                for (int c = 0; c < C; c++) r[c] = p[c] + (yy[c] + yb[c]);
+            }
+            layernorm_row(out + (int64_t)i * C, mean + i, rstd + i, r, w, b, C);
+            if (rounded) round_row_bf16(out + (int64_t)i * C, C, &cnt);
         }
-        layernorm_row(out + (int64_t)i * C, mean + i, rstd + i, r, w, b, C);
+        if (rounded) bf16_counter_merge(&cnt, rounded);
     }
 }
 
@@ -217,25 +226,37 @@ static void attention_backward(float *dqkv, float *dqkvb, float *part, const flo
 /* ---- the MLP's nonlinearity ---------------------------------------------------- */
 
 /* fchg (N, H) = gelu(fch + fcb); fch is kept without the bias (the
- * backward adds it again: one stream less to write). */
-static void bias_gelu_forward(const float *fch, float *fchg, const float *fcb, int N, int H)
+ * backward adds it again: one stream less to write). rounded: as in
+ * residual_layernorm_forward. */
+static void bias_gelu_forward(const float *fch, float *fchg, const float *fcb, int N, int H, qp_bf16_tally *rounded)
 {
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < N; i++) {
-        const float *x = fch + (int64_t)i * H;
-        float *y = fchg + (int64_t)i * H;
-        int c = 0;
-        for (; c + VL <= H; c += VL) vstore(y + c, vgelu(vload(x + c) + vload(fcb + c)));
-        for (; c < H; c++) y[c] = gelu(x[c] + fcb[c]);
+#pragma omp parallel
+    {
+        bf16_counter cnt;
+        bf16_counter_init(&cnt);
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            const float *x = fch + (int64_t)i * H;
+            float *y = fchg + (int64_t)i * H;
+            int c = 0;
+            for (; c + VL <= H; c += VL) vstore(y + c, vgelu(vload(x + c) + vload(fcb + c)));
+            for (; c < H; c++) y[c] = gelu(x[c] + fcb[c]);
+            if (rounded) round_row_bf16(y, H, &cnt);
+        }
+        if (rounded) bf16_counter_merge(&cnt, rounded);
     }
 }
 
-/* dfch (N, H) *= gelu'(fch + fcb), in place; dfcb += its column sums. */
-static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fch, const float *fcb, int N, int H)
+/* dfch (N, H) *= gelu'(fch + fcb), in place; dfcb += its column sums (of
+ * the products before rounding); rounded: as in residual_layernorm_forward. */
+static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fch, const float *fcb, int N, int H,
+                          qp_bf16_tally *rounded)
 {
     const int nblk = (N + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK;
 #pragma omp parallel
     {
+        bf16_counter cnt;
+        bf16_counter_init(&cnt);
 #pragma omp for schedule(static)
         for (int k = 0; k < nblk; k++) {
             float *pb = part + (int64_t)k * H;
@@ -247,8 +268,10 @@ static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fc
                 for (; c + VL <= H; c += VL) vstore(d + c, vgelu_grad(vload(x + c) + vload(fcb + c)) * vload(d + c));
                 for (; c < H; c++) d[c] = gelu_grad(x[c] + fcb[c]) * d[c];
                 add_row(pb, d, H);
+                if (rounded) round_row_bf16(d, H, &cnt);
             }
         }
+        if (rounded) bf16_counter_merge(&cnt, rounded);
         reduce_blocks(dfcb, part, nblk, H, H);
     }
 }
@@ -269,33 +292,41 @@ int QP_KERNEL(qp_gpt_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, 
         float *ln1 = a->ln1 + o * C, *qkv = a->qkv + o * 3 * C, *atty = a->atty + o * C;
         float *res2 = a->residual2 + o * C, *ln2 = a->ln2 + o * C;
         float *fch = a->fch + o * 4 * C, *fchg = a->fch_gelu + o * 4 * C;
+        /* the GEMM inputs their producers round for the dispatch, and their counts */
+        qp_bf16_tally r_ln1 = {0}, r_ln2 = {0}, r_fchg = {0};
+        qp_bf16_tally *ln1_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_X) ? &r_ln1 : NULL;
+        qp_bf16_tally *ln2_r = rounds_operand(m, lin, l, QP_GEMM_FC, QP_OPND_X) ? &r_ln2 : NULL;
+        qp_bf16_tally *fchg_r = rounds_operand(m, lin, l, QP_GEMM_FCPROJ, QP_OPND_X) ? &r_fchg : NULL;
         /* the residual stream into this block: the embeddings, or the last block's output */
         PHASE(QP_PHASE_ROWOPS,
               residual_layernorm_forward(residual, ln1, a->ln1_mean + o, a->ln1_rstd + o,
                                          l ? a->residual2 + (o - BT) * C : NULL, a->fcproj,
                                          l ? p->fcprojb + (l - 1) * C : NULL, l ? NULL : inputs, p->wte, p->wpe,
-                                         p->ln1w + l * C, p->ln1b + l * C, BT, T, C));
-        if (linear_forward(m, lin, l, QP_GEMM_QKV, qkv, ln1, p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C)) return -1;
+                                         p->ln1w + l * C, p->ln1b + l * C, BT, T, C, ln1_r));
+        if (linear_forward(m, lin, l, QP_GEMM_QKV, qkv, ln1, ln1_r, p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C))
+            return -1;
         PHASE(QP_PHASE_ATTN, attention_forward(atty, a->att_lse + (int64_t)l * B * NH * T, qkv, p->qkvb + l * 3 * C,
                                                B, T, C, NH));
-        if (linear_forward(m, lin, l, QP_GEMM_ATTPROJ, a->attproj, atty, p->attprojw + (int64_t)l * C * C, BT, C, C))
+        if (linear_forward(m, lin, l, QP_GEMM_ATTPROJ, a->attproj, atty, NULL, p->attprojw + (int64_t)l * C * C, BT, C,
+                           C))
             return -1;
         PHASE(QP_PHASE_ROWOPS,
               residual_layernorm_forward(res2, ln2, a->ln2_mean + o, a->ln2_rstd + o, residual, a->attproj,
                                          p->attprojb + l * C, NULL, NULL, NULL, p->ln2w + l * C, p->ln2b + l * C, BT,
-                                         T, C));
-        if (linear_forward(m, lin, l, QP_GEMM_FC, fch, ln2, p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C)) return -1;
-        PHASE(QP_PHASE_ROWOPS, bias_gelu_forward(fch, fchg, p->fcb + l * 4 * C, BT, 4 * C));
-        if (linear_forward(m, lin, l, QP_GEMM_FCPROJ, a->fcproj, fchg, p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C,
-                           C))
+                                         T, C, ln2_r));
+        if (linear_forward(m, lin, l, QP_GEMM_FC, fch, ln2, ln2_r, p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C))
+            return -1;
+        PHASE(QP_PHASE_ROWOPS, bias_gelu_forward(fch, fchg, p->fcb + l * 4 * C, BT, 4 * C, fchg_r));
+        if (linear_forward(m, lin, l, QP_GEMM_FCPROJ, a->fcproj, fchg, fchg_r, p->fcprojw + (int64_t)l * 4 * C * C, BT,
+                           4 * C, C))
             return -1;
     }
     const int64_t last = (int64_t)(L - 1) * BT * C;
     PHASE(QP_PHASE_ROWOPS,
           residual_layernorm_forward(a->residual3 + last, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual2 + last,
                                      a->fcproj, p->fcprojb + (L - 1) * C, NULL, NULL, NULL, p->lnfw, p->lnfb, BT, T,
-                                     C));
-    if (linear_forward(m, lin, L, QP_GEMM_HEAD, a->logits, a->lnf, p->wte, BT, C, V)) return -1;
+                                     C, NULL));
+    if (linear_forward(m, lin, L, QP_GEMM_HEAD, a->logits, a->lnf, NULL, p->wte, BT, C, V)) return -1;
     PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_forward(a->probs, a->losses, a->logits, targets, BT, V));
     set_mean_loss(m, a->losses, targets, BT);
     return 0;
@@ -339,7 +370,7 @@ int QP_KERNEL(qp_gpt_backward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs,
     qp_gpt_acts *a = &m->acts;
     const qp_gpt_bwd_scratch s = qp_gpt_scratch_carve(m->scratch, &m->cfg, B, T);
     PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_backward(a->probs, targets, loss_scale / (float)BT, BT, V));
-    if (linear_backward(lin, L, QP_GEMM_HEAD, s.dln, g->wte, a->probs, a->lnf, p->wte, BT, C, V, 0)) return -1;
+    if (linear_backward(lin, L, QP_GEMM_HEAD, s.dln, g->wte, a->probs, NULL, a->lnf, p->wte, BT, C, V, 0)) return -1;
     const int64_t last = (int64_t)(L - 1) * BT * C;
     PHASE(QP_PHASE_ROWOPS,
           residual_layernorm_backward(s.dres, g->lnfw, g->lnfb, g->fcprojb + (L - 1) * C, s.part, s.dln,
@@ -347,25 +378,27 @@ int QP_KERNEL(qp_gpt_backward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs,
     for (int l = L - 1; l >= 0; l--) {
         const int64_t o = (int64_t)l * BT;
         const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
-        if (linear_backward(lin, l, QP_GEMM_FCPROJ, s.dfch, g->fcprojw + (int64_t)l * 4 * C * C, s.dres,
+        if (linear_backward(lin, l, QP_GEMM_FCPROJ, s.dfch, g->fcprojw + (int64_t)l * 4 * C * C, s.dres, NULL,
                             a->fch_gelu + o * 4 * C, p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C, C, 0))
             return -1;
+        qp_bf16_tally r_dfch = {0};
+        qp_bf16_tally *dfch_r = rounds_operand(m, lin, l, QP_GEMM_FC, QP_OPND_DY) ? &r_dfch : NULL;
         PHASE(QP_PHASE_ROWOPS, gelu_backward(s.dfch, g->fcb + l * 4 * C, s.part, a->fch + o * 4 * C,
-                                             p->fcb + l * 4 * C, BT, 4 * C));
-        if (linear_backward(lin, l, QP_GEMM_FC, s.dln, g->fcw + (int64_t)l * 4 * C * C, s.dfch, a->ln2 + o * C,
-                            p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C, 0))
+                                             p->fcb + l * 4 * C, BT, 4 * C, dfch_r));
+        if (linear_backward(lin, l, QP_GEMM_FC, s.dln, g->fcw + (int64_t)l * 4 * C * C, s.dfch, dfch_r,
+                            a->ln2 + o * C, p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C, 0))
             return -1;
         PHASE(QP_PHASE_ROWOPS,
               residual_layernorm_backward(s.dres, g->ln2w + l * C, g->ln2b + l * C, g->attprojb + l * C, s.part,
                                           s.dln, a->residual2 + o * C, p->ln2w + l * C, a->ln2_mean + o,
                                           a->ln2_rstd + o, 1, BT, C));
-        if (linear_backward(lin, l, QP_GEMM_ATTPROJ, s.datty, g->attprojw + (int64_t)l * C * C, s.dres,
+        if (linear_backward(lin, l, QP_GEMM_ATTPROJ, s.datty, g->attprojw + (int64_t)l * C * C, s.dres, NULL,
                             a->atty + o * C, p->attprojw + (int64_t)l * C * C, BT, C, C, 0))
             return -1;
         PHASE(QP_PHASE_ATTN, attention_backward(s.dqkv, g->qkvb + l * 3 * C, s.part, s.datty, a->atty + o * C,
                                                 a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * 3 * C, B, T,
                                                 C, NH));
-        if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * 3 * C * C, s.dqkv, a->ln1 + o * C,
+        if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * 3 * C * C, s.dqkv, NULL, a->ln1 + o * C,
                             p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C, 0))
             return -1;
         PHASE(QP_PHASE_ROWOPS,

@@ -250,6 +250,94 @@ static void reduce_blocks(float *restrict dst, const float *restrict part, int n
 
 static void zero_rows(float *p, int64_t n) { memset(p, 0, (size_t)n * sizeof(float)); }
 
+/* ---- BF16 rounding by a GEMM operand's producer --------------------------- */
+
+/* Where the dispatch takes an operand rounded (qp_linear_takes_rounded),
+ * its producer rounds each row as it writes it and counts what the
+ * quantization would count (qp_bf16_tally). A vector of normal magnitudes
+ * that stay below Inf (nearly all of them) needs only its rounding —
+ * qp_f32_to_bf16's bits in integer operations, so every copy gives the same
+ * bits — and its amax; any other goes element by element through quant/'s
+ * qp_bf16_round_tally. The counter lives in registers in the row loops
+ * (copied in and out: its address reaches the merge). */
+typedef uint32_t vu __attribute__((vector_size(VL * sizeof(uint32_t))));
+
+typedef struct {
+    vi amax;       /* of the whole vectors' magnitudes */
+    int64_t plain; /* their elements: each finite and nonzero, nothing else to count */
+    qp_bf16_tally t;
+} bf16_counter;
+
+static inline void bf16_counter_init(bf16_counter *c)
+{
+    memset(c, 0, sizeof *c);
+}
+
+/* The larger of each lane (signed). */
+static inline __attribute__((always_inline)) vi vimax(vi a, vi b)
+{
+#if defined(__AVX512F__)
+    return (vi)_mm512_max_epi32((__m512i)a, (__m512i)b);
+#else
+    const vi gt = vgt((vf)a, (vf)b); /* magnitudes of finite floats order as the floats do */
+    return (gt & a) | (~gt & b);
+#endif
+}
+
+/* 1 when every magnitude a (0 <= a < 2^31) is a normal number that rounds
+ * to a finite BF16: in [2^-126, 0x7F7F0000): then nothing is NaN, Inf,
+ * zero, flushed or rounded to Inf. */
+static inline __attribute__((always_inline)) int vall_plain(vi a)
+{
+    const uint32_t lo = 0x00800000u, span = 0x7F7F0000u - 0x00800000u;
+#if defined(__AVX512F__)
+    return _mm512_cmplt_epu32_mask(_mm512_sub_epi32((__m512i)a, _mm512_set1_epi32((int)lo)),
+                                   _mm512_set1_epi32((int)span)) == 0xFFFF;
+#else
+    const vu d = (vu)a - lo;
+    int all = 1;
+    for (int i = 0; i < VL; i++) all &= d[i] < span;
+    return all;
+#endif
+}
+
+/* x rounded to BF16 (as floats), counted */
+static inline __attribute__((always_inline)) vf vround_bf16(vf x, bf16_counter *c)
+{
+    const vu b = (vu)x;
+    const vi a = (vi)(b & 0x7FFFFFFFu);
+    if (__builtin_expect(vall_plain(a), 1)) {
+        c->plain += VL;
+        c->amax = vimax(c->amax, a);
+        return (vf)((b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u);
+    }
+    vf r;
+    for (int i = 0; i < VL; i++) r[i] = qp_bf16_round_tally(x[i], &c->t);
+    return r;
+}
+
+/* x[0..n) rounded in place and counted. */
+static inline void round_row_bf16(float *x, int n, bf16_counter *c)
+{
+    bf16_counter r = *c;
+    int i = 0;
+    for (; i + VL <= n; i += VL) vstore(x + i, vround_bf16(vload(x + i), &r));
+    for (; i < n; i++) x[i] = qp_bf16_round_tally(x[i], &r.t);
+    *c = r;
+}
+
+/* A thread's counts into the tensor's (inside a parallel region; sums and a
+ * maximum: the same result in any order). */
+static inline void bf16_counter_merge(const bf16_counter *c, qp_bf16_tally *into)
+{
+    qp_bf16_tally t = c->t;
+    t.nonzero += c->plain;
+    for (int i = 0; i < VL; i++)
+        if ((uint32_t)c->amax[i] > t.amax_bits) t.amax_bits = (uint32_t)c->amax[i];
+#pragma omp critical(qp_bf16_tally_merge)
+    qp_bf16_tally_merge(into, &t);
+}
+
 /* ---- attention -------------------------------------------------------------- */
 
 /* Where a head's q, k and v sit in a row of the projections (rs floats):
@@ -984,14 +1072,23 @@ static void set_mean_loss(qp_gpt *m, const float *losses, const int32_t *targets
 
 /* ---- the precision dispatch -------------------------------------------------- */
 
+/* 1 when the producer of operand o of GEMM g in `layer` writes it rounded
+ * (qp_linear_takes_rounded), unless the model observes the GEMMs' inputs
+ * this step (its statistics are of the unrounded values) or
+ * QP_PRODUCER_ROUNDING=off (qp_model_producer_rounding). */
+static inline int rounds_operand(const qp_gpt *m, const qp_linear *lin, int layer, qp_gemm_id g, qp_operand o)
+{
+    return !m->observe && qp_model_producer_rounding() && qp_linear_takes_rounded(lin, layer, g, o);
+}
+
 /* The phase profile (qp_prof.h): each layer call counts for its phase; the
  * dispatch's own time is quantization, the GEMMs inside it count as GEMM. */
 #define PHASE(p, call) (qp_prof_push(p), call, qp_prof_pop())
 
 /* Y = X W^T through the dispatch; a block GEMM's input's statistics go to
  * the model's observer first when it observes (qp_gpt.observe). */
-static int linear_forward(qp_gpt *m, qp_linear *lin, int layer, qp_gemm_id g, float *Y, const float *X, const float *W,
-                          int M, int IC, int OC)
+static int linear_forward(qp_gpt *m, qp_linear *lin, int layer, qp_gemm_id g, float *Y, const float *X,
+                          const qp_bf16_tally *x_rounded, const float *W, int M, int IC, int OC)
 {
     qp_prof_push(QP_PHASE_QUANT);
     if (m->observe && m->on_input && g != QP_GEMM_HEAD) {
@@ -1000,16 +1097,18 @@ static int linear_forward(qp_gpt *m, qp_linear *lin, int layer, qp_gemm_id g, fl
         row.step = -1, row.layer = layer, row.gemm = qp_gemm_name(g);
         m->on_input(&row, m->observer_user);
     }
-    const int rc = qp_linear_forward(lin, layer, g, Y, X, W, NULL, M, IC, OC);
+    const int rc = qp_linear_forward_rounded(lin, layer, g, Y, X, x_rounded, W, NULL, M, IC, OC);
     qp_prof_pop();
     return rc;
 }
 
 static int linear_backward(qp_linear *lin, int layer, qp_gemm_id g, float *dX, float *dW, const float *dY,
-                           const float *X, const float *W, int M, int IC, int OC, int dx_accumulate)
+                           const qp_bf16_tally *dy_rounded, const float *X, const float *W, int M, int IC, int OC,
+                           int dx_accumulate)
 {
     qp_prof_push(QP_PHASE_QUANT);
-    const int rc = qp_linear_backward(lin, layer, g, dX, dW, NULL, dY, X, W, M, IC, OC, dx_accumulate);
+    const int rc =
+        qp_linear_backward_rounded(lin, layer, g, dX, dW, NULL, dY, dy_rounded, X, W, M, IC, OC, dx_accumulate);
     qp_prof_pop();
     return rc;
 }

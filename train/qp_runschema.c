@@ -43,7 +43,8 @@ static const qp_runcol TRAIN[] = {
     {"attn_ms", F64, "ms", "part of `step_ms` in attention's softmax(QKᵀ/√d)·V, forward and backward (phase `attn`); "
      "NaN where not measured", 2, AT(qp_train_row, attn_ms)},
     {"rowops_ms", F64, "ms", "part of `step_ms` in the other row operations: embeddings, LayerNorm, residuals, GELU, "
-     "biases and their gradients, softmax/cross-entropy (phase `rowops`); NaN where not measured", 2, AT(qp_train_row, rowops_ms)},
+     "biases and their gradients, softmax/cross-entropy, and the BF16 rounding of the GEMM inputs they write where "
+     "the dispatch takes them rounded (qp_linear_takes_rounded) (phase `rowops`); NaN where not measured", 2, AT(qp_train_row, rowops_ms)},
     {"optim_ms", F64, "ms", "part of `step_ms` in the gradient norm and AdamW (phase `optim`); NaN where not measured",
      2, AT(qp_train_row, optim_ms)},
     {"threads", I64, "", "OpenMP threads the step ran on: `--threads N`'s N, or under `--threads auto` the CPUs of "

@@ -100,12 +100,12 @@ static void test_gelu(void)
     /* as one row of n: the bias 0 (no input is -0) */
     float *y0 = malloc(n * sizeof(float)), *y1 = malloc(n * sizeof(float)), *zero = calloc(n, sizeof(float));
     float *xb = copyv(x, n);
-    bias_gelu_forward(xb, y0, zero, 1, (int)n);
+    bias_gelu_forward(xb, y0, zero, 1, (int)n, NULL);
     for (int64_t i = 0; i < n; i++) y1[i] = qpm_gelu_fwd(x[i]);
     SAME("gelu forward", y0, y1, n);
     float *dout = randv(n, 1.0f), *d0 = copyv(dout, n), *d1 = malloc(n * sizeof(float)), *db = calloc(n, sizeof(float));
     float *part = malloc(n * sizeof(float));
-    gelu_backward(d0, db, part, x, zero, 1, (int)n);
+    gelu_backward(d0, db, part, x, zero, 1, (int)n, NULL);
     for (int64_t i = 0; i < n; i++) d1[i] = qpm_gelu_grad(x[i]) * dout[i];
     SAME("gelu backward", d0, d1, n);
     SAME("gelu backward's bias gradient (one row)", db, d1, n);
@@ -130,7 +130,7 @@ static void test_layernorm_n(int N)
     float *m1 = malloc(N * sizeof(float)), *r1 = malloc(N * sizeof(float));
     /* the fused residual add with a zero projection: its input is x */
     float *res = malloc(sizeof(float) * N * C), *zy = calloc((size_t)N * C, sizeof(float)), *zb = calloc(C, sizeof(float));
-    residual_layernorm_forward(res, o0, m0, r0, x, zy, zb, NULL, NULL, NULL, w, b, N, 1, C);
+    residual_layernorm_forward(res, o0, m0, r0, x, zy, zb, NULL, NULL, NULL, w, b, N, 1, C, NULL);
     SAME("residual add of zero", res, x, (int64_t)N * C);
     for (int i = 0; i < N; i++) qpm_layernorm_fwd_row(o1 + (int64_t)i * C, m1 + i, r1 + i, x + (int64_t)i * C, w, b, C);
     SAME_TOL("layernorm forward out", o0, o1, (int64_t)N * C, LN_TOL);
@@ -589,7 +589,7 @@ static void test_rmsnorm_n(int N, int C)
     float *x = randv((int64_t)N * C, 2.0f), *w = randv(C, 1.0f), *zy = calloc((size_t)N * C, sizeof(float));
     float *res = malloc(sizeof(float) * N * C), *o0 = malloc(sizeof(float) * N * C), *o1 = malloc(sizeof(float) * N * C);
     float *r0 = malloc(N * sizeof(float)), *r1 = malloc(N * sizeof(float));
-    residual_rmsnorm_forward(res, o0, r0, x, zy, NULL, NULL, w, N, C);
+    residual_rmsnorm_forward(res, o0, r0, x, zy, NULL, NULL, w, N, C, NULL);
     for (int i = 0; i < N; i++) qpm_rmsnorm_fwd_row(o1 + (int64_t)i * C, r1 + i, x + (int64_t)i * C, w, C);
     char name[96];
     snprintf(name, sizeof name, "rmsnorm forward out (N %d, C %d)", N, C);
@@ -662,14 +662,14 @@ static void test_llama_elementwise(void)
     float *a = randv((int64_t)R * H, 4.0f), *u = randv((int64_t)R * H, 1.0f);
     a[0] = 0.0f, a[1] = -90.0f, a[2] = 90.0f, a[3] = -1e-30f;
     float *h0 = malloc(sizeof(float) * R * H), *h1 = malloc(sizeof(float) * R * H);
-    swiglu_forward(h0, a, u, R, H);
+    swiglu_forward(h0, a, u, R, H, NULL);
     for (int64_t i = 0; i < (int64_t)R * H; i++) h1[i] = qpm_swiglu_fwd(a[i], u[i]);
     int bad = 0;
     for (int64_t i = 0; i < (int64_t)R * H; i++) bad += !qp_same_float(h0[i], h1[i]);
     CHECK(bad == 0, "swiglu forward: %d elements differ", bad);
     float *d = randv((int64_t)R * H, 1.0f), *dh = copyv(d, (int64_t)R * H), *du0 = malloc(sizeof(float) * R * H);
     float *da1 = calloc((size_t)R * H, sizeof(float)), *du1 = calloc((size_t)R * H, sizeof(float));
-    swiglu_backward(dh, du0, a, u, R, H);
+    swiglu_backward(dh, du0, a, u, R, H, NULL, NULL);
     for (int64_t i = 0; i < (int64_t)R * H; i++) qpm_swiglu_bwd(da1 + i, du1 + i, a[i], u[i], d[i]);
     /* the GPU adds into a zeroed gradient, the CPU writes it: a -0 becomes +0 (a = 0: du = d * 0) */
     bad = 0;

@@ -11,6 +11,8 @@
 #                         auto's products those of the kernel it names
 #   test_recipe           the recipe language: stored preset expansions, the
 #                         documented ones (docs/recipes.md), examples, errors
+#   test_producer_rounding  the bf16 recipe's GEMM inputs rounded by their
+#                         producers: quant/'s bits and statistics, the same step
 #   test_smooth_swiglu    Smooth-SwiGLU on a Llama with an injected outlier
 #                         channel (the down input's outlier statistics), its
 #                         exact fold in fp32; qp_outlier_stats by definition
@@ -51,6 +53,17 @@ if(TARGET qpmodel)
   add_test(NAME test_recipe COMMAND test_recipe ${PROJECT_SOURCE_DIR}/docs/recipes.md)
   set_tests_properties(test_model_gradcheck test_gemm_recipes test_recipe PROPERTIES
                        LABELS "unit;model" TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2")
+
+  # the model kernels' static functions compiled in (a copy of its own):
+  # their producer rounding against quant/'s quantization
+  qp_model_exe(test_producer_rounding)
+  target_include_directories(test_producer_rounding PRIVATE ${PROJECT_SOURCE_DIR}/train)
+  if(TARGET OpenMP::OpenMP_C)
+    target_link_libraries(test_producer_rounding PRIVATE OpenMP::OpenMP_C)
+  endif()
+  target_compile_options(test_producer_rounding PRIVATE -Wno-psabi)
+  add_test(NAME test_producer_rounding COMMAND test_producer_rounding)
+  set_tests_properties(test_producer_rounding PROPERTIES LABELS "unit;model" TIMEOUT 120)
 
   qp_model_exe(gpt_dump)
   set(_qp_model_torch 1)

@@ -205,6 +205,56 @@ if ARCH == "gpt":
     check(rc_k == 0 and rc_r == 0 and kept_kib - requant_kib > 15 * 1024,
           f"--requantize lowers peak RSS by the copies (> 15 MiB of 31.5 MB): {kept_kib} -> {requant_kib} KiB")
 
+# Producer rounding (train/qp_linear.h, qp_linear_takes_rounded): where the
+# GEMM multiplies BF16 values in FP32 (QP_GEMM=f32), the bf16 recipe's GEMM
+# inputs are rounded by the kernels that write them, except on steps that
+# record quantization errors (--qerr-every 3: steps 0 and 3 take the
+# dispatch's pass). QP_PRODUCER_ROUNDING=off rounds them all in the dispatch:
+# every dataset but the timings bit for bit, with an Inf weight (step 4)
+# making the rounded operands count non-finite values into /events/recalib.
+TIMING = ("_ms", "tokens_per_s")
+
+
+def same_run_files(a, b):
+    """The datasets of a that differ from b's (timings aside), and how many were compared."""
+    diff, n = [], 0
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        def visit(name, obj):
+            nonlocal n
+            if not isinstance(obj, h5py.Dataset) or name.endswith(TIMING):
+                return
+            n += 1
+            x, y = obj[()], fb[name][()] if name in fb else None
+            if y is None or not (x.tobytes() == y.tobytes() if hasattr(x, "tobytes") else x == y):
+                diff.append(name)
+        fa.visititems(visit)
+    return diff, n
+
+
+for extra, what in [([], "a run"), (["--inject", "inf:param:ln2w[3]@4", "--on-divergence", "skip-step"],
+                                     "an Inf weight at step 4")]:
+    outs = {}
+    for mode in ("on", "off"):
+        outs[mode] = os.path.join(tmp, f"produce_{mode}_{len(extra)}.h5")
+        p = run(TINY + ["--out", outs[mode], "--steps", "7", "--recipe", "bf16", "--qerr-every", "3",
+                        "--ckpt-every", "0"] + extra, env={"QP_GEMM": "f32", "QP_PRODUCER_ROUNDING": mode})
+        outs[mode + "_rc"] = p.returncode
+        outs[mode + "_err"] = p.stderr
+    # the weight stays Inf: the run stops (nonfinite_weights), exit 3, after the forward counted it
+    want_rc = 3 if extra else 0
+    check(outs["on_rc"] == want_rc and outs["off_rc"] == want_rc,
+          f"{what}: exits {outs['on_rc']}, {outs['off_rc']} (want {want_rc}): {outs['on_err'][-300:]}")
+    diff, n = same_run_files(outs["on"], outs["off"])
+    check(n > 10 and not diff, f"{what}: producer rounding on and off give the same {n} datasets ({diff})")
+    if extra:
+        with h5py.File(outs["on"], "r") as f:
+            ev = f["events/recalib"][:]
+            check(b"nonfinite" in set(ev["kind"]) and b"x" in set(ev["operand"]),
+                  f"{what}: the rounded X counts its Inf ({set(ev['kind'])}, {set(ev['operand'])})")
+bad = run(TINY + ["--out", os.path.join(tmp, "produce_bad.h5"), "--steps", "2"], env={"QP_PRODUCER_ROUNDING": "1"})
+check(bad.returncode == 2 and "QP_PRODUCER_ROUNDING=1" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1,
+      f"QP_PRODUCER_ROUNDING other than on/off is a one-line error, exit 2 (rc {bad.returncode}: {bad.stderr[-200:]})")
+
 r = subprocess.run(["h5dump", "-H", runs["nvfp4"]], capture_output=True, text=True)
 check(r.returncode == 0 and 'DATASET "error"' in r.stdout and 'DATASET "val_loss"' in r.stdout,
       "h5dump reads the run file")

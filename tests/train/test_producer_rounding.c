@@ -1,0 +1,347 @@
+/* test_producer_rounding.c — the bf16 recipe's GEMM inputs rounded by the
+ * kernels that write them (qp_linear_takes_rounded; train/qp_model_simd.h's
+ * round_row_bf16), against quant/'s quantization of what they wrote before:
+ *
+ *  - each producer (the GPT's residual LayerNorm, GELU forward and backward;
+ *    the Llama's residual RMSNorm, SwiGLU forward and backward: the static
+ *    kernels of train/qp_model_kernels.c and qp_llama_kernels.c, compiled in
+ *    here as a copy of their own) writes the bits qp_qdq_bf16 gives its unrounded output,
+ *    and its counts make qp_qdq's statistics (memcmp), on data with NaN, Inf,
+ *    values that round to Inf, subnormals that flush and zeros; on 1 and 2
+ *    threads; at widths with and without a vector tail; GELU backward's bias
+ *    gradient is that of the unrounded values;
+ *  - when the dispatch takes an operand rounded (its truth table), and a
+ *    rounded operand it does not take is an error with nothing run;
+ *  - two steps of a GPT and of a Llama (forward, backward; the library's
+ *    kernels) with the producers rounding and with the dispatch rounding
+ *    (the model observing its inputs rounds none), an Inf weight in the
+ *    second: the same logits, losses, every gradient, and the same scaling
+ *    states and events. */
+#define QP_KERNEL_SUFFIX _roundtest
+#include "../../train/qp_model_kernels.c"
+#include "../../train/qp_llama_kernels.c"
+
+#include <stdlib.h>
+
+#include "qp_gemm.h"
+#include "qp_recipe.h"
+#include "qp_test.h"
+#include "test_model_util.h"
+
+static uint64_t rng = 0x5EED;
+
+/* n values of scale s with every kind of special value sprinkled in */
+static float *data(int64_t n, float s, int specials)
+{
+    float *v = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++) v[i] = s * tm_normal(&rng);
+    static const float kinds[] = {NAN, INFINITY, -INFINITY, 3.3990e38f, -3.3975e38f, 1e-45f, -3e-42f, 0.0f, -0.0f,
+                                  1e-39f};
+    for (int k = 0; specials && k < 3 * (int)(sizeof kinds / sizeof kinds[0]); k++)
+        v[tm_next(&rng) % (uint64_t)n] = kinds[k % (int)(sizeof kinds / sizeof kinds[0])];
+    return v;
+}
+
+/* got (rounded by a producer, counted in t) against qp_qdq_bf16 of ref */
+static void same_as_quant(const char *what, const float *got, const qp_bf16_tally *t, const float *ref, int rows,
+                          int cols)
+{
+    const int64_t n = (int64_t)rows * cols;
+    uint16_t *q = malloc((size_t)n * sizeof *q);
+    qp_qstats want, mine;
+    const qp_qopts o = {.unscaled = true};
+    CHECK(qp_qdq_bf16(QP_FMT_BF16, ref, q, rows, cols, &o, &want) == 0, "%s: qdq", what);
+    qp_bf16_tally_stats(t, n, &mine);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += qp_f32_bits(got[i]) != (uint32_t)q[i] << 16;
+    CHECK(bad == 0, "%s: %lld of %lld values are not qp_qdq_bf16's bits", what, (long long)bad, (long long)n);
+    CHECK(memcmp(&mine, &want, sizeof mine) == 0,
+          "%s: counts nonfinite %lld/%lld nonzero %lld/%lld sat %lld/%lld flushed %lld/%lld amax %g/%g", what,
+          (long long)mine.n_nonfinite, (long long)want.n_nonfinite, (long long)mine.n_nonzero,
+          (long long)want.n_nonzero, (long long)mine.n_sat, (long long)want.n_sat, (long long)mine.n_flushed,
+          (long long)want.n_flushed, mine.amax, want.amax);
+    free(q);
+}
+
+static void test_layernorm(int N, int C, int specials)
+{
+    float *x = data((int64_t)N * C, 2.0f, 0), *w = data(C, 1.0f, 0), *b = data(C, 0.1f, 0);
+    if (specials) {
+        /* Inf and NaN through a row and a gain; outputs that round to Inf,
+         * overflow FP32, flush to zero, are exactly zero */
+        x[3 * C + 1] = NAN, x[5 * C] = INFINITY;
+        w[0] = 3.3e38f, w[1] = INFINITY, w[2] = 1e-44f, b[2] = 0.0f, w[3] = 0.0f, b[3] = 0.0f;
+        w[4] = 0.0f, b[4] = 3.3990e38f, w[C - 1] = 1e-40f, b[C - 1] = 0.0f;
+    }
+    float *zy = calloc((size_t)N * C, sizeof(float)), *zb = calloc((size_t)C, sizeof(float));
+    float *res = malloc(sizeof(float) * N * C), *o0 = malloc(sizeof(float) * N * C), *o1 = malloc(sizeof(float) * N * C);
+    float *m = malloc(sizeof(float) * N), *r = malloc(sizeof(float) * N);
+    residual_layernorm_forward(res, o0, m, r, x, zy, zb, NULL, NULL, NULL, w, b, N, 1, C, NULL);
+    qp_bf16_tally t = {0};
+    residual_layernorm_forward(res, o1, m, r, x, zy, zb, NULL, NULL, NULL, w, b, N, 1, C, &t);
+    char what[96];
+    snprintf(what, sizeof what, "layernorm %dx%d%s", N, C, specials ? " with specials" : "");
+    same_as_quant(what, o1, &t, o0, N, C);
+    if (specials) CHECK(t.nonfinite > 0 && t.sat > 0 && t.flushed > 0, "%s: every kind of count", what);
+    free(x), free(w), free(b), free(zy), free(zb), free(res), free(o0), free(o1), free(m), free(r);
+}
+
+static void test_gelu(int N, int H, int specials)
+{
+    float *x = data((int64_t)N * H, 3.0f, specials), *fb = data(H, 0.2f, 0);
+    if (specials) x[7] = -30.0f, x[8] = -1e-44f, fb[7] = fb[8] = 0.0f; /* a zero and a flushed subnormal */
+    float *y0 = malloc(sizeof(float) * N * H), *y1 = malloc(sizeof(float) * N * H);
+    bias_gelu_forward(x, y0, fb, N, H, NULL);
+    qp_bf16_tally t = {0};
+    bias_gelu_forward(x, y1, fb, N, H, &t);
+    char what[96];
+    snprintf(what, sizeof what, "gelu forward %dx%d%s", N, H, specials ? " with specials" : "");
+    same_as_quant(what, y1, &t, y0, N, H);
+    if (specials) CHECK(t.nonfinite > 0 && t.sat > 0 && t.flushed > 0, "%s: every kind of count", what);
+
+    /* backward: d *= gelu'(x + b) in place, the bias gradient of the unrounded products */
+    float *dout = data((int64_t)N * H, 1e-3f, specials), *d0 = malloc(sizeof(float) * N * H),
+          *d1 = malloc(sizeof(float) * N * H);
+    memcpy(d0, dout, sizeof(float) * N * H);
+    memcpy(d1, dout, sizeof(float) * N * H);
+    float *db0 = calloc((size_t)H, sizeof(float)), *db1 = calloc((size_t)H, sizeof(float));
+    float *part = malloc(sizeof(float) * H * ((N + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK));
+    gelu_backward(d0, db0, part, x, fb, N, H, NULL);
+    qp_bf16_tally tb = {0};
+    gelu_backward(d1, db1, part, x, fb, N, H, &tb);
+    snprintf(what, sizeof what, "gelu backward %dx%d%s", N, H, specials ? " with specials" : "");
+    same_as_quant(what, d1, &tb, d0, N, H);
+    CHECK(memcmp(db0, db1, sizeof(float) * H) == 0, "%s: the bias gradient is the unrounded values'", what);
+    free(x), free(fb), free(y0), free(y1), free(dout), free(d0), free(d1), free(db0), free(db1), free(part);
+}
+
+static void test_rmsnorm(int N, int C, int specials)
+{
+    float *x = data((int64_t)N * C, 2.0f, 0), *w = data(C, 1.0f, 0);
+    if (specials) x[3 * C + 1] = NAN, x[5 * C] = INFINITY, w[0] = 3.39e38f, w[1] = INFINITY, w[2] = 1e-44f, w[3] = 0.0f;
+    float *zy = calloc((size_t)N * C, sizeof(float)), *res = malloc(sizeof(float) * N * C);
+    float *o0 = malloc(sizeof(float) * N * C), *o1 = malloc(sizeof(float) * N * C), *r = malloc(sizeof(float) * N);
+    residual_rmsnorm_forward(res, o0, r, x, zy, NULL, NULL, w, N, C, NULL);
+    qp_bf16_tally t = {0};
+    residual_rmsnorm_forward(res, o1, r, x, zy, NULL, NULL, w, N, C, &t);
+    char what[96];
+    snprintf(what, sizeof what, "rmsnorm %dx%d%s", N, C, specials ? " with specials" : "");
+    same_as_quant(what, o1, &t, o0, N, C);
+    if (specials) CHECK(t.nonfinite > 0 && t.flushed > 0, "%s: non-finite and flushed counts", what);
+    free(x), free(w), free(zy), free(res), free(o0), free(o1), free(r);
+}
+
+static void test_swiglu(int N, int H, int specials)
+{
+    const int64_t n = (int64_t)N * H;
+    float *ga = data(n, 2.0f, specials), *u = data(n, 1.0f, specials);
+    float *h0 = malloc(sizeof(float) * n), *h1 = malloc(sizeof(float) * n);
+    swiglu_forward(h0, ga, u, N, H, NULL);
+    qp_bf16_tally t = {0};
+    swiglu_forward(h1, ga, u, N, H, &t);
+    char what[96];
+    snprintf(what, sizeof what, "swiglu forward %dx%d%s", N, H, specials ? " with specials" : "");
+    same_as_quant(what, h1, &t, h0, N, H);
+    float *dout = data(n, 1e-2f, specials), *dh0 = malloc(sizeof(float) * n), *dh1 = malloc(sizeof(float) * n);
+    float *du0 = malloc(sizeof(float) * n), *du1 = malloc(sizeof(float) * n);
+    memcpy(dh0, dout, sizeof(float) * n);
+    memcpy(dh1, dout, sizeof(float) * n);
+    swiglu_backward(dh0, du0, ga, u, N, H, NULL, NULL);
+    qp_bf16_tally th = {0}, tu = {0};
+    swiglu_backward(dh1, du1, ga, u, N, H, &th, &tu);
+    snprintf(what, sizeof what, "swiglu backward (gate) %dx%d%s", N, H, specials ? " with specials" : "");
+    same_as_quant(what, dh1, &th, dh0, N, H);
+    snprintf(what, sizeof what, "swiglu backward (up) %dx%d%s", N, H, specials ? " with specials" : "");
+    same_as_quant(what, du1, &tu, du0, N, H);
+    free(ga), free(u), free(h0), free(h1), free(dout), free(dh0), free(dh1), free(du0), free(du1);
+}
+
+static void test_kernels(void)
+{
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        for (int specials = 0; specials < 2; specials++) {
+            test_layernorm(70, 37, specials);
+            test_layernorm(70, 256, specials);
+            test_gelu(70, 37, specials);
+            test_gelu(70, 512, specials);
+            test_rmsnorm(70, 37, specials);
+            test_rmsnorm(70, 256, specials);
+            test_swiglu(70, 37, specials);
+            test_swiglu(70, 176, specials);
+        }
+    }
+}
+
+/* ---- the dispatch ------------------------------------------------------------ */
+
+static void no_qerr(const qp_qerr_row *row, void *user) { (void)row, (void)user; }
+
+static qp_linear *dispatch(const char *recipe_spec, qp_recipe *r, qp_gemm *gemm, int layers)
+{
+    char err[256];
+    CHECK(qp_recipe_parse(recipe_spec, r, err, sizeof err) == 0, "recipe %s: %s", recipe_spec, err);
+    const qp_linear_cfg lc = {.n_layers = layers, .max_elems = 1 << 16, .seed = 7, .recipe = r, .gemm = gemm,
+                              .on_qerr = no_qerr};
+    qp_linear *l = qp_linear_create(&lc, err, sizeof err);
+    CHECK(l != NULL, "dispatch for %s: %s", recipe_spec, err);
+    return l;
+}
+
+static void test_dispatch(qp_gemm *gemm)
+{
+    qp_recipe r;
+    qp_linear *l = dispatch("bf16", &r, gemm, 2);
+    if (!l) return;
+    qp_linear_begin_step(l, 0, 0);
+    static const qp_gemm_id block[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_FC, QP_GEMM_FCPROJ};
+    int ok = 1;
+    for (int layer = 0; layer < 2; layer++)
+        for (int i = 0; i < 4; i++)
+            ok &= qp_linear_takes_rounded(l, layer, block[i], QP_OPND_X) &&
+                  qp_linear_takes_rounded(l, layer, block[i], QP_OPND_DY) &&
+                  !qp_linear_takes_rounded(l, layer, block[i], QP_OPND_W);
+    CHECK(ok, "bf16 on an FP32 GEMM: X and dY of every block GEMM, never W");
+    CHECK(!qp_linear_takes_rounded(l, 2, QP_GEMM_QKV, QP_OPND_X) && !qp_linear_takes_rounded(l, -1, QP_GEMM_FC, QP_OPND_X) &&
+              !qp_linear_takes_rounded(l, 0, QP_GEMM_HEAD, QP_OPND_X),
+          "no layer outside the blocks, not the head");
+    qp_linear_begin_step(l, 1, 1);
+    CHECK(!qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X), "not on a step that records quantization errors");
+    qp_linear_begin_step(l, 2, 0);
+    CHECK(qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X), "again on the next step");
+    qp_linear_destroy(l);
+
+    l = dispatch("fp8", &r, gemm, 2);
+    if (!l) return;
+    qp_linear_begin_step(l, 0, 0);
+    CHECK(!qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X) && !qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_DY),
+          "not FP8's operands");
+    /* handed over rounded all the same: an error, nothing multiplied */
+    enum { M = 32, IC = 16, OC = 16 };
+    float X[M * IC], W[OC * IC], Y[M * OC], dX[M * IC], dW[OC * IC];
+    for (int i = 0; i < M * IC; i++) X[i] = (float)(i % 7) - 3.0f, dX[i] = 0.0f;
+    for (int i = 0; i < OC * IC; i++) W[i] = (float)(i % 5) - 2.0f, dW[i] = 0.0f;
+    for (int i = 0; i < M * OC; i++) Y[i] = 12345.0f;
+    const qp_bf16_tally t = {0, M * IC, 0, 0, 0x40400000u};
+    CHECK(qp_linear_forward_rounded(l, 0, QP_GEMM_FC, Y, X, &t, W, NULL, M, IC, OC) == -1 && Y[0] == 12345.0f &&
+              strstr(qp_linear_error(l), "handed over rounded") != NULL,
+          "a rounded X fp8 does not take: %s", qp_linear_error(l));
+    CHECK(qp_linear_backward_rounded(l, 0, QP_GEMM_FC, dX, dW, NULL, Y, &t, X, W, M, IC, OC, 0) == -1 && dW[0] == 0.0f,
+          "a rounded dY fp8 does not take: %s", qp_linear_error(l));
+    qp_linear_destroy(l);
+
+    /* the nvfp4 preset keeps its last block in BF16: that block's inputs */
+    l = dispatch("nvfp4", &r, gemm, 3);
+    if (!l) return;
+    qp_linear_begin_step(l, 0, 0);
+    CHECK(!qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X) && qp_linear_takes_rounded(l, 2, QP_GEMM_FC, QP_OPND_X),
+          "nvfp4: the BF16 last block's, not the NVFP4 blocks'");
+    qp_linear_destroy(l);
+}
+
+/* ---- a whole model ---------------------------------------------------------- */
+
+typedef struct {
+    qp_gpt m;
+    qp_linear *lin;
+    qp_recipe recipe;
+} model;
+
+static int model_init(model *f, qp_gemm *gemm, const qp_gpt_config *c, int B, int T, int observe)
+{
+    char err[256];
+    CHECK(qp_recipe_parse("bf16", &f->recipe, err, sizeof err) == 0, "recipe: %s", err);
+    if (qp_gpt_init(&f->m, c, B, T, 11, err, sizeof err)) {
+        CHECK(0, "init: %s", err);
+        return -1;
+    }
+    tm_perturb(&f->m, 11);
+    const qp_linear_cfg lc = {.n_layers = c->layers, .max_elems = qp_gpt_max_gemm_elems(c, B, T), .seed = 11,
+                              .recipe = &f->recipe, .gemm = gemm};
+    f->lin = qp_linear_create(&lc, err, sizeof err);
+    CHECK(f->lin != NULL, "linear: %s", err);
+    f->m.observe = observe; /* with no observer (on_input NULL): only the rounding changes */
+    return f->lin ? 0 : -1;
+}
+
+static void test_model(qp_gemm *gemm, qp_arch arch, int C)
+{
+    const int llama = arch == QP_ARCH_LLAMA;
+    qp_gpt_config c = {.arch = arch, .vocab = 64, .layers = 2, .heads = 2, .kv_heads = llama ? 1 : 0, .dim = C,
+                       .max_seq = 16};
+    const int B = 2, T = 16, BT = B * T;
+    model a, b; /* a: the producers round; b: the dispatch does */
+    if (model_init(&a, gemm, &c, B, T, 0) || model_init(&b, gemm, &c, B, T, 1)) return;
+    int32_t in[BT], tg[BT];
+    uint64_t s = 5;
+    for (int i = 0; i < BT; i++) in[i] = (int32_t)(tm_next(&s) % 64), tg[i] = (int32_t)(tm_next(&s) % 64);
+    char what[64];
+    for (int step = 0; step < 2; step++) {
+        snprintf(what, sizeof what, "%s C=%d step %d", llama ? "Llama" : "GPT", C, step);
+        if (step == 1) /* block 1's MLP input: an Inf */
+            *(llama ? &a.m.lparams.ln2w[C + 3] : &a.m.params.ln2w[C + 3]) =
+                *(llama ? &b.m.lparams.ln2w[C + 3] : &b.m.params.ln2w[C + 3]) = INFINITY;
+        model *both[2] = {&a, &b};
+        for (int k = 0; k < 2; k++) {
+            model *f = both[k];
+            qp_linear_begin_step(f->lin, step, 0);
+            qp_gpt_zero_grad(&f->m);
+            CHECK(qp_gpt_forward(&f->m, f->lin, in, tg, B, T) == 0 &&
+                      qp_gpt_backward(&f->m, f->lin, in, tg, 1.0f) == 0 && qp_linear_flush(f->lin) == 0,
+                  "%s: %s", what, qp_linear_error(f->lin));
+        }
+        CHECK(qp_linear_takes_rounded(a.lin, 0, QP_GEMM_QKV, QP_OPND_X), "%s: the producers round", what);
+        int a16 = 1, b16 = 1;
+        const float *ln1a = llama ? a.m.lacts.ln1 : a.m.acts.ln1, *ln1b = llama ? b.m.lacts.ln1 : b.m.acts.ln1;
+        for (int i = 0; i < BT * C; i++) {
+            a16 &= (qp_f32_bits(ln1a[i]) & 0xFFFFu) == 0;
+            b16 &= (qp_f32_bits(ln1b[i]) & 0xFFFFu) == 0;
+        }
+        CHECK(a16 && !b16, "%s: ln1 holds BF16 values where its producer rounds, FP32 where the dispatch does", what);
+        CHECK(memcmp(qp_model_logits(&a.m), qp_model_logits(&b.m), sizeof(float) * BT * 64) == 0 &&
+                  memcmp(qp_model_losses(&a.m), qp_model_losses(&b.m), sizeof(float) * BT) == 0,
+              "%s: logits and losses bit for bit", what);
+        CHECK(memcmp(a.m.grads_memory, b.m.grads_memory, sizeof(float) * (size_t)a.m.num_params) == 0,
+              "%s: every gradient bit for bit", what);
+        int64_t ea[QP_EV_COUNT], eb[QP_EV_COUNT];
+        qp_linear_event_counts(a.lin, ea);
+        qp_linear_event_counts(b.lin, eb);
+        CHECK(memcmp(ea, eb, sizeof ea) == 0, "%s: the same events", what);
+        if (step == 1) CHECK(ea[QP_EV_NONFINITE] > 0, "%s: the Inf counted (non-finite events: %lld)", what,
+                             (long long)ea[QP_EV_NONFINITE]);
+        int same = 1;
+        for (int layer = 0; layer < 2; layer++)
+            for (int g = 0; g < QP_BLOCK_GEMMS; g++)
+                for (int o = 0; o < QP_OPND_COUNT; o++) {
+                    const qp_scaling_state *x = qp_linear_scaling(a.lin, layer, (qp_gemm_id)g, (qp_operand)o),
+                                           *y = qp_linear_scaling(b.lin, layer, (qp_gemm_id)g, (qp_operand)o);
+                    same &= x->n_updates == y->n_updates && x->overflow_ema == y->overflow_ema &&
+                            x->underflow_ema == y->underflow_ema && x->last_scale == y->last_scale;
+                }
+        CHECK(same, "%s: the same scaling states", what);
+    }
+    qp_linear_destroy(a.lin), qp_linear_destroy(b.lin);
+    qp_gpt_free(&a.m), qp_gpt_free(&b.m);
+}
+
+int main(void)
+{
+    unsetenv("QP_PRODUCER_ROUNDING");
+    test_kernels();
+    /* the FP32 kernel of BF16 products, whatever this CPU's auto choice: the
+     * operations that take rounded operands */
+    setenv("QP_GEMM", "f32", 1);
+    char err[256];
+    qp_gemm *gemm = qp_gemm_create(err, sizeof err);
+    CHECK(gemm != NULL, "gemm: %s", err);
+    if (gemm) {
+        omp_set_num_threads(2);
+        test_dispatch(gemm);
+        test_model(gemm, QP_ARCH_GPT, 64);
+        test_model(gemm, QP_ARCH_GPT, 40);
+        test_model(gemm, QP_ARCH_LLAMA, 64);
+        test_model(gemm, QP_ARCH_LLAMA, 40);
+        qp_gemm_destroy(gemm);
+    }
+    return qp_test_finish("test_producer_rounding");
+}
