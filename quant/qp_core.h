@@ -297,34 +297,6 @@ QP_HD uint16_t qp_f32_to_bf16_sr(float x, uint32_t r)
 
 QP_HD float qp_bf16_to_f32(uint16_t c) { return qp_bits_f32((uint32_t)c << 16); }
 
-/* What a quantization to BF16 by round-to-nearest (scale 1) counts, kept by
- * a producer that writes its output rounded itself (the trainer's
- * LayerNorm and GELU for the bf16 recipe: qp_linear_takes_rounded):
- * qp_bf16_tally_stats turns it into qp_qdq's statistics. The same counts
- * as qp_qstats': finite inputs (nonzero, the largest magnitude's bits), NaN
- * or Inf inputs, finite inputs rounded to Inf (sat) or to zero (flushed). */
-typedef struct {
-    int64_t nonfinite, nonzero, sat, flushed;
-    uint32_t amax_bits;
-} qp_bf16_tally;
-
-/* x rounded to BF16 (qp_f32_to_bf16's value as a float), counted in t. */
-QP_HD float qp_bf16_round_tally(float x, qp_bf16_tally *t)
-{
-    const uint32_t b = qp_f32_bits(x), a = b & 0x7FFFFFFFu;
-    const uint16_t code = qp_f32_to_bf16(x);
-    const uint32_t mag = code & 0x7FFFu;
-    if (a >= 0x7F800000u) {
-        t->nonfinite++;
-    } else {
-        if (a > t->amax_bits) t->amax_bits = a;
-        if (a) t->nonzero++;
-        if (mag == 0x7F80u) t->sat++;
-        if (a && !mag) t->flushed++;
-    }
-    return qp_bf16_to_f32(code);
-}
-
 /* ---- scale codecs ------------------------------------------------------------ */
 
 #define QP_E4M3_MAX 448.0f
@@ -920,6 +892,30 @@ QP_HD uint32_t qp_quantize_elem(const qp_format_traits *f, const qp_tplan *p, co
     }
     *y = qp_decode_elem(f->elem, code) * (bs ? bs->dec : 1.0f) * p->out_mul;
     return code;
+}
+
+/* What a per-tensor quantization by round-to-nearest counts, kept by a
+ * producer that writes its output quantized itself (the trainer's row
+ * kernels: qp_linear_takes_rounded): finite inputs (nonzero, the largest
+ * magnitude's bits), NaN or Inf inputs, finite inputs that saturated or
+ * quantized to zero, as qp_qstats counts them (qp_round_tally_stats). */
+typedef struct {
+    int64_t nonfinite, nonzero, sat, flushed;
+    uint32_t amax_bits;
+} qp_round_tally;
+
+/* x quantized by format f (no blocks, round to nearest) at tensor scale
+ * `scale` (1 for none): qp_quantize_elem's unscaled value, counted in t. */
+QP_HD float qp_round_elem_tally(const qp_format_traits *f, float scale, float x, qp_round_tally *t)
+{
+    const qp_tplan p = {scale, 1.0f / scale, 1.0f, 0, 0, 0, 0, 0};
+    qp_ecounts ec = {0, 0, 0, 0};
+    float y;
+    (void)qp_quantize_elem(f, &p, NULL, x, 0, &y, &ec);
+    const uint32_t a = qp_f32_bits(x) & 0x7FFFFFFFu;
+    if (a < 0x7F800000u && a > t->amax_bits) t->amax_bits = a;
+    t->nonfinite += ec.n_nonfinite, t->nonzero += ec.n_nonzero, t->sat += ec.n_sat, t->flushed += ec.n_flushed;
+    return y;
 }
 
 #ifdef __cplusplus

@@ -676,7 +676,7 @@ int qp_qdq_bf16_ref(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64
     return qdq_bf16(&qp_kernels_ref, fmt, x, y, rows, cols, o, st);
 }
 
-void qp_bf16_tally_stats(const qp_bf16_tally *t, int64_t n, qp_qstats *st)
+void qp_round_tally_stats(const qp_round_tally *t, int64_t n, float scale, qp_qstats *st)
 {
     memset(st, 0, sizeof *st);
     st->n = n;
@@ -685,10 +685,11 @@ void qp_bf16_tally_stats(const qp_bf16_tally *t, int64_t n, qp_qstats *st)
     st->n_sat = t->sat;
     st->n_flushed = t->flushed;
     memcpy(&st->amax, &t->amax_bits, sizeof st->amax);
-    st->scale = st->scale_inv = 1.0f;
+    st->scale = scale;
+    st->scale_inv = 1.0f / scale; /* qp_plan_scale's */
 }
 
-void qp_bf16_tally_merge(qp_bf16_tally *a, const qp_bf16_tally *b)
+void qp_round_tally_merge(qp_round_tally *a, const qp_round_tally *b)
 {
     a->nonfinite += b->nonfinite;
     a->nonzero += b->nonzero;

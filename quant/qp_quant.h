@@ -166,12 +166,12 @@ int qp_qdq_bf16(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t c
 int qp_qdq_bf16_ref(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, const qp_qopts *o,
                     qp_qstats *st);
 
-/* The statistics qp_qdq and qp_qdq_bf16 report for BF16 (round to
- * nearest, unscaled) of n elements a producer rounded and counted itself
- * (qp_bf16_round_tally). */
-void qp_bf16_tally_stats(const qp_bf16_tally *t, int64_t n, qp_qstats *st);
+/* The statistics qp_qdq and qp_qdq_bf16 report (unscaled, round to
+ * nearest, no blocks, tensor scale `scale`: 1 for a format without one) of
+ * n elements a producer quantized and counted itself (qp_round_elem_tally). */
+void qp_round_tally_stats(const qp_round_tally *t, int64_t n, float scale, qp_qstats *st);
 /* Adds b's counts to a (threads that tallied parts of one tensor). */
-void qp_bf16_tally_merge(qp_bf16_tally *a, const qp_bf16_tally *b);
+void qp_round_tally_merge(qp_round_tally *a, const qp_round_tally *b);
 
 /* qp_qdq_bf16 of the transpose of x (rows x cols, stored), rotated first by
  * the rht_n-point random Hadamard transform along its rows when rht_n is

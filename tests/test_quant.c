@@ -560,13 +560,14 @@ static void test_unknown_format(void)
     CHECK(qp_qdq(QP_FMT_MXFP8, x, y, -1, 4, NULL, NULL) == -1, "negative shape refused");
 }
 
-/* A producer's own BF16 rounding and counts (qp_bf16_round_tally, merged
- * over parts as threads do, then qp_bf16_tally_stats) against qp_qdq's and
- * qp_qdq_bf16's values and statistics, on data with every kind of value:
- * NaN and Inf of both signs, FP32 subnormals that round to zero and that do
- * not, values that overflow to Inf and that round to the largest BF16, ties,
- * zeros of both signs. */
-static void test_bf16_tally(void)
+/* A producer's own quantization and counts (qp_round_elem_tally, merged
+ * over parts as threads do, then qp_round_tally_stats) against qp_qdq's and
+ * qp_qdq_bf16's values and statistics: BF16 and the per-tensor FP8 formats
+ * at a given scale (delayed scaling's), on data with every kind of value:
+ * NaN and Inf of both signs, FP32 subnormals, values that overflow (BF16: to
+ * Inf; FP8: past the largest code) and that round to the largest value,
+ * ties, zeros of both signs. */
+static void test_round_tally(void)
 {
     enum { ROWS = 37, COLS = 96, N = ROWS * COLS };
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *t = malloc(N * sizeof *t);
@@ -574,51 +575,66 @@ static void test_bf16_tally(void)
     unsigned long long seed = 99;
     const uint32_t special[] = {0x7FC00000u, 0xFFC00001u, 0x7F800000u, 0xFF800000u, 0x00000001u, 0x80007FFFu,
                                 0x00008000u, 0x00018000u, 0x7F7FFFFFu, 0xFF7F8000u, 0x7F7F7FFFu, 0x3F808000u,
-                                0x3F818000u, 0x00000000u, 0x80000000u, 0x00800000u};
+                                0x3F818000u, 0x00000000u, 0x80000000u, 0x00800000u, 0x43E00000u, 0xC3E80000u,
+                                0x3B000000u, 0x3A800000u, 0x47600000u};
     const int nspecial = (int)(sizeof special / sizeof special[0]);
-    for (int round = 0; round < 3; round++) {
-        for (int i = 0; i < N; i++) {
-            const unsigned long long r = qp_test_next(&seed);
-            uint32_t b = (uint32_t)(r >> 32);
-            if (round == 0 && r % 7 == 0) b = special[(r >> 8) % (unsigned)nspecial];
-            if (round == 1) b = (b & 0x80FFFFFFu) | (uint32_t)((r >> 3) % 4 ? 0x3F000000u : 0x00000000u); /* near 1 and subnormal */
-            if (round == 2) b = 0x40000000u ^ (b & 0x803FFFFFu); /* normal, no special value: every count but nonzero 0 */
-            memcpy(&x[i], &b, sizeof b);
+    const struct {
+        qp_fmt fmt;
+        float scale;
+    } cases[] = {{QP_FMT_BF16, 1.0f}, {QP_FMT_FP8_E4M3, 1.0f}, {QP_FMT_FP8_E4M3, 37.5f},
+                 {QP_FMT_FP8_E5M2, 0.375f}, {QP_FMT_FP8_E5M2, 1024.0f}};
+    for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++)
+        for (int round = 0; round < 3; round++) {
+            const qp_format_traits *f = &qp_formats[cases[k].fmt];
+            const float sc = cases[k].scale;
+            for (int i = 0; i < N; i++) {
+                const unsigned long long r = qp_test_next(&seed);
+                uint32_t b = (uint32_t)(r >> 32);
+                if (round == 0 && r % 7 == 0) b = special[(r >> 8) % (unsigned)nspecial];
+                if (round == 1) /* near 1, near the FP8 subnormals, and FP32 subnormals */
+                    b = (b & 0x80FFFFFFu) | (uint32_t)((r >> 3) % 3 == 0 ? 0x3F000000u : (r >> 3) % 3 == 1 ? 0x3B000000u : 0u);
+                if (round == 2) b = 0x3E000000u ^ (b & 0x803FFFFFu); /* normal, in range: nothing but nonzero */
+                memcpy(&x[i], &b, sizeof b);
+            }
+            qp_round_tally parts[3] = {{0}};
+            for (int i = 0; i < N; i++) t[i] = qp_round_elem_tally(f, sc, x[i], &parts[i * 3 / N]);
+            qp_round_tally all = parts[0];
+            qp_round_tally_merge(&all, &parts[1]);
+            qp_round_tally_merge(&all, &parts[2]);
+            qp_qstats mine, theirs, theirs16;
+            qp_round_tally_stats(&all, N, sc, &mine);
+            const qp_qopts o = {.unscaled = true, .scale = f->tensor_scale ? sc : 0.0f};
+            CHECK(qp_qdq(cases[k].fmt, x, y, ROWS, COLS, &o, &theirs) == 0 &&
+                      qp_qdq_bf16(cases[k].fmt, x, y16, ROWS, COLS, &o, &theirs16) == 0,
+                  "%s qdq", f->name);
+            int same = 1, same16 = 1;
+            for (int i = 0; i < N; i++) {
+                same &= memcmp(&t[i], &y[i], sizeof t[i]) == 0 || (isnan(t[i]) && isnan(y[i]));
+                same16 &= (isnan(t[i]) ? (y16[i] & 0x7FFFu) > 0x7F80u : qp_f32_to_bf16(t[i]) == y16[i]) &&
+                          (qp_f32_bits(t[i]) & 0xFFFFu) == 0;
+            }
+            CHECK(same && same16, "%s x%g round %d: the producer's values are qp_qdq's bits", f->name, sc, round);
+            CHECK(memcmp(&mine, &theirs, sizeof mine) == 0 && memcmp(&mine, &theirs16, sizeof mine) == 0,
+                  "%s x%g round %d: statistics: n %lld/%lld nonfinite %lld/%lld nonzero %lld/%lld sat %lld/%lld "
+                  "flushed %lld/%lld amax %g/%g scale %g/%g scale_inv %g/%g",
+                  f->name, sc, round, (long long)mine.n, (long long)theirs.n, (long long)mine.n_nonfinite,
+                  (long long)theirs.n_nonfinite, (long long)mine.n_nonzero, (long long)theirs.n_nonzero,
+                  (long long)mine.n_sat, (long long)theirs.n_sat, (long long)mine.n_flushed,
+                  (long long)theirs.n_flushed, mine.amax, theirs.amax, mine.scale, theirs.scale, mine.scale_inv,
+                  theirs.scale_inv);
+            if (round == 0)
+                CHECK(mine.n_nonfinite > 0 && mine.n_sat > 0 && mine.n_flushed > 0,
+                      "%s round 0 has every kind of count", f->name);
+            if (round == 2)
+                CHECK(mine.n_nonzero == N && mine.n_sat + mine.n_flushed + mine.n_nonfinite == 0, "%s round 2",
+                      f->name);
         }
-        qp_bf16_tally parts[3] = {{0}};
-        for (int i = 0; i < N; i++) t[i] = qp_bf16_round_tally(x[i], &parts[i * 3 / N]);
-        qp_bf16_tally all = parts[0];
-        qp_bf16_tally_merge(&all, &parts[1]);
-        qp_bf16_tally_merge(&all, &parts[2]);
-        qp_qstats mine, theirs, theirs16;
-        qp_bf16_tally_stats(&all, N, &mine);
-        const qp_qopts o = {.unscaled = true};
-        CHECK(qp_qdq(QP_FMT_BF16, x, y, ROWS, COLS, &o, &theirs) == 0 &&
-                  qp_qdq_bf16(QP_FMT_BF16, x, y16, ROWS, COLS, &o, &theirs16) == 0,
-              "bf16 qdq");
-        int same = 1, same16 = 1;
-        for (int i = 0; i < N; i++) {
-            same &= memcmp(&t[i], &y[i], sizeof t[i]) == 0;
-            same16 &= qp_f32_to_bf16(t[i]) == y16[i] && (qp_f32_bits(t[i]) & 0xFFFFu) == 0;
-        }
-        CHECK(same && same16, "round %d: the producer's rounded values are qp_qdq's bits", round);
-        CHECK(memcmp(&mine, &theirs, sizeof mine) == 0 && memcmp(&mine, &theirs16, sizeof mine) == 0,
-              "round %d: statistics: n %lld/%lld nonfinite %lld/%lld nonzero %lld/%lld sat %lld/%lld flushed "
-              "%lld/%lld amax %g/%g scale %g/%g",
-              round, (long long)mine.n, (long long)theirs.n, (long long)mine.n_nonfinite,
-              (long long)theirs.n_nonfinite, (long long)mine.n_nonzero, (long long)theirs.n_nonzero,
-              (long long)mine.n_sat, (long long)theirs.n_sat, (long long)mine.n_flushed,
-              (long long)theirs.n_flushed, mine.amax, theirs.amax, mine.scale, theirs.scale);
-        if (round == 0)
-            CHECK(mine.n_nonfinite > 0 && mine.n_sat > 0 && mine.n_flushed > 0, "round 0 has every kind of count");
-        if (round == 2) CHECK(mine.n_nonzero == N && mine.n_sat + mine.n_flushed + mine.n_nonfinite == 0, "round 2");
-    }
     free(x), free(y), free(t), free(y16);
 }
 
 int main(void)
 {
-    test_bf16_tally();
+    test_round_tally();
     test_new_rules();
     test_unknown_format();
     test_packed_equals_fused();

@@ -400,14 +400,16 @@ static int reuse_source(const qp_linear *l, int layer, qp_gemm_id g, qp_pass pas
  * cols x rows when src_trans) for `pass`, for a GEMM of `kind`, or hand the
  * GEMM the earlier use's quantization when it is the same. */
 static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, int side, const float *src,
-                   const qp_bf16_tally *rounded, int src_trans, int rows, int cols, int kind, qp_linear_operand *out)
+                   const qp_linear_rounded *rounded, int src_trans, int rows, int cols, int kind, qp_linear_operand *out)
 {
     const qp_linear_ops *op = l->ops;
     void *x = op->ctx;
     qp_pass first, later;
     qp_linear_operand_uses(o, &first, &later);
-    if (rounded && (pass != first || !qp_linear_takes_rounded(l, layer, g, o))) {
-        snprintf(l->err, sizeof l->err, "%s of %s in layer %d handed over rounded where the dispatch quantizes it",
+    qp_linear_rounded want;
+    if (rounded && (pass != first || !qp_linear_takes_rounded(l, layer, g, o, &want) || want.fmt != rounded->fmt ||
+                    memcmp(&want.scale, &rounded->scale, sizeof want.scale) != 0)) {
+        snprintf(l->err, sizeof l->err, "%s of %s in layer %d handed over quantized where the dispatch quantizes it",
                  qp_operand_name(o), qp_gemm_name(g), layer);
         return -1;
     }
@@ -428,7 +430,7 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         const qp_linear_qjob job = {use->fmt, src, rows, cols, src_trans, &u.opts, side, kind, u.update, 0,
                                     op->reuse && kept < op->max_copies ? kept : -1, -1};
         qp_qstats counts;
-        qp_bf16_tally_stats(rounded, (int64_t)rows * cols, &counts);
+        qp_round_tally_stats(&rounded->tally, (int64_t)rows * cols, rounded->scale, &counts);
         if (op->take_rounded(x, &job, &counts, out)) return op_failed(l);
         return job.want_stats ? keep_stats(l, layer, g, pass, o, &u, side, 0, 0.0f) : 0;
     }
@@ -547,8 +549,9 @@ static int check(qp_linear *l, int layer, qp_gemm_id g, int M, int IC, int OC)
     return 0;
 }
 
-int qp_linear_takes_rounded(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o)
+int qp_linear_takes_rounded(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o, qp_linear_rounded *how)
 {
+    memset(how, 0, sizeof *how);
     if (layer < 0 || layer >= l->cfg.n_layers || (unsigned)g >= QP_BLOCK_GEMMS || !(l->cfg.gemms >> g & 1u) ||
         (o != QP_OPND_X && o != QP_OPND_DY) || !l->ops->take_rounded || (l->log_qerr && l->cfg.on_qerr) ||
         l->cfg.dp_size > 1)
@@ -556,16 +559,51 @@ int qp_linear_takes_rounded(const qp_linear *l, int layer, qp_gemm_id g, qp_oper
     const qp_linear_plan *plan = &l->plans[layer * QP_BLOCK_GEMMS + g];
     qp_pass first, later;
     qp_linear_operand_uses(o, &first, &later);
-    return plan->use[first][o].fmt == QP_FMT_BF16 && qp_linear_reusable(plan, o);
+    const qp_use_plan *use = &plan->use[first][o];
+    /* the later use reads it as it is: the reused quantization (X: from the
+     * forward's record, which --requantize does without) */
+    if (!qp_linear_reusable(plan, o) || !l->ops->reuse || (o == QP_OPND_X && l->cfg.requantize)) return 0;
+    how->fmt = use->fmt;
+    how->scale = 1.0f;
+    switch (use->fmt) {
+    case QP_FMT_BF16: return 1;
+    case QP_FMT_FP8_E4M3:
+    case QP_FMT_FP8_E5M2: {
+        /* the scale the owning use will take (use_init's); known now only under delayed scaling */
+        const qp_scaling_state *st = &l->states[state_index(layer, g, o)];
+        qp_qopts opts = {0};
+        qp_scaling_prepare(st, &opts);
+        how->scale = opts.scale;
+        return use->scaling == QP_SCALING_DELAYED && opts.scale > 0.0f && isfinite(opts.scale);
+    }
+    case QP_FMT_FP32:
+    case QP_FMT_MXFP8:
+    case QP_FMT_MXFP8_E5M2:
+    case QP_FMT_MXFP4:
+    case QP_FMT_NVFP4:
+    case QP_FMT_NVFP4_2D:
+    case QP_FMT_MXFP8_RCEIL:
+    case QP_FMT_MXFP4_RCEIL:
+    case QP_FMT_FP8_BLOCK:
+    case QP_FMT_FP8_BLOCK_2D:
+    case QP_FMT_FP8_BLOCK_POW2:
+    case QP_FMT_FP8_BLOCK_2D_POW2:
+    case QP_FMT_NVFP4_4O6:
+    case QP_FMT_MXFP6_E2M3:
+    case QP_FMT_MXFP6_E3M2:
+    case QP_FMT_COUNT: return 0; /* block scales: the amax of each block first */
+    }
+    return 0;
 }
 
 int qp_linear_forward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *Y, const float *X,
-                              const qp_bf16_tally *x_counts, const float *W, const float *b, int M, int IC, int OC)
+                              const qp_linear_rounded *x_rounded, const float *W, const float *b, int M, int IC,
+                              int OC)
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
     qp_linear_operand a, w;
     const int kind = kind_of(l, layer, g, QP_PASS_FPROP, M, OC, IC);
-    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, x_counts, 0, M, IC, kind, &a) ||
+    if (prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_X, 0, X, x_rounded, 0, M, IC, kind, &a) ||
         prepare(l, layer, g, QP_PASS_FPROP, QP_OPND_W, 1, W, NULL, 0, OC, IC, kind, &w) ||
         run(l, &a, &w, Y, M, OC, IC, 0))
         return -1;
@@ -585,15 +623,15 @@ int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *
 }
 
 int qp_linear_backward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db,
-                               const float *dY, const qp_bf16_tally *dy_counts, const float *X, const float *W, int M,
-                               int IC, int OC, int dx_accumulate)
+                               const float *dY, const qp_linear_rounded *dy_rounded, const float *X, const float *W,
+                               int M, int IC, int OC, int dx_accumulate)
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
     qp_linear_operand a, b;
     l->dy_gamax_ok = 0;
     /* dgrad: dX[M,IC] (+)= dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */
     int kind = kind_of(l, layer, g, QP_PASS_DGRAD, M, IC, OC);
-    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, dy_counts, 0, M, OC, kind, &a) ||
+    if (prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_DY, 0, dY, dy_rounded, 0, M, OC, kind, &a) ||
         prepare(l, layer, g, QP_PASS_DGRAD, QP_OPND_W, 1, W, NULL, 1, IC, OC, kind, &b) ||
         run(l, &a, &b, dX, M, IC, OC, dx_accumulate != 0))
         return -1;

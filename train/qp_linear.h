@@ -123,28 +123,42 @@ int qp_linear_forward(qp_linear *l, int layer, qp_gemm_id g, float *Y, const flo
  * dY W (1); dW += dY^T X, db += column sums of dY (db may be NULL). */
 int qp_linear_backward(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db, const float *dY,
                        const float *X, const float *W, int M, int IC, int OC, int dx_accumulate);
-/* A producer that writes GEMM g's operand o rounded to BF16 itself, with
- * the counts a quantization keeps (qp_bf16_round_tally), saves the dispatch
- * its pass over the tensor: 1 when operand o (X or dY) of block GEMM g in
- * `layer` may be handed over so this step — both its uses quantize it to
- * BF16 by round-to-nearest (qp_linear_reusable: no stochastic rounding, no
- * rotation; BF16 has no scale), no quantization error is recorded this step
- * (a qerr row compares the values before rounding), one process (data
- * parallelism reduces an amax of the unrounded tensor), and the operations
- * read BF16 values as floats (qp_linear_ops.take_rounded). The values, the
- * statistics, the scaling updates and events are then those of the dispatch
- * quantizing the unrounded tensor. */
-int qp_linear_takes_rounded(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o);
-/* qp_linear_forward with X rounded by its producer (qp_linear_takes_rounded
- * 1 for X; x_counts: its tally over the whole tensor); the backward's
+/* A GEMM input its producer quantized itself: the format and tensor scale
+ * the dispatch gave it (qp_linear_takes_rounded) and the counts it kept
+ * over the whole tensor (qp_round_elem_tally's, merged over threads). */
+typedef struct {
+    qp_fmt fmt;   /* BF16, or per-tensor FP8 (E4M3, E5M2) under delayed scaling */
+    float scale;  /* the tensor scale to multiply by before rounding (1 for BF16) */
+    qp_round_tally tally;
+} qp_linear_rounded;
+
+/* A producer that writes GEMM g's operand o quantized itself, with the counts
+ * a quantization keeps, saves the dispatch its pass over the tensor: 1 when
+ * operand o (X or dY) of block GEMM g in `layer` may be handed over so this
+ * step, with *how's format and scale set and its tally zeroed — both uses
+ * quantize it alike by round-to-nearest (qp_linear_reusable: no stochastic
+ * rounding, no rotation), the later one reusing the earlier's (X: not
+ * under cfg.requantize), to BF16, or to per-tensor FP8 at a scale known
+ * before the tensor is (delayed scaling: the owning use's); no quantization
+ * error is recorded this step (a qerr row compares the values before
+ * quantization); one process (data parallelism reduces an amax of the
+ * unquantized tensor); and the operations read quantized values as floats
+ * (qp_linear_ops.take_rounded). The producer writes qp_round_elem_tally's
+ * values (x * scale rounded, unscaled). The values, statistics, scaling
+ * updates and events are then those of the dispatch quantizing the tensor
+ * itself. */
+int qp_linear_takes_rounded(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o, qp_linear_rounded *how);
+/* qp_linear_forward with X quantized by its producer (x_rounded: what
+ * qp_linear_takes_rounded gave for X, its tally filled in); the backward's
  * weight-gradient GEMM then reads X as it is too. -1 when the dispatch does
- * not take X rounded. */
+ * not take X so (or at another format or scale). */
 int qp_linear_forward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *Y, const float *X,
-                              const qp_bf16_tally *x_counts, const float *W, const float *b, int M, int IC, int OC);
-/* qp_linear_backward with dY rounded by its producer (dy_counts, as above). */
+                              const qp_linear_rounded *x_rounded, const float *W, const float *b, int M, int IC,
+                              int OC);
+/* qp_linear_backward with dY quantized by its producer (dy_rounded, as above). */
 int qp_linear_backward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db,
-                               const float *dY, const qp_bf16_tally *dy_counts, const float *X, const float *W, int M,
-                               int IC, int OC, int dx_accumulate);
+                               const float *dY, const qp_linear_rounded *dy_rounded, const float *X, const float *W,
+                               int M, int IC, int OC, int dx_accumulate);
 const char *qp_linear_error(const qp_linear *l);
 /* Frozen: scaling states are used but not updated and no events are reported
  * (evaluation must not change what training does next). */

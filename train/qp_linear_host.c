@@ -272,13 +272,14 @@ static int h_quantize_stored(void *ctx, const qp_linear_qjob *j, int rht, uint64
     return 0;
 }
 
-/* The producer's rounded floats, held as h_quantize would hold its own
+/* The producer's quantized floats, held as h_quantize would hold its own
  * quantization of them (only where the GEMM reads floats: f32_operands). */
 static int h_take_rounded(void *ctx, const qp_linear_qjob *j, const qp_qstats *counts, qp_linear_operand *out)
 {
     qp_linear_host *h = H;
     const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
-    if (j->keep >= h->n_copies || j->fmt != QP_FMT_BF16) {
+    const qp_format_traits *t = &qp_formats[j->fmt];
+    if (j->keep >= h->n_copies || !t->unscaled_exact || t->block_cols != 1 || j->fmt == QP_FMT_FP32) {
         snprintf(h->err, sizeof h->err, "cannot take a rounded %dx%d %s operand as copy %d", qrows, qcols,
                  qp_formats[j->fmt].name, j->keep);
         return -1;
@@ -288,7 +289,7 @@ static int h_take_rounded(void *ctx, const qp_linear_qjob *j, const qp_qstats *c
     st->qs = *counts;
     h->last[j->side] = (held){j->x, 1, j->fmt, qrows, qcols, 0};
     if (j->keep >= 0) h->copy[j->keep].held = h->last[j->side], h->copy[j->keep].stats = *st;
-    *out = held_operand(&h->last[j->side], j->trans, 1.0f);
+    *out = held_operand(&h->last[j->side], j->trans, counts->scale_inv);
     return 0;
 }
 

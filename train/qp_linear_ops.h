@@ -133,12 +133,13 @@ typedef struct qp_linear_ops {
      * statistics become that quantization's. NULL: the dispatch quantizes
      * again (and no copy is kept). */
     int (*reuse)(void *ctx, const qp_linear_qjob *job, qp_linear_operand *out);
-    /* job's operand as its producer left it, already quantized: BF16 values
-     * (as floats) that qp_f32_to_bf16 rounded, counted in *counts
-     * (qp_linear_takes_rounded): the GEMM reads them where they are, side's
+    /* job's operand as its producer left it, already quantized: values (as
+     * floats) of a format without blocks, qp_round_elem_tally's, with the
+     * statistics *counts (qp_linear_takes_rounded): the GEMM reads them
+     * where they are (alpha takes counts->scale_inv), side's
      * statistics become the counts', and they are side's last quantization
      * and, when job->keep >= 0, kept copy job->keep, as quantize() would
-     * leave them. NULL: operations that do not read BF16 values as floats. */
+     * leave them. NULL: operations that do not read such values as floats. */
     int (*take_rounded)(void *ctx, const qp_linear_qjob *job, const qp_qstats *counts, qp_linear_operand *out);
     /* side's statistics as kept slot `slot` (< max_kept), in the order of the work */
     int (*keep)(void *ctx, int side, int slot);

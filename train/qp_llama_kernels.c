@@ -90,12 +90,13 @@ static inline void rmsnorm_row_backward(float *restrict dx, float *restrict pw, 
  * res, out (N,C); rstd (N). */
 static void residual_rmsnorm_forward(float *res, float *out, float *rstd, const float *prev, const float *y,
                                      const int32_t *inp, const float *wte, const float *w, int N, int C,
-                                     qp_bf16_tally *rounded)
+                                     qp_linear_rounded *rounded)
 {
 #pragma omp parallel
     {
-        bf16_counter cnt;
-        bf16_counter_init(&cnt);
+        round_counter cnt;
+        round_counter_init(&cnt);
+        const rounder q = rounded ? rounder_of(rounded) : (rounder){0};
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             float *r = res + (int64_t)i * C;
@@ -106,9 +107,9 @@ static void residual_rmsnorm_forward(float *res, float *out, float *rstd, const 
                 for (int c = 0; c < C; c++) r[c] = p[c] + yy[c];
             }
             rmsnorm_row(out + (int64_t)i * C, rstd + i, r, w, C);
-            if (rounded) round_row_bf16(out + (int64_t)i * C, C, &cnt);
+            if (rounded) round_row(out + (int64_t)i * C, C, &q, &cnt);
         }
-        if (rounded) bf16_counter_merge(&cnt, rounded);
+        if (rounded) round_counter_merge(&cnt, &q);
     }
 }
 
@@ -190,14 +191,15 @@ static inline __attribute__((always_inline)) vf vsigmoid(vf x)
     return vsel(vge(x, vsplat(0.0f)), 1.0f / (1.0f + e), e / (1.0f + e));
 }
 
-/* h (N,H) = silu(a) * u; rounded (not NULL): h rounded to BF16 for the
- * dispatch and counted there (round_row_bf16). */
-static void swiglu_forward(float *h, const float *a, const float *u, int N, int H, qp_bf16_tally *rounded)
+/* h (N,H) = silu(a) * u; rounded (not NULL): h quantized as the dispatch
+ * asked (qp_linear_takes_rounded) and counted in its tally (round_row). */
+static void swiglu_forward(float *h, const float *a, const float *u, int N, int H, qp_linear_rounded *rounded)
 {
 #pragma omp parallel
     {
-        bf16_counter cnt;
-        bf16_counter_init(&cnt);
+        round_counter cnt;
+        round_counter_init(&cnt);
+        const rounder q = rounded ? rounder_of(rounded) : (rounder){0};
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             const int64_t o = (int64_t)i * H;
@@ -207,9 +209,9 @@ static void swiglu_forward(float *h, const float *a, const float *u, int N, int 
                 vstore(h + o + c, x * vsigmoid(x) * vload(u + o + c));
             }
             for (; c < H; c++) h[o + c] = a[o + c] * sigmoid(a[o + c]) * u[o + c];
-            if (rounded) round_row_bf16(h + o, H, &cnt);
+            if (rounded) round_row(h + o, H, &q, &cnt);
         }
-        if (rounded) bf16_counter_merge(&cnt, rounded);
+        if (rounded) round_counter_merge(&cnt, &q);
     }
 }
 
@@ -217,13 +219,15 @@ static void swiglu_forward(float *h, const float *a, const float *u, int N, int 
  * silu'(a), silu'(a) = sig (1 + a (1 - sig))); du (N,H) = dh silu(a)
  * (written). dh_rounded, du_rounded: each rounded as in swiglu_forward. */
 static void swiglu_backward(float *dh, float *du, const float *a, const float *u, int N, int H,
-                            qp_bf16_tally *dh_rounded, qp_bf16_tally *du_rounded)
+                            qp_linear_rounded *dh_rounded, qp_linear_rounded *du_rounded)
 {
 #pragma omp parallel
     {
-        bf16_counter cnt_h, cnt_u;
-        bf16_counter_init(&cnt_h);
-        bf16_counter_init(&cnt_u);
+        round_counter cnt_h, cnt_u;
+        round_counter_init(&cnt_h);
+        round_counter_init(&cnt_u);
+        const rounder qh = dh_rounded ? rounder_of(dh_rounded) : (rounder){0};
+        const rounder qu = du_rounded ? rounder_of(du_rounded) : (rounder){0};
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             const int64_t o = (int64_t)i * H;
@@ -238,11 +242,11 @@ static void swiglu_backward(float *dh, float *du, const float *a, const float *u
                 du[o + c] = d * (x * sg);
                 dh[o + c] = d * u[o + c] * (sg * (1.0f + x * (1.0f - sg)));
             }
-            if (dh_rounded) round_row_bf16(dh + o, H, &cnt_h);
-            if (du_rounded) round_row_bf16(du + o, H, &cnt_u);
+            if (dh_rounded) round_row(dh + o, H, &qh, &cnt_h);
+            if (du_rounded) round_row(du + o, H, &qu, &cnt_u);
         }
-        if (dh_rounded) bf16_counter_merge(&cnt_h, dh_rounded);
-        if (du_rounded) bf16_counter_merge(&cnt_u, du_rounded);
+        if (dh_rounded) round_counter_merge(&cnt_h, &qh);
+        if (du_rounded) round_counter_merge(&cnt_u, &qu);
     }
 }
 
@@ -343,15 +347,16 @@ int QP_KERNEL(qp_llama_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs
         float *res2 = a->residual2 + o * C, *ln2 = a->ln2 + o * C;
         float *gate = a->gate + o * H, *up = a->up + o * H, *h = a->swiglu + o * H;
         const float *downw = p->downw + (int64_t)l * C * H;
-        /* the GEMM inputs their producers round for the dispatch (ln2 feeds
-         * two GEMMs: both must take it rounded), and their counts */
-        qp_bf16_tally r_ln1 = {0}, r_ln2 = {0}, r_h = {0};
-        qp_bf16_tally *ln1_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_X) ? &r_ln1 : NULL;
-        qp_bf16_tally *ln2_r = rounds_operand(m, lin, l, QP_GEMM_GATE, QP_OPND_X) &&
-                                       rounds_operand(m, lin, l, QP_GEMM_UP, QP_OPND_X)
-                                   ? &r_ln2
-                                   : NULL;
-        qp_bf16_tally *h_r = !cf->smooth_swiglu && rounds_operand(m, lin, l, QP_GEMM_DOWN, QP_OPND_X) ? &r_h : NULL;
+        /* the GEMM inputs their producers quantize for the dispatch (ln2 feeds
+         * two GEMMs: both must take it at one format and scale), and their counts */
+        qp_linear_rounded r_ln1, r_ln2, r_ln2_up, r_h;
+        qp_linear_rounded *ln1_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_X, &r_ln1);
+        qp_linear_rounded *ln2_r = rounds_operand(m, lin, l, QP_GEMM_GATE, QP_OPND_X, &r_ln2) &&
+                                           rounds_operand(m, lin, l, QP_GEMM_UP, QP_OPND_X, &r_ln2_up) &&
+                                           r_ln2.fmt == r_ln2_up.fmt && r_ln2.scale == r_ln2_up.scale
+                                       ? &r_ln2
+                                       : NULL;
+        qp_linear_rounded *h_r = cf->smooth_swiglu ? NULL : rounds_operand(m, lin, l, QP_GEMM_DOWN, QP_OPND_X, &r_h);
         PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(residual, ln1, a->ln1_rstd + o,
                                                         l ? a->residual2 + (o - BT) * C : NULL, a->down,
                                                         l ? NULL : inputs, p->wte, p->ln1w + l * C, BT, C, ln1_r));
@@ -417,9 +422,9 @@ int QP_KERNEL(qp_llama_backward)(qp_gpt *m, qp_linear *lin, const int32_t *input
                                    H, C, 0)) {
             return -1;
         }
-        qp_bf16_tally r_dgate = {0}, r_dup = {0};
-        qp_bf16_tally *dgate_r = rounds_operand(m, lin, l, QP_GEMM_GATE, QP_OPND_DY) ? &r_dgate : NULL;
-        qp_bf16_tally *dup_r = rounds_operand(m, lin, l, QP_GEMM_UP, QP_OPND_DY) ? &r_dup : NULL;
+        qp_linear_rounded r_dgate, r_dup;
+        qp_linear_rounded *dgate_r = rounds_operand(m, lin, l, QP_GEMM_GATE, QP_OPND_DY, &r_dgate);
+        qp_linear_rounded *dup_r = rounds_operand(m, lin, l, QP_GEMM_UP, QP_OPND_DY, &r_dup);
         PHASE(QP_PHASE_ROWOPS, swiglu_backward(s.dh, s.dup, a->gate + o * H, a->up + o * H, BT, H, dgate_r, dup_r));
         if (linear_backward(lin, l, QP_GEMM_UP, s.dln, g->upw + (int64_t)l * H * C, s.dup, dup_r, ln2,
                             p->upw + (int64_t)l * H * C, BT, C, H, 0) ||

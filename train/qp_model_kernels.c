@@ -152,17 +152,19 @@ static inline void layernorm_row_backward(float *restrict dx, float *restrict pw
  * what makes its input:
  *   first block: res = wte[inp] + wpe[t]                        (the encoder)
  *   later:       res = prev + (y + yb)      (the MLP's residual add with its bias)
- * res, out (N,C); mean, rstd (N). rounded (not NULL): out is rounded to
- * BF16 for the dispatch and counted there (round_row_bf16). */
+ * res, out (N,C); mean, rstd (N). rounded (not NULL): out is quantized
+ * as the dispatch asked (qp_linear_takes_rounded) and counted in its tally
+ * (round_row). */
 static void residual_layernorm_forward(float *res, float *out, float *mean, float *rstd, const float *prev,
                                        const float *y, const float *yb, const int32_t *inp, const float *wte,
                                        const float *wpe, const float *w, const float *b, int N, int T, int C,
-                                       qp_bf16_tally *rounded)
+                                       qp_linear_rounded *rounded)
 {
 #pragma omp parallel
     {
-        bf16_counter cnt;
-        bf16_counter_init(&cnt);
+        round_counter cnt;
+        round_counter_init(&cnt);
+        const rounder q = rounded ? rounder_of(rounded) : (rounder){0};
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             float *r = res + (int64_t)i * C;
@@ -174,9 +176,9 @@ static void residual_layernorm_forward(float *res, float *out, float *mean, floa
                 for (int c = 0; c < C; c++) r[c] = p[c] + (yy[c] + yb[c]);
             }
             layernorm_row(out + (int64_t)i * C, mean + i, rstd + i, r, w, b, C);
-            if (rounded) round_row_bf16(out + (int64_t)i * C, C, &cnt);
+            if (rounded) round_row(out + (int64_t)i * C, C, &q, &cnt);
         }
-        if (rounded) bf16_counter_merge(&cnt, rounded);
+        if (rounded) round_counter_merge(&cnt, &q);
     }
 }
 
@@ -228,12 +230,13 @@ static void attention_backward(float *dqkv, float *dqkvb, float *part, const flo
 /* fchg (N, H) = gelu(fch + fcb); fch is kept without the bias (the
  * backward adds it again: one stream less to write). rounded: as in
  * residual_layernorm_forward. */
-static void bias_gelu_forward(const float *fch, float *fchg, const float *fcb, int N, int H, qp_bf16_tally *rounded)
+static void bias_gelu_forward(const float *fch, float *fchg, const float *fcb, int N, int H, qp_linear_rounded *rounded)
 {
 #pragma omp parallel
     {
-        bf16_counter cnt;
-        bf16_counter_init(&cnt);
+        round_counter cnt;
+        round_counter_init(&cnt);
+        const rounder q = rounded ? rounder_of(rounded) : (rounder){0};
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             const float *x = fch + (int64_t)i * H;
@@ -241,22 +244,23 @@ static void bias_gelu_forward(const float *fch, float *fchg, const float *fcb, i
             int c = 0;
             for (; c + VL <= H; c += VL) vstore(y + c, vgelu(vload(x + c) + vload(fcb + c)));
             for (; c < H; c++) y[c] = gelu(x[c] + fcb[c]);
-            if (rounded) round_row_bf16(y, H, &cnt);
+            if (rounded) round_row(y, H, &q, &cnt);
         }
-        if (rounded) bf16_counter_merge(&cnt, rounded);
+        if (rounded) round_counter_merge(&cnt, &q);
     }
 }
 
 /* dfch (N, H) *= gelu'(fch + fcb), in place; dfcb += its column sums (of
  * the products before rounding); rounded: as in residual_layernorm_forward. */
 static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fch, const float *fcb, int N, int H,
-                          qp_bf16_tally *rounded)
+                          qp_linear_rounded *rounded)
 {
     const int nblk = (N + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK;
 #pragma omp parallel
     {
-        bf16_counter cnt;
-        bf16_counter_init(&cnt);
+        round_counter cnt;
+        round_counter_init(&cnt);
+        const rounder q = rounded ? rounder_of(rounded) : (rounder){0};
 #pragma omp for schedule(static)
         for (int k = 0; k < nblk; k++) {
             float *pb = part + (int64_t)k * H;
@@ -268,10 +272,10 @@ static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fc
                 for (; c + VL <= H; c += VL) vstore(d + c, vgelu_grad(vload(x + c) + vload(fcb + c)) * vload(d + c));
                 for (; c < H; c++) d[c] = gelu_grad(x[c] + fcb[c]) * d[c];
                 add_row(pb, d, H);
-                if (rounded) round_row_bf16(d, H, &cnt);
+                if (rounded) round_row(d, H, &q, &cnt);
             }
         }
-        if (rounded) bf16_counter_merge(&cnt, rounded);
+        if (rounded) round_counter_merge(&cnt, &q);
         reduce_blocks(dfcb, part, nblk, H, H);
     }
 }
@@ -292,11 +296,11 @@ int QP_KERNEL(qp_gpt_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, 
         float *ln1 = a->ln1 + o * C, *qkv = a->qkv + o * 3 * C, *atty = a->atty + o * C;
         float *res2 = a->residual2 + o * C, *ln2 = a->ln2 + o * C;
         float *fch = a->fch + o * 4 * C, *fchg = a->fch_gelu + o * 4 * C;
-        /* the GEMM inputs their producers round for the dispatch, and their counts */
-        qp_bf16_tally r_ln1 = {0}, r_ln2 = {0}, r_fchg = {0};
-        qp_bf16_tally *ln1_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_X) ? &r_ln1 : NULL;
-        qp_bf16_tally *ln2_r = rounds_operand(m, lin, l, QP_GEMM_FC, QP_OPND_X) ? &r_ln2 : NULL;
-        qp_bf16_tally *fchg_r = rounds_operand(m, lin, l, QP_GEMM_FCPROJ, QP_OPND_X) ? &r_fchg : NULL;
+        /* the GEMM inputs their producers quantize for the dispatch, and their counts */
+        qp_linear_rounded r_ln1, r_ln2, r_fchg;
+        qp_linear_rounded *ln1_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_X, &r_ln1);
+        qp_linear_rounded *ln2_r = rounds_operand(m, lin, l, QP_GEMM_FC, QP_OPND_X, &r_ln2);
+        qp_linear_rounded *fchg_r = rounds_operand(m, lin, l, QP_GEMM_FCPROJ, QP_OPND_X, &r_fchg);
         /* the residual stream into this block: the embeddings, or the last block's output */
         PHASE(QP_PHASE_ROWOPS,
               residual_layernorm_forward(residual, ln1, a->ln1_mean + o, a->ln1_rstd + o,
@@ -381,8 +385,8 @@ int QP_KERNEL(qp_gpt_backward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs,
         if (linear_backward(lin, l, QP_GEMM_FCPROJ, s.dfch, g->fcprojw + (int64_t)l * 4 * C * C, s.dres, NULL,
                             a->fch_gelu + o * 4 * C, p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C, C, 0))
             return -1;
-        qp_bf16_tally r_dfch = {0};
-        qp_bf16_tally *dfch_r = rounds_operand(m, lin, l, QP_GEMM_FC, QP_OPND_DY) ? &r_dfch : NULL;
+        qp_linear_rounded r_dfch;
+        qp_linear_rounded *dfch_r = rounds_operand(m, lin, l, QP_GEMM_FC, QP_OPND_DY, &r_dfch);
         PHASE(QP_PHASE_ROWOPS, gelu_backward(s.dfch, g->fcb + l * 4 * C, s.part, a->fch + o * 4 * C,
                                              p->fcb + l * 4 * C, BT, 4 * C, dfch_r));
         if (linear_backward(lin, l, QP_GEMM_FC, s.dln, g->fcw + (int64_t)l * 4 * C * C, s.dfch, dfch_r,

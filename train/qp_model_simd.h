@@ -250,27 +250,36 @@ static void reduce_blocks(float *restrict dst, const float *restrict part, int n
 
 static void zero_rows(float *p, int64_t n) { memset(p, 0, (size_t)n * sizeof(float)); }
 
-/* ---- BF16 rounding by a GEMM operand's producer --------------------------- */
+/* ---- quantization by a GEMM input's producer -------------------------------- */
 
-/* Where the dispatch takes an operand rounded (qp_linear_takes_rounded),
- * its producer rounds each row as it writes it and counts what the
- * quantization would count (qp_bf16_tally). A vector of normal magnitudes
- * that stay below Inf (nearly all of them) needs only its rounding —
- * qp_f32_to_bf16's bits in integer operations, so every copy gives the same
- * bits — and its amax; any other goes element by element through quant/'s
- * qp_bf16_round_tally. The counter lives in registers in the row loops
- * (copied in and out: its address reaches the merge). */
+/* Where the dispatch takes an operand quantized (qp_linear_takes_rounded:
+ * BF16, or per-tensor FP8 at a delayed scale), its producer quantizes each
+ * row as it writes it and counts what the quantization would count
+ * (qp_round_tally). A vector whose magnitudes all lie where nothing is
+ * counted but "nonzero" — normal FP32 values that round to a finite BF16;
+ * scaled values between half the smallest FP8 subnormal and the largest
+ * FP8 value — takes the vector rounding and its amax (nearly all of them);
+ * any other goes element by element through quant/'s qp_round_elem_tally.
+ * The vector roundings are integer operations and one float addition, so
+ * every copy gives the same bits (BF16: qp_f32_to_bf16's; FP8: the
+ * addition whose FPU rounding is the grid's, quant/'s rn_code). The counter
+ * lives in registers in the row loops (copied in and out: its address
+ * reaches the merge). */
 typedef uint32_t vu __attribute__((vector_size(VL * sizeof(uint32_t))));
 
 typedef struct {
     vi amax;       /* of the whole vectors' magnitudes */
     int64_t plain; /* their elements: each finite and nonzero, nothing else to count */
-    qp_bf16_tally t;
-} bf16_counter;
+    qp_round_tally t;
+} round_counter;
 
-static inline void bf16_counter_init(bf16_counter *c)
+static inline void round_counter_init(round_counter *c) { memset(c, 0, sizeof *c); }
+
+static inline vi visplat(int32_t x)
 {
-    memset(c, 0, sizeof *c);
+    vi v;
+    for (int i = 0; i < VL; i++) v[i] = x;
+    return v;
 }
 
 /* The larger of each lane (signed). */
@@ -284,12 +293,9 @@ static inline __attribute__((always_inline)) vi vimax(vi a, vi b)
 #endif
 }
 
-/* 1 when every magnitude a (0 <= a < 2^31) is a normal number that rounds
- * to a finite BF16: in [2^-126, 0x7F7F0000): then nothing is NaN, Inf,
- * zero, flushed or rounded to Inf. */
-static inline __attribute__((always_inline)) int vall_plain(vi a)
+/* 1 when every magnitude a (0 <= a < 2^31) lies in [lo, lo + span). */
+static inline __attribute__((always_inline)) int vall_in(vi a, uint32_t lo, uint32_t span)
 {
-    const uint32_t lo = 0x00800000u, span = 0x7F7F0000u - 0x00800000u;
 #if defined(__AVX512F__)
     return _mm512_cmplt_epu32_mask(_mm512_sub_epi32((__m512i)a, _mm512_set1_epi32((int)lo)),
                                    _mm512_set1_epi32((int)span)) == 0xFFFF;
@@ -301,41 +307,78 @@ static inline __attribute__((always_inline)) int vall_plain(vi a)
 #endif
 }
 
-/* x rounded to BF16 (as floats), counted */
-static inline __attribute__((always_inline)) vf vround_bf16(vf x, bf16_counter *c)
+/* How a producer quantizes: the dispatch's format and scale, its element
+ * codec, and the magnitudes its vector path takes. */
+typedef struct {
+    qp_linear_rounded *out; /* the dispatch's request; its tally gets the counts */
+    const qp_format_traits *f;
+    int bf16;
+    int mbits;
+    uint32_t emin, lo, span; /* FP8: min normal's exponent bits; the plain magnitudes */
+} rounder;
+
+static inline rounder rounder_of(qp_linear_rounded *r)
 {
-    const vu b = (vu)x;
+    rounder q = {r, &qp_formats[r->fmt], r->fmt == QP_FMT_BF16, 0, 0, 0x00800000u, 0x7F7F0000u - 0x00800000u};
+    if (!q.bf16) {
+        const qp_minifloat e4m3 = QP_MF_E4M3, e5m2 = QP_MF_E5M2;
+        const qp_minifloat mf = q.f->elem == QP_ELEM_E4M3 ? e4m3 : e5m2;
+        q.mbits = mf.mbits;
+        q.emin = (uint32_t)(128 - mf.bias) << 23;
+        /* above half the smallest subnormal (which rounds to zero, a tie to even), up to max */
+        const uint32_t half = (uint32_t)(127 - mf.bias - mf.mbits) << 23;
+        uint32_t maxb;
+        memcpy(&maxb, &mf.max, sizeof maxb);
+        q.lo = half + 1;
+        q.span = maxb - half;
+    }
+    return q;
+}
+
+/* x quantized (unscaled: x * scale rounded), counted */
+static inline __attribute__((always_inline)) vf vround(vf x, const rounder *q, round_counter *c)
+{
+    const float scale = q->out->scale;
+    const vf v = q->bf16 ? x : x * scale;
+    const vu b = (vu)v;
     const vi a = (vi)(b & 0x7FFFFFFFu);
-    if (__builtin_expect(vall_plain(a), 1)) {
+    if (__builtin_expect(vall_in(a, q->lo, q->span), 1)) {
         c->plain += VL;
-        c->amax = vimax(c->amax, a);
-        return (vf)((b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u);
+        c->amax = vimax(c->amax, (vi)((vu)x & 0x7FFFFFFFu));
+        if (q->bf16) return (vf)((b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u);
+        /* M = 2^(e + 23 - mbits), e = max(exponent of a, emin): a + M keeps
+         * a's bits down to the grid's spacing there, the FPU rounding the
+         * rest to nearest even; minus M, the grid value (quant/'s rn_code) */
+        const vi e = vimax(a & 0x7F800000, visplat((int32_t)q->emin));
+        const vf m = (vf)(e + (int32_t)((uint32_t)(23 - q->mbits) << 23));
+        const vf r = ((vf)a + m) - m;
+        return (vf)((vu)r | (b & 0x80000000u));
     }
     vf r;
-    for (int i = 0; i < VL; i++) r[i] = qp_bf16_round_tally(x[i], &c->t);
+    for (int i = 0; i < VL; i++) r[i] = qp_round_elem_tally(q->f, q->bf16 ? 1.0f : scale, x[i], &c->t);
     return r;
 }
 
-/* x[0..n) rounded in place and counted. */
-static inline void round_row_bf16(float *x, int n, bf16_counter *c)
+/* x[0..n) quantized in place and counted. */
+static inline void round_row(float *x, int n, const rounder *q, round_counter *c)
 {
-    bf16_counter r = *c;
+    round_counter r = *c;
     int i = 0;
-    for (; i + VL <= n; i += VL) vstore(x + i, vround_bf16(vload(x + i), &r));
-    for (; i < n; i++) x[i] = qp_bf16_round_tally(x[i], &r.t);
+    for (; i + VL <= n; i += VL) vstore(x + i, vround(vload(x + i), q, &r));
+    for (; i < n; i++) x[i] = qp_round_elem_tally(q->f, q->bf16 ? 1.0f : q->out->scale, x[i], &r.t);
     *c = r;
 }
 
 /* A thread's counts into the tensor's (inside a parallel region; sums and a
  * maximum: the same result in any order). */
-static inline void bf16_counter_merge(const bf16_counter *c, qp_bf16_tally *into)
+static inline void round_counter_merge(const round_counter *c, const rounder *q)
 {
-    qp_bf16_tally t = c->t;
+    qp_round_tally t = c->t;
     t.nonzero += c->plain;
     for (int i = 0; i < VL; i++)
         if ((uint32_t)c->amax[i] > t.amax_bits) t.amax_bits = (uint32_t)c->amax[i];
-#pragma omp critical(qp_bf16_tally_merge)
-    qp_bf16_tally_merge(into, &t);
+#pragma omp critical(qp_round_tally_merge)
+    qp_round_tally_merge(&q->out->tally, &t);
 }
 
 /* ---- attention -------------------------------------------------------------- */
@@ -1072,13 +1115,15 @@ static void set_mean_loss(qp_gpt *m, const float *losses, const int32_t *targets
 
 /* ---- the precision dispatch -------------------------------------------------- */
 
-/* 1 when the producer of operand o of GEMM g in `layer` writes it rounded
- * (qp_linear_takes_rounded), unless the model observes the GEMMs' inputs
- * this step (its statistics are of the unrounded values) or
- * QP_PRODUCER_ROUNDING=off (qp_model_producer_rounding). */
-static inline int rounds_operand(const qp_gpt *m, const qp_linear *lin, int layer, qp_gemm_id g, qp_operand o)
+/* r when the producer of operand o of GEMM g in `layer` writes it
+ * quantized (qp_linear_takes_rounded, r filled in), else NULL: also when the
+ * model observes the GEMMs' inputs this step (its statistics are of the
+ * values before quantization) or QP_PRODUCER_ROUNDING=off
+ * (qp_model_producer_rounding). */
+static inline qp_linear_rounded *rounds_operand(const qp_gpt *m, const qp_linear *lin, int layer, qp_gemm_id g,
+                                                qp_operand o, qp_linear_rounded *r)
 {
-    return !m->observe && qp_model_producer_rounding() && qp_linear_takes_rounded(lin, layer, g, o);
+    return !m->observe && qp_model_producer_rounding() && qp_linear_takes_rounded(lin, layer, g, o, r) ? r : NULL;
 }
 
 /* The phase profile (qp_prof.h): each layer call counts for its phase; the
@@ -1088,7 +1133,7 @@ static inline int rounds_operand(const qp_gpt *m, const qp_linear *lin, int laye
 /* Y = X W^T through the dispatch; a block GEMM's input's statistics go to
  * the model's observer first when it observes (qp_gpt.observe). */
 static int linear_forward(qp_gpt *m, qp_linear *lin, int layer, qp_gemm_id g, float *Y, const float *X,
-                          const qp_bf16_tally *x_rounded, const float *W, int M, int IC, int OC)
+                          const qp_linear_rounded *x_rounded, const float *W, int M, int IC, int OC)
 {
     qp_prof_push(QP_PHASE_QUANT);
     if (m->observe && m->on_input && g != QP_GEMM_HEAD) {
@@ -1103,7 +1148,7 @@ static int linear_forward(qp_gpt *m, qp_linear *lin, int layer, qp_gemm_id g, fl
 }
 
 static int linear_backward(qp_linear *lin, int layer, qp_gemm_id g, float *dX, float *dW, const float *dY,
-                           const qp_bf16_tally *dy_rounded, const float *X, const float *W, int M, int IC, int OC,
+                           const qp_linear_rounded *dy_rounded, const float *X, const float *W, int M, int IC, int OC,
                            int dx_accumulate)
 {
     qp_prof_push(QP_PHASE_QUANT);

@@ -1,22 +1,25 @@
-/* test_producer_rounding.c — the bf16 recipe's GEMM inputs rounded by the
- * kernels that write them (qp_linear_takes_rounded; train/qp_model_simd.h's
- * round_row_bf16), against quant/'s quantization of what they wrote before:
+/* test_producer_rounding.c — GEMM inputs quantized by the kernels that write
+ * them (qp_linear_takes_rounded: the bf16 recipe's BF16, the fp8 recipe's
+ * delayed-scaled E4M3 and E5M2; train/qp_model_simd.h's round_row), against
+ * quant/'s quantization of what they wrote before:
  *
  *  - each producer (the GPT's residual LayerNorm, GELU forward and backward;
  *    the Llama's residual RMSNorm, SwiGLU forward and backward: the static
  *    kernels of train/qp_model_kernels.c and qp_llama_kernels.c, compiled in
- *    here as a copy of their own) writes the bits qp_qdq_bf16 gives its unrounded output,
- *    and its counts make qp_qdq's statistics (memcmp), on data with NaN, Inf,
- *    values that round to Inf, subnormals that flush and zeros; on 1 and 2
- *    threads; at widths with and without a vector tail; GELU backward's bias
- *    gradient is that of the unrounded values;
- *  - when the dispatch takes an operand rounded (its truth table), and a
- *    rounded operand it does not take is an error with nothing run;
- *  - two steps of a GPT and of a Llama (forward, backward; the library's
- *    kernels) with the producers rounding and with the dispatch rounding
- *    (the model observing its inputs rounds none), an Inf weight in the
- *    second: the same logits, losses, every gradient, and the same scaling
- *    states and events. */
+ *    here as a copy of their own) writes the bits qp_qdq gives its
+ *    unquantized output at the format and scale asked, and its counts make
+ *    qp_qdq's statistics (memcmp), on data with NaN, Inf, values that
+ *    saturate, subnormals that flush and zeros; in BF16, E4M3 and E5M2; on 1
+ *    and 2 threads; at widths with and without a vector tail; GELU
+ *    backward's bias gradient is that of the values before quantization;
+ *  - when the dispatch takes an operand quantized (its truth table), and an
+ *    operand handed over where it does not, or at another scale, is an
+ *    error with nothing run;
+ *  - two steps of a GPT and of a Llama in the bf16 and fp8 recipes (forward,
+ *    backward; the library's kernels) with the producers quantizing and with
+ *    the dispatch quantizing (the model observing its inputs quantizes
+ *    none), an Inf weight in the second: the same logits, losses, every
+ *    gradient, and the same scaling states and events. */
 #define QP_KERNEL_SUFFIX _roundtest
 #include "../../train/qp_model_kernels.c"
 #include "../../train/qp_llama_kernels.c"
@@ -42,28 +45,45 @@ static float *data(int64_t n, float s, int specials)
     return v;
 }
 
-/* got (rounded by a producer, counted in t) against qp_qdq_bf16 of ref */
-static void same_as_quant(const char *what, const float *got, const qp_bf16_tally *t, const float *ref, int rows,
+/* got (quantized by a producer as r says, counted in r's tally) against qp_qdq of ref */
+static void same_as_quant(const char *what, const float *got, const qp_linear_rounded *r, const float *ref, int rows,
                           int cols)
 {
     const int64_t n = (int64_t)rows * cols;
-    uint16_t *q = malloc((size_t)n * sizeof *q);
+    float *q = malloc((size_t)n * sizeof *q);
     qp_qstats want, mine;
-    const qp_qopts o = {.unscaled = true};
-    CHECK(qp_qdq_bf16(QP_FMT_BF16, ref, q, rows, cols, &o, &want) == 0, "%s: qdq", what);
-    qp_bf16_tally_stats(t, n, &mine);
+    const qp_qopts o = {.unscaled = true, .scale = qp_formats[r->fmt].tensor_scale ? r->scale : 0.0f};
+    CHECK(qp_qdq(r->fmt, ref, q, rows, cols, &o, &want) == 0, "%s: qdq", what);
+    qp_round_tally_stats(&r->tally, n, r->scale, &mine);
     int64_t bad = 0;
-    for (int64_t i = 0; i < n; i++) bad += qp_f32_bits(got[i]) != (uint32_t)q[i] << 16;
-    CHECK(bad == 0, "%s: %lld of %lld values are not qp_qdq_bf16's bits", what, (long long)bad, (long long)n);
+    for (int64_t i = 0; i < n; i++) bad += memcmp(&got[i], &q[i], sizeof q[i]) != 0 && !(isnan(got[i]) && isnan(q[i]));
+    CHECK(bad == 0, "%s: %lld of %lld values are not qp_qdq's bits", what, (long long)bad, (long long)n);
     CHECK(memcmp(&mine, &want, sizeof mine) == 0,
-          "%s: counts nonfinite %lld/%lld nonzero %lld/%lld sat %lld/%lld flushed %lld/%lld amax %g/%g", what,
-          (long long)mine.n_nonfinite, (long long)want.n_nonfinite, (long long)mine.n_nonzero,
+          "%s: counts nonfinite %lld/%lld nonzero %lld/%lld sat %lld/%lld flushed %lld/%lld amax %g/%g scale %g/%g",
+          what, (long long)mine.n_nonfinite, (long long)want.n_nonfinite, (long long)mine.n_nonzero,
           (long long)want.n_nonzero, (long long)mine.n_sat, (long long)want.n_sat, (long long)mine.n_flushed,
-          (long long)want.n_flushed, mine.amax, want.amax);
+          (long long)want.n_flushed, mine.amax, want.amax, mine.scale, want.scale);
     free(q);
 }
 
-static void test_layernorm(int N, int C, int specials)
+/* The formats a producer quantizes to, at scales that put the data's
+ * largest values near (E4M3 x 37.5) or past (E5M2 x 2^14) the format's
+ * largest value, or leave many in its subnormals (E4M3 x 0.5). */
+static const struct {
+    qp_fmt fmt;
+    float scale;
+} kinds_of[] = {{QP_FMT_BF16, 1.0f}, {QP_FMT_FP8_E4M3, 37.5f}, {QP_FMT_FP8_E4M3, 0.5f}, {QP_FMT_FP8_E5M2, 16384.0f}};
+#define N_KINDS ((int)(sizeof kinds_of / sizeof kinds_of[0]))
+
+static qp_linear_rounded ask(int k) { return (qp_linear_rounded){kinds_of[k].fmt, kinds_of[k].scale, {0}}; }
+
+static void describe(char *buf, size_t len, const char *kernel, int N, int C, int k, int specials)
+{
+    snprintf(buf, len, "%s %dx%d %s x%g%s", kernel, N, C, qp_formats[kinds_of[k].fmt].name, kinds_of[k].scale,
+             specials ? " with specials" : "");
+}
+
+static void test_layernorm(int N, int C, int k, int specials)
 {
     float *x = data((int64_t)N * C, 2.0f, 0), *w = data(C, 1.0f, 0), *b = data(C, 0.1f, 0);
     if (specials) {
@@ -72,34 +92,36 @@ static void test_layernorm(int N, int C, int specials)
         x[3 * C + 1] = NAN, x[5 * C] = INFINITY;
         w[0] = 3.3e38f, w[1] = INFINITY, w[2] = 1e-44f, b[2] = 0.0f, w[3] = 0.0f, b[3] = 0.0f;
         w[4] = 0.0f, b[4] = 3.3990e38f, w[C - 1] = 1e-40f, b[C - 1] = 0.0f;
+        /* half the smallest subnormal once scaled, a tie to zero: E4M3 x 0.5, E5M2 x 2^14 */
+        w[20] = w[21] = 0.0f, b[20] = 0x1p-9f, b[21] = -0x1p-31f; /* in a vector of plain values */
     }
     float *zy = calloc((size_t)N * C, sizeof(float)), *zb = calloc((size_t)C, sizeof(float));
     float *res = malloc(sizeof(float) * N * C), *o0 = malloc(sizeof(float) * N * C), *o1 = malloc(sizeof(float) * N * C);
     float *m = malloc(sizeof(float) * N), *r = malloc(sizeof(float) * N);
     residual_layernorm_forward(res, o0, m, r, x, zy, zb, NULL, NULL, NULL, w, b, N, 1, C, NULL);
-    qp_bf16_tally t = {0};
+    qp_linear_rounded t = ask(k);
     residual_layernorm_forward(res, o1, m, r, x, zy, zb, NULL, NULL, NULL, w, b, N, 1, C, &t);
-    char what[96];
-    snprintf(what, sizeof what, "layernorm %dx%d%s", N, C, specials ? " with specials" : "");
+    char what[128];
+    describe(what, sizeof what, "layernorm", N, C, k, specials);
     same_as_quant(what, o1, &t, o0, N, C);
-    if (specials) CHECK(t.nonfinite > 0 && t.sat > 0 && t.flushed > 0, "%s: every kind of count", what);
+    if (specials) CHECK(t.tally.nonfinite > 0 && t.tally.sat > 0 && t.tally.flushed > 0, "%s: every kind of count", what);
     free(x), free(w), free(b), free(zy), free(zb), free(res), free(o0), free(o1), free(m), free(r);
 }
 
-static void test_gelu(int N, int H, int specials)
+static void test_gelu(int N, int H, int k, int specials)
 {
     float *x = data((int64_t)N * H, 3.0f, specials), *fb = data(H, 0.2f, 0);
     if (specials) x[7] = -30.0f, x[8] = -1e-44f, fb[7] = fb[8] = 0.0f; /* a zero and a flushed subnormal */
     float *y0 = malloc(sizeof(float) * N * H), *y1 = malloc(sizeof(float) * N * H);
     bias_gelu_forward(x, y0, fb, N, H, NULL);
-    qp_bf16_tally t = {0};
+    qp_linear_rounded t = ask(k);
     bias_gelu_forward(x, y1, fb, N, H, &t);
-    char what[96];
-    snprintf(what, sizeof what, "gelu forward %dx%d%s", N, H, specials ? " with specials" : "");
+    char what[128];
+    describe(what, sizeof what, "gelu forward", N, H, k, specials);
     same_as_quant(what, y1, &t, y0, N, H);
-    if (specials) CHECK(t.nonfinite > 0 && t.sat > 0 && t.flushed > 0, "%s: every kind of count", what);
+    if (specials) CHECK(t.tally.nonfinite > 0 && t.tally.sat > 0 && t.tally.flushed > 0, "%s: every kind of count", what);
 
-    /* backward: d *= gelu'(x + b) in place, the bias gradient of the unrounded products */
+    /* backward: d *= gelu'(x + b) in place, the bias gradient of the products before quantization */
     float *dout = data((int64_t)N * H, 1e-3f, specials), *d0 = malloc(sizeof(float) * N * H),
           *d1 = malloc(sizeof(float) * N * H);
     memcpy(d0, dout, sizeof(float) * N * H);
@@ -107,51 +129,51 @@ static void test_gelu(int N, int H, int specials)
     float *db0 = calloc((size_t)H, sizeof(float)), *db1 = calloc((size_t)H, sizeof(float));
     float *part = malloc(sizeof(float) * H * ((N + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK));
     gelu_backward(d0, db0, part, x, fb, N, H, NULL);
-    qp_bf16_tally tb = {0};
+    qp_linear_rounded tb = ask(k);
     gelu_backward(d1, db1, part, x, fb, N, H, &tb);
-    snprintf(what, sizeof what, "gelu backward %dx%d%s", N, H, specials ? " with specials" : "");
+    describe(what, sizeof what, "gelu backward", N, H, k, specials);
     same_as_quant(what, d1, &tb, d0, N, H);
-    CHECK(memcmp(db0, db1, sizeof(float) * H) == 0, "%s: the bias gradient is the unrounded values'", what);
+    CHECK(memcmp(db0, db1, sizeof(float) * H) == 0, "%s: the bias gradient is the unquantized values'", what);
     free(x), free(fb), free(y0), free(y1), free(dout), free(d0), free(d1), free(db0), free(db1), free(part);
 }
 
-static void test_rmsnorm(int N, int C, int specials)
+static void test_rmsnorm(int N, int C, int k, int specials)
 {
     float *x = data((int64_t)N * C, 2.0f, 0), *w = data(C, 1.0f, 0);
     if (specials) x[3 * C + 1] = NAN, x[5 * C] = INFINITY, w[0] = 3.39e38f, w[1] = INFINITY, w[2] = 1e-44f, w[3] = 0.0f;
     float *zy = calloc((size_t)N * C, sizeof(float)), *res = malloc(sizeof(float) * N * C);
     float *o0 = malloc(sizeof(float) * N * C), *o1 = malloc(sizeof(float) * N * C), *r = malloc(sizeof(float) * N);
     residual_rmsnorm_forward(res, o0, r, x, zy, NULL, NULL, w, N, C, NULL);
-    qp_bf16_tally t = {0};
+    qp_linear_rounded t = ask(k);
     residual_rmsnorm_forward(res, o1, r, x, zy, NULL, NULL, w, N, C, &t);
-    char what[96];
-    snprintf(what, sizeof what, "rmsnorm %dx%d%s", N, C, specials ? " with specials" : "");
+    char what[128];
+    describe(what, sizeof what, "rmsnorm", N, C, k, specials);
     same_as_quant(what, o1, &t, o0, N, C);
-    if (specials) CHECK(t.nonfinite > 0 && t.flushed > 0, "%s: non-finite and flushed counts", what);
+    if (specials) CHECK(t.tally.nonfinite > 0 && t.tally.flushed > 0, "%s: non-finite and flushed counts", what);
     free(x), free(w), free(zy), free(res), free(o0), free(o1), free(r);
 }
 
-static void test_swiglu(int N, int H, int specials)
+static void test_swiglu(int N, int H, int k, int specials)
 {
     const int64_t n = (int64_t)N * H;
     float *ga = data(n, 2.0f, specials), *u = data(n, 1.0f, specials);
     float *h0 = malloc(sizeof(float) * n), *h1 = malloc(sizeof(float) * n);
     swiglu_forward(h0, ga, u, N, H, NULL);
-    qp_bf16_tally t = {0};
+    qp_linear_rounded t = ask(k);
     swiglu_forward(h1, ga, u, N, H, &t);
-    char what[96];
-    snprintf(what, sizeof what, "swiglu forward %dx%d%s", N, H, specials ? " with specials" : "");
+    char what[128];
+    describe(what, sizeof what, "swiglu forward", N, H, k, specials);
     same_as_quant(what, h1, &t, h0, N, H);
     float *dout = data(n, 1e-2f, specials), *dh0 = malloc(sizeof(float) * n), *dh1 = malloc(sizeof(float) * n);
     float *du0 = malloc(sizeof(float) * n), *du1 = malloc(sizeof(float) * n);
     memcpy(dh0, dout, sizeof(float) * n);
     memcpy(dh1, dout, sizeof(float) * n);
     swiglu_backward(dh0, du0, ga, u, N, H, NULL, NULL);
-    qp_bf16_tally th = {0}, tu = {0};
+    qp_linear_rounded th = ask(k), tu = ask(k);
     swiglu_backward(dh1, du1, ga, u, N, H, &th, &tu);
-    snprintf(what, sizeof what, "swiglu backward (gate) %dx%d%s", N, H, specials ? " with specials" : "");
+    describe(what, sizeof what, "swiglu backward (gate)", N, H, k, specials);
     same_as_quant(what, dh1, &th, dh0, N, H);
-    snprintf(what, sizeof what, "swiglu backward (up) %dx%d%s", N, H, specials ? " with specials" : "");
+    describe(what, sizeof what, "swiglu backward (up)", N, H, k, specials);
     same_as_quant(what, du1, &tu, du0, N, H);
     free(ga), free(u), free(h0), free(h1), free(dout), free(dh0), free(dh1), free(du0), free(du1);
 }
@@ -160,16 +182,17 @@ static void test_kernels(void)
 {
     for (int threads = 1; threads <= 2; threads++) {
         omp_set_num_threads(threads);
-        for (int specials = 0; specials < 2; specials++) {
-            test_layernorm(70, 37, specials);
-            test_layernorm(70, 256, specials);
-            test_gelu(70, 37, specials);
-            test_gelu(70, 512, specials);
-            test_rmsnorm(70, 37, specials);
-            test_rmsnorm(70, 256, specials);
-            test_swiglu(70, 37, specials);
-            test_swiglu(70, 176, specials);
-        }
+        for (int k = 0; k < N_KINDS; k++)
+            for (int specials = 0; specials < 2; specials++) {
+                test_layernorm(70, 37, k, specials);
+                test_layernorm(70, 256, k, specials);
+                test_gelu(70, 37, k, specials);
+                test_gelu(70, 512, k, specials);
+                test_rmsnorm(70, 37, k, specials);
+                test_rmsnorm(70, 256, k, specials);
+                test_swiglu(70, 37, k, specials);
+                test_swiglu(70, 176, k, specials);
+            }
     }
 }
 
@@ -177,15 +200,27 @@ static void test_kernels(void)
 
 static void no_qerr(const qp_qerr_row *row, void *user) { (void)row, (void)user; }
 
-static qp_linear *dispatch(const char *recipe_spec, qp_recipe *r, qp_gemm *gemm, int layers)
+static qp_linear *dispatch_rq(const char *recipe_spec, qp_recipe *r, qp_gemm *gemm, int layers, int requantize)
 {
     char err[256];
     CHECK(qp_recipe_parse(recipe_spec, r, err, sizeof err) == 0, "recipe %s: %s", recipe_spec, err);
     const qp_linear_cfg lc = {.n_layers = layers, .max_elems = 1 << 16, .seed = 7, .recipe = r, .gemm = gemm,
-                              .on_qerr = no_qerr};
+                              .on_qerr = no_qerr, .requantize = requantize};
     qp_linear *l = qp_linear_create(&lc, err, sizeof err);
     CHECK(l != NULL, "dispatch for %s: %s", recipe_spec, err);
     return l;
+}
+
+static qp_linear *dispatch(const char *recipe_spec, qp_recipe *r, qp_gemm *gemm, int layers)
+{
+    return dispatch_rq(recipe_spec, r, gemm, layers, 0);
+}
+
+/* qp_linear_takes_rounded with the answer thrown away but its format */
+static int takes(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o, qp_fmt want)
+{
+    qp_linear_rounded r;
+    return qp_linear_takes_rounded(l, layer, g, o, &r) && r.fmt == want;
 }
 
 static void test_dispatch(qp_gemm *gemm)
@@ -198,43 +233,73 @@ static void test_dispatch(qp_gemm *gemm)
     int ok = 1;
     for (int layer = 0; layer < 2; layer++)
         for (int i = 0; i < 4; i++)
-            ok &= qp_linear_takes_rounded(l, layer, block[i], QP_OPND_X) &&
-                  qp_linear_takes_rounded(l, layer, block[i], QP_OPND_DY) &&
-                  !qp_linear_takes_rounded(l, layer, block[i], QP_OPND_W);
-    CHECK(ok, "bf16 on an FP32 GEMM: X and dY of every block GEMM, never W");
-    CHECK(!qp_linear_takes_rounded(l, 2, QP_GEMM_QKV, QP_OPND_X) && !qp_linear_takes_rounded(l, -1, QP_GEMM_FC, QP_OPND_X) &&
-              !qp_linear_takes_rounded(l, 0, QP_GEMM_HEAD, QP_OPND_X),
+            ok &= takes(l, layer, block[i], QP_OPND_X, QP_FMT_BF16) && takes(l, layer, block[i], QP_OPND_DY, QP_FMT_BF16) &&
+                  !takes(l, layer, block[i], QP_OPND_W, QP_FMT_BF16);
+    CHECK(ok, "bf16 on an FP32 GEMM: X and dY of every block GEMM in BF16, never W");
+    qp_linear_rounded how;
+    CHECK(qp_linear_takes_rounded(l, 0, QP_GEMM_QKV, QP_OPND_X, &how) && how.scale == 1.0f, "BF16 at scale 1");
+    CHECK(!takes(l, 2, QP_GEMM_QKV, QP_OPND_X, QP_FMT_BF16) && !takes(l, -1, QP_GEMM_FC, QP_OPND_X, QP_FMT_BF16) &&
+              !takes(l, 0, QP_GEMM_HEAD, QP_OPND_X, QP_FMT_BF16),
           "no layer outside the blocks, not the head");
     qp_linear_begin_step(l, 1, 1);
-    CHECK(!qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X), "not on a step that records quantization errors");
+    CHECK(!takes(l, 0, QP_GEMM_FC, QP_OPND_X, QP_FMT_BF16), "not on a step that records quantization errors");
     qp_linear_begin_step(l, 2, 0);
-    CHECK(qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X), "again on the next step");
+    CHECK(takes(l, 0, QP_GEMM_FC, QP_OPND_X, QP_FMT_BF16), "again on the next step");
     qp_linear_destroy(l);
 
+    /* fp8: E4M3 X and E5M2 dY at the delayed scale; fp8-current: its scale comes from the tensor's amax */
     l = dispatch("fp8", &r, gemm, 2);
     if (!l) return;
     qp_linear_begin_step(l, 0, 0);
-    CHECK(!qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X) && !qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_DY),
-          "not FP8's operands");
-    /* handed over rounded all the same: an error, nothing multiplied */
+    CHECK(takes(l, 0, QP_GEMM_FC, QP_OPND_X, QP_FMT_FP8_E4M3) && takes(l, 1, QP_GEMM_QKV, QP_OPND_DY, QP_FMT_FP8_E5M2),
+          "fp8 (delayed): E4M3 X, E5M2 dY");
+    CHECK(qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X, &how) &&
+              how.scale == qp_linear_scaling(l, 0, QP_GEMM_FC, QP_OPND_X)->scale,
+          "fp8: at the scaling state's scale (%g)", how.scale);
     enum { M = 32, IC = 16, OC = 16 };
     float X[M * IC], W[OC * IC], Y[M * OC], dX[M * IC], dW[OC * IC];
     for (int i = 0; i < M * IC; i++) X[i] = (float)(i % 7) - 3.0f, dX[i] = 0.0f;
     for (int i = 0; i < OC * IC; i++) W[i] = (float)(i % 5) - 2.0f, dW[i] = 0.0f;
     for (int i = 0; i < M * OC; i++) Y[i] = 12345.0f;
-    const qp_bf16_tally t = {0, M * IC, 0, 0, 0x40400000u};
+    qp_linear_rounded other = how;
+    other.scale *= 2.0f;
+    CHECK(qp_linear_forward_rounded(l, 0, QP_GEMM_FC, Y, X, &other, W, NULL, M, IC, OC) == -1 && Y[0] == 12345.0f &&
+              strstr(qp_linear_error(l), "handed over quantized") != NULL,
+          "X at another scale than the dispatch's: %s", qp_linear_error(l));
+    other = how;
+    other.fmt = QP_FMT_BF16;
+    CHECK(qp_linear_forward_rounded(l, 0, QP_GEMM_FC, Y, X, &other, W, NULL, M, IC, OC) == -1 && Y[0] == 12345.0f,
+          "X in another format than the dispatch's: %s", qp_linear_error(l));
+    qp_linear_destroy(l);
+
+    /* --requantize: the backward quantizes X again from what the forward read, so X stays unquantized */
+    l = dispatch_rq("fp8", &r, gemm, 2, 1);
+    if (!l) return;
+    qp_linear_begin_step(l, 0, 0);
+    CHECK(!qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X, &how) && takes(l, 0, QP_GEMM_FC, QP_OPND_DY, QP_FMT_FP8_E5M2),
+          "requantizing: dY, not X");
+    qp_linear_destroy(l);
+
+    l = dispatch("fp8-current", &r, gemm, 2);
+    if (!l) return;
+    qp_linear_begin_step(l, 0, 0);
+    CHECK(!qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X, &how) &&
+              !qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_DY, &how),
+          "not under current scaling");
+    /* handed over all the same: an error, nothing multiplied */
+    const qp_linear_rounded t = {QP_FMT_FP8_E4M3, 1.0f, {0, M * IC, 0, 0, 0x40400000u}};
     CHECK(qp_linear_forward_rounded(l, 0, QP_GEMM_FC, Y, X, &t, W, NULL, M, IC, OC) == -1 && Y[0] == 12345.0f &&
-              strstr(qp_linear_error(l), "handed over rounded") != NULL,
-          "a rounded X fp8 does not take: %s", qp_linear_error(l));
+              strstr(qp_linear_error(l), "handed over quantized") != NULL,
+          "an X fp8-current does not take: %s", qp_linear_error(l));
     CHECK(qp_linear_backward_rounded(l, 0, QP_GEMM_FC, dX, dW, NULL, Y, &t, X, W, M, IC, OC, 0) == -1 && dW[0] == 0.0f,
-          "a rounded dY fp8 does not take: %s", qp_linear_error(l));
+          "a dY fp8-current does not take: %s", qp_linear_error(l));
     qp_linear_destroy(l);
 
     /* the nvfp4 preset keeps its last block in BF16: that block's inputs */
     l = dispatch("nvfp4", &r, gemm, 3);
     if (!l) return;
     qp_linear_begin_step(l, 0, 0);
-    CHECK(!qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X) && qp_linear_takes_rounded(l, 2, QP_GEMM_FC, QP_OPND_X),
+    CHECK(!qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_X, &how) && takes(l, 2, QP_GEMM_FC, QP_OPND_X, QP_FMT_BF16),
           "nvfp4: the BF16 last block's, not the NVFP4 blocks'");
     qp_linear_destroy(l);
 }
@@ -247,10 +312,10 @@ typedef struct {
     qp_recipe recipe;
 } model;
 
-static int model_init(model *f, qp_gemm *gemm, const qp_gpt_config *c, int B, int T, int observe)
+static int model_init(model *f, qp_gemm *gemm, const char *recipe, const qp_gpt_config *c, int B, int T, int observe)
 {
     char err[256];
-    CHECK(qp_recipe_parse("bf16", &f->recipe, err, sizeof err) == 0, "recipe: %s", err);
+    CHECK(qp_recipe_parse(recipe, &f->recipe, err, sizeof err) == 0, "recipe: %s", err);
     if (qp_gpt_init(&f->m, c, B, T, 11, err, sizeof err)) {
         CHECK(0, "init: %s", err);
         return -1;
@@ -264,20 +329,21 @@ static int model_init(model *f, qp_gemm *gemm, const qp_gpt_config *c, int B, in
     return f->lin ? 0 : -1;
 }
 
-static void test_model(qp_gemm *gemm, qp_arch arch, int C)
+static void test_model(qp_gemm *gemm, const char *recipe, qp_arch arch, int C)
 {
     const int llama = arch == QP_ARCH_LLAMA;
     qp_gpt_config c = {.arch = arch, .vocab = 64, .layers = 2, .heads = 2, .kv_heads = llama ? 1 : 0, .dim = C,
                        .max_seq = 16};
     const int B = 2, T = 16, BT = B * T;
     model a, b; /* a: the producers round; b: the dispatch does */
-    if (model_init(&a, gemm, &c, B, T, 0) || model_init(&b, gemm, &c, B, T, 1)) return;
+    if (model_init(&a, gemm, recipe, &c, B, T, 0) || model_init(&b, gemm, recipe, &c, B, T, 1)) return;
+    const int fp8 = strcmp(recipe, "fp8") == 0;
     int32_t in[BT], tg[BT];
     uint64_t s = 5;
     for (int i = 0; i < BT; i++) in[i] = (int32_t)(tm_next(&s) % 64), tg[i] = (int32_t)(tm_next(&s) % 64);
     char what[64];
     for (int step = 0; step < 2; step++) {
-        snprintf(what, sizeof what, "%s C=%d step %d", llama ? "Llama" : "GPT", C, step);
+        snprintf(what, sizeof what, "%s %s C=%d step %d", llama ? "Llama" : "GPT", recipe, C, step);
         if (step == 1) /* block 1's MLP input: an Inf */
             *(llama ? &a.m.lparams.ln2w[C + 3] : &a.m.params.ln2w[C + 3]) =
                 *(llama ? &b.m.lparams.ln2w[C + 3] : &b.m.params.ln2w[C + 3]) = INFINITY;
@@ -290,14 +356,18 @@ static void test_model(qp_gemm *gemm, qp_arch arch, int C)
                       qp_gpt_backward(&f->m, f->lin, in, tg, 1.0f) == 0 && qp_linear_flush(f->lin) == 0,
                   "%s: %s", what, qp_linear_error(f->lin));
         }
-        CHECK(qp_linear_takes_rounded(a.lin, 0, QP_GEMM_QKV, QP_OPND_X), "%s: the producers round", what);
-        int a16 = 1, b16 = 1;
+        CHECK(takes(a.lin, 0, QP_GEMM_QKV, QP_OPND_X, fp8 ? QP_FMT_FP8_E4M3 : QP_FMT_BF16), "%s: the producers quantize",
+              what);
+        /* what ln1 holds: values of the format (FP8's unscaled: at most 4 significant bits) or FP32's */
+        int a_q = 1, b_q = 1;
+        const uint32_t low = fp8 ? 0xFFFFFu : 0xFFFFu;
         const float *ln1a = llama ? a.m.lacts.ln1 : a.m.acts.ln1, *ln1b = llama ? b.m.lacts.ln1 : b.m.acts.ln1;
         for (int i = 0; i < BT * C; i++) {
-            a16 &= (qp_f32_bits(ln1a[i]) & 0xFFFFu) == 0;
-            b16 &= (qp_f32_bits(ln1b[i]) & 0xFFFFu) == 0;
+            a_q &= (qp_f32_bits(ln1a[i]) & low) == 0;
+            b_q &= (qp_f32_bits(ln1b[i]) & low) == 0;
         }
-        CHECK(a16 && !b16, "%s: ln1 holds BF16 values where its producer rounds, FP32 where the dispatch does", what);
+        CHECK(a_q && !b_q, "%s: ln1 holds the format's values where its producer quantizes, FP32 where the dispatch does",
+              what);
         CHECK(memcmp(qp_model_logits(&a.m), qp_model_logits(&b.m), sizeof(float) * BT * 64) == 0 &&
                   memcmp(qp_model_losses(&a.m), qp_model_losses(&b.m), sizeof(float) * BT) == 0,
               "%s: logits and losses bit for bit", what);
@@ -316,7 +386,9 @@ static void test_model(qp_gemm *gemm, qp_arch arch, int C)
                     const qp_scaling_state *x = qp_linear_scaling(a.lin, layer, (qp_gemm_id)g, (qp_operand)o),
                                            *y = qp_linear_scaling(b.lin, layer, (qp_gemm_id)g, (qp_operand)o);
                     same &= x->n_updates == y->n_updates && x->overflow_ema == y->overflow_ema &&
-                            x->underflow_ema == y->underflow_ema && x->last_scale == y->last_scale;
+                            x->underflow_ema == y->underflow_ema && x->last_scale == y->last_scale &&
+                            x->scale == y->scale && x->hist_count == y->hist_count &&
+                            memcmp(x->amax_history, y->amax_history, sizeof(float) * (size_t)x->hist_count) == 0;
                 }
         CHECK(same, "%s: the same scaling states", what);
     }
@@ -337,10 +409,13 @@ int main(void)
     if (gemm) {
         omp_set_num_threads(2);
         test_dispatch(gemm);
-        test_model(gemm, QP_ARCH_GPT, 64);
-        test_model(gemm, QP_ARCH_GPT, 40);
-        test_model(gemm, QP_ARCH_LLAMA, 64);
-        test_model(gemm, QP_ARCH_LLAMA, 40);
+        static const char *const recipes[] = {"bf16", "fp8"};
+        for (int r = 0; r < 2; r++) {
+            test_model(gemm, recipes[r], QP_ARCH_GPT, 64);
+            test_model(gemm, recipes[r], QP_ARCH_GPT, 40);
+            test_model(gemm, recipes[r], QP_ARCH_LLAMA, 64);
+            test_model(gemm, recipes[r], QP_ARCH_LLAMA, 40);
+        }
         qp_gemm_destroy(gemm);
     }
     return qp_test_finish("test_producer_rounding");

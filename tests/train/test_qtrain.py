@@ -206,12 +206,13 @@ if ARCH == "gpt":
           f"--requantize lowers peak RSS by the copies (> 15 MiB of 31.5 MB): {kept_kib} -> {requant_kib} KiB")
 
 # Producer rounding (train/qp_linear.h, qp_linear_takes_rounded): where the
-# GEMM multiplies BF16 values in FP32 (QP_GEMM=f32), the bf16 recipe's GEMM
-# inputs are rounded by the kernels that write them, except on steps that
-# record quantization errors (--qerr-every 3: steps 0 and 3 take the
-# dispatch's pass). QP_PRODUCER_ROUNDING=off rounds them all in the dispatch:
-# every dataset but the timings bit for bit, with an Inf weight (step 4)
-# making the rounded operands count non-finite values into /events/recalib.
+# GEMM multiplies quantized values in FP32 (QP_GEMM=f32), the bf16 recipe's
+# GEMM inputs (and the fp8 recipe's, at their delayed scales) are quantized
+# by the kernels that write them, except on steps that record quantization
+# errors (--qerr-every 3: steps 0 and 3 take the dispatch's pass).
+# QP_PRODUCER_ROUNDING=off quantizes them all in the dispatch: every dataset
+# but the timings bit for bit, with an Inf weight (step 4) making the
+# quantized operands count non-finite values into /events/recalib.
 TIMING = ("_ms", "tokens_per_s")
 
 
@@ -231,12 +232,13 @@ def same_run_files(a, b):
     return diff, n
 
 
-for extra, what in [([], "a run"), (["--inject", "inf:param:ln2w[3]@4", "--on-divergence", "skip-step"],
-                                     "an Inf weight at step 4")]:
+INF_AT_4 = ["--inject", "inf:param:ln2w[3]@4", "--on-divergence", "skip-step"]
+for recipe, extra, what in [("bf16", [], "bf16"), ("fp8", [], "fp8"), ("bf16", INF_AT_4, "bf16, an Inf weight at step 4"),
+                            ("fp8", INF_AT_4, "fp8, an Inf weight at step 4")]:
     outs = {}
     for mode in ("on", "off"):
-        outs[mode] = os.path.join(tmp, f"produce_{mode}_{len(extra)}.h5")
-        p = run(TINY + ["--out", outs[mode], "--steps", "7", "--recipe", "bf16", "--qerr-every", "3",
+        outs[mode] = os.path.join(tmp, f"produce_{recipe}_{mode}_{len(extra)}.h5")
+        p = run(TINY + ["--out", outs[mode], "--steps", "7", "--recipe", recipe, "--qerr-every", "3",
                         "--ckpt-every", "0"] + extra, env={"QP_GEMM": "f32", "QP_PRODUCER_ROUNDING": mode})
         outs[mode + "_rc"] = p.returncode
         outs[mode + "_err"] = p.stderr
