@@ -312,6 +312,7 @@ static inline __attribute__((always_inline)) int vall_in(vi a, uint32_t lo, uint
 typedef struct {
     qp_linear_rounded *out; /* the dispatch's request; its tally gets the counts */
     const qp_format_traits *f;
+    float scale;
     int bf16;
     int mbits;
     uint32_t emin, lo, span; /* FP8: min normal's exponent bits; the plain magnitudes */
@@ -319,7 +320,7 @@ typedef struct {
 
 static inline rounder rounder_of(qp_linear_rounded *r)
 {
-    rounder q = {r, &qp_formats[r->fmt], r->fmt == QP_FMT_BF16, 0, 0, 0x00800000u, 0x7F7F0000u - 0x00800000u};
+    rounder q = {r, &qp_formats[r->fmt], r->scale, r->fmt == QP_FMT_BF16, 0, 0, 0x00800000u, 0x7F7F0000u - 0x00800000u};
     if (!q.bf16) {
         const qp_minifloat e4m3 = QP_MF_E4M3, e5m2 = QP_MF_E5M2;
         const qp_minifloat mf = q.f->elem == QP_ELEM_E4M3 ? e4m3 : e5m2;
@@ -335,10 +336,12 @@ static inline rounder rounder_of(qp_linear_rounded *r)
     return q;
 }
 
-/* x quantized (unscaled: x * scale rounded), counted */
-static inline __attribute__((always_inline)) vf vround(vf x, const rounder *q, round_counter *c)
+/* x quantized (unscaled: x * scale rounded), counted. q by value: its
+ * fields stay in registers through loops that store floats. */
+static inline __attribute__((always_inline)) vf vround(vf x, const rounder q_, round_counter *c)
 {
-    const float scale = q->out->scale;
+    const rounder *q = &q_;
+    const float scale = q->scale;
     const vf v = q->bf16 ? x : x * scale;
     const vu b = (vu)v;
     const vi a = (vi)(b & 0x7FFFFFFFu);
@@ -354,6 +357,22 @@ static inline __attribute__((always_inline)) vf vround(vf x, const rounder *q, r
         const vf r = ((vf)a + m) - m;
         return (vf)((vu)r | (b & 0x80000000u));
     }
+    if (!q->bf16 && vall_in(a, 0, q->lo + q->span)) {
+        /* finite, none past the largest value, some zero or flushed (small
+         * gradients in E5M2 at a scale set by the large ones): the same
+         * rounding, those two counted lane by lane */
+        const vi e = vimax(a & 0x7F800000, visplat((int32_t)q->emin));
+        const vf m = (vf)(e + (int32_t)((uint32_t)(23 - q->mbits) << 23));
+        const vf r = ((vf)a + m) - m;
+        const vi xa = (vi)((vu)x & 0x7FFFFFFFu);
+        for (int i = 0; i < VL; i++) {
+            const int nz = xa[i] != 0;
+            c->t.nonzero += nz;
+            c->t.flushed += nz && r[i] == 0.0f;
+        }
+        c->amax = vimax(c->amax, xa);
+        return (vf)((vu)r | (b & 0x80000000u));
+    }
     vf r;
     for (int i = 0; i < VL; i++) r[i] = qp_round_elem_tally(q->f, q->bf16 ? 1.0f : scale, x[i], &c->t);
     return r;
@@ -363,9 +382,13 @@ static inline __attribute__((always_inline)) vf vround(vf x, const rounder *q, r
 static inline void round_row(float *x, int n, const rounder *q, round_counter *c)
 {
     round_counter r = *c;
+    const rounder qv = *q;
     int i = 0;
-    for (; i + VL <= n; i += VL) vstore(x + i, vround(vload(x + i), q, &r));
-    for (; i < n; i++) x[i] = qp_round_elem_tally(q->f, q->bf16 ? 1.0f : q->out->scale, x[i], &r.t);
+    if (qv.bf16)
+        for (; i + VL <= n; i += VL) vstore(x + i, vround(vload(x + i), qv, &r));
+    else
+        for (; i + VL <= n; i += VL) vstore(x + i, vround(vload(x + i), qv, &r));
+    for (; i < n; i++) x[i] = qp_round_elem_tally(qv.f, qv.bf16 ? 1.0f : qv.scale, x[i], &r.t);
     *c = r;
 }
 
