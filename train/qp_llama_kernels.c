@@ -95,8 +95,7 @@ static void residual_rmsnorm_forward(float *res, float *out, float *rstd, const 
 #pragma omp parallel
     {
         round_counter cnt;
-        round_counter_init(&cnt);
-        const rounder q = rounded ? rounder_of(rounded) : (rounder){0};
+        const rounder q = round_begin(rounded, &cnt);
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             float *r = res + (int64_t)i * C;
@@ -107,9 +106,9 @@ static void residual_rmsnorm_forward(float *res, float *out, float *rstd, const 
                 for (int c = 0; c < C; c++) r[c] = p[c] + yy[c];
             }
             rmsnorm_row(out + (int64_t)i * C, rstd + i, r, w, C);
-            if (rounded) round_row(out + (int64_t)i * C, C, &q, &cnt);
+            round_row(out + (int64_t)i * C, C, &q, &cnt);
         }
-        if (rounded) round_counter_merge(&cnt, &q);
+        round_end(&cnt, &q);
     }
 }
 
@@ -198,8 +197,7 @@ static void swiglu_forward(float *h, const float *a, const float *u, int N, int 
 #pragma omp parallel
     {
         round_counter cnt;
-        round_counter_init(&cnt);
-        const rounder q = rounded ? rounder_of(rounded) : (rounder){0};
+        const rounder q = round_begin(rounded, &cnt);
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             const int64_t o = (int64_t)i * H;
@@ -209,9 +207,9 @@ static void swiglu_forward(float *h, const float *a, const float *u, int N, int 
                 vstore(h + o + c, x * vsigmoid(x) * vload(u + o + c));
             }
             for (; c < H; c++) h[o + c] = a[o + c] * sigmoid(a[o + c]) * u[o + c];
-            if (rounded) round_row(h + o, H, &q, &cnt);
+            round_row(h + o, H, &q, &cnt);
         }
-        if (rounded) round_counter_merge(&cnt, &q);
+        round_end(&cnt, &q);
     }
 }
 
@@ -224,10 +222,7 @@ static void swiglu_backward(float *dh, float *du, const float *a, const float *u
 #pragma omp parallel
     {
         round_counter cnt_h, cnt_u;
-        round_counter_init(&cnt_h);
-        round_counter_init(&cnt_u);
-        const rounder qh = dh_rounded ? rounder_of(dh_rounded) : (rounder){0};
-        const rounder qu = du_rounded ? rounder_of(du_rounded) : (rounder){0};
+        const rounder qh = round_begin(dh_rounded, &cnt_h), qu = round_begin(du_rounded, &cnt_u);
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             const int64_t o = (int64_t)i * H;
@@ -242,11 +237,11 @@ static void swiglu_backward(float *dh, float *du, const float *a, const float *u
                 du[o + c] = d * (x * sg);
                 dh[o + c] = d * u[o + c] * (sg * (1.0f + x * (1.0f - sg)));
             }
-            if (dh_rounded) round_row(dh + o, H, &qh, &cnt_h);
-            if (du_rounded) round_row(du + o, H, &qu, &cnt_u);
+            round_row(dh + o, H, &qh, &cnt_h);
+            round_row(du + o, H, &qu, &cnt_u);
         }
-        if (dh_rounded) round_counter_merge(&cnt_h, &qh);
-        if (du_rounded) round_counter_merge(&cnt_u, &qu);
+        round_end(&cnt_h, &qh);
+        round_end(&cnt_u, &qu);
     }
 }
 

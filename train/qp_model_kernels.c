@@ -163,8 +163,7 @@ static void residual_layernorm_forward(float *res, float *out, float *mean, floa
 #pragma omp parallel
     {
         round_counter cnt;
-        round_counter_init(&cnt);
-        const rounder q = rounded ? rounder_of(rounded) : (rounder){0};
+        const rounder q = round_begin(rounded, &cnt);
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             float *r = res + (int64_t)i * C;
@@ -176,9 +175,9 @@ static void residual_layernorm_forward(float *res, float *out, float *mean, floa
                 for (int c = 0; c < C; c++) r[c] = p[c] + (yy[c] + yb[c]);
             }
             layernorm_row(out + (int64_t)i * C, mean + i, rstd + i, r, w, b, C);
-            if (rounded) round_row(out + (int64_t)i * C, C, &q, &cnt);
+            round_row(out + (int64_t)i * C, C, &q, &cnt);
         }
-        if (rounded) round_counter_merge(&cnt, &q);
+        round_end(&cnt, &q);
     }
 }
 
@@ -235,8 +234,7 @@ static void bias_gelu_forward(const float *fch, float *fchg, const float *fcb, i
 #pragma omp parallel
     {
         round_counter cnt;
-        round_counter_init(&cnt);
-        const rounder q = rounded ? rounder_of(rounded) : (rounder){0};
+        const rounder q = round_begin(rounded, &cnt);
 #pragma omp for schedule(static)
         for (int i = 0; i < N; i++) {
             const float *x = fch + (int64_t)i * H;
@@ -244,9 +242,9 @@ static void bias_gelu_forward(const float *fch, float *fchg, const float *fcb, i
             int c = 0;
             for (; c + VL <= H; c += VL) vstore(y + c, vgelu(vload(x + c) + vload(fcb + c)));
             for (; c < H; c++) y[c] = gelu(x[c] + fcb[c]);
-            if (rounded) round_row(y, H, &q, &cnt);
+            round_row(y, H, &q, &cnt);
         }
-        if (rounded) round_counter_merge(&cnt, &q);
+        round_end(&cnt, &q);
     }
 }
 
@@ -259,8 +257,7 @@ static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fc
 #pragma omp parallel
     {
         round_counter cnt;
-        round_counter_init(&cnt);
-        const rounder q = rounded ? rounder_of(rounded) : (rounder){0};
+        const rounder q = round_begin(rounded, &cnt);
 #pragma omp for schedule(static)
         for (int k = 0; k < nblk; k++) {
             float *pb = part + (int64_t)k * H;
@@ -272,10 +269,10 @@ static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fc
                 for (; c + VL <= H; c += VL) vstore(d + c, vgelu_grad(vload(x + c) + vload(fcb + c)) * vload(d + c));
                 for (; c < H; c++) d[c] = gelu_grad(x[c] + fcb[c]) * d[c];
                 add_row(pb, d, H);
-                if (rounded) round_row(d, H, &q, &cnt);
+                round_row(d, H, &q, &cnt);
             }
         }
-        if (rounded) round_counter_merge(&cnt, &q);
+        round_end(&cnt, &q);
         reduce_blocks(dfcb, part, nblk, H, H);
     }
 }

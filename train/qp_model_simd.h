@@ -378,9 +378,18 @@ static inline __attribute__((always_inline)) vf vround(vf x, const rounder q_, r
     return r;
 }
 
+/* A producer thread's start: its counter zeroed, the rounder of r (NULL:
+ * the producer quantizes nothing, and round_row and round_end do nothing). */
+static inline rounder round_begin(qp_linear_rounded *r, round_counter *c)
+{
+    round_counter_init(c);
+    return r ? rounder_of(r) : (rounder){0};
+}
+
 /* x[0..n) quantized in place and counted. */
 static inline void round_row(float *x, int n, const rounder *q, round_counter *c)
 {
+    if (!q->out) return;
     round_counter r = *c;
     const rounder qv = *q;
     int i = 0;
@@ -394,8 +403,9 @@ static inline void round_row(float *x, int n, const rounder *q, round_counter *c
 
 /* A thread's counts into the tensor's (inside a parallel region; sums and a
  * maximum: the same result in any order). */
-static inline void round_counter_merge(const round_counter *c, const rounder *q)
+static inline void round_end(const round_counter *c, const rounder *q)
 {
+    if (!q->out) return;
     qp_round_tally t = c->t;
     t.nonzero += c->plain;
     for (int i = 0; i < VL; i++)
