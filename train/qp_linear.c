@@ -627,6 +627,11 @@ int qp_linear_backward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *dX,
                                int M, int IC, int OC, int dx_accumulate)
 {
     if (check(l, layer, g, M, IC, OC)) return -1;
+    if (dy_rounded && db) {
+        snprintf(l->err, sizeof l->err, "a bias gradient needs dY before quantization (%s of layer %d)",
+                 qp_gemm_name(g), layer);
+        return -1;
+    }
     qp_linear_operand a, b;
     l->dy_gamax_ok = 0;
     /* dgrad: dX[M,IC] (+)= dY[M,OC] (W^T)[IC,OC]^T; W is stored OC x IC = K x N */

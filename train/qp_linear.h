@@ -155,7 +155,9 @@ int qp_linear_takes_rounded(const qp_linear *l, int layer, qp_gemm_id g, qp_oper
 int qp_linear_forward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *Y, const float *X,
                               const qp_linear_rounded *x_rounded, const float *W, const float *b, int M, int IC,
                               int OC);
-/* qp_linear_backward with dY quantized by its producer (dy_rounded, as above). */
+/* qp_linear_backward with dY quantized by its producer (dy_rounded, as
+ * above); db must be NULL (the producer sums the bias gradient from the
+ * values before quantization). */
 int qp_linear_backward_rounded(qp_linear *l, int layer, qp_gemm_id g, float *dX, float *dW, float *db,
                                const float *dY, const qp_linear_rounded *dy_rounded, const float *X, const float *W,
                                int M, int IC, int OC, int dx_accumulate);

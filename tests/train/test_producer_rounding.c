@@ -266,6 +266,13 @@ static void test_dispatch(qp_gemm *gemm)
     CHECK(qp_linear_forward_rounded(l, 0, QP_GEMM_FC, Y, X, &other, W, NULL, M, IC, OC) == -1 && Y[0] == 12345.0f &&
               strstr(qp_linear_error(l), "handed over quantized") != NULL,
           "X at another scale than the dispatch's: %s", qp_linear_error(l));
+    qp_linear_rounded dy_how;
+    float db[OC];
+    for (int i = 0; i < OC; i++) db[i] = 0.0f;
+    CHECK(qp_linear_takes_rounded(l, 0, QP_GEMM_FC, QP_OPND_DY, &dy_how) &&
+              qp_linear_backward_rounded(l, 0, QP_GEMM_FC, dX, dW, db, Y, &dy_how, X, W, M, IC, OC, 0) == -1 &&
+              dW[0] == 0.0f && strstr(qp_linear_error(l), "bias gradient") != NULL,
+          "a quantized dY with a bias gradient to sum: %s", qp_linear_error(l));
     other = how;
     other.fmt = QP_FMT_BF16;
     CHECK(qp_linear_forward_rounded(l, 0, QP_GEMM_FC, Y, X, &other, W, NULL, M, IC, OC) == -1 && Y[0] == 12345.0f,
