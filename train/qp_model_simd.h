@@ -312,7 +312,7 @@ static inline __attribute__((always_inline)) int vall_in(vi a, uint32_t lo, uint
 typedef struct {
     qp_linear_rounded *out; /* the dispatch's request; its tally gets the counts */
     const qp_format_traits *f;
-    float scale;
+    float scale; /* the request's (1 for BF16) */
     int bf16;
     int mbits;
     uint32_t emin, lo, span; /* FP8: min normal's exponent bits; the plain magnitudes */
@@ -321,9 +321,9 @@ typedef struct {
 static inline rounder rounder_of(qp_linear_rounded *r)
 {
     rounder q = {r, &qp_formats[r->fmt], r->scale, r->fmt == QP_FMT_BF16, 0, 0, 0x00800000u, 0x7F7F0000u - 0x00800000u};
-    if (!q.bf16) {
-        const qp_minifloat e4m3 = QP_MF_E4M3, e5m2 = QP_MF_E5M2;
-        const qp_minifloat mf = q.f->elem == QP_ELEM_E4M3 ? e4m3 : e5m2;
+    int minifloat;
+    const qp_minifloat mf = qp_elem_minifloat(q.f->elem, &minifloat);
+    if (minifloat) {
         q.mbits = mf.mbits;
         q.emin = (uint32_t)(128 - mf.bias) << 23;
         /* above half the smallest subnormal (which rounds to zero, a tie to even), up to max */
@@ -334,6 +334,17 @@ static inline rounder rounder_of(qp_linear_rounded *r)
         q.span = maxb - half;
     }
     return q;
+}
+
+/* Magnitudes a (0 <= a <= the format's largest) on q's minifloat grid:
+ * M = 2^(e + 23 - mbits), e = max(exponent of a, emin), and a + M keeps
+ * a's bits down to the grid's spacing there, the FPU rounding the rest to
+ * nearest even; minus M, the grid value (quant/'s rn_code). */
+static inline __attribute__((always_inline)) vf vgrid_round(vi a, const rounder *q)
+{
+    const vi e = vimax(a & 0x7F800000, visplat((int32_t)q->emin));
+    const vf m = (vf)(e + (int32_t)((uint32_t)(23 - q->mbits) << 23));
+    return ((vf)a + m) - m;
 }
 
 /* x quantized (unscaled: x * scale rounded), counted. q by value: its
@@ -349,21 +360,13 @@ static inline __attribute__((always_inline)) vf vround(vf x, const rounder q_, r
         c->plain += VL;
         c->amax = vimax(c->amax, (vi)((vu)x & 0x7FFFFFFFu));
         if (q->bf16) return (vf)((b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u);
-        /* M = 2^(e + 23 - mbits), e = max(exponent of a, emin): a + M keeps
-         * a's bits down to the grid's spacing there, the FPU rounding the
-         * rest to nearest even; minus M, the grid value (quant/'s rn_code) */
-        const vi e = vimax(a & 0x7F800000, visplat((int32_t)q->emin));
-        const vf m = (vf)(e + (int32_t)((uint32_t)(23 - q->mbits) << 23));
-        const vf r = ((vf)a + m) - m;
-        return (vf)((vu)r | (b & 0x80000000u));
+        return (vf)((vu)vgrid_round(a, q) | (b & 0x80000000u));
     }
     if (!q->bf16 && vall_in(a, 0, q->lo + q->span)) {
         /* finite, none past the largest value, some zero or flushed (small
          * gradients in E5M2 at a scale set by the large ones): the same
          * rounding, those two counted lane by lane */
-        const vi e = vimax(a & 0x7F800000, visplat((int32_t)q->emin));
-        const vf m = (vf)(e + (int32_t)((uint32_t)(23 - q->mbits) << 23));
-        const vf r = ((vf)a + m) - m;
+        const vf r = vgrid_round(a, q);
         const vi xa = (vi)((vu)x & 0x7FFFFFFFu);
         for (int i = 0; i < VL; i++) {
             const int nz = xa[i] != 0;
@@ -374,7 +377,7 @@ static inline __attribute__((always_inline)) vf vround(vf x, const rounder q_, r
         return (vf)((vu)r | (b & 0x80000000u));
     }
     vf r;
-    for (int i = 0; i < VL; i++) r[i] = qp_round_elem_tally(q->f, q->bf16 ? 1.0f : scale, x[i], &c->t);
+    for (int i = 0; i < VL; i++) r[i] = qp_round_elem_tally(q->f, scale, x[i], &c->t);
     return r;
 }
 
@@ -393,11 +396,8 @@ static inline void round_row(float *x, int n, const rounder *q, round_counter *c
     round_counter r = *c;
     const rounder qv = *q;
     int i = 0;
-    if (qv.bf16)
-        for (; i + VL <= n; i += VL) vstore(x + i, vround(vload(x + i), qv, &r));
-    else
-        for (; i + VL <= n; i += VL) vstore(x + i, vround(vload(x + i), qv, &r));
-    for (; i < n; i++) x[i] = qp_round_elem_tally(qv.f, qv.bf16 ? 1.0f : qv.scale, x[i], &r.t);
+    for (; i + VL <= n; i += VL) vstore(x + i, vround(vload(x + i), qv, &r));
+    for (; i < n; i++) x[i] = qp_round_elem_tally(qv.f, qv.scale, x[i], &r.t);
     *c = r;
 }
 
