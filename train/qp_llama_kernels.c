@@ -157,21 +157,31 @@ static inline void rope_pairs(float *restrict x1, float *restrict x2, const floa
 
 /* qkv (B,T,rs): q (NH heads) and k (KVH heads) of every row rotated for its
  * position in place; inverse for their gradients. tab: qp_llama_rope_table
- * of maxT rows. */
-static void rope_forward(float *qkv, const float *tab, const qp_att_layout *a, int maxT, int N, int T, int inverse)
+ * of maxT rows. rounded: each whole row (v too) then quantized for the
+ * dispatch, as residual_rmsnorm_forward's output (the gradients' rotation is
+ * the last writer of the qkv GEMM's dY). */
+static void rope_forward(float *qkv, const float *tab, const qp_att_layout *a, int maxT, int N, int T, int inverse,
+                         qp_linear_rounded *rounded)
 {
     const int half = a->hs / 2;
     const float *cosv = tab, *sinv = tab + (int64_t)maxT * half;
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < N; i++) {
-        float *row = qkv + (int64_t)i * a->rs;
-        const int64_t t = i % T;
-        const float *c = cosv + t * half, *s = sinv + t * half;
-        for (int h = 0; h < a->NH; h++) rope_pairs(row + h * a->hs, row + h * a->hs + half, c, s, half, inverse);
-        for (int h = 0; h < a->KVH; h++) {
-            float *k = row + a->koff + (int64_t)h * a->hs;
-            rope_pairs(k, k + half, c, s, half, inverse);
+#pragma omp parallel
+    {
+        round_counter cnt;
+        const rounder q = round_begin(rounded, &cnt);
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            float *row = qkv + (int64_t)i * a->rs;
+            const int64_t t = i % T;
+            const float *c = cosv + t * half, *s = sinv + t * half;
+            for (int h = 0; h < a->NH; h++) rope_pairs(row + h * a->hs, row + h * a->hs + half, c, s, half, inverse);
+            for (int h = 0; h < a->KVH; h++) {
+                float *k = row + a->koff + (int64_t)h * a->hs;
+                rope_pairs(k, k + half, c, s, half, inverse);
+            }
+            round_row(row, (int)a->rs, &q, &cnt);
         }
+        round_end(&cnt, &q);
     }
 }
 
@@ -321,7 +331,7 @@ static void llama_attention_backward(float *dqkv, const float *dout, const float
                                      const float *qkv, const qp_att_layout *a, int B, int T)
 {
 #pragma omp parallel
-    attention_backward_tasks(dqkv, NULL, dout, out, lse, qkv, a, B, T);
+    attention_backward_tasks(dqkv, NULL, dout, out, lse, qkv, a, B, T, NULL);
 }
 
 int QP_KERNEL(qp_llama_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)
@@ -357,7 +367,7 @@ int QP_KERNEL(qp_llama_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs
                                                         l ? NULL : inputs, p->wte, p->ln1w + l * C, BT, C, ln1_r));
         if (linear_forward(m, lin, l, QP_GEMM_QKV, qkv, ln1, ln1_r, p->qkvw + (int64_t)l * QKV * C, BT, C, QKV))
             return -1;
-        PHASE(QP_PHASE_ROWOPS, rope_forward(qkv, m->rope, &al, cf->max_seq, BT, T, 0));
+        PHASE(QP_PHASE_ROWOPS, rope_forward(qkv, m->rope, &al, cf->max_seq, BT, T, 0, NULL));
         PHASE(QP_PHASE_ATTN, llama_attention_forward(atty, a->att_lse + (int64_t)l * B * NH * T, qkv, &al, B, T));
         if (linear_forward(m, lin, l, QP_GEMM_ATTPROJ, a->attproj, atty, NULL, p->attprojw + (int64_t)l * C * C, BT, C, C))
             return -1;
@@ -434,8 +444,10 @@ int QP_KERNEL(qp_llama_backward)(qp_gpt *m, qp_linear *lin, const int32_t *input
         PHASE(QP_PHASE_ATTN, llama_attention_backward(s.dqkv, s.datty, a->atty + o * C,
                                                       a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * QKV, &al,
                                                       B, T));
-        PHASE(QP_PHASE_ROWOPS, rope_forward(s.dqkv, m->rope, &al, cf->max_seq, BT, T, 1));
-        if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * QKV * C, s.dqkv, NULL, a->ln1 + o * C,
+        qp_linear_rounded r_dqkv;
+        qp_linear_rounded *dqkv_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_DY, &r_dqkv);
+        PHASE(QP_PHASE_ROWOPS, rope_forward(s.dqkv, m->rope, &al, cf->max_seq, BT, T, 1, dqkv_r));
+        if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * QKV * C, s.dqkv, dqkv_r, a->ln1 + o * C,
                             p->qkvw + (int64_t)l * QKV * C, BT, C, QKV, 0))
             return -1;
         PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s.dres, g->ln1w + l * C, s.part, s.dln, residual,

@@ -202,23 +202,31 @@ static void attention_forward(float *out, float *lse, float *qkv, const float *q
 /* dqkv (B,T,3C) = the gradient of attention_forward's input (written, not
  * accumulated); the bias gradient dqkvb (3C) += its column sums (row
  * blocks of QP_ROW_BLOCK summed by the attention tasks as they write their
- * rows when the blocks lie within sequences, else by a pass of their own). */
+ * rows when the blocks lie within sequences, else by a pass of their own);
+ * rounded: dqkv quantized after the sums, by whichever wrote them (as in
+ * gelu_backward). */
 static void attention_backward(float *dqkv, float *dqkvb, float *part, const float *dout, const float *out,
-                               const float *lse, const float *qkv, int B, int T, int C, int NH)
+                               const float *lse, const float *qkv, int B, int T, int C, int NH,
+                               qp_linear_rounded *rounded)
 {
     const int BT = B * T, nblk = (BT + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK, fused = T % QP_ROW_BLOCK == 0;
     const qp_att_layout a = gpt_att_layout(C, NH);
 #pragma omp parallel
     {
-        attention_backward_tasks(dqkv, fused ? part : NULL, dout, out, lse, qkv, &a, B, T);
+        attention_backward_tasks(dqkv, fused ? part : NULL, dout, out, lse, qkv, &a, B, T, rounded);
         if (!fused) {
+            round_counter cnt;
+            const rounder q = round_begin(rounded, &cnt);
 #pragma omp for schedule(static)
             for (int k = 0; k < nblk; k++) {
                 float *pb = part + (int64_t)k * 3 * C;
                 zero_rows(pb, 3 * C);
-                for (int i = k * QP_ROW_BLOCK; i < BT && i < (k + 1) * QP_ROW_BLOCK; i++)
+                for (int i = k * QP_ROW_BLOCK; i < BT && i < (k + 1) * QP_ROW_BLOCK; i++) {
                     add_row(pb, dqkv + (int64_t)i * 3 * C, 3 * C);
+                    round_row(dqkv + (int64_t)i * 3 * C, 3 * C, &q, &cnt);
+                }
             }
+            round_end(&cnt, &q);
         }
         reduce_blocks(dqkvb, part, nblk, 3 * C, 3 * C);
     }
@@ -396,10 +404,12 @@ int QP_KERNEL(qp_gpt_backward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs,
         if (linear_backward(lin, l, QP_GEMM_ATTPROJ, s.datty, g->attprojw + (int64_t)l * C * C, s.dres, NULL,
                             a->atty + o * C, p->attprojw + (int64_t)l * C * C, BT, C, C, 0))
             return -1;
+        qp_linear_rounded r_dqkv;
+        qp_linear_rounded *dqkv_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_DY, &r_dqkv);
         PHASE(QP_PHASE_ATTN, attention_backward(s.dqkv, g->qkvb + l * 3 * C, s.part, s.datty, a->atty + o * C,
                                                 a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * 3 * C, B, T,
-                                                C, NH));
-        if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * 3 * C * C, s.dqkv, NULL, a->ln1 + o * C,
+                                                C, NH, dqkv_r));
+        if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * 3 * C * C, s.dqkv, dqkv_r, a->ln1 + o * C,
                             p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C, 0))
             return -1;
         PHASE(QP_PHASE_ROWOPS,

@@ -389,17 +389,25 @@ static inline rounder round_begin(qp_linear_rounded *r, round_counter *c)
     return r ? rounder_of(r) : (rounder){0};
 }
 
-/* x[0..n) quantized in place and counted. */
-static inline void round_row(float *x, int n, const rounder *q, round_counter *c)
+/* x[j * stride + 0..n) for j < rows quantized in place and counted (the
+ * counter in registers throughout: slices of a few vectors cost no more per
+ * element than rows). */
+static inline void round_rows(float *x, int rows, int64_t stride, int n, const rounder *q, round_counter *c)
 {
     if (!q->out) return;
     round_counter r = *c;
     const rounder qv = *q;
-    int i = 0;
-    for (; i + VL <= n; i += VL) vstore(x + i, vround(vload(x + i), qv, &r));
-    for (; i < n; i++) x[i] = qp_round_elem_tally(qv.f, qv.scale, x[i], &r.t);
+    for (int j = 0; j < rows; j++) {
+        float *y = x + j * stride;
+        int i = 0;
+        for (; i + VL <= n; i += VL) vstore(y + i, vround(vload(y + i), qv, &r));
+        for (; i < n; i++) y[i] = qp_round_elem_tally(qv.f, qv.scale, y[i], &r.t);
+    }
     *c = r;
 }
+
+/* x[0..n) quantized in place and counted. */
+static inline void round_row(float *x, int n, const rounder *q, round_counter *c) { round_rows(x, 1, 0, n, q, c); }
 
 /* A thread's counts into the tensor's (inside a parallel region; sums and a
  * maximum: the same result in any order). */
@@ -872,7 +880,7 @@ static vf rows_dot(const float *doutt, int64_t tp, const float *outt, int hs)
  * block's rows asked for meanwhile. */
 static void attention_backward_head(float *dqkv, const float *dout, const float *out, const float *lse,
                                     const float *qkv, const qp_att_layout *a, int b, int h, int gi, int ng, int T,
-                                    const att_bwd_buffers *w, float *part)
+                                    const att_bwd_buffers *w, float *part, const rounder *rq, round_counter *rc)
 {
     const int hs = a->hs, NH = a->NH, hp = w->hp, tp = w->tp;
     const int64_t rs = a->rs, C = (int64_t)NH * hs, kvo = (int64_t)b * T * rs + (int64_t)att_kv_head(a, h) * hs;
@@ -954,18 +962,21 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
     if (!part) return;
     /* the bias gradient's row-block partial sums of this head's columns, as
        the row pass that would otherwise read dqkv again adds them: a block's
-       rows in order from zero (the blocks lie within a sequence) */
+       rows in order from zero (the blocks lie within a sequence); then the
+       slices, final now, quantized for the dispatch (rq: the sums are of the
+       values before) */
     const int64_t kvcol = (int64_t)att_kv_head(a, h) * hs;
+    float *src[3] = {dqb, dkb, dvb};
     for (int t = 0; t < T; t++) {
         const int64_t row = (int64_t)b * T + t;
         float *pb = part + row / QP_ROW_BLOCK * rs;
-        const float *src[3] = {dqb, dkb, dvb};
         float *dst[3] = {pb + h * hs, pb + a->koff + kvcol, pb + a->voff + kvcol};
         for (int i = 0; i < (last ? 3 : 1); i++) {
             if (row % QP_ROW_BLOCK == 0) zero_rows(dst[i], hs);
             add_row(dst[i], src[i] + (int64_t)t * rs, hs);
         }
     }
+    for (int i = 0; i < (last ? 3 : 1); i++) round_rows(src[i], T, rs, hs, rq, rc);
 }
 
 /* dq of every query head of key/value head kvh of sequence b, and that
@@ -973,12 +984,12 @@ static void attention_backward_head(float *dqkv, const float *dout, const float 
  * share in head order. */
 static void attention_backward_kv(float *dqkv, const float *dout, const float *out, const float *lse,
                                   const float *qkv, const qp_att_layout *a, int b, int kvh, int T, float *scr,
-                                  float *part)
+                                  float *part, const rounder *rq, round_counter *rc)
 {
     const int group = a->NH / a->KVH;
     const att_bwd_buffers w = att_bwd_carve(scr, a->hs, T);
     for (int g = 0; g < group; g++)
-        attention_backward_head(dqkv, dout, out, lse, qkv, a, b, kvh * group + g, g, group, T, &w, part);
+        attention_backward_head(dqkv, dout, out, lse, qkv, a, b, kvh * group + g, g, group, T, &w, part, rq, rc);
 }
 
 /* How the tasks of attention split the work. A head's rows are slices of
@@ -1044,12 +1055,17 @@ static void attention_forward_tasks(float *out, float *lse, float *qkv, const fl
  * written, not accumulated); with part (not NULL: T a multiple of
  * QP_ROW_BLOCK, KVH equal to NH), part (one row of rs floats per block of
  * QP_ROW_BLOCK rows of dqkv) = the blocks' column sums, each block's rows
- * added in order to zero: what a bias gradient sums. Worksharing loops:
- * call inside a parallel region; a task is a sequence or a key/value head
- * of one, handed out as in the forward. */
+ * added in order to zero: what a bias gradient sums; and then, with rounded
+ * (not NULL; part not NULL), each head's slices of dqkv quantized for the
+ * dispatch as they are final (round_row). Worksharing loops: call inside a
+ * parallel region; a task is a sequence or a key/value head of one, handed
+ * out as in the forward. */
 static void attention_backward_tasks(float *dqkv, float *part, const float *dout, const float *out, const float *lse,
-                                     const float *qkv, const qp_att_layout *a, int B, int T)
+                                     const float *qkv, const qp_att_layout *a, int B, int T,
+                                     qp_linear_rounded *rounded)
 {
+    round_counter cnt;
+    const rounder q = round_begin(part ? rounded : NULL, &cnt);
     const int KVH = a->KVH;
     const int64_t rs = a->rs, C = (int64_t)a->NH * a->hs;
     const int per = att_task_heads(B, T, rs + 2 * C, KVH);
@@ -1063,9 +1079,10 @@ static void attention_backward_tasks(float *dqkv, float *part, const float *dout
             att_stream_in(out + (int64_t)b * T * C, (int64_t)T * C);
         }
         for (int kvh = kv0; kvh < kv0 + per; kvh++)
-            attention_backward_kv(dqkv, dout, out, lse, qkv, a, b, kvh, T, scr, part);
+            attention_backward_kv(dqkv, dout, out, lse, qkv, a, b, kvh, T, scr, part, &q, &cnt);
     }
     free(scr);
+    round_end(&cnt, &q);
 }
 
 /* ---- the loss, the token embedding's gradient -------------------------------- */

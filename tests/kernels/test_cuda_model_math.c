@@ -283,7 +283,7 @@ static void test_attention(int B, int T, int C, int NH)
     float *dout = randv(no, 1.0f), *dqkv0 = randv(nq, 0.1f), *dqkv1 = calloc(nq, sizeof(float));
     float *dpre1 = calloc(na, sizeof(float)), *datt1 = calloc(na, sizeof(float)), *db = calloc(3 * C, sizeof(float));
     float *part = malloc(sizeof(float) * ((B * T + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK) * 3 * C);
-    attention_backward(dqkv0, db, part, dout, out0, lse0, qkv, B, T, C, NH);
+    attention_backward(dqkv0, db, part, dout, out0, lse0, qkv, B, T, C, NH, NULL);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) qpm_attention_bwd_head(dqkv1, dpre1, datt1, dout, qkv, att1, b, h, T, C, NH);
     SAME("attention backward dqkv", dqkv0, dqkv1, nq);
@@ -635,7 +635,7 @@ static void test_llama_elementwise(void)
     const int64_t n = (int64_t)N * al.rs;
     for (int inverse = 0; inverse < 2; inverse++) {
         float *q0 = randv(n, 1.0f), *q1 = copyv(q0, n);
-        rope_forward(q0, tab, &al, maxT, N, T, inverse);
+        rope_forward(q0, tab, &al, maxT, N, T, inverse, NULL);
         for (int i = 0; i < N; i++)
             for (int p = 0; p < (NH + KVH) * half; p++) {
                 int64_t i1, i2;
@@ -653,8 +653,8 @@ static void test_llama_elementwise(void)
     }
     /* a rotation and its inverse: back to the start (to rounding) */
     float *q = randv(n, 1.0f), *q2 = copyv(q, n);
-    rope_forward(q2, tab, &al, maxT, N, T, 0);
-    rope_forward(q2, tab, &al, maxT, N, T, 1);
+    rope_forward(q2, tab, &al, maxT, N, T, 0, NULL);
+    rope_forward(q2, tab, &al, maxT, N, T, 1, NULL);
     SAME("rope then its inverse", q, q2, n);
     free(q), free(q2), free(tab);
 

@@ -3,15 +3,18 @@
  * delayed-scaled E4M3 and E5M2; train/qp_model_simd.h's round_row), against
  * quant/'s quantization of what they wrote before:
  *
- *  - each producer (the GPT's residual LayerNorm, GELU forward and backward;
- *    the Llama's residual RMSNorm, SwiGLU forward and backward: the static
+ *  - each producer (the GPT's residual LayerNorm, GELU forward and backward,
+ *    attention backward (by its tasks and by its row pass); the Llama's
+ *    residual RMSNorm, SwiGLU forward and backward, the inverse rotation of
+ *    the q and k gradients: the static
  *    kernels of train/qp_model_kernels.c and qp_llama_kernels.c, compiled in
  *    here as a copy of their own) writes the bits qp_qdq gives its
  *    unquantized output at the format and scale asked, and its counts make
  *    qp_qdq's statistics (memcmp), on data with NaN, Inf, values that
  *    saturate, subnormals that flush and zeros; in BF16, E4M3 and E5M2; on 1
  *    and 2 threads; at widths with and without a vector tail; GELU
- *    backward's bias gradient is that of the values before quantization;
+ *    backward's and attention backward's bias gradients are those of the
+ *    values before quantization;
  *  - when the dispatch takes an operand quantized (its truth table), and an
  *    operand handed over where it does not, or at another scale, is an
  *    error with nothing run;
@@ -178,6 +181,54 @@ static void test_swiglu(int N, int H, int k, int specials)
     free(ga), free(u), free(h0), free(h1), free(dout), free(dh0), free(dh1), free(du0), free(du1);
 }
 
+/* The GPT's attention backward: dqkv quantized after its bias gradient's
+ * sums, by the attention tasks (T a multiple of QP_ROW_BLOCK) or by the
+ * pass that sums the rows otherwise. */
+static void test_attention_backward(int B, int T, int C, int NH, int k, int specials)
+{
+    const int BT = B * T;
+    const int64_t nq = (int64_t)BT * 3 * C, no = (int64_t)BT * C;
+    float *qkv0 = data(nq, 1.0f, 0), *qb = data(3 * C, 0.1f, 0), *dout = data(no, 1e-2f, specials);
+    float *qkv = malloc(sizeof(float) * nq), *out = malloc(sizeof(float) * no), *lse = malloc(sizeof(float) * BT * NH);
+    memcpy(qkv, qkv0, sizeof(float) * nq);
+    attention_forward(out, lse, qkv, qb, B, T, C, NH);
+    float *d0 = malloc(sizeof(float) * nq), *d1 = malloc(sizeof(float) * nq);
+    float *db0 = calloc((size_t)3 * C, sizeof(float)), *db1 = calloc((size_t)3 * C, sizeof(float));
+    float *part = malloc(sizeof(float) * 3 * C * ((BT + QP_ROW_BLOCK - 1) / QP_ROW_BLOCK));
+    attention_backward(d0, db0, part, dout, out, lse, qkv, B, T, C, NH, NULL);
+    qp_linear_rounded t = ask(k);
+    attention_backward(d1, db1, part, dout, out, lse, qkv, B, T, C, NH, &t);
+    char what[128], kernel[64];
+    snprintf(kernel, sizeof kernel, "attention backward (T%d, %d heads)", T, NH);
+    describe(what, sizeof what, kernel, BT, 3 * C, k, specials);
+    same_as_quant(what, d1, &t, d0, BT, 3 * C);
+    CHECK(memcmp(db0, db1, sizeof(float) * 3 * C) == 0, "%s: the bias gradient is the unquantized values'", what);
+    free(qkv0), free(qb), free(dout), free(qkv), free(out), free(lse), free(d0), free(d1), free(db0), free(db1),
+        free(part);
+}
+
+/* The Llama's rotation of the q and k gradients, each whole row (v too)
+ * quantized after it. */
+static void test_rope_backward(int N, int T, int C, int NH, int KVH, int k, int specials)
+{
+    const qp_gpt_config c = {.arch = QP_ARCH_LLAMA, .dim = C, .heads = NH, .kv_heads = KVH, .max_seq = T};
+    const qp_att_layout al = llama_att_layout(&c);
+    const int half = al.hs / 2;
+    float *tab = malloc(sizeof(float) * 2 * T * half);
+    qp_llama_rope_table(tab, T, al.hs);
+    const int64_t n = (int64_t)N * al.rs;
+    float *d0 = data(n, 1e-2f, specials), *d1 = malloc(sizeof(float) * n);
+    memcpy(d1, d0, sizeof(float) * n);
+    rope_forward(d0, tab, &al, T, N, T, 1, NULL);
+    qp_linear_rounded t = ask(k);
+    rope_forward(d1, tab, &al, T, N, T, 1, &t);
+    char what[128], kernel[64];
+    snprintf(kernel, sizeof kernel, "rope backward (%d/%d heads)", NH, KVH);
+    describe(what, sizeof what, kernel, N, (int)al.rs, k, specials);
+    same_as_quant(what, d1, &t, d0, N, (int)al.rs);
+    free(tab), free(d0), free(d1);
+}
+
 static void test_kernels(void)
 {
     for (int threads = 1; threads <= 2; threads++) {
@@ -192,6 +243,10 @@ static void test_kernels(void)
                 test_rmsnorm(70, 256, k, specials);
                 test_swiglu(70, 37, k, specials);
                 test_swiglu(70, 176, k, specials);
+                test_attention_backward(2, 32, 64, 2, k, specials); /* the tasks round */
+                test_attention_backward(3, 20, 40, 2, k, specials); /* the row pass rounds */
+                test_rope_backward(70, 35, 64, 4, 2, k, specials);
+                test_rope_backward(70, 35, 40, 2, 1, k, specials);
             }
     }
 }
@@ -336,12 +391,12 @@ static int model_init(model *f, qp_gemm *gemm, const char *recipe, const qp_gpt_
     return f->lin ? 0 : -1;
 }
 
-static void test_model(qp_gemm *gemm, const char *recipe, qp_arch arch, int C)
+static void test_model(qp_gemm *gemm, const char *recipe, qp_arch arch, int C, int T)
 {
     const int llama = arch == QP_ARCH_LLAMA;
     qp_gpt_config c = {.arch = arch, .vocab = 64, .layers = 2, .heads = 2, .kv_heads = llama ? 1 : 0, .dim = C,
-                       .max_seq = 16};
-    const int B = 2, T = 16, BT = B * T;
+                       .max_seq = T};
+    const int B = 2, BT = B * T;
     model a, b; /* a: the producers round; b: the dispatch does */
     if (model_init(&a, gemm, recipe, &c, B, T, 0) || model_init(&b, gemm, recipe, &c, B, T, 1)) return;
     const int fp8 = strcmp(recipe, "fp8") == 0;
@@ -350,7 +405,7 @@ static void test_model(qp_gemm *gemm, const char *recipe, qp_arch arch, int C)
     for (int i = 0; i < BT; i++) in[i] = (int32_t)(tm_next(&s) % 64), tg[i] = (int32_t)(tm_next(&s) % 64);
     char what[64];
     for (int step = 0; step < 2; step++) {
-        snprintf(what, sizeof what, "%s %s C=%d step %d", llama ? "Llama" : "GPT", recipe, C, step);
+        snprintf(what, sizeof what, "%s %s C=%d T=%d step %d", llama ? "Llama" : "GPT", recipe, C, T, step);
         if (step == 1) /* block 1's MLP input: an Inf */
             *(llama ? &a.m.lparams.ln2w[C + 3] : &a.m.params.ln2w[C + 3]) =
                 *(llama ? &b.m.lparams.ln2w[C + 3] : &b.m.params.ln2w[C + 3]) = INFINITY;
@@ -419,10 +474,11 @@ int main(void)
         test_dispatch(gemm);
         static const char *const recipes[] = {"bf16", "fp8"};
         for (int r = 0; r < 2; r++) {
-            test_model(gemm, recipes[r], QP_ARCH_GPT, 64);
-            test_model(gemm, recipes[r], QP_ARCH_GPT, 40);
-            test_model(gemm, recipes[r], QP_ARCH_LLAMA, 64);
-            test_model(gemm, recipes[r], QP_ARCH_LLAMA, 40);
+            test_model(gemm, recipes[r], QP_ARCH_GPT, 64, 16);
+            test_model(gemm, recipes[r], QP_ARCH_GPT, 64, 32); /* attention's tasks round dqkv */
+            test_model(gemm, recipes[r], QP_ARCH_GPT, 40, 16);
+            test_model(gemm, recipes[r], QP_ARCH_LLAMA, 64, 16);
+            test_model(gemm, recipes[r], QP_ARCH_LLAMA, 40, 16);
         }
         qp_gemm_destroy(gemm);
     }
