@@ -95,16 +95,21 @@ static int qdq_cols(qp_fmt fmt, const float *x, void *y, int bits, int64_t rows,
     const int64_t n = rows * cols, band = qp_formats[fmt].block_cols, nbands = rows / band;
     const int parallel = n >= qp_parallel_min() && nbands > 1;
     (void)parallel; /* without OpenMP */
-    /* pass 1: the (rotated) tensor's amax; NaN or Inf anywhere takes the transposed path */
+    /* pass 1, for a tensor scale (NVFP4): the (rotated) tensor's amax; NaN
+       or Inf anywhere takes the transposed path. MX's scales are the
+       blocks' own, and its amax theirs (qp_finish_stats): pass 2 finds NaN
+       and Inf as it reads. */
     uint32_t most = 0;
+    if (qp_formats[fmt].tensor_scale) {
 #if QP_HAVE_OPENMP
 #pragma omp parallel for schedule(static) reduction(max : most) if (parallel)
 #endif
-    for (int64_t b = 0; b < rows / 16; b++) {
-        const uint32_t m = k->band_amax(x + b * 16 * cols, cols, post);
-        if (m > most) most = m;
+        for (int64_t b = 0; b < rows / 16; b++) {
+            const uint32_t m = k->band_amax(x + b * 16 * cols, cols, post);
+            if (m > most) most = m;
+        }
+        if (most >= 0x7F800000u) return via_transpose(fmt, x, y, bits, rows, cols, rht_n, rht_seed, o, st);
     }
-    if (most >= 0x7F800000u) return via_transpose(fmt, x, y, bits, rows, cols, rht_n, rht_seed, o, st);
     const float amax = qp_bits_f32(most);
     qp_plan p = qp_plan_from_opts(&qp_formats[fmt], o, rows, bits != 0);
     qp_plan_scale(&p, o, amax);
@@ -113,12 +118,18 @@ static int qdq_cols(qp_fmt fmt, const float *x, void *y, int bits, int64_t rows,
     memset(res, 0, (size_t)nbands * sizeof *res);
     const size_t esz = bits ? sizeof(uint16_t) : sizeof(float);
     /* pass 2: each band's blocks, values in x's layout; band b holds elements band*b.. of every transposed row */
+    uint32_t seen = 0;
 #if QP_HAVE_OPENMP
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(static) reduction(max : seen) if (parallel)
 #endif
-    for (int64_t b = 0; b < nbands; b++)
-        k->encode_band(&p, x + b * band * cols, cols, post, (char *)y + (size_t)(b * band * cols) * esz,
-                       p.sr_offset + (uint64_t)(b * band), &res[b].cnt, &res[b].bst);
+    for (int64_t b = 0; b < nbands; b++) {
+        const uint32_t m =
+            k->encode_band(&p, x + b * band * cols, cols, post, (char *)y + (size_t)(b * band * cols) * esz,
+                           p.sr_offset + (uint64_t)(b * band), &res[b].cnt, &res[b].bst);
+        if (m > seen) seen = m;
+    }
+    /* NaN or Inf (MX: first seen here): y written again, whole, the other way */
+    if (seen >= 0x7F800000u) return via_transpose(fmt, x, y, bits, rows, cols, rht_n, rht_seed, o, st);
     if (st) qp_finish_stats(&p, res, nbands, n, amax, st);
     return 0;
 }

@@ -157,14 +157,17 @@ typedef struct {
      * multipliers, qp_transpose_rht's) is not NULL, exactly as
      * qp_transpose_rht rotates it. band_amax: the largest |value| bits of
      * the (rotated) band, NaN and Inf included (above 0x7F800000).
-     * encode_band, for finite bands of a format qp_qdq_cols_direct accepts
-     * (as many stored rows as the format's block: 16 for NVFP4, QK_MX for
-     * MX): the block scales and the values (their BF16 bits when p->y_bits,
-     * else floats) into y in x's layout, adding to cnt and bst; column c's SR words start at
-     * gidx0 + c * p->sr_stride. */
+     * encode_band, for a band of a format qp_qdq_cols_direct accepts (as
+     * many stored rows as the format's block: 16 for NVFP4, QK_MX for MX):
+     * the block scales and the values (their BF16 bits when p->y_bits, else
+     * floats) into y in x's layout, adding to cnt and bst; column c's SR
+     * words start at gidx0 + c * p->sr_stride. Returns band_amax's value of
+     * the band; above 0x7F800000 (NaN or Inf) what it wrote and counted is
+     * meaningless (an MX tensor's only check: its scales need no amax
+     * first). */
     uint32_t (*band_amax)(const float *x, int64_t cols, const float *post);
-    void (*encode_band)(const qp_plan *p, const float *x, int64_t cols, const float *post, void *y,
-                        uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst);
+    uint32_t (*encode_band)(const qp_plan *p, const float *x, int64_t cols, const float *post, void *y,
+                            uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst);
 } qp_kernels;
 
 extern const qp_kernels qp_kernels_ref;

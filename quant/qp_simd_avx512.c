@@ -1212,9 +1212,10 @@ AVX512 void store_band_values(void *y, const int bits, int64_t off, __m512 yv)
  * counted as mf_step counts a finite vector (a block whose scale decodes to
  * 0 stores +0, every lane counted as a zero code, none as saturated); the
  * counts are kept per lane and summed at the end. */
-AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const int bits, const float *x, int64_t cols,
-                             const float *post, void *y, uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
+AVX512 uint32_t encode_band_e2m1(const qp_plan *p, const int sr, const int bits, const float *x, int64_t cols,
+                                 const float *post, void *y, uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
 {
+    __m512i most = _mm512_setzero_si512();
     const qp_minifloat f = QP_MF_E2M1;
     const rn_tables tabs = make_rn_tables(f);
     const __m512i maxb = _mm512_castps_si512(F32(f.max));
@@ -1230,6 +1231,7 @@ AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const int bits, con
         load_tile(x, cols, c0, post, v);
         __m512i am = _mm512_setzero_si512();
         for (int i = 0; i < 16; i++) am = _mm512_max_epu32(am, _mm512_and_si512(_mm512_castps_si512(v[i]), I32(ABS_BITS)));
+        most = _mm512_max_epu32(most, am);
         const scale16 s = nvfp4_rule16(p, _mm512_castsi512_ps(am), 0xFFFF, &acc);
         const __mmask16 zero_block = _mm512_test_epi32_mask(s.flag, I32(QP_BLOCK_ZERO));
         for (int i0 = 0; i0 < 16; i0 += 8) {
@@ -1258,6 +1260,7 @@ AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const int bits, con
     }
     stats_done(&acc, bst);
     band_counts_done(&bc, 16 * cols, cnt);
+    return (uint32_t)_mm512_reduce_max_epu32(most);
 }
 
 /* One band of QK_MX stored rows of an MX format (1 x 32 blocks, round to
@@ -1267,9 +1270,10 @@ AVX512 void encode_band_e2m1(const qp_plan *p, const int sr, const int bits, con
  * row is encoded with a scale per lane and counted as mf_step counts a
  * finite vector of a block-scaled row. The tile's rows are read twice, the
  * second time from L1. */
-AVX512 void encode_band_mx(const qp_plan *p, const qp_minifloat f, const int bits, const float *x, int64_t cols,
-                           void *y, qp_counts *cnt, qp_block_stats *bst)
+AVX512 uint32_t encode_band_mx(const qp_plan *p, const qp_minifloat f, const int bits, const float *x, int64_t cols,
+                               void *y, qp_counts *cnt, qp_block_stats *bst)
 {
+    __m512i most = _mm512_setzero_si512();
     const rn_tables tabs = make_rn_tables(f);
     const __m512i maxb = _mm512_castps_si512(F32(f.max));
     const float out_mul = p->out_mul;
@@ -1281,6 +1285,7 @@ AVX512 void encode_band_mx(const qp_plan *p, const qp_minifloat f, const int bit
 #pragma GCC unroll 8
         for (int i = 0; i < QK_MX; i++)
             am = _mm512_max_epu32(am, _mm512_and_si512(_mm512_loadu_si512(x + i * cols + c0), I32(ABS_BITS)));
+        most = _mm512_max_epu32(most, am);
         const __m512 a = _mm512_castsi512_ps(am);
         const scale16 s = mx_scale16(p->t, a, 0xFFFF, 0, &acc);
         stats_add(&acc, &s, 0xFFFF, a);
@@ -1304,25 +1309,25 @@ AVX512 void encode_band_mx(const qp_plan *p, const qp_minifloat f, const int bit
     }
     stats_done(&acc, bst);
     band_counts_done(&bc, QK_MX * cols, cnt);
+    return (uint32_t)_mm512_reduce_max_epu32(most);
 }
 
 /* An MX band, its element codec and output form constants in each call (the encode folded per variant). */
-AVX512_FN void encode_band_mx_any(const qp_plan *p, const float *x, int64_t cols, void *y, qp_counts *cnt,
-                                  qp_block_stats *bst)
+AVX512_FN uint32_t encode_band_mx_any(const qp_plan *p, const float *x, int64_t cols, void *y, qp_counts *cnt,
+                                      qp_block_stats *bst)
 {
     QP_STATIC_ASSERT(QP_ELEM_COUNT == 7, "encode_band_mx_any names every element codec");
 #define MX_BAND(F)                                                                                                   \
     do {                                                                                                             \
         const qp_minifloat f = F;                                                                                    \
-        if (p->y_bits) encode_band_mx(p, f, 1, x, cols, y, cnt, bst);                                               \
-        else encode_band_mx(p, f, 0, x, cols, y, cnt, bst);                                                          \
+        return p->y_bits ? encode_band_mx(p, f, 1, x, cols, y, cnt, bst) : encode_band_mx(p, f, 0, x, cols, y, cnt, bst); \
     } while (0)
     switch (p->t->elem) {
-    case QP_ELEM_E4M3: MX_BAND(QP_MF_E4M3); return;
-    case QP_ELEM_E5M2: MX_BAND(QP_MF_E5M2); return;
-    case QP_ELEM_E2M1: MX_BAND(QP_MF_E2M1); return;
-    case QP_ELEM_E2M3: MX_BAND(QP_MF_E2M3); return;
-    case QP_ELEM_E3M2: MX_BAND(QP_MF_E3M2); return;
+    case QP_ELEM_E4M3: MX_BAND(QP_MF_E4M3);
+    case QP_ELEM_E5M2: MX_BAND(QP_MF_E5M2);
+    case QP_ELEM_E2M1: MX_BAND(QP_MF_E2M1);
+    case QP_ELEM_E2M3: MX_BAND(QP_MF_E2M3);
+    case QP_ELEM_E3M2: MX_BAND(QP_MF_E3M2);
     /* MX formats have minifloat elements (qp_qdq_cols_direct) */
     case QP_ELEM_F32:
     case QP_ELEM_BF16:
@@ -1334,19 +1339,17 @@ AVX512_FN void encode_band_mx_any(const qp_plan *p, const float *x, int64_t cols
 
 /* A band of the column layout: 16 stored rows of NVFP4 (RN or SR, rotated
  * or not, post: the rotation's signs) or QK_MX rows of an MX format. */
-AVX512_FN void v_encode_band(const qp_plan *p, const float *x, int64_t cols, const float *post, void *y,
-                             uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
+AVX512_FN uint32_t v_encode_band(const qp_plan *p, const float *x, int64_t cols, const float *post, void *y,
+                                 uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
 {
-    if (p->t->rule == QP_RULE_MX_FLOOR || p->t->rule == QP_RULE_MX_RCEIL) {
-        encode_band_mx_any(p, x, cols, y, cnt, bst);
-        return;
-    }
+    if (p->t->rule == QP_RULE_MX_FLOOR || p->t->rule == QP_RULE_MX_RCEIL) return encode_band_mx_any(p, x, cols, y, cnt, bst);
     switch ((p->sr ? 2 : 0) | (p->y_bits ? 1 : 0)) { /* each variant compiled with its branches folded */
-    case 0: encode_band_e2m1(p, 0, 0, x, cols, post, y, gidx0, cnt, bst); return;
-    case 1: encode_band_e2m1(p, 0, 1, x, cols, post, y, gidx0, cnt, bst); return;
-    case 2: encode_band_e2m1(p, 1, 0, x, cols, post, y, gidx0, cnt, bst); return;
-    case 3: encode_band_e2m1(p, 1, 1, x, cols, post, y, gidx0, cnt, bst); return;
+    case 0: return encode_band_e2m1(p, 0, 0, x, cols, post, y, gidx0, cnt, bst);
+    case 1: return encode_band_e2m1(p, 0, 1, x, cols, post, y, gidx0, cnt, bst);
+    case 2: return encode_band_e2m1(p, 1, 0, x, cols, post, y, gidx0, cnt, bst);
+    case 3: return encode_band_e2m1(p, 1, 1, x, cols, post, y, gidx0, cnt, bst);
     }
+    abort(); /* the switch names all four */
 }
 
 static const qp_kernels avx512_kernels = {"avx512",     v_amax,      v_block_amax, v_block_scales, v_encode_row,

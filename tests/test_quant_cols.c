@@ -11,8 +11,9 @@
 #include "qp_quant.h"
 #include "qp_test.h"
 
-enum { DATA_NORMAL, DATA_WIDE, DATA_TINY_COLUMNS, DATA_ZERO_COLUMNS, DATA_NONFINITE, DATA_COUNT };
-static const char *data_names[DATA_COUNT] = {"normal", "wide", "tiny columns", "zero columns", "nan/inf"};
+enum { DATA_NORMAL, DATA_WIDE, DATA_TINY_COLUMNS, DATA_ZERO_COLUMNS, DATA_NONFINITE, DATA_INF_LAST, DATA_COUNT };
+static const char *data_names[DATA_COUNT] = {"normal", "wide", "tiny columns", "zero columns", "nan/inf",
+                                             "-inf in the last band only"};
 
 static void fill(float *x, int64_t rows, int64_t cols, int kind, unsigned long long seed)
 {
@@ -27,6 +28,7 @@ static void fill(float *x, int64_t rows, int64_t cols, int kind, unsigned long l
         case DATA_TINY_COLUMNS: v *= c % 3 == 1 ? 1e-12f : c == 0 && i < cols ? 1e4f : 1.0f; break;
         case DATA_ZERO_COLUMNS: v = c % 5 == 2 ? 0.0f : v; break;
         case DATA_NONFINITE: v = i == 3 * cols + 1 ? NAN : i == 5 * cols + 2 ? INFINITY : v; break;
+        case DATA_INF_LAST: v = i == rows * cols - 2 ? -INFINITY : v; break;
         }
         x[i] = v;
     }
