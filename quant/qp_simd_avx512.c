@@ -447,13 +447,22 @@ AVX512 void add_sq_err(__m512d err[2], __m512 ax, __m512 y, __mmask16 fin)
     err[1] = _mm512_mask_add_pd(err[1], (__mmask8)(fin >> 8), err[1], _mm512_mul_pd(d1, d1));
 }
 
+/* rn_code's rounded magnitude alone: a + M - M with M = 2^(e + 23 - mbits),
+ * without the G ulps that only the code needs (adding a multiple of the
+ * grid spacing to M moves the sum by exactly as much: the same value; every
+ * magnitude up to the largest of the five codecs checked, 2^30 each). */
+AVX512 __m512 rn_value(__m512i a, qp_minifloat f)
+{
+    const __m512i e = _mm512_max_epu32(_mm512_and_si512(a, I32(EXP_BITS)), I32((uint32_t)(128 - f.bias) << 23));
+    const __m512 m = _mm512_castsi512_ps(_mm512_add_epi32(e, I32((uint32_t)(23 - f.mbits) << 23)));
+    return _mm512_sub_ps(_mm512_add_ps(_mm512_castsi512_ps(a), m), m);
+}
+
 /* The E2M1 grid value of |v| (v >= 0 or NaN), saturating. */
 AVX512 __m512 e2m1_value(__m512 v)
 {
     const qp_minifloat e2m1 = QP_MF_E2M1;
-    __m512 r;
-    (void)rn_code(_mm512_min_epu32(_mm512_castps_si512(v), _mm512_castps_si512(F32(e2m1.max))), e2m1, &r);
-    return r;
+    return rn_value(_mm512_min_epu32(_mm512_castps_si512(v), _mm512_castps_si512(F32(e2m1.max))), e2m1);
 }
 
 /* Four Over Six for sixteen whole blocks of 16 at xb: NVFP4's scale to 6
