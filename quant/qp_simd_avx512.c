@@ -1329,7 +1329,8 @@ AVX512_FN uint32_t encode_band_mx_any(const qp_plan *p, const float *x, int64_t 
 #define MX_BAND(F)                                                                                                   \
     do {                                                                                                             \
         const qp_minifloat f = F;                                                                                    \
-        return p->y_bits ? encode_band_mx(p, f, 1, x, cols, y, cnt, bst) : encode_band_mx(p, f, 0, x, cols, y, cnt, bst); \
+        return p->y_bits ? encode_band_mx(p, f, 1, x, cols, y, cnt, bst)                                            \
+                         : encode_band_mx(p, f, 0, x, cols, y, cnt, bst);                                           \
     } while (0)
     switch (p->t->elem) {
     case QP_ELEM_E4M3: MX_BAND(QP_MF_E4M3);
@@ -1351,7 +1352,8 @@ AVX512_FN uint32_t encode_band_mx_any(const qp_plan *p, const float *x, int64_t 
 AVX512_FN uint32_t v_encode_band(const qp_plan *p, const float *x, int64_t cols, const float *post, void *y,
                                  uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst)
 {
-    if (p->t->rule == QP_RULE_MX_FLOOR || p->t->rule == QP_RULE_MX_RCEIL) return encode_band_mx_any(p, x, cols, y, cnt, bst);
+    if (p->t->rule == QP_RULE_MX_FLOOR || p->t->rule == QP_RULE_MX_RCEIL)
+        return encode_band_mx_any(p, x, cols, y, cnt, bst);
     switch ((p->sr ? 2 : 0) | (p->y_bits ? 1 : 0)) { /* each variant compiled with its branches folded */
     case 0: return encode_band_e2m1(p, 0, 0, x, cols, post, y, gidx0, cnt, bst);
     case 1: return encode_band_e2m1(p, 0, 1, x, cols, post, y, gidx0, cnt, bst);
