@@ -380,6 +380,17 @@ static int kept_index(const qp_linear *l, int layer, qp_gemm_id g, qp_operand o)
                : copy_index(layer, g, o);
 }
 
+/* The forward's record of X or W for the backward, made as it quantizes
+ * them (or takes them quantized): the slot the operations keep their
+ * quantized copy in (qp_linear_qjob.keep), or -1. */
+static int keep_for_backward(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_operand o, const float *src,
+                             int gamax_ok, float gamax)
+{
+    const int kept = pass == QP_PASS_FPROP ? kept_index(l, layer, g, o) : -1;
+    if (kept >= 0) l->copies[kept] = (kept_copy){src, l->step, l->micro, gamax_ok, gamax};
+    return l->ops->reuse && kept < l->ops->max_copies ? kept : -1;
+}
+
 /* Where a later use finds its operand already quantized
  * (qp_linear_reusable): -2 nowhere, -1 the side's last quantization (dY:
  * dgrad's, just before), or the forward's record of the same tensor in this
@@ -425,10 +436,8 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         /* its producer rounded it (qp_linear_takes_rounded): what quantize()
          * would have left, without the pass */
         use_init(&u, l, plan, st, layer, g, pass, o, src_trans, rows, cols);
-        const int kept = pass == QP_PASS_FPROP ? kept_index(l, layer, g, o) : -1;
-        if (kept >= 0) l->copies[kept] = (kept_copy){src, l->step, l->micro, 0, 0.0f};
         const qp_linear_qjob job = {use->fmt, src, rows, cols, src_trans, &u.opts, side, kind, u.update, 0,
-                                    op->reuse && kept < op->max_copies ? kept : -1, -1};
+                                    keep_for_backward(l, layer, g, pass, o, src, 0, 0.0f), -1};
         qp_qstats counts;
         qp_round_tally_stats(&rounded->tally, (int64_t)rows * cols, rounded->scale, &counts);
         if (op->take_rounded(x, &job, &counts, out)) return op_failed(l);
@@ -510,11 +519,8 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         if (pass == QP_PASS_DGRAD && o == QP_OPND_DY) l->dy_gamax = gamax, l->dy_gamax_ok = 1;
         if (u.scale_from_amax) u.opts.scale = qp_scale_from_amax(qp_tensor_scale_range(use->fmt), gamax, 0);
     }
-    /* the forward leaves X and W for the backward */
-    const int kept = pass == QP_PASS_FPROP ? kept_index(l, layer, g, o) : -1;
-    if (kept >= 0) l->copies[kept] = (kept_copy){src, l->step, l->micro, u.reduce_amax, gamax};
     const qp_linear_qjob job = {use->fmt, in, rows, cols, trans, &u.opts, side, kind, u.update || want_row,
-                                want_row, op->reuse && kept < op->max_copies ? kept : -1, -1};
+                                want_row, keep_for_backward(l, layer, g, pass, o, src, u.reduce_amax, gamax), -1};
     if (op->quantize(x, &job, out)) return op_failed(l);
     return job.want_stats ? keep_stats(l, layer, g, pass, o, &u, side, want_row, gamax) : 0;
 }
