@@ -103,10 +103,11 @@ while time.time() < deadline and p.poll() is None and not any(n.startswith("live
     time.sleep(0.05)
 p.send_signal(signal.SIGTERM)
 try:
-    p.wait(60)
+    _, stopped_err = p.communicate(timeout=60)
 except subprocess.TimeoutExpired:
     p.kill()
-check(p.returncode == 130, f"stopped by SIGTERM: exit {p.returncode}")
+    _, stopped_err = p.communicate()
+check(p.returncode == 130, f"stopped by SIGTERM: exit {p.returncode}: {stopped_err.decode(errors='replace')[-600:]!r}")
 
 BUSY, IDLE = "passive (qtrain's default: CPUs busy)", "spin 10000, then sleep (qtrain's default: CPUs idle)"
 cases = [
@@ -209,10 +210,12 @@ if cpus >= 2:
         t = wait_for(out, p, lambda t: len(t) > ones and t[-1] == 2, "2 threads again once the CPUs are idle")
     p.send_signal(signal.SIGTERM)
     try:
-        p.wait(60)
+        _, stopped_err = p.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         p.kill()
-    if check(p.returncode == 130, f"adapting run stopped by SIGTERM: exit {p.returncode}"):
+        _, stopped_err = p.communicate()
+    if check(p.returncode == 130,
+             f"adapting run stopped by SIGTERM: exit {p.returncode}: {stopped_err.decode(errors='replace')[-600:]!r}"):
         with h5py.File(out, "r") as f:
             threads, loss = f["train/threads"][:], f["train/loss"][:]
         changes = int(np.count_nonzero(np.diff(threads)))
