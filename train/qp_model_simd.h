@@ -1057,7 +1057,7 @@ static void attention_forward_tasks(float *out, float *lse, float *qkv, const fl
  * QP_ROW_BLOCK rows of dqkv) = the blocks' column sums, each block's rows
  * added in order to zero: what a bias gradient sums; and then, with rounded
  * (not NULL; part not NULL), each head's slices of dqkv quantized for the
- * dispatch as they are final (round_row). Worksharing loops: call inside a
+ * dispatch as they are final (round_rows). Worksharing loops: call inside a
  * parallel region; a task is a sequence or a key/value head of one, handed
  * out as in the forward. */
 static void attention_backward_tasks(float *dqkv, float *part, const float *dout, const float *out, const float *lse,
