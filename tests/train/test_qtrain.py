@@ -189,14 +189,19 @@ for recipe in ["bf16", "fp8", "nvfp4"]:
 
 # ... and without the copies a run holds less memory: a 6-layer 256-wide GPT at
 # B8 T128 keeps 6 x 2.6M BF16 values (31.5 MB) of X and W for the backward
-# (measured: 25-33 MB less peak RSS, runs differing by up to 6 MB)
+# (measured: 25-33 MB less peak RSS, runs differing by up to 6 MB). Where the
+# producers quantize X (QP_PRODUCER_ROUNDING, on CPUs whose BF16 products run
+# in FP32) there is no copy of most X to free, and what --requantize saved
+# was 14.5-18.5 MiB against this bound: the producers are off here, so the
+# copies this measures are there on every CPU (54-56 MiB saved on the Xeon).
 if ARCH == "gpt":
     def peak_rss_kib(extra):
         args = [QTRAIN, "--data", data, "--layers", "6", "--heads", "4", "--dim", "256", "--seq", "128",
                 "--batch", "8", "--steps", "2", "--threads", "2", "--quiet", "--eval-every", "0",
                 "--qerr-every", "0", "--ckpt-every", "0", "--recipe", "bf16",
                 "--out", os.path.join(tmp, "rss.h5")] + extra
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=dict(os.environ, QP_PRODUCER_ROUNDING="off"))
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         return proc.returncode, usage.ru_maxrss
