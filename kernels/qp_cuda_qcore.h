@@ -8,8 +8,8 @@
  *
  * Indexing (as quant/): a tensor is rows x cols row-major; element (r, c) has
  * global index g = sr_offset + r*sr_stride + c (qp_qopts; stride 0 meaning
- * cols), and stochastic rounding of it uses word g%4 of philox(seed, counter =
- * (g/4, stream)). Padding elements of a partial block are never read, count
+ * cols), and stochastic rounding of it uses qp_sr_word(seed, stream, g, bits):
+ * 8 or 16 bits of word g/4 or g/2 of the stream. Padding elements of a partial block are never read, count
  * nowhere and are stored as code 0. */
 #ifndef QP_CUDA_QCORE_H
 #define QP_CUDA_QCORE_H
@@ -115,6 +115,7 @@ QP_HD void qc_encode_block(const qp_format_traits *f, const qp_tplan *p, const f
 {
     qp_rng_run g;
     qp_rng_run_init(&g, p->seed, p->stream);
+    const int sr_bits = qp_sr_bits(f->elem);
     if (codes) {
         const int nbytes = (npad * f->elem_bits + 7) / 8;
         QP_UNROLL
@@ -123,7 +124,7 @@ QP_HD void qc_encode_block(const qp_format_traits *f, const qp_tplan *p, const f
     QP_UNROLL
     for (int i = 0; i < npad; i++) {
         if (i >= n) break;
-        const uint32_t r = p->sr ? qp_rng_run_word(&g, gidx0 + (uint64_t)i) : 0;
+        const uint32_t r = p->sr ? qp_rng_run_sr_word(&g, gidx0 + (uint64_t)i, sr_bits) : 0;
         float yv;
         const uint32_t code = qp_quantize_elem(f, p, bs, x[i], r, &yv, cnt);
         if (codes) qp_store_code(f->elem, codes, i, code);

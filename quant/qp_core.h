@@ -219,8 +219,9 @@ QP_HD float qp_decode_minifloat(uint32_t code, qp_minifloat f)
 
 /* Stochastic rounding of a finite magnitude ax >= 0 onto a grid with mbits
  * mantissa bits and minimum normal exponent emin, saturating at maxval: up to
- * the next grid value with probability floor(frac * 2^32) / 2^32 (frac: the
- * position inside the gap; (q - lo) * 2^32 is exact in float and < 2^32). */
+ * the next grid value when r < floor(frac * 2^32) (frac: the position inside
+ * the gap; (q - lo) * 2^32 is exact in float and < 2^32); r is qp_sr_word's,
+ * which states the probability. */
 QP_HD float qp_sr_magnitude(float ax, int mbits, int emin, float maxval, uint32_t r)
 {
     if (ax >= maxval) return maxval;
@@ -513,7 +514,49 @@ QP_HD uint32_t qp_rng_u32(uint64_t seed, uint64_t stream, uint64_t i)
     return k == 0 ? r[0] : k == 1 ? r[1] : k == 2 ? r[2] : r[3];
 }
 
-/* The words of consecutive indices, one Philox call per four. */
+/* ---- stochastic rounding's random bits ---------------------------------------- */
+
+/* Random bits per element, as many as Blackwell's cvt.rs gives an element of
+ * its one 32-bit rbits operand: 16 for BF16 (bf16x2), 8 for the FP8, FP6 and
+ * FP4 codecs (e4m3x4 .. e2m1x4). FP32 is never rounded. */
+QP_HD int qp_sr_bits(qp_elem e)
+{
+    switch (e) {
+    case QP_ELEM_BF16: return 16;
+    case QP_ELEM_F32:
+    case QP_ELEM_E4M3:
+    case QP_ELEM_E5M2:
+    case QP_ELEM_E2M1:
+    case QP_ELEM_E2M3:
+    case QP_ELEM_E3M2:
+    case QP_ELEM_COUNT: break;
+    }
+    return 8;
+}
+
+/* log2 of the elements one raw word serves (32 / bits). */
+QP_HD int qp_sr_shift(int bits) { return bits == 16 ? 1 : 2; }
+
+/* The SR word of an element from field `field` of its raw word: the field in
+ * the top `bits` bits, the bit below them set. Against qp_sr_magnitude's
+ * threshold floor(frac * 2^32), the element rounds up with probability
+ * ceil(frac * 2^bits - 1/2) / 2^bits: frac to the nearest multiple of
+ * 2^-bits (halves down), so at most 2^-(bits+1) of a step from frac, an exact
+ * value (frac 0) never moves, and a frac within that of 1 always does. */
+QP_HD uint32_t qp_sr_word_of(uint32_t raw, uint32_t field, int bits)
+{
+    return ((raw >> (bits * (int)field)) << (32 - bits)) | (1u << (31 - bits));
+}
+
+/* The SR word of element g of a stream whose codec takes `bits` random bits:
+ * field g % (32/bits) of raw word g / (32/bits), qp_rng_u32's. */
+QP_HD uint32_t qp_sr_word(uint64_t seed, uint64_t stream, uint64_t g, int bits)
+{
+    const int shift = qp_sr_shift(bits);
+    return qp_sr_word_of(qp_rng_u32(seed, stream, g >> shift), (uint32_t)(g & ((1u << shift) - 1)), bits);
+}
+
+/* The raw words of consecutive indices, one Philox call per four. */
 typedef struct {
     uint64_t seed, stream, ctr; /* ctr: the counter `w` holds (UINT64_MAX = none) */
     uint32_t w[4];
@@ -535,6 +578,13 @@ QP_HD uint32_t qp_rng_run_word(qp_rng_run *g, uint64_t i)
     }
     const uint32_t k = (uint32_t)(i & 3);
     return k == 0 ? g->w[0] : k == 1 ? g->w[1] : k == 2 ? g->w[2] : g->w[3];
+}
+
+/* qp_sr_word of consecutive elements from a run of raw words. */
+QP_HD uint32_t qp_rng_run_sr_word(qp_rng_run *g, uint64_t i, int bits)
+{
+    const int shift = qp_sr_shift(bits);
+    return qp_sr_word_of(qp_rng_run_word(g, i >> shift), (uint32_t)(i & ((1u << shift) - 1)), bits);
 }
 
 /* ---- random Hadamard transform ---------------------------------------------- */

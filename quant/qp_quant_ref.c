@@ -49,7 +49,7 @@ static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const
             s.flag = bs->flag[b];
             sp = &s;
         }
-        const uint32_t r = p->sr ? qp_rng_u32(p->seed, p->stream, gidx0 + (uint64_t)c) : 0;
+        const uint32_t r = p->sr ? qp_sr_word(p->seed, p->stream, gidx0 + (uint64_t)c, qp_sr_bits(t->elem)) : 0;
         float yv;
         const uint32_t code = qp_quantize_elem(t, &tp, sp, x[c], r, &yv, &ec);
         if (codes) qp_store_code(t->elem, codes, c, code);

@@ -191,7 +191,7 @@ AVX2 const uint32_t *rng_run(rng_cache *c, uint64_t g)
     return c->w[s];
 }
 
-/* The words of elements idx .. idx+7. */
+/* Raw words idx .. idx+7 of the stream. */
 AVX2 __m256i rng8(rng_cache *c, uint64_t idx)
 {
     const uint64_t g = idx / 32;
@@ -202,6 +202,18 @@ AVX2 __m256i rng8(rng_cache *c, uint64_t idx)
     memcpy(t, w + o, (size_t)(32 - o) * sizeof *t);
     memcpy(t + (32 - o), rng_run(c, g + 1), (size_t)(o - 24) * sizeof *t);
     return _mm256_loadu_si256((const __m256i *)(const void *)t);
+}
+
+/* qp_sr_word of elements idx .. idx+7 at `bits` (8 or 16) bits each: their
+ * raw words' fields moved to the lanes' top bits. */
+AVX2 __m256i sr8(rng_cache *c, uint64_t idx, int bits)
+{
+    const int shift = qp_sr_shift(bits);
+    const uint32_t field_mask = (1u << shift) - 1;
+    const __m256i pos = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), I32((uint32_t)idx & field_mask));
+    const __m256i raw = _mm256_permutevar8x32_epi32(rng8(c, idx >> shift), _mm256_srli_epi32(pos, shift));
+    const __m256i field_shift = _mm256_slli_epi32(_mm256_and_si256(pos, I32(field_mask)), bits == 16 ? 4 : 3);
+    return _mm256_or_si256(_mm256_slli_epi32(_mm256_srlv_epi32(raw, field_shift), 32 - bits), I32(1u << (31 - bits)));
 }
 
 /* ---- element codecs ------------------------------------------------------------------ */
@@ -245,7 +257,7 @@ static void scalar_elems(const qp_plan *p, const float *x, int64_t c0, int64_t c
     const qp_format_traits *t = p->t;
     const qp_tplan tp = qp_plan_tensor(p);
     for (int64_t c = c0; c < c1; c++) {
-        const uint32_t r = p->sr ? qp_rng_u32(p->seed, p->stream, gidx0 + (uint64_t)c) : 0;
+        const uint32_t r = p->sr ? qp_sr_word(p->seed, p->stream, gidx0 + (uint64_t)c, qp_sr_bits(t->elem)) : 0;
         float yv;
         const uint32_t code = qp_quantize_elem(t, &tp, bs, x[c], r, &yv, ec);
         if (codes) qp_store_code(t->elem, codes, c, code);
@@ -330,7 +342,7 @@ AVX2 void mf_row(const qp_plan *p, const qp_minifloat f, const int sr, const flo
         const __m256i vb = _mm256_castps_si256(v), av = _mm256_and_si256(vb, I32(ABS_BITS));
         const __m256i a = _mm256_min_epu32(av, maxbits);
         __m256 r;
-        const __m256i mag = sr ? sr_code(a, f, rng8(&rng, gidx0 + (uint64_t)c), &r) : rn_code(a, f, &r);
+        const __m256i mag = sr ? sr_code(a, f, sr8(&rng, gidx0 + (uint64_t)c, 8), &r) : rn_code(a, f, &r);
         const __m256i sign = _mm256_and_si256(vb, I32(0x80000000u));
         const __m256i nonzero = _mm256_castps_si256(_mm256_cmp_ps(xv, _mm256_setzero_ps(), _CMP_NEQ_OQ));
         n_nonzero = _mm256_sub_epi32(n_nonzero, nonzero);
@@ -378,7 +390,7 @@ AVX2 void bf16_row(const qp_plan *p, const int sr, const float *x, int64_t cols,
         /* scale 1: v = x * 1 = x */
         __m256i hi;
         if (sr) {
-            const __m256i w = rng8(&rng, gidx0 + (uint64_t)c);
+            const __m256i w = sr8(&rng, gidx0 + (uint64_t)c, 16);
             const __m256i up = cmpgt_u32(_mm256_and_si256(ax, I32(0xFFFFu)), _mm256_srli_epi32(w, 16));
             const __m256i mag = _mm256_sub_epi32(_mm256_srli_epi32(ax, 16), up); /* up is -1 where set */
             hi = _mm256_or_si256(mag, _mm256_slli_epi32(_mm256_srli_epi32(xb, 31), 15));

@@ -677,7 +677,7 @@ AVX512 const __m512i *rng_run(rng_cache *c, uint64_t g)
     return c->w[s];
 }
 
-/* The words of elements idx .. idx+15. */
+/* Raw words idx .. idx+15 of the stream. */
 AVX512 __m512i rng16(rng_cache *c, uint64_t idx)
 {
     const uint64_t g = idx / 128;
@@ -686,6 +686,28 @@ AVX512 __m512i rng16(rng_cache *c, uint64_t idx)
     if (!sh) return w[q];
     const __m512i hi = q < 7 ? w[q + 1] : rng_run(c, g + 1)[0];
     return _mm512_permutex2var_epi32(w[q], _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), I32(sh)), hi);
+}
+
+/* qp_sr_word of elements idx .. idx+15 at `bits` (8 or 16) bits each: their
+ * raw words' fields moved to the lanes' top bits. */
+AVX512 __m512i sr16(rng_cache *c, uint64_t idx, int bits)
+{
+    const int shift = qp_sr_shift(bits);
+    const uint32_t field_mask = (1u << shift) - 1;
+    const __m512i pos = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         I32((uint32_t)idx & field_mask));
+    const __m512i raw = _mm512_permutexvar_epi32(_mm512_srli_epi32(pos, shift), rng16(c, idx >> shift));
+    const __m512i field_shift = _mm512_slli_epi32(_mm512_and_si512(pos, I32(field_mask)), bits == 16 ? 4 : 3);
+    return _mm512_or_si512(_mm512_slli_epi32(_mm512_srlv_epi32(raw, field_shift), 32 - bits), I32(1u << (31 - bits)));
+}
+
+/* sr16 at 8 bits for elements 16j .. 16j+15 of 64 that start raw word 0 of raw. */
+AVX512 __m512i sr16_of(__m512i raw, int j)
+{
+    const __m512i word = _mm512_add_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), I32(4 * j));
+    const __m512i field_shift = _mm512_setr_epi32(0, 8, 16, 24, 0, 8, 16, 24, 0, 8, 16, 24, 0, 8, 16, 24);
+    return _mm512_or_si512(_mm512_slli_epi32(_mm512_srlv_epi32(_mm512_permutexvar_epi32(word, raw), field_shift), 24),
+                           I32(1u << 23));
 }
 
 /* ---- storing ---------------------------------------------------------------------- */
@@ -825,6 +847,9 @@ AVX512 void mf_step(mf_state *st, const qp_minifloat f, const int sr, const int 
     const __m512i maxb = _mm512_castps_si512(F32(f.max));
     __m512i code[4];
     uint64_t zero_x = 0, zero_c = 0, over = 0;
+    /* the 16 raw words of the 64 elements when they start a raw word (nearly always) */
+    const int aligned_sr = sr && ((st->gidx0 + (uint64_t)c0) & 3) == 0;
+    const __m512i raw64 = aligned_sr ? rng16(&st->rc, (st->gidx0 + (uint64_t)c0) >> 2) : _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++) {
         const int64_t cj = c0 + 16 * j;
@@ -849,7 +874,7 @@ AVX512 void mf_step(mf_state *st, const qp_minifloat f, const int sr, const int 
         __m512 r;
         __m512i mag = _mm512_setzero_si512();
         if (sr) {
-            const __m512i rw = rng16(&st->rc, st->gidx0 + (uint64_t)cj);
+            const __m512i rw = aligned_sr ? sr16_of(raw64, j) : sr16(&st->rc, st->gidx0 + (uint64_t)cj, 8);
             const __m512i emin = I32((uint32_t)mf_emin_field(f) << 23);
             /* FP8 with no lane in (0, 2^emin) (nearly always): the gap's fraction is
              * the low 23 - mbits bits of |v|, the step one unit above them */
@@ -1022,7 +1047,7 @@ AVX512BF16 void bf16_row(const qp_plan *p, const int hw, const float *x, int64_t
             n.sat += __builtin_popcount((uint32_t)_mm512_cmpeq_epi16_mask(mag, _mm512_set1_epi16(0x7F80)));
         } else {
             __m512i r0, r1;
-            if (p->sr) r0 = rng16(&rc, gidx0 + (uint64_t)c0), r1 = rng16(&rc, gidx0 + (uint64_t)c0 + 16);
+            if (p->sr) r0 = sr16(&rc, gidx0 + (uint64_t)c0, 16), r1 = sr16(&rc, gidx0 + (uint64_t)c0 + 16, 16);
             const __m512i c0v = bf16_int(x0, k0, p->sr ? &r0 : NULL, &n), c1v = bf16_int(x1, k1, p->sr ? &r1 : NULL, &n);
             w = pack_words(c0v, c1v);
         }
@@ -1153,28 +1178,59 @@ AVX512_FN uint32_t v_band_amax(const float *x, int64_t cols, const float *post)
     return _mm512_reduce_max_epu32(m);
 }
 
-/* Eight SR words of a tile whose lane k starts at element base + k * stride
- * of the stream (base and stride multiples of 4): w[i] lane k = qp_rng_u32
- * of element base + k * stride + i0 + i (i0 = 0 or 8), word i % 4 of counter
- * (base + k * stride + i0) / 4 + i / 4: philox4x8 with the tile's lanes 0-7
- * and 8-15 in separate vectors, each word then one two-source permute. */
-AVX512 void sr_words8(const uint32_t keys[20], uint64_t stream, uint64_t base, uint64_t stride, int i0, __m512i w[8])
+/* The raw words of a tile whose lane k holds elements base + k * stride ..
+ * + 15 of the stream (base and stride multiples of 4), for qp_sr_word at 8
+ * bits: w[j] lane k = raw word R_k + j, R_k = (base + k * stride) / 4, which
+ * is word R_k % 4 + j of the eight of counters R_k / 4 and R_k / 4 + 1:
+ * philox4x8 of those two counters for lanes 0-7 and 8-15, then per lane
+ * the four words from its offset R_k % 4. */
+AVX512 void sr_tile_raw(const uint32_t keys[20], uint64_t stream, uint64_t base, uint64_t stride, __m512i w[4])
 {
     const __m512i lane = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m512i first = _mm512_add_epi64(_mm512_set1_epi64((long long)((base + (uint64_t)i0) / 4)),
-                                           _mm512_mullo_epi64(lane, _mm512_set1_epi64((long long)(stride / 4))));
-    const __m512i half[2] = {first, _mm512_add_epi64(first, _mm512_set1_epi64((long long)(2 * stride)))};
+    const __m512i r0 = _mm512_add_epi64(_mm512_set1_epi64((long long)(base / 4)),
+                                        _mm512_mullo_epi64(lane, _mm512_set1_epi64((long long)(stride / 4))));
+    const __m512i r8 = _mm512_add_epi64(r0, _mm512_set1_epi64((long long)(2 * stride)));
+    const __m512i one = _mm512_set1_epi64(1);
+    __m512i ctr[4], c[4][4];
+    ctr[0] = _mm512_srli_epi64(r0, 2), ctr[1] = _mm512_srli_epi64(r8, 2);
+    ctr[2] = _mm512_add_epi64(ctr[0], one), ctr[3] = _mm512_add_epi64(ctr[1], one);
+    philox4x8(keys, stream, ctr, c[0], c[1], c[2], c[3]);
     /* the low dwords of a (tile lanes 0-7), then of b (lanes 8-15) */
     const __m512i lows = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    __m512i ctr[4], c0[4], c1[4], c2[4], c3[4]; /* vector q: counter offset q / 2, the lanes of half q % 2 */
-    for (int q = 0; q < 4; q++) ctr[q] = _mm512_add_epi64(half[q & 1], _mm512_set1_epi64(q / 2));
-    philox4x8(keys, stream, ctr, c0, c1, c2, c3);
-    for (int j = 0; j < 2; j++) {
-        w[4 * j] = _mm512_permutex2var_epi32(c0[2 * j], lows, c0[2 * j + 1]);
-        w[4 * j + 1] = _mm512_permutex2var_epi32(c1[2 * j], lows, c1[2 * j + 1]);
-        w[4 * j + 2] = _mm512_permutex2var_epi32(c2[2 * j], lows, c2[2 * j + 1]);
-        w[4 * j + 3] = _mm512_permutex2var_epi32(c3[2 * j], lows, c3[2 * j + 1]);
+    __m512i words[8]; /* words[m]: word m of counter R_k / 4 (m < 4), m - 4 of the next (m >= 4) */
+    for (int m = 0; m < 8; m++) words[m] = _mm512_permutex2var_epi32(c[m & 3][2 * (m >> 2)], lows, c[m & 3][2 * (m >> 2) + 1]);
+    const __m512i offset = _mm512_and_si512(_mm512_permutex2var_epi32(r0, lows, r8), I32(3));
+    const __mmask16 at1 = _mm512_cmpeq_epi32_mask(offset, I32(1)), at2 = _mm512_cmpeq_epi32_mask(offset, I32(2)),
+                    at3 = _mm512_cmpeq_epi32_mask(offset, I32(3));
+    for (int j = 0; j < 4; j++) {
+        __m512i v = _mm512_mask_blend_epi32(at1, words[j], words[j + 1]);
+        v = _mm512_mask_blend_epi32(at2, v, words[j + 2]);
+        w[j] = _mm512_mask_blend_epi32(at3, v, words[j + 3]);
     }
+}
+
+/* sr_tile_raw's words for two tiles, the second at base + 16 * stride, when
+ * base and stride are multiples of 16: lane k's sixteen elements are then
+ * the four words of counter (base + k * stride) / 16, so a tile takes 16
+ * counters and one philox4x8 call serves two. */
+AVX512 void sr_tile_raw_pair(const uint32_t keys[20], uint64_t stream, uint64_t base, uint64_t stride, __m512i w[2][4])
+{
+    const __m512i lane = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512i first = _mm512_add_epi64(_mm512_set1_epi64((long long)(base / 16)),
+                                           _mm512_mullo_epi64(lane, _mm512_set1_epi64((long long)(stride / 16))));
+    __m512i ctr[4], c[4][4]; /* vector 2t + h: tile t, lanes 8h .. 8h+7 */
+    for (int q = 0; q < 4; q++)
+        ctr[q] = _mm512_add_epi64(first, _mm512_set1_epi64((long long)((q >> 1) * stride + (q & 1) * (stride / 2))));
+    philox4x8(keys, stream, ctr, c[0], c[1], c[2], c[3]);
+    const __m512i lows = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (int t = 0; t < 2; t++)
+        for (int j = 0; j < 4; j++) w[t][j] = _mm512_permutex2var_epi32(c[j][2 * t], lows, c[j][2 * t + 1]);
+}
+
+/* Element i (0-15) of a tile's lanes: qp_sr_word at 8 bits from sr_tile_raw's words. */
+AVX512 __m512i sr_tile_word(const __m512i raw[4], int i)
+{
+    return _mm512_or_si512(_mm512_slli_epi32(_mm512_srli_epi32(raw[i >> 2], 8 * (i & 3)), 24), I32(1u << 23));
 }
 
 /* A band's counts, per lane as mf_step counts a finite vector (nonzero
@@ -1233,6 +1289,8 @@ AVX512 uint32_t encode_band_e2m1(const qp_plan *p, const int sr, const int bits,
     const int count = !p->skip_counts;
     rng_cache rc;
     if (sr) rng_init(&rc, p->seed, p->stream);
+    const int pairs = gidx0 % 16 == 0 && stride % 16 == 0;
+    __m512i raw_pair[2][4];
     stats_acc acc = stats_init();
     band_counts bc = band_counts_init();
     for (int64_t c0 = 0; c0 < cols; c0 += 16) {
@@ -1243,9 +1301,14 @@ AVX512 uint32_t encode_band_e2m1(const qp_plan *p, const int sr, const int bits,
         most = _mm512_max_epu32(most, am);
         const scale16 s = nvfp4_rule16(p, _mm512_castsi512_ps(am), 0xFFFF, &acc);
         const __mmask16 zero_block = _mm512_test_epi32_mask(s.flag, I32(QP_BLOCK_ZERO));
+        __m512i raw[4];
+        if (sr && pairs) {
+            if ((c0 & 31) == 0) sr_tile_raw_pair(rc.keys, p->stream, gidx0 + (uint64_t)c0 * stride, stride, raw_pair);
+            for (int j = 0; j < 4; j++) raw[j] = raw_pair[(c0 >> 4) & 1][j];
+        } else if (sr) {
+            sr_tile_raw(rc.keys, p->stream, gidx0 + (uint64_t)c0 * stride, stride, raw);
+        }
         for (int i0 = 0; i0 < 16; i0 += 8) {
-            __m512i words[8];
-            if (sr) sr_words8(rc.keys, p->stream, gidx0 + (uint64_t)c0 * stride, stride, i0, words);
 #pragma GCC unroll 8
             for (int i = i0; i < i0 + 8; i++) {
                 const __m512 e = _mm512_mul_ps(v[i], s.enc);
@@ -1253,7 +1316,7 @@ AVX512 uint32_t encode_band_e2m1(const qp_plan *p, const int sr, const int bits,
                 const __mmask16 over = _mm512_mask_cmpgt_epu32_mask((__mmask16)~zero_block, ae, maxb);
                 const __m512i a = _mm512_min_epu32(ae, maxb);
                 __m512 r;
-                if (sr) (void)sr_code(a, f, words[i - i0], &r);
+                if (sr) (void)sr_code(a, f, sr_tile_word(raw, i), &r);
                 else (void)rn_code_t(a, f, &tabs, &r);
                 const __mmask16 nzx = _mm512_test_epi32_mask(_mm512_castps_si512(v[i]), I32(ABS_BITS));
                 const __mmask16 zc = _mm512_testn_epi32_mask(_mm512_castps_si512(r), _mm512_castps_si512(r)) | zero_block;

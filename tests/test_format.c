@@ -3,6 +3,7 @@
  * and the Philox generator against its published known-answer vectors. */
 #include <float.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "qp_format.h"
 #include "qp_rng.h"
@@ -78,14 +79,16 @@ static void test_scale_codecs(void)
     CHECK(qp_f32_to_ue4m3(NAN) == 0x7F && qp_ue4m3_to_f32(0xB8) == 1.0f, "ue4m3 NaN, sign bit ignored");
 }
 
-/* Mean of stochastic rounding over many draws equals the input. */
+/* Mean of stochastic rounding over many draws (qp_sr_word's words at the
+ * codec's width) equals the input. */
 static void check_sr_mean(const char *name, float x, uint32_t (*enc)(float, uint32_t), float (*dec)(uint32_t))
 {
+    const int bits = strcmp(name, "bf16") == 0 ? 16 : 8;
     const int N = 200000;
     double sum = 0.0;
     float lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < N; i++) {
-        const float v = dec(enc(x, qp_rng_u32(12345, 7, (uint64_t)i)));
+        const float v = dec(enc(x, qp_sr_word(12345, 7, (uint64_t)i, bits)));
         sum += v;
         if (v < lo) lo = v;
         if (v > hi) hi = v;
@@ -174,6 +177,70 @@ static void test_stochastic_rounding(void)
     CHECK(qp_f32_to_e2m1_sr(1.25f, 0) == 3 && qp_f32_to_e2m1_sr(1.25f, 0xFFFFFFFFu) == 2, "SR extremes");
 }
 
+/* Over all 2^bits values of an element's field, x rounds up for exactly
+ * ceil(frac * 2^bits - 1/2) of them (frac: x's position between its two
+ * neighbours, computed here in double); an exact value never moves. */
+static void check_sr_counts(const char *name, float x, int bits, uint32_t (*enc)(float, uint32_t),
+                            float (*dec)(uint32_t))
+{
+    /* the neighbours: word 2^32-1 never rounds up, word 0 does for any frac > 0 */
+    const float down = dec(enc(x, 0xFFFFFFFFu)), up = dec(enc(x, 0));
+    const uint32_t n = 1u << bits;
+    uint32_t ups = 0, strays = 0;
+    for (uint32_t field = 0; field < n; field++) {
+        const float v = dec(enc(x, qp_sr_word_of(field, 0, bits)));
+        ups += v == up && up != down;
+        strays += v != up && v != down;
+    }
+    const double frac = up == down ? 0.0 : ((double)x - (double)down) / ((double)up - (double)down);
+    const uint32_t want = (uint32_t)ceil(frac * n - 0.5);
+    CHECK(strays == 0 && ups == want, "%s SR at %d bits of x=%.9g (frac %.6f): %u of %u fields up, want %u", name, bits,
+          x, frac, ups, n, want);
+}
+
+static void test_sr_words(void)
+{
+    /* The rule's probability, exhaustively over each codec's field. */
+    const float x4[] = {1.25f, 1.2509765625f, 1.2529296875f, 1.251953125f, 1.0f + 1.0f / 1024, 5.999f, 0.26f, -2.3f};
+    for (unsigned i = 0; i < sizeof x4 / sizeof x4[0]; i++) check_sr_counts("e2m1", x4[i], 8, enc_e2m1, dec_e2m1);
+    const float x8[] = {1.03f, -300.7f, 0.0011f, 1.0f + 1.0f / 16 + 1.0f / 4096, 448.0f, 1.0f + 1.0f / 8 - 1e-6f};
+    for (unsigned i = 0; i < sizeof x8 / sizeof x8[0]; i++) {
+        check_sr_counts("e4m3", x8[i], 8, enc_e4m3, dec_e4m3);
+        check_sr_counts("e5m2", x8[i], 8, enc_e5m2, dec_e5m2);
+    }
+    const float xb[] = {1.00123f, -3.3e-39f, 1.0f + 1.0f / 256 + 1.0f / 65536 / 256, 3.0f};
+    for (unsigned i = 0; i < sizeof xb / sizeof xb[0]; i++) check_sr_counts("bf16", xb[i], 16, enc_bf16, dec_bf16);
+
+    /* Which bits an element takes: against Random123's known answer for
+     * philox(key 0, counter 0), whose four words serve elements 0-15 at 8
+     * bits (low byte first) and 0-7 at 16 bits (low half first). */
+    const uint32_t kat[4] = {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u};
+    for (int g = 0; g < 16; g++) {
+        const uint32_t byte = (kat[g / 4] >> (8 * (g % 4))) & 0xFFu;
+        CHECK(qp_sr_word(0, 0, (uint64_t)g, 8) == (byte << 24 | 0x00800000u), "8-bit SR word of element %d: %08x", g,
+              qp_sr_word(0, 0, (uint64_t)g, 8));
+    }
+    for (int g = 0; g < 8; g++) {
+        const uint32_t half = (kat[g / 2] >> (16 * (g % 2))) & 0xFFFFu;
+        CHECK(qp_sr_word(0, 0, (uint64_t)g, 16) == (half << 16 | 0x00008000u), "16-bit SR word of element %d", g);
+    }
+    uint32_t r[4];
+    qp_philox4x32(0, 1, 0, r);
+    CHECK(qp_sr_word(0, 0, 16, 8) >> 24 == (r[0] & 0xFFu) && qp_sr_word(0, 0, 8, 16) >> 16 == (r[0] & 0xFFFFu),
+          "element 16 (8-bit) and 8 (16-bit) start counter 1");
+    /* The run form agrees with the indexed one at any start. */
+    for (int bits = 8; bits <= 16; bits += 8) {
+        qp_rng_run g;
+        qp_rng_run_init(&g, 77, 3);
+        int bad = 0;
+        for (uint64_t i = 5; i < 300; i += 1 + i % 3) bad += qp_rng_run_sr_word(&g, i, bits) != qp_sr_word(77, 3, i, bits);
+        CHECK(bad == 0, "qp_rng_run_sr_word at %d bits: %d differ", bits, bad);
+    }
+    CHECK(qp_sr_bits(QP_ELEM_BF16) == 16 && qp_sr_bits(QP_ELEM_E4M3) == 8 && qp_sr_bits(QP_ELEM_E2M1) == 8 &&
+              qp_sr_bits(QP_ELEM_E3M2) == 8,
+          "SR bits per codec");
+}
+
 static void test_philox(void)
 {
     /* Known-answer vectors of Philox-4x32-10 (Random123 kat_vectors). */
@@ -198,6 +265,7 @@ int main(void)
     test_scale_codecs();
     test_stochastic_rounding();
     test_philox();
+    test_sr_words();
     test_fp6_and_e8m0_ceil();
     return qp_test_finish("test_format");
 }

@@ -68,15 +68,16 @@ static int expected(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, int 
 
 static int64_t zero_scale_blocks; /* over the tiny-columns cases: the lane mask of scale-0 blocks ran */
 
-static void check_case(qp_fmt fmt, int64_t rows, int64_t cols, int rht, int sr, int kind, float scale,
-                       int64_t sr_offset, int threads)
+/* sr_stride: the SR word stride of the quantized tensor's rows (0: its row count) */
+static void check_case_strided(qp_fmt fmt, int64_t rows, int64_t cols, int rht, int sr, int kind, float scale,
+                               int64_t sr_offset, int64_t sr_stride, int threads)
 {
     const int64_t n = rows * cols;
     float *x = malloc((size_t)n * sizeof *x);
     uint16_t *want = malloc((size_t)n * sizeof *want + 2), *got = malloc((size_t)n * sizeof *got + 2);
     fill(x, rows, cols, kind, 0x5EED0000ull + (unsigned long long)(rows * 131 + cols * 7 + kind));
     qp_qopts o = {.stochastic = sr != 0, .seed = 99, .stream = 0xABCDull + (uint64_t)rows, .sr_offset = sr_offset,
-                  .scale = scale, .unscaled = true};
+                  .sr_row_stride = sr_stride, .scale = scale, .unscaled = true};
     qp_qstats ws, gs;
     memset(&ws, 0, sizeof ws);
     memset(&gs, 0xA5, sizeof gs);
@@ -124,6 +125,12 @@ static void check_case(qp_fmt fmt, int64_t rows, int64_t cols, int rht, int sr, 
     free(got);
 }
 
+static void check_case(qp_fmt fmt, int64_t rows, int64_t cols, int rht, int sr, int kind, float scale,
+                       int64_t sr_offset, int threads)
+{
+    check_case_strided(fmt, rows, cols, rht, sr, kind, scale, sr_offset, 0, threads);
+}
+
 int main(void)
 {
     const int avx512 = strcmp(qp_simd_name(), "avx512") == 0;
@@ -168,6 +175,11 @@ int main(void)
     check_case(QP_FMT_NVFP4, 256, 128, 16, 1, DATA_NORMAL, 37.5f, 4096, 2);
     check_case(QP_FMT_NVFP4, 256, 128, 16, 1, DATA_NORMAL, 0.0f, 8, 3);
     check_case(QP_FMT_NVFP4, 256, 128, 16, 1, DATA_WIDE, 0.0f, 2, 2); /* off a multiple of 4: the fallback */
+    /* SR words off a multiple of 16: a lane's sixteen elements straddle two
+     * Philox counters, at every offset within one (stride / 4 odd) */
+    check_case_strided(QP_FMT_NVFP4, 256, 128, 16, 1, DATA_NORMAL, 0.0f, 4, 260, 2);
+    check_case_strided(QP_FMT_NVFP4, 64, 48, 0, 1, DATA_WIDE, 0.0f, 12, 68, 1);
+    check_case_strided(QP_FMT_NVFP4, 64, 48, 0, 1, DATA_NORMAL, 0.0f, 32, 64, 1);
     check_case(QP_FMT_NVFP4, 1024, 256, 16, 1, DATA_NORMAL, 0.0f, 0, 4);
     /* what the direct path does not take, through the fallback */
     check_case(QP_FMT_NVFP4, 96, 40, 32, 0, DATA_NORMAL, 0.0f, 0, 2);
