@@ -505,7 +505,8 @@ QP_HD void qp_philox4x32(uint64_t seed, uint64_t ctr_lo, uint64_t ctr_hi, uint32
     out[3] = c3;
 }
 
-/* The SR word of element index i: word i%4 of philox(seed, (i/4, stream)). */
+/* Raw word i of a stream: word i%4 of philox(seed, (i/4, stream)) (stochastic
+ * rounding takes its bits through qp_sr_word). */
 QP_HD uint32_t qp_rng_u32(uint64_t seed, uint64_t stream, uint64_t i)
 {
     uint32_t r[4];

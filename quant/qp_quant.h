@@ -78,11 +78,11 @@ const char *qp_format_names(void);
 typedef struct {
     bool stochastic;   /* stochastic rounding of elements */
     uint64_t seed;     /* SR: generator key */
-    uint64_t stream;   /* SR: stream (e.g. tensor id x step), element i uses word i */
-    int64_t sr_offset;     /* SR: element (r, c) uses word sr_offset + r * sr_row_stride + c,  */
-    int64_t sr_row_stride; /*   stride 0 meaning cols (so zeroes give "element i uses word i"):  */
-                           /*   a slice of a bigger tensor draws the words the whole tensor's    */
-                           /*   quantization draws for the same elements (data-parallel ranks) */
+    uint64_t stream;   /* SR: stream (e.g. tensor id x step), element i has SR index i */
+    int64_t sr_offset;     /* SR: element (r, c) has SR index sr_offset + r * sr_row_stride + c */
+    int64_t sr_row_stride; /*   (qp_sr_word of it), stride 0 meaning cols (zeroes: index i for   */
+                           /*   element i): a slice of a bigger tensor draws the bits the whole  */
+                           /*   tensor's quantization draws for the same elements (data-parallel ranks) */
     float scale;       /* > 0: use this per-tensor encode scale instead of the current one
                           (fp8: s; nvfp4: S); ignored by formats without a tensor scale */
     bool unscaled;     /* qp_qdq only: output decode(code) * block scale, leaving the
@@ -179,7 +179,7 @@ void qp_round_tally_merge(qp_round_tally *a, const qp_round_tally *b);
  * weight-gradient GEMM contracts over x's rows, with its blocks down x's
  * columns. y gets the values in x's layout: y[r * cols + c] is element
  * (c, r) of the transposed result; the statistics and SR words (element
- * (c, r) uses word o->sr_offset + c * stride + r, stride o->sr_row_stride
+ * (c, r) has SR index o->sr_offset + c * stride + r, stride o->sr_row_stride
  * or rows) are qp_qdq_bf16's of the transposed tensor, and so are the bits.
  * Formats qp_qdq_cols_direct accepts are quantized from x where it lies,
  * without a transposed copy; others through one. Returns 0, or -1 (nothing
@@ -193,7 +193,7 @@ int qp_qdq_cols(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols
                 const qp_qopts *o, qp_qstats *st);
 /* Whether qp_qdq_bf16_cols quantizes x where it lies, on a CPU with
  * AVX-512 and cols a multiple of 16: NVFP4's 1 x 16 blocks, rows a
- * multiple of 16, rht_n 0 or 16, SR words on a multiple of 4; or an MX
+ * multiple of 16, rht_n 0 or 16, SR indices on a multiple of 4; or an MX
  * format's 1 x 32 blocks, rows a multiple of 32, round to nearest, rht_n 0. */
 int qp_qdq_cols_direct(qp_fmt fmt, int64_t rows, int64_t cols, int rht_n, const qp_qopts *o);
 
