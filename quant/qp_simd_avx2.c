@@ -209,6 +209,17 @@ AVX2 __m256i rng8(rng_cache *c, uint64_t idx)
 AVX2 __m256i sr8(rng_cache *c, uint64_t idx, int bits)
 {
     const int shift = qp_sr_shift(bits);
+    if ((idx & 7) == 0) { /* the 2 (8 bits) or 4 (16 bits) raw words lie inside one run: no cross-run load */
+        const uint64_t r = idx >> shift;
+        const uint32_t *w = rng_run(c, r / 32) + r % 32;
+        const __m128i words = bits == 16 ? _mm_loadu_si128((const __m128i *)(const void *)w)
+                                         : _mm_loadl_epi64((const __m128i *)(const void *)w);
+        const __m256i lane_word = bits == 16 ? _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3) : _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+        const __m256i field_shift = bits == 16 ? _mm256_setr_epi32(0, 16, 0, 16, 0, 16, 0, 16)
+                                               : _mm256_setr_epi32(0, 8, 16, 24, 0, 8, 16, 24);
+        const __m256i raw = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(words), lane_word);
+        return _mm256_or_si256(_mm256_slli_epi32(_mm256_srlv_epi32(raw, field_shift), 32 - bits), I32(1u << (31 - bits)));
+    }
     const uint32_t field_mask = (1u << shift) - 1;
     const __m256i pos = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), I32((uint32_t)idx & field_mask));
     const __m256i raw = _mm256_permutevar8x32_epi32(rng8(c, idx >> shift), _mm256_srli_epi32(pos, shift));
