@@ -223,7 +223,8 @@ AVX2 __m256i sr8(rng_cache *c, uint64_t idx, int bits)
     const uint32_t field_mask = (1u << shift) - 1;
     const __m256i pos = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), I32((uint32_t)idx & field_mask));
     const __m256i raw = _mm256_permutevar8x32_epi32(rng8(c, idx >> shift), _mm256_srli_epi32(pos, shift));
-    const __m256i field_shift = _mm256_slli_epi32(_mm256_and_si256(pos, I32(field_mask)), bits == 16 ? 4 : 3);
+    /* the field times bits (5 - shift = log2(bits)) */
+    const __m256i field_shift = _mm256_slli_epi32(_mm256_and_si256(pos, I32(field_mask)), 5 - shift);
     return _mm256_or_si256(_mm256_slli_epi32(_mm256_srlv_epi32(raw, field_shift), 32 - bits), I32(1u << (31 - bits)));
 }
 

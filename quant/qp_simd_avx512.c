@@ -697,7 +697,8 @@ AVX512 __m512i sr16(rng_cache *c, uint64_t idx, int bits)
     const __m512i pos = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                          I32((uint32_t)idx & field_mask));
     const __m512i raw = _mm512_permutexvar_epi32(_mm512_srli_epi32(pos, shift), rng16(c, idx >> shift));
-    const __m512i field_shift = _mm512_slli_epi32(_mm512_and_si512(pos, I32(field_mask)), bits == 16 ? 4 : 3);
+    /* the field times bits (5 - shift = log2(bits)) */
+    const __m512i field_shift = _mm512_slli_epi32(_mm512_and_si512(pos, I32(field_mask)), 5 - shift);
     return _mm512_or_si512(_mm512_slli_epi32(_mm512_srlv_epi32(raw, field_shift), 32 - bits), I32(1u << (31 - bits)));
 }
 
@@ -1287,10 +1288,10 @@ AVX512 uint32_t encode_band_e2m1(const qp_plan *p, const int sr, const int bits,
     const float out_mul = p->out_mul;
     const uint64_t stride = p->sr_stride;
     const int count = !p->skip_counts;
-    rng_cache rc;
-    if (sr) rng_init(&rc, p->seed, p->stream);
+    uint32_t keys[20]; /* the tiles compute their own counters: no cached runs */
+    if (sr) qp_philox_keys(p->seed, keys);
     const int pairs = gidx0 % 16 == 0 && stride % 16 == 0;
-    __m512i raw_pair[2][4];
+    __m512i raw_pair[2][4], raw_one[4];
     stats_acc acc = stats_init();
     band_counts bc = band_counts_init();
     for (int64_t c0 = 0; c0 < cols; c0 += 16) {
@@ -1301,12 +1302,12 @@ AVX512 uint32_t encode_band_e2m1(const qp_plan *p, const int sr, const int bits,
         most = _mm512_max_epu32(most, am);
         const scale16 s = nvfp4_rule16(p, _mm512_castsi512_ps(am), 0xFFFF, &acc);
         const __mmask16 zero_block = _mm512_test_epi32_mask(s.flag, I32(QP_BLOCK_ZERO));
-        __m512i raw[4];
+        const __m512i *raw = raw_one;
         if (sr && pairs) {
-            if ((c0 & 31) == 0) sr_tile_raw_pair(rc.keys, p->stream, gidx0 + (uint64_t)c0 * stride, stride, raw_pair);
-            for (int j = 0; j < 4; j++) raw[j] = raw_pair[(c0 >> 4) & 1][j];
+            if ((c0 & 31) == 0) sr_tile_raw_pair(keys, p->stream, gidx0 + (uint64_t)c0 * stride, stride, raw_pair);
+            raw = raw_pair[(c0 >> 4) & 1];
         } else if (sr) {
-            sr_tile_raw(rc.keys, p->stream, gidx0 + (uint64_t)c0 * stride, stride, raw);
+            sr_tile_raw(keys, p->stream, gidx0 + (uint64_t)c0 * stride, stride, raw_one);
         }
         for (int i0 = 0; i0 < 16; i0 += 8) {
 #pragma GCC unroll 8
