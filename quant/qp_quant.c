@@ -135,7 +135,7 @@ void qp_block_scales_ref(const qp_plan *p, const float *x, int64_t cols, int bc,
         bs->flag[b] = s.flag;
         st->n_blocks++;
         if (a > st->amax) st->amax = a;
-        if ((s.flag & QP_BLOCK_NAN) || !(a > 0.0f)) continue;
+        if (p->skip_counts || (s.flag & QP_BLOCK_NAN) || !(a > 0.0f)) continue;
         st->n_zero += s.clamped_low;
         st->n_sat += s.clamped_high;
         const float sc = s.dec;
@@ -201,28 +201,15 @@ static void mark_nonfinite(qp_blockscales *bs, const uint8_t *nf, int64_t nb)
     }
 }
 
-/* amax[b] = max(amax[b], row_amax[b]), nf[b] |= row_nf[b]. Block amaxes are
- * finite and non-negative, so their bits order as integers do: an integer
- * maximum, which the compiler vectorizes (a float comparison with a
- * conditional store it left scalar: 13% of an NVFP4-2D quantization). */
-static void max_into(float *restrict amax, uint8_t *restrict nf, const float *restrict row_amax,
-                     const uint8_t *restrict row_nf, int64_t nb)
-{
-    for (int64_t b = 0; b < nb; b++) {
-        int32_t a, r;
-        memcpy(&a, amax + b, sizeof a);
-        memcpy(&r, row_amax + b, sizeof r);
-        a = a > r ? a : r;
-        memcpy(amax + b, &a, sizeof a);
-        nf[b] |= row_nf[b];
-    }
-}
-
 /* Block amaxes of rows [r0, r1): one row of nb entries per row for 1D
- * blocks; for 2D tiles one row, the maximum over the band (row_amax/row_nf:
- * scratch for a row). */
+ * blocks; for 2D tiles one row, the maximum over the band: the block
+ * amaxes of the band's column maxima (colmax: scratch for cols floats),
+ * one pass over the band instead of one block_amax call per row (a row of
+ * fewer than sixteen blocks is not a group the vector paths reduce at
+ * once). A tile whose columns hold NaN or Inf is done again row by row: its
+ * finite amax. */
 static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, const float *x, int64_t r0, int64_t r1,
-                            int64_t cols, float *amax, uint8_t *nf, float *row_amax, uint8_t *row_nf)
+                            int64_t cols, float *amax, uint8_t *nf, float *colmax)
 {
     const int bc = t->block_cols;
     const int64_t nb = (cols + bc - 1) / bc;
@@ -237,10 +224,18 @@ static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, cons
         for (int64_t r = r0; r < r1; r++) k->block_amax(x + r * cols, cols, bc, amax + (r - r0) * nb, nf + (r - r0) * nb);
         return;
     }
-    for (int64_t b = 0; b < nb; b++) amax[b] = 0.0f, nf[b] = 0;
-    for (int64_t r = r0; r < r1; r++) {
-        k->block_amax(x + r * cols, cols, bc, row_amax, row_nf);
-        max_into(amax, nf, row_amax, row_nf, nb);
+    k->col_absmax(x + r0 * cols, r1 - r0, cols, colmax);
+    k->block_amax(colmax, cols, bc, amax, nf);
+    for (int64_t b = 0; b < nb; b++) {
+        if (!nf[b]) continue; /* (nearly always) */
+        const int64_t c0 = b * bc, w = cols - c0 < bc ? cols - c0 : bc;
+        amax[b] = 0.0f;
+        for (int64_t r = r0; r < r1; r++) {
+            float a;
+            uint8_t f;
+            k->block_amax(x + r * cols + c0, w, bc, &a, &f);
+            if (a > amax[b]) amax[b] = a;
+        }
     }
 }
 
@@ -275,7 +270,8 @@ static int rows_join(const qp_plan *p, int64_t cols, const uint8_t *codes, int64
 static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r0, int64_t r1,
                            int64_t cols, uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols,
                            float *y, uint16_t *y16, const float *pre_amax, const uint8_t *pre_nf,
-                           float *amax_buf, uint8_t *nf_buf, qp_blockscales *bs, qp_chunk_result *res)
+                           float *amax_buf, uint8_t *nf_buf, float *colmax, qp_blockscales *bs,
+                           qp_chunk_result *res)
 {
     const qp_format_traits *t = p->t;
     const int bc = t->block_cols;
@@ -318,7 +314,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
          * sequential stream for the prefetchers) */
         const float *amax = pre_amax ? pre_amax : amax_buf;
         const uint8_t *nf = pre_nf ? pre_nf : nf_buf;
-        if (!pre_amax) band_block_amax(k, t, x, r0, r1, cols, amax_buf, nf_buf, amax_buf + nb, nf_buf + nb);
+        if (!pre_amax) band_block_amax(k, t, x, r0, r1, cols, amax_buf, nf_buf, colmax);
         k->block_scales(p, NULL, cols, bc, amax, nf, nb, bs, &res->bst);
         mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + (r0 / t->block_rows) * scale_cols * t->scale_bytes, bs, nb);
@@ -415,17 +411,19 @@ static void my_chunks(int64_t nchunks, int64_t *lo, int64_t *hi)
     *hi = *lo + base + (t < extra);
 }
 
-/* This thread's row buffers for nb blocks: block amaxes and flags (twice:
- * a band's and a row's) and the four arrays of qp_blockscales. NULL when out
- * of memory. */
-static float *row_buffers(int64_t nb, uint8_t **nf_buf, qp_blockscales *bs)
+/* This thread's row buffers for nb blocks of a row of cols: block amaxes
+ * and flags, a band's column maxima (cols floats) and the four arrays of
+ * qp_blockscales. NULL when out of memory. */
+static float *row_buffers(int64_t nb, int64_t cols, uint8_t **nf_buf, float **colmax, qp_blockscales *bs)
 {
-    const int64_t nbs = nb * CHUNK_ROWS; /* a joined chunk's blocks (rows_join); at least a band's and a row's */
+    const int64_t nbs = nb * CHUNK_ROWS; /* a joined chunk's blocks (rows_join) */
     const size_t amax_bytes = (size_t)nbs * sizeof(float), nf_bytes = (size_t)nbs;
-    char *mem = qp_scratch(1, amax_bytes + nf_bytes + (size_t)nbs * (2 * sizeof(float) + 2) + 16);
+    const size_t col_bytes = ((size_t)cols * sizeof(float) + 15) & ~(size_t)15;
+    char *mem = qp_scratch(1, amax_bytes + col_bytes + nf_bytes + (size_t)nbs * (2 * sizeof(float) + 2) + 32);
     if (!mem) return NULL;
-    *nf_buf = (uint8_t *)(mem + amax_bytes);
-    char *bs_mem = (char *)(((uintptr_t)(mem + amax_bytes + nf_bytes) + 15) & ~(uintptr_t)15);
+    *colmax = (float *)(mem + amax_bytes);
+    *nf_buf = (uint8_t *)(mem + amax_bytes + col_bytes);
+    char *bs_mem = (char *)(((uintptr_t)(*nf_buf + nf_bytes) + 15) & ~(uintptr_t)15);
     bs->enc = (float *)bs_mem;
     bs->dec = bs->enc + nbs;
     bs->code = (uint8_t *)(bs->dec + nbs);
@@ -468,7 +466,10 @@ void qp_finish_stats(const qp_plan *p, const qp_chunk_result *res, int64_t nchun
         b.n_live += cb->n_live;
         b.log2_fx += cb->log2_fx;
     }
-    if (p->skip_counts) s.n_nonfinite = s.n_nonzero = s.n_sat = s.n_flushed = 0;
+    if (p->skip_counts) { /* what each path may have counted anyway */
+        s.n_nonfinite = s.n_nonzero = s.n_sat = s.n_flushed = 0;
+        b = (qp_block_stats){.n_blocks = b.n_blocks};
+    }
     s.amax = amax;
     s.scale = p->scale;
     s.scale_inv = p->scale_inv;
@@ -519,7 +520,8 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
         {
             qp_blockscales unused;
             uint8_t *nf_buf = NULL;
-            float *amax_buf = row_buffers(nb, &nf_buf, &unused);
+            float *colmax = NULL;
+            float *amax_buf = row_buffers(nb, cols, &nf_buf, &colmax, &unused);
             if (!amax_buf) {
                 failed = 1;
             } else {
@@ -528,8 +530,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
                 for (int64_t c = hi - 1; c >= lo; c--) { /* backwards: see my_chunks */
                     const int64_t r0 = c * crows, r1 = r0 + crows < rows ? r0 + crows : rows;
                     const int64_t first = r0 / t->block_rows, count = (r1 - r0 + t->block_rows - 1) / t->block_rows;
-                    band_block_amax(k, t, x, r0, r1, cols, pre_amax + first * nb, pre_nf + first * nb,
-                                    amax_buf, nf_buf);
+                    band_block_amax(k, t, x, r0, r1, cols, pre_amax + first * nb, pre_nf + first * nb, colmax);
                     res[c].pass1_amax = k->amax(pre_amax + first * nb, count * nb);
                 }
             }
@@ -563,7 +564,8 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     {
         qp_blockscales bsa = {0};
         uint8_t *nf_buf = NULL;
-        float *amax_buf = blocky ? row_buffers(nb, &nf_buf, &bsa) : NULL;
+        float *colmax = NULL;
+        float *amax_buf = blocky ? row_buffers(nb, cols, &nf_buf, &colmax, &bsa) : NULL;
         if (blocky && !amax_buf) {
             failed = 1;
         } else {
@@ -574,7 +576,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
                 const int64_t first = (r0 / t->block_rows) * nb;
                 quantize_chunk(k, &p, x, r0, r1, cols, codes, row_bytes, scales, scale_cols, y, y16,
                                twopass ? pre_amax + first : NULL, twopass ? pre_nf + first : NULL, amax_buf, nf_buf,
-                               &bsa, &res[c]);
+                               colmax, &bsa, &res[c]);
             }
         }
     }

@@ -92,10 +92,11 @@ typedef struct {
                           block scale is below 2^-124), which is what lets a BF16
                           GEMM with the tensor scales in alpha emulate the hardware;
                           the FP32-scaled FP8 blocks are not (qp_decode_codes). */
-    bool no_counts;    /* the caller reads no element counts: n_nonfinite, n_nonzero, n_sat
-                          and n_flushed come back 0 (the paths that count in the element
-                          loop skip that work); n, amax, the scales and the block
-                          statistics are reported as always */
+    bool no_counts;    /* the caller reads no counts: n_nonfinite, n_nonzero, n_sat,
+                          n_flushed and the block-scale statistics (n_blocks_zero_scale,
+                          n_blocks_sat_scale, block_scale_min/max/log2_mean) come back 0
+                          (the paths skip that work in their element and block loops);
+                          n, amax, the scales and n_blocks are reported as always */
 } qp_qopts;
 
 /* What one quantization saw. Counts are over real (unpadded) elements. */

@@ -137,6 +137,11 @@ typedef struct {
     /* per block of bc elements along a row of cols: finite amax and a
      * non-finite flag (the last block may be partial) */
     void (*block_amax)(const float *x, int64_t cols, int bc, float *amax, uint8_t *nonfinite);
+    /* per column of x (rows x cols, rows > 0): the largest |x| bits down
+     * the column, NaN and Inf included (above every finite value), as the
+     * floats colmax[0..cols) (a band of 2D tiles: its block amaxes are
+     * block_amax of this one row where no column holds NaN or Inf) */
+    void (*col_absmax)(const float *x, int64_t rows, int64_t cols, float *colmax);
     /* the block-scale rule for nb blocks of known amax; adds to st. x: the
      * row the blocks are from (cols elements, blocks of bc), which the Four
      * Over Six rule reads; NULL for a band of 2D tiles */

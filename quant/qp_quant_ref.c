@@ -66,5 +66,24 @@ static void ref_encode_row(const qp_plan *p, const float *x, int64_t cols, const
     }
 }
 
+static void ref_col_absmax(const float *x, int64_t rows, int64_t cols, float *colmax)
+{
+    for (int64_t c = 0; c < cols; c++) {
+        uint32_t m = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            const uint32_t a = qp_f32_bits(x[r * cols + c]) & 0x7FFFFFFFu;
+            if (a > m) m = a;
+        }
+        colmax[c] = qp_bits_f32(m);
+    }
+}
+
 /* no column layout: qp_qdq_bf16_cols goes through a transposed copy */
-const qp_kernels qp_kernels_ref = {"scalar", ref_amax, ref_block_amax, qp_block_scales_ref, ref_encode_row, NULL, NULL};
+const qp_kernels qp_kernels_ref = {.name = "scalar",
+                                   .amax = ref_amax,
+                                   .block_amax = ref_block_amax,
+                                   .col_absmax = ref_col_absmax,
+                                   .block_scales = qp_block_scales_ref,
+                                   .encode_row = ref_encode_row,
+                                   .band_amax = NULL,
+                                   .encode_band = NULL};

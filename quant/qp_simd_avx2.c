@@ -103,6 +103,25 @@ AVX2_FN float v_amax(const float *x, int64_t n)
     return qp_bits_f32(m);
 }
 
+AVX2_FN void v_col_absmax(const float *x, int64_t rows, int64_t cols, float *colmax)
+{
+    int64_t c = 0;
+    for (; c + 8 <= cols; c += 8) {
+        __m256i m = _mm256_setzero_si256();
+        for (int64_t r = 0; r < rows; r++)
+            m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + r * cols + c)), I32(ABS_BITS)));
+        _mm256_storeu_si256((__m256i *)(void *)(colmax + c), m);
+    }
+    for (; c < cols; c++) {
+        uint32_t m = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            const uint32_t a = qp_f32_bits(x[r * cols + c]) & ABS_BITS;
+            if (a > m) m = a;
+        }
+        colmax[c] = qp_bits_f32(m);
+    }
+}
+
 AVX2_FN void v_block_amax(const float *x, int64_t cols, int bc, float *amax, uint8_t *nonfinite)
 {
     const int64_t nb = (cols + bc - 1) / bc;
@@ -542,7 +561,14 @@ AVX2_FN void v_encode_row(ENCODE_ROW_ARGS)
     else qp_kernels_ref.encode_row(p, x, cols, bs, bc, codes, y, gidx0, cnt);
 }
 
-static const qp_kernels avx2_kernels = {"avx2", v_amax, v_block_amax, v_block_scales, v_encode_row, NULL, NULL};
+static const qp_kernels avx2_kernels = {.name = "avx2",
+                                        .amax = v_amax,
+                                        .block_amax = v_block_amax,
+                                        .col_absmax = v_col_absmax,
+                                        .block_scales = v_block_scales,
+                                        .encode_row = v_encode_row,
+                                        .band_amax = NULL,
+                                        .encode_band = NULL};
 
 const qp_kernels *qp_kernels_avx2(void)
 {

@@ -239,6 +239,17 @@ AVX512_FN void v_block_amax(const float *x, int64_t cols, int bc, float *amax, u
     for (; b < nb; b++) amax[b] = block_amax_one(x + b * bc, cols - b * bc < bc ? cols - b * bc : bc, &nonfinite[b]);
 }
 
+AVX512_FN void v_col_absmax(const float *x, int64_t rows, int64_t cols, float *colmax)
+{
+    for (int64_t c = 0; c < cols; c += 16) {
+        const __mmask16 k = tail_mask(cols - c);
+        __m512i m = _mm512_setzero_si512();
+        for (int64_t r = 0; r < rows; r++)
+            m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_maskz_loadu_epi32(k, x + r * cols + c), I32(ABS_BITS)));
+        _mm512_mask_storeu_epi32(colmax + c, k, m);
+    }
+}
+
 /* ---- block scales ------------------------------------------------------------- */
 
 /* Sixteen blocks' scales and what their statistics need. */
@@ -305,27 +316,30 @@ AVX512 __m512i ue4m3_log2_fx8(__m512i c)
  * blocks and added to the caller's at the end (min, max and sums do not
  * depend on the order). */
 typedef struct {
+    int full;        /* all of them; else n_blocks and amax only (qp_qopts.no_counts) */
     int64_t n_blocks, n_zero, n_sat, n_live;
     __m512 min, max; /* of live decode scales */
     __m512i amax;    /* block amax bits */
     __m512i log2_fx; /* eight 64-bit sums */
 } stats_acc;
 
-AVX512 stats_acc stats_init(void)
+AVX512 stats_acc stats_init(const qp_plan *p)
 {
-    const stats_acc a = {0, 0, 0, 0, F32(INFINITY), F32(-INFINITY), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    const stats_acc a = {!p->skip_counts, 0, 0, 0, 0, F32(INFINITY), F32(-INFINITY), _mm512_setzero_si512(),
+                         _mm512_setzero_si512()};
     return a;
 }
 
 AVX512 void stats_add(stats_acc *acc, const scale16 *s, __mmask16 k, __m512 a)
 {
     acc->n_blocks += popc(k);
+    acc->amax = _mm512_mask_max_epu32(acc->amax, k, acc->amax, _mm512_castps_si512(a));
+    if (!acc->full) return;
     acc->n_zero += popc(s->zero);
     acc->n_sat += popc(s->sat);
     acc->n_live += popc(s->live);
     acc->min = _mm512_mask_min_ps(acc->min, s->live, acc->min, s->dec);
     acc->max = _mm512_mask_max_ps(acc->max, s->live, acc->max, s->dec);
-    acc->amax = _mm512_mask_max_epu32(acc->amax, k, acc->amax, _mm512_castps_si512(a));
 }
 
 AVX512 void stats_done(const stats_acc *acc, qp_block_stats *st)
@@ -347,6 +361,7 @@ AVX512 void stats_done(const stats_acc *acc, qp_block_stats *st)
 /* The log2 statistic of sixteen UE4M3 scales. */
 AVX512 void ue4m3_log2_add(stats_acc *acc, const scale16 *s)
 {
+    if (!acc->full) return;
     const __m512i lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(s->code));
     const __m512i hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(s->code, 1));
     acc->log2_fx = _mm512_mask_add_epi64(acc->log2_fx, (__mmask8)s->live, acc->log2_fx, ue4m3_log2_fx8(lo));
@@ -401,6 +416,7 @@ AVX512 scale16 mx_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, __mm
     s.dec = _mm512_mask_blend_ps(nan, _mm512_castsi512_ps(dec_bits), F32(NAN));
     s.flag = _mm512_maskz_mov_epi32(nan, I32(QP_BLOCK_NAN));
     s.live = live;
+    if (!acc->full) return s;
     /* sum of e * 2^32: e as 64-bit lanes, shifted */
     const __m512i elo = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(e)), ehi = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(e, 1));
     acc->log2_fx = _mm512_mask_add_epi64(acc->log2_fx, (__mmask8)live, acc->log2_fx, _mm512_slli_epi64(elo, 32));
@@ -427,6 +443,7 @@ AVX512 scale16 f32_scale16(const qp_format_traits *t, __m512 a, __mmask16 k, sta
     s.zero = live & over;
     s.sat = 0;
     s.live = _mm512_mask_cmp_ps_mask(live, s.dec, _mm512_setzero_ps(), _CMP_GT_OQ);
+    if (!acc->full) return s;
     const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(s.dec));
     const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s.dec), 1)));
     acc->log2_fx = _mm512_add_epi64(acc->log2_fx, log2_fx8(_mm512_mask_blend_pd((__mmask8)s.live, _mm512_set1_pd(1.0), lo), (__mmask8)s.live));
@@ -542,7 +559,7 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, in
                               const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
 {
     const qp_format_traits *t = p->t;
-    stats_acc acc = stats_init();
+    stats_acc acc = stats_init(p);
     int64_t b = 0;
     switch (t->rule) {
     case QP_RULE_MX_FLOOR:
@@ -1285,14 +1302,13 @@ AVX512 uint32_t encode_band_e2m1(const qp_plan *p, const int sr, const int bits,
     const qp_minifloat f = QP_MF_E2M1;
     const rn_tables tabs = make_rn_tables(f);
     const __m512i maxb = _mm512_castps_si512(F32(f.max));
-    const float out_mul = p->out_mul;
     const uint64_t stride = p->sr_stride;
     const int count = !p->skip_counts;
     uint32_t keys[20]; /* the tiles compute their own counters: no cached runs */
     if (sr) qp_philox_keys(p->seed, keys);
     const int pairs = gidx0 % 16 == 0 && stride % 16 == 0;
     __m512i raw_pair[2][4], raw_one[4];
-    stats_acc acc = stats_init();
+    stats_acc acc = stats_init(p);
     band_counts bc = band_counts_init();
     for (int64_t c0 = 0; c0 < cols; c0 += 16) {
         __m512 v[16];
@@ -1324,7 +1340,6 @@ AVX512 uint32_t encode_band_e2m1(const qp_plan *p, const int sr, const int bits,
                 __m512 yv = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(r), _mm512_castps_si512(e),
                                                                           I32(0x80000000u), OR_AND));
                 yv = _mm512_mul_ps(yv, s.dec);
-                if (out_mul != 1.0f) yv = _mm512_mul_ps(yv, F32(out_mul));
                 yv = _mm512_maskz_mov_ps((__mmask16)~zero_block, yv);
                 store_band_values(y, bits, i * cols + c0, yv);
                 if (count) band_count(&bc, nzx, over, zc);
@@ -1349,9 +1364,8 @@ AVX512 uint32_t encode_band_mx(const qp_plan *p, const qp_minifloat f, const int
     __m512i most = _mm512_setzero_si512();
     const rn_tables tabs = make_rn_tables(f);
     const __m512i maxb = _mm512_castps_si512(F32(f.max));
-    const float out_mul = p->out_mul;
     const int count = !p->skip_counts;
-    stats_acc acc = stats_init();
+    stats_acc acc = stats_init(p);
     band_counts bc = band_counts_init();
     for (int64_t c0 = 0; c0 < cols; c0 += 16) {
         __m512i am = _mm512_setzero_si512();
@@ -1373,7 +1387,6 @@ AVX512 uint32_t encode_band_mx(const qp_plan *p, const qp_minifloat f, const int
             __m512 yv = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(r), _mm512_castps_si512(e),
                                                                       I32(0x80000000u), OR_AND));
             yv = _mm512_mul_ps(yv, s.dec);
-            if (out_mul != 1.0f) yv = _mm512_mul_ps(yv, F32(out_mul));
             store_band_values(y, bits, i * cols + c0, yv);
             if (count)
                 band_count(&bc, _mm512_test_epi32_mask(_mm512_castps_si512(xv), I32(ABS_BITS)), over,
@@ -1427,8 +1440,14 @@ AVX512_FN uint32_t v_encode_band(const qp_plan *p, const float *x, int64_t cols,
     abort(); /* the switch names all four */
 }
 
-static const qp_kernels avx512_kernels = {"avx512",     v_amax,      v_block_amax, v_block_scales, v_encode_row,
-                                          v_band_amax, v_encode_band};
+static const qp_kernels avx512_kernels = {.name = "avx512",
+                                          .amax = v_amax,
+                                          .block_amax = v_block_amax,
+                                          .col_absmax = v_col_absmax,
+                                          .block_scales = v_block_scales,
+                                          .encode_row = v_encode_row,
+                                          .band_amax = v_band_amax,
+                                          .encode_band = v_encode_band};
 
 const qp_kernels *qp_kernels_avx512(void)
 {

@@ -354,10 +354,28 @@ static void test_rows_joined(int64_t C)
     free(x), free(whole), free(rows);
 }
 
+/* What no_counts leaves out: the four element counts and the block-scale
+ * statistics but n_blocks. */
+static int counts_zeroed(const qp_qstats *s)
+{
+    return !s->n_nonfinite && !s->n_nonzero && !s->n_sat && !s->n_flushed && !s->n_blocks_zero_scale &&
+           !s->n_blocks_sat_scale && s->block_scale_min == 0.0f && s->block_scale_max == 0.0f &&
+           s->block_scale_log2_mean == 0.0;
+}
+
+static void copy_counts(qp_qstats *dst, const qp_qstats *src)
+{
+    dst->n_nonfinite = src->n_nonfinite, dst->n_nonzero = src->n_nonzero, dst->n_sat = src->n_sat;
+    dst->n_flushed = src->n_flushed, dst->n_blocks_zero_scale = src->n_blocks_zero_scale;
+    dst->n_blocks_sat_scale = src->n_blocks_sat_scale, dst->block_scale_min = src->block_scale_min;
+    dst->block_scale_max = src->block_scale_max, dst->block_scale_log2_mean = src->block_scale_log2_mean;
+}
+
 /* no_counts changes no value, code or scale and no statistic but the four
- * element counts, which come back 0: every format, fused and packed, fast
- * and reference, rounding to nearest and stochastically, with NaN, Inf,
- * zeros and saturating values in the tensor; NVFP4's column layout too. */
+ * element counts and the block-scale statistics (n_blocks aside), which
+ * come back 0: every format, fused and packed, fast and reference, rounding
+ * to nearest and stochastically, with NaN, Inf, zeros and saturating values
+ * in the tensor; NVFP4's column layout too. */
 static void test_no_counts(void)
 {
     const int64_t R = 32, C = 128, n = R * C;
@@ -374,10 +392,10 @@ static void test_no_counts(void)
             qp_qstats s1, s2;
             qdq((qp_fmt)f, x, y1, R, C, &on, &s1);
             qdq((qp_fmt)f, x, y2, R, C, &off, &s2);
-            const int counted = s1.n_nonzero > 0 && s1.n_nonfinite == 2;
-            const int zeroed = !s2.n_nonfinite && !s2.n_nonzero && !s2.n_sat && !s2.n_flushed;
-            s2.n_nonfinite = s1.n_nonfinite, s2.n_nonzero = s1.n_nonzero, s2.n_sat = s1.n_sat;
-            s2.n_flushed = s1.n_flushed;
+            const int blocky = qp_formats[f].block_cols > 1;
+            const int counted = s1.n_nonzero > 0 && s1.n_nonfinite == 2 && (!blocky || s1.block_scale_max > 0.0f);
+            const int zeroed = counts_zeroed(&s2);
+            copy_counts(&s2, &s1);
             CHECK(counted && zeroed && memcmp(y1, y2, n * 4) == 0 && memcmp(&s1, &s2, sizeof s1) == 0,
                   "%s %s sr %d: qdq with no_counts differs beyond its counts", qp_formats[f].name,
                   fast ? "fast" : "ref", sr);
@@ -404,9 +422,9 @@ static void test_no_counts(void)
         CHECK(qp_qdq_cols_direct(QP_FMT_NVFP4, R, C, 16, &on), "the column layout applies");
         qp_qdq_cols(QP_FMT_NVFP4, t, y1, R, C, 16, 11, &on, &s1);
         qp_qdq_cols(QP_FMT_NVFP4, t, y2, R, C, 16, 11, &off, &s2);
-        const int counted = s1.n_nonzero == n && s1.n_sat + s1.n_flushed > 0;
-        const int zeroed = !s2.n_nonfinite && !s2.n_nonzero && !s2.n_sat && !s2.n_flushed;
-        s2.n_nonfinite = s1.n_nonfinite, s2.n_nonzero = s1.n_nonzero, s2.n_sat = s1.n_sat, s2.n_flushed = s1.n_flushed;
+        const int counted = s1.n_nonzero == n && s1.n_sat + s1.n_flushed > 0 && s1.block_scale_max > 0.0f;
+        const int zeroed = counts_zeroed(&s2);
+        copy_counts(&s2, &s1);
         CHECK(counted && zeroed && memcmp(y1, y2, n * 4) == 0 && memcmp(&s1, &s2, sizeof s1) == 0,
               "nvfp4 columns sr %d: no_counts differs beyond its counts", sr);
     }
@@ -632,6 +650,53 @@ static void test_round_tally(void)
     free(x), free(y), free(t), free(y16);
 }
 
+/* A 2D tile's scale comes from its finite amax over all its rows and
+ * columns, NaN and Inf ignored: a tensor holding NaN/Inf in some tiles, each
+ * in the column (and tile) of the tile's largest finite value but another
+ * row, gets the same scales as the tensor with zeros in their place. Every
+ * 2D format, fast and reference, narrow rows (fewer blocks than a vector
+ * path's group), partial tiles at the right and bottom. */
+static void test_2d_tiles_nonfinite(void)
+{
+    static const int64_t shapes[][2] = {{40, 48}, {37, 100}, {200, 300}, {16, 16}};
+    for (int f = 0; f < QP_FMT_COUNT; f++) {
+        const qp_format_traits *t = &qp_formats[f];
+        if (t->block_rows <= 1) continue;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (int fast = 0; fast < 2; fast++) {
+                const int64_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+                float *x = randn(n, 77 + si, 1.0f), *clean = malloc(n * 4);
+                const int64_t tr = t->block_rows, tc = t->block_cols;
+                int poisoned = 0;
+                for (int64_t r0 = 0; r0 < rows; r0 += tr)
+                    for (int64_t c0 = 0; c0 < cols; c0 += tc) {
+                        if (((r0 / tr) + (c0 / tc)) % 2) continue;
+                        const int64_t r1 = r0 + tr < rows ? r0 + tr : rows, c1 = c0 + tc < cols ? c0 + tc : cols;
+                        if (r1 - r0 < 2) continue;
+                        int64_t best = r0 * cols + c0;
+                        for (int64_t r = r0; r < r1; r++)
+                            for (int64_t c = c0; c < c1; c++)
+                                if (fabsf(x[r * cols + c]) > fabsf(x[best])) best = r * cols + c;
+                        const int64_t br = best / cols, bcol = best % cols;
+                        x[(br == r0 ? r0 + 1 : r0) * cols + bcol] = poisoned++ % 2 ? NAN : -INFINITY;
+                    }
+                for (int64_t i = 0; i < n; i++) clean[i] = isfinite(x[i]) ? x[i] : 0.0f;
+                qp_qtensor qa, qb;
+                if (qp_qtensor_alloc(&qa, (qp_fmt)f, rows, cols) || qp_qtensor_alloc(&qb, (qp_fmt)f, rows, cols)) abort();
+                qp_qstats sa, sb;
+                (fast ? qp_quantize : qp_quantize_ref)(x, &qa, NULL, &sa);
+                (fast ? qp_quantize : qp_quantize_ref)(clean, &qb, NULL, &sb);
+                const size_t sbytes = (size_t)(qa.scale_rows * qa.scale_cols * t->scale_bytes);
+                CHECK(poisoned > 0 && sa.scale == sb.scale && memcmp(qa.scales, qb.scales, sbytes) == 0,
+                      "%s %s %lldx%lld: tiles holding NaN/Inf take their finite amax (%d poisoned)", t->name,
+                      fast ? "fast" : "ref", (long long)rows, (long long)cols, poisoned);
+                qp_qtensor_free(&qa);
+                qp_qtensor_free(&qb);
+                free(x), free(clean);
+            }
+    }
+}
+
 int main(void)
 {
     test_round_tally();
@@ -648,6 +713,7 @@ int main(void)
     test_rows_joined(256);
     test_rows_joined(96);
     test_no_counts();
+    test_2d_tiles_nonfinite();
     test_threads();
     test_unscaled();
     test_table();
