@@ -164,8 +164,10 @@ typedef struct {
      * the (rotated) band, NaN and Inf included (above 0x7F800000).
      * encode_band, for a band of a format qp_qdq_cols_direct accepts (as
      * many stored rows as the format's block: 16 for NVFP4, QK_MX for MX):
-     * the block scales and the values (their BF16 bits when p->y_bits, else
-     * floats) into y in x's layout, adding to cnt and bst; column c's SR
+     * the block scales and the values, unscaled as qp_qdq_cols_direct
+     * requires (p->out_mul is 1: decode times block scale; their BF16 bits
+     * when p->y_bits, else floats) into y in x's layout, adding to cnt and
+     * bst; column c's SR
      * words start at gidx0 + c * p->sr_stride. Returns band_amax's value of
      * the band; above 0x7F800000 (NaN or Inf) what it wrote and counted is
      * meaningless (an MX tensor's only check: its scales need no amax
