@@ -103,9 +103,21 @@ AVX2_FN float v_amax(const float *x, int64_t n)
     return qp_bits_f32(m);
 }
 
+/* Strips of 128 columns, their maxima in registers, each row's part of a
+ * strip read in order (as the AVX-512 path does). */
 AVX2_FN void v_col_absmax(const float *x, int64_t rows, int64_t cols, float *colmax)
 {
     int64_t c = 0;
+    for (; c + 128 <= cols; c += 128) {
+        __m256i m[16];
+        for (int j = 0; j < 16; j++) m[j] = _mm256_setzero_si256();
+        for (int64_t r = 0; r < rows; r++)
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++)
+                m[j] = _mm256_max_epu32(m[j], _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(x + r * cols + c + 8 * j)),
+                                                               I32(ABS_BITS)));
+        for (int j = 0; j < 16; j++) _mm256_storeu_si256((__m256i *)(void *)(colmax + c + 8 * j), m[j]);
+    }
     for (; c + 8 <= cols; c += 8) {
         __m256i m = _mm256_setzero_si256();
         for (int64_t r = 0; r < rows; r++)
