@@ -418,16 +418,16 @@ static float *row_buffers(int64_t nb, int64_t cols, uint8_t **nf_buf, float **co
 {
     const int64_t nbs = nb * CHUNK_ROWS; /* a joined chunk's blocks (rows_join) */
     const size_t amax_bytes = (size_t)nbs * sizeof(float), nf_bytes = (size_t)nbs;
-    const size_t col_bytes = ((size_t)cols * sizeof(float) + 15) & ~(size_t)15;
-    char *mem = qp_scratch(1, amax_bytes + col_bytes + nf_bytes + (size_t)nbs * (2 * sizeof(float) + 2) + 32);
+    const size_t bs_bytes = (size_t)nbs * (2 * sizeof(float) + 2);
+    char *mem = qp_scratch(1, amax_bytes + nf_bytes + bs_bytes + (size_t)cols * sizeof(float) + 32);
     if (!mem) return NULL;
-    *colmax = (float *)(mem + amax_bytes);
-    *nf_buf = (uint8_t *)(mem + amax_bytes + col_bytes);
-    char *bs_mem = (char *)(((uintptr_t)(*nf_buf + nf_bytes) + 15) & ~(uintptr_t)15);
+    *nf_buf = (uint8_t *)(mem + amax_bytes);
+    char *bs_mem = (char *)(((uintptr_t)(mem + amax_bytes + nf_bytes) + 15) & ~(uintptr_t)15);
     bs->enc = (float *)bs_mem;
     bs->dec = bs->enc + nbs;
     bs->code = (uint8_t *)(bs->dec + nbs);
     bs->flag = bs->code + nbs;
+    *colmax = (float *)(((uintptr_t)(bs->flag + nbs) + 15) & ~(uintptr_t)15);
     return (float *)mem;
 }
 
