@@ -135,7 +135,7 @@ void qp_block_scales_ref(const qp_plan *p, const float *x, int64_t cols, int bc,
         bs->flag[b] = s.flag;
         st->n_blocks++;
         if (a > st->amax) st->amax = a;
-        if (p->skip_counts || (s.flag & QP_BLOCK_NAN) || !(a > 0.0f)) continue;
+        if (p->skip_block_stats || (s.flag & QP_BLOCK_NAN) || !(a > 0.0f)) continue;
         st->n_zero += s.clamped_low;
         st->n_sat += s.clamped_high;
         const float sc = s.dec;
@@ -466,10 +466,9 @@ void qp_finish_stats(const qp_plan *p, const qp_chunk_result *res, int64_t nchun
         b.n_live += cb->n_live;
         b.log2_fx += cb->log2_fx;
     }
-    if (p->skip_counts) { /* what each path may have counted anyway */
-        s.n_nonfinite = s.n_nonzero = s.n_sat = s.n_flushed = 0;
-        b = (qp_block_stats){.n_blocks = b.n_blocks};
-    }
+    /* what each path may have counted anyway */
+    if (p->skip_counts) s.n_nonfinite = s.n_nonzero = s.n_sat = s.n_flushed = 0;
+    if (p->skip_block_stats) b = (qp_block_stats){.n_blocks = b.n_blocks};
     s.amax = amax;
     s.scale = p->scale;
     s.scale_inv = p->scale_inv;

@@ -97,6 +97,9 @@ typedef struct {
                           n_blocks_sat_scale, block_scale_min/max/log2_mean) come back 0
                           (the paths skip that work in their element and block loops);
                           n, amax, the scales and n_blocks are reported as always */
+    bool no_block_stats; /* the caller reads no block-scale statistics (the trainer's
+                          scaling updates read the counts only): those no_counts leaves
+                          out come back 0, the counts as always */
 } qp_qopts;
 
 /* What one quantization saw. Counts are over real (unpadded) elements. */

@@ -30,6 +30,8 @@ typedef struct {
                          values are exact in BF16: the minifloats and BF16, never FP32) */
     bool skip_counts; /* qp_qopts.no_counts: an element loop may leave qp_counts' four counts
                          as they are (the driver reports them as 0 either way) */
+    bool skip_block_stats; /* qp_qopts.no_counts or no_block_stats: a block loop may leave the
+                              block-scale statistics but n_blocks and amax (reported as 0) */
 } qp_plan;
 
 /* The plan of a quantization with options o, before its tensor scale
@@ -48,7 +50,8 @@ static inline qp_plan qp_plan_from_opts(const qp_format_traits *t, const qp_qopt
                        .sr_offset = (uint64_t)o->sr_offset,
                        .sr_stride = (uint64_t)(o->sr_row_stride > 0 ? o->sr_row_stride : default_stride),
                        .y_bits = y_bits,
-                       .skip_counts = o->no_counts};
+                       .skip_counts = o->no_counts,
+                       .skip_block_stats = o->no_counts || o->no_block_stats};
     return p;
 }
 

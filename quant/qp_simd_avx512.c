@@ -353,7 +353,7 @@ AVX512 __m512i ue4m3_log2_fx8(__m512i c)
  * blocks and added to the caller's at the end (min, max and sums do not
  * depend on the order). */
 typedef struct {
-    int full;        /* all of them; else n_blocks and amax only (qp_qopts.no_counts) */
+    int full;        /* all of them; else n_blocks and amax only (qp_plan.skip_block_stats) */
     int64_t n_blocks, n_zero, n_sat, n_live;
     __m512 min, max; /* of live decode scales */
     __m512i amax;    /* block amax bits */
@@ -362,7 +362,7 @@ typedef struct {
 
 AVX512 stats_acc stats_init(const qp_plan *p)
 {
-    const stats_acc a = {!p->skip_counts, 0, 0, 0, 0, F32(INFINITY), F32(-INFINITY), _mm512_setzero_si512(),
+    const stats_acc a = {!p->skip_block_stats, 0, 0, 0, 0, F32(INFINITY), F32(-INFINITY), _mm512_setzero_si512(),
                          _mm512_setzero_si512()};
     return a;
 }

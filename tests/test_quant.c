@@ -428,6 +428,24 @@ static void test_no_counts(void)
         CHECK(counted && zeroed && memcmp(y1, y2, n * 4) == 0 && memcmp(&s1, &s2, sizeof s1) == 0,
               "nvfp4 columns sr %d: no_counts differs beyond its counts", sr);
     }
+    /* no_block_stats alone: the block-scale statistics zeroed, the counts as always */
+    for (int f = 0; f < QP_FMT_COUNT; f++)
+        for (int fast = 0; fast < 2; fast++) {
+            qp_qopts on = {.seed = 9, .stream = 4}, off = on;
+            off.no_block_stats = true;
+            qp_qstats s1, s2;
+            (fast ? qp_qdq : qp_qdq_ref)((qp_fmt)f, x, y1, R, C, &on, &s1);
+            (fast ? qp_qdq : qp_qdq_ref)((qp_fmt)f, x, y2, R, C, &off, &s2);
+            const int blocky = qp_formats[f].block_cols > 1;
+            const int zeroed = !s2.n_blocks_zero_scale && !s2.n_blocks_sat_scale && s2.block_scale_min == 0.0f &&
+                               s2.block_scale_max == 0.0f && s2.block_scale_log2_mean == 0.0;
+            const int counted = s2.n_nonzero == s1.n_nonzero && s2.n_nonfinite == 2 && s2.n_sat == s1.n_sat &&
+                                s2.n_flushed == s1.n_flushed && (!blocky || s1.block_scale_max > 0.0f);
+            copy_counts(&s2, &s1);
+            CHECK(zeroed && counted && memcmp(y1, y2, n * 4) == 0 && memcmp(&s1, &s2, sizeof s1) == 0,
+                  "%s %s: no_block_stats differs beyond the block-scale statistics", qp_formats[f].name,
+                  fast ? "fast" : "ref");
+        }
     free(x), free(t), free(y1), free(y2);
 }
 

@@ -76,11 +76,13 @@ static const char *h_error(void *ctx) { return H->err; }
 
 /* The job's quantizer options: its element counts only when the job keeps
  * statistics (a scaling update or a qerr row reads them); otherwise the
- * quantizers skip counting. */
+ * quantizers skip counting. The block-scale statistics never: nothing in
+ * the trainer reads them. */
 static qp_qopts job_opts(const qp_linear_qjob *j)
 {
     qp_qopts o = *j->opts;
     o.no_counts = !j->want_stats;
+    o.no_block_stats = true;
     return o;
 }
 
