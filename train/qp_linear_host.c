@@ -130,11 +130,18 @@ static int h_plain(void *ctx, const float *x, int trans, int rows, int cols, int
     return 0;
 }
 
+/* Buffers the GEMM reads start on a cache line (64 bytes): realloc's 16 left
+ * the GEMM's operand rows straddling lines. */
+static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
+
+/* A buffer of at least `bytes`; what it held is not kept (every user
+ * rewrites it whole). */
 static int grow(void **buf, size_t *cap, size_t bytes)
 {
     if (*cap >= bytes) return 0;
-    void *nb = realloc(*buf, bytes);
+    void *nb = alloc64(bytes);
     if (!nb) return -1;
+    free(*buf);
     *buf = nb;
     *cap = bytes;
     return 0;
@@ -386,10 +393,10 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_
     h->kept_f32_budget = KEPT_F32_BUDGET;
     h->n_copies = max_copies > 0 ? max_copies : 0;
     const size_t bytes = (size_t)(max_elems > 0 ? max_elems : 1) * sizeof(float);
-    int bad = !(h->mbuf = malloc(bytes)) || !(h->copy = calloc((size_t)h->n_copies + 1, sizeof *h->copy));
+    int bad = !(h->mbuf = alloc64(bytes)) || !(h->copy = calloc((size_t)h->n_copies + 1, sizeof *h->copy));
     for (int s = 0; s < 2; s++)
-        bad |= !(h->tbuf[s] = malloc(bytes)) || !(h->qbuf[s] = malloc(bytes)) ||
-               !(h->hbuf[s] = malloc(bytes / 2 + 2));
+        bad |= !(h->tbuf[s] = alloc64(bytes)) || !(h->qbuf[s] = alloc64(bytes)) ||
+               !(h->hbuf[s] = alloc64(bytes / 2 + 2));
     if (bad) {
         qp_linear_host_destroy(h);
         return NULL;
