@@ -242,8 +242,11 @@ int qp_gpt_init(qp_gpt *m, const qp_gpt_config *c0, int B, int T, uint64_t seed,
         m->num_acts = qp_gpt_carve_acts(&m->acts, NULL, as);
         m->num_scratch = qp_gpt_scratch_floats(c, B, T);
     }
-    m->params_memory = malloc((size_t)m->num_params * sizeof(float));
-    m->grads_memory = calloc((size_t)m->num_params, sizeof(float));
+    /* on a cache line, as the activations: the GEMMs read the weights and write their gradients */
+    const size_t param_bytes = ((size_t)m->num_params * sizeof(float) + 63) / 64 * 64;
+    m->params_memory = aligned_alloc(64, param_bytes);
+    m->grads_memory = aligned_alloc(64, param_bytes);
+    if (m->grads_memory) memset(m->grads_memory, 0, param_bytes);
     m->acts_memory = aligned_alloc(64, (size_t)m->num_acts * sizeof(float));
     m->scratch = aligned_alloc(64, (size_t)m->num_scratch * sizeof(float));
     m->ocols = malloc((size_t)qp_model_max_input_channels(c) * sizeof *m->ocols);
