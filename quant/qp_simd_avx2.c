@@ -84,11 +84,21 @@ AVX2 uint32_t hmax_u32(__m256i v)
     return (uint32_t)_mm_cvtsi128_si32(m);
 }
 
+/* As the AVX-512 path (qp_simd_avx512.c, QP_READ_AHEAD): the 32 floats
+ * 1024 after x[i], when they lie before x[n]. */
+AVX2 void read_ahead32(const float *x, int64_t i, int64_t n)
+{
+    if (i + 1024 + 32 > n) return;
+    _mm_prefetch((const char *)(x + i + 1024), _MM_HINT_T0);
+    _mm_prefetch((const char *)(x + i + 1024 + 16), _MM_HINT_T0);
+}
+
 AVX2_FN float v_amax(const float *x, int64_t n)
 {
     __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        read_ahead32(x, i, n);
         m0 = _mm256_max_epu32(m0, finite_abs(_mm256_loadu_ps(x + i)));
         m1 = _mm256_max_epu32(m1, finite_abs(_mm256_loadu_ps(x + i + 8)));
         m2 = _mm256_max_epu32(m2, finite_abs(_mm256_loadu_ps(x + i + 16)));
@@ -370,6 +380,7 @@ AVX2 void mf_row(const qp_plan *p, const qp_minifloat f, const int sr, const flo
         if (total > from) memset(codes + from, 0, (size_t)(total - from));
     }
     for (int64_t c = 0; c < cols; c += 8) {
+        if (!(c & 31)) read_ahead32(x, c, cols);
         const int64_t b = bs ? c / bc : 0;
         qp_bscale s = {p->scale, 1.0f, 0, 0, 0, 0};
         if (bs) s.enc = bs->enc[b], s.dec = bs->dec[b], s.flag = bs->flag[b];
