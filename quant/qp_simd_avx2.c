@@ -84,14 +84,8 @@ AVX2 uint32_t hmax_u32(__m256i v)
     return (uint32_t)_mm_cvtsi128_si32(m);
 }
 
-/* As the AVX-512 path (qp_simd_avx512.c, QP_READ_AHEAD): the 32 floats
- * 1024 after x[i], when they lie before x[n]. */
-AVX2 void read_ahead32(const float *x, int64_t i, int64_t n)
-{
-    if (i + 1024 + 32 > n) return;
-    _mm_prefetch((const char *)(x + i + 1024), _MM_HINT_T0);
-    _mm_prefetch((const char *)(x + i + 1024 + 16), _MM_HINT_T0);
-}
+/* The 32 floats QP_READ_AHEAD after x[i] (qp_quant_internal.h). */
+AVX2 void read_ahead32(const float *x, int64_t i, int64_t n) { qp_read_ahead(x, i, n, 32); }
 
 AVX2_FN float v_amax(const float *x, int64_t n)
 {

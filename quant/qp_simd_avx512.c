@@ -128,26 +128,8 @@ AVX512 __m512 decode_minifloat(__m512i code, qp_minifloat f)
     return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(val), sign));
 }
 
-/* ---- reading ahead ------------------------------------------------------------- */
-
-/* How far ahead of a streaming loop its input is asked for (floats): 4 KiB,
- * two pages' worth of cache lines in flight beyond what the hardware
- * prefetchers (which stop at page boundaries and run only a few lines
- * ahead) ask for. A tensor read from memory (bench_quant's 64 MiB: the
- * second pass of a two-pass format rereads what the first evicted) is then
- * read at the memory's pace while the loop computes: single-threaded
- * bench_quant, alternating with and without, NVFP4 34 -> 41-42% and FP8
- * with a tensor scale 48 -> 68% of memcpy's bytes/s (512 and 2048 gave less).
- * A tensor already in the caches pays one prefetch per line. */
-#define QP_READ_AHEAD 1024
-
-/* Ask for the 64 floats QP_READ_AHEAD after x[i] when they lie before x[n]
- * (a prefetch past the array would compute a pointer out of its bounds). */
-AVX512 void read_ahead64(const float *x, int64_t i, int64_t n)
-{
-    if (i + QP_READ_AHEAD + 64 > n) return;
-    for (int l = 0; l < 4; l++) _mm_prefetch((const char *)(x + i + QP_READ_AHEAD + 16 * l), _MM_HINT_T0);
-}
+/* The 64 floats QP_READ_AHEAD after x[i] (qp_quant_internal.h). */
+AVX512 void read_ahead64(const float *x, int64_t i, int64_t n) { qp_read_ahead(x, i, n, 64); }
 
 /* ---- amax ---------------------------------------------------------------------- */
 
