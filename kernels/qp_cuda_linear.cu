@@ -15,7 +15,7 @@
 #include "qp_cublaslt.h"
 #include "qp_cuda_linear.h"
 #include "qp_cuda_linear_ops.h"
-#include "qp_cuda_model_math.h"
+#include "qp_model_math.h"
 #include "qp_cuda_quant.h"
 #include "qp_scale_layout.h"
 
@@ -97,7 +97,7 @@ __global__ void k_add_bias(float *Y, const float *b, int M, int N)
         Y[i] += b[i % N];
 }
 
-// db[n] += column sum of dY (M x N) in qp_cuda_model_math.h's chunk order:
+// db[n] += column sum of dY (M x N) in qp_model_math.h's chunk order:
 // chunk sums of QPM_SUM_ROWS rows over the whole GPU, then each column's in order.
 __global__ void k_bias_grad_chunks(float *part, const float *dY, int M, int N)
 {

@@ -1,11 +1,11 @@
 // qp_cuda_llama.cu — the Llama's layer kernels (see qp_cuda_llama.h). Row
 // kernels take a thread per row, element-wise ones a thread per element, the
 // column sums a thread per (chunk, channel) then one per channel, as the
-// GPT's (qp_cuda_model.cu); every one computes a qp_cuda_model_math.h formula.
+// GPT's (qp_cuda_model.cu); every one computes a qp_model_math.h formula.
 #include <cuda_runtime.h>
 
 #include "qp_cuda_llama.h"
-#include "qp_cuda_model_math.h"
+#include "qp_model_math.h"
 
 namespace {
 constexpr int NT = 256;    // threads per block

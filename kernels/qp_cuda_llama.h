@@ -4,7 +4,7 @@
  * rotary embeddings, the grouped-query widening around the GPT's attention
  * kernels, SwiGLU, Smooth-SwiGLU — and of the outlier statistics of a GEMM
  * input (qp_outliers.h's per-channel sums). Each kernel computes the shared
- * host/device formula of qp_cuda_model_math.h (qp_outliers.h) with one owner
+ * host/device formula of qp_model_math.h (qp_outliers.h) with one owner
  * per output element and sums in the formula's order: no atomics, the same
  * bits as the formula on the host (tests/kernels/test_cuda_model_math.c
  * checks the formulas against the CPU Llama). Shapes and semantics as

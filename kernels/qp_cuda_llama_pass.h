@@ -6,7 +6,7 @@
  * step for step, on the GPU's layout below). kernels/qp_cuda_model.cu
  * instantiates it with operations that launch GPU kernels;
  * tests/kernels/test_cuda_model_math.c with host loops over the same
- * qp_cuda_model_math.h formulas and the CPU dispatch, and checks the result
+ * qp_model_math.h formulas and the CPU dispatch, and checks the result
  * against the CPU Llama — so the pass order, the buffer offsets and the
  * grouped-query widening are tested without a GPU. The operations it shares
  * with the GPT (attention, residual adds, softmax/cross-entropy, the

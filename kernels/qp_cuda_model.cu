@@ -2,7 +2,7 @@
 // the passes is qp_cuda_model_pass.h's (the GPT) and qp_cuda_llama_pass.h's
 // (the Llama, whose own kernels are qp_cuda_llama.cu), shared with a CPU
 // test; each kernel
-// computes the formulas of qp_cuda_model_math.h in the CPU's order of
+// computes the formulas of qp_model_math.h in the CPU's order of
 // operations: elementwise and per-row kernels a thread per element / row,
 // attention a warp per (b, h, t) row with its per-channel sums in registers,
 // the column sums of LayerNorm's weight and bias gradients in the header's
@@ -18,7 +18,7 @@
 #include "qp_cuda_llama.h"
 #include "qp_cuda_llama_pass.h"
 #include "qp_cuda_model.h"
-#include "qp_cuda_model_math.h"
+#include "qp_model_math.h"
 #include "qp_cuda_model_pass.h"
 
 namespace {

@@ -13,7 +13,7 @@
  * one device allocation, in the CPU model's tensor order, so parameters and
  * moments copy to and from the host model's buffers in one transfer each.
  * Every per-row / per-element formula is the shared host/device code of
- * qp_cuda_model_math.h (checked against the CPU kernels by
+ * qp_model_math.h (checked against the CPU kernels by
  * tests/kernels/test_cuda_model_math.c); every linear layer goes through the
  * precision dispatch (train/qp_linear.h) on the GPU's operations
  * (qp_cuda_linear.h).
@@ -112,7 +112,7 @@ int qp_cuda_gpt_sync(qp_cuda_gpt *m);
 void qp_cuda_gpt_set_profiler(qp_cuda_gpt *m, qp_cuda_prof *p);
 
 /* The layer kernels alone, on `stream`, for tests (test_cuda_model_kernels
- * checks them against qp_cuda_model_math.h's host formulas). Shapes and
+ * checks them against qp_model_math.h's host formulas). Shapes and
  * semantics as qpm_ops (qp_cuda_model_pass.h); d_part: 2 * ceil(N /
  * QPM_SUM_ROWS) * C floats. Return 0 or a cudaError_t value. */
 int qp_cuda_attention_forward(float *out, float *preatt, float *att, const float *qkv, int B, int T, int C, int NH,

@@ -5,7 +5,7 @@
  * activation buffers (train/qp_model_kernels.c's qp_gpt_forward/backward,
  * step for step). kernels/qp_cuda_model.cu instantiates it with operations
  * that launch GPU kernels; tests/kernels/test_cuda_model_math.c with host
- * loops over the same qp_cuda_model_math.h formulas and the CPU dispatch, and
+ * loops over the same qp_model_math.h formulas and the CPU dispatch, and
  * checks the result against the CPU model — so the GPU's pass order and
  * buffer offsets are tested without a GPU. Plain C, included by C and CUDA. */
 #ifndef QP_CUDA_MODEL_PASS_H

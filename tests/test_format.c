@@ -80,10 +80,11 @@ static void test_scale_codecs(void)
 }
 
 /* Mean of stochastic rounding over many draws (qp_sr_word's words at the
- * codec's width) equals the input. */
-static void check_sr_mean(const char *name, float x, uint32_t (*enc)(float, uint32_t), float (*dec)(uint32_t))
+ * width the quantizers give element type e, qp_sr_bits) equals the input. */
+static void check_sr_mean(const char *name, qp_elem e, float x, uint32_t (*enc)(float, uint32_t),
+                          float (*dec)(uint32_t))
 {
-    const int bits = strcmp(name, "bf16") == 0 ? 16 : 8;
+    const int bits = qp_sr_bits(e);
     const int N = 200000;
     double sum = 0.0;
     float lo = INFINITY, hi = -INFINITY;
@@ -135,9 +136,9 @@ static void test_fp6_and_e8m0_ceil(void)
           "e2m3 subnormal ties to even, underflow keeps the sign");
     CHECK(qp_f32_to_e3m2(1.125f) == 0x0C && qp_f32_to_e3m2(1.375f) == 0x0E, "e3m2 ties to even");
     const float x6[] = {0.3f, -2.71f, 7.3f, 0.07f, 5.55f};
-    for (unsigned i = 0; i < sizeof x6 / sizeof x6[0]; i++) check_sr_mean("e2m3", x6[i], enc_e2m3, dec_e2m3);
+    for (unsigned i = 0; i < sizeof x6 / sizeof x6[0]; i++) check_sr_mean("e2m3", QP_ELEM_E2M3, x6[i], enc_e2m3, dec_e2m3);
     const float x7[] = {0.3f, -21.0f, 0.04f, 13.3f};
-    for (unsigned i = 0; i < sizeof x7 / sizeof x7[0]; i++) check_sr_mean("e3m2", x7[i], enc_e3m2, dec_e3m2);
+    for (unsigned i = 0; i < sizeof x7 / sizeof x7[0]; i++) check_sr_mean("e3m2", QP_ELEM_E3M2, x7[i], enc_e3m2, dec_e3m2);
     CHECK(qp_f32_to_e2m3_sr(100.0f, 0) == 0x1F && qp_f32_to_e3m2_sr(NAN, 5) == 0x1F, "fp6 SR saturates, NaN");
 
     CHECK(qp_f32_to_e8m0_ceil(1.0f) == 127 && qp_f32_to_e8m0_ceil(1.0000001f) == 128 &&
@@ -160,15 +161,15 @@ static void test_fp6_and_e8m0_ceil(void)
 static void test_stochastic_rounding(void)
 {
     const float xs[] = {0.3f, -0.3f, 1.1f, 2.7f, 5.2f, -4.4f, 0.01f, 0.2f};
-    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++) check_sr_mean("e2m1", xs[i], enc_e2m1, dec_e2m1);
+    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++) check_sr_mean("e2m1", QP_ELEM_E2M1, xs[i], enc_e2m1, dec_e2m1);
     const float x8[] = {1.03f, -300.7f, 0.0011f, 3e-3f, 100.1f, ldexpf(1.3f, -9)};
     for (unsigned i = 0; i < sizeof x8 / sizeof x8[0]; i++) {
-        check_sr_mean("e4m3", x8[i], enc_e4m3, dec_e4m3);
-        check_sr_mean("e5m2", x8[i], enc_e5m2, dec_e5m2);
+        check_sr_mean("e4m3", QP_ELEM_E4M3, x8[i], enc_e4m3, dec_e4m3);
+        check_sr_mean("e5m2", QP_ELEM_E5M2, x8[i], enc_e5m2, dec_e5m2);
     }
-    check_sr_mean("e5m2", ldexpf(1.37f, -16), enc_e5m2, dec_e5m2);
-    check_sr_mean("bf16", 1.00123f, enc_bf16, dec_bf16);
-    check_sr_mean("bf16", -3.3e-39f, enc_bf16, dec_bf16);
+    check_sr_mean("e5m2", QP_ELEM_E5M2, ldexpf(1.37f, -16), enc_e5m2, dec_e5m2);
+    check_sr_mean("bf16", QP_ELEM_BF16, 1.00123f, enc_bf16, dec_bf16);
+    check_sr_mean("bf16", QP_ELEM_BF16, -3.3e-39f, enc_bf16, dec_bf16);
     /* Representable values and saturation are left alone. */
     CHECK(qp_f32_to_e2m1_sr(1.5f, 0) == 3 && qp_f32_to_e2m1_sr(7.0f, 0) == 7, "e2m1 SR exact/saturate");
     CHECK(qp_f32_to_e4m3_sr(448.0f, 0) == 0x7E && qp_f32_to_e4m3_sr(1e9f, 0) == 0x7E, "e4m3 SR saturates");

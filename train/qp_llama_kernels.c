@@ -187,13 +187,7 @@ static void rope_forward(float *qkv, const float *tab, const qp_att_layout *a, i
 
 /* ---- SwiGLU ----------------------------------------------------------------------- */
 
-/* sigmoid(x) from exp of -|x| (never overflows). */
-static inline float sigmoid(float x)
-{
-    const float e = exp_nonpos(-fabsf(x));
-    return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-}
-
+/* qp_model_math.h's qpm_sigmoid (from exp of -|x|: never overflows) on every lane. */
 static inline __attribute__((always_inline)) vf vsigmoid(vf x)
 {
     const vf e = vexp_nonpos(-(vf)((vi)x & 0x7fffffff));
@@ -216,7 +210,7 @@ static void swiglu_forward(float *h, const float *a, const float *u, int N, int 
                 const vf x = vload(a + o + c);
                 vstore(h + o + c, x * vsigmoid(x) * vload(u + o + c));
             }
-            for (; c < H; c++) h[o + c] = a[o + c] * sigmoid(a[o + c]) * u[o + c];
+            for (; c < H; c++) h[o + c] = qpm_swiglu_fwd(a[o + c], u[o + c]);
             round_row(h + o, H, &q, &cnt);
         }
         round_end(&cnt, &q);
@@ -243,7 +237,7 @@ static void swiglu_backward(float *dh, float *du, const float *a, const float *u
                 vstore(dh + o + c, d * vload(u + o + c) * (sg * (1.0f + x * (1.0f - sg))));
             }
             for (; c < H; c++) {
-                const float x = a[o + c], sg = sigmoid(x), d = dh[o + c];
+                const float x = a[o + c], sg = qpm_sigmoid(x), d = dh[o + c];
                 du[o + c] = d * (x * sg);
                 dh[o + c] = d * u[o + c] * (sg * (1.0f + x * (1.0f - sg)));
             }

@@ -40,37 +40,16 @@
 
 /* ---- GELU ------------------------------------------------------------------- */
 
-#define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
-
-static inline float tanh_fast(float u)
-{
-    const float e = exp_nonpos(-2.0f * fabsf(u)), t = (1.0f - e) / (1.0f + e);
-    return u < 0.0f ? -t : t;
-}
-
-/* GPT-2's tanh approximation: gelu(x) = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) */
-static inline float gelu_arg(float x) { return GELU_SCALE * sfma(0.044715f * x * x, x, x); }
-
-static inline float gelu(float x)
-{
-    const float h = 0.5f * x;
-    return sfma(h, tanh_fast(gelu_arg(x)), h);
-}
-
-static inline float gelu_grad(float x)
-{
-    const float th = tanh_fast(gelu_arg(x)), sech2 = sfma(-th, th, 1.0f);
-    return sfma(0.5f, th, 0.5f) + 0.5f * x * sech2 * GELU_SCALE * sfma(3.0f * 0.044715f * x, x, 1.0f);
-}
-
-/* The same three on every lane, operation for operation. */
+/* qp_model_math.h's qpm_tanh, qpm_gelu_arg, qpm_gelu_fwd and qpm_gelu_grad
+ * (GPT-2's tanh approximation: gelu(x) = x/2 (1 + tanh(u)), u = sqrt(2/pi)
+ * (x + 0.044715 x^3)) on every lane, operation for operation. */
 static inline __attribute__((always_inline)) vf vtanh_fast(vf u)
 {
     const vf au = (vf)((vi)u & 0x7fffffff), e = vexp_nonpos(-2.0f * au), t = (1.0f - e) / (1.0f + e);
     return vsel(vlt(u, vsplat(0.0f)), -t, t);
 }
 
-static inline __attribute__((always_inline)) vf vgelu_arg(vf x) { return GELU_SCALE * vfma(0.044715f * x * x, x, x); }
+static inline __attribute__((always_inline)) vf vgelu_arg(vf x) { return QPM_GELU_SCALE * vfma(0.044715f * x * x, x, x); }
 
 static inline __attribute__((always_inline)) vf vgelu(vf x)
 {
@@ -82,7 +61,7 @@ static inline __attribute__((always_inline)) vf vgelu_grad(vf x)
 {
     const vf th = vtanh_fast(vgelu_arg(x)), sech2 = vfma(-th, th, vsplat(1.0f));
     return vfma(vsplat(0.5f), th, vsplat(0.5f)) +
-           0.5f * x * sech2 * GELU_SCALE * vfma(3.0f * 0.044715f * x, x, vsplat(1.0f));
+           0.5f * x * sech2 * QPM_GELU_SCALE * vfma(3.0f * 0.044715f * x, x, vsplat(1.0f));
 }
 
 /* ---- row operations -------------------------------------------------------- */
@@ -249,7 +228,7 @@ static void bias_gelu_forward(const float *fch, float *fchg, const float *fcb, i
             float *y = fchg + (int64_t)i * H;
             int c = 0;
             for (; c + VL <= H; c += VL) vstore(y + c, vgelu(vload(x + c) + vload(fcb + c)));
-            for (; c < H; c++) y[c] = gelu(x[c] + fcb[c]);
+            for (; c < H; c++) y[c] = qpm_gelu_fwd(x[c] + fcb[c]);
             round_row(y, H, &q, &cnt);
         }
         round_end(&cnt, &q);
@@ -275,7 +254,7 @@ static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fc
                 const float *x = fch + (int64_t)i * H;
                 int c = 0;
                 for (; c + VL <= H; c += VL) vstore(d + c, vgelu_grad(vload(x + c) + vload(fcb + c)) * vload(d + c));
-                for (; c < H; c++) d[c] = gelu_grad(x[c] + fcb[c]) * d[c];
+                for (; c < H; c++) d[c] = qpm_gelu_grad(x[c] + fcb[c]) * d[c];
                 add_row(pb, d, H);
                 round_row(d, H, &q, &cnt);
             }

@@ -23,6 +23,7 @@
 
 #include "qp_linear.h"
 #include "qp_model_kernels.h"
+#include "qp_model_math.h"
 #include "qp_prof.h"
 
 /* ---- vectors ------------------------------------------------------------- */
@@ -187,28 +188,9 @@ static inline float row_dot(const float *x, const float *y, int n)
 
 
 
-/* exp(x) for x <= 0 (Cody-Waite reduction, Cephes' polynomial, ~1 ulp): plain
- * arithmetic, so it vectorizes, where libm's expf/tanhf calls do not. */
-static inline float exp_nonpos(float x)
-{
-    x = x < -87.0f ? -87.0f : x;
-    const float k = sfma(x, 1.44269504088896341f, 12582912.0f) - 12582912.0f; /* round to nearest */
-    const float r = sfma(k, 2.12194440e-4f, sfma(k, -0.693359375f, x));
-    float p = 1.9875691500e-4f;
-    p = sfma(p, r, 1.3981999507e-3f);
-    p = sfma(p, r, 8.3334519073e-3f);
-    p = sfma(p, r, 4.1665795894e-2f);
-    p = sfma(p, r, 1.6666665459e-1f);
-    p = sfma(p, r, 5.0000001201e-1f);
-    p = sfma(p, r * r, r) + 1.0f;
-    union {
-        uint32_t u;
-        float f;
-    } two_k = {(uint32_t)((int32_t)k + 127) << 23};
-    return p * two_k.f;
-}
-
-/* exp_nonpos on every lane: the same operations in the same order. */
+/* qp_model_math.h's qpm_exp_nonpos (exp for x <= 0: Cody-Waite reduction,
+ * Cephes' polynomial, ~1 ulp; plain arithmetic, so it vectorizes where
+ * libm's expf does not) on every lane: the same operations in the same order. */
 static inline vf vexp_nonpos(vf x)
 {
     x = vmax(x, vsplat(-87.0f));
@@ -1108,7 +1090,7 @@ static void softmax_crossentropy_forward(float *probs, float *losses, const floa
             sv += e;
         }
         float sum = vsum(sv);
-        for (; v < V; v++) sum += p[v] = exp_nonpos(l[v] - maxv);
+        for (; v < V; v++) sum += p[v] = qpm_exp_nonpos(l[v] - maxv);
         const float inv = 1.0f / sum;
         for (v = 0; v + VL <= V; v += VL) vstore(p + v, vload(p + v) * inv);
         for (; v < V; v++) p[v] *= inv;

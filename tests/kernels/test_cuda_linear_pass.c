@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "qp_cuda_linear_ops.h"
-#include "qp_cuda_model_math.h"
+#include "qp_model_math.h"
 #include "qp_format.h"
 #include "qp_gemm.h"
 #include "qp_hadamard.h"

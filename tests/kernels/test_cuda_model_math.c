@@ -1,4 +1,4 @@
-/* test_cuda_model_math.c — the GPU model's formulas (kernels/qp_cuda_model_math.h)
+/* test_cuda_model_math.c — the GPU model's formulas (train/qp_model_math.h)
  * against the CPU trainer's kernels, without a GPU.
  *
  * The CPU kernels are the static functions of train/qp_model_kernels.c,
@@ -38,7 +38,7 @@
 #include <stdlib.h>
 
 #include "qp_cuda_llama_pass.h"
-#include "qp_cuda_model_math.h"
+#include "qp_model_math.h"
 #include "qp_cuda_model_pass.h"
 #include "qp_gemm.h"
 #include "qp_optim.h"

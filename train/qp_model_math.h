@@ -1,23 +1,29 @@
-/* qp_cuda_model_math.h — the per-row and per-element formulas of the GPT
- * and the Llama on the GPU, written once for the host and the device.
+/* qp_model_math.h — the per-row and per-element formulas of the GPT and
+ * the Llama, written once for the host and the device.
  *
  * Owns: nothing but arithmetic. Each row function computes one row of a
- * layer of the model of train/qp_model_kernels.c; the GPU kernels
- * (kernels/qp_cuda_model.cu) call exactly these, and the pieces they spread
- * over lanes and threads (dot8's eight running sums, the attention rows'
- * per-channel sums, the two-level column sums) are the same sums in the same
- * order, so a GPU kernel gives these functions' bits (test_cuda_model_kernels,
- * on a GPU). The CPU kernels compute the same quantities in their own order
- * — rows summed in 16 vector lanes, attention in blocks of 16 query rows
- * (no T x T matrix, each row's log-sum-exp kept) where the GPU takes a warp
- * per row over the T x T scores — so the two devices agree to rounding, not
- * to the bit: tests/kernels/test_cuda_model_math.c checks every function
- * against the CPU kernels (1e-6 relative; see there for the few looser
- * bounds), and the column sums and embedding gradients, whose order is the
- * same, bit for bit.
- * Compiled by nvcc with -fmad=false (no contraction) and by gcc as plain C. */
-#ifndef QP_CUDA_MODEL_MATH_H
-#define QP_CUDA_MODEL_MATH_H
+ * layer of the model of qp_model_kernels.c / qp_llama_kernels.c; the GPU
+ * kernels (kernels/qp_cuda_model.cu, qp_cuda_llama.cu) call exactly these,
+ * and the pieces they spread over lanes and threads (dot8's eight running
+ * sums, the attention rows' per-channel sums, the two-level column sums) are
+ * the same sums in the same order, so a GPU kernel gives these functions'
+ * bits (test_cuda_model_kernels, on a GPU). The CPU kernels' element
+ * formulas are these too: their scalar tails call qpm_exp_nonpos, qpm_tanh,
+ * qpm_sigmoid and the GELU pair, and their 16-lane twins in
+ * qp_model_simd.h / qp_model_kernels.c repeat them operation for operation
+ * (test_model_torch's bit-identity of the baseline and AVX-512 copies
+ * checks both). Rows the CPU kernels
+ * compute in their own order — rows summed in 16 vector lanes, attention in
+ * blocks of 16 query rows (no T x T matrix, each row's log-sum-exp kept)
+ * where the GPU takes a warp per row over the T x T scores — agree with these
+ * to rounding, not to the bit: tests/kernels/test_cuda_model_math.c checks
+ * every function against the CPU kernels (1e-6 relative; see there for the
+ * few looser bounds), and the column sums and embedding gradients, whose
+ * order is the same, bit for bit.
+ * Compiled by nvcc with -fmad=false (no contraction) and by gcc as plain C
+ * (-ffp-contract=off in the model's kernels). */
+#ifndef QP_MODEL_MATH_H
+#define QP_MODEL_MATH_H
 
 #include <math.h>
 #include <stdint.h>
