@@ -255,8 +255,11 @@ static int push_option(const qs_experiment *e, qs_run *r, const char *key, const
     char flag[64];
     const qs_opt *o = qs_opt_find(key);
     if (o->kind != QS_OPT_MODEL) {
-        qs_opt_flag(o, flag, sizeof flag);
-        return push(r, flag) || push(r, value);
+        const char *args[2];
+        const int n = qs_opt_args(o, value, args, flag, sizeof flag);
+        for (int i = 0; i < n; i++)
+            if (push(r, args[i])) return -1;
+        return 0;
     }
     const char *l = qs_ini_base(e, "layers"), *h = qs_ini_base(e, "heads");
     qp_model_preset m;

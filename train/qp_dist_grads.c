@@ -10,9 +10,6 @@
 #include "qp_quant.h"
 #include "qp_scaling.h"
 
-const char *const qp_grad_comm_names[QP_GRAD_COMM_COUNT] = {
-    [QP_GRAD_COMM_FP32] = "fp32", [QP_GRAD_COMM_BF16] = "bf16", [QP_GRAD_COMM_FP8] = "fp8"};
-
 #define MAX_TENSORS 64
 
 struct qp_grad_exchange {

@@ -15,7 +15,6 @@
 #endif
 #include "qp_rng.h"
 
-const char *const qp_arch_names[QP_ARCH_COUNT] = {[QP_ARCH_GPT] = "gpt", [QP_ARCH_LLAMA] = "llama"};
 
 const char *const qp_gpt_param_names[QP_GPT_NPARAMS] = {
     "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",

@@ -9,6 +9,7 @@
 #include "qp_gemm.h"
 #include "qp_model.h"
 #include "qp_recipe.h"
+#include "qp_train_options.h"
 
 void qp_train_usage(FILE *f)
 {
@@ -120,143 +121,28 @@ void qp_train_usage(FILE *f)
             (long long)d.ckpt_every, d.val_frac, d.prefetch, d.out, d.divergence_factor);
 }
 
-static int parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out, char *err, size_t errlen)
-{
-    char *end;
-    errno = 0;
-    const long long v = strtoll(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) {
-        snprintf(err, errlen, "%s expects an integer in %lld..%lld, not '%s'", opt, (long long)lo, (long long)hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_f64(const char *opt, const char *s, double *out, char *err, size_t errlen)
-{
-    char *end;
-    errno = 0;
-    const double v = strtod(s, &end);
-    if (!*s || *end || errno) {
-        snprintf(err, errlen, "%s expects a number, not '%s'", opt, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-const char *const qp_device_names[QP_DEVICE_COUNT] = {[QP_DEVICE_CPU] = "cpu", [QP_DEVICE_CUDA] = "cuda"};
-const char *const qp_on_divergence_names[QP_ON_DIVERGENCE_COUNT] = {
-    [QP_ON_DIVERGENCE_STOP] = "stop", [QP_ON_DIVERGENCE_SKIP_STEP] = "skip-step",
-    [QP_ON_DIVERGENCE_ROLLBACK] = "rollback"};
-
-/* One of names[0..n): its index, or -1 with "OPT must be a, b or c, not 'x'". */
-static int parse_name(const char *opt, const char *s, const char *const *names, int n, int *out, char *err,
-                      size_t errlen)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(s, names[i])) return *out = i, 0;
-    int k = snprintf(err, errlen, "%s must be ", opt);
-    for (int i = 0; i < n && k >= 0 && (size_t)k < errlen; i++)
-        k += snprintf(err + k, errlen - (size_t)k, "%s%s", names[i], i + 2 < n ? ", " : i + 1 < n ? " or " : "");
-    if (k >= 0 && (size_t)k < errlen) snprintf(err + k, errlen - (size_t)k, ", not '%.60s'", s);
-    return -1;
-}
-
-static int copy_str(const char *opt, const char *s, char *dst, size_t len, char *err, size_t errlen)
-{
-    if (strlen(s) >= len) {
-        snprintf(err, errlen, "%s value too long (at most %zu bytes)", opt, len - 1);
-        return -1;
-    }
-    memcpy(dst, s, strlen(s) + 1);
-    return 0;
-}
-
 int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size_t errlen)
 {
     err[0] = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            return QP_ARGS_HELP;
-        }
-        if (!strcmp(a, "--resume")) { o->resume = true; continue; }
-        if (!strcmp(a, "--eval-only")) { o->eval_only = true; continue; }
-        if (!strcmp(a, "--quiet")) { o->quiet = true; continue; }
-        if (!strcmp(a, "--grad-comm-ef")) { o->grad_comm_ef = true; continue; }
-        if (!strcmp(a, "--requantize")) { o->requantize = true; continue; }
-        if (!strcmp(a, "--explain")) { o->explain = true; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return QP_ARGS_HELP;
+        const qp_train_option *t = strncmp(a, "--", 2) ? NULL : qp_train_option_find(a + 2);
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, errlen, "unexpected argument '%s' (see --help)", a);
             return QP_ARGS_BAD;
         }
-        if (i + 1 >= argc) {
-            snprintf(err, errlen, "%s needs a value (see --help)", a);
-            return QP_ARGS_BAD;
-        }
-        const char *v = argv[++i];
-        int64_t n = 0;
-        int bad = 0;
-#define INT(name, field, lo, hi) else if (!strcmp(a, name)) { bad = parse_i64(a, v, lo, hi, &n, err, errlen); o->field = n; }
-#define DBL(name, field) else if (!strcmp(a, name)) bad = parse_f64(a, v, &o->field, err, errlen);
-#define STR(name, field) else if (!strcmp(a, name)) bad = copy_str(a, v, o->field, sizeof o->field, err, errlen);
-#define NAME(name, field, names, n) \
-    else if (!strcmp(a, name)) { int k_ = 0; bad = parse_name(a, v, names, n, &k_, err, errlen); o->field = k_; }
-        if (0) {}
-        STR("--data", data) STR("--out", out) STR("--recipe", recipe) STR("--resume-from", resume_from)
-        STR("--inject", inject)
-        NAME("--device", device, qp_device_names, QP_DEVICE_COUNT)
-        NAME("--arch", arch, qp_arch_names, QP_ARCH_COUNT)
-        INT("--kv-heads", kv_heads, 1, 1LL << 20) INT("--mlp-hidden", mlp_hidden, 1, 1LL << 20)
-        NAME("--on-divergence", on_divergence, qp_on_divergence_names, QP_ON_DIVERGENCE_COUNT)
-        NAME("--grad-comm", grad_comm, qp_grad_comm_names, QP_GRAD_COMM_COUNT)
-        INT("--layers", layers, -(1LL << 30), 1LL << 30) INT("--heads", heads, -(1LL << 30), 1LL << 30)
-        INT("--dim", dim, -(1LL << 30), 1LL << 30) INT("--seq", seq, -(1LL << 30), 1LL << 30)
-        INT("--batch", batch, -(1LL << 30), 1LL << 30) INT("--grad-accum", grad_accum, -(1LL << 30), 1LL << 30)
-        else if (!strcmp(a, "--steps")) { bad = parse_i64(a, v, -(1LL << 40), 1LL << 40, &n, err, errlen); o->steps = n; o->steps_given = true; }
-        INT("--warmup", warmup, -(1LL << 40), 1LL << 40)
-        INT("--eval-every", eval_every, -(1LL << 40), 1LL << 40) INT("--eval-batches", eval_batches, -(1LL << 40), 1LL << 40)
-        INT("--qerr-every", qerr_every, -(1LL << 40), 1LL << 40) INT("--ckpt-every", ckpt_every, -(1LL << 40), 1LL << 40)
-        INT("--stop-after", stop_after, 0, 1LL << 40)
-        else if (!strcmp(a, "--threads")) {
-            /* auto: 0 here, resolved when the run starts (qp_omp_auto_threads) */
-            if (!strcmp(v, "auto")) o->threads = 0;
-            else if (parse_i64(a, v, 1, 1024, &n, err, errlen)) {
-                snprintf(err, errlen, "--threads expects 'auto' or an integer in 1..1024, not '%s'", v);
-                bad = 1;
-            } else {
-                o->threads = (int)n;
-            }
-        }
-        INT("--prefetch", prefetch, -(1LL << 30), 1LL << 30)
-        DBL("--lr", lr) DBL("--min-lr", min_lr) DBL("--weight-decay", weight_decay) DBL("--grad-clip", grad_clip)
-        DBL("--val-frac", val_frac) DBL("--divergence-factor", divergence_factor)
-        else if (!strcmp(a, "--seed")) {
-            bad = parse_i64(a, v, 0, INT64_MAX, &n, err, errlen);
-            o->seed = (uint64_t)n;
-        } else if (!strcmp(a, "--data-seed")) {
-            bad = parse_i64(a, v, 0, INT64_MAX, &n, err, errlen);
-            o->data_seed = n;
-        } else if (!strcmp(a, "--tokens-per-param")) {
-            bad = parse_f64(a, v, &o->tokens_per_param, err, errlen);
-            if (!bad && !(o->tokens_per_param > 0 && o->tokens_per_param < 1e9)) {
-                snprintf(err, errlen, "--tokens-per-param expects a number in (0, 1e9), not '%s'", v);
-                bad = 1;
-            }
-        } else if (!strcmp(a, "--val-tokens")) {
-            if (!strcmp(v, "all")) o->val_tokens = -1;
-            else bad = parse_i64(a, v, 1, 1LL << 40, &o->val_tokens, err, errlen);
-        } else {
+        /* the table spells names with '-' only: "--grad_accum" is not a flag */
+        if (!t || strchr(a, '_')) {
             snprintf(err, errlen, "unknown option '%s' (see --help)", a);
             return QP_ARGS_BAD;
         }
-#undef INT
-#undef DBL
-#undef STR
-#undef NAME
-        if (bad) return QP_ARGS_BAD;
+        if (t->kind != QP_OPT_FLAG && i + 1 >= argc) {
+            snprintf(err, errlen, "%s needs a value (see --help)", a);
+            return QP_ARGS_BAD;
+        }
+        const char *v = t->kind == QP_OPT_FLAG ? "" : argv[++i];
+        if (qp_train_option_parse(t, a, v, false, o, err, errlen)) return QP_ARGS_BAD;
     }
     const char *isa = getenv("QP_MODEL_ISA");
     if (!qp_gpt_kernel_isa_capped(isa)) {

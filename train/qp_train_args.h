@@ -1,8 +1,10 @@
 /* qp_train_args.h — qtrain's command line: options in, qp_train_opts out.
  *
- * Owns: the option names, their value syntax and --help. Values are only
- * parsed here; qp_train_opts_check (qp_trainer.h) judges them. A function of
- * its own so the fuzzer and the bad-input tests can drive it without a run. */
+ * Owns: reading argv and --help. Each option's name, field, value syntax
+ * and range are qp_train_options.h's table, which qsweep reads too; values
+ * are only parsed here (options whose range is refused as parsed aside) and
+ * qp_train_opts_check (qp_trainer.h) judges them. A function of its own so
+ * the fuzzer and the bad-input tests can drive it without a run. */
 #ifndef QP_TRAIN_ARGS_H
 #define QP_TRAIN_ARGS_H
 

@@ -21,6 +21,7 @@
 #include "qp_prof.h"
 #include "qp_scaling.h"
 #include "qp_size.h"
+#include "qp_train_options.h"
 #include "qp_train_state.h"
 
 _Static_assert(sizeof(((qp_train_opts *)0)->recipe) == QP_RECIPE_SPEC_MAX, "--recipe holds any recipe");
@@ -47,25 +48,10 @@ int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
 {
 #define BAD(...) return snprintf(err, errlen, __VA_ARGS__), -1
     if (!o->eval_only && !o->data[0]) BAD("--data is required");
-    if (o->layers < 1 || o->layers > 1024) BAD("--layers must be in 1..1024, not %d", o->layers);
-    if (o->heads < 1) BAD("--heads must be at least 1, not %d", o->heads);
-    if (o->dim < 1 || o->dim > 65536) BAD("--dim must be in 1..65536, not %d", o->dim);
+    /* each option's own range (qp_train_options.c), then how they combine */
+    if (qp_train_options_check(o, err, errlen)) return -1;
     if (o->dim % o->heads) BAD("--heads %d does not divide --dim %d", o->heads, o->dim);
-    if (o->seq < 1 || o->seq > 1 << 20) BAD("--seq must be in 1..1048576, not %d", o->seq);
-    if (o->batch < 1 || o->batch > 1 << 20) BAD("--batch must be in 1..1048576, not %d", o->batch);
-    if (o->grad_accum < 1 || o->grad_accum > 1 << 16) BAD("--grad-accum must be in 1..65536, not %d", o->grad_accum);
-    if (o->steps < 0) BAD("--steps must be >= 0, not %lld", (long long)o->steps);
-    if (!(o->lr > 0) || !isfinite(o->lr)) BAD("--lr must be a positive number");
-    if (o->warmup < 0) BAD("--warmup must be >= 0");
-    if (o->eval_every < 0 || o->eval_batches < 1 || o->qerr_every < 0 || o->ckpt_every < 0)
-        BAD("--eval-every, --qerr-every and --ckpt-every must be >= 0 and --eval-batches >= 1");
     if (o->threads < 0 || o->threads > 1024) BAD("--threads must be auto (0) or in 1..1024, not %d", o->threads);
-    if (o->prefetch < 0 || o->prefetch > 1024) BAD("--prefetch must be in 0..1024, not %d", o->prefetch);
-    if (!(o->val_frac > 0 && o->val_frac < 1)) BAD("--val-frac must be in (0, 1)");
-    if (!isfinite(o->min_lr)) BAD("--min-lr must be a finite number");
-    if (!(o->weight_decay >= 0) || !(o->grad_clip >= 0) || !isfinite(o->weight_decay) || !isfinite(o->grad_clip) ||
-        !(o->divergence_factor > 1))
-        BAD("--weight-decay and --grad-clip must be >= 0, --divergence-factor > 1");
     if (o->eval_only && !o->resume_from[0]) BAD("--eval-only needs --resume-from CKPT");
     if (o->tokens_per_param != 0 && !(o->tokens_per_param > 0 && isfinite(o->tokens_per_param)))
         BAD("--tokens-per-param must be a positive number");

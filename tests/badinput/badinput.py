@@ -390,7 +390,7 @@ def qsweep_cases():
         ("[slurm] empty mpi", ["x.ini", "--out", "s", "--slurm"],
          dict(DATA, **{"x.ini": GOOD_INI + "[slurm]\nmpi =\n"}), 2, "'mpi' has no value"),
         ("unknown device", ["x.ini", "--out", "s"], dict(DATA, **{"x.ini": GOOD_INI.replace("[grid]", "device = gpu\n[grid]")}),
-         2, "device expects one of cpu,cuda"),
+         2, "device must be cpu or cuda, not 'gpu'"),
         ("--submit with --dry-run", ["e.ini", "--out", "s", "--submit", "--dry-run"], E, 2, "--dry-run and --submit"),
         ("--slurm into a folder with a blank", ["e.ini", "--out", "a b", "--slurm"], E, 2, "must not contain blanks"),
         ("--status missing folder", ["--status", "nope"], {}, 2, "nope"),

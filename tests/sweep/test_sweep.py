@@ -198,7 +198,7 @@ threads_per_run = 3
         (ok + "layerz = 2\n", 3, "unknown qtrain option 'layerz'"),
         (ok + "layers = 2\n# x\nlayers = 3\n", 5, "'layers' set twice in [base] (first at line 3)"),
         (ok + "layers = two\n", 3, "layers expects an integer"),
-        (ok + "layers = 0\n", 3, "layers expects an integer in [1, 1024]"),
+        (ok + "layers = 0\n", 3, "layers expects an integer in 1..1024, not '0'"),
         (ok + "lr = fast\n", 3, "lr expects a number"),
         (ok + "steps =\n", 3, "'steps' has no value"),
         (ok + "[grid]\nseed =\n", 4, "grid axis 'seed' has no values"),
@@ -329,10 +329,32 @@ def case_grid():
         check(argv[argv.index("--arch") + 1] == name.split("_")[0].split("=")[1] and
               argv[argv.index("--recipe") + 1] in ("bf16", "bf16,smooth-swiglu") and
               argv[argv.index("--kv-heads") + 1] == "1" and "--smooth-swiglu" not in argv, f"{name}: {argv}")
-    for bad, frag in (("arch = gpt, mamba", "arch expects one of gpt,llama, not 'mamba'"),
+    for bad, frag in (("arch = gpt, mamba", "arch must be gpt or llama, not 'mamba'"),
                       ("smooth_swiglu = 1", "unknown qtrain option 'smooth_swiglu'"),
-                      ("kv_heads = 0", "kv_heads expects an integer in [1, 1.04858e+06], not '0'")):
+                      ("kv_heads = 0", "kv_heads expects an integer in 1..1048576, not '0'")):
         p = qsweep(write(os.path.join(d, "g5.ini"), f"[base]\ndata = corpus.txt\n[grid]\n{bad}\n"), "--out",
+                   os.path.join(d, "out"), "--dry-run")
+        check(p.returncode == 2 and frag in p.stderr, f"{bad}: exit {p.returncode}: {p.stderr!r}")
+    # every qtrain option an experiment file may set comes from qtrain's own table (train/qp_train_options.c):
+    # flags on/off, the enum options, and the ranges qtrain judges with (val_frac = 1 used to pass here and
+    # fail every run)
+    ini6 = write(os.path.join(d, "g6.ini"), "[base]\ndata = corpus.txt\non_divergence = skip-step\ngrad_comm = bf16\n"
+                 "[grid]\nrequantize = on, off\n")
+    p = qsweep(ini6, "--out", os.path.join(d, "out"), "--dry-run")
+    runs = dry_lines(p.stdout)
+    check(p.returncode == 0 and len(runs) == 2, f"flag axis: {p.returncode} {p.stderr}")
+    for name, argv in runs:
+        check(argv[argv.index("--on-divergence") + 1] == "skip-step" and argv[argv.index("--grad-comm") + 1] == "bf16"
+              and ("--requantize" in argv) == name.startswith("requantize=on"), f"{name}: {argv}")
+        q = subprocess.run([QTRAIN] + [a for a in argv[1:] if a not in ("--quiet",)] + ["--steps", "0", "--explain"],
+                           capture_output=True, text=True, cwd=d)
+        check(q.returncode == 0, f"{name}: qtrain takes qsweep's arguments: {q.returncode} {q.stderr}")
+    for bad, frag in (("val_frac = 1", "val_frac expects a number in (0, 1), not '1'"),
+                      ("requantize = yes", "requantize expects on or off"),
+                      ("on_divergence = retry", "on_divergence must be stop, skip-step or rollback, not 'retry'"),
+                      ("inject = nan:loss@3", "'inject' cannot be set in [grid]: a test hook of qtrain"),
+                      ("explain = on", "'explain' cannot be set in [grid]")):
+        p = qsweep(write(os.path.join(d, "g7.ini"), f"[base]\ndata = corpus.txt\n[grid]\n{bad}\n"), "--out",
                    os.path.join(d, "out"), "--dry-run")
         check(p.returncode == 2 and frag in p.stderr, f"{bad}: exit {p.returncode}: {p.stderr!r}")
 

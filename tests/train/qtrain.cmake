@@ -1,3 +1,12 @@
+# qtrain's option table: its parser and its range checks read every row
+if(TARGET qptrainer)
+  add_executable(test_train_options ${CMAKE_CURRENT_SOURCE_DIR}/train/test_train_options.c)
+  target_include_directories(test_train_options PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_train_options PRIVATE qptrainer m)
+  add_test(NAME test_train_options COMMAND test_train_options)
+  set_tests_properties(test_train_options PROPERTIES LABELS "unit;train")
+endif()
+
 # qtrain end to end (python + h5py as the independent reader)
 if(TARGET qtrain AND QP_PYTHON)
   foreach(arch gpt llama)
