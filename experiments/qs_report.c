@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "qp_csv.h"
 #include "qp_h5table.h"
 
 #define MSG_WIDTH 512
@@ -349,20 +350,6 @@ static void table_free(table *t)
     free(t->cells), free(t->msgs);
 }
 
-static void csv_str(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void write_csv(FILE *f, table *t)
 {
     for (int c = 0; c < t->ncols; c++) fprintf(f, "%s%s", c ? "," : "", t->names[c]);
@@ -371,7 +358,7 @@ static void write_csv(FILE *f, table *t)
         for (int c = 0; c < t->ncols; c++) {
             if (c) fputc(',', f);
             const qp_h5cell *v = cell(t, r, c);
-            if (t->cols[c].type == QP_H5COL_STR) csv_str(f, v->str);
+            if (t->cols[c].type == QP_H5COL_STR) qp_csv_str(f, v->str);
             else if (t->cols[c].type == QP_H5COL_I64) fprintf(f, "%lld", (long long)v->i64);
             else if (isnan(v->f64)) fputs("nan", f);
             else fprintf(f, "%.10g", v->f64);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "qp_csv.h"
+
 /* A growing array of strings. */
 typedef struct {
     char **s;
@@ -83,22 +85,6 @@ static int name_words(const char *s, strs *out)
         }
         if (strs_add(out, start, (size_t)(c - start))) return -1;
     }
-}
-
-static void csv_field(FILE *f, const char *s)
-{
-    const size_t n = strlen(s);
-    if (n && !strpbrk(s, ",\"\r\n") && s[0] != ' ' && s[n - 1] != ' ') {
-        fputs(s, f);
-        return;
-    }
-    if (!n) return;
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
 }
 
 /* One block as read: its header comment, its rows (fields flattened, with
@@ -233,7 +219,7 @@ static void write_csv(FILE *f, const table *t)
     fputs("index,series", f);
     for (int j = 0; j < t->names.n; j++) {
         fputc(',', f);
-        csv_field(f, t->names.s[j]);
+        qp_csv_str(f, t->names.s[j]);
     }
     fputc('\n', f);
     const char **row = calloc((size_t)(t->names.n ? t->names.n : 1), sizeof *row);
@@ -244,10 +230,10 @@ static void write_csv(FILE *f, const table *t)
             for (int j = 0; j < t->names.n; j++) row[j] = "";
             for (int k = 0; k < b->len[r]; k++) row[b->col[k]] = b->cells.s[off + k];
             fprintf(f, "%d,", i);
-            csv_field(f, b->series);
+            qp_csv_str(f, b->series);
             for (int j = 0; j < t->names.n; j++) {
                 fputc(',', f);
-                csv_field(f, row[j]);
+                qp_csv_str(f, row[j]);
             }
             fputc('\n', f);
         }

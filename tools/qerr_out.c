@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "qerr.h"
+#include "qp_csv.h"
 #include "qp_json.h"
 
 /* --- aligned text --- */
@@ -158,27 +159,6 @@ done:
 
 /* --- CSV --- */
 
-static void csv_str(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\r\n") && s[0] != ' ' && (!s[0] || s[strlen(s) - 1] != ' ')) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void csv_real(FILE *f, double x)
-{
-    if (isnan(x)) return; /* not applicable: empty field */
-    if (isinf(x)) fputs(x > 0 ? "inf" : "-inf", f);
-    else fprintf(f, "%.17g", x);
-}
-
 int qerr_print_csv(FILE *f, const qerr_rows *rows)
 {
     for (int c = 0; c < qerr_ncols; c++) fprintf(f, "%s%s", c ? "," : "", qerr_cols[c].name);
@@ -187,9 +167,9 @@ int qerr_print_csv(FILE *f, const qerr_rows *rows)
         for (int c = 0; c < qerr_ncols; c++) {
             const qerr_col *col = &qerr_cols[c];
             if (c) fputc(',', f);
-            if (col->kind == QERR_STR) csv_str(f, col->str(&rows->r[r]));
+            if (col->kind == QERR_STR) qp_csv_str(f, col->str(&rows->r[r]));
             else if (col->kind == QERR_INT) fprintf(f, "%lld", (long long)col->i64(&rows->r[r]));
-            else csv_real(f, col->f64(&rows->r[r]));
+            else qp_csv_real(f, col->f64(&rows->r[r]));
         }
         fputc('\n', f);
     }
@@ -201,21 +181,21 @@ int qerr_print_summary_csv(FILE *f, const qerr_summary *s, int n)
     fputs("format,tensors,exact,mean_rel_l2,mean_snr_db,mean_sat_frac,mean_zero_frac,worst_file,worst_tensor,"
           "worst_rel_l2\n", f);
     for (int i = 0; i < n; i++) {
-        csv_str(f, s[i].var->name);
+        qp_csv_str(f, s[i].var->name);
         fprintf(f, ",%lld,%lld,", (long long)s[i].tensors, (long long)s[i].exact);
-        csv_real(f, s[i].mean_rel_l2);
+        qp_csv_real(f, s[i].mean_rel_l2);
         fputc(',', f);
-        csv_real(f, s[i].mean_snr_db);
+        qp_csv_real(f, s[i].mean_snr_db);
         fputc(',', f);
-        csv_real(f, s[i].mean_sat_frac);
+        qp_csv_real(f, s[i].mean_sat_frac);
         fputc(',', f);
-        csv_real(f, s[i].mean_zero_frac);
+        qp_csv_real(f, s[i].mean_zero_frac);
         fputc(',', f);
-        csv_str(f, s[i].worst_file ? s[i].worst_file : "");
+        qp_csv_str(f, s[i].worst_file ? s[i].worst_file : "");
         fputc(',', f);
-        csv_str(f, s[i].worst_tensor ? s[i].worst_tensor : "");
+        qp_csv_str(f, s[i].worst_tensor ? s[i].worst_tensor : "");
         fputc(',', f);
-        csv_real(f, s[i].worst_rel_l2);
+        qp_csv_real(f, s[i].worst_rel_l2);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;

@@ -15,6 +15,7 @@ endfunction()
 qerr_c_test(test_json)
 qerr_c_test(test_safetensors)
 qerr_c_test(test_h5table)
+qerr_c_test(test_csv)
 
 # The fuzz target's checks, replayed over the seed corpus and saved crashes.
 add_executable(fuzz_replay ${QP_FUZZ_DIR}/fuzz_replay.c ${QP_FUZZ_DIR}/fuzz_safetensors.c)
