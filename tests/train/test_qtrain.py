@@ -445,6 +445,22 @@ proc = subprocess.Popen([QTRAIN] + TINY + ["--out", out, "--steps", "400", "--ck
 deadline = time.time() + 120
 while time.time() < deadline and not os.path.exists(out[:-3] + ".ckpt.h5"):
     time.sleep(0.05)
+# SIGINT and SIGTERM are blocked in every thread but one that waits for them in rt_sigtimedwait (sigwait;
+# the kernel unblocks what it waits for while it waits): no handler ever interrupts a system call of the
+# trainer, HDF5 or OpenMP (tools/qtrain.c)
+threads = []
+for task in os.listdir(f"/proc/{proc.pid}/task"):
+    try:
+        with open(f"/proc/{proc.pid}/task/{task}/status") as st:
+            mask = int(next(l for l in st if l.startswith("SigBlk:")).split()[1], 16)
+        with open(f"/proc/{proc.pid}/task/{task}/syscall") as sc:
+            call = sc.read().split()[0]
+        both = bool(mask & (1 << (signal.SIGINT - 1))) and bool(mask & (1 << (signal.SIGTERM - 1)))
+        threads.append("blocked" if both else "waiting" if call == "128" else f"open (syscall {call})")
+    except (FileNotFoundError, ProcessLookupError, StopIteration):
+        pass  # a thread that ended meanwhile
+check(len(threads) >= 3 and threads.count("waiting") == 1 and threads.count("blocked") == len(threads) - 1,
+      f"SIGINT/SIGTERM blocked in every thread but the one waiting for them: {threads}")
 proc.send_signal(signal.SIGTERM)
 _, errtxt = proc.communicate(timeout=120)
 check(proc.returncode == 130 and "stopped by a signal" in errtxt, f"SIGTERM: exit {proc.returncode}: {errtxt}")
