@@ -19,8 +19,8 @@
  * trainer, HDF5, OpenMP or MPI. With a handler instead, about one stop in
  * two hundred on a loaded machine aborted as the run file closed (HDF5's
  * metadata cache freeing a block whose end had been overwritten: free():
- * invalid pointer); the mechanism inside HDF5 was not found, and in 1800
- * stops with the waiting thread none did. */
+ * invalid pointer); the mechanism inside HDF5 was not found, and in 1000
+ * stops under the same load with the waiting thread none did. */
 static sigset_t stop_signals;
 
 static void *wait_for_stop(void *arg)
