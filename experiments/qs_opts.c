@@ -31,19 +31,12 @@ static void opts_init(void)
     }
 }
 
-/* key with '-' read as '_' */
-static int same_key(const char *canon, const char *key)
-{
-    for (; *canon && *key; canon++, key++)
-        if (*canon != (*key == '-' ? '_' : *key)) return 0;
-    return !*canon && !*key;
-}
-
 const qs_opt *qs_opt_find(const char *key)
 {
     opts_init();
+    const qp_train_option *t = qp_train_option_find(key); /* '-' and '_' alike */
     for (int i = 0; i < nopts; i++)
-        if (same_key(opts[i].key, key)) return &opts[i];
+        if (t ? opts[i].opt == t : opts[i].kind == QS_OPT_MODEL && !strcmp(key, opts[i].key)) return &opts[i];
     return NULL;
 }
 
@@ -98,12 +91,10 @@ const char *qs_opt_names(void)
 {
     static char names[1024];
     opts_init();
-    size_t n = strlen(names);
-    for (int i = 0; !n && i < nopts; i++) {
-        const size_t k = strlen(opts[i].key) + 2;
-        if (k >= sizeof names - strlen(names)) break; /* (1024 bytes hold them all) */
-        strcat(names, i ? ", " : "");
-        strcat(names, opts[i].key);
-    }
+    if (!names[0])
+        for (int i = 0; i < nopts && strlen(names) + strlen(opts[i].key) + 2 < sizeof names; i++) {
+            strcat(names, i ? ", " : "");
+            strcat(names, opts[i].key);
+        }
     return names;
 }

@@ -127,11 +127,11 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return QP_ARGS_HELP;
-        const qp_train_option *t = strncmp(a, "--", 2) ? NULL : qp_train_option_find(a + 2);
         if (strncmp(a, "--", 2) != 0) {
             snprintf(err, errlen, "unexpected argument '%s' (see --help)", a);
             return QP_ARGS_BAD;
         }
+        const qp_train_option *t = qp_train_option_find(a + 2);
         /* the table spells names with '-' only: "--grad_accum" is not a flag */
         if (!t || strchr(a, '_')) {
             snprintf(err, errlen, "unknown option '%s' (see --help)", a);
