@@ -38,11 +38,12 @@ args = ap.parse_args()
 os.makedirs(args.out, exist_ok=True)
 CELL_MODEL, CELL_TPP = args.cell.split(":")
 
-# Published numbers quoted in issue 11 (Quartet-II's raw results, Llama on C4):
+# Published numbers: Quartet II's raw results, Llama on C4 (Panferov et al., "Quartet II: Accurate LLM
+# Pre-Training in NVFP4 by Improved Unbiased Gradient Estimation", arXiv:2601.22813):
 # NVIDIA's NVFP4 recipe minus BF16, in nats, at ~25, ~100, ~400 tokens/parameter.
 PUBLISHED = {"30M": {25: 0.055, 100: 0.079, 400: 0.103}, "100M": {25: 0.057, 100: 0.073, 400: 0.080}}
 PUBLISHED_NOISE = "0.002--0.004"
-# ... and by pass at 30M (issue 11): forward-only NVFP4 with 1x16 and with 16x16 weight blocks, backward-only
+# ... and by pass at 30M (the same paper): forward-only NVFP4 with 1x16 and with 16x16 weight blocks, backward-only
 PUBLISHED_PASSES = {("fprop", "1x16"): 0.061, ("fprop", "16x16"): 0.070, ("dgrad+wgrad", "16x16"): (0.001, 0.015)}
 
 

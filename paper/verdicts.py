@@ -1,5 +1,5 @@
 """verdicts.py — every sentence of the paper that judges a number, written
-from its interval, never from a mean alone (issue 11):
+from its interval, never from a mean alone:
 
   - a gap whose 95% interval excludes 0 is stated as a cost (or a gain),
     with the interval;
