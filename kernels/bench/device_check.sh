@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# device_check.sh — every check that needs a GPU, in one call of at most five
-# minutes (unpacking included), for a lent H200 with 15 minutes of device time
-# in all: a failed section can be rerun alone (--only) in a second call.
+# device_check.sh — every check that needs a GPU, in one run of at most five
+# minutes (unpacking included), so that a short GPU reservation suffices: a
+# failed section can be rerun alone (--only) in a second run. docs/gpu.md.
 #
 #   kernels/bench/device_check.sh [--only S[,S...]] [--deadline SECONDS] [OUT_DIR]
 #
@@ -30,8 +30,8 @@
 #                test_cuda_model_kernels, test_cuda_train, test_qtrain_device)
 # A program that exits 77 ("no GPU, skip") after nvidia-smi has shown a GPU is
 # a FAIL. Exit: 0 all passed, 1 anything failed or timed out, 77 no GPU
-# (nvidia-smi failed). With the device tool, from the checkout's root:
-#   run(command="kernels/bench/device_check.sh", carry=[".devbundle"], timeout_s=330)
+# (nvidia-smi failed). From the checkout's root, with .devbundle/ copied along:
+#   kernels/bench/device_check.sh results/
 # Overrides (used by tests/kernels/test_device_check.sh): QP_DC_BUNDLE (the
 # tarball), QP_DC_BIN (prebuilt binaries instead of a bundle), QP_DC_DATA,
 # QP_PYTHON, QP_DC_TORCH_GEMM, QP_DC_DEVTEST (the scripts run), QP_DC_SCRATCH.
@@ -402,7 +402,7 @@ for s in "${selected[@]}"; do
   fi
 done
 
-# OUT_DIR's contract: at most 8 small files (the device tool brings back 8 of <= 16 MiB)
+# OUT_DIR's contract: at most 8 small files of <= 16 MiB each, easy to copy back
 if [ "$(stat -c %s "$LOG")" -gt $((15 * 1024 * 1024)) ]; then
   { head -c $((2 * 1024 * 1024)) "$LOG"; echo; echo "... (cut) ..."; tail -c $((12 * 1024 * 1024)) "$LOG"; } >"$LOG.cut" &&
     mv "$LOG.cut" "$LOG"

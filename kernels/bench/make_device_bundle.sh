@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make_device_bundle.sh — build here what kernels/bench/device_check.sh runs on
-# a GPU machine that cannot build qprec (no HDF5 headers, no oneDNN: the lent
-# H200's image), as one compressed file the device tool can carry:
+# a GPU machine that cannot build qprec (no HDF5 headers, no oneDNN: a plain
+# CUDA image), as one compressed file to copy there with the checkout:
 #   .devbundle/qprec-bundle.tar.xz   (git-ignored; at most 40 MiB, checked)
 # holding bin/ (qtrain and its CUDA backend module, the GPU tests and benchmarks, stripped), lib/ (the
 # shared libraries they load that such an image lacks: HDF5 and its
@@ -9,9 +9,9 @@
 # not CUDA's — libcublasLt comes from the image's toolkit or its CUDA-13
 # wheels, cudart is linked statically, NVML is the driver's), data.txt (the
 # corpus) and BUILD_INFO (commit, toolkit, sizes, the library list).
-# Build: Release, sm_90 only (the H200), no MPI (one process there).
-# Then, from this checkout's root, one device call:
-#   run(command="kernels/bench/device_check.sh", carry=[".devbundle"], timeout_s=330)
+# Build: Release, sm_90 only (H100, H200), no MPI (one process there).
+# Then, on the GPU machine, from the checkout's root (docs/gpu.md):
+#   kernels/bench/device_check.sh results/
 # Usage: kernels/bench/make_device_bundle.sh [BUILD_DIR]   (default build-bundle)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -64,4 +64,4 @@ size=$(stat -c %s .devbundle/qprec-bundle.tar.xz)
 raw=$(du -sb "$STAGE" | cut -f1)
 say "$(awk -v s="$size" -v r="$raw" -v n="$(ls "$STAGE/lib" | wc -l)" \
   'BEGIN{printf ".devbundle/qprec-bundle.tar.xz: %.1f MiB (%.1f MiB unpacked, %d libraries)", s/1048576, r/1048576, n}')"
-[ "$size" -le "$LIMIT" ] || { say "larger than 40 MiB: the device tool carries 64 MiB with the tree"; exit 1; }
+[ "$size" -le "$LIMIT" ] || { say "larger than 40 MiB: keep the bundle small enough to copy with the tree"; exit 1; }
