@@ -22,7 +22,7 @@ if(TARGET qtrain AND QP_PYTHON)
 endif()
 
 # the known result (about 2 minutes each on 2 cores): the GPT in bf16 and
-# fp32, the Llama in bf16 (issue 17: within 0.03 of the GPT's 1.90)
+# fp32, the Llama in bf16 (target: within 0.03 of the GPT's 1.90)
 if(TARGET qtrain AND QP_PYTHON)
   foreach(run bf16 fp32 llama:bf16)
     string(REPLACE ":" ";" _parts ${run})
