@@ -11,9 +11,9 @@ PART:
            columns with the documented types (h5py, an independent reader),
            plus root attribute runfile_schema, and every root attribute it
            wrote is named in the docs.
-  fixture  tests/fixtures/runfile_main_4747deb.h5.gz, written by qtrain of
-           main at 4747deb (schema version 1, before the phase profile; the
-           command is below): qplot draws every figure kind from it, qsweep
+  fixture  tests/fixtures/runfile_schema1.h5.gz, a run file of schema
+           version 1 (without the phase profile; the command that wrote it
+           is below): qplot draws every figure kind from it, qsweep
            --summarize reads it (phase shares nan, the older columns right).
   newer    a file claiming a newer schema version: qplot, qsweep and
            qtrain --resume each refuse it with one line (exit 2 / failed).
@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from qp_testlib import Checks, read_csv  # noqa: E402
 
 PART, MD, QTRAIN, QPLOT, QSWEEP, SRC, WORK = sys.argv[1:8]
-FIXTURE = os.path.join(SRC, "tests", "fixtures", "runfile_main_4747deb.h5.gz")
+FIXTURE = os.path.join(SRC, "tests", "fixtures", "runfile_schema1.h5.gz")
 PHASES = ["gemm_ms", "quant_ms", "attn_ms", "rowops_ms", "optim_ms"]
 check = Checks()
 
