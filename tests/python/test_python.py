@@ -376,8 +376,9 @@ def case_doctest():
         r = doctest.testmod(mod, extraglobs=globs, verbose=False)
         check(r.failed == 0 and r.attempted > 0, f"doctests of {mod.__name__}: {r}")
         print(f"doctest {mod.__name__}: {r.attempted} examples, {r.failed} failed")
-    r = doctest.testfile(os.path.join(SRC, "docs", "python.md"), module_relative=False)
-    check(r.failed == 0 and r.attempted > 0, f"the examples of docs/python.md: {r}")
+    for doc in ("docs/python.md", "README.md"):
+        r = doctest.testfile(os.path.join(SRC, doc), module_relative=False)
+        check(r.failed == 0 and r.attempted > 0, f"the examples of {doc}: {r}")
     rf = qprec.runfile.load(run)
     with h5py.File(run, "r") as f:
         for k in ("step", "loss", "lr", "grad_norm", "batch_hash"):
