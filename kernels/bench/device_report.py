@@ -105,7 +105,7 @@ def quant(outfile, bench_txt):
             rows.append((m.group(1).strip(), float(m.group(2)), float(m.group(3)), float(m.group(4))))
     copy = [r for r in rows if r[0].startswith("cudaMemcpy")]
     q = [r for r in rows if r[0].startswith("quantize ")]
-    # the targets: per-tensor (BF16, FP8) and MX formats >= 70% of the
+    # targets: per-tensor (BF16, FP8) and MX formats >= 70% of the
     # copy, NVFP4 (and the RHT it uses) >= 50%; other formats (FP8 blocks)
     # are listed, not judged
     fmt = lambda r: r[0].split()[1]

@@ -9,7 +9,7 @@
 # policies QP_SHARE_POLICIES lists (auto, default, passive, active, spinN =
 # GOMP_SPINCOUNT=N, libgomp spinning N times before it sleeps): median
 # step time of the measured run each time and its speed as a share of the
-# run alone (fair share on 2 cores: 50%; the target: >= 35% every
+# run alone (fair share on 2 cores: 50%; target: >= 35% every
 # time). The background runs start first and outlive the measured one.
 # Then the same with the background runs joining a measured run that started
 # alone (QP_SHARE_JOINED=0 skips it): its median step time after its first

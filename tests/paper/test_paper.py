@@ -11,7 +11,7 @@ is known. One case per ctest entry:
   verdicts   paper/verdicts.py: each sentence follows the interval (resolved
              costs, unresolved gaps with their interval, one seed, paired
              differences, bounds, trends) — checked on synthetic summaries,
-             including the issue's worked example (+0.12% vs +0.24% inside a
+             including a worked example (+0.12% vs +0.24% inside a
              +-0.7%/+-2.0% spread must not read as "smaller, as published")
   intervals  paper/intervals.py gives the same intervals as qsweep's C
              (experiments/qs_stats.c through stats_tool): t below 5 seeds
@@ -127,7 +127,7 @@ elif CASE == "verdicts":
     check("unresolved" in t and "no interval" in t, t)
     t = v.gap("NVFP4", 0.3, 0.1, 0.5, 3, noise=0.4)
     check("noise floor" in t, t)
-    # the worked example: full recipe +0.12% +-0.71 vs naive +0.24% +-2.00 over 3 seeds. The
+    # a worked example: full recipe +0.12% +-0.71 vs naive +0.24% +-2.00 over 3 seeds. The
     # paired difference per seed has an interval far across 0: unresolved, never "smaller, as published"
     rng = np.random.default_rng(1)
     full = 0.12 + 0.71 * rng.standard_normal(3)

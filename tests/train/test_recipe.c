@@ -1,9 +1,9 @@
 /* test_recipe.c — the recipe language (train/qp_recipe.h): the stored
  * expansion of every preset and modifier, the presets' documented
- * expansions (docs/recipes.md, argv[1]), the examples of the issue and the
- * docs, ownership of scaling states, round trips through the canonical
- * expansion, one-line errors naming the offending token, and the GEMMs of
- * each architecture (a GPT's fc, fcproj; a Llama's gate, up, down, and its
+ * expansions (docs/recipes.md, argv[1]), the examples of the docs,
+ * ownership of scaling states, round trips through the canonical expansion,
+ * one-line errors naming the offending token, and the GEMMs of each
+ * architecture (a GPT's fc, fcproj; a Llama's gate, up, down, and its
  * smooth-swiglu modifier).
  *
  * The stored tables are exactly the plans of the fixed recipes they replace:
