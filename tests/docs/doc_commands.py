@@ -161,12 +161,35 @@ COMMANDS = {
     "build/bin/qplot all sweeps/study": ("as", "build/bin/qplot all sweeps/my"),
     "build/bin/qplot gap sweeps/study/runs/*.h5 -o gap.pdf": ("as", "build/bin/qplot gap sweeps/my/runs/*.h5 -o gap.pdf"),
     "paper/build.sh": ("skip", STUDY + " (tests/paper runs the pipeline on fixtures)"),
-    "python3 paper/study_cost.py experiments/study.ini": ("as", "python3 paper/study_cost.py my.ini --steps 12"),
+    "python3 paper/study_cost.py experiments/study.ini":
+        ("as", "python3 paper/study_cost.py my.ini --steps 12 --qsweep build/bin/qsweep"),
     "QP_PAPER_QUICK=1 paper/build.sh": ("skip", "about 15 minutes of 2-core CPU"),
     # docs/testing.md
     "cd build && ctest -L unit --output-on-failure": ("skip", SUITE),
     "cd build && ctest -L docs --output-on-failure": ("skip", "this test"),
     "cd build && ctest -R test_qtrain --output-on-failure": ("skip", SUITE),
+}
+
+# docs/install.md: counted where that document exists (it comes with `cmake --install`)
+INSTALLED_EXAMPLE = "ctest -L install builds the installed example with pkg-config and find_package and compares its output"
+INSTALL_MD = {
+    "scripts/setup.sh": ("skip", "installs Debian packages, then builds: what ./test.sh does first"),
+    "cmake --install build --prefix ~/.local": RUN,
+    "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release": ("skip", BUILD_ITSELF),
+    "cmake --build build -j": ("skip", BUILD_ITSELF),
+    "cmake --install build --prefix /opt/qprec": ("as", "cmake --install build --prefix opt/qprec > /dev/null"),
+    "cp /opt/qprec/share/qprec/experiments/quick.ini .": ("as", "cp opt/qprec/share/qprec/experiments/quick.ini ."),
+    "/opt/qprec/bin/qsweep quick.ini --data corpus.txt --out sweeps/quick --dry-run":
+        ("as", "cp data/english/english.txt corpus.txt && "
+               "opt/qprec/bin/qsweep quick.ini --data corpus.txt --out sweeps/quick --dry-run"),
+    "man /opt/qprec/share/man/man1/qsweep.1": ("as", "MANPAGER=cat man -l opt/qprec/share/man/man1/qsweep.1 > /dev/null"),
+    "export PKG_CONFIG_PATH=/opt/qprec/lib/pkgconfig": ("skip", INSTALLED_EXAMPLE),
+    "cc prog.c $(pkg-config --cflags --libs qprec) -Wl,-rpath,$(pkg-config --variable=libdir qprec)":
+        ("skip", INSTALLED_EXAMPLE),
+    "cmake -S /opt/qprec/share/qprec/examples -B ex -DCMAKE_PREFIX_PATH=/opt/qprec": ("skip", INSTALLED_EXAMPLE),
+    "cmake --build ex && ex/quantize": ("skip", INSTALLED_EXAMPLE),
+    "cc prog.c $(pkg-config --cflags qprec) -Wl,-Bstatic -lqpquant -Wl,-Bdynamic $(pkg-config --static --libs qprec)":
+        ("skip", INSTALLED_EXAMPLE),
 }
 
 # the python blocks that are not doctests (">>>" blocks run in python_doctest)
@@ -286,6 +309,8 @@ def setup():
 
 def main():
     setup()
+    if os.path.exists(os.path.join(SRC, "docs", "install.md")):
+        COMMANDS.update(INSTALL_MD)
     docs = ["README.md"] + sorted(os.path.relpath(p, SRC) for p in glob.glob(os.path.join(SRC, "docs", "*.md")))
     seen, n_run, n_as, n_skip, n_ini, n_py = set(), 0, 0, 0, 0, 0
     for doc in docs:
