@@ -27,6 +27,9 @@ fails, so no command can hide in one.
   python  ">>>" examples run as doctests in python_doctest (README.md and
           docs/python.md); the other python blocks are named in PYTHON.
 
+The manuals docs/qtrain.md, docs/qerr.md and docs/qsweep.md must name every
+option their tool's --help prints.
+
 Commands run with bash in one scratch folder laid out like a checkout
 (build/ is the build under test; experiments/, scripts/, paper/, tests/,
 kernels/, python/ and demo.sh point at the source; data/english/english.txt
@@ -365,6 +368,15 @@ def main():
                         n_skip += 1
     for k in COMMANDS:
         check(k in seen, f"COMMANDS names a command no document shows any more: {k}")
+    # the manuals list every option the tool's --help prints
+    for tool, doc in (("qtrain", "docs/qtrain.md"), ("qerr", "docs/qerr.md"), ("qsweep", "docs/qsweep.md")):
+        helptext = subprocess.run([os.path.join(BUILD, "bin", tool), "--help"], stdout=subprocess.PIPE,
+                                  text=True).stdout
+        opts = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", helptext)) - {"--help"}
+        text = open(os.path.join(SRC, doc), encoding="utf-8").read()
+        missing = sorted(o for o in opts if not re.search(re.escape(o) + r"(?![a-z0-9-])", text))
+        check(len(opts) > 5 and not missing, f"{doc} lacks options `{tool} --help` lists: {' '.join(missing)} "
+              f"(the Options block is `{tool} --help` as printed)")
     for k in PYTHON:
         check(k in seen, f"PYTHON names a block no document shows any more: {k}")
     print(f"{n_run} commands run as written, {n_as} in their fast form, {n_skip} skipped with a reason; "
