@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qp_recipe.h"
 #include "qp_size.h"
 #include "qs_opts.h"
 
@@ -140,7 +141,14 @@ static int add_axis(parser *p, int line, const char *key, char *value)
         if (comma) *comma = '\0';
         char *v = trim(cur);
         if (!*v) return fail(p, line, "grid axis '%s': value %d is empty", o->key, k);
-        if (o->kind == QS_OPT_RECIPE) bars_to_commas(v);
+        if (o->kind == QS_OPT_RECIPE) {
+            bars_to_commas(v);
+            const size_t m = qp_recipe_bare_modifier(v);
+            if (m)
+                return fail(p, line, "grid axis 'recipe': value %d, '%.*s', qualifies a recipe but is none; join it to "
+                            "its recipe with '|' (e.g. %s|%.*s: '|' is qtrain's comma, ',' separates the values)",
+                            k, (int)m, v, a->nvalues ? a->values[a->nvalues - 1] : "nvfp4", (int)m, v);
+        }
         char msg[768];
         if (qs_opt_check(o, v, msg, sizeof msg)) return fail(p, line, "grid axis '%s': %s", o->key, msg);
         for (int i = 0; i < a->nvalues; i++)
@@ -219,6 +227,10 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
             char *v = trim(cur);
             if (!*v) return fail(p, line, "noise_floor: recipe %d is empty", k);
             bars_to_commas(v);
+            const size_t m = qp_recipe_bare_modifier(v);
+            if (m)
+                return fail(p, line, "noise_floor: recipe %d, '%.*s', qualifies a recipe but is none; join it to its "
+                            "recipe with '|' (e.g. nvfp4|%.*s)", k, (int)m, v, (int)m, v);
             char msg[768];
             if (qs_opt_check(qs_opt_find("recipe"), v, msg, sizeof msg)) return fail(p, line, "noise_floor: %s", msg);
             if (e->nnoise == QS_MAX_NOISE) return fail(p, line, "noise_floor: at most %d recipes", QS_MAX_NOISE);
@@ -348,10 +360,23 @@ static int set_slurm(parser *p, int line, const char *key_in, char *value)
     return fail(p, line, "internal: [slurm] key kind");
 }
 
+/* A comment: a line whose first non-blank is '#' or ';', and the rest of a
+ * line from a '#' or ';' that follows a blank (so "x = 1  # note" is x = 1,
+ * while a '#' or ';' inside a word stays: "a#b"). */
+static void cut_comment(char *s)
+{
+    for (char *c = s; *c; c++)
+        if ((*c == '#' || *c == ';') && (c == s || c[-1] == ' ' || c[-1] == '\t')) {
+            *c = '\0';
+            return;
+        }
+}
+
 static int parse_line(parser *p, int line, char *raw, int *section)
 {
+    cut_comment(raw);
     char *s = trim(raw);
-    if (!*s || *s == '#' || *s == ';') return 0;
+    if (!*s) return 0;
     if (*s == '[') {
         char *close = strchr(s, ']');
         if (!close || trim(close + 1)[0]) return fail(p, line, "a section header is '[name]' alone on its line");

@@ -2,7 +2,8 @@
  * the field of qp_train_opts it sets, its value syntax and its allowed
  * values, and whether an experiment file may set it.
  *
- * Owns: that table and the spellings of the enum-valued options (--arch,
+ * Owns: that table (with each option's help text, which qtrain --help and
+ * --man print) and the spellings of the enum-valued options (--arch,
  * --device, --on-divergence, --grad-comm). Every reader of an option goes
  * through it: qtrain's parser (qp_train_args.c), the range checks of
  * qp_train_opts_check (qp_trainer.c) and qsweep's check of an experiment
@@ -55,6 +56,8 @@ typedef struct {
     qp_text_kind text; /* TEXT */
     size_t given;      /* 1 + the offset of a bool set when the option is given; 0: none */
     const char *not_swept; /* why an experiment file may not set it; NULL: it may */
+    const char *arg;       /* the value's placeholder in --help and --man ("N", "FILE"); NULL for a flag */
+    const char *help;      /* what it does, for --help and --man; "%D" stands for its default */
 } qp_train_option;
 
 extern const qp_train_option qp_train_options[];
@@ -76,6 +79,10 @@ int qp_train_options_check(const qp_train_opts *o, char *err, size_t errlen);
 
 /* "an integer in 1..1024", "a number > 0", ... for t's values. */
 void qp_train_option_values(const qp_train_option *t, char *buf, size_t len);
+
+/* The value o holds in t's field, as it would be typed ("6", "0.0003",
+ * "gpt", "auto", "all"; a flag: "on" or "off"). */
+void qp_train_option_show(const qp_train_option *t, const qp_train_opts *o, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

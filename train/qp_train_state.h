@@ -21,7 +21,6 @@
 #include "qp_runlog.h"
 #include "qp_trainer.h"
 
-#define QP_VERSION "0.3.0"
 /* scaling states a checkpoint holds: one per (layer, GEMM of the
  * architecture's blocks (qp_model_block_gemms), operand), in that order — a
  * GPT's are the 4 GEMMs' of checkpoints from before --arch */

@@ -255,7 +255,7 @@ threads_per_run = 3
         check(not os.path.exists(dest), f"bad{i}: created {dest} (something ran)")
 
     # -- command-line errors --------------------------------------------------------------------
-    for args, frag in [([good, "--out", out, "-j", "0"], "-j expects"),
+    for args, frag in [([good, "--out", out, "-j", "0"], "--jobs expects an integer in 1..1024, not '0'"),
                        ([good], "--out DIR is required"),
                        ([good, "--out", out, "--bogus"], "--bogus"),
                        ([os.path.join(d, "none.ini"), "--out", out], "cannot read"),
