@@ -240,7 +240,8 @@ void qp_cli_help(FILE *f, const qp_cli_opt *tab, int n)
 /* ---- --man ------------------------------------------------------------- */
 
 /* text as roff: backslashes and dashes escaped, a line starting with '.' or
- * '\'' protected, "\n\n" a new paragraph, "\n" a line break */
+ * '\'' protected, "\n\n" a new paragraph, "\n" before an indented line a
+ * line break, any other "\n" a space (hard-wrapped text flows again) */
 static void roff(FILE *f, const char *text)
 {
     int bol = 1;
@@ -249,8 +250,10 @@ static void roff(FILE *f, const char *text)
             if (p[1] == '\n') {
                 fputs("\n.PP\n", f);
                 p++;
-            } else {
+            } else if (p[1] == ' ') {
                 fputs("\n.br\n", f);
+            } else {
+                fputc('\n', f);
             }
             bol = 1;
             continue;

@@ -74,7 +74,11 @@ int qp_train_option_parse(const qp_train_option *t, const char *shown, const cha
                           qp_train_opts *o, char *err, size_t errlen);
 
 /* The range checks of every option judged after parsing (!at_parse), on
- * o's values: 0, or -1 with "--NAME must be ..., not VALUE". */
+ * o's values, then how the options combine (--steps or --tokens-per-param,
+ * --heads divides --dim, ...): 0, or -1 with one line ("--NAME must be
+ * ..., not VALUE"). What needs the model or the data (qp_model_check, the
+ * corpus) is qp_train_opts_check's, after this. qsweep runs it on every run
+ * of a grid before any starts. */
 int qp_train_options_check(const qp_train_opts *o, char *err, size_t errlen);
 
 /* "an integer in 1..1024", "a number > 0", ... for t's values. */
