@@ -234,10 +234,16 @@ static void note_runs(round_info *ri, const qp_run *runs, int n)
     }
 }
 
-static int load_all(char **paths, int n, unsigned what, qp_run *runs, int skip_empty, int *loaded, msgs *m)
+/* Loads what can be drawn. A checkpoint among the files is left out; *ckpts
+ * counts them and the caller notes them (or, when nothing else is left,
+ * makes them its one error line). */
+static int load_all(char **paths, int n, unsigned what, qp_run *runs, int skip_empty, int *loaded, int *ckpts,
+                    char *is_ckpt, msgs *m)
 {
     char err[ERRLEN];
     int k = 0, rc = 0;
+    *ckpts = 0;
+    memset(is_ckpt, 0, (size_t)n);
     for (int i = 0; i < n; i++) {
         int r = qp_run_load(&runs[k], paths[i], what, err, sizeof err);
         if (r == 0)
@@ -245,7 +251,7 @@ static int load_all(char **paths, int n, unsigned what, qp_run *runs, int skip_e
         else if (r == QP_RUN_EMPTY && skip_empty)
             qp_note("%s left out: no /train rows yet", paths[i]);
         else if (r == QP_RUN_CKPT)
-            qp_note("%s left out: a qtrain checkpoint, not a run file", paths[i]);
+            ++*ckpts, is_ckpt[i] = 1;
         else {
             msg_add(m, err);
             rc = -1;
@@ -253,6 +259,13 @@ static int load_all(char **paths, int n, unsigned what, qp_run *runs, int skip_e
     }
     *loaded = k;
     return rc;
+}
+
+/* the note for each checkpoint left out */
+static void note_ckpts(char **paths, int n, const char *is_ckpt)
+{
+    for (int i = 0; i < n; i++)
+        if (is_ckpt[i]) qp_note("%s left out: a qtrain checkpoint, not a run file", paths[i]);
 }
 
 static void free_runs(qp_run *runs, int n)
@@ -265,19 +278,23 @@ static int round_kind(const options *o, const char *scratch, round_info *ri, msg
     const qp_fig_kind *kind = qp_fig_find(o->kind);
     qp_run *runs = calloc((size_t)o->nruns, sizeof *runs);
     const qp_run **ptrs = calloc((size_t)o->nruns, sizeof *ptrs);
+    char *is_ckpt = calloc((size_t)o->nruns, 1);
     char err[ERRLEN];
     int n = 0, rc = -1;
-    if (!runs || !ptrs) {
+    if (!runs || !ptrs || !is_ckpt) {
         msg_add(m, "out of memory");
         goto out;
     }
-    if (load_all(o->runs, o->nruns, kind->load, runs, 0, &n, m)) goto out;
-    if (!n) {
-        snprintf(err, sizeof err, "%s: no run files among the %d file%s given (only checkpoints)", o->kind, o->nruns,
-                 o->nruns == 1 ? "" : "s");
+    int ckpts;
+    const int bad = load_all(o->runs, o->nruns, kind->load, runs, 0, &n, &ckpts, is_ckpt, m);
+    if (!n && ckpts && !bad) {
+        snprintf(err, sizeof err, "%s: no run file to draw: %s%s a qtrain checkpoint", o->kind,
+                 ckpts == 1 ? o->runs[0] : "the files given", ckpts == 1 ? " is" : " are each");
         msg_add(m, err);
         goto out;
     }
+    if (ckpts) note_ckpts(o->runs, o->nruns, is_ckpt);
+    if (bad) goto out;
     for (int i = 0; i < n; i++) ptrs[i] = &runs[i];
     ri->figures = 1;
     if (qp_draw(kind, ptrs, n, &o->fig, o->out, scratch, o->keep_data, err, sizeof err)) {
@@ -291,6 +308,7 @@ out:
     if (runs) free_runs(runs, n);
     free(runs);
     free(ptrs);
+    free(is_ckpt);
     return rc;
 }
 
@@ -307,14 +325,17 @@ static int round_all(const options *o, const char *scratch, round_info *ri, msgs
     qp_run *runs = calloc((size_t)npaths, sizeof *runs);
     const qp_run **ptrs = calloc((size_t)npaths, sizeof *ptrs);
     int *pick = calloc((size_t)npaths, sizeof *pick);
+    char *is_ckpt = calloc((size_t)npaths ? (size_t)npaths : 1, 1);
     int n = 0, rc = -1;
-    if (!runs || !ptrs || !pick) {
+    if (!runs || !ptrs || !pick || !is_ckpt) {
         msg_add(m, "out of memory");
         goto out;
     }
     /* a run file that cannot be read is reported (and fails the round), but
      * the figures of the others are still drawn */
-    int bad = load_all(paths, npaths, QP_RUN_QERR | QP_RUN_EVENTS | QP_RUN_OUTLIERS, runs, 1, &n, m);
+    int ckpts;
+    int bad = load_all(paths, npaths, QP_RUN_QERR | QP_RUN_EVENTS | QP_RUN_OUTLIERS, runs, 1, &n, &ckpts, is_ckpt, m);
+    if (ckpts) note_ckpts(paths, npaths, is_ckpt);
     if (!n) {
         if (!bad) {
             snprintf(err, sizeof err, "%.900s/runs: no run has logged a step yet", dir);
@@ -363,6 +384,7 @@ out:
     free(runs);
     free(ptrs);
     free(pick);
+    free(is_ckpt);
     for (int i = 0; i < npaths; i++) free(paths[i]);
     free(paths);
     return rc;

@@ -403,7 +403,7 @@ static int check_combined(const qp_train_opts *o, char *err, size_t errlen)
     return 0;
 }
 
-int qp_train_options_check(const qp_train_opts *o, char *err, size_t errlen)
+int qp_train_options_check_ranges(const qp_train_opts *o, char *err, size_t errlen)
 {
     for (int i = 0; i < qp_n_train_options; i++) {
         const qp_train_option *t = &qp_train_options[i];
@@ -432,5 +432,10 @@ int qp_train_options_check(const qp_train_opts *o, char *err, size_t errlen)
             return -1;
         }
     }
-    return check_combined(o, err, errlen);
+    return 0;
+}
+
+int qp_train_options_check(const qp_train_opts *o, char *err, size_t errlen)
+{
+    return qp_train_options_check_ranges(o, err, errlen) || check_combined(o, err, errlen) ? -1 : 0;
 }

@@ -80,6 +80,8 @@ int qp_train_option_parse(const qp_train_option *t, const char *shown, const cha
  * corpus) is qp_train_opts_check's, after this. qsweep runs it on every run
  * of a grid before any starts. */
 int qp_train_options_check(const qp_train_opts *o, char *err, size_t errlen);
+/* The range checks alone. */
+int qp_train_options_check_ranges(const qp_train_opts *o, char *err, size_t errlen);
 
 /* "an integer in 1..1024", "a number > 0", ... for t's values. */
 void qp_train_option_values(const qp_train_option *t, char *buf, size_t len);

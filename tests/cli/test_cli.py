@@ -280,10 +280,13 @@ def case_ckpt():
     notes = [f"qplot: note: {x} left out: a qtrain checkpoint, not a run file" for x in (ckpt, other)]
     check(p.returncode == 0 and p.stderr.splitlines() == notes and os.path.getsize(fig) > 0,
           f"qplot loss RUN RUN.ckpt.h5: {p.returncode} {p.stderr!r}")
-    p = run([tool("qplot"), "loss", ckpt, other, "-o", os.path.join(d, "none.png")])
-    check(p.returncode == 2 and p.stderr.splitlines()[-1] ==
-          "qplot: loss: no run files among the 2 files given (only checkpoints)" and
-          not os.path.exists(os.path.join(d, "none.png")), f"only checkpoints: {p.returncode} {p.stderr!r}")
+    none = os.path.join(d, "none.png")
+    p = run([tool("qplot"), "loss", ckpt, other, "-o", none])
+    check(p.returncode == 2 and p.stderr == "qplot: loss: no run file to draw: the files given are each a qtrain "
+          "checkpoint\n" and not os.path.exists(none), f"only checkpoints: {p.returncode} {p.stderr!r}")
+    p = run([tool("qplot"), "loss", other, "-o", none])
+    check(p.returncode == 2 and p.stderr == f"qplot: loss: no run file to draw: {other} is a qtrain checkpoint\n" and
+          not os.path.exists(none), f"one checkpoint: {p.returncode} {p.stderr!r}")
     # a file that is neither still fails
     junk = os.path.join(d, "junk.h5")
     import h5py
