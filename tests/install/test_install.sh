@@ -67,13 +67,16 @@ export PKG_CONFIG_PATH=$P/$LIBDIR/pkgconfig
 
 cp -r "$P/share/qprec/examples" "$WORK/ex-pc"
 make -s -C "$WORK/ex-pc" > "$WORK/make.log" 2>&1 || { cat "$WORK/make.log" >&2; fail "make with pkg-config"; }
-ldd "$WORK/ex-pc/quantize" | grep -q "libqpquant.so.* => $P/" || fail "the pkg-config build does not load the prefix's libqpquant.so"
+# (ldd's output read whole first: grep -q leaving early would fail the pipe)
+loads=$(ldd "$WORK/ex-pc/quantize")
+grep -q "libqpquant.so.* => $P/" <<< "$loads" || fail "the pkg-config build does not load the prefix's libqpquant.so"
 # static: the archive, plus what pkg-config --static adds (OpenMP's runtime)
 libs_static=$(pkg-config --static --libs qprec)
 # shellcheck disable=SC2046
 cc -O2 $(pkg-config --cflags qprec) -o "$WORK/ex-pc/quantize_static" "$WORK/ex-pc/quantize.c" \
     -Wl,-Bstatic -lqpquant -Wl,-Bdynamic $libs_static || fail "static link with pkg-config --static ($libs_static)"
-! ldd "$WORK/ex-pc/quantize_static" | grep -q libqpquant || fail "the static build loads libqpquant.so"
+loads=$(ldd "$WORK/ex-pc/quantize_static")
+! grep -q libqpquant <<< "$loads" || fail "the static build loads libqpquant.so"
 
 cmake -S "$P/share/qprec/examples" -B "$WORK/ex-cmake" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=Release \
     > "$WORK/cmake.log" 2>&1 || { cat "$WORK/cmake.log" >&2; fail "find_package(qprec) project: configure"; }
