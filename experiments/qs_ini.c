@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qp_cli.h"
 #include "qp_recipe.h"
 #include "qp_size.h"
 #include "qs_opts.h"
@@ -90,8 +91,21 @@ static const qs_opt *lookup(parser *p, int line, const char *key, const char *se
         return NULL;
     }
     const qs_opt *o = qs_opt_find(key);
-    if (!o) fail(p, line, "unknown qtrain option '%s' in [%s] (valid: %s)", key, section, qs_opt_names());
-    return o;
+    if (o) return o;
+    /* the nearest accepted key, by qp_cli's edit distance ('-' read as '_') */
+    char list[2048], word[64];
+    snprintf(list, sizeof list, "%s", qs_opt_names());
+    snprintf(word, sizeof word, "%s", key);
+    for (char *c = word; *c; c++)
+        if (*c == '-') *c = '_';
+    const char *names[128];
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(list, ", ", &save); t && n < 128; t = strtok_r(NULL, ", ", &save))
+        names[n++] = t;
+    const char *near = qp_cli_nearest(word, names, n);
+    if (near) fail(p, line, "unknown qtrain option '%s' in [%s] (did you mean %s?)", key, section, near);
+    else fail(p, line, "unknown qtrain option '%s' in [%s] (valid: %s)", key, section, qs_opt_names());
+    return NULL;
 }
 
 static int add_base(parser *p, int line, const char *key, char *value)

@@ -83,18 +83,21 @@ int qp_cli_distance(const char *a, const char *b)
     enum { MAX = 64 };
     const size_t la = strlen(a), lb = strlen(b);
     if (la >= MAX || lb >= MAX) return (int)(la > lb ? la : lb);
-    int prev[MAX + 1], cur[MAX + 1];
-    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    /* three rows: i-2, i-1, i (a transposition looks two rows back) */
+    int d[3][MAX + 1];
+    for (size_t j = 0; j <= lb; j++) d[1][j] = (int)j;
     for (size_t i = 1; i <= la; i++) {
+        int *cur = d[(i + 1) % 3], *prev = d[i % 3], *pp = d[(i + 2) % 3];
         cur[0] = (int)i;
         for (size_t j = 1; j <= lb; j++) {
-            const int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            const int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            int v = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < v) v = prev[j] + 1;
+            if (cur[j - 1] + 1 < v) v = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < v) v = pp[j - 2] + 1;
+            cur[j] = v;
         }
-        memcpy(prev, cur, (lb + 1) * sizeof *prev);
     }
-    return prev[lb];
+    return d[(la + 1) % 3][lb];
 }
 
 const char *qp_cli_nearest(const char *word, const char *const *names, int n)

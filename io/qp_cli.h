@@ -50,8 +50,9 @@ enum {
 int qp_cli_next(qp_cli_iter *it, int argc, char **argv, const qp_cli_opt *tab, int n, const char **val, char *err,
                 size_t errlen);
 
-/* The Levenshtein distance of a and b (bytes), or a bound above it when
- * both are longer than 63 bytes. */
+/* The edit distance of a and b (bytes): insertions, deletions, substitutions
+ * and transpositions of neighbours count one each (optimal string
+ * alignment); the longer length when one is longer than 63 bytes. */
 int qp_cli_distance(const char *a, const char *b);
 
 /* The name among names[0..n-1] nearest to word (ties: the first), when it

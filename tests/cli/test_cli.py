@@ -237,6 +237,12 @@ def case_ini():
           f"a recipe without its comment: {lines}")
     p, _ = sweep(d, "[base]\nsteps = 7#x\n[grid]\nrecipe = bf16\n", "--dry-run")
     check(p.returncode == 2 and "steps" in p.stderr and "7#x" in p.stderr, f"'#' inside a word: {p.stderr!r}")
+    # a typo'd key names the nearest, as a typo'd option does
+    p, _ = sweep(d, "[base]\nstpes = 5\n[grid]\nrecipe = bf16\n", "--dry-run")
+    check(p.returncode == 2 and p.stderr.endswith("e.ini:2: unknown qtrain option 'stpes' in [base] (did you mean "
+                                                  "steps?)\n"), f"a typo'd key: {p.stderr!r}")
+    p, _ = sweep(d, "[base]\nsteps = 5\n[grid]\ngrad-acum = 1, 2\n", "--dry-run")
+    check(p.returncode == 2 and "(did you mean grad_accum?)" in p.stderr, f"a typo'd axis: {p.stderr!r}")
     # the example of docs/qsweep.md, as printed
     doc = open(os.path.join(SRC, "docs", "qsweep.md")).read()
     m = re.search(r"## The experiment file.*?```ini\n(.*?)```", doc, re.S)

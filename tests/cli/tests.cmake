@@ -19,3 +19,12 @@ if(QP_PYTHON AND TARGET qtrain AND TARGET qsweep AND TARGET qplot AND TARGET qer
     message(WARNING "${QP_PYTHON} lacks numpy or h5py: the cli tests are not added")
   endif()
 endif()
+
+# io/qp_cli on its own (label "unit")
+if(TARGET qpio)
+  add_executable(test_qp_cli ${CMAKE_CURRENT_LIST_DIR}/test_qp_cli.c)
+  target_include_directories(test_qp_cli PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)
+  target_link_libraries(test_qp_cli PRIVATE qpio m)
+  add_test(NAME test_qp_cli COMMAND test_qp_cli)
+  set_tests_properties(test_qp_cli PROPERTIES LABELS "unit;cli" TIMEOUT 30)
+endif()
