@@ -11,7 +11,8 @@
 #     --static) and with find_package(qprec) (qprec::quant and
 #     qprec::quant_static), prints exactly the build tree's example's bytes,
 #     and its version is the package's (pkg-config, CMake);
-#   - every man page renders with `man -l` without a warning;
+#   - every man page is the build's, `man` finds it through MANPATH, and it
+#     renders with `man -l` without a warning;
 #   - from a folder outside both trees: the installed qtrain trains on a small
 #     generated text file, qplot draws its loss from the prefix's scripts,
 #     qsweep --dry-run runs the prefix's experiment file with the qtrain
@@ -93,6 +94,8 @@ done
 for t in qtrain qsweep qplot qerr; do
     page=$P/share/man/man1/$t.1
     [ -f "$page" ] || fail "no man page share/man/man1/$t.1"
+    cmp -s "$BUILD/share/man/man1/$t.1" "$page" || fail "share/man/man1/$t.1 is not the build's page"
+    [ "$(MANPATH=$P/share/man man -w "$t")" = "$page" ] || fail "MANPATH=PREFIX/share/man man $t finds another page"
     MANWIDTH=80 man -l --warnings "$page" > "$WORK/$t.man" 2> "$WORK/$t.man.err" || fail "man -l $t.1"
     [ ! -s "$WORK/$t.man.err" ] || fail "man -l $t.1 warns: $(head -3 "$WORK/$t.man.err")"
     grep -q "^NAME" "$WORK/$t.man" && grep -q "$t" "$WORK/$t.man" || fail "$t.1 renders without NAME or its name"
