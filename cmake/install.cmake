@@ -21,7 +21,10 @@ include(CMakePackageConfigHelpers)
 set(QP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/qprec)
 
 install(EXPORT qprecTargets NAMESPACE qprec:: DESTINATION ${QP_CMAKE_DIR})
-set(QP_CONFIG_OPENMP ${OpenMP_C_FOUND})
+set(QP_CONFIG_OPENMP OFF)
+if(OpenMP_C_FOUND)
+  set(QP_CONFIG_OPENMP ON)
+endif()
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/qprecConfig.cmake.in
   ${CMAKE_BINARY_DIR}/cmake/qprecConfig.cmake INSTALL_DESTINATION ${QP_CMAKE_DIR})
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/cmake/qprecConfigVersion.cmake
