@@ -301,6 +301,8 @@ void qp_cli_man(FILE *f, const qp_cli_page *page, const qp_cli_opt *tab, int n)
     fputs(".SH DESCRIPTION\n", f);
     roff(f, page->description);
     fputs(".SH OPTIONS\n", f);
+    roff(f, "A value is given as --name value or --name=value (a short option: -x value or -xvalue); -- ends the "
+            "options.");
     for (int k = 0; k < n; k++) {
         const qp_cli_opt *o = &tab[k];
         fputs(".TP\n", f);

@@ -28,8 +28,9 @@ enum { X_HELP, X_VERSION, X_MAN, X_COUNT };
 
 /* qp_train_options[] as the rows qp_cli reads (id: the index into it, or
  * the table's count + X_*), with "%D" in a help text replaced by the
- * default when expand is set. n rows in tab. */
-static int cli_table(qp_cli_opt *tab, bool expand)
+ * default when expand is set, and the values the option takes appended
+ * (qp_train_option_values) when values is set. n rows in tab. */
+static int cli_table(qp_cli_opt *tab, bool expand, bool values)
 {
     static char help[MAX_ROWS][HELP_LEN];
     qp_train_opts d;
@@ -39,7 +40,8 @@ static int cli_table(qp_cli_opt *tab, bool expand)
         const qp_train_option *t = &qp_train_options[i];
         tab[n] = (qp_cli_opt){.name = t->name, .arg = t->kind == QP_OPT_FLAG ? NULL : t->arg ? t->arg : "VALUE",
                               .help = t->help, .id = i};
-        if (!expand || !t->help || !strstr(t->help, "%D")) continue;
+        const bool valued = values && t->kind != QP_OPT_FLAG && t->kind != QP_OPT_TEXT;
+        if (!expand || !t->help || (!strstr(t->help, "%D") && !valued)) continue;
         char dflt[256];
         qp_train_option_show(t, &d, dflt, sizeof dflt);
         size_t k = 0;
@@ -53,6 +55,11 @@ static int cli_table(qp_cli_opt *tab, bool expand)
             }
         }
         help[n][k] = 0;
+        if (valued) {
+            char v[160];
+            qp_train_option_values(t, v, sizeof v);
+            snprintf(help[n] + k, HELP_LEN - k, "%s Values: %s.", k && help[n][k - 1] == '.' ? "" : ".", v);
+        }
         tab[n].help = help[n];
     }
     tab[n++] = (qp_cli_opt){.name = "help", .short_name = 'h', .help = "this text", .id = qp_n_train_options + X_HELP};
@@ -66,7 +73,7 @@ static int cli_table(qp_cli_opt *tab, bool expand)
 void qp_train_usage(FILE *f)
 {
     qp_cli_opt tab[MAX_ROWS];
-    const int n = cli_table(tab, true);
+    const int n = cli_table(tab, true, false);
     fprintf(f, "usage: qtrain --data FILE [options]\n%s", HEAD);
     qp_cli_help(f, tab, n);
     fprintf(f, "%sExit: %s\n", SIGNALS, EXIT_STATUS);
@@ -75,7 +82,7 @@ void qp_train_usage(FILE *f)
 void qp_train_man(FILE *f)
 {
     qp_cli_opt tab[MAX_ROWS];
-    const int n = cli_table(tab, true);
+    const int n = cli_table(tab, true, true);
     char desc[1024];
     snprintf(desc, sizeof desc, "%s\n\n%s", HEAD, SIGNALS);
     const qp_cli_page page = {
@@ -95,7 +102,7 @@ int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size
 {
     err[0] = 0;
     qp_cli_opt tab[MAX_ROWS];
-    const int n = cli_table(tab, false);
+    const int n = cli_table(tab, false, false);
     qp_cli_iter it = {1, false};
     for (;;) {
         const char *v;
