@@ -15,8 +15,9 @@
 #     renders with `man -l` without a warning;
 #   - from a folder outside both trees: the installed qtrain trains on a small
 #     generated text file, qplot draws its loss from the prefix's scripts,
-#     qsweep --dry-run runs the prefix's experiment file with the qtrain
-#     beside it, and every tool's --version is the library's qp_version().
+#     qerr reads the run's checkpoint, qsweep --dry-run runs the prefix's
+#     experiment file with the qtrain beside it, and every tool's --version
+#     is the library's qp_version().
 # Usage: test_install.sh BUILD_DIR SOURCE_DIR WORK_DIR LIBDIR
 set -euo pipefail
 
@@ -113,6 +114,8 @@ env -u QP_PLOTS_DIR "$P/bin/qtrain" --data corpus.txt --layers 2 --heads 2 --dim
     > qtrain.log 2>&1 || { cat qtrain.log >&2; fail "installed qtrain"; }
 env -u QP_PLOTS_DIR "$P/bin/qplot" loss run.h5 -o loss.png > qplot.log 2>&1 || { cat qplot.log >&2; fail "installed qplot"; }
 [ "$(head -c 8 loss.png | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "qplot wrote no PNG"
+"$P/bin/qerr" run.ckpt.h5 --formats nvfp4,mxfp8 > qerr.txt 2> qerr.log || { cat qerr.log >&2; fail "installed qerr"; }
+grep -q "^/params/.* nvfp4 " qerr.txt && grep -q "^/params/.* mxfp8 " qerr.txt || fail "qerr reported no weights: $(head -3 qerr.txt)"
 "$P/bin/qsweep" "$P/share/qprec/experiments/quick.ini" --out sweep --data corpus.txt --dry-run > qsweep.log 2>&1 ||
     { cat qsweep.log >&2; fail "installed qsweep --dry-run"; }
 grep -qF "$P/bin/qtrain" qsweep.log || fail "qsweep does not run the qtrain beside it: $(head -3 qsweep.log)"
