@@ -226,8 +226,6 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
     if (*seen) return fail(p, line, "'%s' set twice in [sweep] (first at line %d)", key, *seen);
     *seen = line;
     if (!*value) return fail(p, line, "'%s' has no value", key);
-    char *end;
-    errno = 0;
     if (seen == &p->baseline_line) {
         bars_to_commas(value);
         char msg[768];
@@ -268,14 +266,13 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
             return fail(p, line, "contrast expects a grid axis, not '%.80s...'", value);
         snprintf(e->contrast, sizeof e->contrast, "%s", o ? o->key : value);
     } else if (seen == &p->target_line) {
-        const double v = strtod(value, &end);
-        if (*end || errno || !isfinite(v) || v <= 0)
-            return fail(p, line, "target_loss expects a positive number (nats), not '%s'", value);
-        e->target_loss = v;
+        char msg[256];
+        if (qp_cli_num("target_loss", value, 0, INFINITY, true, false, &e->target_loss, msg, sizeof msg))
+            return fail(p, line, "%s (nats)", msg);
     } else {
-        const long v = strtol(value, &end, 10);
-        if (*end || errno || v < 1 || v > 1024)
-            return fail(p, line, "threads_per_run expects an integer in 1..1024, not '%s'", value);
+        char msg[256];
+        long long v;
+        if (qp_cli_int("threads_per_run", value, 1, 1024, &v, msg, sizeof msg)) return fail(p, line, "%s", msg);
         e->threads_per_run = (int)v;
     }
     return 0;
@@ -361,12 +358,10 @@ static int set_slurm(parser *p, int line, const char *key_in, char *value)
         snprintf(field, SLURM_KEYS[k].size, "%s", value);
         return 0;
     case SLURM_INT: {
-        char *end;
-        errno = 0;
-        const long v = strtol(value, &end, 10);
-        if (*end || errno || v < SLURM_KEYS[k].lo || v > SLURM_KEYS[k].hi)
-            return fail(p, line, "%s expects an integer in %d..%d, not '%s'", key, SLURM_KEYS[k].lo, SLURM_KEYS[k].hi,
-                        value);
+        char msg[256];
+        long long v;
+        if (qp_cli_int(key, value, SLURM_KEYS[k].lo, SLURM_KEYS[k].hi, &v, msg, sizeof msg))
+            return fail(p, line, "%s", msg);
         *(int *)(void *)field = (int)v;
         return 0;
     }
