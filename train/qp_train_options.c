@@ -382,7 +382,14 @@ void qp_train_opts_default(qp_train_opts *o)
     o->data_seed = -1;
 }
 
-/* how the options combine: what no single option's range says */
+qp_gpt_config qp_train_model_config(const qp_train_opts *o, int vocab)
+{
+    return (qp_gpt_config){.vocab = vocab, .max_seq = o->seq, .layers = o->layers, .heads = o->heads, .dim = o->dim,
+                           .arch = (qp_arch)o->arch, .kv_heads = o->kv_heads, .mlp_hidden = o->mlp_hidden};
+}
+
+/* how the options combine: what no single option's range says, and the
+ * architecture's own rules (qp_model_check) */
 static int check_combined(const qp_train_opts *o, char *err, size_t errlen)
 {
 #define BAD(...) return snprintf(err, errlen, __VA_ARGS__), -1
@@ -400,7 +407,9 @@ static int check_combined(const qp_train_opts *o, char *err, size_t errlen)
     if ((unsigned)o->arch >= QP_ARCH_COUNT) BAD("--arch out of range");
     if (o->kv_heads < 0 || o->mlp_hidden < 0) BAD("--kv-heads and --mlp-hidden must be positive");
 #undef BAD
-    return 0;
+    /* (the vocabulary is the data's: any will do here) */
+    const qp_gpt_config mc = qp_train_model_config(o, 256);
+    return qp_model_check(&mc, err, errlen);
 }
 
 int qp_train_options_check_ranges(const qp_train_opts *o, char *err, size_t errlen)

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "qp_model.h"
 #include "qp_trainer.h"
 
 #ifdef __cplusplus
@@ -80,6 +81,9 @@ int qp_train_option_parse(const qp_train_option *t, const char *shown, const cha
  * corpus) is qp_train_opts_check's, after this. qsweep runs it on every run
  * of a grid before any starts. */
 int qp_train_options_check(const qp_train_opts *o, char *err, size_t errlen);
+/* The model the options describe, for data of vocabulary `vocab`. */
+qp_gpt_config qp_train_model_config(const qp_train_opts *o, int vocab);
+
 /* The range checks alone. */
 int qp_train_options_check_ranges(const qp_train_opts *o, char *err, size_t errlen);
 

@@ -19,6 +19,7 @@
 #include "qp_omp.h"
 #include "qp_recipe.h"
 #include "qp_runlog.h"
+#include "qp_train_options.h"
 #include "qp_trainer.h"
 
 /* scaling states a checkpoint holds: one per (layer, GEMM of the
@@ -72,8 +73,7 @@ static inline uint64_t qp_fnv1a(const void *p, size_t n, uint64_t h)
     return h;
 }
 
-/* The model the options describe, for data of vocabulary `vocab`. */
-qp_gpt_config qp_train_model_config(const qp_train_opts *o, int vocab);
+/* (qp_train_model_config: qp_train_options.h) */
 
 /* Every scaling state into hist (QP_N_STATES x history_len floats) and st
  * (QP_N_STATES x QP_STATE_COLS), and back: what a checkpoint stores, and what

@@ -35,19 +35,11 @@ int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
     /* each option's own range and how they combine (qp_train_options.c:
      * qsweep checks every run of a grid with it before any starts) */
     if (qp_train_options_check(o, err, errlen)) return -1;
-    /* the architecture's own rules (the vocabulary is the data's: any will do here) */
     const qp_gpt_config mc = qp_train_model_config(o, 256);
-    if (qp_model_check(&mc, err, errlen)) return -1;
     qp_inject inj;
     if (qp_inject_parse(o->inject, qp_model_param_names(&mc), qp_model_nparams(&mc), &inj, err, errlen)) return -1;
 #undef BAD
     return 0;
-}
-
-qp_gpt_config qp_train_model_config(const qp_train_opts *o, int vocab)
-{
-    return (qp_gpt_config){.vocab = vocab, .max_seq = o->seq, .layers = o->layers, .heads = o->heads, .dim = o->dim,
-                           .arch = (qp_arch)o->arch, .kv_heads = o->kv_heads, .mlp_hidden = o->mlp_hidden};
 }
 
 void qp_ckpt_path_for(const char *run_path, char *dst, size_t len)

@@ -270,6 +270,9 @@ def case_ini():
               f"steps with tokens_per_param {args}: {p.returncode} {p.stderr!r}")
     p, out = sweep(d, "[base]\nsteps = 5\nheads = 3\n[grid]\ndim = 24, 32\n", "--dry-run")
     check(p.returncode == 2 and "--heads 3 does not divide --dim 32" in p.stderr, f"heads/dim: {p.stderr!r}")
+    p, out = sweep(d, "[base]\nsteps = 5\narch = llama\nheads = 4\n[grid]\nkv_heads = 2, 3\n", "--dry-run")
+    check(p.returncode == 2 and "--kv-heads 3 does not divide --heads 4" in p.stderr,
+          f"the architecture's own rules: {p.stderr!r}")
     print("ini: comments, the docs' example, bare modifiers, whole-run checks")
 
 

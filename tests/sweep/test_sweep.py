@@ -318,8 +318,8 @@ def case_grid():
                  "dim = 32, 64\nheads = 1, 2, 4\nbatch = 2, 4\n")
     p = qsweep(ini3, "--out", os.path.join(d, "out"), "--dry-run")
     check(len(dry_lines(p.stdout)) == 60, f"5x2x3x2 grid has {len(dry_lines(p.stdout))} runs")
-    # the architecture as an axis; the Llama's options in [base]; Smooth-SwiGLU is a recipe modifier ('|' for ',')
-    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nkv_heads = 1\n[grid]\narch = gpt, llama\n"
+    # the architecture as an axis; Smooth-SwiGLU is a recipe modifier ('|' for ',')
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\n[grid]\narch = gpt, llama\n"
                  "recipe = bf16, bf16|smooth-swiglu\n")
     p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
     runs = dry_lines(p.stdout)
@@ -328,7 +328,18 @@ def case_grid():
     for name, argv in runs:
         check(argv[argv.index("--arch") + 1] == name.split("_")[0].split("=")[1] and
               argv[argv.index("--recipe") + 1] in ("bf16", "bf16,smooth-swiglu") and
-              argv[argv.index("--kv-heads") + 1] == "1" and "--smooth-swiglu" not in argv, f"{name}: {argv}")
+              "--smooth-swiglu" not in argv, f"{name}: {argv}")
+    # the Llama's options in [base] with arch = gpt among the axis values: no gpt run could start with them
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nkv_heads = 1\n[grid]\narch = gpt, llama\n")
+    p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
+    check(p.returncode == 2 and p.stderr.endswith("run arch=gpt: --kv-heads, --mlp-hidden and Smooth-SwiGLU are the "
+                                                  "llama architecture's\n"), f"llama options for a gpt: {p.stderr}")
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\narch = llama\nkv_heads = 1\n[grid]\n"
+                 "recipe = bf16, bf16|smooth-swiglu\n")
+    p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
+    runs = dry_lines(p.stdout)
+    check(p.returncode == 0 and len(runs) == 2 and all(argv[argv.index("--kv-heads") + 1] == "1" for _, argv in runs),
+          f"the Llama's options in [base]: {p.returncode} {p.stderr}")
     for bad, frag in (("arch = gpt, mamba", "arch must be gpt or llama, not 'mamba'"),
                       ("smooth_swiglu = 1", "unknown qtrain option 'smooth_swiglu'"),
                       ("kv_heads = 0", "kv_heads expects an integer in 1..1048576, not '0'")):
