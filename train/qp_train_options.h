@@ -3,14 +3,17 @@
  * values, and whether an experiment file may set it.
  *
  * Owns: that table (with each option's help text, which qtrain --help and
- * --man print) and the spellings of the enum-valued options (--arch,
- * --device, --on-divergence, --grad-comm). Every reader of an option goes
- * through it: qtrain's parser (qp_train_args.c), the range checks of
- * qp_train_opts_check (qp_trainer.c) and qsweep's check of an experiment
- * file's [base] and [grid] values (experiments/qs_opts.c), so a value qsweep
- * accepts is one qtrain accepts, and a new option is one row.
- * No dependencies but the headers of the types it names (qsweep compiles it
- * in without the trainer). */
+ * --man print), the defaults (qp_train_opts_default), the spellings of the
+ * enum-valued options (--arch, --device, --on-divergence, --grad-comm), and
+ * the checks of a whole option set: each option's range, how they combine,
+ * and the model shape they describe (qp_train_options_check). Every reader
+ * of an option goes through it: qtrain's parser (qp_train_args.c),
+ * qp_train_opts_check (qp_trainer.c), qsweep's check of an experiment
+ * file's [base] and [grid] values (experiments/qs_opts.c) and of every run
+ * of the grid before any starts (experiments/qs_grid.c), so a run qsweep
+ * accepts is one qtrain starts, and a new option is one row.
+ * No dependencies but the headers of the types it names, io/qp_cli.c and
+ * train/qp_model_shape.c (qsweep compiles it in without the trainer). */
 #ifndef QP_TRAIN_OPTIONS_H
 #define QP_TRAIN_OPTIONS_H
 
