@@ -261,11 +261,14 @@ static int load_all(char **paths, int n, unsigned what, qp_run *runs, int skip_e
     return rc;
 }
 
-/* the note for each checkpoint left out */
-static void note_ckpts(char **paths, int n, const char *is_ckpt)
+/* one note for the checkpoints left out (a glob over runs/ finds one per run) */
+static void note_ckpts(char **paths, int n, const char *is_ckpt, int ckpts)
 {
-    for (int i = 0; i < n; i++)
-        if (is_ckpt[i]) qp_note("%s left out: a qtrain checkpoint, not a run file", paths[i]);
+    int first = 0;
+    while (first < n && !is_ckpt[first]) first++;
+    if (first == n) return;
+    if (ckpts == 1) qp_note("%s left out: a qtrain checkpoint, not a run file", paths[first]);
+    else qp_note("%d qtrain checkpoints left out, not run files (%s, ...)", ckpts, paths[first]);
 }
 
 static void free_runs(qp_run *runs, int n)
@@ -293,7 +296,7 @@ static int round_kind(const options *o, const char *scratch, round_info *ri, msg
         msg_add(m, err);
         goto out;
     }
-    if (ckpts) note_ckpts(o->runs, o->nruns, is_ckpt);
+    if (ckpts) note_ckpts(o->runs, o->nruns, is_ckpt, ckpts);
     if (bad) goto out;
     for (int i = 0; i < n; i++) ptrs[i] = &runs[i];
     ri->figures = 1;
@@ -335,7 +338,7 @@ static int round_all(const options *o, const char *scratch, round_info *ri, msgs
      * the figures of the others are still drawn */
     int ckpts;
     int bad = load_all(paths, npaths, QP_RUN_QERR | QP_RUN_EVENTS | QP_RUN_OUTLIERS, runs, 1, &n, &ckpts, is_ckpt, m);
-    if (ckpts) note_ckpts(paths, npaths, is_ckpt);
+    if (ckpts) note_ckpts(paths, npaths, is_ckpt, ckpts);
     if (!n) {
         if (!bad) {
             snprintf(err, sizeof err, "%.900s/runs: no run has logged a step yet", dir);
