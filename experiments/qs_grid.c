@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "qp_model.h"
 #include "qp_recipe.h"
 #include "qp_size.h"
 #include "qp_train_options.h"
@@ -331,9 +332,11 @@ static int check_names(const qs_experiment *e, const qs_plan *p, char *err, size
 }
 
 /* A run's qtrain arguments judged as qtrain judges them before it starts
- * (qp_train_options_check: every option's range and how they combine, e.g.
- * steps with tokens_per_param), so a combination no run could start with is
- * refused before any run starts, --dry-run included. */
+ * (qp_train_options_check: every option's range, how they combine, e.g.
+ * steps with tokens_per_param, and the model's shape; then the recipe
+ * resolved for that model), so a combination no run could start with is
+ * refused before any run starts, --dry-run included. What needs the data
+ * (its size, a recipe's RHT against the batch) is still each run's. */
 static int check_run(const qs_experiment *e, const qs_run *r, char *err, size_t errlen)
 {
     qp_train_opts o;
@@ -353,6 +356,19 @@ static int check_run(const qs_experiment *e, const qs_run *r, char *err, size_t 
         }
     }
     if (qp_train_options_check(&o, msg, sizeof msg)) {
+        snprintf(err, errlen, "%s: run %s: %s", e->path, r->name, msg);
+        return -1;
+    }
+    /* the recipe for this model, as qtrain resolves it: its blocks exist and
+     * it names only this architecture's GEMMs (Smooth-SwiGLU: a down GEMM) */
+    qp_recipe rec;
+    qp_linear_plan *pl = malloc((size_t)o.layers * QP_BLOCK_GEMMS * sizeof *pl);
+    if (!pl) return snprintf(err, errlen, "out of memory"), -1;
+    const qp_gpt_config mc = qp_train_model_config(&o, 256);
+    const int bad = qp_recipe_parse(o.recipe, &rec, msg, sizeof msg) ||
+                    qp_recipe_resolve(&rec, o.layers, qp_model_gemm_mask(&mc), pl, msg, sizeof msg);
+    free(pl);
+    if (bad) {
         snprintf(err, errlen, "%s: run %s: %s", e->path, r->name, msg);
         return -1;
     }

@@ -32,23 +32,6 @@ int qp_model_param_decays(const qp_gpt_config *c, int i)
     return c->arch == QP_ARCH_LLAMA ? qp_llama_param_decays(i) : qp_gpt_param_decays(i);
 }
 
-int qp_model_block_gemms(const qp_gpt_config *c, qp_gemm_id ids[QP_BLOCK_GEMMS])
-{
-    static const qp_gemm_id gpt[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_FC, QP_GEMM_FCPROJ};
-    static const qp_gemm_id llama[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_GATE, QP_GEMM_UP, QP_GEMM_DOWN};
-    const int llm = c->arch == QP_ARCH_LLAMA, n = llm ? (int)(sizeof llama / sizeof *llama) : (int)(sizeof gpt / sizeof *gpt);
-    memcpy(ids, llm ? llama : gpt, (size_t)n * sizeof *ids);
-    return n;
-}
-
-unsigned qp_model_gemm_mask(const qp_gpt_config *c)
-{
-    qp_gemm_id ids[QP_BLOCK_GEMMS];
-    unsigned mask = 0;
-    for (int i = 0, n = qp_model_block_gemms(c, ids); i < n; i++) mask |= 1u << ids[i];
-    return mask;
-}
-
 int64_t qp_model_nonembedding(const qp_gpt_config *c0)
 {
     const qp_gpt_config c = qp_model_resolve(c0);

@@ -1,10 +1,12 @@
 /* qp_model_shape.c — the model's shape rules (see qp_model.h): the Llama's
- * defaults (kv heads, SwiGLU width) and what a shape must satisfy. A file
+ * defaults (kv heads, SwiGLU width), what a shape must satisfy, and the
+ * GEMMs of an architecture's block (what a recipe may name). A file
  * of its own, needing nothing but the C library, so qsweep judges a grid's
  * shapes with the very function qtrain does (train/qp_train_options.c)
  * without the trainer. */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "qp_model.h"
 
@@ -43,4 +45,21 @@ int qp_model_check(const qp_gpt_config *c0, char *err, size_t errlen)
             return snprintf(err, errlen, "--mlp-hidden must be an integer in 1..1048576, not %d", c.mlp_hidden), -1;
     }
     return 0;
+}
+
+int qp_model_block_gemms(const qp_gpt_config *c, qp_gemm_id ids[QP_BLOCK_GEMMS])
+{
+    static const qp_gemm_id gpt[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_FC, QP_GEMM_FCPROJ};
+    static const qp_gemm_id llama[] = {QP_GEMM_QKV, QP_GEMM_ATTPROJ, QP_GEMM_GATE, QP_GEMM_UP, QP_GEMM_DOWN};
+    const int llm = c->arch == QP_ARCH_LLAMA, n = llm ? (int)(sizeof llama / sizeof *llama) : (int)(sizeof gpt / sizeof *gpt);
+    memcpy(ids, llm ? llama : gpt, (size_t)n * sizeof *ids);
+    return n;
+}
+
+unsigned qp_model_gemm_mask(const qp_gpt_config *c)
+{
+    qp_gemm_id ids[QP_BLOCK_GEMMS];
+    unsigned mask = 0;
+    for (int i = 0, n = qp_model_block_gemms(c, ids); i < n; i++) mask |= 1u << ids[i];
+    return mask;
 }

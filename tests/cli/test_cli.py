@@ -273,6 +273,11 @@ def case_ini():
     p, out = sweep(d, "[base]\nsteps = 5\narch = llama\nheads = 4\n[grid]\nkv_heads = 2, 3\n", "--dry-run")
     check(p.returncode == 2 and "--kv-heads 3 does not divide --heads 4" in p.stderr,
           f"the architecture's own rules: {p.stderr!r}")
+    p, out = sweep(d, "[base]\nsteps = 5\nlayers = 2\n[grid]\nrecipe = bf16, bf16|gate=nvfp4\n", "--dry-run")
+    check(p.returncode == 2 and p.stderr.count("\n") == 1 and "recipe=bf16+gate=nvfp4" in p.stderr and
+          "gate" in p.stderr, f"a recipe naming another architecture's GEMM: {p.stderr!r}")
+    p, out = sweep(d, "[base]\nsteps = 5\nlayers = 2\n[grid]\nrecipe = bf16, bf16|L5=fp8-e4m3\n", "--dry-run")
+    check(p.returncode == 2 and "recipe=bf16+L5=fp8-e4m3" in p.stderr, f"a block the model lacks: {p.stderr!r}")
     print("ini: comments, the docs' example, bare modifiers, whole-run checks")
 
 

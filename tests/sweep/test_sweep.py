@@ -318,12 +318,18 @@ def case_grid():
                  "dim = 32, 64\nheads = 1, 2, 4\nbatch = 2, 4\n")
     p = qsweep(ini3, "--out", os.path.join(d, "out"), "--dry-run")
     check(len(dry_lines(p.stdout)) == 60, f"5x2x3x2 grid has {len(dry_lines(p.stdout))} runs")
-    # the architecture as an axis; Smooth-SwiGLU is a recipe modifier ('|' for ',')
+    # the architecture as an axis; Smooth-SwiGLU is a recipe modifier ('|' for ','), the Llama's alone (a gpt
+    # run with it could not start: refused before any run starts, or excluded)
     ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\n[grid]\narch = gpt, llama\n"
                  "recipe = bf16, bf16|smooth-swiglu\n")
     p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
+    check(p.returncode == 2 and "run arch=gpt_recipe=bf16+smooth-swiglu: " in p.stderr and "down" in p.stderr,
+          f"Smooth-SwiGLU on a gpt: {p.returncode} {p.stderr}")
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\n[grid]\narch = gpt, llama\n"
+                 "recipe = bf16, bf16|smooth-swiglu\nexclude = arch=gpt recipe=bf16|smooth-swiglu\n")
+    p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
     runs = dry_lines(p.stdout)
-    check(p.returncode == 0 and len(runs) == 4 and [n.split("_")[0] for n, _ in runs] == ["arch=gpt"] * 2 + ["arch=llama"] * 2,
+    check(p.returncode == 0 and len(runs) == 3 and [n.split("_")[0] for n, _ in runs] == ["arch=gpt"] + ["arch=llama"] * 2,
           f"arch axis: {p.returncode} {p.stderr} {[n for n, _ in runs]}")
     for name, argv in runs:
         check(argv[argv.index("--arch") + 1] == name.split("_")[0].split("=")[1] and
