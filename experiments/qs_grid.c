@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "qp_model.h"
 #include "qp_recipe.h"
 #include "qp_size.h"
+#include "qp_train_options.h"
 #include "qp_trainer.h" /* QP_DEFAULT_SEED, QP_DEFAULT_LAYERS */
 #include "qs_attr.h"
 #include "qs_opts.h"
@@ -329,6 +331,50 @@ static int check_names(const qs_experiment *e, const qs_plan *p, char *err, size
     return -1;
 }
 
+/* A run's qtrain arguments judged as qtrain judges them before it starts
+ * (qp_train_options_check: every option's range, how they combine, e.g.
+ * steps with tokens_per_param, and the model's shape; then the recipe
+ * resolved for that model), so a combination no run could start with is
+ * refused before any run starts, --dry-run included. What needs the data
+ * (its size, a recipe's RHT against the batch) is still each run's. */
+static int check_run(const qs_experiment *e, const qs_run *r, char *err, size_t errlen)
+{
+    qp_train_opts o;
+    qp_train_opts_default(&o);
+    char msg[768];
+    for (int k = 1; k < r->argc; k++) {
+        const char *a = r->argv[k];
+        const qp_train_option *t = strncmp(a, "--", 2) ? NULL : qp_train_option_find(a + 2);
+        if (!t) {
+            snprintf(err, errlen, "%s: run %s: '%.100s' is not a qtrain option", e->path, r->name, a);
+            return -1;
+        }
+        const char *v = t->kind == QP_OPT_FLAG ? "" : k + 1 < r->argc ? r->argv[++k] : "";
+        if (qp_train_option_parse(t, a, v, false, &o, msg, sizeof msg)) {
+            snprintf(err, errlen, "%s: run %s: %s", e->path, r->name, msg);
+            return -1;
+        }
+    }
+    if (qp_train_options_check(&o, msg, sizeof msg)) {
+        snprintf(err, errlen, "%s: run %s: %s", e->path, r->name, msg);
+        return -1;
+    }
+    /* the recipe for this model, as qtrain resolves it: its blocks exist and
+     * it names only this architecture's GEMMs (Smooth-SwiGLU: a down GEMM) */
+    qp_recipe rec;
+    qp_linear_plan *pl = malloc((size_t)o.layers * QP_BLOCK_GEMMS * sizeof *pl);
+    if (!pl) return snprintf(err, errlen, "out of memory"), -1;
+    const qp_gpt_config mc = qp_train_model_config(&o, 256);
+    const int bad = qp_recipe_parse(o.recipe, &rec, msg, sizeof msg) ||
+                    qp_recipe_resolve(&rec, o.layers, qp_model_gemm_mask(&mc), pl, msg, sizeof msg);
+    free(pl);
+    if (bad) {
+        snprintf(err, errlen, "%s: run %s: %s", e->path, r->name, msg);
+        return -1;
+    }
+    return 0;
+}
+
 int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, int threads, qs_plan *p, char *err,
                    size_t errlen)
 {
@@ -383,6 +429,8 @@ int qs_grid_expand(const qs_experiment *e, const char *qtrain, const char *dir, 
         if (make_argv(e, p, qtrain, r)) goto oom;
     }
     p->ngrid = p->n;
+    for (int i = 0; i < p->ngrid; i++)
+        if (check_run(e, &p->runs[i], err, errlen)) goto fail;
     for (int i = 0; i < p->ngrid; i++) {
         int noisy = 0;
         for (int k = 0; k < e->nnoise; k++) noisy |= !strcmp(qs_grid_recipe(e, &p->runs[i]), e->noise[k]);

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qp_cli.h"
+#include "qp_recipe.h"
 #include "qp_size.h"
 #include "qs_opts.h"
 
@@ -89,8 +91,21 @@ static const qs_opt *lookup(parser *p, int line, const char *key, const char *se
         return NULL;
     }
     const qs_opt *o = qs_opt_find(key);
-    if (!o) fail(p, line, "unknown qtrain option '%s' in [%s] (valid: %s)", key, section, qs_opt_names());
-    return o;
+    if (o) return o;
+    /* the nearest accepted key, by qp_cli's edit distance ('-' read as '_') */
+    char list[2048], word[64];
+    snprintf(list, sizeof list, "%s", qs_opt_names());
+    snprintf(word, sizeof word, "%s", key);
+    for (char *c = word; *c; c++)
+        if (*c == '-') *c = '_';
+    const char *names[128];
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(list, ", ", &save); t && n < 128; t = strtok_r(NULL, ", ", &save))
+        names[n++] = t;
+    const char *near = qp_cli_nearest(word, names, n);
+    if (near) fail(p, line, "unknown qtrain option '%s' in [%s] (did you mean %s?)", key, section, near);
+    else fail(p, line, "unknown qtrain option '%s' in [%s] (valid: %s)", key, section, qs_opt_names());
+    return NULL;
 }
 
 static int add_base(parser *p, int line, const char *key, char *value)
@@ -140,7 +155,14 @@ static int add_axis(parser *p, int line, const char *key, char *value)
         if (comma) *comma = '\0';
         char *v = trim(cur);
         if (!*v) return fail(p, line, "grid axis '%s': value %d is empty", o->key, k);
-        if (o->kind == QS_OPT_RECIPE) bars_to_commas(v);
+        if (o->kind == QS_OPT_RECIPE) {
+            bars_to_commas(v);
+            const size_t m = qp_recipe_bare_modifier(v);
+            if (m)
+                return fail(p, line, "grid axis 'recipe': value %d, '%.*s', qualifies a recipe but is none; join it to "
+                            "its recipe with '|' (e.g. %s|%.*s: '|' is qtrain's comma, ',' separates the values)",
+                            k, (int)m, v, a->nvalues ? a->values[a->nvalues - 1] : "nvfp4", (int)m, v);
+        }
         char msg[768];
         if (qs_opt_check(o, v, msg, sizeof msg)) return fail(p, line, "grid axis '%s': %s", o->key, msg);
         for (int i = 0; i < a->nvalues; i++)
@@ -204,8 +226,6 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
     if (*seen) return fail(p, line, "'%s' set twice in [sweep] (first at line %d)", key, *seen);
     *seen = line;
     if (!*value) return fail(p, line, "'%s' has no value", key);
-    char *end;
-    errno = 0;
     if (seen == &p->baseline_line) {
         bars_to_commas(value);
         char msg[768];
@@ -219,6 +239,10 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
             char *v = trim(cur);
             if (!*v) return fail(p, line, "noise_floor: recipe %d is empty", k);
             bars_to_commas(v);
+            const size_t m = qp_recipe_bare_modifier(v);
+            if (m)
+                return fail(p, line, "noise_floor: recipe %d, '%.*s', qualifies a recipe but is none; join it to its "
+                            "recipe with '|' (e.g. nvfp4|%.*s)", k, (int)m, v, (int)m, v);
             char msg[768];
             if (qs_opt_check(qs_opt_find("recipe"), v, msg, sizeof msg)) return fail(p, line, "noise_floor: %s", msg);
             if (e->nnoise == QS_MAX_NOISE) return fail(p, line, "noise_floor: at most %d recipes", QS_MAX_NOISE);
@@ -242,14 +266,13 @@ static int set_sweep(parser *p, int line, const char *key, char *value)
             return fail(p, line, "contrast expects a grid axis, not '%.80s...'", value);
         snprintf(e->contrast, sizeof e->contrast, "%s", o ? o->key : value);
     } else if (seen == &p->target_line) {
-        const double v = strtod(value, &end);
-        if (*end || errno || !isfinite(v) || v <= 0)
-            return fail(p, line, "target_loss expects a positive number (nats), not '%s'", value);
-        e->target_loss = v;
+        char msg[256];
+        if (qp_cli_num("target_loss", value, 0, INFINITY, true, false, &e->target_loss, msg, sizeof msg))
+            return fail(p, line, "%s (nats)", msg);
     } else {
-        const long v = strtol(value, &end, 10);
-        if (*end || errno || v < 1 || v > 1024)
-            return fail(p, line, "threads_per_run expects an integer in 1..1024, not '%s'", value);
+        char msg[256];
+        long long v;
+        if (qp_cli_int("threads_per_run", value, 1, 1024, &v, msg, sizeof msg)) return fail(p, line, "%s", msg);
         e->threads_per_run = (int)v;
     }
     return 0;
@@ -335,12 +358,10 @@ static int set_slurm(parser *p, int line, const char *key_in, char *value)
         snprintf(field, SLURM_KEYS[k].size, "%s", value);
         return 0;
     case SLURM_INT: {
-        char *end;
-        errno = 0;
-        const long v = strtol(value, &end, 10);
-        if (*end || errno || v < SLURM_KEYS[k].lo || v > SLURM_KEYS[k].hi)
-            return fail(p, line, "%s expects an integer in %d..%d, not '%s'", key, SLURM_KEYS[k].lo, SLURM_KEYS[k].hi,
-                        value);
+        char msg[256];
+        long long v;
+        if (qp_cli_int(key, value, SLURM_KEYS[k].lo, SLURM_KEYS[k].hi, &v, msg, sizeof msg))
+            return fail(p, line, "%s", msg);
         *(int *)(void *)field = (int)v;
         return 0;
     }
@@ -348,10 +369,23 @@ static int set_slurm(parser *p, int line, const char *key_in, char *value)
     return fail(p, line, "internal: [slurm] key kind");
 }
 
+/* A comment: a line whose first non-blank is '#' or ';', and the rest of a
+ * line from a '#' or ';' that follows a blank (so "x = 1  # note" is x = 1,
+ * while a '#' or ';' inside a word stays: "a#b"). */
+static void cut_comment(char *s)
+{
+    for (char *c = s; *c; c++)
+        if ((*c == '#' || *c == ';') && (c == s || c[-1] == ' ' || c[-1] == '\t')) {
+            *c = '\0';
+            return;
+        }
+}
+
 static int parse_line(parser *p, int line, char *raw, int *section)
 {
+    cut_comment(raw);
     char *s = trim(raw);
-    if (!*s || *s == '#' || *s == ';') return 0;
+    if (!*s) return 0;
     if (*s == '[') {
         char *close = strchr(s, ']');
         if (!close || trim(close + 1)[0]) return fail(p, line, "a section header is '[name]' alone on its line");

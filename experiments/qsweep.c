@@ -30,6 +30,20 @@
 #include "qs_slurm.h"
 #include "qs_status.h"
 #include "qs_summary.h"
+#include "qp_cli.h"
+#include "qp_version.h"
+
+static const char *const SYNOPSIS = "EXPERIMENT.ini --out DIR [-j N] [--data FILE] [--qtrain PATH] [--dry-run | --slurm [--submit]]\n"
+                                    "--summarize DIR\n"
+                                    "--status DIR";
+static const char *const HEAD =
+    "Run a grid of matched qtrain runs (same seed: same initial weights and batches across recipes)\n"
+    "from one experiment file, N at a time, and summarize them. Format: docs/qsweep.md and the\n"
+    "commented examples in experiments/*.ini.\n";
+static const char *const TAIL =
+    "Rerunning the same command skips finished runs (done or diverged) and resumes the others\n"
+    "(qtrain --resume). SIGINT/SIGTERM stop the runs (resumable) and exit 130. One qsweep per DIR.\n";
+static const char *const EXIT_STATUS = "0 all runs done or diverged, 1 a run failed, 2 bad input or DIR in use, 130 stopped.";
 
 static void usage(FILE *f)
 {
@@ -37,29 +51,26 @@ static void usage(FILE *f)
             "usage: qsweep EXPERIMENT.ini --out DIR [-j N] [--data FILE] [--qtrain PATH]\n"
             "              [--dry-run | --slurm [--submit]]\n"
             "       qsweep --summarize DIR\n"
-            "       qsweep --status DIR\n"
-            "Run a grid of matched qtrain runs (same seed: same initial weights and batches across recipes)\n"
-            "from one experiment file, N at a time, and summarize them. Format: docs/qsweep.md and the\n"
-            "commented examples in experiments/*.ini.\n"
-            "  --out DIR        the sweep's folder: runs/NAME.h5 (run files), logs/NAME.log (each run's\n"
-            "                   output), summary.{h5,csv,md}, qsweep.ini (the experiment as run)\n"
-            "  -j, --jobs N     runs at a time (default 1); each gets --threads threads_per_run from\n"
-            "                   [sweep], else max(1, cores / N)\n"
-            "  --data FILE      train on FILE instead of [base] data (relative to the working directory)\n"
-            "  --qtrain PATH    the trainer (default: qtrain beside this qsweep)\n"
-            "  --dry-run        print every run's name and exact qtrain command; run nothing\n"
-            "  --slurm          write DIR/qsweep.sbatch, a Slurm job array (task i = run i), with the\n"
-            "                   resources of the experiment's [slurm] section; run nothing\n"
-            "  --submit         also submit it (sbatch) for the runs not done and not queued (a rerun\n"
-            "                   resumes interrupted runs from their checkpoints); the job id goes to\n"
-            "                   DIR/slurm.jobs\n"
-            "  --summarize DIR  rebuild DIR's summary from the run files there now (also while runs go on)\n"
-            "  --status DIR     per run: done, diverged, pending, running, failed, interrupted, ... from\n"
-            "                   the run files and Slurm (squeue, and sacct where accounting is on)\n"
-            "  -h, --help\n"
-            "Rerunning the same command skips finished runs (done or diverged) and resumes the others\n"
-            "(qtrain --resume). SIGINT/SIGTERM stop the runs (resumable) and exit 130. One qsweep per DIR.\n"
-            "Exit: 0 all runs done or diverged, 1 a run failed, 2 bad input or DIR in use, 130 stopped.\n");
+            "       qsweep --status DIR\n%s",
+            HEAD);
+    qp_cli_help(f, qs_cli_options, qs_cli_n_options);
+    fprintf(f, "%sExit: %s\n", TAIL, EXIT_STATUS);
+}
+
+static void man(FILE *f)
+{
+    char desc[1024];
+    snprintf(desc, sizeof desc, "%s\n\n%s", HEAD, TAIL);
+    const qp_cli_page page = {
+        .name = "qsweep",
+        .summary = "run a grid of matched-precision qtrain runs and summarize them",
+        .synopsis = SYNOPSIS,
+        .description = desc,
+        .exit_status = EXIT_STATUS,
+        .see_also = "qtrain(1), qplot(1), qerr(1); docs/qsweep.md in the qprec sources",
+        .version = qp_version(),
+    };
+    qp_cli_man(f, &page, qs_cli_options, qs_cli_n_options);
 }
 
 static int cpu_count(void)
@@ -470,6 +481,14 @@ int main(int argc, char **argv)
     const int pa = qs_cli_parse(argc, argv, &cli, err, sizeof err);
     if (pa == QS_CLI_HELP) {
         usage(stdout);
+        return 0;
+    }
+    if (pa == QS_CLI_VERSION) {
+        printf("qsweep %s\n", qp_version());
+        return 0;
+    }
+    if (pa == QS_CLI_MAN) {
+        man(stdout);
         return 0;
     }
     if (pa != QS_CLI_OK) {

@@ -12,10 +12,7 @@
 
 #include "qp_figcsv.h"
 #include "qp_gnuplot.h"
-
-#ifndef QP_PLOTS_DIR
-#error "QP_PLOTS_DIR (the absolute path of plots/) must be defined at build time"
-#endif
+#include "qp_share.h"
 
 static const char *ext_of(const char *path)
 {
@@ -35,7 +32,13 @@ const char *qp_term_for(const char *path)
 const char *qp_plots_dir(void)
 {
     const char *d = getenv("QP_PLOTS_DIR");
-    return d && *d ? d : QP_PLOTS_DIR;
+    if (d && *d) return d;
+    /* PREFIX/share/qprec/plots (the build puts the scripts there too); if
+     * this executable's path cannot be read, the reason stands in for the
+     * folder and the check for the script names it */
+    static char dir[4096];
+    if (!dir[0]) qp_share_path("plots", dir, sizeof dir);
+    return dir;
 }
 
 const char *const QP_DRAW_FORMATS[QP_DRAW_NFORMATS] = {"png", "svg", "pdf"};
@@ -92,7 +95,8 @@ int qp_draw(const qp_fig_kind *kind, const qp_run *const *runs, int n, const qp_
     char script[4096];
     snprintf(script, sizeof script, "%s/%s.gp", qp_plots_dir(), kind->name);
     if (access(script, R_OK) != 0) {
-        snprintf(err, errlen, "%s: %s (set QP_PLOTS_DIR to qprec's plots/ directory)", script, strerror(errno));
+        snprintf(err, errlen, "%s: %s (qplot reads its scripts from share/qprec/plots beside its bin/;"
+                 " QP_PLOTS_DIR overrides that)", script, strerror(errno));
         return -1;
     }
 

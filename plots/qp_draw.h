@@ -7,11 +7,12 @@
  * others beside it with the same stem (loss.png -> loss.svg, loss.pdf) —
  * and the exact data it was drawn from as CSV (loss.csv, qp_figcsv.h), so a
  * paper can restyle any figure; the terminal chosen by each extension; the
- * scripts' directory (QP_PLOTS_DIR from the environment, else the source
- * tree's plots/ compiled in); and replacing each file atomically: gnuplot
- * writes a hidden temporary next to it that is renamed over the figure only
- * when gnuplot succeeded, so a viewer (or qplot --follow's next round) never
- * sees half a file and a failed redraw leaves the last good one. */
+ * scripts' directory (QP_PLOTS_DIR from the environment, else
+ * share/qprec/plots beside the executable's bin/, qp_share.h); and
+ * replacing each file atomically: gnuplot writes a hidden temporary next
+ * to it that is renamed over the figure only when gnuplot succeeded, so a
+ * viewer (or qplot --follow's next round) never sees half a file and a
+ * failed redraw leaves the last good one. */
 #ifndef QP_DRAW_H
 #define QP_DRAW_H
 

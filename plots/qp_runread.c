@@ -2,6 +2,7 @@
 #include "qp_h5err.h"
 #include "qp_h5open.h"
 #include "qp_runread.h"
+#include "qp_ckpt.h" /* QP_CKPT_MARKER */
 
 #include <errno.h>
 #include <stdio.h>
@@ -373,6 +374,11 @@ int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t er
         goto out;
     }
     if (r->nattrs) qsort(r->attrs, (size_t)r->nattrs, sizeof *r->attrs, cmp_attr);
+    if (!has_path(f, "train") && H5Aexists(f, QP_CKPT_MARKER) > 0) {
+        snprintf(err, errlen, "%s: a qtrain checkpoint, not a run file", path);
+        rc = QP_RUN_CKPT;
+        goto out;
+    }
     if (qp_runschema_check_version(qp_run_attr(r, QP_RUNFILE_SCHEMA_ATTR), path, "qplot", &r->version, err, errlen))
         goto out;
     if (!has_path(f, "train")) {

@@ -17,7 +17,6 @@
 #define _GNU_SOURCE /* mkdtemp, sigtimedwait */
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,11 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "qp_cli.h"
 #include "qp_draw.h"
 #include "qp_fig.h"
 #include "qp_note.h"
 #include "qp_runread.h"
 #include "qp_sweep.h"
+#include "qp_version.h"
 
 #define ERRLEN 1024
 
@@ -46,40 +47,75 @@ typedef struct {
     double interval;
 } options;
 
+enum { O_OUTPUT, O_SMOOTH, O_LOGX, O_LOGY, O_BASELINE, O_KEEP, O_FOLLOW, O_INTERVAL, O_HELP, O_VERSION, O_MAN,
+       O_COUNT };
+/* qplot's options: the table the parser reads and --help and --man print (qp_cli.h) */
+static const qp_cli_opt OPTIONS[] = {
+    {.id = O_OUTPUT, .name = "output", .short_name = 'o', .arg = "FILE",
+     .help = "figure file, .png, .svg or .pdf (the other two formats and FIG.csv are written beside it)"},
+    {.id = O_SMOOTH, .name = "smooth", .arg = "A",
+     .help = "EMA factor for training-loss curves, a number in [0, 1) (default 0.9)"},
+    {.id = O_LOGX, .name = "logx", .help = "logarithmic step axis (loss)"},
+    {.id = O_LOGY, .name = "logy", .help = "logarithmic loss axis (loss)"},
+    {.id = O_BASELINE, .name = "baseline", .arg = "R", .help = "reference recipe of the gap figure (default bf16)"},
+    {.id = O_KEEP, .name = "keep-data",
+     .help = "write the extracted data next to the figure (FIG.dat), not to a temporary directory"},
+    {.id = O_FOLLOW, .name = "follow",
+     .help = "redraw every --interval seconds while runs are written, until SIGINT/SIGTERM (then exit 0); prints "
+             "a line per redraw"},
+    {.id = O_INTERVAL, .name = "interval", .arg = "S",
+     .help = "seconds between redraws, a number in (0, 86400] (default 5)"},
+    {.id = O_HELP, .name = "help", .short_name = 'h', .help = "this text"},
+    {.id = O_VERSION, .name = "version", .help = "print qplot's version and exit"},
+    {.id = O_MAN, .name = "man", .help = "print this manual as a roff man page and exit"},
+};
+#define N_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
+_Static_assert(sizeof OPTIONS / sizeof OPTIONS[0] == O_COUNT, "a row per option");
+
+static const char *const HEAD =
+    "Figures from qtrain run files (docs/runfile.md), drawn by gnuplot with plots/KIND.gp.\n"
+    "KIND:\n"
+    "  loss        training loss per recipe: mean over seeds (EMA-smoothed) with its 95% band,\n"
+    "              validation as markers\n"
+    "  gap         % loss gap to the baseline recipe per step, paired by seed: mean, 95% band\n"
+    "  qerr        per-layer x GEMM x pass x operand quantization error over steps, a panel per run\n"
+    "  events      recalibration events by step, layer and kind (a panel per run)\n"
+    "  throughput  median tokens/s (IQR bars), data-wait share and threads per run; step time by\n"
+    "              phase per recipe\n"
+    "  recalib     recalibration events per run of each recipe, by block, GEMM and operand\n"
+    "  outliers    every block GEMM input's amax, kurtosis and top-k channel energy share over\n"
+    "              steps (/quant/outliers), a column per run\n"
+    "  all         every figure of a sweep: SWEEPDIR/runs/*.h5 -> SWEEPDIR/fig/KIND.*\n"
+    "Every figure is written as PNG, SVG and PDF, with the exact data it was drawn from\n"
+    "beside it as CSV (FIG.csv: one row per data point, the block and series it belongs to).\n"
+    "Checkpoint files among the RUN.h5 (RUN.ckpt.h5, as a glob over runs/ finds them) are left out\n"
+    "with a note.\n";
+static const char *const TAIL =
+    "Environment: QP_PLOTS_DIR (directory of the .gp scripts), QP_GNUPLOT (gnuplot executable).\n";
+static const char *const EXIT_STATUS = "0 done, 2 bad input or a failed figure (one line on stderr each).";
+
 static void usage(FILE *f)
 {
-    fputs("usage: qplot KIND RUN.h5... -o FIGURE [options]\n"
-          "       qplot all SWEEPDIR [options]\n"
-          "Figures from qtrain run files (docs/runfile.md), drawn by gnuplot with plots/KIND.gp.\n"
-          "KIND:\n"
-          "  loss        training loss per recipe: mean over seeds (EMA-smoothed) with its 95% band,\n"
-          "              validation as markers\n"
-          "  gap         % loss gap to the baseline recipe per step, paired by seed: mean, 95% band\n"
-          "  qerr        per-layer x GEMM x pass x operand quantization error over steps, a panel per run\n"
-          "  events      recalibration events by step, layer and kind (a panel per run)\n"
-          "  throughput  median tokens/s (IQR bars), data-wait share and threads per run; step time by\n"
-          "              phase per recipe\n"
-          "  recalib     recalibration events per run of each recipe, by block, GEMM and operand\n"
-          "  outliers    every block GEMM input's amax, kurtosis and top-k channel energy share over\n"
-          "              steps (/quant/outliers), a column per run\n"
-          "  all         every figure of a sweep: SWEEPDIR/runs/*.h5 -> SWEEPDIR/fig/KIND.*\n"
-          "Every figure is written as PNG, SVG and PDF, with the exact data it was drawn from\n"
-          "beside it as CSV (FIG.csv: one row per data point, the block and series it belongs to).\n"
-          "options:\n"
-          "  -o, --output FILE   figure file, .png, .svg or .pdf (the other two formats and FIG.csv\n"
-          "                      are written beside it)\n"
-          "  --smooth A          EMA factor for training-loss curves, 0 <= A < 1 (default 0.9)\n"
-          "  --logx, --logy      logarithmic step / loss axis (loss)\n"
-          "  --baseline R        reference recipe of the gap figure (default bf16)\n"
-          "  --keep-data         write the extracted data next to the figure (FIG.dat), not to a\n"
-          "                      temporary directory\n"
-          "  --follow            redraw every --interval seconds while runs are written, until\n"
-          "                      SIGINT/SIGTERM (then exit 0); prints a line per redraw\n"
-          "  --interval S        seconds between redraws (default 5)\n"
-          "  -h, --help\n"
-          "Environment: QP_PLOTS_DIR (directory of the .gp scripts), QP_GNUPLOT (gnuplot executable).\n"
-          "Exit: 0 done, 2 bad input or a failed figure (one line on stderr each).\n",
-          f);
+    fprintf(f, "usage: qplot KIND RUN.h5... -o FIGURE [options]\n       qplot all SWEEPDIR [options]\n%soptions:\n",
+            HEAD);
+    qp_cli_help(f, OPTIONS, N_OPTIONS);
+    fprintf(f, "%sExit: %s\n", TAIL, EXIT_STATUS);
+}
+
+static void man(FILE *f)
+{
+    char desc[4096];
+    snprintf(desc, sizeof desc, "%s\n%s", HEAD, TAIL);
+    const qp_cli_page page = {
+        .name = "qplot",
+        .summary = "figures from qtrain run files and qsweep folders, drawn by gnuplot",
+        .synopsis = "KIND RUN.h5... -o FIGURE [options]\nall SWEEPDIR [options]",
+        .description = desc,
+        .exit_status = EXIT_STATUS,
+        .see_also = "qtrain(1), qsweep(1), qerr(1), gnuplot(1); docs/runfile.md in the qprec sources",
+        .version = qp_version(),
+    };
+    qp_cli_man(f, &page, OPTIONS, N_OPTIONS);
 }
 
 /* one line on stderr; returns the exit code for bad input */
@@ -95,56 +131,54 @@ static int fail(const char *fmt, ...)
     return 2;
 }
 
-static int parse_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !isfinite(v)) return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_args(int argc, char **argv, options *o)
 {
-    enum { O_SMOOTH = 256, O_LOGX, O_LOGY, O_BASELINE, O_KEEP, O_FOLLOW, O_INTERVAL };
-    static const struct option longs[] = {
-        {"output", required_argument, 0, 'o'},      {"smooth", required_argument, 0, O_SMOOTH},
-        {"logx", no_argument, 0, O_LOGX},           {"logy", no_argument, 0, O_LOGY},
-        {"baseline", required_argument, 0, O_BASELINE}, {"keep-data", no_argument, 0, O_KEEP},
-        {"follow", no_argument, 0, O_FOLLOW},       {"interval", required_argument, 0, O_INTERVAL},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
-    };
     memset(o, 0, sizeof *o);
     o->fig.smooth = 0.9;
     o->fig.baseline = "bf16";
     o->interval = 5;
-    opterr = 0; /* our own one-line messages */
-    int c;
-    while ((c = getopt_long(argc, argv, ":o:h", longs, NULL)) != -1) {
-        switch (c) {
-        case 'o': o->out = optarg; break;
+    /* the words that are not options: KIND, then the run files */
+    static char **words; /* (kept: o->runs points into it) */
+    words = calloc((size_t)argc + 1, sizeof *words);
+    if (!words) return fail("out of memory");
+    int nw = 0;
+    char err[ERRLEN];
+    qp_cli_iter it = {1, false};
+    for (;;) {
+        const char *val;
+        const int k = qp_cli_next(&it, argc, argv, OPTIONS, N_OPTIONS, &val, err, sizeof err);
+        if (k == QP_CLI_DONE) break;
+        if (k == QP_CLI_BAD) return fail("%s", err);
+        if (k == QP_CLI_ARG) {
+            words[nw++] = (char *)val;
+            continue;
+        }
+        switch (OPTIONS[k].id) {
+        case O_OUTPUT: o->out = val; break;
         case O_SMOOTH:
-            if (parse_double(optarg, &o->fig.smooth) || o->fig.smooth < 0 || o->fig.smooth >= 1)
-                return fail("--smooth '%s': expected a number in [0, 1)", optarg);
+            if (qp_cli_num("--smooth", val, 0, 1, false, true, &o->fig.smooth, err, sizeof err)) return fail("%s", err);
             break;
         case O_LOGX: o->fig.logx = 1; break;
         case O_LOGY: o->fig.logy = 1; break;
         case O_BASELINE:
-            if (!*optarg) return fail("--baseline needs a recipe name");
-            o->fig.baseline = optarg;
+            if (!*val) return fail("--baseline needs a recipe name");
+            o->fig.baseline = val;
             break;
         case O_KEEP: o->keep_data = 1; break;
         case O_FOLLOW: o->follow = 1; break;
         case O_INTERVAL:
-            if (parse_double(optarg, &o->interval) || o->interval <= 0 || o->interval > 86400)
-                return fail("--interval '%s': expected seconds > 0", optarg);
+            if (qp_cli_num("--interval", val, 0, 86400, true, false, &o->interval, err, sizeof err))
+                return fail("%s", err);
             break;
-        case 'h': usage(stdout); exit(0);
-        case ':': return fail("%s needs a value (see qplot --help)", argv[optind - 1]);
-        default: return fail("unknown option '%s' (see qplot --help)", argv[optind - 1]);
+        case O_HELP: usage(stdout); exit(0);
+        case O_VERSION: printf("qplot %s\n", qp_version()); exit(0);
+        case O_MAN: man(stdout); exit(0);
+        case O_COUNT: return fail("no such option");
         }
     }
+    argc = nw;
+    argv = words;
+    int optind = 0;
     if (optind >= argc) return fail("no figure kind given (%s, all)", qp_fig_names());
     o->kind = argv[optind++];
     o->runs = argv + optind;
@@ -200,16 +234,24 @@ static void note_runs(round_info *ri, const qp_run *runs, int n)
     }
 }
 
-static int load_all(char **paths, int n, unsigned what, qp_run *runs, int skip_empty, int *loaded, msgs *m)
+/* Loads what can be drawn. A checkpoint among the files is left out; *ckpts
+ * counts them and the caller notes them (or, when nothing else is left,
+ * makes them its one error line). */
+static int load_all(char **paths, int n, unsigned what, qp_run *runs, int skip_empty, int *loaded, int *ckpts,
+                    char *is_ckpt, msgs *m)
 {
     char err[ERRLEN];
     int k = 0, rc = 0;
+    *ckpts = 0;
+    memset(is_ckpt, 0, (size_t)n);
     for (int i = 0; i < n; i++) {
         int r = qp_run_load(&runs[k], paths[i], what, err, sizeof err);
         if (r == 0)
             k++;
         else if (r == QP_RUN_EMPTY && skip_empty)
             qp_note("%s left out: no /train rows yet", paths[i]);
+        else if (r == QP_RUN_CKPT)
+            ++*ckpts, is_ckpt[i] = 1;
         else {
             msg_add(m, err);
             rc = -1;
@@ -217,6 +259,16 @@ static int load_all(char **paths, int n, unsigned what, qp_run *runs, int skip_e
     }
     *loaded = k;
     return rc;
+}
+
+/* one note for the checkpoints left out (a glob over runs/ finds one per run) */
+static void note_ckpts(char **paths, int n, const char *is_ckpt, int ckpts)
+{
+    int first = 0;
+    while (first < n && !is_ckpt[first]) first++;
+    if (first == n) return;
+    if (ckpts == 1) qp_note("%s left out: a qtrain checkpoint, not a run file", paths[first]);
+    else qp_note("%d qtrain checkpoints left out, not run files (%s, ...)", ckpts, paths[first]);
 }
 
 static void free_runs(qp_run *runs, int n)
@@ -229,13 +281,23 @@ static int round_kind(const options *o, const char *scratch, round_info *ri, msg
     const qp_fig_kind *kind = qp_fig_find(o->kind);
     qp_run *runs = calloc((size_t)o->nruns, sizeof *runs);
     const qp_run **ptrs = calloc((size_t)o->nruns, sizeof *ptrs);
+    char *is_ckpt = calloc((size_t)o->nruns, 1);
     char err[ERRLEN];
     int n = 0, rc = -1;
-    if (!runs || !ptrs) {
+    if (!runs || !ptrs || !is_ckpt) {
         msg_add(m, "out of memory");
         goto out;
     }
-    if (load_all(o->runs, o->nruns, kind->load, runs, 0, &n, m)) goto out;
+    int ckpts;
+    const int bad = load_all(o->runs, o->nruns, kind->load, runs, 0, &n, &ckpts, is_ckpt, m);
+    if (!n && ckpts && !bad) {
+        snprintf(err, sizeof err, "%s: no run file to draw: %s%s a qtrain checkpoint", o->kind,
+                 ckpts == 1 ? o->runs[0] : "the files given", ckpts == 1 ? " is" : " are each");
+        msg_add(m, err);
+        goto out;
+    }
+    if (ckpts) note_ckpts(o->runs, o->nruns, is_ckpt, ckpts);
+    if (bad) goto out;
     for (int i = 0; i < n; i++) ptrs[i] = &runs[i];
     ri->figures = 1;
     if (qp_draw(kind, ptrs, n, &o->fig, o->out, scratch, o->keep_data, err, sizeof err)) {
@@ -249,6 +311,7 @@ out:
     if (runs) free_runs(runs, n);
     free(runs);
     free(ptrs);
+    free(is_ckpt);
     return rc;
 }
 
@@ -265,14 +328,17 @@ static int round_all(const options *o, const char *scratch, round_info *ri, msgs
     qp_run *runs = calloc((size_t)npaths, sizeof *runs);
     const qp_run **ptrs = calloc((size_t)npaths, sizeof *ptrs);
     int *pick = calloc((size_t)npaths, sizeof *pick);
+    char *is_ckpt = calloc((size_t)npaths ? (size_t)npaths : 1, 1);
     int n = 0, rc = -1;
-    if (!runs || !ptrs || !pick) {
+    if (!runs || !ptrs || !pick || !is_ckpt) {
         msg_add(m, "out of memory");
         goto out;
     }
     /* a run file that cannot be read is reported (and fails the round), but
      * the figures of the others are still drawn */
-    int bad = load_all(paths, npaths, QP_RUN_QERR | QP_RUN_EVENTS | QP_RUN_OUTLIERS, runs, 1, &n, m);
+    int ckpts;
+    int bad = load_all(paths, npaths, QP_RUN_QERR | QP_RUN_EVENTS | QP_RUN_OUTLIERS, runs, 1, &n, &ckpts, is_ckpt, m);
+    if (ckpts) note_ckpts(paths, npaths, is_ckpt, ckpts);
     if (!n) {
         if (!bad) {
             snprintf(err, sizeof err, "%.900s/runs: no run has logged a step yet", dir);
@@ -321,6 +387,7 @@ out:
     free(runs);
     free(ptrs);
     free(pick);
+    free(is_ckpt);
     for (int i = 0; i < npaths; i++) free(paths[i]);
     free(paths);
     return rc;

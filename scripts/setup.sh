@@ -17,6 +17,7 @@ QP_PACKAGES=(
   slurm-wlm munge               # qsweep --submit against a real single-node Slurm ("slurm" tests)
   python3-scipy                 # intervals' reference values, the scaling fit (paper/)
   clang libclang-rt-14-dev      # libFuzzer targets
+  man-db groff-base             # man -l renders the installed man pages (tests/install)
 )
 
 qp_missing_packages() {

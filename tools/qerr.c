@@ -14,45 +14,41 @@
 
 #include "qerr.h"
 #include "qp_raw.h"
+#include "qp_version.h"
 
-#ifndef QP_VERSION
-#define QP_VERSION "unknown"
-#endif
+static const char *const HEAD =
+    "Quantization error of every float tensor in safetensors or HDF5 FILEs (HDF5 by\n"
+    "extension .h5/.hdf5/.hdf/.he5 or signature), per format. A tensor is rows x cols,\n"
+    "cols = its last dimension. Non-float tensors and empty ones are skipped (note).\n";
+static const char *const TAIL =
+    "Columns: rel_l2 = ||x-y||/||x||, snr_db = 10 log10(||x||^2/||x-y||^2), max_abs,\n"
+    "cosine, sat_frac (saturated/elements), zero_frac (non-zeros flushed to 0/non-zeros),\n"
+    "amax, scale, n_blocks, block_scale_min/max/log2_mean, n_nonfinite (NaN/Inf inputs,\n"
+    "left out); text shows the main ones, --csv/--json/--h5 all, plus file.\n"
+    "Progress goes to stderr when it is a terminal and a file has >= 16 tensors.\n";
+static const char *const EXIT_STATUS = "0 ok, 2 any error (one line on stderr, nothing on stdout).";
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-"usage: qerr [options] FILE...\n"
-"Quantization error of every float tensor in safetensors or HDF5 FILEs (HDF5 by\n"
-"extension .h5/.hdf5/.hdf/.he5 or signature), per format. A tensor is rows x cols,\n"
-"cols = its last dimension. Non-float tensors and empty ones are skipped (note).\n"
-"  --formats LIST   comma list (default " QERR_DEFAULT_FORMATS "),\n"
-"                   of: %s\n"
-"  --rht            also FMT+rht: 16-point random Hadamard transform first, error\n"
-"                   in the rotated basis (skipped, with a note, if cols %% 16 != 0)\n"
-"  --sr             also FMT+sr: stochastic rounding (with --rht also FMT+rht+sr)\n"
-"  --seed N         RHT signs and SR seed (default 1); SR stream = hash of the name\n"
-"  --raw f32:RxC FILE  also FILE as little-endian float32, exactly R*C*4 bytes\n"
-"  --match REGEX    only tensors whose name matches (POSIX extended)\n"
-"  --sort KEY       any column, worst first: rel_l2 max_abs sat_frac zero_frac\n"
-"                   n_nonfinite descending, snr_db cosine ascending, other numbers\n"
-"                   descending, tensor format file ascending; n/a last, stable\n"
-"  --top N          only the first N rows (after --sort)\n"
-"  --summary        per format: tensors, mean rel_l2, mean snr_db (finite ones;\n"
-"                   \"exact\" counts the rest), worst tensor by rel_l2\n"
-"  --csv            CSV with header (inf for +inf, empty field = n/a)\n"
-"  --json           array of objects; non-finite numbers are null (snr_db of an\n"
-"                   exact result, block_scale_* of formats without block scales)\n"
-"  --h5 OUT         also the printed rows as HDF5 table /qerr (+ /qerr_summary)\n"
-"  --threads N      N tensors at a time, 1..256 (default 1; same output)\n"
-"  -h, --help       this text;  -V, --version  the version\n"
-"Columns: rel_l2 = ||x-y||/||x||, snr_db = 10 log10(||x||^2/||x-y||^2), max_abs,\n"
-"cosine, sat_frac (saturated/elements), zero_frac (non-zeros flushed to 0/non-zeros),\n"
-"amax, scale, n_blocks, block_scale_min/max/log2_mean, n_nonfinite (NaN/Inf inputs,\n"
-"left out); text shows the main ones, --csv/--json/--h5 all, plus file.\n"
-"Progress goes to stderr when it is a terminal and a file has >= 16 tensors.\n"
-"Exit: 0 ok, 2 any error (one line on stderr, nothing on stdout).\n",
-            qp_format_names());
+    fprintf(f, "usage: qerr [options] FILE...\n%sFormats: %s\n", HEAD, qp_format_names());
+    qp_cli_help(f, qerr_options, qerr_n_options);
+    fprintf(f, "%sExit: %s\n", TAIL, EXIT_STATUS);
+}
+
+static void man(FILE *f)
+{
+    char desc[4096];
+    snprintf(desc, sizeof desc, "%s\nFormats: %s.\n\n%s", HEAD, qp_format_names(), TAIL);
+    const qp_cli_page page = {
+        .name = "qerr",
+        .summary = "quantization error of every tensor of a checkpoint, per number format",
+        .synopsis = "[options] FILE...",
+        .description = desc,
+        .exit_status = EXIT_STATUS,
+        .see_also = "qtrain(1), qsweep(1), qplot(1); docs/formats.md in the qprec sources",
+        .version = qp_version(),
+    };
+    qp_cli_man(f, &page, qerr_options, qerr_n_options);
 }
 
 __attribute__((format(printf, 1, 2), noreturn))
@@ -79,7 +75,11 @@ int main(int argc, char **argv)
         return 0;
     }
     if (pa == QERR_ARGS_VERSION) {
-        printf("qerr %s\n", QP_VERSION);
+        printf("qerr %s\n", qp_version());
+        return 0;
+    }
+    if (pa == QERR_ARGS_MAN) {
+        man(stdout);
         return 0;
     }
     if (pa != QERR_ARGS_OK) die("%s", err);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "qp_cli.h"
 #include "qp_metrics.h"
 #include "qp_quant.h"
 
@@ -51,10 +52,15 @@ typedef struct {
 
 #define QERR_DEFAULT_FORMATS "bf16,fp8-e4m3,mxfp8,mxfp4,nvfp4"
 
-enum { QERR_ARGS_OK = 0, QERR_ARGS_HELP = 1, QERR_ARGS_VERSION = 3, QERR_ARGS_BAD = 2 };
+enum { QERR_ARGS_OK = 0, QERR_ARGS_HELP = 1, QERR_ARGS_VERSION = 3, QERR_ARGS_BAD = 2, QERR_ARGS_MAN = 4 };
+
+/* qerr_args.c: the options, the one table the parser reads and --help and
+ * --man print (qp_cli.h). */
+extern const qp_cli_opt qerr_options[];
+extern const int qerr_n_options;
 
 /* qerr_args.c: parse argv[1..argc-1] into *o (defaults first). QERR_ARGS_OK,
- * QERR_ARGS_HELP, QERR_ARGS_VERSION, or QERR_ARGS_BAD with a one-line message
+ * QERR_ARGS_HELP, QERR_ARGS_VERSION, QERR_ARGS_MAN, or QERR_ARGS_BAD with a one-line message
  * (without "qerr: ") in err and nothing left to free. */
 int qerr_parse_args(int argc, char **argv, qerr_opts *o, char *err, size_t errlen);
 void qerr_opts_free(qerr_opts *o);

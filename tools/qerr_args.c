@@ -11,11 +11,42 @@
 #include <string.h>
 
 #include "qerr.h"
+#include "qp_cli.h"
 #include "qp_raw.h"
 
-static const char *const OPTIONS =
-    "--formats, --rht, --sr, --seed, --raw, --csv, --json, --h5, --match, --sort, --top, --summary, "
-    "--threads, --help, --version";
+/* qerr's options: the table the parser below reads and --help and --man
+ * print (qp_cli.h). */
+enum { O_FORMATS, O_RHT, O_SR, O_SEED, O_RAW, O_MATCH, O_SORT, O_TOP, O_SUMMARY, O_CSV, O_JSON, O_H5, O_THREADS,
+       O_HELP, O_VERSION, O_MAN, O_COUNT };
+const qp_cli_opt qerr_options[] = {
+    {.id = O_FORMATS, .name = "formats", .arg = "LIST",
+     .help = "comma list of formats (default " QERR_DEFAULT_FORMATS "; the formats are listed above)"},
+    {.id = O_RHT, .name = "rht", .help = "also FMT+rht: 16-point random Hadamard transform first, error in the "
+                                         "rotated basis (skipped, with a note, if cols % 16 != 0)"},
+    {.id = O_SR, .name = "sr", .help = "also FMT+sr: stochastic rounding (with --rht also FMT+rht+sr)"},
+    {.id = O_SEED, .name = "seed", .arg = "N",
+     .help = "RHT signs and SR seed, an integer >= 0 (default 1); SR stream = hash of the name"},
+    {.id = O_RAW, .name = "raw", .arg = "f32:RxC FILE",
+     .help = "also FILE as little-endian float32, exactly R*C*4 bytes"},
+    {.id = O_MATCH, .name = "match", .arg = "REGEX", .help = "only tensors whose name matches (POSIX extended)"},
+    {.id = O_SORT, .name = "sort", .arg = "KEY",
+     .help = "any column, worst first: rel_l2 max_abs sat_frac zero_frac n_nonfinite descending, snr_db cosine "
+             "ascending, other numbers descending, tensor format file ascending; n/a last, stable"},
+    {.id = O_TOP, .name = "top", .arg = "N", .help = "only the first N rows (after --sort)"},
+    {.id = O_SUMMARY, .name = "summary",
+     .help = "per format: tensors, mean rel_l2, mean snr_db (finite ones; \"exact\" counts the rest), worst "
+             "tensor by rel_l2"},
+    {.id = O_CSV, .name = "csv", .help = "CSV with header (inf for +inf, empty field = n/a)"},
+    {.id = O_JSON, .name = "json", .help = "array of objects; non-finite numbers are null (snr_db of an exact "
+                                           "result, block_scale_* of formats without block scales)"},
+    {.id = O_H5, .name = "h5", .arg = "OUT", .help = "also the printed rows as HDF5 table /qerr (+ /qerr_summary)"},
+    {.id = O_THREADS, .name = "threads", .arg = "N", .help = "N tensors at a time, 1..256 (default 1; same output)"},
+    {.id = O_HELP, .name = "help", .short_name = 'h', .help = "this text"},
+    {.id = O_VERSION, .name = "version", .short_name = 'V', .help = "the version"},
+    {.id = O_MAN, .name = "man", .help = "this manual as a roff man page"},
+};
+const int qerr_n_options = (int)(sizeof qerr_options / sizeof qerr_options[0]);
+_Static_assert(sizeof qerr_options / sizeof qerr_options[0] == O_COUNT, "a row per option");
 
 typedef struct {
     char *err;
@@ -29,17 +60,6 @@ __attribute__((format(printf, 2, 3))) static int fail(ctx *c, const char *fmt, .
     vsnprintf(c->err, c->errlen, fmt, ap);
     va_end(ap);
     return -1;
-}
-
-static int parse_uint(ctx *c, const char *opt, const char *s, unsigned long long max, unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    if (s[0] < '0' || s[0] > '9') return fail(c, "%s: '%s' is not a non-negative integer", opt, s);
-    const unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > max) return fail(c, "%s: '%s' is not an integer in 0..%llu", opt, s, max);
-    *out = v;
-    return 0;
 }
 
 static void add_variant(qerr_opts *o, const qp_format_traits *f, int rht, int sr)
@@ -94,70 +114,69 @@ static char *join_args(int argc, char **argv)
 static int parse(ctx *c, int argc, char **argv, qerr_opts *o)
 {
     const char *formats = QERR_DEFAULT_FORMATS, *match = NULL;
-    int rht = 0, sr = 0, only_files = 0;
+    int rht = 0, sr = 0;
     o->in = calloc((size_t)argc, sizeof *o->in);
     if (!o->in) return fail(c, "out of memory");
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (only_files || a[0] != '-' || !strcmp(a, "-")) {
-            o->in[o->nin++] = (qerr_input){QERR_IN_FILE, a, 0, 0};
+    qp_cli_iter it = {1, false};
+    for (;;) {
+        const char *val;
+        const int k = qp_cli_next(&it, argc, argv, qerr_options, qerr_n_options, &val, c->err, c->errlen);
+        if (k == QP_CLI_DONE) break;
+        if (k == QP_CLI_BAD) return -1;
+        if (k == QP_CLI_ARG) {
+            o->in[o->nin++] = (qerr_input){QERR_IN_FILE, val, 0, 0};
             continue;
         }
-        if (!strcmp(a, "--")) {
-            only_files = 1;
-            continue;
+        long long u = 0;
+        switch (qerr_options[k].id) {
+        case O_HELP: return QERR_ARGS_HELP;
+        case O_VERSION: return QERR_ARGS_VERSION;
+        case O_MAN: return QERR_ARGS_MAN;
+        case O_FORMATS: formats = val; break;
+        case O_RHT: rht = 1; break;
+        case O_SR: sr = 1; break;
+        case O_CSV: o->csv = 1; break;
+        case O_JSON: o->json = 1; break;
+        case O_SUMMARY: o->summary = 1; break;
+        case O_SEED: {
+            /* the whole uint64 range */
+            char *end;
+            errno = 0;
+            const unsigned long long v = strtoull(val, &end, 10);
+            if (val[0] < '0' || val[0] > '9' || *end || errno) {
+                qp_cli_expects("--seed", "an integer in 0..18446744073709551615", val, c->err, c->errlen);
+                return -1;
+            }
+            o->seed = v;
+            break;
         }
-        char name[64];
-        const char *eq = strchr(a, '='), *val = NULL;
-        const size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
-        snprintf(name, sizeof name, "%.*s", (int)(nlen < sizeof name ? nlen : sizeof name - 1), a);
-        static const char *const with_value[] = {"--formats", "--seed", "--raw", "--h5", "--match",
-                                                 "--sort", "--top", "--threads"};
-        int takes = 0;
-        for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) takes |= !strcmp(name, with_value[k]);
-        if (takes) {
-            if (eq) val = eq + 1;
-            else if (i + 1 < argc) val = argv[++i];
-            else return fail(c, "option '%s' needs a value (see --help)", name);
-        } else if (eq) {
-            return fail(c, "option '%s' takes no value", name);
-        }
-        unsigned long long u = 0;
-        if (!strcmp(name, "-h") || !strcmp(name, "--help")) return QERR_ARGS_HELP;
-        else if (!strcmp(name, "-V") || !strcmp(name, "--version")) return QERR_ARGS_VERSION;
-        else if (!strcmp(name, "--formats")) formats = val;
-        else if (!strcmp(name, "--rht")) rht = 1;
-        else if (!strcmp(name, "--sr")) sr = 1;
-        else if (!strcmp(name, "--csv")) o->csv = 1;
-        else if (!strcmp(name, "--json")) o->json = 1;
-        else if (!strcmp(name, "--summary")) o->summary = 1;
-        else if (!strcmp(name, "--seed")) {
-            if (parse_uint(c, "--seed", val, UINT64_MAX, &u)) return -1;
-            o->seed = u;
-        } else if (!strcmp(name, "--threads")) {
-            if (parse_uint(c, "--threads", val, 256, &u)) return -1;
+        case O_THREADS:
+            if (qp_cli_int("--threads", val, 1, 256, &u, c->err, c->errlen)) return -1;
             o->threads = (int)u;
-        } else if (!strcmp(name, "--top")) {
-            if (parse_uint(c, "--top", val, (unsigned long long)LLONG_MAX, &u)) return -1;
-            o->top = (long long)u;
-        } else if (!strcmp(name, "--h5")) o->h5_out = val;
-        else if (!strcmp(name, "--match")) match = val;
-        else if (!strcmp(name, "--sort")) {
+            break;
+        case O_TOP:
+            if (qp_cli_int("--top", val, 0, LLONG_MAX, &u, c->err, c->errlen)) return -1;
+            o->top = u;
+            break;
+        case O_H5: o->h5_out = val; break;
+        case O_MATCH: match = val; break;
+        case O_SORT:
             if (!qerr_col_by_name(val)) return fail(c, "unknown --sort key '%s' (valid: %s)", val, qerr_col_names());
             o->sort_key = val;
-        } else if (!strcmp(name, "--raw")) {
+            break;
+        case O_RAW: {
             char err[QP_ERR_LEN];
             qerr_input in = {QERR_IN_RAW, NULL, 0, 0};
             if (qp_raw_parse_spec(val, &in.rows, &in.cols, err, sizeof err)) return fail(c, "%s", err);
-            if (i + 1 >= argc) return fail(c, "--raw %s needs a FILE after the spec", val);
-            in.path = argv[++i];
+            if (it.i >= argc) return fail(c, "--raw %s needs a FILE after the spec", val);
+            in.path = argv[it.i++];
             o->in[o->nin++] = in;
-        } else {
-            return fail(c, "unknown option '%s' (valid: %s)", name, OPTIONS);
+            break;
+        }
+        case O_COUNT: return fail(c, "%s: no such option", argv[it.i - 1]);
         }
     }
     if (o->csv && o->json) return fail(c, "--csv and --json exclude each other");
-    if (o->threads < 1) return fail(c, "--threads: must be 1..256");
     if (o->nin == 0) return fail(c, "no input files (see --help)");
     if (parse_formats(c, o, formats, rht, sr)) return -1;
     if (match) {

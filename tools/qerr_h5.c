@@ -9,10 +9,8 @@
 #include "qerr.h"
 #include "qp_h5table.h"
 #include "qp_tensor_file.h"
+#include "qp_version.h"
 
-#ifndef QP_VERSION
-#define QP_VERSION "unknown"
-#endif
 
 static size_t str_width(const qerr_rows *rows, const qerr_col *c)
 {
@@ -38,7 +36,9 @@ static int write_rows(hid_t f, const qerr_rows *rows, const qerr_opts *o, char *
     if (!t) return -1;
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-    if (qp_h5table_set_attr(t, "tool", "qerr " QP_VERSION, err, errlen) ||
+    char tool[64];
+    snprintf(tool, sizeof tool, "qerr %s", qp_version());
+    if (qp_h5table_set_attr(t, "tool", tool, err, errlen) ||
         qp_h5table_set_attr(t, "command", o->command, err, errlen) ||
         qp_h5table_set_attr(t, "seed", seed, err, errlen) ||
         qp_h5table_set_attr(t, "note", "snr_db is +inf for an exact quantization; block_scale_* are NaN "

@@ -11,6 +11,7 @@
 #include "qp_omp.h"
 #include "qp_train_args.h"
 #include "qp_trainer.h"
+#include "qp_version.h"
 
 /* Ctrl-C and SIGTERM stop the run at the next step boundary. Both are
  * blocked in every thread (the mask is set first thing in main, before any
@@ -91,8 +92,12 @@ int main(int argc, char **argv)
     qp_train_opts_default(&o);
     char err[1024] = "";
     const int pa = qp_train_parse_args(argc, argv, &o, err, sizeof err);
-    if (pa == QP_ARGS_HELP) {
-        if (qp_dist_rank() == 0) qp_train_usage(stdout);
+    if (pa == QP_ARGS_HELP || pa == QP_ARGS_VERSION || pa == QP_ARGS_MAN) {
+        if (qp_dist_rank() == 0) {
+            if (pa == QP_ARGS_HELP) qp_train_usage(stdout);
+            else if (pa == QP_ARGS_MAN) qp_train_man(stdout);
+            else printf("qtrain %s\n", qp_version());
+        }
         return finish(0, err);
     }
     if (pa != QP_ARGS_OK) return finish(QP_EXIT_BAD_INPUT, err);

@@ -23,7 +23,7 @@
 #include "qp_h5table.h" /* qp_h5_set_attr_str */
 #include "qp_space.h"
 
-#define MARKER "complete"
+#define MARKER QP_CKPT_MARKER
 #define CRC_ATTR "crc32"
 
 struct qp_ckpt {

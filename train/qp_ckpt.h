@@ -19,6 +19,11 @@
 extern "C" {
 #endif
 
+/* The root attribute a checkpoint's writer sets last (the number of
+ * tensors): what tells a checkpoint from any other HDF5 file, e.g. for
+ * qplot, which leaves checkpoints found among run files out. */
+#define QP_CKPT_MARKER "complete"
+
 typedef struct {
     const char *name;      /* dataset path, e.g. "params/wte" (groups created) */
     const float *data;

@@ -88,6 +88,15 @@ const char *qp_recipe_names(void)
            "TARGET:OPTION[:...] (docs/recipes.md)";
 }
 
+size_t qp_recipe_bare_modifier(const char *spec)
+{
+    const size_t n = strcspn(spec, ",");
+    if ((n > 10 && !memcmp(spec, "bf16-last=", 10)) || (n > 11 && !memcmp(spec, "bf16-first=", 11)) ||
+        (n == strlen("smooth-swiglu") && !memcmp(spec, "smooth-swiglu", n)))
+        return n;
+    return 0;
+}
+
 #define TARGETS "fprop, dgrad, wgrad, x, w, dy, qkv, attproj, fc, fcproj, gate, up, down, Ln, Ln-m, firstN, lastN " \
                 "(~ before blocks: " \
                 "all but those; + joins one kind, . joins kinds)"

@@ -188,6 +188,11 @@ void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_l
                         size_t len);
 /* The presets and modifiers, for messages. */
 const char *qp_recipe_names(void);
+/* When spec's first clause is a modifier that qualifies a recipe rather
+ * than naming one (bf16-first=N, bf16-last=N, smooth-swiglu), that clause's
+ * length, else 0: a list of recipes split at its commas (a qsweep grid)
+ * holding such a value has most likely cut a recipe in two. */
+size_t qp_recipe_bare_modifier(const char *spec);
 
 #ifdef __cplusplus
 }

@@ -2,147 +2,125 @@
 #include "qp_train_args.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "qp_cli.h"
 #include "qp_gemm.h"
 #include "qp_model.h"
 #include "qp_recipe.h"
 #include "qp_train_options.h"
+#include "qp_version.h"
+
+static const char *const HEAD =
+    "Train a GPT (nanoGPT/llm.c architecture) or a Llama on the CPU with every linear layer's GEMMs\n"
+    "in a chosen precision, logging to an HDF5 run file.\n";
+static const char *const SIGNALS =
+    "SIGINT/SIGTERM stop at the next step boundary (status \"stopped\", exit 130; --resume continues).\n";
+static const char *const EXIT_STATUS = "0 done, 1 runtime error, 2 bad input, 3 diverged, 130 stopped.";
+
+/* qtrain's own options after the table's: they do not set a field */
+enum { X_HELP, X_VERSION, X_MAN, X_COUNT };
+#define MAX_ROWS 64
+#define HELP_LEN 2400
+
+/* qp_train_options[] as the rows qp_cli reads (id: the index into it, or
+ * the table's count + X_*), with "%D" in a help text replaced by the
+ * default when expand is set, and the values the option takes appended
+ * (qp_train_option_values) when values is set. n rows in tab. */
+static int cli_table(qp_cli_opt *tab, bool expand, bool values)
+{
+    static char help[MAX_ROWS][HELP_LEN];
+    qp_train_opts d;
+    qp_train_opts_default(&d);
+    int n = 0;
+    for (int i = 0; i < qp_n_train_options && n < MAX_ROWS - X_COUNT; i++, n++) {
+        const qp_train_option *t = &qp_train_options[i];
+        tab[n] = (qp_cli_opt){.name = t->name, .arg = t->kind == QP_OPT_FLAG ? NULL : t->arg ? t->arg : "VALUE",
+                              .help = t->help, .id = i};
+        const bool valued = values && t->kind != QP_OPT_FLAG && t->kind != QP_OPT_TEXT;
+        if (!expand || !t->help || (!strstr(t->help, "%D") && !valued)) continue;
+        char dflt[256];
+        qp_train_option_show(t, &d, dflt, sizeof dflt);
+        size_t k = 0;
+        for (const char *p = t->help; *p && k + 1 < HELP_LEN; p++) {
+            if (p[0] == '%' && p[1] == 'D') {
+                k += (size_t)snprintf(help[n] + k, HELP_LEN - k, "%s", dflt);
+                if (k >= HELP_LEN) k = HELP_LEN - 1;
+                p++;
+            } else {
+                help[n][k++] = *p;
+            }
+        }
+        help[n][k] = 0;
+        if (valued) {
+            char v[160];
+            qp_train_option_values(t, v, sizeof v);
+            snprintf(help[n] + k, HELP_LEN - k, "%s Values: %s.", k && help[n][k - 1] == '.' ? "" : ".", v);
+        }
+        tab[n].help = help[n];
+    }
+    tab[n++] = (qp_cli_opt){.name = "help", .short_name = 'h', .help = "this text", .id = qp_n_train_options + X_HELP};
+    tab[n++] = (qp_cli_opt){.name = "version", .help = "print qtrain's version and exit",
+                            .id = qp_n_train_options + X_VERSION};
+    tab[n++] = (qp_cli_opt){.name = "man", .help = "print this manual as a roff man page and exit",
+                            .id = qp_n_train_options + X_MAN};
+    return n;
+}
 
 void qp_train_usage(FILE *f)
 {
-    qp_train_opts d;
-    qp_train_opts_default(&d);
-    fprintf(f,
-            "usage: qtrain --data FILE [options]\n"
-            "Train a GPT (nanoGPT/llm.c architecture) or a Llama on the CPU with every linear layer's GEMMs\n"
-            "in a chosen precision, logging to an HDF5 run file.\n"
-            "  --data FILE        text (byte tokens, vocab 256) or llm.c .bin token shard (GPT-2, 50257)\n"
-            "  --recipe R         precision recipe (default %s; grammar and presets: docs/recipes.md):\n"
-            "                       a preset: fp32, bf16, fp8 (E4M3 x/w, E5M2 grads, delayed scaling, history\n"
-            "                       1024), fp8-current, mxfp8, nvfp4 (NVIDIA's recipe: 1x16 x/dy, 16x16 w, RHT\n"
-            "                       on wgrad, SR on grads, last ~15%% blocks BF16), nvfp4-naive, mxfp4;\n"
-            "                       modifiers after a comma: nvfp4-rht, nvfp4-sr, nvfp4-2d (drop that part),\n"
-            "                       bf16-last=N, bf16-first=N, smooth-swiglu (llama: Fishman et al.'s\n"
-            "                       Smooth-SwiGLU, the down GEMM's input scaled per channel by a power of\n"
-            "                       two before it is quantized, the inverse folded into its weight); rules\n"
-            "                       after a comma, applied in order:\n"
-            "                       TARGET=FORMAT[:OPT...] or TARGET:OPT[:OPT...], TARGET from blocks (L3,\n"
-            "                       L0-2, first2, last8, ~L3), GEMMs (qkv attproj fc fcproj; llama: qkv\n"
-            "                       attproj gate up down), passes (fprop dgrad wgrad), operands (x w dy)\n"
-            "                       joined by '.' ('+' for a union), OPT: sr rn current delayed hist=N\n"
-            "                       amax=max|most-recent rht=N 1d 2d. E.g. bf16,fprop=nvfp4\n"
-            "                       fp8-current,w=nvfp4   nvfp4,bf16-first=2,bf16-last=8.\n"
-            "                       Only the blocks' linear layers are quantized: embeddings, LM head,\n"
-            "                       attention's internal products, norms and the optimizer stay FP32, as in\n"
-            "                       the published recipes.\n"
-            "  --explain          print --recipe expanded for --layers blocks of --arch (one rule per pass\n"
-            "                     x operand x block group, the form the run file records) and exit\n"
-            "  --arch A           gpt (default: learned positions, LayerNorm, 4x GELU MLP, biases, tied\n"
-            "                     head) or llama (RMSNorm, rotary embeddings, SwiGLU MLP, no biases, untied\n"
-            "                     head); the llama's linear layers are qkv, attproj, gate, up, down\n"
-            "  --layers L --heads H --dim C --seq T   model (default %d %d %d %d)\n"
-            "  --kv-heads N       llama: key/value heads, dividing --heads (grouped-query attention;\n"
-            "                     default --heads)\n"
-            "  --mlp-hidden N     llama: SwiGLU's hidden width (default 8C/3 rounded up to a multiple of 64)\n"
-            "  --batch B          sequences per micro-batch (default %d); under mpirun -np N the global\n"
-            "                     batch: each rank takes B/N of the same sequences\n"
-            "  --grad-comm P      gradient all-reduce across ranks: fp32 (default), bf16 or fp8 (E4M3,\n"
-            "                     per-tensor scale from the global amax); logs grad_comm_rel_err\n"
-            "  --grad-comm-ef     error feedback for --grad-comm bf16|fp8 (residual not checkpointed)\n"
-            "  --grad-accum N     micro-batches per optimizer step (default 1)\n"
-            "  --steps N          optimizer steps (default %lld)\n"
-            "  --tokens-per-param R   instead of --steps: train on R tokens per non-embedding parameter,\n"
-            "                     steps = round(R x N / (batch x seq x grad-accum)); N = every parameter but\n"
-            "                     the token/position embeddings (the tied LM head included). The run file\n"
-            "                     records params_nonembedding, tokens_total, tokens_per_param and epochs;\n"
-            "                     more than 4 epochs of the training split warns once\n"
-            "  --lr X --min-lr X --warmup N   AdamW lr, cosine floor (default lr/10), warm-up steps\n"
-            "  --weight-decay X --grad-clip X (default %g, %g; clip 0 = off)\n"
-            "  --seed S           weights, batches and stochastic rounding (default %llu)\n"
-            "  --data-seed S      batches, stochastic rounding and Hadamard signs from S instead of --seed\n"
-            "                     (the initial weights stay --seed's): runs differing only in it measure\n"
-            "                     the noise floor\n"
-            "  --eval-every N --eval-batches N   validation loss cadence and size in batches (default %lld,\n"
-            "                     %lld). The validation set is fixed: consecutive windows from the start of\n"
-            "                     the validation split, the same for every seed and recipe\n"
-            "  --val-tokens N|all the validation set by size instead: at least N tokens (whole batches, at\n"
-            "                     most the split), or the whole validation split\n"
-            "  --qerr-every N     log per-layer quantization error, and every block GEMM input's amax,\n"
-            "                     kurtosis and top-channel energy share (/quant/outliers), every N steps\n"
-            "                     (default %lld, 0 = off)\n"
-            "  --ckpt-every N     checkpoint cadence (default %lld; also at the end)\n"
-            "  --val-frac X       last fraction of the data used for validation (default %g)\n"
-            "  --prefetch N       batches the loader thread prepares ahead (default %d; 0 = none)\n"
-            "  --requantize       the backward quantizes X and W again instead of keeping the forward's\n"
-            "                     quantized copies: the same results in less memory (a BF16 copy of\n"
-            "                     every block GEMM's X and W), a little slower\n"
-            "  --threads N|auto   OpenMP threads (default auto: the CPUs of this process's affinity\n"
-            "                     mask that nothing else is running on when it starts, at least 1).\n"
-            "                     Results are the same bits on any number of threads\n"
-            "  --device D         cpu (default) or cuda: the whole step on the GPU (same model, recipes,\n"
-            "                     run file and checkpoints; GEMM path and board power in the run file);\n"
-            "                     exits 2 without a CUDA device or in a build without CUDA\n"
-            "  --out RUN.h5       run file (default %s); checkpoints go to RUN.ckpt.h5\n"
-            "  --resume           continue from RUN.ckpt.h5 (bit-identical), or start if there is none\n"
-            "  --eval-only --resume-from CKPT   evaluate a checkpoint under --recipe (post-training\n"
-            "                     quantization) and log its per-layer errors\n"
-            "  --divergence-factor X   loss above X * running minimum counts as divergence (default %g)\n"
-            "  --on-divergence A  what a divergence (NaN/Inf loss or gradient, or a loss spike) does:\n"
-            "                       stop (default): log it, keep the last checkpoint, exit 3;\n"
-            "                       skip-step: drop that step's update (weights, Adam moments and scaling\n"
-            "                       states stay as before it), go on with the next batch; NaN/Inf weights\n"
-            "                       cannot be skipped past: the run stops as with stop;\n"
-            "                       rollback: reload weights, Adam moments, scaling states and the loss\n"
-            "                       minimum from the last checkpoint file (RUN.ckpt.h5, else .prev; a fresh\n"
-            "                       run writes one of its initial state first) and go on with the next\n"
-            "                       step and batch: the step counter, lr schedule and data are not rewound,\n"
-            "                       so the batches that led to it are skipped, not replayed (a replay is\n"
-            "                       bit-identical and would diverge again). The run stops as with stop\n"
-            "                       after 5 skipped steps in a row, or 5 rollbacks with no checkpoint of\n"
-            "                       a good step between them.\n"
-            "  --inject KIND:WHERE@STEP   debug: put one NaN/Inf in at optimizer step STEP. KIND: nan, inf,\n"
-            "                       -inf; WHERE: loss (the step's loss value), grad:TENSOR[IDX] (a gradient\n"
-            "                       element after backward), param:TENSOR[IDX] (a weight before forward);\n"
-            "                       TENSOR: wte wpe ln1w ln1b qkvw qkvb attprojw attprojb ln2w ln2b fcw fcb\n"
-            "                       fcprojw fcprojb lnfw lnfb (llama: wte ln1w qkvw attprojw ln2w gatew upw\n"
-            "                       downw lnfw lmhead); IDX: flat element index (default 0). E.g.\n"
-            "                       nan:grad:wte@12, inf:param:fcw[5]@30, nan:loss@5. Fires once per\n"
-            "                       process (a rollback never reruns a step number, so it gets past it; a\n"
-            "                       --resume from before STEP fires it again).\n"
-            "  --quiet            no progress line\n"
-            "  -h, --help\n"
-            "SIGINT/SIGTERM stop at the next step boundary (status \"stopped\", exit 130; --resume continues).\n"
-            "Exit: 0 done, 1 runtime error, 2 bad input, 3 diverged, 130 stopped.\n",
-            d.recipe, d.layers, d.heads, d.dim, d.seq, d.batch, (long long)d.steps, d.weight_decay, d.grad_clip,
-            (unsigned long long)d.seed, (long long)d.eval_every, (long long)d.eval_batches, (long long)d.qerr_every,
-            (long long)d.ckpt_every, d.val_frac, d.prefetch, d.out, d.divergence_factor);
+    qp_cli_opt tab[MAX_ROWS];
+    const int n = cli_table(tab, true, false);
+    fprintf(f, "usage: qtrain --data FILE [options]\n%s", HEAD);
+    qp_cli_help(f, tab, n);
+    fprintf(f, "%sExit: %s\n", SIGNALS, EXIT_STATUS);
+}
+
+void qp_train_man(FILE *f)
+{
+    qp_cli_opt tab[MAX_ROWS];
+    const int n = cli_table(tab, true, true);
+    char desc[1024];
+    snprintf(desc, sizeof desc, "%s\n\n%s", HEAD, SIGNALS);
+    const qp_cli_page page = {
+        .name = "qtrain",
+        .summary = "train a GPT or Llama with its GEMMs in BF16, FP8, MXFP8/6/4 or NVFP4",
+        .synopsis = "--data FILE [options]",
+        .description = desc,
+        .exit_status = EXIT_STATUS,
+        .see_also = "qsweep(1), qplot(1), qerr(1); docs/qtrain.md, docs/recipes.md and docs/runfile.md in the "
+                    "qprec sources",
+        .version = qp_version(),
+    };
+    qp_cli_man(f, &page, tab, n);
 }
 
 int qp_train_parse_args(int argc, char **argv, qp_train_opts *o, char *err, size_t errlen)
 {
     err[0] = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return QP_ARGS_HELP;
-        if (strncmp(a, "--", 2) != 0) {
-            snprintf(err, errlen, "unexpected argument '%s' (see --help)", a);
+    qp_cli_opt tab[MAX_ROWS];
+    const int n = cli_table(tab, false, false);
+    qp_cli_iter it = {1, false};
+    for (;;) {
+        const char *v;
+        const int k = qp_cli_next(&it, argc, argv, tab, n, &v, err, errlen);
+        if (k == QP_CLI_DONE) break;
+        if (k == QP_CLI_BAD) return QP_ARGS_BAD;
+        if (k == QP_CLI_ARG) {
+            snprintf(err, errlen, "unexpected argument '%.200s' (see --help)", v);
             return QP_ARGS_BAD;
         }
-        const qp_train_option *t = qp_train_option_find(a + 2);
-        /* the table spells names with '-' only: "--grad_accum" is not a flag */
-        if (!t || strchr(a, '_')) {
-            snprintf(err, errlen, "unknown option '%s' (see --help)", a);
-            return QP_ARGS_BAD;
-        }
-        if (t->kind != QP_OPT_FLAG && i + 1 >= argc) {
-            snprintf(err, errlen, "%s needs a value (see --help)", a);
-            return QP_ARGS_BAD;
-        }
-        const char *v = t->kind == QP_OPT_FLAG ? "" : argv[++i];
-        if (qp_train_option_parse(t, a, v, false, o, err, errlen)) return QP_ARGS_BAD;
+        const int id = tab[k].id;
+        if (id == qp_n_train_options + X_HELP) return QP_ARGS_HELP;
+        if (id == qp_n_train_options + X_VERSION) return QP_ARGS_VERSION;
+        if (id == qp_n_train_options + X_MAN) return QP_ARGS_MAN;
+        const qp_train_option *t = &qp_train_options[id];
+        char shown[80];
+        snprintf(shown, sizeof shown, "--%s", t->name);
+        if (qp_train_option_parse(t, shown, v ? v : "", false, o, err, errlen)) return QP_ARGS_BAD;
     }
     const char *isa = getenv("QP_MODEL_ISA");
     if (!qp_gpt_kernel_isa_capped(isa)) {

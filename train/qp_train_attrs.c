@@ -11,6 +11,7 @@
 #include "qp_omp.h"
 #include "qp_quant.h"
 #include "qp_train_state.h"
+#include "qp_version.h"
 
 typedef enum { A_INT, A_I64, A_U64, A_F64, A_STR, A_BOOL, A_FN, A_TEXT } attr_kind;
 
@@ -30,7 +31,7 @@ typedef struct {
 #define FN(key, fn) {key, A_FN, 0, fn, NULL}
 #define TEXT(key, fn) {key, A_TEXT, 0, NULL, fn}
 
-static void a_version(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, snprintf(b, n, "%s", QP_VERSION); }
+static void a_version(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, (void)h, snprintf(b, n, "%s", qp_version()); }
 static void a_host(const qp_train_state *r, const char *h, char *b, size_t n) { (void)r, snprintf(b, n, "%s", h); }
 static void a_recipe(const qp_train_state *r, const char *h, char *b, size_t n) { (void)h, snprintf(b, n, "%s", r->recipe.spec); }
 static void a_data_kind(const qp_train_state *r, const char *h, char *b, size_t n)

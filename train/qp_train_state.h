@@ -19,9 +19,9 @@
 #include "qp_omp.h"
 #include "qp_recipe.h"
 #include "qp_runlog.h"
+#include "qp_train_options.h"
 #include "qp_trainer.h"
 
-#define QP_VERSION "0.3.0"
 /* scaling states a checkpoint holds: one per (layer, GEMM of the
  * architecture's blocks (qp_model_block_gemms), operand), in that order — a
  * GPT's are the 4 GEMMs' of checkpoints from before --arch */
@@ -73,8 +73,7 @@ static inline uint64_t qp_fnv1a(const void *p, size_t n, uint64_t h)
     return h;
 }
 
-/* The model the options describe, for data of vocabulary `vocab`. */
-qp_gpt_config qp_train_model_config(const qp_train_opts *o, int vocab);
+/* (qp_train_model_config: qp_train_options.h) */
 
 /* Every scaling state into hist (QP_N_STATES x history_len floats) and st
  * (QP_N_STATES x QP_STATE_COLS), and back: what a checkpoint stores, and what

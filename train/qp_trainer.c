@@ -28,54 +28,18 @@ _Static_assert(sizeof(((qp_train_opts *)0)->recipe) == QP_RECIPE_SPEC_MAX, "--re
 
 volatile int qp_train_stop_requested;
 
-void qp_train_opts_default(qp_train_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    snprintf(o->recipe, sizeof o->recipe, "bf16");
-    snprintf(o->out, sizeof o->out, "run.h5");
-    o->device = QP_DEVICE_CPU, o->on_divergence = QP_ON_DIVERGENCE_STOP, o->grad_comm = QP_GRAD_COMM_FP32;
-    o->layers = QP_DEFAULT_LAYERS, o->heads = 4, o->dim = 128, o->seq = 64, o->batch = 12, o->grad_accum = 1;
-    o->threads = 0 /* auto */, o->prefetch = 4;
-    o->steps = 2000, o->warmup = 100, o->eval_every = 250, o->eval_batches = 20, o->qerr_every = 100;
-    o->ckpt_every = 500;
-    o->lr = 1e-3, o->min_lr = -1.0, o->weight_decay = 0.1, o->grad_clip = 1.0;
-    o->beta1 = 0.9, o->beta2 = 0.99, o->eps = 1e-8, o->val_frac = 0.1, o->divergence_factor = 4.0;
-    o->seed = QP_DEFAULT_SEED;
-    o->data_seed = -1;
-}
-
 int qp_train_opts_check(const qp_train_opts *o, char *err, size_t errlen)
 {
 #define BAD(...) return snprintf(err, errlen, __VA_ARGS__), -1
     if (!o->eval_only && !o->data[0]) BAD("--data is required");
-    /* each option's own range (qp_train_options.c), then how they combine */
+    /* each option's own range and how they combine (qp_train_options.c:
+     * qsweep checks every run of a grid with it before any starts) */
     if (qp_train_options_check(o, err, errlen)) return -1;
-    if (o->dim % o->heads) BAD("--heads %d does not divide --dim %d", o->heads, o->dim);
-    if (o->threads < 0 || o->threads > 1024) BAD("--threads must be auto (0) or in 1..1024, not %d", o->threads);
-    if (o->eval_only && !o->resume_from[0]) BAD("--eval-only needs --resume-from CKPT");
-    if (o->tokens_per_param != 0 && !(o->tokens_per_param > 0 && isfinite(o->tokens_per_param)))
-        BAD("--tokens-per-param must be a positive number");
-    if (o->tokens_per_param > 0 && o->steps_given) BAD("give --steps or --tokens-per-param, not both");
-    if (o->val_tokens < -1) BAD("--val-tokens must be a token count or 'all'");
-    if ((int64_t)o->batch * o->seq > (int64_t)1 << 28) BAD("--batch x --seq too large");
-    if ((unsigned)o->device >= QP_DEVICE_COUNT || (unsigned)o->on_divergence >= QP_ON_DIVERGENCE_COUNT ||
-        (unsigned)o->grad_comm >= QP_GRAD_COMM_COUNT)
-        BAD("--device, --on-divergence or --grad-comm out of range");
-    if ((unsigned)o->arch >= QP_ARCH_COUNT) BAD("--arch out of range");
-    if (o->kv_heads < 0 || o->mlp_hidden < 0) BAD("--kv-heads and --mlp-hidden must be positive");
-    /* the architecture's own rules (the vocabulary is the data's: any will do here) */
     const qp_gpt_config mc = qp_train_model_config(o, 256);
-    if (qp_model_check(&mc, err, errlen)) return -1;
     qp_inject inj;
     if (qp_inject_parse(o->inject, qp_model_param_names(&mc), qp_model_nparams(&mc), &inj, err, errlen)) return -1;
 #undef BAD
     return 0;
-}
-
-qp_gpt_config qp_train_model_config(const qp_train_opts *o, int vocab)
-{
-    return (qp_gpt_config){.vocab = vocab, .max_seq = o->seq, .layers = o->layers, .heads = o->heads, .dim = o->dim,
-                           .arch = (qp_arch)o->arch, .kv_heads = o->kv_heads, .mlp_hidden = o->mlp_hidden};
 }
 
 void qp_ckpt_path_for(const char *run_path, char *dst, size_t len)

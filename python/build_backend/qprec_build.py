@@ -46,8 +46,12 @@ def _project():
 
 
 def _version():
-    text = open(os.path.join(HERE, NAME, "__init__.py")).read()
-    return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)
+    """qprec's version, from the one place it is written: quant/qp_version.h."""
+    text = open(os.path.join(_quant_dir(), "qp_version.h")).read()
+    m = re.search(r'^#define QP_VERSION "([0-9]+\.[0-9]+\.[0-9]+)"', text, re.M)
+    if not m:
+        raise RuntimeError("qprec: quant/qp_version.h has no line #define QP_VERSION \"MAJOR.MINOR.PATCH\"")
+    return m.group(1)
 
 
 def _quant_dir():

@@ -30,13 +30,16 @@ import numpy as _np
 
 from . import _lib
 
-__version__ = "0.1.0"
 __all__ = ["formats", "format_info", "quantize", "qdq", "errors", "QTensor", "runfile"]
 
 _F32 = _np.float32
 
 
 def __getattr__(name):
+    # __version__ is the library's (quant/qp_version.h, the one place qprec's
+    # version is written; pip's version is read from there too)
+    if name == "__version__":
+        return _lib.lib().qp_version().decode()
     # qprec.runfile is imported on first use: it is where pandas comes in
     if name == "runfile":
         import importlib

@@ -21,6 +21,7 @@ _i64, _u64, _int, _f32p, _u8p, _dblp = (ctypes.c_int64, ctypes.c_uint64, ctypes.
                                          ctypes.POINTER(ctypes.c_double))
 _SIGNATURES = {
     "qprec_abi_version": (_int, []),
+    "qp_version": (ctypes.c_char_p, []),
     "qprec_format_count": (_int, []),
     "qprec_format_index": (_int, [ctypes.c_char_p]),
     "qprec_format_name": (ctypes.c_char_p, [_int]),

@@ -21,7 +21,9 @@ series can differ by a row: the shortest wins, as the schema says; an
 (n, k) dataset becomes k columns NAME[0..k-1]), every table (/quant/error,
 /events/recalib, /events/divergence, /status, and any other compound
 dataset) a DataFrame of its fields, strings decoded. pandas and h5py are
-imported here, when a file is read, never by `import qprec`.
+imported here, when a file is read, never by `import qprec`; without them
+load() says which to install (the package's "runfile" extra:
+pip install 'qprec[runfile]').
 """
 import os
 
@@ -48,6 +50,25 @@ class RunFile:
     def __repr__(self):
         parts = ", ".join(f"{k}: {len(v)} rows" for k, v in self.tables.items())
         return f"RunFile({self.path!r}, recipe={self.attrs.get('recipe')!r}; {parts})"
+
+
+# the optional dependencies of this module: the "runfile" extra of python/pyproject.toml
+_EXTRA = "runfile"
+_NEEDS = ("h5py", "pandas")
+
+
+def _require():
+    """h5py and pandas, or an ImportError that names what is missing and the extra that brings it."""
+    import importlib
+    missing = []
+    for name in _NEEDS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise ImportError(f"qprec.runfile needs {' and '.join(missing)} (not installed): "
+                          f"pip install 'qprec[{_EXTRA}]'") from None
 
 
 def _pd():
@@ -115,6 +136,7 @@ def _open(path):
 
 def load(path):
     """Read the run file at path into a RunFile."""
+    _require()
     import h5py
     with _open(path) as f:
         if "train" not in f:

@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[2048];
     const int rc = qp_train_parse_args(argc, argv, &o, err, sizeof err);
     if (rc == QP_ARGS_BAD) one_line(err);
-    else if (rc != QP_ARGS_OK && rc != QP_ARGS_HELP) abort();
+    else if (rc != QP_ARGS_OK && rc != QP_ARGS_HELP && rc != QP_ARGS_VERSION && rc != QP_ARGS_MAN) abort();
     if (rc == QP_ARGS_OK) {
         err[0] = '\0';
         if (qp_train_opts_check(&o, err, sizeof err)) {
@@ -127,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                       : (!c.file || !c.out || (c.dry_run && c.slurm)))
             abort();
         if (c.submit && !c.slurm) abort();
-    } else if (qc != QS_CLI_HELP) {
+    } else if (qc != QS_CLI_HELP && qc != QS_CLI_VERSION && qc != QS_CLI_MAN) {
         abort();
     }
 
@@ -143,7 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int i = 0; i < q.nin; i++)
             if (!q.in[i].path || (q.in[i].kind == QERR_IN_RAW && (q.in[i].rows < 1 || q.in[i].cols < 1))) abort();
         qerr_opts_free(&q);
-    } else if (ec != QERR_ARGS_HELP && ec != QERR_ARGS_VERSION) {
+    } else if (ec != QERR_ARGS_HELP && ec != QERR_ARGS_VERSION && ec != QERR_ARGS_MAN) {
         abort();
     }
     free(buf);

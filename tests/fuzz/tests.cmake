@@ -50,8 +50,8 @@ if(TARGET qsweep)
   qp_fuzz_target(experiment 20 4096
     SOURCES ${_src_root}/experiments/qs_ini.c ${_src_root}/experiments/qs_opts.c
             ${_src_root}/experiments/qs_grid.c ${_src_root}/experiments/qs_attr.c ${_src_root}/train/qp_recipe.c ${_src_root}/train/qp_size.c
-            ${_src_root}/train/qp_train_options.c
-    INCLUDES ${_src_root}/experiments ${_src_root}/train
+            ${_src_root}/train/qp_train_options.c ${_src_root}/train/qp_model_shape.c ${_src_root}/io/qp_cli.c
+    INCLUDES ${_src_root}/experiments ${_src_root}/train ${_src_root}/io
     LIBS qpquant m)
 endif()
 

@@ -391,7 +391,7 @@ def part_errors():
         (["loss", os.path.join(WORK, "corpus.txt"), "-o", fig], "corpus.txt: not an HDF5 file"),
         (["loss", plain, "-o", fig], "plain.h5: not a qprec run file (no /train)"),
         (["loss", notrain_group, "-o", fig], "half.h5: not a qprec run file (no /train/step)"),
-        (["loss", os.path.join(RUNS, "bf16_s1.ckpt.h5"), "-o", fig], "bf16_s1.ckpt.h5: not a qprec run file"),
+        (["loss", os.path.join(RUNS, "bf16_s1.ckpt.h5"), "-o", fig], "bf16_s1.ckpt.h5 is a qtrain checkpoint"),
         (["loss", os.path.join(WORK, "empty.h5"), "-o", fig], "empty.h5: empty run file (no /train rows)"),
         (["loss", FOUR[0], os.path.join(WORK, "empty.h5"), "-o", fig], "empty.h5: empty run file"),
         (["qerr", os.path.join(WORK, "noqerr.h5"), "-o", fig], "noqerr.h5: no /quant/error rows"),

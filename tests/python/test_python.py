@@ -29,6 +29,7 @@ CASE:
            the same bytes as the build tree's library.
 """
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -318,6 +319,29 @@ def case_import():
     print(f"import: {len(mods)} top-level modules for import qprec")
 
 
+def case_extras():
+    """Without an optional dependency, qprec.runfile.load says which and the extra that brings it
+    (python/pyproject.toml's [project.optional-dependencies]), instead of a bare ModuleNotFoundError;
+    qprec itself needs neither."""
+    run = make_run(os.path.join(WORK, "extras"))
+    extras = re.search(r"^runfile\s*=\s*\[([^\]]*)\]", open(os.path.join(SRC, "python", "pyproject.toml")).read(), re.M)
+    check(extras and sorted(re.findall(r'"([^"]+)"', extras.group(1))) == ["h5py", "pandas"],
+          "pyproject.toml has the runfile extra with h5py and pandas")
+    env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"))
+    for hidden in (["h5py"], ["pandas"], ["h5py", "pandas"]):
+        # a module set to None in sys.modules cannot be imported: as if it were not installed
+        code = ("import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in hidden) +
+                f"import qprec\nqprec.qdq([1.0], 'nvfp4')\nqprec.runfile.load({run!r})\n")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
+        want = f"ImportError: qprec.runfile needs {' and '.join(hidden)} (not installed): pip install 'qprec[runfile]'"
+        check(p.returncode != 0 and last == want, f"without {hidden}: {last!r}, want {want!r}")
+    p = subprocess.run([sys.executable, "-c", f"import qprec; print(len(qprec.runfile.load({run!r}).train))"],
+                       capture_output=True, text=True, env=env)
+    check(p.returncode == 0 and int(p.stdout) > 0, f"with both, load reads the run: {p.stderr[-300:]}")
+    print("extras: a missing h5py or pandas names qprec[runfile]")
+
+
 def case_torch():
     import qprec
     import torch
@@ -459,7 +483,7 @@ def case_install():
 
 def main():
     os.makedirs(WORK, exist_ok=True)
-    {"exact": case_exact, "codes": case_codes, "import": case_import, "torch": case_torch,
+    {"exact": case_exact, "codes": case_codes, "import": case_import, "extras": case_extras, "torch": case_torch,
      "doctest": case_doctest, "install": case_install}[CASE]()
     return check.summary(f"test_python {CASE}")
 

@@ -217,7 +217,7 @@ threads_per_run = 3
         (ok + "threads = 4\n", 3, "use threads_per_run in [sweep]"),
         (ok + "out = x.h5\n", 3, "'out' cannot be set in [base]"),
         (ok + "[sweep]\nbogus = 1\n", 4, "unknown key 'bogus' in [sweep]"),
-        (ok + "[sweep]\ntarget_loss = -1\n", 4, "target_loss expects a positive number"),
+        (ok + "[sweep]\ntarget_loss = -1\n", 4, "target_loss expects a number > 0, not '-1' (nats)"),
         (ok + "[sweep]\nthreads_per_run = 0\n", 4, "threads_per_run expects an integer in 1..1024"),
         (ok + "[sweep]\nbaseline = bf16\nbaseline = fp8\n", 5, "'baseline' set twice"),
         (ok + "[grid]\nrecipe = bf16, nvfp4\n[sweep]\nbaseline = fp8\n", 6,
@@ -255,7 +255,7 @@ threads_per_run = 3
         check(not os.path.exists(dest), f"bad{i}: created {dest} (something ran)")
 
     # -- command-line errors --------------------------------------------------------------------
-    for args, frag in [([good, "--out", out, "-j", "0"], "-j expects"),
+    for args, frag in [([good, "--out", out, "-j", "0"], "--jobs expects an integer in 1..1024, not '0'"),
                        ([good], "--out DIR is required"),
                        ([good, "--out", out, "--bogus"], "--bogus"),
                        ([os.path.join(d, "none.ini"), "--out", out], "cannot read"),
@@ -318,17 +318,34 @@ def case_grid():
                  "dim = 32, 64\nheads = 1, 2, 4\nbatch = 2, 4\n")
     p = qsweep(ini3, "--out", os.path.join(d, "out"), "--dry-run")
     check(len(dry_lines(p.stdout)) == 60, f"5x2x3x2 grid has {len(dry_lines(p.stdout))} runs")
-    # the architecture as an axis; the Llama's options in [base]; Smooth-SwiGLU is a recipe modifier ('|' for ',')
-    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nkv_heads = 1\n[grid]\narch = gpt, llama\n"
+    # the architecture as an axis; Smooth-SwiGLU is a recipe modifier ('|' for ','), the Llama's alone (a gpt
+    # run with it could not start: refused before any run starts, or excluded)
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\n[grid]\narch = gpt, llama\n"
                  "recipe = bf16, bf16|smooth-swiglu\n")
     p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
+    check(p.returncode == 2 and "run arch=gpt_recipe=bf16+smooth-swiglu: " in p.stderr and "down" in p.stderr,
+          f"Smooth-SwiGLU on a gpt: {p.returncode} {p.stderr}")
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\n[grid]\narch = gpt, llama\n"
+                 "recipe = bf16, bf16|smooth-swiglu\nexclude = arch=gpt recipe=bf16|smooth-swiglu\n")
+    p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
     runs = dry_lines(p.stdout)
-    check(p.returncode == 0 and len(runs) == 4 and [n.split("_")[0] for n, _ in runs] == ["arch=gpt"] * 2 + ["arch=llama"] * 2,
+    check(p.returncode == 0 and len(runs) == 3 and [n.split("_")[0] for n, _ in runs] == ["arch=gpt"] + ["arch=llama"] * 2,
           f"arch axis: {p.returncode} {p.stderr} {[n for n, _ in runs]}")
     for name, argv in runs:
         check(argv[argv.index("--arch") + 1] == name.split("_")[0].split("=")[1] and
               argv[argv.index("--recipe") + 1] in ("bf16", "bf16,smooth-swiglu") and
-              argv[argv.index("--kv-heads") + 1] == "1" and "--smooth-swiglu" not in argv, f"{name}: {argv}")
+              "--smooth-swiglu" not in argv, f"{name}: {argv}")
+    # the Llama's options in [base] with arch = gpt among the axis values: no gpt run could start with them
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nkv_heads = 1\n[grid]\narch = gpt, llama\n")
+    p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
+    check(p.returncode == 2 and p.stderr.endswith("run arch=gpt: --kv-heads, --mlp-hidden and Smooth-SwiGLU are the "
+                                                  "llama architecture's\n"), f"llama options for a gpt: {p.stderr}")
+    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\narch = llama\nkv_heads = 1\n[grid]\n"
+                 "recipe = bf16, bf16|smooth-swiglu\n")
+    p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
+    runs = dry_lines(p.stdout)
+    check(p.returncode == 0 and len(runs) == 2 and all(argv[argv.index("--kv-heads") + 1] == "1" for _, argv in runs),
+          f"the Llama's options in [base]: {p.returncode} {p.stderr}")
     for bad, frag in (("arch = gpt, mamba", "arch must be gpt or llama, not 'mamba'"),
                       ("smooth_swiglu = 1", "unknown qtrain option 'smooth_swiglu'"),
                       ("kv_heads = 0", "kv_heads expects an integer in 1..1048576, not '0'")):
@@ -569,28 +586,29 @@ def case_resume():
 
 def case_fail():
     d = setup("fail")
-    ini = write(os.path.join(d, "f.ini"), BASE.format(steps=30, ckpt=10).replace("heads = 2\n", "").replace("lr = 5e-3\n", "")
-                + "[grid]\nheads = 2, 3\nlr = 5e-3, 1000\n")
+    # runs that fail as they start (their data holds no validation batch of --seq 4096), one that diverges
+    ini = write(os.path.join(d, "f.ini"), BASE.format(steps=30, ckpt=10).replace("seq = 32\n", "").replace("lr = 5e-3\n", "")
+                + "[grid]\nseq = 32, 4096\nlr = 5e-3, 1000\n")
     out = os.path.join(d, "out")
     p = qsweep(ini, "--out", out, "-j", "2")
     check(p.returncode == 1, f"a failed run: exit {p.returncode}, want 1\n{p.stderr}")
-    check("2 of 4 runs failed" in p.stderr and "heads=3_lr=5e-3: exit 2" in p.stderr and "does not divide" in p.stderr,
+    check("2 of 4 runs failed" in p.stderr and "seq=4096_lr=5e-3: exit 2" in p.stderr and "validation split" in p.stderr,
           f"failure report: {p.stderr}")
     check("1 run diverged" in p.stderr, f"divergence reported: {p.stderr}")
     rows = {r["name"]: r for r in read_csv(os.path.join(out, "summary.csv"))}
-    check(rows["heads=2_lr=5e-3"]["status"] == "done", f"good run: {rows['heads=2_lr=5e-3']['status']}")
-    check(rows["heads=2_lr=1000"]["status"] == "diverged" and rows["heads=2_lr=1000"]["diverged"] == "yes",
-          f"diverged run: {rows['heads=2_lr=1000']['status']}")
-    for n in ("heads=3_lr=5e-3", "heads=3_lr=1000"):
-        check(rows[n]["status"] == "failed" and "does not divide" in rows[n]["message"], f"{n}: {rows[n]}")
-    check(rows["heads=2_lr=5e-3"]["diverged"] == "no", "done run not diverged")
+    check(rows["seq=32_lr=5e-3"]["status"] == "done", f"good run: {rows['seq=32_lr=5e-3']['status']}")
+    check(rows["seq=32_lr=1000"]["status"] == "diverged" and rows["seq=32_lr=1000"]["diverged"] == "yes",
+          f"diverged run: {rows['seq=32_lr=1000']['status']}")
+    for n in ("seq=4096_lr=5e-3", "seq=4096_lr=1000"):
+        check(rows[n]["status"] == "failed" and "validation split" in rows[n]["message"], f"{n}: {rows[n]}")
+    check(rows["seq=32_lr=5e-3"]["diverged"] == "no", "done run not diverged")
     md = open(os.path.join(out, "summary.md")).read()
-    check("`heads=3_lr=1000`: failed: exit 2" in md, "summary.md lists the failure")
+    check("`seq=4096_lr=1000`: failed: exit 2" in md, "summary.md lists the failure")
     # rerun: failed runs are tried again, finished ones (done, diverged) are not
     p = qsweep(ini, "--out", out, "-j", "2")
     check(p.returncode == 1 and "(2 finished before)" in p.stderr, f"rerun: {p.returncode} {p.stderr}")
     count = lambda n: open(os.path.join(out, "logs", n + ".log")).read().count("== qsweep 2")
-    check(count("heads=3_lr=5e-3") == 2 and count("heads=2_lr=1000") == 1 and count("heads=2_lr=5e-3") == 1,
+    check(count("seq=4096_lr=5e-3") == 2 and count("seq=32_lr=1000") == 1 and count("seq=32_lr=5e-3") == 1,
           "retried only the failed runs")
     # only divergence: exit 0
     ini2 = write(os.path.join(d, "g.ini"), BASE.format(steps=30, ckpt=10).replace("lr = 5e-3\n", "") + "[grid]\nlr = 5e-3, 1000\n")
@@ -710,22 +728,29 @@ def case_slurm():
     p = qsweep("--status", out)
     check(p.returncode == 0 and "nothing submitted to Slurm" in p.stdout and "total: 1 done, 3 not submitted" in p.stdout,
           f"--status of a folder never submitted: {p.returncode} {p.stdout} {p.stderr}")
-    # a failing task records its failure as a local qsweep would (DIR/runs/NAME.exit)
+    # a failing task records its failure as a local qsweep would (DIR/runs/NAME.exit); qsweep refuses
+    # what it can judge before anything starts (heads = 3 with dim = 32), so the run fails on its data:
+    # a validation split too small for a batch of --seq 4096
     ini_bad = write(os.path.join(d, "bad.ini"), BASE.format(steps=30, ckpt=10).replace("heads = 2\n", "") +
                     "[grid]\nheads = 2, 3\n[sweep]\nthreads_per_run = 1\n")
+    p = qsweep(ini_bad, "--out", os.path.join(d, "bad0"), "--slurm")
+    check(p.returncode == 2 and "--heads 3 does not divide --dim 32" in p.stderr and
+          not os.path.exists(os.path.join(d, "bad0")), f"--slurm refuses what no run could start with: {p.stderr}")
+    ini_bad = write(os.path.join(d, "bad.ini"), BASE.format(steps=30, ckpt=10).replace("seq = 32\n", "") +
+                    "[grid]\nseq = 32, 4096\n[sweep]\nthreads_per_run = 1\n")
     bad = os.path.join(d, "bad")
     check(qsweep(ini_bad, "--out", bad, "--slurm").returncode == 0, "--slurm for the failing grid")
     r = subprocess.run(["bash", os.path.join(bad, "qsweep.sbatch")], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, SLURM_ARRAY_TASK_ID="1"))
-    marker = os.path.join(bad, "runs", "heads=3.exit")
+    marker = os.path.join(bad, "runs", "seq=4096.exit")
     check(r.returncode == 2 and os.path.exists(marker), f"failing task: exit {r.returncode}, marker written")
     if os.path.exists(marker):
         text_m = open(marker).read().splitlines()
-        check(text_m[0] == "exit 2" and "heads" in text_m[1], f"marker: {text_m}")
-    log = open(os.path.join(bad, "logs", "heads=3.log")).read()
+        check(text_m[0] == "exit 2" and "validation split" in text_m[1], f"marker: {text_m}")
+    log = open(os.path.join(bad, "logs", "seq=4096.log")).read()
     check("== qsweep.sbatch: exit 2" in log, "the run's log has the task's footer")
     p = qsweep("--status", bad)
-    check(re.search(r"heads=3\s+failed", p.stdout) is not None, f"--status shows the failure: {p.stdout}")
+    check(re.search(r"seq=4096\s+failed", p.stdout) is not None, f"--status shows the failure: {p.stdout}")
 
     # [slurm]: resources into #SBATCH lines, the section kept in DIR/qsweep.ini
     ini2 = write(os.path.join(d, "r.ini"), BASE.format(steps=30, ckpt=10).replace("[base]\n", "[base]\ndevice = cuda\n") +

@@ -173,7 +173,7 @@ static void test_check(void)
             if (!t->lo_open) {
                 o = valid();
                 set_field(&o, t, t->lo);
-                CHECK(!qp_train_options_check(&o, err, sizeof err), "%s at its low end: %s", t->name, err);
+                CHECK(!qp_train_options_check_ranges(&o, err, sizeof err), "%s at its low end: %s", t->name, err);
             }
         }
         if (!isinf(t->hi) && t->hi < 1e15) {
@@ -183,7 +183,7 @@ static void test_check(void)
             if (!t->hi_open) {
                 o = valid();
                 set_field(&o, t, t->hi);
-                CHECK(!qp_train_options_check(&o, err, sizeof err), "%s at its high end: %s", t->name, err);
+                CHECK(!qp_train_options_check_ranges(&o, err, sizeof err), "%s at its high end: %s", t->name, err);
             }
         }
         if (t->kind == QP_OPT_NUM) {
