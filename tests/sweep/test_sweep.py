@@ -895,6 +895,10 @@ noise_floor = bf16
     p = qsweep(ini, "--out", out, "-j", "2", timeout=600)
     check(p.returncode == 0, f"sweep: exit {p.returncode}: {p.stderr[-500:]}")
     check("noise floor" in p.stdout and "resolved" in p.stdout, f"stdout names intervals and the noise floor: {p.stdout}")
+    # the baseline's own rows say what they are; their gap is 0 by definition, not an unresolved measurement
+    base_lines = [l for l in p.stdout.splitlines() if "_recipe=bf16 " in l]
+    check(len(base_lines) == 3 and all(l.rstrip().endswith("0 (the baseline)") for l in base_lines),
+          f"stdout: the baseline rows are marked as the baseline: {base_lines}")
     rows = {r["name"]: r for r in read_csv(os.path.join(out, "summary.csv"))}
     # a run the divergence detector stopped (a 40k model at lr 5e-3 can spike, and which seed does depends on
     # the kernels' last bits) is a result, but not a loss: it counts in n_diverged and leaves its pairs' gaps
@@ -964,6 +968,9 @@ noise_floor = bf16
         check(close(g["gap_pct_rms"], float(np.sqrt(np.mean(np.square(tw)))), 1e-9), f"{gname}: rms")
     md = open(os.path.join(out, "summary.md")).read()
     check("## Noise floor" in md and "epochs" in md and "[95% CI]" in md, "summary.md: intervals, epochs, noise floor")
+    md_base = [l for l in md.splitlines() if l.startswith("| ") and "_recipe=bf16 |" in l]
+    check(len(md_base) == 3 and all("| 0 (the baseline) |" in l and "unresolved" not in l for l in md_base),
+          f"summary.md: the baseline rows are marked as the baseline: {md_base}")
 
 def plan_map(text):
     """recipe_plan (the canonical expansion) -> {(block, gemm, pass, operand): plan}."""
