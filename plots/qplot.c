@@ -3,6 +3,7 @@
  *   qplot KIND RUN.h5... -o FIG.{png,svg,pdf} [options]   (and its twins: FIG in the other two
  *                                                         formats, FIG.csv with the data drawn)
  *   qplot all SWEEPDIR [options]        (run files DIR/runs/NAME.h5 -> DIR/fig/KIND.{png,svg,pdf,csv})
+ *   qplot kinds                         (the figure kinds, one per line: QP_FIG_KINDS)
  *
  * Owns: the command line, the rounds (one, or one every --interval seconds
  * with --follow) and exit codes: 0 drawn (or --follow stopped by SIGINT or
@@ -50,6 +51,7 @@ static void usage(FILE *f)
 {
     fputs("usage: qplot KIND RUN.h5... -o FIGURE [options]\n"
           "       qplot all SWEEPDIR [options]\n"
+          "       qplot kinds                   (the figure kinds, one per line)\n"
           "Figures from qtrain run files (docs/runfile.md), drawn by gnuplot with plots/KIND.gp.\n"
           "KIND:\n"
           "  loss        training loss per recipe: mean over seeds (EMA-smoothed) with its 95% band,\n"
@@ -147,6 +149,11 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (optind >= argc) return fail("no figure kind given (%s, all)", qp_fig_names());
     o->kind = argv[optind++];
+    if (!strcmp(o->kind, "kinds")) { /* the table itself, for scripts and tests */
+        if (optind < argc) return fail("kinds takes no arguments");
+        for (int k = 0; k < QP_FIG_NKINDS; k++) puts(QP_FIG_KINDS[k].name);
+        exit(0);
+    }
     o->runs = argv + optind;
     o->nruns = argc - optind;
     if (!strcmp(o->kind, "all")) {
