@@ -165,7 +165,7 @@ static void zoom_vars(const zoom_pts *z, const qp_range *rg, qp_gpvars *v)
     qp_gpv_num(v, "zylo", lo - m);
     qp_gpv_num(v, "zyhi", hi + m);
     qp_gpv_num(v, "width", 6.6); /* two panels side by side: a page-wide figure */
-    qp_gpv_num(v, "height", 3.0);
+    qp_gpv_num(v, "height", 3.2);
 }
 
 int qp_fig_loss(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,

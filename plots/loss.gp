@@ -11,7 +11,7 @@ set ylabel "training loss (nats/token)"
 set xlabel "optimizer step"
 if (logx) { set xlabel "optimizer step (log scale)" }
 # the key above the plot(s), where no curve can run under it
-set key outside top center horizontal maxcols (zoom ? 4 : 2) width -1 font ",8"
+set key outside top center horizontal maxcols (zoom ? 3 : 2) width -1 font ",8"
 
 # one panel's curves: raw faint, band, smoothed mean, validation markers
 curves = "for [i=1:n] datafile index 2*(i-1) using 1:2 with lines lw 0.6 lc rgb faint(word(colors, i)) notitle, \
@@ -23,13 +23,38 @@ keys = "keyentry with points pt 7 ps 0.45 lc rgb '#555555' title (anyval ? 'vali
 
 if (zoom) {
     # inches: the key's rows above, tic labels and x label below; two panels with a gap
-    top_in = 0.55
+    top_in = 0.66
     set multiplot
+    # the key, across both panels: a plot of key entries only, as wide as the figure
+    set lmargin at screen 0.02
+    set rmargin at screen 0.98
+    set tmargin at screen 1 - 0.02/height
+    set bmargin at screen 1 - (top_in - 0.04)/height
+    unset border
+    unset xtics
+    unset ytics
+    unset grid
+    unset xlabel
+    unset ylabel
+    set xrange [0:1]
+    set yrange [0:1]
+    set key inside center center horizontal maxrows 2
+    # (a keyentry-only plot trips gnuplot: the lines are drawn at y = 2, outside the range)
+    plot for [i=1:n] 2 with lines lw 1.2 lc rgb word(colors, i) title word(titles, i) noenhanced, \
+         keyentry with points pt 7 ps 0.45 lc rgb '#555555' title (anyval ? 'validation' : ''), \
+         keyentry with filledcurves fs transparent solid 0.25 noborder lc rgb '#555555' title (anyband ? '95% CI over seeds' : '')
+    unset key
+    set border 3 lw 0.8
+    set xtics nomirror out scale 0.6
+    set ytics nomirror out scale 0.6
+    set grid back lc rgb "#e5e5e5" lw 0.6
+    set autoscale y
+    set ylabel "training loss (nats/token)"
+    set xlabel (logx ? "optimizer step (log scale)" : "optimizer step")
     set tmargin at screen 1 - top_in/height
-    set bmargin at screen 0.45/height
+    set bmargin at screen 0.52/height
     set lmargin at screen 0.6/width
     set rmargin at screen 0.6/width + (width - 0.6 - 0.5 - 0.15) * 0.55/width
-    set key at screen 0.5, screen 1 - 0.03/height center top
 }
 set xrange [xlo:xhi]
 if (exists("ylo")) { set yrange [ylo:yhi] }
@@ -49,12 +74,11 @@ if (zoom) {
     set object 1 rect from zxlo, graph 0 to zxhi, graph 1 behind fc rgb "#eeeeee" fs solid 1.0 noborder
     set label 1 "zoomed" at zxlo + (zxhi - zxlo)/2, graph 0.97 center font ",7" tc rgb "#777777"
 }
-eval "plot ".curves.", ".keys
+if (zoom) { eval "plot ".curves } else { eval "plot ".curves.", ".keys }
 
 if (zoom) {
     unset object 1
     unset label 1
-    unset key
     unset logscale
     unset ylabel
     set ytics auto format "% h"
@@ -63,7 +87,7 @@ if (zoom) {
     set rmargin at screen 1 - 0.15/width
     set xrange [zxlo:zxhi]
     set yrange [zylo:zyhi]
-    set title "the last quarter of the steps, zoomed" font ",8" offset 0, -0.6
+    set title "the last quarter of the steps, zoomed" font ",8" offset 0, -0.8
     set xlabel "optimizer step"
     eval "plot ".curves
     unset multiplot
