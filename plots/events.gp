@@ -11,7 +11,7 @@ kps = "0.35 0.5 0.5 0.7 0.5"
 kcolor = "#0072B2 #D55E00 #56B4E9 #000000 #999999"
 
 top_in = 0.32      # room for the key above the panels
-bottom_in = 0.45   # tic labels and the x label below them
+bottom_in = 0.55   # tic labels and the x label below them
 gap_in = 0.2       # room for each panel's run label
 set multiplot layout n, 1 margins 0.15, 0.97, bottom_in/height, 1 - top_in/height spacing 0, gap_in/height
 set xrange [xmin:xmax]

@@ -15,8 +15,8 @@
  *
  * Data file, per recipe j (in the order recipes first appear):
  *   index j: step  mean_gap  ci_lo  ci_hi  n_seeds
- * Variables: n, colors, titles ("fp8 (2-seed mean)": the line is the
- * seeds' mean), baseline, basecolor, anyband (1 if some recipe has more
+ * Variables: n, colors, titles ("fp8 (2 seeds)": the line is the seeds'
+ * mean, as in the loss figure), baseline, basecolor, anyband (1 if some recipe has more
  * than one seed, so the band means something), xlo, xhi (and ylo, yhi for
  * a single value: qp_range); gaplo, gaphi (the y axis: the means and bands
  * after each series' first tenth of steps, and 0, with 8% margins) and
@@ -225,7 +225,7 @@ int qp_fig_gap(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *dat
         }
         colors[nseries] = qp_recipe_color(rec);
         if (np > 1)
-            snprintf(titles[nseries], QP_LABEL_LEN, "%s (%d-seed mean)", rec, np);
+            snprintf(titles[nseries], QP_LABEL_LEN, "%s (%d seeds)", rec, np);
         else
             snprintf(titles[nseries], QP_LABEL_LEN, "%s", rec);
         tp[nseries] = titles[nseries];

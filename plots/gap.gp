@@ -21,4 +21,4 @@ if (!exists("gaplo")) { set offsets 0, 0, graph 0.05, graph 0.05 }
 plot for [i=1:n] datafile index i-1 using 1:3:4 with filledcurves fs transparent solid 0.22 noborder lc rgb word(colors, i) notitle, \
      for [i=1:n] datafile index i-1 using 1:2 with lines lw 1.2 lc rgb word(colors, i) title word(titles, i) noenhanced, \
      0 with lines dt 2 lw 0.8 lc rgb basecolor title baseline." (= 0)" noenhanced, \
-     keyentry with filledcurves fs transparent solid 0.22 noborder lc rgb "#555555" title (anyband ? "band: 95% CI over seeds" : "")
+     keyentry with filledcurves fs transparent solid 0.22 noborder lc rgb "#555555" title (anyband ? "95% CI over seeds" : "")

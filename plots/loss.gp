@@ -52,9 +52,9 @@ if (zoom) {
     set ylabel "training loss (nats/token)"
     set xlabel (logx ? "optimizer step (log scale)" : "optimizer step")
     set tmargin at screen 1 - top_in/height
-    set bmargin at screen 0.52/height
-    set lmargin at screen 0.6/width
-    set rmargin at screen 0.6/width + (width - 0.6 - 0.5 - 0.15) * 0.55/width
+    set bmargin at screen 0.62/height
+    set lmargin at screen 0.72/width
+    set rmargin at screen 0.72/width + (width - 0.72 - 0.5 - 0.15) * 0.55/width
 }
 set xrange [xlo:xhi]
 if (exists("ylo")) { set yrange [ylo:yhi] }
@@ -83,7 +83,7 @@ if (zoom) {
     unset ylabel
     set ytics auto format "% h"
     set offsets 0, 0, 0, 0
-    set lmargin at screen 0.6/width + (width - 0.6 - 0.5 - 0.15) * 0.55/width + 0.5/width
+    set lmargin at screen 0.72/width + (width - 0.72 - 0.5 - 0.15) * 0.55/width + 0.5/width
     set rmargin at screen 1 - 0.15/width
     set xrange [zxlo:zxhi]
     set yrange [zylo:zyhi]
