@@ -968,6 +968,25 @@ noise_floor = bf16
         check(close(g["gap_pct_rms"], float(np.sqrt(np.mean(np.square(tw)))), 1e-9), f"{gname}: rms")
     md = open(os.path.join(out, "summary.md")).read()
     check("## Noise floor" in md and "epochs" in md and "[95% CI]" in md, "summary.md: intervals, epochs, noise floor")
+    # scripts/verdict.py: a line per cell in plain words, its numbers and verdict the summary's
+    verdict = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "verdict.py")
+    v = subprocess.run([sys.executable, verdict, out], capture_output=True,
+                       text=True, timeout=60)
+    lines = v.stdout.splitlines()
+    check(v.returncode == 0 and v.stderr == "" and len(lines) == 3, f"verdict.py: exit {v.returncode}: {v.stdout}"
+          f"{v.stderr}")
+    for gname, g in groups.items():
+        if gname.endswith("_recipe=fp8"):
+            cell = f"model={g['model']} tokens_per_param={g['tokens_per_param']}"
+            line = [l for l in lines if l.startswith("FP8 ") and f" at {cell} " in l + " "]
+            if math.isnan(g["gap_ci_lo"]):
+                check(len(line) == 1 and "no verdict" in line[0], f"verdict.py, {gname}: {line}")
+                continue
+            iv = f"[{g['gap_ci_lo']:+.2f}, {g['gap_ci_hi']:+.2f}]"
+            word = "resolved." if g["resolved"] else "unresolved"
+            check(len(line) == 1 and iv in line[0] and word in line[0] and
+                  (not g["resolved"] or f"{abs(g['gap_pct_mean']):.2f}% " in line[0]),
+                  f"verdict.py, {gname}: {line}, want {g['gap_pct_mean']:+.2f}% {iv} {word}")
     md_base = [l for l in md.splitlines() if l.startswith("| ") and "_recipe=bf16 |" in l]
     check(len(md_base) == 3 and all("| 0 (the baseline) |" in l and "unresolved" not in l for l in md_base),
           f"summary.md: the baseline rows are marked as the baseline: {md_base}")
