@@ -978,7 +978,7 @@ noise_floor = bf16
     for gname, g in groups.items():
         if gname.endswith("_recipe=fp8"):
             cell = f"model={g['model']} tokens_per_param={g['tokens_per_param']}"
-            line = [l for l in lines if l.startswith("FP8 ") and f" at {cell} " in l + " "]
+            line = [l for l in lines if l.startswith("FP8 ") and (f" at {cell}:" in l or f" at {cell} " in l)]
             if math.isnan(g["gap_ci_lo"]):
                 check(len(line) == 1 and "no verdict" in line[0], f"verdict.py, {gname}: {line}")
                 continue
