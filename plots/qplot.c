@@ -79,7 +79,8 @@ static void usage(FILE *f)
           "                      SIGINT/SIGTERM (then exit 0); prints a line per redraw\n"
           "  --interval S        seconds between redraws (default 5)\n"
           "  -h, --help\n"
-          "Environment: QP_PLOTS_DIR (directory of the .gp scripts), QP_GNUPLOT (gnuplot executable).\n"
+          "Environment: QP_PLOTS_DIR (directory of the .gp scripts), QP_GNUPLOT (gnuplot executable),\n"
+          "  QP_PNG_DPI (the PNG's dots per inch, 30 to 1200; default 300).\n"
           "Exit: 0 done, 2 bad input or a failed figure (one line on stderr each).\n",
           f);
 }

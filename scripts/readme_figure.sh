@@ -19,6 +19,6 @@ done
 [ ${#runs[@]} -gt 0 ] || { echo "readme_figure.sh: $dir/runs: no run files" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$qplot" loss "${runs[@]}" -o "$tmp/loss.png"
+QP_PNG_DPI=150 "$qplot" loss "${runs[@]}" -o "$tmp/loss.png"   # a web page: 150 dpi
 cp "$tmp/loss.png" docs/demo.png
 echo "docs/demo.png: $(stat -c %s docs/demo.png) bytes, from ${#runs[@]} runs in $dir"

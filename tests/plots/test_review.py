@@ -8,7 +8,8 @@ corpus: a few seconds) into WORKDIR/sweep/runs, asks qplot for its figure kinds 
 table qplot draws from, so a new kind is covered without touching this file), draws them all with
 `qplot all WORKDIR/sweep`, and checks each WORKDIR/sweep/fig/KIND.png is a whole PNG — signature,
 every chunk's CRC, the image data inflating to exactly the size the header promises, valid
-scanline filters — that is not blank: at least 5% of its rows hold ink, in more than one colour.
+scanline filters — that is not blank: at least 5% of its rows hold ink, in more than one colour;
+and that QP_PNG_DPI sets the PNG's resolution (a bad value: one line, exit 2).
 The PNGs stay in WORKDIR/sweep/fig for review. Exit status 1 if any check failed."""
 import os
 import random
@@ -117,6 +118,24 @@ def main():
               f"{k}.png: blank ({100 * share:.1f}% of rows inked, {colours} colour(s))")
         print(f"{k}.png: {os.path.getsize(png)} bytes, {100 * share:.0f}% of rows inked, {colours} colours seen")
     print(f"figures for review: {os.path.join(SWEEP, 'fig')}")
+    # QP_PNG_DPI (a web page's figure, scripts/readme_figure.sh): half the dots of the default 300 each way
+    runs = sorted(os.path.join(SWEEP, "runs", f) for f in os.listdir(os.path.join(SWEEP, "runs"))
+                  if not f.endswith(".ckpt.h5"))
+    half = os.path.join(WORK, "half", "loss.png")
+    os.makedirs(os.path.dirname(half), exist_ok=True)
+    p = subprocess.run([QPLOT, "loss"] + runs + ["-o", half], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, QP_PNG_DPI="150"))
+    if check(p.returncode == 0 and p.stderr == "", f"QP_PNG_DPI=150: exit {p.returncode}: {p.stderr}"):
+        size = {}
+        for f in (half, os.path.join(SWEEP, "fig", "loss.png")):
+            with open(f, "rb") as fh:
+                size[f] = struct.unpack(">II", fh.read(24)[16:24])
+        (w1, h1), (w2, h2) = size[half], size[os.path.join(SWEEP, "fig", "loss.png")]
+        check(abs(2 * w1 - w2) <= 1 and abs(2 * h1 - h2) <= 1, f"QP_PNG_DPI=150: {w1}x{h1}, at 300 dpi {w2}x{h2}")
+    p = subprocess.run([QPLOT, "loss"] + runs + ["-o", half], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, QP_PNG_DPI="96x"))
+    check(p.returncode == 2 and p.stderr.count("\n") == 1 and "QP_PNG_DPI '96x'" in p.stderr,
+          f"QP_PNG_DPI=96x: exit {p.returncode}, {p.stderr!r}")
     sys.exit(check.summary("plots_review"))
 
 
