@@ -3,8 +3,7 @@
 # stacked by phase, its key beside the bars (bottom).
 # Data and variables: fig_throughput.c.
 if (!exists("plotsdir")) plotsdir = system("dirname ".ARG0)
-width = 4.2
-height = 3.7
+height = 3.7  # the width: one column (style.gp), the key beside the lower panel
 load plotsdir."/style.gp"
 
 # about three tics per panel: 1, 2 or 5 times a power of ten
@@ -20,7 +19,7 @@ array PC[8] = ["#0072B2", "#D55E00", "#009E73", "#56B4E9", "#CC79A7", "#E69F00",
 
 # inches: left axis labels, the bottom panel's key on the right
 left_in = 0.62
-key_in = 1.25
+key_in = 1.05
 set multiplot
 set style fill solid 0.85 noborder
 set grid noxtics ytics
@@ -38,8 +37,8 @@ do for [g=1:words(rnames)] { set xtics add (word(rnames, g) word(rpos, g)+0) }
 set ylabel "10^3 tokens/s" offset 0.5, 0
 set yrange [0:TOK_max*(threads eq "" ? 1.18 : 1.05)]
 set ytics nice(TOK_max)
-set title (threads eq "" ? "median per run, IQR bars; threads above each" : \
-           sprintf("median per run, IQR bars (every run: %s thread%s)", threads, threads eq "1" ? "" : "s")) \
+set title (threads eq "" ? "median per run, IQR bars; threads above" : \
+           sprintf("median per run, IQR bars; %s thread%s each", threads, threads eq "1" ? "" : "s")) \
     font ",8" offset 0, -0.5
 # the IQR as a capped vertical line (vectors: gnuplot's errorbars blank out
 # a disc around the median)

@@ -227,7 +227,7 @@ def part_kinds():
     check(len(runs_rows) == len(FOUR) and
           sorted((int(r["threads_min"]), int(r["threads_max"])) for r in runs_rows) == sorted(want_thr) and
           all(lo >= 1 for lo, _ in want_thr), f"throughput.csv: threads per run as the run files say ({want_thr})")
-    check("every run: 1 thread)" in s, "throughput.svg: the threads every run used, said once")
+    check("1 thread each" in s, "throughput.svg: the threads every run used, said once")
     s = svg_text(os.path.join(out, "recalib.svg"))
     check("bf16 (2 runs)" in s and "fp8 (2 runs)" in s and "block 0 qkv w" in s and "scale change" in s,
           "recalib.svg: recipes compared, sites named, a panel per kind")
