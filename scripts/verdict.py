@@ -6,8 +6,10 @@
 Reads SWEEPDIR/summary.h5 (written by qsweep: the baseline recipe as the
 attribute "baseline", the group table /recipes with each recipe's gap to the
 baseline and its 95% interval, the run table /runs with every run's gap) and
-prints one line per comparison, each with its interval and whether the
-interval excludes 0 ("resolved") or not ("unresolved"):
+prints one sentence per comparison, each with its interval, in the words of
+paper/verdicts.py (the paper's sentences: a gap whose interval excludes 0 is
+a cost, or a gain, "resolved"; one whose interval includes 0 is
+"unresolved"):
 
   - every recipe against the baseline, from /recipes as qsweep computed it
     (gap: the final validation loss's paired gap, in % of the baseline's);
@@ -15,7 +17,7 @@ interval excludes 0 ("resolved") or not ("unresolved"):
     mxfp4), every other axis equal: the difference of their gaps in
     percentage points, paired by seed (both runs of a seed share initial
     weights and batches), with its Student t 95% interval — the paired
-    t-test's, the same rule qsweep's contrast table uses.
+    t-test's, the rule qsweep's contrast table uses.
 
 Nothing is hard-coded: the recipes, numbers and verdicts all come from the
 summary. Exit 0, or 2 with one line when the summary cannot be read.
@@ -39,38 +41,25 @@ def shout(recipe):
     return recipe.upper()
 
 
-def interval(lo, hi):
-    return f"[{lo:+.2f}, {hi:+.2f}]"
+def sentences():
+    """paper/verdicts.py: the sentences the paper judges its numbers with, so the demo and the
+    paper say a result the same way."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "paper"))
+    import verdicts
+    return verdicts
 
 
-def against_baseline(recipe, base, mean, lo, hi, resolved, nseeds, where):
-    if math.isnan(mean):
-        return f"{shout(recipe)} vs {shout(base)}{where}: no finished pair of runs, no verdict."
-    if math.isnan(lo):
-        return f"{shout(recipe)} vs {shout(base)}{where}: {mean:+.2f}% with {nseeds} seed(s): no interval, no verdict."
-    if not resolved:
-        return (f"{shout(recipe)} vs {shout(base)}{where}: {mean:+.2f}% {interval(lo, hi)}: unresolved — "
-                f"{nseeds} seeds cannot tell them apart.")
-    more = "more" if mean > 0 else "less"
-    return (f"{shout(recipe)} costs {abs(mean):.2f}% {more} loss than {shout(base)}{where} {interval(lo, hi)}: "
-            "resolved.")
-
-
-def paired(a, b, diffs, where):
-    """b against a: the mean of the per-seed differences with its t interval."""
-    from scipy import stats
+def paired(v, a, b, diffs, where):
+    """b against a: the mean of the per-seed differences of their gaps with its Student t interval."""
     n = len(diffs)
     mean = sum(diffs) / n
-    if n < 2:
-        return f"{shout(b)} vs {shout(a)}{where}: {mean:+.2f} points with {n} paired seed: no interval, no verdict."
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
-    h = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
-    lo, hi = mean - h, mean + h
-    if lo <= 0 <= hi:
-        return (f"{shout(b)} vs {shout(a)}{where}: {mean:+.2f} points {interval(lo, hi)}: unresolved — "
-                f"{n} seeds cannot tell them apart.")
-    more = "more" if mean > 0 else "less"
-    return f"{shout(b)} costs {abs(mean):.2f} points {more} than {shout(a)}{where} {interval(lo, hi)}: resolved."
+    lo = hi = math.nan
+    if n > 1:
+        from scipy import stats
+        sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+        h = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+        lo, hi = mean - h, mean + h
+    return where + v.compare(shout(b), shout(a), mean, lo, hi, n)
 
 
 def main():
@@ -106,22 +95,23 @@ def main():
             continue
         if isinstance(r["gap_pct"], float) and not math.isnan(r["gap_pct"]):
             gaps.setdefault((others(r), r["recipe"]), {})[r["seed"]] = r["gap_pct"]
-    # with several cells (other axes), each line names its cell
+    v = sentences()
+    # with several cells (other axes), each line starts with its cell
     several = len({others(g) for g in groups}) > 1
     prev = {}
     for g in groups:
         rec, key = g["recipe"], others(g)
         if rec == base:
             continue
-        where = f" at {' '.join(f'{k}={v}' for k, v in zip(axes, key))}" if several else ""
-        print(against_baseline(rec, base, g["gap_pct_mean"], g["gap_ci_lo"], g["gap_ci_hi"], g["resolved"],
-                               g["n_seeds"], where))
+        where = " ".join(f"{k}={x}" for k, x in zip(axes, key)) + ": " if several else ""
+        print(where + v.gap(shout(rec), g["gap_pct_mean"], g["gap_ci_lo"], g["gap_ci_hi"], g["n_seeds"],
+                    base=shout(base)))
         if key in prev:
             a = prev[key]
             ga, gb = gaps.get((key, a), {}), gaps.get((key, rec), {})
             seeds = sorted(set(ga) & set(gb))
             if seeds:
-                print(paired(a, rec, [gb[s] - ga[s] for s in seeds], where))
+                print(paired(v, a, rec, [gb[s] - ga[s] for s in seeds], where))
         prev[key] = rec
 
 

@@ -968,7 +968,7 @@ noise_floor = bf16
         check(close(g["gap_pct_rms"], float(np.sqrt(np.mean(np.square(tw)))), 1e-9), f"{gname}: rms")
     md = open(os.path.join(out, "summary.md")).read()
     check("## Noise floor" in md and "epochs" in md and "[95% CI]" in md, "summary.md: intervals, epochs, noise floor")
-    # scripts/verdict.py: a line per cell in plain words, its numbers and verdict the summary's
+    # scripts/verdict.py: a sentence per cell (paper/verdicts.py's), its numbers and verdict the summary's
     verdict = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "verdict.py")
     v = subprocess.run([sys.executable, verdict, out], capture_output=True,
                        text=True, timeout=60)
@@ -977,15 +977,15 @@ noise_floor = bf16
           f"{v.stderr}")
     for gname, g in groups.items():
         if gname.endswith("_recipe=fp8"):
-            cell = f"model={g['model']} tokens_per_param={g['tokens_per_param']}"
-            line = [l for l in lines if l.startswith("FP8 ") and (f" at {cell}:" in l or f" at {cell} " in l)]
+            cell = f"model={g['model']} tokens_per_param={g['tokens_per_param']}: FP8"
+            line = [l for l in lines if l.startswith(cell)]
             if math.isnan(g["gap_ci_lo"]):
-                check(len(line) == 1 and "no verdict" in line[0], f"verdict.py, {gname}: {line}")
+                check(len(line) == 1 and ("unresolved" in line[0] or "no finished run" in line[0]),
+                      f"verdict.py, {gname}: {line}")
                 continue
-            iv = f"[{g['gap_ci_lo']:+.2f}, {g['gap_ci_hi']:+.2f}]"
+            iv = f"[{g['gap_ci_lo']:+.2f}%, {g['gap_ci_hi']:+.2f}%]"
             word = "resolved." if g["resolved"] else "unresolved"
-            check(len(line) == 1 and iv in line[0] and word in line[0] and
-                  (not g["resolved"] or f"{abs(g['gap_pct_mean']):.2f}% " in line[0]),
+            check(len(line) == 1 and iv in line[0] and word in line[0] and f"{g['gap_pct_mean']:+.2f}%" in line[0],
                   f"verdict.py, {gname}: {line}, want {g['gap_pct_mean']:+.2f}% {iv} {word}")
     md_base = [l for l in md.splitlines() if l.startswith("| ") and "_recipe=bf16 |" in l]
     check(len(md_base) == 3 and all("| 0 (the baseline) |" in l and "unresolved" not in l for l in md_base),
