@@ -67,6 +67,8 @@ def main():
         print(__doc__.split("\n\n")[1].strip(), file=sys.stderr if len(sys.argv) != 2 else sys.stdout)
         sys.exit(0 if len(sys.argv) == 2 else 2)
     path = os.path.join(sys.argv[1], "summary.h5")
+    if not os.path.exists(path):
+        fail(f"{path}: no such file (qsweep writes it when a sweep is done, or with --summarize)")
     try:
         import h5py
     except ImportError:
