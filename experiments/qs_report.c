@@ -405,8 +405,17 @@ void qs_report_ci_text(const qs_ci *c, int decimals, const char *unit, int verdi
                   !verdict ? "" : c->resolved ? " resolved" : " unresolved");
 }
 
-void qs_report_gap_text(const qs_group *G, char *buf, size_t len)
+int qs_report_is_baseline(const qs_summary *s, const qs_group *G)
 {
+    return !G->noise && G->block < 0 && !strcmp(qs_grid_recipe(s->e, &s->p->runs[G->first]), s->e->baseline);
+}
+
+void qs_report_gap_text(const qs_summary *s, const qs_group *G, char *buf, size_t len)
+{
+    if (s && qs_report_is_baseline(s, G)) {
+        snprintf(buf, len, "0 (the baseline)");
+        return;
+    }
     qs_ci c = G->gap_ci;
     c.mean = G->gap_mean;
     qs_report_ci_text(&c, 2, "%", 1, buf, len);
@@ -440,7 +449,7 @@ static void md_groups(FILE *f, const qs_summary *s, int noise)
         else if (isnan(G->val_std)) fprintf(f, "%.4f", G->val_mean);
         else fprintf(f, "%.4f ± %.4f", G->val_mean, G->val_std);
         char gap[96];
-        qs_report_gap_text(G, gap, sizeof gap);
+        qs_report_gap_text(s, G, gap, sizeof gap);
         const double spread = noise ? G->gap_rms : G->gap_std;
         fprintf(f, " | %s | ", gap);
         if (isnan(spread)) fputs("–", f);
@@ -468,7 +477,7 @@ static void md_attr(FILE *f, const qs_summary *s)
         if (A->quantized) {
             qs_group G = {0};
             G.gap_mean = A->gap_ci.mean, G.gap_ci = A->gap_ci;
-            qs_report_gap_text(&G, gap, sizeof gap);
+            qs_report_gap_text(NULL, &G, gap, sizeof gap);
         }
         qs_report_share_text(A, share, sizeof share);
         fputs("| ", f);

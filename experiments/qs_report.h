@@ -22,8 +22,13 @@
 
 int qs_report_write(const qs_summary *s, const char *dir, char *err, size_t errlen);
 /* A group's gap as people read it: "+4.79% [+4.51, +5.07] resolved",
- * "+0.12% [-0.80, +1.04] unresolved", "+0.10% (1 seed: no interval)". */
-void qs_report_gap_text(const qs_group *G, char *buf, size_t len);
+ * "+0.12% [-0.80, +1.04] unresolved", "+0.10% (1 seed: no interval)";
+ * the baseline recipe's own group (s not NULL) reads "0 (the baseline)":
+ * its gap is 0 by definition, not an unresolved measurement. */
+void qs_report_gap_text(const qs_summary *s, const qs_group *G, char *buf, size_t len);
+/* 1 if G is a group of the baseline recipe's runs (not noise twins, not
+ * attribution runs): the reference every other gap is measured against. */
+int qs_report_is_baseline(const qs_summary *s, const qs_group *G);
 /* A mean and its interval: "+4.79% [+4.51, +5.07] resolved" (verdict 1;
  * 0 leaves the word out), "+0.10% (1 seed: no interval)", "–" for none;
  * decimals digits after the point, unit after the mean. */

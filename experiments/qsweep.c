@@ -196,7 +196,7 @@ static void print_groups(const qs_summary *s, FILE *f)
             if (G->noise != noise || G->block >= 0) continue;
             char v[64] = "-", gp[128];
             if (!isnan(G->val_mean)) snprintf(v, sizeof v, "%.4f ± %.4f", G->val_mean, isnan(G->val_std) ? 0.0 : G->val_std);
-            qs_report_gap_text(G, gp, sizeof gp);
+            qs_report_gap_text(s, G, gp, sizeof gp);
             if (noise && !isnan(G->gap_rms)) snprintf(gp + strlen(gp), sizeof gp - strlen(gp), ", rms %.2f%%", G->gap_rms);
             /* the ± sign is two bytes: widen the field by one so columns line up */
             fprintf(f, "%-40s %5d %5d %23s  %s\n", G->name, G->n_runs, G->n_seeds, v, gp);

@@ -10,8 +10,8 @@ kpt = "7 9 11 2 6"
 kps = "0.35 0.5 0.5 0.7 0.5"
 kcolor = "#0072B2 #D55E00 #56B4E9 #000000 #999999"
 
-top_in = 0.32      # room for the key above the panels
-bottom_in = 0.45   # tic labels and the x label below them
+top_in = 0.5       # room for the key above the panels: up to two rows of kinds
+bottom_in = 0.55   # tic labels and the x label below them
 gap_in = 0.2       # room for each panel's run label
 set multiplot layout n, 1 margins 0.15, 0.97, bottom_in/height, 1 - top_in/height spacing 0, gap_in/height
 set xrange [xmin:xmax]
@@ -20,7 +20,7 @@ if (ymax - ymin <= 13) { set ytics 1 }
 set mytics 2
 set grid noxtics noytics mytics lc rgb "#d0d0d0" lw 0.6
 set ylabel "block"
-set key horizontal center top at screen 0.56, screen 1 - 0.03/height maxrows 1 samplen 1 width -1 font ",8"
+set key horizontal center top at screen 0.56, screen 1 - 0.03/height maxcols 3 samplen 1 width -1 font ",8"
 do for [i=1:n] {
     if (i < n) { set format x ""; unset xlabel } else { set format x "%g"; set xlabel "optimizer step" }
     set label 1 word(titles, i) at graph 0, graph 1 offset 0, 0.45 left noenhanced font ",8"

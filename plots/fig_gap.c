@@ -15,10 +15,13 @@
  *
  * Data file, per recipe j (in the order recipes first appear):
  *   index j: step  mean_gap  ci_lo  ci_hi  n_seeds
- * Variables: n, colors, titles ("fp8 (2-seed mean)": the line is the
- * seeds' mean), baseline, basecolor, anyband (1 if some recipe has more
+ * Variables: n, colors, titles ("fp8 (2 seeds)": the line is the seeds'
+ * mean, as in the loss figure), baseline, basecolor, anyband (1 if some recipe has more
  * than one seed, so the band means something), xlo, xhi (and ylo, yhi for
- * a single value: qp_range). */
+ * a single value: qp_range); gaplo, gaphi (the y axis: the means and bands
+ * after each series' first tenth of steps, and 0, with 8% margins) and
+ * clipped (1 when an earlier point lies beyond them), absent when every
+ * value is 0. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,11 +83,24 @@ static long find_step(const pair_gap *p, int64_t s)
     return lo < p->n && p->step[lo] == s ? (long)lo : -1;
 }
 
+/* The y range the reader needs: the means and bands after the first tenth of
+ * a series' steps. The first steps' relative gap is a ratio of two barely
+ * trained, fast-falling losses and can swing by tens of percent; drawn to
+ * scale it would squeeze the converged gaps, a few tenths of a percent, into
+ * a line. Earlier points are still drawn (clipped at the axis, the figure
+ * says so). */
+typedef struct {
+    double lo, hi;  /* the range shown */
+    int clipped;    /* some point lies outside it */
+    double all_lo, all_hi;
+} gap_yrange;
+
 /* One block: the seeds' mean, min and max at the steps every pair has.
  * Returns the rows written; none (the pairs share no step) writes nothing,
  * not even the block's separator, so block numbers stay dense. */
-static size_t write_block(FILE *data, const char *recipe, const pair_gap *p, int np, qp_range *rg)
+static size_t write_block(FILE *data, const char *recipe, const pair_gap *p, int np, qp_range *rg, gap_yrange *yr)
 {
+    const double settled = p[0].n ? (double)p[0].step[0] + 0.1 * (double)(p[0].step[p[0].n - 1] - p[0].step[0]) : 0;
     size_t rows = 0;
     const double tq = np > 1 ? qs_t_quantile(0.975, np - 1) : NAN;
     for (int pass = 0; pass < 2; pass++) {
@@ -125,6 +141,11 @@ static size_t write_block(FILE *data, const char *recipe, const pair_gap *p, int
             fprintf(data, " %d\n", np);
             qp_range_add(rg, (double)p[0].step[k], np > 1 ? lo : mean);
             qp_range_add(rg, (double)p[0].step[k], np > 1 ? hi : mean);
+            const double a = np > 1 ? lo : mean, b = np > 1 ? hi : mean;
+            if (isfinite(a) && isfinite(b)) {
+                yr->all_lo = fmin(yr->all_lo, a), yr->all_hi = fmax(yr->all_hi, b);
+                if ((double)p[0].step[k] >= settled) yr->lo = fmin(yr->lo, a), yr->hi = fmax(yr->hi, b);
+            }
         }
     }
     fputs("\n\n", data);
@@ -161,6 +182,7 @@ int qp_fig_gap(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *dat
     qp_range rg;
     qp_range_init(&rg);
     qp_range_add(&rg, NAN, 0); /* the baseline's line at 0 is part of the figure */
+    gap_yrange yr = {0, 0, 0, 0, 0}; /* 0 included: the baseline's line */
     if (!colors || !titles || !tp || !pairs) {
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -191,7 +213,7 @@ int qp_fig_gap(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *dat
             np++;
         }
         if (!np) continue;
-        size_t rows = write_block(data, rec, pairs, np, &rg);
+        size_t rows = write_block(data, rec, pairs, np, &rg, &yr);
         for (int q = 0; q < np; q++) {
             free(pairs[q].step);
             free(pairs[q].gap);
@@ -203,7 +225,7 @@ int qp_fig_gap(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *dat
         }
         colors[nseries] = qp_recipe_color(rec);
         if (np > 1)
-            snprintf(titles[nseries], QP_LABEL_LEN, "%s (%d-seed mean)", rec, np);
+            snprintf(titles[nseries], QP_LABEL_LEN, "%s (%d seeds)", rec, np);
         else
             snprintf(titles[nseries], QP_LABEL_LEN, "%s", rec);
         tp[nseries] = titles[nseries];
@@ -226,6 +248,13 @@ int qp_fig_gap(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *dat
     qp_gpv_int(v, "anyband", anyband);
     qp_gpv_num(v, "height", 3.3); /* room for the key above the plot */
     qp_range_vars(&rg, v, 0, 0);
+    if (yr.hi > yr.lo) { /* a margin of 8% of the span on each side */
+        const double m = 0.08 * (yr.hi - yr.lo);
+        yr.clipped = yr.all_lo < yr.lo - m || yr.all_hi > yr.hi + m;
+        qp_gpv_num(v, "gaplo", yr.lo - m);
+        qp_gpv_num(v, "gaphi", yr.hi + m);
+        qp_gpv_int(v, "clipped", yr.clipped);
+    }
     rc = 0;
     goto out;
 out_pairs:

@@ -16,7 +16,12 @@
  *   index 2g+1: step  val_mean                  (a single "NaN NaN" row when
  *               there is none, so the block exists)
  * Variables: n (groups), colors, titles ("nvfp4 (3 seeds)"), smooth, logx,
- * logy, anyval, anyband, xlo, xhi and, for a single loss value, ylo, yhi. */
+ * logy, anyval, anyband, xlo, xhi and, for a single loss value, ylo, yhi;
+ * the zoomed panel beside the full view (the last quarter of the steps,
+ * where curves a few hundredths of a nat apart overlap at full scale):
+ * zxlo, zxhi, zylo, zyhi, fitted to the smoothed means, bands and
+ * validation points there (absent when that window holds one value); then
+ * width and height make room for two panels. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +49,36 @@ static long at_step(const int64_t *steps, size_t n, int64_t s)
     return lo < n && steps[lo] == s ? (long)lo : -1;
 }
 
-static int write_group(FILE *data, const qp_run *const *m, int k, double smooth, qp_range *rg)
+/* What the zoomed panel must show: every curve's smoothed mean and band
+ * (not the noisy raw mean, which would set the scale) and the validation
+ * points, with their steps, to pick those in the window afterwards. */
+typedef struct {
+    double *x, *lo, *hi;
+    size_t n, cap;
+    int oom;
+} zoom_pts;
+
+static void zoom_add(zoom_pts *z, double x, double lo, double hi)
+{
+    if (!isfinite(x) || !isfinite(lo) || !isfinite(hi)) return;
+    if (z->n == z->cap) {
+        size_t cap = z->cap ? 2 * z->cap : 1024;
+        double *a = realloc(z->x, cap * sizeof *a);
+        if (a) z->x = a;
+        double *b = a ? realloc(z->lo, cap * sizeof *b) : NULL;
+        if (b) z->lo = b;
+        double *c = b ? realloc(z->hi, cap * sizeof *c) : NULL;
+        if (c) z->hi = c;
+        if (!c) {
+            z->oom = 1;
+            return;
+        }
+        z->cap = cap;
+    }
+    z->x[z->n] = x, z->lo[z->n] = lo, z->hi[z->n] = hi, z->n++;
+}
+
+static int write_group(FILE *data, const qp_run *const *m, int k, double smooth, qp_range *rg, zoom_pts *z)
 {
     double **sm = calloc((size_t)k, sizeof *sm);
     if (!sm) return -1;
@@ -85,6 +119,7 @@ static int write_group(FILE *data, const qp_run *const *m, int k, double smooth,
         fputc('\n', data);
         qp_range_add(rg, (double)s, raw / k);
         qp_range_add(rg, (double)s, mean);
+        zoom_add(z, (double)s, k > 1 ? lo : mean, k > 1 ? hi : mean);
     }
     fprintf(data, "\n\n# %s: step val_loss_mean\n", m[0]->recipe);
     int nval = 0;
@@ -102,6 +137,7 @@ static int write_group(FILE *data, const qp_run *const *m, int k, double smooth,
         qp_fig_num(data, sum / k);
         fputc('\n', data);
         qp_range_add(rg, (double)s, sum / k);
+        zoom_add(z, (double)s, sum / k, sum / k);
         nval++;
     }
     if (!nval) fputs("NaN NaN\n", data);
@@ -111,10 +147,32 @@ static int write_group(FILE *data, const qp_run *const *m, int k, double smooth,
     return rc ? rc : nval > 0 ? 1 : 0;
 }
 
+/* The zoomed panel: the last quarter of the steps, its y axis fitted to the
+ * curves and bands there (with 6% margins), so recipes a few hundredths of a
+ * nat apart stand apart. None when the window holds no point or one value. */
+#define ZOOM_FROM 0.75
+static void zoom_vars(const zoom_pts *z, const qp_range *rg, qp_gpvars *v)
+{
+    if (!(rg->xhi > rg->xlo)) return;
+    const double x0 = rg->xlo + ZOOM_FROM * (rg->xhi - rg->xlo);
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < z->n; i++)
+        if (z->x[i] >= x0) lo = fmin(lo, z->lo[i]), hi = fmax(hi, z->hi[i]);
+    if (!(hi > lo)) return;
+    const double m = 0.06 * (hi - lo);
+    qp_gpv_num(v, "zxlo", x0);
+    qp_gpv_num(v, "zxhi", rg->xhi);
+    qp_gpv_num(v, "zylo", lo - m);
+    qp_gpv_num(v, "zyhi", hi + m);
+    qp_gpv_num(v, "width", 6.6); /* two panels side by side: a page-wide figure */
+    qp_gpv_num(v, "height", 3.2);
+}
+
 int qp_fig_loss(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,
                 size_t errlen)
 {
     int anyval = 0, anyband = 0, ng = 0, rc = -1;
+    zoom_pts z = {0};
     qp_range rg;
     qp_range_init(&rg);
     int *group = malloc((size_t)n * sizeof *group);
@@ -132,8 +190,8 @@ int qp_fig_loss(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
         int k = 0;
         for (int j = i; j < n; j++)
             if (group[j] < 0 && same_group(runs[i], runs[j])) group[j] = ng, members[k++] = runs[j];
-        const int w = write_group(data, members, k, o->smooth, &rg);
-        if (w < 0) {
+        const int w = write_group(data, members, k, o->smooth, &rg, &z);
+        if (w < 0 || z.oom) {
             snprintf(err, errlen, "%s: out of memory", runs[i]->path);
             goto out;
         }
@@ -154,8 +212,10 @@ int qp_fig_loss(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
     qp_gpv_int(v, "anyband", anyband);
     qp_gpv_num(v, "height", 3.3); /* room for the key above the plot */
     qp_range_vars(&rg, v, o->logx, o->logy);
+    zoom_vars(&z, &rg, v);
     rc = 0;
 out:
     free(group), free(members), free(colors), free(titles), free(tp);
+    free(z.x), free(z.lo), free(z.hi);
     return rc;
 }

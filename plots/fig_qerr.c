@@ -15,11 +15,18 @@
  * layer. Each row gets 0.09 in (6.5 pt labels), so the figure grows with the
  * model, up to 10 in; past that the per-row labels go, then the GEMM ones.
  *
- * Data file, index i (run i): x_lo x_hi y_lo y_hi log10_rel_l2   (a row per cell)
+ * Rows the run's recipe keeps in BF16 (its recipe_plan; NVIDIA's NVFP4
+ * recipe leaves the last blocks in BF16) hold BF16's rounding error only,
+ * far below the quantized rows: they are veiled and labelled "kept in BF16
+ * by the recipe", and the colour scale spans the quantized rows.
+ *
+ * Data file, index i (run i): x_lo x_hi y_lo y_hi log10_rel_l2   (a row per cell);
+ * index n + i: x_lo x_hi y_lo y_hi of each span of run i's BF16 rows ("NaN"
+ * when it has none)
  * Variables: npanels, titles (the runs' recipes, for several panels), nrows, rowlabels, groups + gpos (GEMM labels and the row they
  * centre on), layers + lpos (block labels), gbreaks / lbreaks (y between
  * two GEMMs' / layers' rows), xmin, xmax, xtic, cbmin, cbmax, nexact,
- * title, height (inches). */
+ * title, height (inches), bf16n (per run, its BF16 spans). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +82,48 @@ static double tic_step(double span)
     double f = raw / e;
     double step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * e;
     return step < 1 ? 1 : step; /* steps are integers */
+}
+
+/* 1 if r's recipe plan (the root attribute recipe_plan: one rule per line,
+ * "L0-2[.GEMM+GEMM].pass.operand=format[:options]", docs/recipes.md) keeps
+ * q's operand in BF16: a block the recipe leaves unquantized, whose error is
+ * BF16's rounding only. 0 when the plan says otherwise or the file has none. */
+static int plan_bf16(const qp_run *r, const qp_qerr_rec *q)
+{
+    const char *plan = qp_run_attr(r, "recipe_plan");
+    for (const char *line = plan; line && *line;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[512];
+        if (len < sizeof buf && line[0] == 'L') {
+            memcpy(buf, line, len);
+            buf[len] = 0;
+            char *eq = strchr(buf, '=');
+            if (eq) {
+                *eq = 0;
+                char *fmt = eq + 1, *colon = strchr(fmt, ':');
+                if (colon) *colon = 0;
+                char *tok[4], *save = NULL;
+                int nt = 0;
+                for (char *t = strtok_r(buf, ".", &save); t && nt < 4; t = strtok_r(NULL, ".", &save)) tok[nt++] = t;
+                long a = -1, b = -1;
+                if (nt >= 3) {
+                    char *dash;
+                    a = strtol(tok[0] + 1, &dash, 10);
+                    b = *dash == '-' ? strtol(dash + 1, NULL, 10) : a;
+                }
+                int gemm_ok = nt == 3;
+                if (nt == 4) /* "qkv+attproj+fc" */
+                    for (char *g = strtok_r(tok[1], "+", &save); g && !gemm_ok; g = strtok_r(NULL, "+", &save))
+                        gemm_ok = !strcmp(g, q->gemm);
+                if ((nt == 3 || nt == 4) && gemm_ok && q->layer >= a && q->layer <= b &&
+                    !strcmp(tok[nt - 2], q->pass) && !strcmp(tok[nt - 1], q->operand))
+                    return !strcmp(fmt, "bf16");
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return 0;
 }
 
 /* Labels: rows, GEMM groups, layers, and the lines between groups. */
@@ -139,7 +188,8 @@ int qp_fig_qerr(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
     const qp_qerr_rec **rows = malloc(m * sizeof *rows);
     int64_t *steps = malloc(m * sizeof *steps);
     double *z = NULL;
-    qp_words titles = {0};
+    char *bf = NULL;
+    qp_words titles = {0}, bf16n = {0};
     int rc = -1;
     if (!sorted || !rows || !steps) goto oom;
 
@@ -157,7 +207,17 @@ int qp_fig_qerr(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
         if (!nsteps || steps[nsteps - 1] != steps[i]) steps[nsteps++] = steps[i];
 
     z = malloc(nrows * nsteps * sizeof *z);
-    if (!z) goto oom;
+    bf = calloc(nrows * (size_t)n, 1);
+    if (!z || !bf) goto oom;
+    /* the rows each run's recipe keeps in BF16; the colour scale is the
+     * quantized rows' (BF16's rounding would stretch it, and those rows are
+     * veiled and labelled) unless nothing else was logged */
+    int anyq = 0;
+    for (int i = 0; i < n; i++)
+        for (size_t row = 0; row < nrows; row++) {
+            bf[(size_t)i * nrows + row] = (char)plan_bf16(runs[i], rows[row]);
+            anyq |= !bf[(size_t)i * nrows + row];
+        }
     double lo = INFINITY, hi = -INFINITY;
     size_t nexact = 0;
     for (int i = 0; i < n; i++) {
@@ -176,6 +236,7 @@ int qp_fig_qerr(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
         for (size_t c = 0; c < nrows * nsteps; c++)
             if (isfinite(z[c])) {
                 any = 1;
+                if (anyq && bf[(size_t)i * nrows + c / nsteps]) continue;
                 if (z[c] < lo) lo = z[c];
                 if (z[c] > hi) hi = z[c];
             }
@@ -203,6 +264,22 @@ int qp_fig_qerr(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
     double s0 = (double)steps[0], s1 = (double)steps[nsteps - 1];
     double x0 = s0 - (nsteps > 1 ? ((double)steps[1] - s0) / 2 : 0.5);
     double x1 = s1 + (nsteps > 1 ? (s1 - (double)steps[nsteps - 2]) / 2 : 0.5);
+    /* per panel: the spans of consecutive BF16 rows (a "NaN" row when none,
+     * so the block exists; bf16n says which panels have spans) */
+    for (int i = 0; i < n; i++) {
+        fprintf(data, "# %s BF16 rows: x_lo x_hi y_lo y_hi\n", runs[i]->path);
+        int spans = 0;
+        for (size_t row = 0; row < nrows; row++) {
+            if (!bf[(size_t)i * nrows + row] || (row && bf[(size_t)i * nrows + row - 1])) continue;
+            size_t last = row;
+            while (last + 1 < nrows && bf[(size_t)i * nrows + last + 1]) last++;
+            fprintf(data, "%.9g %.9g %.1f %.1f\n", x0, x1, row - 0.5, last + 0.5);
+            spans++;
+        }
+        if (!spans) fputs("NaN NaN NaN NaN\n", data);
+        fputs("\n\n", data);
+        qp_words_add(&bf16n, "%d", spans);
+    }
 
     if (label_rows(rows, nrows, v, err, errlen)) goto out;
     char title[2 * QP_LABEL_LEN];
@@ -211,7 +288,8 @@ int qp_fig_qerr(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *da
     else snprintf(title, sizeof title, "%d runs", n);
     double height = 0.9 + ROW_IN * (double)nrows;
     height = height < 2.6 ? 2.6 : height > MAX_HEIGHT_IN ? MAX_HEIGHT_IN : height;
-    if (titles.oom) goto oom;
+    if (titles.oom || bf16n.oom) goto oom;
+    qp_gpv_words(v, "bf16n", (const char *const *)bf16n.w, bf16n.n);
 
     qp_gpv_int(v, "npanels", n);
     qp_gpv_words(v, "titles", (const char *const *)titles.w, titles.n);
@@ -230,6 +308,8 @@ oom:
     snprintf(err, errlen, "%s: out of memory", runs[0]->path);
 out:
     qp_words_free(&titles);
+    qp_words_free(&bf16n);
+    free(bf);
     free(sorted);
     free(rows);
     free(steps);

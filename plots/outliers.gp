@@ -6,7 +6,7 @@ if (!exists("plotsdir")) plotsdir = system("dirname ".ARG0)
 load plotsdir."/style.gp"
 
 top_in = 0.55      # the key and the run labels above the panels
-bottom_in = 0.45
+bottom_in = 0.55
 left_in = 0.85
 set multiplot layout 3, n columnsfirst margins left_in/width, 0.98, bottom_in/height, 1 - top_in/height \
     spacing 0.5/width, 0.16/height
@@ -28,7 +28,7 @@ do for [i=1:n] {
             unset label 1
         }
         if (i == 1 && row == 1) {
-            set key horizontal center top at screen 0.5, screen 1 - 0.02/height maxrows 2 samplen 1.5 width -1 font ",7"
+            set key horizontal center top at screen 0.5, screen 1 - 0.02/height maxrows 1 samplen 1.5 width -1 font ",7"
             plot for [s=1:ns] datafile index (i-1)*ns + s-1 using 1:(row == 1 ? $2 : row == 2 ? $3 : $4) \
                      with linespoints lw 0.8 pt 7 ps 0.25 lc rgb word(scolor, s) dt int(word(sdash, s)) notitle, \
                  for [g=1:words(gnames)] keyentry with lines lw 1.2 lc rgb word(gcolors, g) title word(gnames, g), \

@@ -72,6 +72,13 @@ do for [p=1:npanels] {
             set label "blank: exact (error 0)" at screen 1 - 0.05/W, screen 0.12/height right font ",7"
         }
     }
-    plot datafile index p-1 using (($1+$2)/2):(($3+$4)/2):1:2:3:4:5 with boxxyerror fs solid 1.0 noborder lc palette notitle
+    if (word(bf16n, p) + 0 > 0) {
+        # rows the recipe keeps in BF16: veiled, and said so
+        plot datafile index p-1 using (($1+$2)/2):(($3+$4)/2):1:2:3:4:5 with boxxyerror fs solid 1.0 noborder lc palette notitle, \
+             '' index npanels+p-1 using (($1+$2)/2):(($3+$4)/2):1:2:3:4 with boxxyerror fs transparent solid 0.75 noborder lc rgb "white" notitle, \
+             '' index npanels+p-1 using (($1+$2)/2):($3 + 0.4*($4-$3)):("kept in BF16\nby the recipe") with labels font ",8" tc rgb "#222222" notitle
+    } else {
+        plot datafile index p-1 using (($1+$2)/2):(($3+$4)/2):1:2:3:4:5 with boxxyerror fs solid 1.0 noborder lc palette notitle
+    }
 }
 if (npanels > 1) { unset multiplot }

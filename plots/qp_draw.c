@@ -55,6 +55,19 @@ static int draw_one(const qp_fig_kind *kind, qp_gpvars *v, const char *path, cha
     qp_gpv_str(v, "out", tmp);
     qp_gpv_str(v, "term", qp_term_for(path));
     qp_gpv_str(v, "plotsdir", qp_plots_dir());
+    /* QP_PNG_DPI: the PNG's resolution (style.gp; default 300, for print
+     * and slides; a web page needs about half) */
+    const char *dpi = getenv("QP_PNG_DPI");
+    if (dpi && *dpi) {
+        char *end;
+        errno = 0;
+        const long d = strtol(dpi, &end, 10);
+        if (*end || errno || d < 30 || d > 1200) {
+            snprintf(err, errlen, "QP_PNG_DPI '%.40s': expected dots per inch, 30 to 1200", dpi);
+            return -1;
+        }
+        qp_gpv_int(v, "dpi", d);
+    }
     int rc = qp_gnuplot_run(script, v, err, errlen);
     struct stat st;
     if (!rc && (stat(tmp, &st) != 0 || st.st_size == 0)) {

@@ -3,6 +3,7 @@
  *   qplot KIND RUN.h5... -o FIG.{png,svg,pdf} [options]   (and its twins: FIG in the other two
  *                                                         formats, FIG.csv with the data drawn)
  *   qplot all SWEEPDIR [options]        (run files DIR/runs/NAME.h5 -> DIR/fig/KIND.{png,svg,pdf,csv})
+ *   qplot kinds                         (the figure kinds, one per line: QP_FIG_KINDS)
  *
  * Owns: the command line, the rounds (one, or one every --interval seconds
  * with --follow) and exit codes: 0 drawn (or --follow stopped by SIGINT or
@@ -91,12 +92,14 @@ static const char *const HEAD =
     "Checkpoint files among the RUN.h5 (RUN.ckpt.h5, as a glob over runs/ finds them) are left out\n"
     "with a note.\n";
 static const char *const TAIL =
-    "Environment: QP_PLOTS_DIR (directory of the .gp scripts), QP_GNUPLOT (gnuplot executable).\n";
+    "Environment: QP_PLOTS_DIR (directory of the .gp scripts), QP_GNUPLOT (gnuplot executable),\n"
+    "  QP_PNG_DPI (the PNG's dots per inch, 30 to 1200; default 300).\n";
 static const char *const EXIT_STATUS = "0 done, 2 bad input or a failed figure (one line on stderr each).";
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: qplot KIND RUN.h5... -o FIGURE [options]\n       qplot all SWEEPDIR [options]\n%soptions:\n",
+    fprintf(f, "usage: qplot KIND RUN.h5... -o FIGURE [options]\n       qplot all SWEEPDIR [options]\n"
+            "       qplot kinds                   (the figure kinds, one per line)\n%soptions:\n",
             HEAD);
     qp_cli_help(f, OPTIONS, N_OPTIONS);
     fprintf(f, "%sExit: %s\n", TAIL, EXIT_STATUS);
@@ -109,7 +112,7 @@ static void man(FILE *f)
     const qp_cli_page page = {
         .name = "qplot",
         .summary = "figures from qtrain run files and qsweep folders, drawn by gnuplot",
-        .synopsis = "KIND RUN.h5... -o FIGURE [options]\nall SWEEPDIR [options]",
+        .synopsis = "KIND RUN.h5... -o FIGURE [options]\nall SWEEPDIR [options]\nkinds",
         .description = desc,
         .exit_status = EXIT_STATUS,
         .see_also = "qtrain(1), qsweep(1), qerr(1), gnuplot(1); docs/runfile.md in the qprec sources",
@@ -181,6 +184,11 @@ static int parse_args(int argc, char **argv, options *o)
     int optind = 0;
     if (optind >= argc) return fail("no figure kind given (%s, all)", qp_fig_names());
     o->kind = argv[optind++];
+    if (!strcmp(o->kind, "kinds")) { /* the table itself, for scripts and tests */
+        if (optind < argc) return fail("kinds takes no arguments");
+        for (int k = 0; k < QP_FIG_NKINDS; k++) puts(QP_FIG_KINDS[k].name);
+        exit(0);
+    }
     o->runs = argv + optind;
     o->nruns = argc - optind;
     if (!strcmp(o->kind, "all")) {

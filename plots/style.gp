@@ -7,18 +7,20 @@
 # Sizes: text is 9 pt at the figure's printed size in every format. The
 # cairo terminals measure fonts at 96 units per inch, so pdfcairo needs
 # fontscale 72/96 for 9 pt to be 9 pt, and the PNG (300 dpi, for slides and
-# the README) needs 300/96; the SVG is 96 px per inch, so its 12 px is 9 pt.
+# print, or dpi from qplot's QP_PNG_DPI: 150 for a web page) needs dpi/96;
+# the SVG is 96 px per inch, so its 12 px is 9 pt.
 # Line widths and point sizes are matched by measurement: as thick and as
 # big in the PNG as in the PDF rendered at 300 dpi, and the SVG's lines as
 # thick as the PDF's, so the formats look alike.
 if (!exists("width")) width = 3.5
 if (!exists("height")) height = 2.6
+if (!exists("dpi")) dpi = 300
 font = "Helvetica,9"
 if (term eq "pdfcairo") {
     eval sprintf("set terminal pdfcairo enhanced color size %.3fin,%.3fin font '%s' fontscale 0.75 linewidth 1.5", width, height, font)
 } else {
     if (term eq "pngcairo") {
-        eval sprintf("set terminal pngcairo enhanced color size %d,%d font '%s' fontscale 3.125 linewidth 3.5 pointscale 4.14 background rgb 'white'", int(width*300 + 0.5), int(height*300 + 0.5), font)
+        eval sprintf("set terminal pngcairo enhanced color size %d,%d font '%s' fontscale %.4f linewidth %.4f pointscale %.4f background rgb 'white'", int(width*dpi + 0.5), int(height*dpi + 0.5), font, dpi/96.0, 3.5*dpi/300.0, 4.14*dpi/300.0)
     } else {
         if (term eq "svg") {
             eval sprintf("set terminal svg enhanced size %d,%d font 'Helvetica,12' linewidth 1.12 background rgb 'white'", int(width*96 + 0.5), int(height*96 + 0.5))

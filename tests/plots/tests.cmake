@@ -20,6 +20,10 @@ if(TARGET qplot AND TARGET qtrain)
     set(_qp_plots_args $<TARGET_FILE:qtrain> $<TARGET_FILE:qplot> ${_qp_plots_work} ${PROJECT_SOURCE_DIR}/plots)
     add_test(NAME plots_runs COMMAND ${_qp_plots_cmd} runs ${_qp_plots_args})
     set_tests_properties(plots_runs PROPERTIES LABELS "plots" TIMEOUT 600 FIXTURES_SETUP qp_plot_runs)
+    # every kind qplot lists (qplot kinds) drawn from a tiny sweep, left as PNGs for review
+    add_test(NAME plots_review COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_review.py
+             $<TARGET_FILE:qtrain> $<TARGET_FILE:qplot> ${CMAKE_CURRENT_BINARY_DIR}/plots_review)
+    set_tests_properties(plots_review PROPERTIES LABELS "plots" TIMEOUT 120)
     foreach(part kinds all errors gnuplot follow)
       add_test(NAME plots_${part} COMMAND ${_qp_plots_cmd} ${part} ${_qp_plots_args})
       set_tests_properties(plots_${part} PROPERTIES LABELS "plots" TIMEOUT 300 FIXTURES_REQUIRED qp_plot_runs)

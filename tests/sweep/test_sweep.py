@@ -920,6 +920,10 @@ noise_floor = bf16
     p = qsweep(ini, "--out", out, "-j", "2", timeout=600)
     check(p.returncode == 0, f"sweep: exit {p.returncode}: {p.stderr[-500:]}")
     check("noise floor" in p.stdout and "resolved" in p.stdout, f"stdout names intervals and the noise floor: {p.stdout}")
+    # the baseline's own rows say what they are; their gap is 0 by definition, not an unresolved measurement
+    base_lines = [l for l in p.stdout.splitlines() if "_recipe=bf16 " in l]
+    check(len(base_lines) == 3 and all(l.rstrip().endswith("0 (the baseline)") for l in base_lines),
+          f"stdout: the baseline rows are marked as the baseline: {base_lines}")
     rows = {r["name"]: r for r in read_csv(os.path.join(out, "summary.csv"))}
     # a run the divergence detector stopped (a 40k model at lr 5e-3 can spike, and which seed does depends on
     # the kernels' last bits) is a result, but not a loss: it counts in n_diverged and leaves its pairs' gaps
@@ -989,6 +993,28 @@ noise_floor = bf16
         check(close(g["gap_pct_rms"], float(np.sqrt(np.mean(np.square(tw)))), 1e-9), f"{gname}: rms")
     md = open(os.path.join(out, "summary.md")).read()
     check("## Noise floor" in md and "epochs" in md and "[95% CI]" in md, "summary.md: intervals, epochs, noise floor")
+    # scripts/verdict.py: a sentence per cell (paper/verdicts.py's), its numbers and verdict the summary's
+    verdict = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "verdict.py")
+    v = subprocess.run([sys.executable, verdict, out], capture_output=True,
+                       text=True, timeout=60)
+    lines = v.stdout.splitlines()
+    check(v.returncode == 0 and v.stderr == "" and len(lines) == 3, f"verdict.py: exit {v.returncode}: {v.stdout}"
+          f"{v.stderr}")
+    for gname, g in groups.items():
+        if gname.endswith("_recipe=fp8"):
+            cell = f"model={g['model']} tokens_per_param={g['tokens_per_param']}: FP8"
+            line = [l for l in lines if l.startswith(cell)]
+            if math.isnan(g["gap_ci_lo"]):
+                check(len(line) == 1 and ("unresolved" in line[0] or "no finished run" in line[0]),
+                      f"verdict.py, {gname}: {line}")
+                continue
+            iv = f"[{g['gap_ci_lo']:+.2f}%, {g['gap_ci_hi']:+.2f}%]"
+            word = "resolved." if g["resolved"] else "unresolved"
+            check(len(line) == 1 and iv in line[0] and word in line[0] and f"{g['gap_pct_mean']:+.2f}%" in line[0],
+                  f"verdict.py, {gname}: {line}, want {g['gap_pct_mean']:+.2f}% {iv} {word}")
+    md_base = [l for l in md.splitlines() if l.startswith("| ") and "_recipe=bf16 |" in l]
+    check(len(md_base) == 3 and all("| 0 (the baseline) |" in l and "unresolved" not in l for l in md_base),
+          f"summary.md: the baseline rows are marked as the baseline: {md_base}")
 
 def plan_map(text):
     """recipe_plan (the canonical expansion) -> {(block, gemm, pass, operand): plan}."""
@@ -1162,7 +1188,9 @@ attribute = blocks
     if os.path.exists(qplot) and shutil.which("gnuplot"):
         p = subprocess.run([qplot, "all", out], capture_output=True, text=True, timeout=300)
         check(p.returncode == 0, f"qplot all: {p.stderr}")
-        series = {r["series"] for r in read_csv(os.path.join(out, "fig", "qerr.csv"))}
+        # (each panel's spans of rows its recipe keeps in BF16 are a series of their own: "PATH BF16 rows")
+        series = {r["series"] for r in read_csv(os.path.join(out, "fig", "qerr.csv"))
+                  if not r["series"].endswith(" BF16 rows")}
         check(series == {os.path.join(out, "runs", f"recipe={r}_seed=1.h5") for r in ("mxfp4", "nvfp4")} or
               {os.path.basename(x) for x in series} == {"recipe=mxfp4_seed=1.h5", "recipe=nvfp4_seed=1.h5"},
               f"qerr panels: a full run per recipe, side by side: {series}")
