@@ -33,6 +33,9 @@ QP_HD qp_tplan qc_make_plan(const qp_format_traits *f, float given_scale, float 
         p.scale_inv = 1.0f / p.scale;
     }
     p.out_mul = unscaled ? 1.0f : p.scale_inv;
+    /* TE's Four Over Six decodes its errors with the tensor amax: under a
+     * given scale S, the amax S maps onto the row's range (qp_plan_scale's) */
+    p.amax = f->tensor_scale && given_scale > 0.0f ? f->tensor_range / given_scale : amax;
     p.sr = sr;
     p.seed = seed;
     p.stream = stream;

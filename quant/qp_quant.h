@@ -85,6 +85,9 @@ typedef struct {
                            /*   tensor's quantization draws for the same elements (data-parallel ranks) */
     float scale;       /* > 0: use this per-tensor encode scale instead of the current one
                           (fp8: s; nvfp4: S); ignored by formats without a tensor scale */
+    float amax;        /* with scale: the tensor amax it came from, which the -te Four Over
+                          Six rules decode their errors with (0: tensor_range / scale); a
+                          slice of a tensor passes the whole tensor's scale and amax */
     bool unscaled;     /* qp_qdq only: output decode(code) * block scale, leaving the
                           per-tensor decode scale (qp_qstats.scale_inv) to the caller.
                           These values are exact in BF16 for every format whose row

@@ -255,7 +255,7 @@ static void test_sr_slices(void)
             qp_qopts o = {.stochastic = true, .seed = 7, .stream = 123, .unscaled = true};
             qp_qstats st;
             qdq((qp_fmt)f, x, whole, R, C, &o, &st);
-            if (t->tensor_scale) o.scale = st.scale;
+            if (t->tensor_scale) o.scale = st.scale, o.amax = st.amax;
             /* rows [R/2, R) (R/2 a multiple of every block height): a constant offset */
             qp_qopts ro = o;
             ro.sr_offset = R / 2 * C;
@@ -311,7 +311,7 @@ static void test_rows_joined(int64_t C)
             qp_qopts o = {.stochastic = sr, .seed = 5, .stream = 77, .unscaled = true};
             qp_qstats ws, rs, sum;
             qdq((qp_fmt)f, x, whole, R, C, &o, &ws);
-            if (t->tensor_scale) o.scale = ws.scale; /* the rows take the tensor's scale */
+            if (t->tensor_scale) o.scale = ws.scale, o.amax = ws.amax; /* the rows take the tensor's scale */
             memset(&sum, 0, sizeof sum);
             int64_t zero_scale = 0, sat_scale = 0, blocks = 0;
             for (int64_t r = 0; r < R; r++) {
