@@ -635,6 +635,28 @@ QP_HD void qp_rht_vec(float *v, int n, const uint32_t w[4], int inverse)
     for (int j = 0; j < n; j++) v[j] *= inverse ? norm : (qp_rht_sign_neg(w, j) ? -norm : norm);
 }
 
+/* Transformer Engine's 16-point RHT (transformer_engine/pytorch/
+ * custom_recipes/reference_nvfp4.py at d0067d0: get_wgrad_sign_vector, lines
+ * 335-340; _build_hadamard_matrix and _apply_rht, lines 396-448): each group
+ * of 16 along the last dimension times diag(s) H16 / 4, with TE's fixed
+ * signs s on H's rows (qprec's seeded R = H diag(s) / sqrt(n) puts them on
+ * the columns). s = [+ + + - + - - - - - - + - + - -]: s_j = -1 where bit j of
+ * QP_RHT_TE_NEG is set. TE forms the matrix M = diag(s) H * 0.25 and
+ * multiplies x M, leaving the order of each output's 16 products
+ * x_i * (+-0.25) to the BLAS; here each product is formed first, exactly as
+ * TE forms it (x_i * +-0.25, rounded once, in the subnormal range too), and
+ * the 16 are summed by the Sylvester butterflies (qp_fwht: pairs at distance
+ * 1, 2, 4, 8). Wherever those sums are exact in float32 the result is TE's bit
+ * for bit whatever order its BLAS takes; elsewhere the two can differ in the
+ * last bit of a sum. */
+#define QP_RHT_TE_NEG 0xD7E8u
+
+QP_HD void qp_rht_te_vec(float v[16])
+{
+    for (int j = 0; j < 16; j++) v[j] = v[j] * (((QP_RHT_TE_NEG >> j) & 1u) ? -0.25f : 0.25f);
+    qp_fwht(v, 16);
+}
+
 /* ---- the format table ------------------------------------------------------- */
 
 typedef struct {

@@ -62,7 +62,11 @@ int qp_metrics_for_format(qp_fmt fmt, const float *x, int64_t rows, int64_t cols
             return -1;
         }
         memcpy(ref, x, (size_t)n * sizeof(float));
-        qp_rht16(ref, rows, cols, rht_seed);
+        if (qp_rht16_kind(ref, rows, cols, rht, rht_seed)) {
+            free(ref);
+            free(own);
+            return -1;
+        }
         src = ref;
     }
     qp_qstats st;

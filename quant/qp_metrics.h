@@ -38,7 +38,7 @@ typedef struct {
 void qp_metrics_compute(const float *x, const float *y, int64_t n, const qp_qstats *st, qp_metrics *m);
 
 /* One call for a report: quantize-dequantize x in fmt (optionally with the
- * RHT applied first, when cols % 16 == 0, and compared in the rotated basis,
+ * RHT applied first (rht: a qp_rht_kind, qp_hadamard.h: seeded or TE's), when cols % 16 == 0, and compared in the rotated basis,
  * where the GEMM sees it) and fill m. scratch holds rows*cols floats (or NULL
  * to allocate). Returns 0, or -1 if --rht was asked on cols not divisible by 16
  * or memory ran out. */

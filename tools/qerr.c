@@ -30,6 +30,8 @@ static void usage(FILE *f)
 "                   of: %s\n"
 "  --rht            also FMT+rht: 16-point random Hadamard transform first, error\n"
 "                   in the rotated basis (skipped, with a note, if cols %% 16 != 0)\n"
+"  --rht-signs S    seed (default): signs from --seed; te: Transformer Engine's\n"
+"                   transform, fixed signs on H's rows (FMT+rht-te)\n"
 "  --sr             also FMT+sr: stochastic rounding (with --rht also FMT+rht+sr)\n"
 "  --seed N         RHT signs and SR seed (default 1); SR stream = hash of the name\n"
 "  --raw f32:RxC FILE  also FILE as little-endian float32, exactly R*C*4 bytes\n"

@@ -18,7 +18,8 @@
 
 #define QERR_MAX_VARIANTS (4 * QP_FMT_COUNT)
 
-/* A format as reported: plain, +rht, +sr or +rht+sr. */
+/* A format as reported: plain, +rht (+rht-te), +sr or +rht+sr. rht: a
+ * qp_rht_kind (qp_hadamard.h). */
 typedef struct {
     char name[48];
     qp_fmt fmt;

@@ -11,10 +11,11 @@
 #include <string.h>
 
 #include "qerr.h"
+#include "qp_hadamard.h"
 #include "qp_raw.h"
 
 static const char *const OPTIONS =
-    "--formats, --rht, --sr, --seed, --raw, --csv, --json, --h5, --match, --sort, --top, --summary, "
+    "--formats, --rht, --rht-signs, --sr, --seed, --raw, --csv, --json, --h5, --match, --sort, --top, --summary, "
     "--threads, --help, --version";
 
 typedef struct {
@@ -45,7 +46,8 @@ static int parse_uint(ctx *c, const char *opt, const char *s, unsigned long long
 static void add_variant(qerr_opts *o, const qp_format_traits *f, int rht, int sr)
 {
     qerr_variant *v = &o->var[o->nvar++];
-    snprintf(v->name, sizeof v->name, "%s%s%s", f->name, rht ? "+rht" : "", sr ? "+sr" : "");
+    snprintf(v->name, sizeof v->name, "%s%s%s", f->name,
+             rht == QP_RHT_TE ? "+rht-te" : rht ? "+rht" : "", sr ? "+sr" : "");
     v->fmt = f->fmt;
     v->rht = rht;
     v->sr = sr;
@@ -69,9 +71,9 @@ static int parse_formats(ctx *c, qerr_opts *o, const char *list, int rht, int sr
         if (dup) continue;
         seen[nseen++] = f;
         add_variant(o, f, 0, 0);
-        if (rht) add_variant(o, f, 1, 0);
+        if (rht) add_variant(o, f, rht, 0);
         if (sr) add_variant(o, f, 0, 1);
-        if (rht && sr) add_variant(o, f, 1, 1);
+        if (rht && sr) add_variant(o, f, rht, 1);
     }
     free(copy);
     if (nseen == 0) return fail(c, "--formats: no format given (valid: %s)", qp_format_names());
@@ -94,7 +96,7 @@ static char *join_args(int argc, char **argv)
 static int parse(ctx *c, int argc, char **argv, qerr_opts *o)
 {
     const char *formats = QERR_DEFAULT_FORMATS, *match = NULL;
-    int rht = 0, sr = 0, only_files = 0;
+    int rht = 0, rht_kind = QP_RHT_SEEDED, sr = 0, only_files = 0;
     o->in = calloc((size_t)argc, sizeof *o->in);
     if (!o->in) return fail(c, "out of memory");
     for (int i = 1; i < argc; i++) {
@@ -112,7 +114,7 @@ static int parse(ctx *c, int argc, char **argv, qerr_opts *o)
         const size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
         snprintf(name, sizeof name, "%.*s", (int)(nlen < sizeof name ? nlen : sizeof name - 1), a);
         static const char *const with_value[] = {"--formats", "--seed", "--raw", "--h5", "--match",
-                                                 "--sort", "--top", "--threads"};
+                                                 "--sort", "--top", "--threads", "--rht-signs"};
         int takes = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) takes |= !strcmp(name, with_value[k]);
         if (takes) {
@@ -127,6 +129,11 @@ static int parse(ctx *c, int argc, char **argv, qerr_opts *o)
         else if (!strcmp(name, "-V") || !strcmp(name, "--version")) return QERR_ARGS_VERSION;
         else if (!strcmp(name, "--formats")) formats = val;
         else if (!strcmp(name, "--rht")) rht = 1;
+        else if (!strcmp(name, "--rht-signs")) {
+            if (!strcmp(val, "te")) rht_kind = QP_RHT_TE;
+            else if (!strcmp(val, "seed")) rht_kind = QP_RHT_SEEDED;
+            else return fail(c, "--rht-signs: '%s' is not seed or te", val);
+        }
         else if (!strcmp(name, "--sr")) sr = 1;
         else if (!strcmp(name, "--csv")) o->csv = 1;
         else if (!strcmp(name, "--json")) o->json = 1;
@@ -159,7 +166,7 @@ static int parse(ctx *c, int argc, char **argv, qerr_opts *o)
     if (o->csv && o->json) return fail(c, "--csv and --json exclude each other");
     if (o->threads < 1) return fail(c, "--threads: must be 1..256");
     if (o->nin == 0) return fail(c, "no input files (see --help)");
-    if (parse_formats(c, o, formats, rht, sr)) return -1;
+    if (parse_formats(c, o, formats, rht ? rht_kind : 0, sr)) return -1;
     if (match) {
         const int rc = regcomp(&o->match, match, REG_EXTENDED | REG_NOSUB);
         if (rc) {

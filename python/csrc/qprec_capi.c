@@ -7,7 +7,7 @@
  * appears in qprec.formats() by itself), storage sizes come from
  * qp_row_bytes / qp_scale_shape (which Python calls directly), quantization
  * from qp_quantize / qp_dequantize / qp_qdq, the random Hadamard transform
- * from qp_rht16, the metrics from qp_metrics_for_format, the SR stream of a
+ * from qp_rht16_kind (rht: 0 none, 1 seeded, 2 Transformer Engine's), the metrics from qp_metrics_for_format, the SR stream of a
  * named tensor from qp_metrics_name_stream: the code qerr runs. The caller
  * (python/qprec/_lib.py) allocates every output, zero-filled, with the sizes
  * those functions give. Return codes: 0, -1 unknown format, -2 RHT asked on
@@ -96,7 +96,11 @@ static int rotated(const float *x, int64_t rows, int64_t cols, int rht, uint64_t
     const size_t n = (size_t)(rows * cols);
     if (!(*own = malloc((n ? n : 1) * sizeof(float)))) return -3;
     memcpy(*own, x, n * sizeof(float));
-    qp_rht16(*own, rows, cols, rht_seed);
+    if (qp_rht16_kind(*own, rows, cols, rht, rht_seed)) {
+        free(*own);
+        *own = NULL;
+        return -1;
+    }
     *src = *own;
     return 0;
 }
