@@ -424,6 +424,7 @@ static void test_sr_map(void)
         /* a wrong stride (one more than the right one) must change the codes */
         for (int fmt = 0; fmt < QP_FMT_COUNT; fmt++) {
             if (fmt == QP_FMT_FP32 || rows < 2) continue;
+            if (qp_rule_is_4o6_te(qp_formats[fmt].rule) && qp_formats[fmt].block_rows > 1) continue; /* one_case's */
             qp_qopts o;
             memset(&o, 0, sizeof o);
             o.stochastic = 1;
