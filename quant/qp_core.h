@@ -876,8 +876,8 @@ QP_HD double qp_4o6_block_error(const float *x, int n, qp_bscale s, float scale_
 
 /* ---- Four Over Six as Transformer Engine computes it ---------------------------
  * (transformer_engine/pytorch/custom_recipes/reference_nvfp4.py at d0067d0,
- * _quantize_blockwise_4over6_reference, lines 524-649; the tensor scale,
- * lines 695-729.) Everything in float32, in this order:
+ * _quantize_blockwise_4over6_reference, lines 524-648; the tensor scale,
+ * lines 712-730.) Everything in float32, in this order:
  *   S = 6*256 / amax (the row's tensor_range; FLT_MAX at most), Sinv = 1/S
  *   base = (amax_b / 6) * S;  d6 = ue4m3(base), d4 = ue4m3(base * 1.5)
  *   e_k = min(1 / (d_k * Sinv), FLT_MAX)   (FLT_MAX also when d_k is 0)
@@ -923,7 +923,7 @@ QP_HD float qp_4o6_te_row_error(const float *x, int n, qp_bscale s, float amax, 
     return err;
 }
 
-/* TE's two candidates of a block with finite amax amax_b (base, lines 557-566). */
+/* TE's two candidates of a block with finite amax amax_b (lines 551-566). */
 QP_HD void qp_4o6_te_candidates(float amax_b, const qp_tplan *p, float elem_max, qp_bscale *s4, qp_bscale *s6)
 {
     const float base = (amax_b / elem_max) * p->scale;
