@@ -456,10 +456,54 @@ def case_install():
     check(p.returncode == 0 and p.stdout.split(b"\n", 2)[2:] == [mine], "the sdist's build gives the same bytes")
 
 
+def case_te():
+    """rht="te" and the -te Four Over Six rows: Transformer Engine's transform as a dense
+    matrix here (TE's get_wgrad_sign_vector signs on H16's rows, / 4), qerr --rht-signs te
+    byte-identical to qprec.errors(rht="te"), block_2d naming the 16x16 rows."""
+    import qprec
+    s = np.array([1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1], dtype=np.float64)
+    h = np.ones((1, 1))
+    while h.shape[0] < 16:
+        h = np.block([[h, h], [h, -h]])
+    m = (s[:, None] * h) / 4.0
+    rng = np.random.default_rng(5)
+    x = rng.integers(-64, 65, size=(8, 48)).astype(np.float32)      # 16-term sums exact in float32
+    rot = (x.astype(np.float64).reshape(-1, 16) @ m).reshape(x.shape).astype(np.float32)
+    for f in ("nvfp4", "nvfp4-4o6-te", "nvfp4-4o6-te-mse", "mxfp8"):
+        a, b = qprec.quantize(x, f, rht="te"), qprec.quantize(rot, f)
+        check(np.array_equal(a.codes, b.codes) and np.array_equal(a.scales, b.scales) and a.rht == "te",
+              f"{f}: rht='te' quantizes x diag(s) H16 / 4 with TE's signs")
+        check(np.array_equal(qprec.qdq(x, f, rht="te"), qprec.qdq(rot, f)), f"{f}: qdq with rht='te'")
+    seeded = qprec.quantize(x, "nvfp4", rht=1)
+    check(not np.array_equal(seeded.codes, qprec.quantize(rot, "nvfp4").codes), "the seeded RHT is another transform")
+    check(qprec.errors(x, "nvfp4", rht="te")["format"] == "nvfp4+rht-te", "errors names the variant nvfp4+rht-te")
+    raises(TypeError, lambda: qprec.quantize(x, "nvfp4", rht="TE"), "rht='TE' (not a transform) is refused")
+    for f in ("nvfp4-4o6-te", "nvfp4-4o6-te-mse"):
+        check(qprec.quantize(x, f, block_2d=True).fmt == f + "-2d", f"{f}: block_2d=True is {f}-2d")
+    path = os.path.join(WORK, "te.safetensors")
+    tens = [(n, d, a) for n, d, a, _ in tensors_for_test(rng)]
+    write_safetensors(path, tens)
+    fmts = ["nvfp4", "nvfp4-4o6-te", "nvfp4-4o6-te-mse-2d"]
+    p = subprocess.run([QERR, "--json", "--rht", "--rht-signs", "te", "--threads", "1", "--formats", ",".join(fmts),
+                        path], capture_output=True, text=True)
+    check(p.returncode == 0, f"qerr --rht-signs te: {p.stderr}")
+    rows = []
+    for n, _, _ in tens:
+        v = dump(path)[n]
+        for f in fmts:
+            rows.append(dict(qprec.errors(v, f), tensor=n))
+            if v.shape[-1] % 16 == 0:
+                rows.append(dict(qprec.errors(v, f, rht="te"), tensor=n))
+    check(qerr_json_text(path, rows) == p.stdout, "qerr --rht --rht-signs te is qprec.errors(rht='te'), byte for byte")
+    p = subprocess.run([QERR, "--rht-signs", "tee", path], capture_output=True, text=True)
+    check(p.returncode == 2 and "--rht-signs" in p.stderr and p.stderr.count("\n") == 1,
+          "qerr --rht-signs tee: one line, exit 2")
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     {"exact": case_exact, "codes": case_codes, "import": case_import, "torch": case_torch,
-     "doctest": case_doctest, "install": case_install}[CASE]()
+     "doctest": case_doctest, "install": case_install, "te": case_te}[CASE]()
     return check.summary(f"test_python {CASE}")
 
 
