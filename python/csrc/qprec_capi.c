@@ -24,7 +24,7 @@
 #define QPREC_EXPORT __attribute__((visibility("default")))
 
 /* The ABI between this file and _lib.py: bumped when a signature changes. */
-QPREC_EXPORT int qprec_abi_version(void) { return 1; }
+QPREC_EXPORT int qprec_abi_version(void) { return 2; }
 
 QPREC_EXPORT int qprec_format_count(void) { return QP_FMT_COUNT; }
 
@@ -201,5 +201,32 @@ QPREC_EXPORT int qprec_errors(int f, const float *x, int64_t rows, int64_t cols,
                                       m.n_blocks ? m.block_scale_log2_mean : NAN,
                                       (double)m.n_nonfinite};
     memcpy(out, v, sizeof v);
+    return 0;
+}
+
+/* The per-block scale statistics (qp_metrics.h's qp_bscale_dist) of x in f
+ * as qprec_errors quantizes it, in the order of qprec._lib.BSTATS, and the
+ * histogram (qprec_bshist_bins() counts). */
+#define QPREC_NBSTATS 7
+QPREC_EXPORT int qprec_nbstats(void) { return QPREC_NBSTATS; }
+QPREC_EXPORT int qprec_bshist_bins(void) { return QP_BSHIST_BINS; }
+QPREC_EXPORT int qprec_bshist_offset(void) { return QP_BSHIST_OFFSET; }
+
+QPREC_EXPORT int qprec_block_scale_stats(int f, const float *x, int64_t rows, int64_t cols, int sr, uint64_t sr_seed,
+                                         uint64_t sr_stream, int rht, uint64_t rht_seed, double out[QPREC_NBSTATS],
+                                         int64_t hist[QP_BSHIST_BINS])
+{
+    if (!traits(f) || rows < 0 || cols < 0) return -1;
+    if (rht && cols % QK_RHT) return -2;
+    const qp_qopts o = make_opts(sr, sr_seed, sr_stream);
+    qp_bscale_dist d;
+    qp_qstats st;
+    memset(&st, 0, sizeof st);
+    if (qp_block_scale_dist_for_format((qp_fmt)f, x, rows, cols, &o, rht, rht_seed, &d, &st)) return -3;
+    const double n = st.n ? (double)st.n : NAN;
+    const double v[QPREC_NBSTATS] = {(double)d.n_blocks, d.log2_std, d.saturated_frac, d.underflow_frac,
+                                     (double)st.n_flushed / n, (double)st.n_sat / n, d.dynamic_range_max_log2};
+    memcpy(out, v, sizeof v);
+    memcpy(hist, d.hist, sizeof d.hist);
     return 0;
 }

@@ -31,7 +31,7 @@ import numpy as _np
 from . import _lib
 
 __version__ = "0.1.0"
-__all__ = ["formats", "format_info", "quantize", "qdq", "errors", "QTensor", "runfile"]
+__all__ = ["formats", "format_info", "quantize", "qdq", "errors", "block_scale_bins", "QTensor", "runfile"]
 
 _F32 = _np.float32
 
@@ -295,7 +295,15 @@ def errors(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False):
     variant name: nvfp4, nvfp4+rht, nvfp4+rht-te, nvfp4+sr, ...), rows, cols, rel_l2, snr_db
     (inf when exact), max_abs, cosine, sat_frac, zero_frac, amax, scale,
     n_blocks, block_scale_min/max/log2_mean (NaN without block scales),
-    n_nonfinite. `qerr --rht --sr --seed S FILE` is errors(x, fmt, rht=S,
+    n_nonfinite; and the per-block scale statistics of the same quantization
+    (quant/qp_metrics.h's qp_bscale_dist): block_scale_hist (an int64 array over
+    block_scale_bins(), summing to n_blocks, zero-scale blocks included),
+    block_scale_log2_std (population std of log2 scale over blocks with a scale
+    > 0), block_scale_saturated_frac and block_scale_underflow_frac (blocks whose
+    scale is the scale format's largest, or its zero/smallest with a non-zero
+    amax), elems_flushed_frac and elems_saturated_frac (of all elements), and
+    block_dynamic_range_max_log2 (max over blocks of log2(amax_b / smallest
+    non-zero |x|), TE's max_blockwise_dynamic_range). `qerr --rht --sr --seed S FILE` is errors(x, fmt, rht=S,
     sr_seed=S, sr_stream=TENSOR_NAME) for each tensor of FILE.
 
     >>> import numpy as np
@@ -315,4 +323,33 @@ def errors(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False):
     name = format_info(None, _i=i)["name"] + _rht_suffix(rht_on) + ("+sr" if sr_on else "")
     out = {"format": name, "rows": rows, "cols": cols}
     out.update({k: (int(v) if k in _lib.INT_FIELDS else float(v)) for k, v in zip(_lib.METRICS, m)})
+    L = _lib.lib()
+    b = (_lib.ctypes.c_double * len(_lib.BSTATS))()
+    hist = _np.zeros(L.qprec_bshist_bins(), dtype=_np.int64)
+    rc = L.qprec_block_scale_stats(i, _lib.ptr(a, _lib.ctypes.c_float), rows, cols, sr_on, seed, stream, rht_on,
+                                   rht_seed, b, _lib.ptr(hist, _lib.ctypes.c_int64))
+    _lib.check(rc, fmt, "errors")
+    bs = dict(zip(_lib.BSTATS, b))
+    out["block_scale_hist"] = hist
+    for k in _lib.BSTATS[1:]:
+        out[k] = float(bs[k])
     return out
+
+
+def block_scale_bins():
+    """The fixed bins of errors()'s block_scale_hist, as (lower, upper) decoded
+    block-scale bounds: bin 0 holds the scales that are 0, bin 1 the NaN scales
+    (an MX block holding NaN/Inf), bin k >= 2 the scales s with
+    floor(log2 s) = k - 151, i.e. [2^(k-151), 2^(k-150)): every positive float
+    from 2^-149 to 2^127 has its bin. NVFP4's scales are the UE4M3 block scales
+    before the tensor scale; FP8 blocks' the FP32 decode scales.
+
+    >>> b = block_scale_bins()
+    >>> len(b), b[0], b[151]
+    (279, (0.0, 0.0), (1.0, 2.0))
+    """
+    L = _lib.lib()
+    off = L.qprec_bshist_offset()
+    nan = float("nan")
+    return [(0.0, 0.0), (nan, nan)] + [(2.0 ** (k - off), 2.0 ** (k - off + 1))
+                                       for k in range(2, L.qprec_bshist_bins())]
