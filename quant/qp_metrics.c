@@ -35,8 +35,11 @@ void qp_metrics_compute(const float *x, const float *y, int64_t n, const qp_qsta
     m->cosine = (xx == 0.0 && yy == 0.0) ? 1.0 : (xx == 0.0 || yy == 0.0 ? 0.0 : xy / sqrt(xx * yy));
     m->amax = amax;
     m->scale = 1.0;
+    m->bsd.log2_std = m->bsd.saturated_frac = m->bsd.underflow_frac = NAN;
     if (st) {
         m->sat_frac = st->n ? (double)st->n_sat / (double)st->n : 0.0;
+        m->elems_saturated_frac = m->sat_frac;
+        m->elems_flushed_frac = st->n ? (double)st->n_flushed / (double)st->n : 0.0;
         m->zero_frac = st->n_nonzero ? (double)st->n_flushed / (double)st->n_nonzero : 0.0;
         m->amax = st->amax;
         m->scale = st->scale;
@@ -71,8 +74,17 @@ int qp_metrics_for_format(qp_fmt fmt, const float *x, int64_t rows, int64_t cols
         src = ref;
     }
     qp_qstats st;
-    qp_qdq(fmt, src, scratch, rows, cols, o, &st);
+    qp_qtensor q;
+    if (qp_qtensor_alloc(&q, fmt, rows, cols)) {
+        free(ref);
+        free(own);
+        return -1;
+    }
+    qp_quantize(src, &q, o, &st);
+    qp_dequantize(&q, scratch);
     qp_metrics_compute(src, scratch, n, &st, m);
+    qp_block_scale_dist(&q, src, &m->bsd);
+    qp_qtensor_free(&q);
     free(ref);
     free(own);
     return 0;
@@ -139,32 +151,4 @@ void qp_block_scale_dist(const qp_qtensor *q, const float *x, qp_bscale_dist *d)
     d->saturated_frac = d->n_blocks ? (double)sat / (double)d->n_blocks : NAN;
     d->underflow_frac = d->n_blocks ? (double)under / (double)d->n_blocks : NAN;
     d->dynamic_range_max_log2 = range;
-}
-
-int qp_block_scale_dist_for_format(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, const qp_qopts *o,
-                                   int rht, uint64_t rht_seed, qp_bscale_dist *d, qp_qstats *st)
-{
-    if (!qp_fmt_valid(fmt) || (rht && cols % 16)) return -1;
-    const int64_t n = rows * cols;
-    float *ref = NULL;
-    const float *src = x;
-    if (rht) {
-        if (!(ref = malloc((size_t)(n ? n : 1) * sizeof(float)))) return -1;
-        memcpy(ref, x, (size_t)n * sizeof(float));
-        if (qp_rht16_kind(ref, rows, cols, rht, rht_seed)) {
-            free(ref);
-            return -1;
-        }
-        src = ref;
-    }
-    qp_qtensor q;
-    if (qp_qtensor_alloc(&q, fmt, rows, cols)) {
-        free(ref);
-        return -1;
-    }
-    qp_quantize(src, &q, o, st);
-    qp_block_scale_dist(&q, src, d);
-    qp_qtensor_free(&q);
-    free(ref);
-    return 0;
 }

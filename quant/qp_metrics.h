@@ -18,33 +18,6 @@
 extern "C" {
 #endif
 
-typedef struct {
-    int64_t n;
-    int64_t n_nonfinite;
-    double rel_l2;
-    double snr_db;
-    double max_abs;
-    double cosine;
-    double sat_frac;      /* saturated elements / elements */
-    double zero_frac;     /* non-zeros flushed to zero / non-zeros */
-    double amax;
-    double scale;         /* per-tensor encode scale used */
-    int64_t n_blocks;
-    double block_scale_min, block_scale_max, block_scale_log2_mean;
-} qp_metrics;
-
-/* Compare x with y = dequantized quantization of x (n elements); st (may be
- * NULL) supplies the quantizer's counts. */
-void qp_metrics_compute(const float *x, const float *y, int64_t n, const qp_qstats *st, qp_metrics *m);
-
-/* One call for a report: quantize-dequantize x in fmt (optionally with the
- * RHT applied first (rht: a qp_rht_kind, qp_hadamard.h: seeded or TE's), when cols % 16 == 0, and compared in the rotated basis,
- * where the GEMM sees it) and fill m. scratch holds rows*cols floats (or NULL
- * to allocate). Returns 0, or -1 if --rht was asked on cols not divisible by 16
- * or memory ran out. */
-int qp_metrics_for_format(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, const qp_qopts *o,
-                          int rht, uint64_t rht_seed, float *scratch, qp_metrics *m);
-
 /* Per-block scale statistics of a quantized tensor (what Transformer
  * Engine's users ask for, github.com/NVIDIA/TransformerEngine/issues/2801),
  * from its stored block scales s (decoded: UE4M3, E8M0 or the FP32 decode
@@ -72,14 +45,41 @@ typedef struct {
     double log2_std, saturated_frac, underflow_frac, dynamic_range_max_log2;
 } qp_bscale_dist;
 
+typedef struct {
+    int64_t n;
+    int64_t n_nonfinite;
+    double rel_l2;
+    double snr_db;
+    double max_abs;
+    double cosine;
+    double sat_frac;      /* saturated elements / elements */
+    double zero_frac;     /* non-zeros flushed to zero / non-zeros */
+    double amax;
+    double scale;         /* per-tensor encode scale used */
+    int64_t n_blocks;
+    double block_scale_min, block_scale_max, block_scale_log2_mean;
+    double elems_flushed_frac;   /* non-zeros flushed to zero / elements */
+    double elems_saturated_frac; /* saturated elements / elements (sat_frac) */
+    qp_bscale_dist bsd;          /* qp_metrics_for_format's; qp_metrics_compute: none */
+} qp_metrics;
+
+/* Compare x with y = dequantized quantization of x (n elements); st (may be
+ * NULL) supplies the quantizer's counts. */
+void qp_metrics_compute(const float *x, const float *y, int64_t n, const qp_qstats *st, qp_metrics *m);
+
+/* One call for a report: quantize-dequantize x in fmt (optionally with the
+ * RHT applied first (rht: a qp_rht_kind, qp_hadamard.h: seeded or TE's), when cols % 16 == 0, and compared in the rotated basis,
+ * where the GEMM sees it) and fill m, the block-scale statistics (m->bsd) of
+ * the packed quantization included (decoded by qp_dequantize: qp_qdq's
+ * values, bit for bit). scratch holds rows*cols floats (or NULL
+ * to allocate). Returns 0, or -1 if --rht was asked on cols not divisible by 16
+ * or memory ran out. */
+int qp_metrics_for_format(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, const qp_qopts *o,
+                          int rht, uint64_t rht_seed, float *scratch, qp_metrics *m);
+
 /* The statistics of q (quantized from x, q's shape); all zero and NaN for a
  * format without block scales. */
 void qp_block_scale_dist(const qp_qtensor *q, const float *x, qp_bscale_dist *d);
-
-/* qp_metrics_for_format's quantization, packed, and its block-scale
- * statistics (the same transform and options); 0, or -1 as it. */
-int qp_block_scale_dist_for_format(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, const qp_qopts *o,
-                                   int rht, uint64_t rht_seed, qp_bscale_dist *d, qp_qstats *st);
 
 /* The stochastic-rounding stream of a tensor called `name` in a report
  * (qerr, the Python package's qprec.errors): FNV-1a of the name, so a

@@ -205,7 +205,7 @@ QPREC_EXPORT int qprec_errors(int f, const float *x, int64_t rows, int64_t cols,
 }
 
 /* The per-block scale statistics (qp_metrics.h's qp_bscale_dist) of x in f
- * as qprec_errors quantizes it, in the order of qprec._lib.BSTATS, and the
+ * from qp_metrics_for_format, as qprec_errors (and qerr) quantize it, in the order of qprec._lib.BSTATS, and the
  * histogram (qprec_bshist_bins() counts). */
 #define QPREC_NBSTATS 7
 QPREC_EXPORT int qprec_nbstats(void) { return QPREC_NBSTATS; }
@@ -219,13 +219,12 @@ QPREC_EXPORT int qprec_block_scale_stats(int f, const float *x, int64_t rows, in
     if (!traits(f) || rows < 0 || cols < 0) return -1;
     if (rht && cols % QK_RHT) return -2;
     const qp_qopts o = make_opts(sr, sr_seed, sr_stream);
-    qp_bscale_dist d;
-    qp_qstats st;
-    memset(&st, 0, sizeof st);
-    if (qp_block_scale_dist_for_format((qp_fmt)f, x, rows, cols, &o, rht, rht_seed, &d, &st)) return -3;
-    const double n = st.n ? (double)st.n : NAN;
-    const double v[QPREC_NBSTATS] = {(double)d.n_blocks, d.log2_std, d.saturated_frac, d.underflow_frac,
-                                     (double)st.n_flushed / n, (double)st.n_sat / n, d.dynamic_range_max_log2};
+    qp_metrics m;
+    if (qp_metrics_for_format((qp_fmt)f, x, rows, cols, &o, rht, rht_seed, NULL, &m)) return -3;
+    const qp_bscale_dist d = m.bsd;
+    const double v[QPREC_NBSTATS] = {(double)d.n_blocks,    d.log2_std,           d.saturated_frac,
+                                     d.underflow_frac,      m.elems_flushed_frac, m.elems_saturated_frac,
+                                     d.n_blocks ? d.dynamic_range_max_log2 : NAN};
     memcpy(out, v, sizeof v);
     memcpy(hist, d.hist, sizeof d.hist);
     return 0;

@@ -330,7 +330,7 @@ def errors(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False):
                                    rht_seed, b, _lib.ptr(hist, _lib.ctypes.c_int64))
     _lib.check(rc, fmt, "errors")
     bs = dict(zip(_lib.BSTATS, b))
-    out["block_scale_hist"] = hist
+    out["block_scale_hist"] = [int(c) for c in hist]
     for k in _lib.BSTATS[1:]:
         out[k] = float(bs[k])
     return out

@@ -110,10 +110,15 @@ def qerr_json_text(file, rows):
         return "%.17g" % v if np.isfinite(v) else "null"
     keys = ["file", "tensor", "format", "rows", "cols", "rel_l2", "snr_db", "max_abs", "cosine", "sat_frac",
             "zero_frac", "amax", "scale", "n_blocks", "block_scale_min", "block_scale_max", "block_scale_log2_mean",
-            "n_nonfinite"]
+            "n_nonfinite", "block_scale_log2_std", "block_scale_saturated_frac", "block_scale_underflow_frac",
+            "elems_flushed_frac", "elems_saturated_frac", "block_dynamic_range_max_log2", "block_scale_hist"]
+
+    def hist_text(h):   # qerr's block_scale_hist: the non-empty bins, BIN = zero, nan or floor(log2 scale)
+        label = lambda k: "zero" if k == 0 else "nan" if k == 1 else str(k - 151)
+        return " ".join(f"{label(k)}:{int(c)}" for k, c in enumerate(h) if c)
     out = "["
     for i, r in enumerate(rows):
-        r = dict(r, file=file)
+        r = dict(r, file=file, block_scale_hist=hist_text(r["block_scale_hist"]))
         out += (",\n  {" if i else "\n  {") + ", ".join(f'"{k}": {val(r[k])}' for k in keys) + "}"
     return out + ("\n]\n" if rows else "]\n")
 
@@ -558,7 +563,7 @@ def case_bstats():
             y = qprec.qdq(x, name)
             fin = np.isfinite(x) & (x != 0)
             what = f"{name} {xn}"
-            check(np.array_equal(e["block_scale_hist"], hist) and hist.sum() == e["n_blocks"] == nb,
+            check(e["block_scale_hist"] == hist.tolist() and hist.sum() == e["n_blocks"] == nb,
                   f"{what}: block_scale_hist from the scale codes, summing to n_blocks")
             std = float(np.std(logs)) if logs else float("nan")
             check((np.isnan(std) and np.isnan(e["block_scale_log2_std"])) or
@@ -574,7 +579,7 @@ def case_bstats():
     under_seen = qprec.errors(xs["outlier"], "nvfp4")["block_scale_underflow_frac"] > 0
     check(sat_seen and under_seen, "the outlier saturates one NVFP4 scale and zeroes others")
     fp8 = qprec.errors(xs["gauss"], "fp8-e4m3")
-    check(fp8["n_blocks"] == 0 and not fp8["block_scale_hist"].any() and np.isnan(fp8["block_scale_log2_std"]),
+    check(fp8["n_blocks"] == 0 and not any(fp8["block_scale_hist"]) and np.isnan(fp8["block_scale_log2_std"]),
           "a per-tensor format has no block statistics")
     print(f"bstats: {nfmt} block formats x {len(xs)} tensors")
 
