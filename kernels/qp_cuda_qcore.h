@@ -83,12 +83,15 @@ QP_HD void qc_block_amax_pad(const float *x, int n, int npad, float *amax, int *
 QP_HD void qc_block_amax(const float *x, int n, float *amax, int *nonfinite) { qc_block_amax_pad(x, n, n, amax, nonfinite); }
 
 /* The block scale of a block of n elements with finite amax amax_b; x is the
- * block (Four Over Six reads it). MX marks blocks holding NaN/Inf; the other
- * rules ignore non-finite values. */
+ * block (Four Over Six reads it). MX marks blocks holding NaN/Inf, and TE's
+ * Four Over Six reads the flag; the other rules ignore non-finite values.
+ * (The device's plan takes the finite amax: TE's NaN/Inf tensor amax, which
+ * quant/'s -te rows reproduce, is the CPU's.) */
 QP_HD qp_bscale qc_block_scale(const qp_format_traits *f, const qp_tplan *p, float amax_b, int nonfinite,
                                const float *x, int n)
 {
-    return qp_block_rule(f, p, amax_b, f->block_scale == QP_SCALE_E8M0 && nonfinite, x, n);
+    return qp_block_rule(f, p, amax_b, (f->block_scale == QP_SCALE_E8M0 || qp_rule_is_4o6_te(f->rule)) && nonfinite,
+                         x, n);
 }
 
 /* Store a block's scale at index idx of the packed scales (scale_bytes each). */

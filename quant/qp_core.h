@@ -991,8 +991,16 @@ QP_HD qp_bscale qp_block_rule(const qp_format_traits *f, const qp_tplan *p, floa
         /* 1D here; a 16x16 tile's choice needs all its rows (x NULL: the
          * driver decides, qp_4o6_te_tile_error) */
         qp_bscale s4, s6;
-        qp_4o6_te_candidates(amax_b, p, f->elem_max, &s4, &s6);
-        if (!x) return s6;
+        if (qp_isnanf(p->amax)) { /* a NaN in the tensor: TE's every scale is NaN, every code 0 */
+            s.code = 0x7F;
+            s.flag = QP_BLOCK_NAN;
+            s.enc = s.dec = qp_nanf();
+            return s;
+        }
+        /* an Inf in the tensor (S = 1): its blocks' amax is Inf, and every
+         * error is Inf or NaN (they decode with amax = Inf): map-to-6 */
+        qp_4o6_te_candidates(nonfinite ? qp_bits_f32(0x7F800000u) : amax_b, p, f->elem_max, &s4, &s6);
+        if (!x || !qp_isfinitef(p->amax)) return s6;
         const int mse = f->rule == QP_RULE_NVFP4_4O6_TE_MSE;
         return qp_4o6_te_row_error(x, n, s4, p->amax, f->tensor_range, mse) <
                        qp_4o6_te_row_error(x, n, s6, p->amax, f->tensor_range, mse)

@@ -119,6 +119,28 @@ void qp_tables_init(void)
     done = 1;
 }
 
+/* TE's tensor amax takes NaN and Inf in (torch.max propagates NaN): with a
+ * NaN every scale of the tensor is NaN, with an Inf S = 1536/Inf = 0, which
+ * TE replaces by 1 (reference_nvfp4.py:712-730). The -te rows reproduce it:
+ * p->amax becomes NaN or Inf (qp_block_rule's TE case reads it), S NaN or 1. */
+static void te_nonfinite_amax(qp_plan *p, const float *x, int64_t n)
+{
+    int inf = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (qp_isfinitef(x[i])) continue;
+        if (qp_isnanf(x[i])) {
+            p->amax = p->scale = p->scale_inv = qp_nanf();
+            p->out_mul = p->out_mul == 1.0f ? 1.0f : p->scale_inv;
+            return;
+        }
+        inf = 1;
+    }
+    if (!inf) return;
+    p->amax = INFINITY;
+    p->scale = p->scale_inv = 1.0f;
+    p->out_mul = 1.0f;
+}
+
 /* Block b's scale s (block amax a) into bs, counted in st. */
 static void put_block_scale(const qp_plan *p, qp_blockscales *bs, int64_t b, const qp_bscale *s, float a,
                             qp_block_stats *st)
@@ -146,7 +168,9 @@ void qp_block_scales_ref(const qp_plan *p, const float *x, int64_t cols, int bc,
 {
     const qp_format_traits *t = p->t;
     const qp_tplan tp = qp_plan_tensor(p);
-    const int nan_blocks = t->block_scale == QP_SCALE_E8M0; /* the other rules ignore non-finite values */
+    /* MX marks blocks holding NaN/Inf; TE's Four Over Six reads the flag under
+     * a non-finite tensor amax; the other rules ignore non-finite values */
+    const int nan_blocks = t->block_scale == QP_SCALE_E8M0 || qp_rule_is_4o6_te(t->rule);
     for (int64_t b = 0; b < nb; b++) {
         const float a = amax[b];
         const int64_t c0 = b * bc, n = cols - c0 < bc ? cols - c0 : bc;
@@ -159,8 +183,8 @@ void qp_block_scales_ref(const qp_plan *p, const float *x, int64_t cols, int bc,
  * x, cols wide; amax: the tiles' finite amaxes): each tile's error is the
  * sum of its rows' errors in TE's tree order (qp_4o6_te_tile_error; rows
  * past the tensor are TE's zero padding, error 0). */
-static void te_tile_scales(const qp_plan *p, const float *x, int64_t nr, int64_t cols, const float *amax, int64_t nb,
-                           qp_blockscales *bs, qp_block_stats *st)
+static void te_tile_scales(const qp_plan *p, const float *x, int64_t nr, int64_t cols, const float *amax,
+                           const uint8_t *nf, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
 {
     const qp_format_traits *t = p->t;
     const qp_tplan tp = qp_plan_tensor(p);
@@ -170,6 +194,11 @@ static void te_tile_scales(const qp_plan *p, const float *x, int64_t nr, int64_t
         const int n = (int)(cols - c0 < bc ? cols - c0 : bc);
         qp_bscale s4, s6;
         qp_4o6_te_candidates(amax[b], &tp, t->elem_max, &s4, &s6);
+        if (!qp_isfinitef(tp.amax)) { /* TE's errors are all NaN or Inf: map-to-6 */
+            const qp_bscale s = qp_block_rule(t, &tp, amax[b], nf[b], NULL, 0);
+            put_block_scale(p, bs, b, &s, amax[b], st);
+            continue;
+        }
         float e4[QK_NVFP4] = {0}, e6[QK_NVFP4] = {0};
         for (int64_t r = 0; r < nr && r < QK_NVFP4; r++) {
             e4[r] = qp_4o6_te_row_error(x + r * cols + c0, n, s4, tp.amax, t->tensor_range, mse);
@@ -347,7 +376,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         const float *amax = pre_amax ? pre_amax : amax_buf;
         const uint8_t *nf = pre_nf ? pre_nf : nf_buf;
         if (!pre_amax) band_block_amax(k, t, x, r0, r1, cols, amax_buf, nf_buf, colmax);
-        if (qp_rule_is_4o6_te(t->rule)) te_tile_scales(p, x + r0 * cols, r1 - r0, cols, amax, nb, bs, &res->bst);
+        if (qp_rule_is_4o6_te(t->rule)) te_tile_scales(p, x + r0 * cols, r1 - r0, cols, amax, nf, nb, bs, &res->bst);
         else k->block_scales(p, NULL, cols, bc, amax, nf, nb, bs, &res->bst);
         mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + (r0 / t->block_rows) * scale_cols * t->scale_bytes, bs, nb);
@@ -590,6 +619,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
         if (res[c].pass1_amax > amax) amax = res[c].pass1_amax;
     p.row_amax = !blocky && !t->tensor_scale; /* the amax comes with the encoding */
     qp_plan_scale(&p, o, amax);
+    if (qp_rule_is_4o6_te(t->rule) && !(o->scale > 0.0f)) te_nonfinite_amax(&p, x, n);
     if (scale_inv_out) *scale_inv_out = p.scale_inv;
     const int64_t out_bytes = y ? n * (int64_t)sizeof(float) : rows * row_bytes;
     /* BF16 output goes through a row in L1, which streaming stores would evict */

@@ -3,14 +3,18 @@
  * (te_parity_vectors.h: TE's reference_nvfp4.py at d0067d0 run on the inputs
  * below; TE's code is not part of qprec). Input classes: all zero, normal,
  * subnormal (2^-146..2^-131), ~1e-30, ~1e30, one huge outlier (2^50 among
- * values near 1) and -0.0 (every seventh element and one whole row).
+ * values near 1), -0.0 (every seventh element and one whole row), one NaN,
+ * and one +Inf with one -Inf.
  *
  * The -te rows (nvfp4-4o6-te, -mse, their 16x16 variants) and rht=te must give
  * TE's codes and scales exactly. Plain nvfp4 and nvfp4-2d give TE's block
  * scales exactly and its codes except where TE's bytes are an artifact of its
  * reference, which docs/formats.md lists: a block whose scale rounds to 0
  * stores its elements encoded with FLT_MAX in TE (they decode to 0 either way)
- * and 0 in qprec, and -0.0 is TE's code 0, qprec's 8 (-0). The authors' rule
+ * and 0 in qprec, and -0.0 is TE's code 0, qprec's 8 (-0); NaN and Inf are
+ * checked for the -te rows only (TE's tensor amax takes them in: one NaN makes
+ * every scale NaN, an Inf makes S = 1; qprec's NVFP4 keeps the finite amax).
+ * The authors' rule
  * nvfp4-4o6 is not TE's: at ~1e-30 TE's float32 squared errors underflow to
  * 0 and at ~1e30 overflow to Inf, and every block ties to 6, which this test
  * checks too. */
@@ -32,7 +36,8 @@ static void te_inputs(const char *cls, float *x)
         const char *name;
         int k, zero;
     } classes[] = {{"zero", 0, 1},      {"normal", 0, 0}, {"subnormal", -135, 0}, {"tiny", -100, 0},
-                   {"huge", 96, 0},     {"outlier", 0, 0}, {"negzero", 0, 0}};
+                   {"huge", 96, 0},     {"outlier", 0, 0}, {"negzero", 0, 0},  {"nan", 0, 0},
+                   {"inf", 0, 0}};
     int ci = -1;
     for (int i = 0; i < (int)(sizeof classes / sizeof *classes); i++)
         if (!strcmp(classes[i].name, cls)) ci = i;
@@ -47,6 +52,8 @@ static void te_inputs(const char *cls, float *x)
         x[i] = (st & 1) ? -v : v;
     }
     if (!strcmp(cls, "outlier")) x[5 * TE_COLS + 9] = ldexpf(1.0f, 50);
+    if (!strcmp(cls, "nan")) x[4 * TE_COLS + 20] = NAN;
+    if (!strcmp(cls, "inf")) x[6 * TE_COLS + 3] = INFINITY, x[11 * TE_COLS + 30] = -INFINITY;
     if (!strcmp(cls, "negzero")) {
         for (int i = 0; i < TE_ROWS * TE_COLS; i += 7) x[i] = -0.0f;
         for (int c = 0; c < TE_COLS; c++) x[2 * TE_COLS + c] = -0.0f;
@@ -83,6 +90,10 @@ static void test_vectors(void)
     uint8_t codes[TE_ROWS * TE_COLS], scales[TE_ROWS * TE_COLS];
     for (size_t v = 0; v < sizeof te_vectors / sizeof *te_vectors; v++) {
         const te_vector *tv = &te_vectors[v];
+        /* NaN and Inf: TE's reference takes them into the tensor amax; the -te
+         * rows reproduce that, plain NVFP4 keeps qprec's finite amax */
+        const int nonfinite = !strcmp(tv->cls, "nan") || !strcmp(tv->cls, "inf");
+        if (nonfinite && !qp_rule_is_4o6_te(qp_format_by_name(tv->fmt)->rule)) continue;
         te_inputs(tv->cls, x);
         const int nc = hex_bytes(tv->codes, codes, sizeof codes), ns = hex_bytes(tv->scales, scales, sizeof scales);
         for (int fast = 0; fast < 2; fast++) {

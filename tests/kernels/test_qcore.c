@@ -253,6 +253,10 @@ static void one_case(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, con
     /* TE's Four Over Six on 16x16 tiles: quant/ only (the device's tile
      * threads see one row each; qp_cuda_quantize refuses these formats) */
     if (qp_rule_is_4o6_te(qp_formats[fmt].rule) && qp_formats[fmt].block_rows > 1) return;
+    /* and TE's NaN/Inf tensor amax (a NaN makes every scale NaN): quant/'s only */
+    if (qp_rule_is_4o6_te(qp_formats[fmt].rule))
+        for (int64_t i = 0; i < rows * cols; i++)
+            if (!qp_isfinitef(x[i])) return;
     const int64_t n = rows * cols;
     qp_qtensor q;
     if (qp_qtensor_alloc(&q, fmt, rows, cols)) abort();
