@@ -888,8 +888,12 @@ QP_HD double qp_4o6_block_error(const float *x, int n, qp_bscale s, float scale_
  *   map to 4 only when err_4 < err_6 (ties: 6).
  * The error decodes with amax / 1536, not with Sinv: on a tensor of
  * magnitude 1e-30 the squared differences (~1e-62) underflow float32 to 0,
- * both candidates' errors are 0 and the tie picks 6; docs/formats.md sets
- * this beside the authors' rule (nvfp4-4o6, double, decoded with Sinv). */
+ * both candidates' errors are 0 and the tie picks 6 (at 1e30 they overflow
+ * to Inf, the same tie); docs/formats.md sets this beside the authors' rule
+ * (nvfp4-4o6, double, decoded with Sinv). TE's tensor amax takes NaN and Inf
+ * in: quant/'s driver passes them as p->amax (qp_quant.c te_nonfinite_amax),
+ * and the rule below makes every scale NaN, or takes an Inf block's amax as
+ * Inf and map-to-6 everywhere. */
 
 /* An element code as TE's reference stores it (cast_to_fp4x2, lines 49-71):
  * the value clamped to [-6, 6] and binned; NaN falls in no bin and -0.0 in

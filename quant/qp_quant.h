@@ -46,6 +46,10 @@
  *             amax_b*(S*(1/6)) and d4 of t*1.5 (the block scaled to 4); the
  *             one whose decoded block has the smaller squared error wins
  *             (ties: 6).
+ *   nvfp4-4o6-te, -te-mse, -te-2d, -te-mse-2d  Four Over Six as Transformer
+ *             Engine's reference computes it (qp_core.h): float32 MAE or MSE
+ *             decoded with amax/1536, 16x16 tiles summing their rows in TE's
+ *             tree order, TE's element bytes, and TE's NaN/Inf tensor amax.
  *   fp8-block, fp8-block-2d  per 1x128 tile / 128x128 block: s_b = 448/amax_b
  *             (1 if 0, FLT_MAX on overflow), y = Q(x * s_b), dec = 1/s_b stored
  *             as FP32; -pow2: s_b keeps its exponent bits only (rounded down
