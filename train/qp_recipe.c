@@ -292,6 +292,9 @@ static int parse_option(parser *p, const char *s, size_t n, qp_recipe_rule *rule
             return fail(p, "hist takes an amax history length in 1..65536, not '%.*s'", (int)(n - 5), s + 5);
         field = &rule->hist;
     } else if (n > 4 && !memcmp(s, "rht=", 4)) {
+        if (n == 6 && !memcmp(s + 4, "te", 2))
+            return fail(p, "rht=te: Transformer Engine's fixed-sign transform is in qerr (--rht-signs te) and the "
+                           "Python package (rht=\"te\"), not in training; rht=16 rotates with seeded signs");
         if (parse_count(s + 4, n - 4, &value) || !rht_size_ok(value))
             return fail(p, "rht takes a Hadamard size (0 = none, or 16, 32, 64, 128), not '%.*s'", (int)(n - 4), s + 4);
         field = &rule->rht;
