@@ -33,6 +33,9 @@ QP_HD qp_tplan qc_make_plan(const qp_format_traits *f, float given_scale, float 
         p.scale_inv = 1.0f / p.scale;
     }
     p.out_mul = unscaled ? 1.0f : p.scale_inv;
+    /* TE's Four Over Six decodes its errors with the tensor amax: under a
+     * given scale S, the amax S maps onto the row's range (qp_plan_scale's) */
+    p.amax = f->tensor_scale && given_scale > 0.0f ? f->tensor_range / given_scale : amax;
     p.sr = sr;
     p.seed = seed;
     p.stream = stream;
@@ -80,12 +83,15 @@ QP_HD void qc_block_amax_pad(const float *x, int n, int npad, float *amax, int *
 QP_HD void qc_block_amax(const float *x, int n, float *amax, int *nonfinite) { qc_block_amax_pad(x, n, n, amax, nonfinite); }
 
 /* The block scale of a block of n elements with finite amax amax_b; x is the
- * block (Four Over Six reads it). MX marks blocks holding NaN/Inf; the other
- * rules ignore non-finite values. */
+ * block (Four Over Six reads it). MX marks blocks holding NaN/Inf, and TE's
+ * Four Over Six reads the flag; the other rules ignore non-finite values.
+ * (The device's plan takes the finite amax: TE's NaN/Inf tensor amax, which
+ * quant/'s -te rows reproduce, is the CPU's.) */
 QP_HD qp_bscale qc_block_scale(const qp_format_traits *f, const qp_tplan *p, float amax_b, int nonfinite,
                                const float *x, int n)
 {
-    return qp_block_rule(f, p, amax_b, f->block_scale == QP_SCALE_E8M0 && nonfinite, x, n);
+    return qp_block_rule(f, p, amax_b, (f->block_scale == QP_SCALE_E8M0 || qp_rule_is_4o6_te(f->rule)) && nonfinite,
+                         x, n);
 }
 
 /* Store a block's scale at index idx of the packed scales (scale_bytes each). */

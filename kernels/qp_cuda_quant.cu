@@ -317,6 +317,9 @@ int run(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_qopts *opts, 
     if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return (int)cudaErrorInvalidValue;
     const qp_format_traits f = qp_format(fmt);
     if (d_codes && f.scale_bytes && !d_scales) return (int)cudaErrorInvalidValue;
+    // TE's Four Over Six on 16x16 tiles chooses from all sixteen rows' errors
+    // (quant/'s te_tile_scales); the tile kernel's threads see one row each
+    if (qp_rule_is_4o6_te(f.rule) && f.block_rows > 1) return (int)cudaErrorNotSupported;
     static const qp_qopts defaults = {};
     if (!opts) opts = &defaults;
     cudaStream_t s = (cudaStream_t)stream;

@@ -67,6 +67,10 @@ typedef enum {
     QP_FMT_NVFP4_4O6,
     QP_FMT_MXFP6_E2M3,
     QP_FMT_MXFP6_E3M2,
+    QP_FMT_NVFP4_4O6_TE,
+    QP_FMT_NVFP4_4O6_TE_MSE,
+    QP_FMT_NVFP4_4O6_TE_2D,
+    QP_FMT_NVFP4_4O6_TE_MSE_2D,
     QP_FMT_COUNT
 } qp_fmt;
 
@@ -102,6 +106,8 @@ typedef enum {
     QP_RULE_NVFP4_4O6,  /* Four Over Six: the NVFP4 scale to 6 or to 4, smaller error */
     QP_RULE_F32_BLOCK,  /* DeepSeek-V3 / TE: s_b = elem_max / amax_b in FP32 */
     QP_RULE_POW2_BLOCK, /* the same, s_b truncated to a power of two (TE's default) */
+    QP_RULE_NVFP4_4O6_TE,     /* Four Over Six as Transformer Engine computes it: MAE in float32 */
+    QP_RULE_NVFP4_4O6_TE_MSE, /* the same with TE's squared-error mode */
     QP_RULE_COUNT
 } qp_scale_rule;
 
@@ -629,6 +635,28 @@ QP_HD void qp_rht_vec(float *v, int n, const uint32_t w[4], int inverse)
     for (int j = 0; j < n; j++) v[j] *= inverse ? norm : (qp_rht_sign_neg(w, j) ? -norm : norm);
 }
 
+/* Transformer Engine's 16-point RHT (transformer_engine/pytorch/
+ * custom_recipes/reference_nvfp4.py at d0067d0: get_wgrad_sign_vector, lines
+ * 335-340; _build_hadamard_matrix and _apply_rht, lines 396-448): each group
+ * of 16 along the last dimension times diag(s) H16 / 4, with TE's fixed
+ * signs s on H's rows (qprec's seeded R = H diag(s) / sqrt(n) puts them on
+ * the columns). s = [+ + + - + - - - - - - + - + - -]: s_j = -1 where bit j of
+ * QP_RHT_TE_NEG is set. TE forms the matrix M = diag(s) H * 0.25 and
+ * multiplies x M, leaving the order of each output's 16 products
+ * x_i * (+-0.25) to the BLAS; here each product is formed first, exactly as
+ * TE forms it (x_i * +-0.25, rounded once, in the subnormal range too), and
+ * the 16 are summed by the Sylvester butterflies (qp_fwht: pairs at distance
+ * 1, 2, 4, 8). Wherever those sums are exact in float32 the result is TE's bit
+ * for bit whatever order its BLAS takes; elsewhere the two can differ in the
+ * last bit of a sum. */
+#define QP_RHT_TE_NEG 0xD7E8u
+
+QP_HD void qp_rht_te_vec(float v[16])
+{
+    for (int j = 0; j < 16; j++) v[j] = v[j] * (((QP_RHT_TE_NEG >> j) & 1u) ? -0.25f : 0.25f);
+    qp_fwht(v, 16);
+}
+
 /* ---- the format table ------------------------------------------------------- */
 
 typedef struct {
@@ -726,7 +754,23 @@ typedef struct {
     ROW(QP_FMT_MXFP6_E3M2, .name = "mxfp6-e3m2", .elem = QP_ELEM_E3M2, .elem_bits = 8, .elem_max = QP_E3M2_MAX,      \
         .elem_emax = 4, .block_rows = 1, .block_cols = QK_MX, .block_scale = QP_SCALE_E8M0,                          \
         .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                    \
-        .unscaled_exact = true, .description = "OCP MXFP6: E3M2 elements (a byte each), E8M0 scale per 32")
+        .unscaled_exact = true, .description = "OCP MXFP6: E3M2 elements (a byte each), E8M0 scale per 32")          \
+    ROW(QP_FMT_NVFP4_4O6_TE, .name = "nvfp4-4o6-te", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,  \
+        .elem_emax = 2, .block_rows = 1, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,                      \
+        .rule = QP_RULE_NVFP4_4O6_TE, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f,  \
+        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MAE, 1x16")                 \
+    ROW(QP_FMT_NVFP4_4O6_TE_MSE, .name = "nvfp4-4o6-te-mse", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,\
+        .elem_emax = 2, .block_rows = 1, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,                      \
+        .rule = QP_RULE_NVFP4_4O6_TE_MSE, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f,\
+        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MSE, 1x16")                 \
+    ROW(QP_FMT_NVFP4_4O6_TE_2D, .name = "nvfp4-4o6-te-2d", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,\
+        .elem_emax = 2, .block_rows = QK_NVFP4, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,               \
+        .rule = QP_RULE_NVFP4_4O6_TE, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f,  \
+        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MAE, 16x16")                \
+    ROW(QP_FMT_NVFP4_4O6_TE_MSE_2D, .name = "nvfp4-4o6-te-mse-2d", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,\
+        .elem_emax = 2, .block_rows = QK_NVFP4, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,               \
+        .rule = QP_RULE_NVFP4_4O6_TE_MSE, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f,\
+        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MSE, 16x16")
 
 #define QP_FORMAT_ROW_COUNT(id, ...) +1
 QP_STATIC_ASSERT(0 QP_FORMAT_TABLE(QP_FORMAT_ROW_COUNT) == QP_FMT_COUNT, "QP_FORMAT_TABLE: one row per qp_fmt");
@@ -777,6 +821,7 @@ typedef struct {
     int sr;
     uint64_t seed, stream;
     uint64_t sr_offset, sr_stride;
+    float amax; /* the tensor's finite amax (TE's Four Over Six error decodes with it) */
 } qp_tplan;
 
 /* A block's scale: elements are multiplied by enc before the element codec,
@@ -829,6 +874,76 @@ QP_HD double qp_4o6_block_error(const float *x, int n, qp_bscale s, float scale_
     return err;
 }
 
+/* ---- Four Over Six as Transformer Engine computes it ---------------------------
+ * (transformer_engine/pytorch/custom_recipes/reference_nvfp4.py at d0067d0,
+ * _quantize_blockwise_4over6_reference, lines 524-648; the tensor scale,
+ * lines 712-730.) Everything in float32, in this order:
+ *   S = 6*256 / amax (the row's tensor_range; FLT_MAX at most), Sinv = 1/S
+ *   base = (amax_b / 6) * S;  d6 = ue4m3(base), d4 = ue4m3(base * 1.5)
+ *   e_k = min(1 / (d_k * Sinv), FLT_MAX)   (FLT_MAX also when d_k is 0)
+ *   codes_k = e2m1(x * e_k), TE's bins (qp_te_e2m1)
+ *   err_k = sum over the block's elements, in element order, of
+ *           |((q * d_k) * amax) / (6*256) - x|   (MAE, TE's default)
+ *           or its square (MSE), q the decoded E2M1 value
+ *   map to 4 only when err_4 < err_6 (ties: 6).
+ * The error decodes with amax / 1536, not with Sinv: on a tensor of
+ * magnitude 1e-30 the squared differences (~1e-62) underflow float32 to 0,
+ * both candidates' errors are 0 and the tie picks 6 (at 1e30 they overflow
+ * to Inf, the same tie); docs/formats.md sets this beside the authors' rule
+ * (nvfp4-4o6, double, decoded with Sinv). TE's tensor amax takes NaN and Inf
+ * in: quant/'s driver passes them as p->amax (qp_quant.c te_nonfinite_amax),
+ * and the rule below makes every scale NaN, or takes an Inf block's amax as
+ * Inf and map-to-6 everywhere. */
+
+/* An element code as TE's reference stores it (cast_to_fp4x2, lines 49-71):
+ * the value clamped to [-6, 6] and binned; NaN falls in no bin and -0.0 in
+ * the bin of +0, so both store 0. Elsewhere the bins are qp_f32_to_e2m1's
+ * round-to-nearest-even. */
+QP_HD uint32_t qp_te_e2m1(float v)
+{
+    if (qp_isnanf(v) || v == 0.0f) return 0;
+    return qp_f32_to_e2m1(v);
+}
+
+QP_HD int qp_rule_is_4o6_te(qp_scale_rule r) { return r == QP_RULE_NVFP4_4O6_TE || r == QP_RULE_NVFP4_4O6_TE_MSE; }
+
+/* TE's error of one row of n elements of a block under candidate scale s
+ * (decoded d = s.dec, 0 for a zero scale, whose elements TE encodes with
+ * FLT_MAX), in float32, element order; non-finite x do not count. */
+QP_HD float qp_4o6_te_row_error(const float *x, int n, qp_bscale s, float amax, float denom, int mse)
+{
+    const float enc = (s.flag & QP_BLOCK_ZERO) ? FLT_MAX : s.enc;
+    float err = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float xv = x[i];
+        if (!qp_isfinitef(xv)) continue;
+        const float q = qp_e2m1_to_f32((uint8_t)qp_te_e2m1(xv * enc));
+        const float qd = q * s.dec;
+        const float qa = qd * amax;
+        const float diff = qa / denom - xv;
+        const float e = mse ? diff * diff : qp_fabsf(diff);
+        err = err + e;
+    }
+    return err;
+}
+
+/* TE's two candidates of a block with finite amax amax_b (lines 551-566). */
+QP_HD void qp_4o6_te_candidates(float amax_b, const qp_tplan *p, float elem_max, qp_bscale *s4, qp_bscale *s6)
+{
+    const float base = (amax_b / elem_max) * p->scale;
+    *s6 = qp_nvfp4_scale(base, p->scale_inv);
+    *s4 = qp_nvfp4_scale(base * 1.5f, p->scale_inv);
+}
+
+/* A 16x16 tile's error from its rows' errors (rows past the tensor: 0), in
+ * the tree order of TE's warp reduction (_sum_4over6_2d_error, lines 513-522). */
+QP_HD float qp_4o6_te_tile_error(float e[16])
+{
+    for (int h = 8; h >= 1; h >>= 1)
+        for (int i = 0; i < h; i++) e[i] = e[i] + e[i + h];
+    return e[0];
+}
+
 /* The block-scale rule of format f for a block whose finite amax is amax_b
  * (nonfinite: it holds NaN/Inf), under the tensor plan p. x/n: the block's
  * elements, read by the Four Over Six rule only (which is 1D). */
@@ -874,6 +989,27 @@ QP_HD qp_bscale qp_block_rule(const qp_format_traits *f, const qp_tplan *p, floa
         const qp_bscale s6 = qp_nvfp4_scale(t6, p->scale_inv), s4 = qp_nvfp4_scale(t6 * 1.5f, p->scale_inv);
         if (!x) return s6;
         return qp_4o6_block_error(x, n, s4, p->scale_inv) < qp_4o6_block_error(x, n, s6, p->scale_inv) ? s4 : s6;
+    }
+    case QP_RULE_NVFP4_4O6_TE:
+    case QP_RULE_NVFP4_4O6_TE_MSE: {
+        /* 1D here; a 16x16 tile's choice needs all its rows (x NULL: the
+         * driver decides, qp_4o6_te_tile_error) */
+        qp_bscale s4, s6;
+        if (qp_isnanf(p->amax)) { /* a NaN in the tensor: TE's every scale is NaN, every code 0 */
+            s.code = 0x7F;
+            s.flag = QP_BLOCK_NAN;
+            s.enc = s.dec = qp_nanf();
+            return s;
+        }
+        /* an Inf in the tensor (S = 1): its blocks' amax is Inf, and every
+         * error is Inf or NaN (they decode with amax = Inf): map-to-6 */
+        qp_4o6_te_candidates(nonfinite ? qp_bits_f32(0x7F800000u) : amax_b, p, f->elem_max, &s4, &s6);
+        if (!x || !qp_isfinitef(p->amax)) return s6;
+        const int mse = f->rule == QP_RULE_NVFP4_4O6_TE_MSE;
+        return qp_4o6_te_row_error(x, n, s4, p->amax, f->tensor_range, mse) <
+                       qp_4o6_te_row_error(x, n, s6, p->amax, f->tensor_range, mse)
+                   ? s4
+                   : s6;
     }
     case QP_RULE_F32_BLOCK:
     case QP_RULE_POW2_BLOCK: {
@@ -929,13 +1065,14 @@ QP_HD uint32_t qp_quantize_elem(const qp_format_traits *f, const qp_tplan *p, co
         *y = qp_nanf();
         return 0;
     }
+    const int te = qp_rule_is_4o6_te(f->rule);
     if (flag & QP_BLOCK_ZERO) {
         *y = 0.0f;
         if (finite && x != 0.0f) cnt->n_flushed++;
-        return 0;
+        return te ? qp_te_e2m1(x * FLT_MAX) : 0; /* TE's bytes; the value is 0 either way */
     }
     const float v = x * (bs ? bs->enc : p->scale);
-    const uint32_t code = qp_encode_elem(f->elem, v, p->sr, r);
+    const uint32_t code = te && (qp_isnanf(v) || v == 0.0f) ? 0 : qp_encode_elem(f->elem, v, p->sr, r);
     if (finite) {
         const uint32_t mag = code & qp_elem_magnitude_mask(f->elem);
         if (f->elem == QP_ELEM_BF16 ? mag == 0x7F80u : qp_fabsf(v) > f->elem_max) cnt->n_sat++;
@@ -959,7 +1096,7 @@ typedef struct {
  * `scale` (1 for none): qp_quantize_elem's unscaled value, counted in t. */
 QP_HD float qp_round_elem_tally(const qp_format_traits *f, float scale, float x, qp_round_tally *t)
 {
-    const qp_tplan p = {scale, 1.0f / scale, 1.0f, 0, 0, 0, 0, 0};
+    const qp_tplan p = {scale, 1.0f / scale, 1.0f, 0, 0, 0, 0, 0, 0.0f};
     qp_ecounts ec = {0, 0, 0, 0};
     float y;
     (void)qp_quantize_elem(f, &p, NULL, x, 0, &y, &ec);

@@ -262,3 +262,21 @@ int qp_rht(float *x, int64_t rows, int64_t cols, int n, uint64_t seed) { return 
 int qp_rht_inverse(float *x, int64_t rows, int64_t cols, int n, uint64_t seed) { return rht(x, rows, cols, n, seed, 1); }
 int qp_rht16(float *x, int64_t rows, int64_t cols, uint64_t seed) { return rht(x, rows, cols, 16, seed, 0); }
 int qp_rht16_inverse(float *x, int64_t rows, int64_t cols, uint64_t seed) { return rht(x, rows, cols, 16, seed, 1); }
+
+int qp_rht16_te(float *x, int64_t rows, int64_t cols)
+{
+    if (rows < 0 || cols < 0 || cols % QK_RHT) return -1;
+    const int64_t n = rows * cols;
+    for (int64_t i = 0; i < n; i += QK_RHT) qp_rht_te_vec(x + i);
+    return 0;
+}
+
+int qp_rht16_kind(float *x, int64_t rows, int64_t cols, int kind, uint64_t seed)
+{
+    switch ((qp_rht_kind)kind) {
+    case QP_RHT_OFF: return 0;
+    case QP_RHT_SEEDED: return qp_rht16(x, rows, cols, seed);
+    case QP_RHT_TE: return qp_rht16_te(x, rows, cols);
+    }
+    return -1;
+}

@@ -48,6 +48,18 @@ int qp_transpose_rht(const float *src, float *dst, int64_t rows, int64_t cols, i
 int qp_transpose_rht_amax(const float *src, float *dst, int64_t rows, int64_t cols, int n, uint64_t seed,
                           float *amax);
 
+/* Which 16-point transform a report applies (qerr --rht, the Python
+ * package's rht=): none, qprec's seeded R, or Transformer Engine's
+ * (qp_core.h's qp_rht_te_vec: fixed signs, on H's rows). */
+typedef enum { QP_RHT_OFF = 0, QP_RHT_SEEDED = 1, QP_RHT_TE = 2 } qp_rht_kind;
+/* In place, every consecutive 16 elements of each row by TE's transform.
+ * Returns 0, or -1 (nothing changed) if cols is not a multiple of 16. */
+int qp_rht16_te(float *x, int64_t rows, int64_t cols);
+/* qp_rht16 (seeded) or qp_rht16_te by kind; QP_RHT_OFF changes nothing.
+ * Returns 0, or -1 (nothing changed) for another kind or cols not a
+ * multiple of 16 (with a transform). */
+int qp_rht16_kind(float *x, int64_t rows, int64_t cols, int kind, uint64_t seed);
+
 /* The 16-point transform (qp_rht with n = 16). */
 int qp_rht16(float *x, int64_t rows, int64_t cols, uint64_t seed);
 int qp_rht16_inverse(float *x, int64_t rows, int64_t cols, uint64_t seed);

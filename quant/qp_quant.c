@@ -119,32 +119,93 @@ void qp_tables_init(void)
     done = 1;
 }
 
+/* TE's tensor amax takes NaN and Inf in (torch.max propagates NaN): with a
+ * NaN every scale of the tensor is NaN, with an Inf S = 1536/Inf = 0, which
+ * TE replaces by 1 (reference_nvfp4.py:712-730). The -te rows reproduce it:
+ * p->amax becomes NaN or Inf (qp_block_rule's TE case reads it), S NaN or 1. */
+static void te_nonfinite_amax(qp_plan *p, const float *x, int64_t n)
+{
+    int inf = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (qp_isfinitef(x[i])) continue;
+        if (qp_isnanf(x[i])) {
+            p->amax = p->scale = p->scale_inv = qp_nanf();
+            p->out_mul = p->out_mul == 1.0f ? 1.0f : p->scale_inv;
+            return;
+        }
+        inf = 1;
+    }
+    if (!inf) return;
+    p->amax = INFINITY;
+    p->scale = p->scale_inv = 1.0f;
+    p->out_mul = 1.0f;
+}
+
+/* Block b's scale s (block amax a) into bs, counted in st. */
+static void put_block_scale(const qp_plan *p, qp_blockscales *bs, int64_t b, const qp_bscale *s, float a,
+                            qp_block_stats *st)
+{
+    bs->enc[b] = s->enc;
+    bs->dec[b] = s->dec;
+    bs->code[b] = (uint8_t)s->code;
+    bs->flag[b] = s->flag;
+    st->n_blocks++;
+    if (a > st->amax) st->amax = a;
+    if (p->skip_block_stats || (s->flag & QP_BLOCK_NAN) || !(a > 0.0f)) return;
+    st->n_zero += s->clamped_low;
+    st->n_sat += s->clamped_high;
+    const float sc = s->dec;
+    if (sc > 0.0f) {
+        if (st->n_live == 0 || sc < st->min) st->min = sc;
+        if (st->n_live == 0 || sc > st->max) st->max = sc;
+        st->log2_fx += qp_block_scale_log2_fx(p->t->block_scale, (uint8_t)s->code, sc);
+        st->n_live++;
+    }
+}
+
 void qp_block_scales_ref(const qp_plan *p, const float *x, int64_t cols, int bc, const float *amax,
                          const uint8_t *nonfinite, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
 {
     const qp_format_traits *t = p->t;
     const qp_tplan tp = qp_plan_tensor(p);
-    const int nan_blocks = t->block_scale == QP_SCALE_E8M0; /* the other rules ignore non-finite values */
+    /* MX marks blocks holding NaN/Inf; TE's Four Over Six reads the flag under
+     * a non-finite tensor amax; the other rules ignore non-finite values */
+    const int nan_blocks = t->block_scale == QP_SCALE_E8M0 || qp_rule_is_4o6_te(t->rule);
     for (int64_t b = 0; b < nb; b++) {
         const float a = amax[b];
         const int64_t c0 = b * bc, n = cols - c0 < bc ? cols - c0 : bc;
         const qp_bscale s = qp_block_rule(t, &tp, a, nan_blocks && nonfinite[b], x ? x + c0 : NULL, (int)n);
-        bs->enc[b] = s.enc;
-        bs->dec[b] = s.dec;
-        bs->code[b] = (uint8_t)s.code;
-        bs->flag[b] = s.flag;
-        st->n_blocks++;
-        if (a > st->amax) st->amax = a;
-        if (p->skip_block_stats || (s.flag & QP_BLOCK_NAN) || !(a > 0.0f)) continue;
-        st->n_zero += s.clamped_low;
-        st->n_sat += s.clamped_high;
-        const float sc = s.dec;
-        if (sc > 0.0f) {
-            if (st->n_live == 0 || sc < st->min) st->min = sc;
-            if (st->n_live == 0 || sc > st->max) st->max = sc;
-            st->log2_fx += qp_block_scale_log2_fx(t->block_scale, (uint8_t)s.code, sc);
-            st->n_live++;
+        put_block_scale(p, bs, b, &s, a, st);
+    }
+}
+
+/* Four Over Six as TE computes it on a band of 16x16 tiles (nr <= 16 rows of
+ * x, cols wide; amax: the tiles' finite amaxes): each tile's error is the
+ * sum of its rows' errors in TE's tree order (qp_4o6_te_tile_error; rows
+ * past the tensor are TE's zero padding, error 0). */
+static void te_tile_scales(const qp_plan *p, const float *x, int64_t nr, int64_t cols, const float *amax,
+                           const uint8_t *nf, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
+{
+    const qp_format_traits *t = p->t;
+    const qp_tplan tp = qp_plan_tensor(p);
+    const int bc = t->block_cols, mse = t->rule == QP_RULE_NVFP4_4O6_TE_MSE;
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t c0 = b * bc;
+        const int n = (int)(cols - c0 < bc ? cols - c0 : bc);
+        qp_bscale s4, s6;
+        qp_4o6_te_candidates(amax[b], &tp, t->elem_max, &s4, &s6);
+        if (!qp_isfinitef(tp.amax)) { /* TE's errors are all NaN or Inf: map-to-6 */
+            const qp_bscale s = qp_block_rule(t, &tp, amax[b], nf[b], NULL, 0);
+            put_block_scale(p, bs, b, &s, amax[b], st);
+            continue;
         }
+        float e4[QK_NVFP4] = {0}, e6[QK_NVFP4] = {0};
+        for (int64_t r = 0; r < nr && r < QK_NVFP4; r++) {
+            e4[r] = qp_4o6_te_row_error(x + r * cols + c0, n, s4, tp.amax, t->tensor_range, mse);
+            e6[r] = qp_4o6_te_row_error(x + r * cols + c0, n, s6, tp.amax, t->tensor_range, mse);
+        }
+        const qp_bscale s = qp_4o6_te_tile_error(e4) < qp_4o6_te_tile_error(e6) ? s4 : s6;
+        put_block_scale(p, bs, b, &s, amax[b], st);
     }
 }
 
@@ -315,7 +376,8 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         const float *amax = pre_amax ? pre_amax : amax_buf;
         const uint8_t *nf = pre_nf ? pre_nf : nf_buf;
         if (!pre_amax) band_block_amax(k, t, x, r0, r1, cols, amax_buf, nf_buf, colmax);
-        k->block_scales(p, NULL, cols, bc, amax, nf, nb, bs, &res->bst);
+        if (qp_rule_is_4o6_te(t->rule)) te_tile_scales(p, x + r0 * cols, r1 - r0, cols, amax, nf, nb, bs, &res->bst);
+        else k->block_scales(p, NULL, cols, bc, amax, nf, nb, bs, &res->bst);
         mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + (r0 / t->block_rows) * scale_cols * t->scale_bytes, bs, nb);
         for (int64_t r = r0; r < r1; r++)
@@ -438,6 +500,9 @@ void qp_plan_scale(qp_plan *p, const qp_qopts *o, float amax)
         p->scale_inv = 1.0f / p->scale;
     }
     p->out_mul = o->unscaled ? 1.0f : p->scale_inv;
+    /* TE's Four Over Six decodes its errors with the tensor amax; under a
+     * caller's scale: the caller's amax, else the amax S maps onto the range */
+    p->amax = !(o->scale > 0.0f) ? amax : o->amax > 0.0f ? o->amax : p->t->tensor_range / o->scale;
 }
 
 void qp_finish_stats(const qp_plan *p, const qp_chunk_result *res, int64_t nchunks, int64_t n, float amax,
@@ -489,6 +554,8 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     if (!o) o = &defaults;
     if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return -1;
     const qp_format_traits *t = &qp_formats[fmt];
+    /* TE's element bytes (qp_te_e2m1) and float32 errors: the scalar loops */
+    if (qp_rule_is_4o6_te(t->rule)) k = &qp_kernels_ref;
     qp_plan p = qp_plan_from_opts(t, o, cols, y16 != NULL);
     const int64_t n = rows * cols;
     const int blocky = t->block_cols > 1, twopass = two_pass(t);
@@ -552,6 +619,7 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
         if (res[c].pass1_amax > amax) amax = res[c].pass1_amax;
     p.row_amax = !blocky && !t->tensor_scale; /* the amax comes with the encoding */
     qp_plan_scale(&p, o, amax);
+    if (qp_rule_is_4o6_te(t->rule) && !(o->scale > 0.0f)) te_nonfinite_amax(&p, x, n);
     if (scale_inv_out) *scale_inv_out = p.scale_inv;
     const int64_t out_bytes = y ? n * (int64_t)sizeof(float) : rows * row_bytes;
     /* BF16 output goes through a row in L1, which streaming stores would evict */

@@ -46,6 +46,10 @@
  *             amax_b*(S*(1/6)) and d4 of t*1.5 (the block scaled to 4); the
  *             one whose decoded block has the smaller squared error wins
  *             (ties: 6).
+ *   nvfp4-4o6-te, -te-mse, -te-2d, -te-mse-2d  Four Over Six as Transformer
+ *             Engine's reference computes it (qp_core.h): float32 MAE or MSE
+ *             decoded with amax/1536, 16x16 tiles summing their rows in TE's
+ *             tree order, TE's element bytes, and TE's NaN/Inf tensor amax.
  *   fp8-block, fp8-block-2d  per 1x128 tile / 128x128 block: s_b = 448/amax_b
  *             (1 if 0, FLT_MAX on overflow), y = Q(x * s_b), dec = 1/s_b stored
  *             as FP32; -pow2: s_b keeps its exponent bits only (rounded down
@@ -85,6 +89,9 @@ typedef struct {
                            /*   tensor's quantization draws for the same elements (data-parallel ranks) */
     float scale;       /* > 0: use this per-tensor encode scale instead of the current one
                           (fp8: s; nvfp4: S); ignored by formats without a tensor scale */
+    float amax;        /* with scale: the tensor amax it came from, which the -te Four Over
+                          Six rules decode their errors with (0: tensor_range / scale); a
+                          slice of a tensor passes the whole tensor's scale and amax */
     bool unscaled;     /* qp_qdq only: output decode(code) * block scale, leaving the
                           per-tensor decode scale (qp_qstats.scale_inv) to the caller.
                           These values are exact in BF16 for every format whose row

@@ -36,6 +36,8 @@ int qp_qdq_cols_direct(qp_fmt fmt, int64_t rows, int64_t cols, int rht_n, const 
     case QP_RULE_NONE:
     case QP_RULE_TENSOR:
     case QP_RULE_NVFP4_4O6:
+    case QP_RULE_NVFP4_4O6_TE:
+    case QP_RULE_NVFP4_4O6_TE_MSE:
     case QP_RULE_F32_BLOCK:
     case QP_RULE_POW2_BLOCK:
     case QP_RULE_COUNT: return 0;

@@ -32,6 +32,7 @@ typedef struct {
                          as they are (the driver reports them as 0 either way) */
     bool skip_block_stats; /* qp_qopts.no_counts or no_block_stats: a block loop may leave the
                               block-scale statistics but n_blocks and amax (reported as 0) */
+    float amax;       /* the tensor's finite amax, as qp_plan_scale saw it */
 } qp_plan;
 
 /* The plan of a quantization with options o, before its tensor scale
@@ -58,7 +59,8 @@ static inline qp_plan qp_plan_from_opts(const qp_format_traits *t, const qp_qopt
 /* The plan as qp_core.h's rules take it. */
 static inline qp_tplan qp_plan_tensor(const qp_plan *p)
 {
-    const qp_tplan t = {p->scale, p->scale_inv, p->out_mul, p->sr, p->seed, p->stream, p->sr_offset, p->sr_stride};
+    const qp_tplan t = {p->scale, p->scale_inv, p->out_mul, p->sr, p->seed, p->stream, p->sr_offset, p->sr_stride,
+                         p->amax};
     return t;
 }
 

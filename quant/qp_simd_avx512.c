@@ -622,6 +622,8 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, in
                 stats_add(&acc, &s, 0xFFFF, a);
             }
         break;
+    case QP_RULE_NVFP4_4O6_TE: /* never here: the driver takes the scalar loops for TE's rules */
+    case QP_RULE_NVFP4_4O6_TE_MSE:
     case QP_RULE_NONE:
     case QP_RULE_TENSOR:
     case QP_RULE_COUNT: break;

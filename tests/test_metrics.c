@@ -8,6 +8,16 @@
 
 static int close_to(double a, double b, double tol) { return fabs(a - b) <= tol * (fabs(b) + 1e-300); }
 
+/* The block-scale statistics of x's packed quantization in fmt. */
+static void block_dist(qp_fmt fmt, const float *x, int64_t rows, int64_t cols, qp_bscale_dist *d)
+{
+    qp_qtensor q;
+    if (qp_qtensor_alloc(&q, fmt, rows, cols)) abort();
+    qp_quantize(x, &q, NULL, NULL);
+    qp_block_scale_dist(&q, x, d);
+    qp_qtensor_free(&q);
+}
+
 int main(void)
 {
     const float x[4] = {3.0f, 4.0f, 0.0f, -1.0f}, y[4] = {3.0f, 3.0f, 0.0f, -1.0f};
@@ -46,14 +56,41 @@ int main(void)
     float *yy = malloc(8 * 64 * 4);
     qp_qdq(QP_FMT_NVFP4, w, yy, 8, 64, NULL, &st);
     qp_metrics_compute(w, yy, 8 * 64, &st, &b);
-    CHECK(memcmp(&a, &b, sizeof a) == 0, "report == qdq + compute");
+    block_dist(QP_FMT_NVFP4, w, 8, 64, &b.bsd);
+    CHECK(memcmp(&a, &b, sizeof a) == 0, "report == qdq + compute + the packed scales' statistics");
     CHECK(qp_metrics_for_format(QP_FMT_NVFP4, w, 8, 64, NULL, 1, 5, NULL, &b) == 0, "rht report");
     float *wr = malloc(8 * 64 * 4);
     memcpy(wr, w, 8 * 64 * 4);
     qp_rht16(wr, 8, 64, 5);
     qp_qdq(QP_FMT_NVFP4, wr, yy, 8, 64, NULL, &st);
     qp_metrics_compute(wr, yy, 8 * 64, &st, &a);
+    block_dist(QP_FMT_NVFP4, wr, 8, 64, &a.bsd);
     CHECK(memcmp(&a, &b, sizeof a) == 0 && b.rel_l2 > 0, "rht report == rotate + qdq + compute");
+
+    /* block-scale statistics worked by hand: MXFP8, one block of amax 1 (E8M0
+     * 2^(0-8)) holding 1 and 0.25, one all-zero block (2^-127, not an underflow) */
+    float hv[64] = {0};
+    hv[0] = 1.0f, hv[5] = -0.25f;
+    qp_bscale_dist d;
+    block_dist(QP_FMT_MXFP8, hv, 1, 64, &d);
+    CHECK(d.n_blocks == 2 && d.hist[-8 + QP_BSHIST_OFFSET] == 1 && d.hist[-127 + QP_BSHIST_OFFSET] == 1 &&
+              close_to(d.log2_std, 59.5, 1e-12) && d.saturated_frac == 0.0 && d.underflow_frac == 0.0 &&
+              d.dynamic_range_max_log2 == 2.0,
+          "mxfp8 by hand: std %g range %g", d.log2_std, d.dynamic_range_max_log2);
+    hv[40] = 1e-38f; /* its block's E8M0 exponent -127 - 8 clamps to 2^-127: an underflow */
+    block_dist(QP_FMT_MXFP8, hv, 1, 64, &d);
+    CHECK(d.underflow_frac == 0.5 && d.hist[-127 + QP_BSHIST_OFFSET] == 1, "mxfp8: an underflowing block");
+    hv[40] = 1e6f; /* NVFP4: the block of 1e6 takes UE4M3 448 (saturated), the other 1 and 0.25 round to 0 */
+    block_dist(QP_FMT_NVFP4, hv, 1, 64, &d);
+    CHECK(d.n_blocks == 4 && d.saturated_frac == 0.25 && d.underflow_frac == 0.25 && d.hist[0] == 3,
+          "nvfp4: sat %g under %g zero %lld", d.saturated_frac, d.underflow_frac, (long long)d.hist[0]);
+    qp_qtensor nq = {0};
+    qp_bscale_dist none;
+    qp_qtensor_alloc(&nq, QP_FMT_FP8_E4M3, 1, 64);
+    qp_quantize(hv, &nq, NULL, NULL);
+    qp_block_scale_dist(&nq, hv, &none);
+    CHECK(none.n_blocks == 0 && isnan(none.log2_std) && isnan(none.saturated_frac), "no block scales: none");
+    qp_qtensor_free(&nq);
     free(wr);
     CHECK(qp_metrics_for_format(QP_FMT_NVFP4, w, 8, 63, NULL, 1, 5, NULL, &b) == -1, "rht needs cols %% 16");
     free(w), free(yy);

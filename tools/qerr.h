@@ -19,7 +19,8 @@
 
 #define QERR_MAX_VARIANTS (4 * QP_FMT_COUNT)
 
-/* A format as reported: plain, +rht, +sr or +rht+sr. */
+/* A format as reported: plain, +rht (+rht-te), +sr or +rht+sr. rht: a
+ * qp_rht_kind (qp_hadamard.h). */
 typedef struct {
     char name[48];
     qp_fmt fmt;
@@ -71,8 +72,14 @@ typedef struct {
     const qerr_variant *var;
     int64_t rows, cols;
     qp_metrics m;
+    char *hist;                /* owned: m.bsd.hist as qerr_hist_text writes it */
     size_t order;              /* position in input order */
 } qerr_row;
+
+/* The non-empty bins of a block-scale histogram (qp_metrics.h) as
+ * "BIN:COUNT" pairs, one space apart, BIN = zero, nan or floor(log2 scale);
+ * "" without block scales. A new string (NULL: out of memory). */
+char *qerr_hist_text(const qp_bscale_dist *d);
 
 typedef struct {
     qerr_row *r;

@@ -12,17 +12,21 @@
 
 #include "qerr.h"
 #include "qp_cli.h"
+#include "qp_hadamard.h"
 #include "qp_raw.h"
 
 /* qerr's options: the table the parser below reads and --help and --man
  * print (qp_cli.h). */
-enum { O_FORMATS, O_RHT, O_SR, O_SEED, O_RAW, O_MATCH, O_SORT, O_TOP, O_SUMMARY, O_CSV, O_JSON, O_H5, O_THREADS,
+enum { O_FORMATS, O_RHT, O_RHT_SIGNS, O_SR, O_SEED, O_RAW, O_MATCH, O_SORT, O_TOP, O_SUMMARY, O_CSV, O_JSON, O_H5, O_THREADS,
        O_HELP, O_VERSION, O_MAN, O_COUNT };
 const qp_cli_opt qerr_options[] = {
     {.id = O_FORMATS, .name = "formats", .arg = "LIST",
      .help = "comma list of formats (default " QERR_DEFAULT_FORMATS "; the formats are listed above)"},
     {.id = O_RHT, .name = "rht", .help = "also FMT+rht: 16-point random Hadamard transform first, error in the "
                                          "rotated basis (skipped, with a note, if cols % 16 != 0)"},
+    {.id = O_RHT_SIGNS, .name = "rht-signs", .arg = "S",
+     .help = "seed (default): the RHT's signs from --seed; te: Transformer Engine's transform, its fixed signs "
+             "on H's rows (FMT+rht-te)"},
     {.id = O_SR, .name = "sr", .help = "also FMT+sr: stochastic rounding (with --rht also FMT+rht+sr)"},
     {.id = O_SEED, .name = "seed", .arg = "N",
      .help = "RHT signs and SR seed, an integer >= 0 (default 1); SR stream = hash of the name"},
@@ -65,7 +69,8 @@ __attribute__((format(printf, 2, 3))) static int fail(ctx *c, const char *fmt, .
 static void add_variant(qerr_opts *o, const qp_format_traits *f, int rht, int sr)
 {
     qerr_variant *v = &o->var[o->nvar++];
-    snprintf(v->name, sizeof v->name, "%s%s%s", f->name, rht ? "+rht" : "", sr ? "+sr" : "");
+    snprintf(v->name, sizeof v->name, "%s%s%s", f->name,
+             rht == QP_RHT_TE ? "+rht-te" : rht ? "+rht" : "", sr ? "+sr" : "");
     v->fmt = f->fmt;
     v->rht = rht;
     v->sr = sr;
@@ -89,9 +94,9 @@ static int parse_formats(ctx *c, qerr_opts *o, const char *list, int rht, int sr
         if (dup) continue;
         seen[nseen++] = f;
         add_variant(o, f, 0, 0);
-        if (rht) add_variant(o, f, 1, 0);
+        if (rht) add_variant(o, f, rht, 0);
         if (sr) add_variant(o, f, 0, 1);
-        if (rht && sr) add_variant(o, f, 1, 1);
+        if (rht && sr) add_variant(o, f, rht, 1);
     }
     free(copy);
     if (nseen == 0) return fail(c, "--formats: no format given (valid: %s)", qp_format_names());
@@ -114,7 +119,7 @@ static char *join_args(int argc, char **argv)
 static int parse(ctx *c, int argc, char **argv, qerr_opts *o)
 {
     const char *formats = QERR_DEFAULT_FORMATS, *match = NULL;
-    int rht = 0, sr = 0;
+    int rht = 0, rht_kind = QP_RHT_SEEDED, sr = 0;
     o->in = calloc((size_t)argc, sizeof *o->in);
     if (!o->in) return fail(c, "out of memory");
     qp_cli_iter it = {1, false};
@@ -134,6 +139,11 @@ static int parse(ctx *c, int argc, char **argv, qerr_opts *o)
         case O_MAN: return QERR_ARGS_MAN;
         case O_FORMATS: formats = val; break;
         case O_RHT: rht = 1; break;
+        case O_RHT_SIGNS:
+            if (!strcmp(val, "te")) rht_kind = QP_RHT_TE;
+            else if (!strcmp(val, "seed")) rht_kind = QP_RHT_SEEDED;
+            else return fail(c, "--rht-signs: '%s' is not seed or te", val);
+            break;
         case O_SR: sr = 1; break;
         case O_CSV: o->csv = 1; break;
         case O_JSON: o->json = 1; break;
@@ -178,7 +188,7 @@ static int parse(ctx *c, int argc, char **argv, qerr_opts *o)
     }
     if (o->csv && o->json) return fail(c, "--csv and --json exclude each other");
     if (o->nin == 0) return fail(c, "no input files (see --help)");
-    if (parse_formats(c, o, formats, rht, sr)) return -1;
+    if (parse_formats(c, o, formats, rht ? rht_kind : 0, sr)) return -1;
     if (match) {
         const int rc = regcomp(&o->match, match, REG_EXTENDED | REG_NOSUB);
         if (rc) {

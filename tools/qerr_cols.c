@@ -1,6 +1,7 @@
 /* qerr_cols.c — qerr's column table, --sort and --summary. */
 #define _GNU_SOURCE /* qsort_r */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,32 @@ static double c_bs_min(const qerr_row *r) { return r->m.n_blocks ? r->m.block_sc
 static double c_bs_max(const qerr_row *r) { return r->m.n_blocks ? r->m.block_scale_max : NAN; }
 static double c_bs_log2(const qerr_row *r) { return r->m.n_blocks ? r->m.block_scale_log2_mean : NAN; }
 
+static double c_bs_std(const qerr_row *r) { return r->m.bsd.log2_std; }
+static double c_bs_sat(const qerr_row *r) { return r->m.bsd.saturated_frac; }
+static double c_bs_under(const qerr_row *r) { return r->m.bsd.underflow_frac; }
+static double c_el_flushed(const qerr_row *r) { return r->m.elems_flushed_frac; }
+static double c_el_sat(const qerr_row *r) { return r->m.elems_saturated_frac; }
+static double c_dyn_range(const qerr_row *r) { return r->m.bsd.n_blocks ? r->m.bsd.dynamic_range_max_log2 : NAN; }
+static const char *c_hist(const qerr_row *r) { return r->hist; }
+
+char *qerr_hist_text(const qp_bscale_dist *d)
+{
+    size_t len = 1, o = 0;
+    for (int k = 0; k < QP_BSHIST_BINS; k++) len += d->hist[k] ? 32 : 0;
+    char *s = malloc(len);
+    if (!s) return NULL;
+    s[0] = '\0';
+    for (int k = 0; k < QP_BSHIST_BINS; k++) {
+        if (!d->hist[k]) continue;
+        char bin[16];
+        if (k == 0) snprintf(bin, sizeof bin, "zero");
+        else if (k == 1) snprintf(bin, sizeof bin, "nan");
+        else snprintf(bin, sizeof bin, "%d", k - QP_BSHIST_OFFSET);
+        o += (size_t)snprintf(s + o, len - o, "%s%s:%lld", o ? " " : "", bin, (long long)d->hist[k]);
+    }
+    return s;
+}
+
 #define S(n, fn, text) {n, QERR_STR, 0, text, NULL, fn, NULL, NULL}
 #define I(n, fn, text) {n, QERR_INT, 0, text, NULL, NULL, fn, NULL}
 #define R(n, fn, low, text, fmt) {n, QERR_REAL, low, text, fmt, NULL, NULL, fn}
@@ -49,6 +76,13 @@ const qerr_col qerr_cols[] = {
     R("block_scale_max", c_bs_max, 0, 1, "%.4g"),
     R("block_scale_log2_mean", c_bs_log2, 0, 0, "%.4g"),
     I("n_nonfinite", c_nonfinite, 0),
+    R("block_scale_log2_std", c_bs_std, 0, 0, "%.4g"),
+    R("block_scale_saturated_frac", c_bs_sat, 0, 0, "%.3g"),
+    R("block_scale_underflow_frac", c_bs_under, 0, 0, "%.3g"),
+    R("elems_flushed_frac", c_el_flushed, 0, 0, "%.3g"),
+    R("elems_saturated_frac", c_el_sat, 0, 0, "%.3g"),
+    R("block_dynamic_range_max_log2", c_dyn_range, 0, 0, "%.4g"),
+    S("block_scale_hist", c_hist, 0),
 };
 const int qerr_ncols = (int)(sizeof qerr_cols / sizeof qerr_cols[0]);
 
@@ -61,7 +95,7 @@ const qerr_col *qerr_col_by_name(const char *name)
 
 const char *qerr_col_names(void)
 {
-    static char buf[512];
+    static char buf[1024];
     if (!buf[0]) {
         size_t o = 0;
         for (int i = 0; i < qerr_ncols; i++) {

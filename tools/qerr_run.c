@@ -125,6 +125,7 @@ static void push_row(qerr_rows *rows, qerr_row *r, int *oom)
         if (!p) {
             *oom = 1;
             free(r->tensor);
+            free(r->hist);
             return;
         }
         rows->r = p;
@@ -135,7 +136,7 @@ static void push_row(qerr_rows *rows, qerr_row *r, int *oom)
 
 void qerr_rows_free(qerr_rows *rows)
 {
-    for (size_t i = 0; i < rows->n; i++) free(rows->r[i].tensor);
+    for (size_t i = 0; i < rows->n; i++) free(rows->r[i].tensor), free(rows->r[i].hist);
     free(rows->r);
     memset(rows, 0, sizeof *rows);
 }
@@ -223,8 +224,9 @@ static int rows_for_input(const qerr_opts *o, const qerr_input *in, const qp_ten
                 rc = -1;
                 break;
             }
-            qerr_row r = {in->path, strdup(t->name), &o->var[v], t->rows, t->cols, w.m[i * nv + v], (*order)++};
-            if (!r.tensor) oom = 1;
+            qerr_row r = {in->path, strdup(t->name), &o->var[v], t->rows, t->cols, w.m[i * nv + v],
+                          qerr_hist_text(&w.m[i * nv + v].bsd), (*order)++};
+            if (!r.tensor || !r.hist) oom = 1, free(r.tensor), free(r.hist);
             else push_row(rows, &r, &oom);
             if (oom) {
                 snprintf(err, errlen, "out of memory");

@@ -57,7 +57,23 @@ typedef struct {
     int bf16_last; /* the bf16-last default: -1 about 15% of the blocks (at least 1) */
 } preset;
 
-enum { P_FP32, P_BF16, P_FP8, P_FP8_CURRENT, P_MXFP8, P_NVFP4, P_NVFP4_NAIVE, P_MXFP4, P_COUNT };
+enum {
+    P_FP32,
+    P_BF16,
+    P_FP8,
+    P_FP8_CURRENT,
+    P_MXFP8,
+    P_NVFP4,
+    P_NVFP4_NAIVE,
+    P_MXFP4,
+    P_TE_NVFP4,
+    P_TE_NVFP4_4O6,
+    P_TE_FP8_BLOCK,
+    P_TE_MXFP8,
+    P_TE_FP8_CURRENT,
+    P_TE_FP8_DELAYED,
+    P_COUNT
+};
 static const preset presets[] = {
     [P_FP32] = {"fp32", "x+w+dy=fp32", 0},
     [P_BF16] = {"bf16", "x+w+dy=bf16", 0},
@@ -67,6 +83,17 @@ static const preset presets[] = {
     [P_NVFP4] = {"nvfp4", "x=nvfp4,w=nvfp4-2d,dy=nvfp4:sr,wgrad:rht=16", -1},
     [P_NVFP4_NAIVE] = {"nvfp4-naive", "x+w+dy=nvfp4", 0},
     [P_MXFP4] = {"mxfp4", "x+w+dy=mxfp4", 0},
+    /* Transformer Engine's recipe classes with their defaults, every layer
+     * quantized as the classes leave it (Megatron-LM's BF16 ends are the
+     * modifiers bf16-first=N,bf16-last=M); the TE source of each default is
+     * in docs/recipes.md */
+    [P_TE_NVFP4] = {"te-nvfp4", "x=nvfp4,w=nvfp4-2d,dy=nvfp4:sr,wgrad:rht=16", 0},
+    [P_TE_NVFP4_4O6] = {"te-nvfp4-4o6", "x=nvfp4-4o6-te,w=nvfp4-4o6-te-2d,dy=nvfp4-4o6-te:sr", 0},
+    [P_TE_FP8_BLOCK] = {"te-fp8-block", "x+dy=fp8-block-pow2,w=fp8-block-2d-pow2", 0},
+    [P_TE_MXFP8] = {"te-mxfp8", "x+w+dy=mxfp8-rceil", 0},
+    [P_TE_FP8_CURRENT] = {"te-fp8-current", "x+w=fp8-e4m3:current,dy=fp8-e5m2:current", 0},
+    [P_TE_FP8_DELAYED] = {"te-fp8-delayed",
+                          "x+w=fp8-e4m3:delayed:hist=1024:amax=max,dy=fp8-e5m2:delayed:hist=1024:amax=max", 0},
 };
 _Static_assert(sizeof presets / sizeof presets[0] == P_COUNT, "a row per preset");
 
@@ -83,7 +110,8 @@ _Static_assert(sizeof modifiers / sizeof modifiers[0] == M_COUNT, "a row per mod
 
 const char *qp_recipe_names(void)
 {
-    return "fp32, bf16, fp8, fp8-current, mxfp8, nvfp4, nvfp4-naive, mxfp4; modifiers: nvfp4-rht, nvfp4-sr, "
+    return "fp32, bf16, fp8, fp8-current, mxfp8, nvfp4, nvfp4-naive, mxfp4, te-nvfp4, te-nvfp4-4o6, te-fp8-block, "
+           "te-mxfp8, te-fp8-current, te-fp8-delayed; modifiers: nvfp4-rht, nvfp4-sr, "
            "nvfp4-2d, bf16-last=N, bf16-first=N, smooth-swiglu; rules: TARGET=FORMAT[:OPTION...] or "
            "TARGET:OPTION[:...] (docs/recipes.md)";
 }
@@ -273,6 +301,9 @@ static int parse_option(parser *p, const char *s, size_t n, qp_recipe_rule *rule
             return fail(p, "hist takes an amax history length in 1..65536, not '%.*s'", (int)(n - 5), s + 5);
         field = &rule->hist;
     } else if (n > 4 && !memcmp(s, "rht=", 4)) {
+        if (n == 6 && !memcmp(s + 4, "te", 2))
+            return fail(p, "rht=te: Transformer Engine's fixed-sign transform is in qerr (--rht-signs te) and the "
+                           "Python package (rht=\"te\"), not in training; rht=16 rotates with seeded signs");
         if (parse_count(s + 4, n - 4, &value) || !rht_size_ok(value))
             return fail(p, "rht takes a Hadamard size (0 = none, or 16, 32, 64, 128), not '%.*s'", (int)(n - 4), s + 4);
         field = &rule->rht;

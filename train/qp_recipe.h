@@ -7,8 +7,11 @@
  * GEMM x pass x operand, a format with its options. A recipe is a
  * comma-separated list of clauses applied left to right:
  *   PRESET                 first only: fp32, bf16, fp8, fp8-current, mxfp8,
- *                          nvfp4, nvfp4-naive, mxfp4 (today's eight recipes;
- *                          without one every operand starts unquantized, FP32)
+ *                          nvfp4, nvfp4-naive, mxfp4, and Transformer
+ *                          Engine's recipe classes te-nvfp4, te-nvfp4-4o6,
+ *                          te-fp8-block, te-mxfp8, te-fp8-current,
+ *                          te-fp8-delayed (without one every operand starts
+ *                          unquantized, FP32)
  *   MODIFIER               nvfp4-rht, nvfp4-sr, nvfp4-2d (drop that part of
  *                          the nvfp4 recipe; without a preset they mean nvfp4
  *                          first, then the clauses as written),

@@ -49,6 +49,8 @@ const qp_train_option qp_train_options[] = {
                  "  a preset: fp32, bf16, fp8 (E4M3 x/w, E5M2 grads, delayed scaling, history 1024), fp8-current, "
                  "mxfp8, nvfp4 (NVIDIA's recipe: 1x16 x/dy, 16x16 w, RHT on wgrad, SR on grads, last ~15% blocks "
                  "BF16), nvfp4-naive, mxfp4;\n"
+                 "  Transformer Engine's recipe classes with their defaults: te-nvfp4, te-nvfp4-4o6, te-fp8-block, "
+                 "te-mxfp8, te-fp8-current, te-fp8-delayed;\n"
                  "  modifiers after a comma: nvfp4-rht, nvfp4-sr, nvfp4-2d (drop that part), bf16-last=N, "
                  "bf16-first=N, smooth-swiglu (llama: Fishman et al.'s Smooth-SwiGLU, the down GEMM's input scaled "
                  "per channel by a power of two before it is quantized, the inverse folded into its weight);\n"

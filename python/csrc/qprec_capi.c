@@ -7,7 +7,7 @@
  * appears in qprec.formats() by itself), storage sizes come from
  * qp_row_bytes / qp_scale_shape (which Python calls directly), quantization
  * from qp_quantize / qp_dequantize / qp_qdq, the random Hadamard transform
- * from qp_rht16, the metrics from qp_metrics_for_format, the SR stream of a
+ * from qp_rht16_kind (rht: 0 none, 1 seeded, 2 Transformer Engine's), the metrics from qp_metrics_for_format, the SR stream of a
  * named tensor from qp_metrics_name_stream: the code qerr runs. The caller
  * (python/qprec/_lib.py) allocates every output, zero-filled, with the sizes
  * those functions give. Return codes: 0, -1 unknown format, -2 RHT asked on
@@ -24,7 +24,7 @@
 #define QPREC_EXPORT __attribute__((visibility("default")))
 
 /* The ABI between this file and _lib.py: bumped when a signature changes. */
-QPREC_EXPORT int qprec_abi_version(void) { return 1; }
+QPREC_EXPORT int qprec_abi_version(void) { return 2; }
 
 QPREC_EXPORT int qprec_format_count(void) { return QP_FMT_COUNT; }
 
@@ -96,7 +96,11 @@ static int rotated(const float *x, int64_t rows, int64_t cols, int rht, uint64_t
     const size_t n = (size_t)(rows * cols);
     if (!(*own = malloc((n ? n : 1) * sizeof(float)))) return -3;
     memcpy(*own, x, n * sizeof(float));
-    qp_rht16(*own, rows, cols, rht_seed);
+    if (qp_rht16_kind(*own, rows, cols, rht, rht_seed)) {
+        free(*own);
+        *own = NULL;
+        return -1;
+    }
     *src = *own;
     return 0;
 }
@@ -197,5 +201,31 @@ QPREC_EXPORT int qprec_errors(int f, const float *x, int64_t rows, int64_t cols,
                                       m.n_blocks ? m.block_scale_log2_mean : NAN,
                                       (double)m.n_nonfinite};
     memcpy(out, v, sizeof v);
+    return 0;
+}
+
+/* The per-block scale statistics (qp_metrics.h's qp_bscale_dist) of x in f
+ * from qp_metrics_for_format, as qprec_errors (and qerr) quantize it, in the order of qprec._lib.BSTATS, and the
+ * histogram (qprec_bshist_bins() counts). */
+#define QPREC_NBSTATS 7
+QPREC_EXPORT int qprec_nbstats(void) { return QPREC_NBSTATS; }
+QPREC_EXPORT int qprec_bshist_bins(void) { return QP_BSHIST_BINS; }
+QPREC_EXPORT int qprec_bshist_offset(void) { return QP_BSHIST_OFFSET; }
+
+QPREC_EXPORT int qprec_block_scale_stats(int f, const float *x, int64_t rows, int64_t cols, int sr, uint64_t sr_seed,
+                                         uint64_t sr_stream, int rht, uint64_t rht_seed, double out[QPREC_NBSTATS],
+                                         int64_t hist[QP_BSHIST_BINS])
+{
+    if (!traits(f) || rows < 0 || cols < 0) return -1;
+    if (rht && cols % QK_RHT) return -2;
+    const qp_qopts o = make_opts(sr, sr_seed, sr_stream);
+    qp_metrics m;
+    if (qp_metrics_for_format((qp_fmt)f, x, rows, cols, &o, rht, rht_seed, NULL, &m)) return -3;
+    const qp_bscale_dist d = m.bsd;
+    const double v[QPREC_NBSTATS] = {(double)d.n_blocks,    d.log2_std,           d.saturated_frac,
+                                     d.underflow_frac,      m.elems_flushed_frac, m.elems_saturated_frac,
+                                     d.n_blocks ? d.dynamic_range_max_log2 : NAN};
+    memcpy(out, v, sizeof v);
+    memcpy(hist, d.hist, sizeof d.hist);
     return 0;
 }

@@ -30,7 +30,7 @@ import numpy as _np
 
 from . import _lib
 
-__all__ = ["formats", "format_info", "quantize", "qdq", "errors", "QTensor", "runfile"]
+__all__ = ["formats", "format_info", "quantize", "qdq", "errors", "block_scale_bins", "QTensor", "runfile"]
 
 _F32 = _np.float32
 
@@ -132,15 +132,26 @@ def _rows_cols(shape):
     return (0 if cols == 0 else rows), cols
 
 
+_RHT_TE = 2  # qp_hadamard.h's QP_RHT_TE: Transformer Engine's fixed signs
+
+
 def _rht(rht):
-    """rht: None/False off, True the seed qerr --rht uses by default (1), an int the seed."""
+    """rht: None/False off, True the seed qerr --rht uses by default (1), an int the
+    seed, "te" Transformer Engine's transform (fixed signs, qerr --rht-signs te).
+    Returns (kind, seed) as libqprec takes them: kind 0 off, 1 seeded, 2 TE's."""
     if rht is None or rht is False:
         return 0, 0
     if rht is True:
         return 1, 1
+    if isinstance(rht, str) and rht == "te":
+        return _RHT_TE, 0
     if isinstance(rht, (int, _np.integer)) and 0 <= int(rht) < 2 ** 64:
         return 1, int(rht)
-    raise TypeError(f"qprec: rht is None, True or a seed (int >= 0), not {rht!r}")
+    raise TypeError(f"qprec: rht is None, True, a seed (int >= 0) or \"te\", not {rht!r}")
+
+
+def _rht_suffix(kind):
+    return "+rht-te" if kind == _RHT_TE else "+rht" if kind else ""
 
 
 def _sr(sr_seed, sr_stream):
@@ -211,7 +222,9 @@ class QTensor:
 def quantize(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False):
     """Quantize x (any array-like; a float32 C-contiguous array or CPU tensor is not
     copied) into fmt's packed storage. rht: None, True (seed 1) or a seed: apply
-    the 16-point random Hadamard transform along the last dimension first.
+    the 16-point random Hadamard transform along the last dimension first; "te":
+    Transformer Engine's transform instead (each 16 times diag(s) H16 / 4 with TE's
+    fixed signs, what TE applies to the weight-gradient operands; docs/formats.md).
     sr_seed: stochastic rounding with this Philox seed (None: round to nearest
     even); sr_stream: its stream (an int, or a tensor name, hashed as qerr
     does). block_2d: the format's 2-D-block variant (nvfp4 -> nvfp4-2d).
@@ -239,7 +252,8 @@ def quantize(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False):
                           _lib.ctypes.byref(inv), st)
     _lib.check(rc, fmt, "quantize")
     scales = None if raw is None else raw if sb == 1 else raw.view("<f4")
-    return QTensor(info["name"], a.shape, codes, scales, float(inv.value), rht_seed if rht_on else None,
+    rht_as = None if not rht_on else "te" if rht_on == _RHT_TE else rht_seed
+    return QTensor(info["name"], a.shape, codes, scales, float(inv.value), rht_as,
                    seed if sr_on else None, _stats(st), i)
 
 
@@ -281,10 +295,18 @@ def qdq(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False, out=None
 def errors(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False):
     """qerr's metrics of x in fmt, computed by the code qerr runs (quant/'s
     qp_metrics_for_format): a dict with qerr's JSON keys — format (qerr's
-    variant name: nvfp4, nvfp4+rht, nvfp4+sr, ...), rows, cols, rel_l2, snr_db
+    variant name: nvfp4, nvfp4+rht, nvfp4+rht-te, nvfp4+sr, ...), rows, cols, rel_l2, snr_db
     (inf when exact), max_abs, cosine, sat_frac, zero_frac, amax, scale,
     n_blocks, block_scale_min/max/log2_mean (NaN without block scales),
-    n_nonfinite. `qerr --rht --sr --seed S FILE` is errors(x, fmt, rht=S,
+    n_nonfinite; and the per-block scale statistics of the same quantization
+    (quant/qp_metrics.h's qp_bscale_dist): block_scale_hist (an int64 array over
+    block_scale_bins(), summing to n_blocks, zero-scale blocks included),
+    block_scale_log2_std (population std of log2 scale over blocks with a scale
+    > 0), block_scale_saturated_frac and block_scale_underflow_frac (blocks whose
+    scale is the scale format's largest, or its zero/smallest with a non-zero
+    amax), elems_flushed_frac and elems_saturated_frac (of all elements), and
+    block_dynamic_range_max_log2 (max over blocks of log2(amax_b / smallest
+    non-zero |x|), TE's max_blockwise_dynamic_range). `qerr --rht --sr --seed S FILE` is errors(x, fmt, rht=S,
     sr_seed=S, sr_stream=TENSOR_NAME) for each tensor of FILE.
 
     >>> import numpy as np
@@ -301,7 +323,36 @@ def errors(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False):
     rc = _lib.lib().qprec_errors(i, _lib.ptr(a, _lib.ctypes.c_float), rows, cols, sr_on, seed, stream, rht_on,
                                  rht_seed, m)
     _lib.check(rc, fmt, "errors")
-    name = format_info(None, _i=i)["name"] + ("+rht" if rht_on else "") + ("+sr" if sr_on else "")
+    name = format_info(None, _i=i)["name"] + _rht_suffix(rht_on) + ("+sr" if sr_on else "")
     out = {"format": name, "rows": rows, "cols": cols}
     out.update({k: (int(v) if k in _lib.INT_FIELDS else float(v)) for k, v in zip(_lib.METRICS, m)})
+    L = _lib.lib()
+    b = (_lib.ctypes.c_double * len(_lib.BSTATS))()
+    hist = _np.zeros(L.qprec_bshist_bins(), dtype=_np.int64)
+    rc = L.qprec_block_scale_stats(i, _lib.ptr(a, _lib.ctypes.c_float), rows, cols, sr_on, seed, stream, rht_on,
+                                   rht_seed, b, _lib.ptr(hist, _lib.ctypes.c_int64))
+    _lib.check(rc, fmt, "errors")
+    bs = dict(zip(_lib.BSTATS, b))
+    out["block_scale_hist"] = [int(c) for c in hist]
+    for k in _lib.BSTATS[1:]:
+        out[k] = float(bs[k])
     return out
+
+
+def block_scale_bins():
+    """The fixed bins of errors()'s block_scale_hist, as (lower, upper) decoded
+    block-scale bounds: bin 0 holds the scales that are 0, bin 1 the NaN scales
+    (an MX block holding NaN/Inf), bin k >= 2 the scales s with
+    floor(log2 s) = k - 151, i.e. [2^(k-151), 2^(k-150)): every positive float
+    from 2^-149 to 2^127 has its bin. NVFP4's scales are the UE4M3 block scales
+    before the tensor scale; FP8 blocks' the FP32 decode scales.
+
+    >>> b = block_scale_bins()
+    >>> len(b), b[0], b[151]
+    (279, (0.0, 0.0), (1.0, 2.0))
+    """
+    L = _lib.lib()
+    off = L.qprec_bshist_offset()
+    nan = float("nan")
+    return [(0.0, 0.0), (nan, nan)] + [(2.0 ** (k - off), 2.0 ** (k - off + 1))
+                                       for k in range(2, L.qprec_bshist_bins())]

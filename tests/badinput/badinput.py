@@ -162,6 +162,8 @@ def qtrain_cases():
                                           "8", "--recipe", "bf16,fprop=nvfp4:rht=16"], DATA, 2, "multiple of 16"),
         ("recipe RHT of a size quant/ lacks", ["--data", D, "--recipe", "nvfp4,wgrad:rht=256"], DATA, 2,
          "16, 32, 64, 128"),
+        ("recipe RHT with TE's signs", ["--data", D, "--recipe", "te-nvfp4,wgrad:rht=te"], DATA, 2,
+         "not in training"),
         ("recipe 128-point RHT over 64 dims", ["--data", D, "--dim", "64", "--heads", "2", "--batch", "2",
                                                "--seq", "8", "--recipe", "bf16,fprop=nvfp4:rht=128"], DATA, 2,
          "multiple of 128"),

@@ -111,10 +111,15 @@ def qerr_json_text(file, rows):
         return "%.17g" % v if np.isfinite(v) else "null"
     keys = ["file", "tensor", "format", "rows", "cols", "rel_l2", "snr_db", "max_abs", "cosine", "sat_frac",
             "zero_frac", "amax", "scale", "n_blocks", "block_scale_min", "block_scale_max", "block_scale_log2_mean",
-            "n_nonfinite"]
+            "n_nonfinite", "block_scale_log2_std", "block_scale_saturated_frac", "block_scale_underflow_frac",
+            "elems_flushed_frac", "elems_saturated_frac", "block_dynamic_range_max_log2", "block_scale_hist"]
+
+    def hist_text(h):   # qerr's block_scale_hist: the non-empty bins, BIN = zero, nan or floor(log2 scale)
+        label = lambda k: "zero" if k == 0 else "nan" if k == 1 else str(k - 151)
+        return " ".join(f"{label(k)}:{int(c)}" for k, c in enumerate(h) if c)
     out = "["
     for i, r in enumerate(rows):
-        r = dict(r, file=file)
+        r = dict(r, file=file, block_scale_hist=hist_text(r["block_scale_hist"]))
         out += (",\n  {" if i else "\n  {") + ", ".join(f'"{k}": {val(r[k])}' for k in keys) + "}"
     return out + ("\n]\n" if rows else "]\n")
 
@@ -481,10 +486,133 @@ def case_install():
     check(p.returncode == 0 and p.stdout.split(b"\n", 2)[2:] == [mine], "the sdist's build gives the same bytes")
 
 
+def case_te():
+    """rht="te" and the -te Four Over Six rows: Transformer Engine's transform as a dense
+    matrix here (TE's get_wgrad_sign_vector signs on H16's rows, / 4), qerr --rht-signs te
+    byte-identical to qprec.errors(rht="te"), block_2d naming the 16x16 rows."""
+    import qprec
+    s = np.array([1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1], dtype=np.float64)
+    h = np.ones((1, 1))
+    while h.shape[0] < 16:
+        h = np.block([[h, h], [h, -h]])
+    m = (s[:, None] * h) / 4.0
+    rng = np.random.default_rng(5)
+    x = rng.integers(-64, 65, size=(8, 48)).astype(np.float32)      # 16-term sums exact in float32
+    rot = (x.astype(np.float64).reshape(-1, 16) @ m).reshape(x.shape).astype(np.float32)
+    for f in ("nvfp4", "nvfp4-4o6-te", "nvfp4-4o6-te-mse", "mxfp8"):
+        a, b = qprec.quantize(x, f, rht="te"), qprec.quantize(rot, f)
+        check(np.array_equal(a.codes, b.codes) and np.array_equal(a.scales, b.scales) and a.rht == "te",
+              f"{f}: rht='te' quantizes x diag(s) H16 / 4 with TE's signs")
+        check(np.array_equal(qprec.qdq(x, f, rht="te"), qprec.qdq(rot, f)), f"{f}: qdq with rht='te'")
+    seeded = qprec.quantize(x, "nvfp4", rht=1)
+    check(not np.array_equal(seeded.codes, qprec.quantize(rot, "nvfp4").codes), "the seeded RHT is another transform")
+    check(qprec.errors(x, "nvfp4", rht="te")["format"] == "nvfp4+rht-te", "errors names the variant nvfp4+rht-te")
+    raises(TypeError, lambda: qprec.quantize(x, "nvfp4", rht="TE"), "rht='TE' (not a transform) is refused")
+    for f in ("nvfp4-4o6-te", "nvfp4-4o6-te-mse"):
+        check(qprec.quantize(x, f, block_2d=True).fmt == f + "-2d", f"{f}: block_2d=True is {f}-2d")
+    path = os.path.join(WORK, "te.safetensors")
+    tens = [(n, d, a) for n, d, a, _ in tensors_for_test(rng)]
+    write_safetensors(path, tens)
+    fmts = ["nvfp4", "nvfp4-4o6-te", "nvfp4-4o6-te-mse-2d"]
+    p = subprocess.run([QERR, "--json", "--rht", "--rht-signs", "te", "--threads", "1", "--formats", ",".join(fmts),
+                        path], capture_output=True, text=True)
+    check(p.returncode == 0, f"qerr --rht-signs te: {p.stderr}")
+    rows = []
+    for n, _, _ in tens:
+        v = dump(path)[n]
+        for f in fmts:
+            rows.append(dict(qprec.errors(v, f), tensor=n))
+            if v.shape[-1] % 16 == 0:
+                rows.append(dict(qprec.errors(v, f, rht="te"), tensor=n))
+    check(qerr_json_text(path, rows) == p.stdout, "qerr --rht --rht-signs te is qprec.errors(rht='te'), byte for byte")
+    p = subprocess.run([QERR, "--rht-signs", "tee", path], capture_output=True, text=True)
+    check(p.returncode == 2 and "--rht-signs" in p.stderr and p.stderr.count("\n") == 1,
+          "qerr --rht-signs tee: one line, exit 2")
+
+
+def ue4m3_e8m0_f32(scales, name):
+    """Decoded block scales from the stored ones, written here from qp_quant.h's layout."""
+    if scales.dtype == np.float32:
+        return scales.astype(np.float64), "f32"
+    c = scales.astype(np.int64)
+    if name.startswith("mx"):
+        return np.where(c == 0xFF, np.nan, np.ldexp(1.0, c - 127)), "e8m0"
+    m = c & 0x7F
+    v = np.where(m < 8, m / 512.0, np.ldexp(1.0 + (m & 7) / 8.0, (m >> 3) - 7))
+    return np.where(m == 0x7F, np.nan, v), "ue4m3"
+
+
+def case_bstats():
+    """errors()' per-block scale statistics equal those recomputed here from the scale
+    codes quantize() returns (and the input), for every format with block scales."""
+    import qprec
+    rng = np.random.default_rng(23)
+    xs = {"gauss": rng.standard_normal((48, 160)).astype(np.float32)}
+    o = xs["gauss"].copy(); o[7, 9] = 3e7; o[20, 100] = np.nan; o[30, 3] = -np.inf; o[40, :40] = 0.0
+    xs["outlier"] = o
+    xs["tiny"] = (xs["gauss"] * np.float32(1e-38)).astype(np.float32)
+    nfmt = 0
+    bins = qprec.block_scale_bins()
+    check(len(bins) == 279 and bins[2] == (2.0 ** -149, 2.0 ** -148) and bins[-1] == (2.0 ** 127, 2.0 ** 128),
+          "block_scale_bins: zero, NaN, then one bin per binade 2^-149 .. 2^127")
+    for f in qprec.formats():
+        if f["block_cols"] <= 1:
+            continue
+        nfmt += 1
+        for xn, x in xs.items():
+            name = f["name"]
+            e, q = qprec.errors(x, name), qprec.quantize(x, name)
+            s, kind = ue4m3_e8m0_f32(q.scales, name)
+            br, bc = f["block_rows"], f["block_cols"]
+            hist = np.zeros(279, dtype=np.int64)
+            logs, sat, under, rng_max = [], 0, 0, 0.0
+            for i in range(s.shape[0]):
+                for j in range(s.shape[1]):
+                    v, code = s[i, j], q.scales[i, j]
+                    blk = np.abs(x[i * br:(i + 1) * br, j * bc:(j + 1) * bc].astype(np.float64))
+                    blk = blk[np.isfinite(blk) & (blk > 0)]
+                    amax = blk.max() if blk.size else 0.0
+                    if blk.size:
+                        rng_max = max(rng_max, float(np.log2(amax / blk.min())))
+                    if v == 0:
+                        hist[0] += 1
+                    elif np.isnan(v):
+                        hist[1] += 1
+                    else:
+                        hist[np.frexp(v)[1] - 1 + 151] += 1
+                        logs.append(np.log2(v))
+                    sat += (kind == "ue4m3" and code & 0x7F == 0x7E) or (kind == "e8m0" and code == 0xFE)
+                    under += amax > 0 and ((kind in ("ue4m3", "e8m0") and code & 0x7F == 0) or
+                                           (kind == "f32" and v == np.float32(1.0) / np.float32(3.4028234663852886e38)))
+            nb = s.size
+            y = qprec.qdq(x, name)
+            fin = np.isfinite(x) & (x != 0)
+            what = f"{name} {xn}"
+            check(e["block_scale_hist"] == hist.tolist() and hist.sum() == e["n_blocks"] == nb,
+                  f"{what}: block_scale_hist from the scale codes, summing to n_blocks")
+            std = float(np.std(logs)) if logs else float("nan")
+            check((np.isnan(std) and np.isnan(e["block_scale_log2_std"])) or
+                  abs(std - e["block_scale_log2_std"]) <= 1e-12 * max(1.0, std), f"{what}: block_scale_log2_std")
+            check(e["block_scale_saturated_frac"] == sat / nb and e["block_scale_underflow_frac"] == under / nb,
+                  f"{what}: saturated {e['block_scale_saturated_frac']} vs {sat / nb}, "
+                  f"underflow {e['block_scale_underflow_frac']} vs {under / nb}")
+            check(e["elems_flushed_frac"] == np.count_nonzero(fin & (y == 0)) / x.size, f"{what}: elems_flushed_frac")
+            check(e["elems_saturated_frac"] == e["sat_frac"], f"{what}: elems_saturated_frac is sat_frac")
+            check(abs(e["block_dynamic_range_max_log2"] - rng_max) <= 1e-12 * max(1.0, rng_max),
+                  f"{what}: block_dynamic_range_max_log2")
+    sat_seen = qprec.errors(xs["outlier"], "nvfp4")["block_scale_saturated_frac"] > 0
+    under_seen = qprec.errors(xs["outlier"], "nvfp4")["block_scale_underflow_frac"] > 0
+    check(sat_seen and under_seen, "the outlier saturates one NVFP4 scale and zeroes others")
+    fp8 = qprec.errors(xs["gauss"], "fp8-e4m3")
+    check(fp8["n_blocks"] == 0 and not any(fp8["block_scale_hist"]) and np.isnan(fp8["block_scale_log2_std"]),
+          "a per-tensor format has no block statistics")
+    print(f"bstats: {nfmt} block formats x {len(xs)} tensors")
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     {"exact": case_exact, "codes": case_codes, "import": case_import, "extras": case_extras, "torch": case_torch,
-     "doctest": case_doctest, "install": case_install}[CASE]()
+     "doctest": case_doctest, "install": case_install, "te": case_te, "bstats": case_bstats}[CASE]()
     return check.summary(f"test_python {CASE}")
 
 

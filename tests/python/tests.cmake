@@ -7,7 +7,7 @@
 if(TARGET qprec AND TARGET qerr AND TARGET tensor_dump AND TARGET qtrain AND QP_PYTHON)
   execute_process(COMMAND ${QP_PYTHON} -c "import numpy, h5py" RESULT_VARIABLE _qp_py_ok OUTPUT_QUIET ERROR_QUIET)
   if(_qp_py_ok EQUAL 0)
-    foreach(case exact codes import extras torch doctest install)
+    foreach(case exact codes import extras torch doctest install te bstats)
       add_test(NAME python_${case}
                COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_python.py ${case} $<TARGET_FILE:qprec>
                        ${CMAKE_CURRENT_BINARY_DIR}/python_${case} $<TARGET_FILE:qerr> $<TARGET_FILE:tensor_dump>

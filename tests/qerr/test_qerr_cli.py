@@ -38,7 +38,9 @@ QERR = None
 DEFAULT_FORMATS = ["bf16", "fp8-e4m3", "mxfp8", "mxfp4", "nvfp4"]
 KEYS = ["file", "tensor", "format", "rows", "cols", "rel_l2", "snr_db", "max_abs", "cosine", "sat_frac",
         "zero_frac", "amax", "scale", "n_blocks", "block_scale_min", "block_scale_max", "block_scale_log2_mean",
-        "n_nonfinite"]
+        "n_nonfinite", "block_scale_log2_std",
+        "block_scale_saturated_frac", "block_scale_underflow_frac", "elems_flushed_frac", "elems_saturated_frac",
+        "block_dynamic_range_max_log2", "block_scale_hist"]
 
 
 def run(*args):

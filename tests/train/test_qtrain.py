@@ -288,6 +288,25 @@ check(rules == ["L0.fprop.x=nvfp4:current", "L0.fprop.w=nvfp4-2d:current", "L0.d
                 "L0.dgrad.w=nvfp4-2d:current", "L0.wgrad.dy=nvfp4:current:sr:rht=16",
                 "L0.wgrad.x=nvfp4:current:rht=16", "L1.fprop.x=bf16", "L1.fprop.w=bf16", "L1.dgrad.dy=bf16",
                 "L1.dgrad.w=bf16", "L1.wgrad.dy=bf16", "L1.wgrad.x=bf16"], f"nvfp4 on 2 blocks expands to {rules}")
+# Transformer Engine's recipe classes with their defaults (docs/recipes.md cites each one's source)
+TE_PRESETS = {
+    "te-nvfp4": ["fprop.x=nvfp4:current", "fprop.w=nvfp4-2d:current", "dgrad.dy=nvfp4:current:sr",
+                 "dgrad.w=nvfp4-2d:current", "wgrad.dy=nvfp4:current:sr:rht=16", "wgrad.x=nvfp4:current:rht=16"],
+    "te-nvfp4-4o6": ["fprop.x=nvfp4-4o6-te:current", "fprop.w=nvfp4-4o6-te-2d:current",
+                     "dgrad.dy=nvfp4-4o6-te:current:sr", "dgrad.w=nvfp4-4o6-te-2d:current",
+                     "wgrad.dy=nvfp4-4o6-te:current:sr", "wgrad.x=nvfp4-4o6-te:current"],
+    "te-fp8-block": ["fprop.x=fp8-block-pow2", "fprop.w=fp8-block-2d-pow2", "dgrad.dy=fp8-block-pow2",
+                     "dgrad.w=fp8-block-2d-pow2", "wgrad.dy=fp8-block-pow2", "wgrad.x=fp8-block-pow2"],
+    "te-mxfp8": [f"{p}={'mxfp8-rceil'}" for p in ("fprop.x", "fprop.w", "dgrad.dy", "dgrad.w", "wgrad.dy", "wgrad.x")],
+    "te-fp8-current": ["fprop.x=fp8-e4m3:current", "fprop.w=fp8-e4m3:current", "dgrad.dy=fp8-e5m2:current",
+                       "dgrad.w=fp8-e4m3:current", "wgrad.dy=fp8-e5m2:current", "wgrad.x=fp8-e4m3:current"],
+    "te-fp8-delayed": [f"{p}={f}:delayed:hist=1024:amax=max" for p, f in
+                       (("fprop.x", "fp8-e4m3"), ("fprop.w", "fp8-e4m3"), ("dgrad.dy", "fp8-e5m2"),
+                        ("dgrad.w", "fp8-e4m3"), ("wgrad.dy", "fp8-e5m2"), ("wgrad.x", "fp8-e4m3"))],
+}
+for preset, want in TE_PRESETS.items():
+    rules = explain(preset)
+    check(rules == ["L0-1." + w for w in want], f"{preset} on 2 blocks (every block quantized) expands to {rules}")
 for args, fragment in [(["--recipe", "nvfp4,L5=bf16", "--explain"], "blocks 0..3"),
                        (["--recipe", "nvfp4,x=nvfp5", "--explain"], "unknown format 'nvfp5'"),
                        (["--recipe", "nvfp4", "--layers", "0", "--explain"], "--layers")]:

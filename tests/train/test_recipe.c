@@ -320,7 +320,10 @@ static void test_docs(const char *path)
     if (!f) return;
     char line[2048], err[512];
     int rows = 0;
-    static const char *const names[] = {"fp32", "bf16", "fp8", "fp8-current", "mxfp8", "nvfp4", "nvfp4-naive", "mxfp4"};
+    static const char *const names[] = {"fp32",         "bf16",           "fp8",          "fp8-current",
+                                        "mxfp8",        "nvfp4",          "nvfp4-naive",  "mxfp4",
+                                        "te-nvfp4",     "te-nvfp4-4o6",   "te-fp8-block", "te-mxfp8",
+                                        "te-fp8-current", "te-fp8-delayed"};
     while (fgets(line, sizeof line, f)) {
         char name[64], exp[1024];
         if (sscanf(line, "| `%63[^`]` | `%1023[^`]` |", name, exp) != 2) continue;
@@ -340,7 +343,7 @@ static void test_docs(const char *path)
         }
     }
     fclose(f);
-    CHECK(rows == 8, "docs/recipes.md documents %d of the 8 presets' expansions", rows);
+    CHECK(rows == 14, "docs/recipes.md documents %d of the 14 presets' expansions", rows);
 }
 
 /* ---- examples ----------------------------------------------------------------------- */
