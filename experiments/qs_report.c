@@ -541,8 +541,8 @@ static void write_md(FILE *f, const qs_summary *s, table *runs)
     write_md_table(f, runs, runs->ncols - 1);
     fputs("\n## Groups (every axis but seed)\n\nval_loss: mean ± sample standard deviation (n-1) over the group's done "
           "runs (n_seeds). gap: the mean over seeds of the paired gap to the baseline run of the same seed (same "
-          "initial weights and batches), in % of the baseline's loss, with its 95% interval (t below 5 seeds, "
-          "bootstrap from 5); resolved: the interval excludes 0.\n\n",
+          "initial weights and batches), in % of the baseline's loss, with its 95% Student t interval over "
+          "seeds; resolved: the interval excludes 0.\n\n",
           f);
     md_groups(f, s, 0);
     int nn = 0;
