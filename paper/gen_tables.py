@@ -361,7 +361,7 @@ with open(os.path.join(args.scaling, "scaling.json")) as f:
     sc = json.load(f)
 if "fit" in sc:
     p = sc["fit"]
-    m("fit", "E", f"{p['E']:.3f}")
+    m("fit", "E", f"{p['E']:.3f}" if p.get("E_identified", True) else "0")
     m("fit", "A", f"{p['A']:.3g}")
     m("fit", "alpha", f"{p['alpha']:.3f}")
     m("fit", "B", f"{p['B']:.3g}")
@@ -369,51 +369,71 @@ if "fit" in sc:
     m("fit", "resid", f"{p['rms_log_residual']:.4f}")
     m("fit", "ncells", str(p["n_cells"]))
     frows, fsent = [], []
+    how = ("The fit is in two stages, least squares on log L: BF16's law first, then each recipe's two efficiencies "
+           "with the law held fixed.")
+    if not p.get("E_identified", True):
+        how += (" E is not identified by this grid (it ran to its lower bound), so the law is refitted without it "
+                "(E = 0).")
+    if p.get("at_bound"):
+        how += f" At a bound of the fit, so not identified by this grid: {', '.join(p['at_bound'])}."
+    fsent.append(how)
     for r, e in sc["efficiency"].items():
         cells_ = []
         for kind in ("eff_N", "eff_D"):
             x = e[kind]
-            cells_.append(f"{x['all_seeds']:.3f} [{x['ci_lo']:.3f}, {x['ci_hi']:.3f}]" if fin(x["ci_lo"]) else
-                          f"{x['all_seeds']:.3f}")
-            if x["below_1"]:
-                fsent.append(f"{gen_verdicts.label(r)}'s {'parameter' if kind == 'eff_N' else 'data'} efficiency is "
-                             f"below 1 (resolved: {x['all_seeds']:.3f}, per-seed interval [{x['ci_lo']:.3f}, "
-                             f"{x['ci_hi']:.3f}]).")
+            pt = x.get("seed_mean", x["all_seeds"])
+            cells_.append(f"{pt:.2f} [{x['ci_lo']:.2f}, {x['ci_hi']:.2f}]" if fin(x["ci_lo"]) else
+                          f"{x['all_seeds']:.2f}")
+            what = f"{gen_verdicts.label(r)}'s {'parameter' if kind == 'eff_N' else 'data'} efficiency"
+            ci = f"{pt:.2f}, 95% CI [{x['ci_lo']:.2f}, {x['ci_hi']:.2f}] over per-seed fits, log scale"
+            if x.get("at_bound"):
+                fsent.append(f"{what} runs to a bound of the fit (0.01 or 100) in some fit: not identified.")
+            elif x["below_1"]:
+                fsent.append(f"{what} is below 1 ({ci}): resolved.")
+            elif x.get("above_1"):
+                fsent.append(f"{what} is above 1 ({ci}): resolved.")
             elif fin(x["ci_lo"]):
-                fsent.append(f"{gen_verdicts.label(r)}'s {'parameter' if kind == 'eff_N' else 'data'} efficiency "
-                             f"({x['all_seeds']:.3f}, per-seed interval [{x['ci_lo']:.3f}, {x['ci_hi']:.3f}]) is not "
-                             "resolved from 1.")
+                fsent.append(f"{what} ({ci}) is unresolved from 1.")
         frows.append(f"{tex(r)} & " + " & ".join(cells_) + " \\\\")
     write("table_fit.tex",
           "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrr}\n\\toprule\n"
           "recipe & eff$_N$ [95\\% CI] & eff$_D$ [95\\% CI] \\\\\n\\midrule\n" + "\n".join(frows) +
           "\n\\bottomrule\n\\end{tabular}\n\\caption{Effective parameter and data efficiency: the multipliers of "
-          f"$N$ and $D$ that map each recipe onto {tex(base)}'s law (fit to all seeds; interval over the per-seed "
-          "fits).}\\label{tab:fit}\n\\end{table}\n")
+          f"$N$ and $D$ that map each recipe onto {tex(base)}'s law; the geometric mean of the per-seed fits with "
+          "its t interval on the log scale.}\\label{tab:fit}\n\\end{table}\n")
     m("verdict", "fit", tex(say("The loss law", " ".join(fsent))))
     ho = sc.get("holdout", {})
     hrows, inside, inside_pi = [], 0, 0
     for r, h in ho.get("recipes", {}).items():
         inside += h["inside"]
         inside_pi += h.get("inside_pi", False)
-        hrows.append(f"{tex(r)} & {h['predicted_all_seeds']:.4f} & "
-                     + (f"[{h['ci_lo']:.4f}, {h['ci_hi']:.4f}]" if fin(h["ci_lo"]) else "--")
-                     + f" & {'yes' if h['inside'] else 'no'} & "
-                     + (f"[{h['pi_lo']:.4f}, {h['pi_hi']:.4f}] & {'yes' if h['inside_pi'] else 'no'}"
-                        if "pi_lo" in h else "-- & --")
-                     + f" & {h['observed_mean']:.4f} \\\\")
+        hrows.append(f"{tex(r)} & {h.get('predicted_seed_mean', h['predicted_all_seeds']):.3f} & "
+                     + (f"[{h['ci_lo']:.3f}, {h['ci_hi']:.3f}]" if fin(h["ci_lo"]) else "--")
+                     + " & " + (f"[{h['pi_lo']:.3f}, {h['pi_hi']:.3f}]" if "pi_lo" in h else "--")
+                     + f" & {h['observed_mean']:.3f} \\\\")
+    dof = next((h.get("pi_dof") for h in ho.get("recipes", {}).values()), None)
     write("table_holdout.tex",
-          "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrrrrrr}\n\\toprule\n"
-          "recipe & predicted & per-seed interval & inside & prediction interval & inside & measured \\\\\n"
+          "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{lrrrr}\n\\toprule\n"
+          "recipe & predicted & per-seed fits' interval & prediction interval & measured \\\\\n"
           "\\midrule\n" + "\n".join(hrows) +
           "\n\\bottomrule\n\\end{tabular}\n\\caption{The held-out cell (" + tex(str(ho.get("model"))) + ", " +
-          str(ho.get("tpp")) + " tokens/parameter): the law fitted without it, its predicted validation loss, "
-          "the interval of the per-seed fits' predictions (the law's own uncertainty) and the prediction "
-          "interval (that and the law's rms scatter about the cells it was fitted to), against the measured "
-          "mean.}\\label{tab:holdout}\n\\end{table}\n")
+          str(ho.get("tpp")) + " tokens/parameter), validation loss in nats per byte: the law fitted without it "
+          "predicts it (the geometric mean of the per-seed fits' predictions, with their 95\\% t interval: the "
+          "law's own uncertainty) and the prediction interval that adds the law's scatter about the cells it was "
+          f"fitted to (t with {dof} residual degrees of freedom times its residual standard error, in log L), against "
+          "the measured mean. The recipes share one law: the cell is one check of it.}\\label{tab:holdout}\n"
+          "\\end{table*}\n")
     m("holdout", "cell", f"{tex(str(ho.get('model')))} at {ho.get('tpp')} tokens/parameter")
-    m("holdout", "inside", f"{inside} of {len(ho.get('recipes', {}))}")
-    m("holdout", "insidepi", f"{inside_pi} of {len(ho.get('recipes', {}))}")
+    nrec = len(ho.get("recipes", {}))
+    if nrec:
+        m("verdict", "holdout", tex(say("The loss law", (
+            f"Fitted without the cell {ho.get('model')} at {ho.get('tpp')} tokens per parameter, the law predicts "
+            f"it inside the prediction interval for {inside_pi} of {nrec} recipes and inside the per-seed fits' "
+            f"interval for {inside}; the recipes share one law, so this is one held-out check of one law, "
+            f"{'passed' if inside_pi == nrec else 'failed'}, not {nrec} independent ones."))))
+    else:
+        m("verdict", "holdout", tex(say("The loss law", "The law could not be fitted without the held-out cell: "
+                                         + str(ho.get("error", "")) + ".")))
     # published comparison: the fit's NVFP4 gap in nats at 25/100/400 tokens per parameter for each size
     prow = []
     sizes = sorted(Ns.items(), key=lambda kv: kv[1])
@@ -438,8 +458,10 @@ if "fit" in sc:
           "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{r" + "r" * (2 + len(sizes)) + "}\n\\toprule\n"
           "tokens/param & Quartet-II 30M & Quartet-II 100M & " +
           " & ".join(f"qprec {tex(n)} ({N / 1e3:.0f}k)" for n, N in sizes) + " \\\\\n\\midrule\n" + "\n".join(prow) +
-          "\n\\bottomrule\n\\end{tabular}\n\\caption{NVIDIA's NVFP4 recipe minus BF16 in validation loss (nats). "
-          "Published: Quartet-II's raw results, Llama models on C4 (repeat runs differ by "
+          "\n\\bottomrule\n\\end{tabular}\n\\caption{NVIDIA's NVFP4 recipe minus BF16 in validation loss: "
+          "Quartet-II's in nats per BPE token, qprec's in nats per byte (byte tokens), so the columns are in unlike "
+          "units and compare in sign and order only. Published: Quartet-II's raw results, Llama models on C4 (repeat "
+          "runs differ by "
           f"{PUBLISHED_NOISE} nats). qprec: the fitted law of Table~\\ref{{tab:fit}} at each size (an "
           "extrapolation outside the grid), with the measured seed-mean difference where the grid has that "
           "cell.}\\label{tab:published}\n\\end{table*}\n")
@@ -471,6 +493,7 @@ else:
         write(name, "% no fit: " + sc.get("error", "") + "\n")
     m("verdict", "fit", tex("The loss law could not be fitted: " + sc.get("error", "") + "."))
     m("verdict", "publishedtrend", tex("No law was fitted, so nothing is extrapolated to the published sizes."))
+    m("verdict", "holdout", "")
 
 # ---- the NVFP4 ablation -------------------------------------------------------------------------
 aruns, agroups, _, aattrs = summary(args.ablation)
@@ -609,7 +632,8 @@ write("table_published_passes.tex",
       "\n\\bottomrule\n\\end{tabular}\n\\caption{NVIDIA's NVFP4 recipe in the forward or the backward passes "
       "only, gap to BF16 in nats: Quartet-II's published ablation (a 30M Llama on C4) beside the same passes "
       f"here ({tex(macros[('passes', 'setup')])}, Table~\\ref{{tab:passes}}); bold: resolved. The models differ "
-      "300-fold in size: the comparison is of sign and order, not of value.}\\label{tab:publishedpasses}\n"
+      "300-fold in size, and the losses are in unlike units (Quartet-II: nats per BPE token; qprec: nats per byte): "
+      "the comparison is of sign and order, not of value.}\\label{tab:publishedpasses}\n"
       "\\end{table*}\n")
 m("verdict", "publishedpasses", tex(say("Against published results", " ".join(pub_sent))))
 

@@ -97,13 +97,27 @@ if CASE == "fit":
         h = ho["recipes"][r]
         check(abs(h["predicted_all_seeds"] / h["observed_mean"] - 1) < 1e-3,
               f"exact data: held-out {r} predicted {h['predicted_all_seeds']:.5f}, observed {h['observed_mean']:.5f}")
-        check(h["inside_pi"] and h["pi_lo"] <= h["predicted_all_seeds"] <= h["pi_hi"],
+        # exact data: the interval has ~0 width; its centre (the per-seed fits' geometric mean) is the observed loss
+        check(abs(h["predicted_seed_mean"] / h["observed_mean"] - 1) < 1e-5 and
+              h["pi_lo"] * (1 - 1e-5) <= h["observed_mean"] <= h["pi_hi"] * (1 + 1e-5),
               f"exact data: held-out {r} inside its prediction interval [{h['pi_lo']:.5f}, {h['pi_hi']:.5f}]")
+    check(p["E_identified"] and not p["at_bound"], f"exact data: every parameter identified ({p['at_bound']})")
+    # E at its bound: a law with no floor (E = 0) is refitted without E and said so
+    law0 = dict(law, E=0.0)
+    cells0 = [dict(c, L=law0["A"] / (eff[c["recipe"]][0] * c["N"]) ** law0["alpha"] +
+                   law0["B"] / (eff[c["recipe"]][1] * c["D"]) ** law0["beta"]) for c in cells(0.0, rng)]
+    p0 = sf.fit(cells0, "bf16")
+    check(not p0["E_identified"] and p0["E"] == 0.0 and abs(p0["alpha"] / law["alpha"] - 1) < 1e-2,
+          f"no floor: E not identified, refitted without it (E {p0['E']}, alpha {p0['alpha']:.4f})")
+    check(p0["n_params"] == 4 + 2 * 2 and p0["dof"] == len(cells0) - p0["n_params"], f"no floor: dof {p0['dof']}")
     # 0.1% noise: the efficiencies within their per-seed intervals, and close
     res = sf.analyse(cells(0.001, rng), "bf16")
-    # the prediction interval holds the per-seed interval and widens it by the law's scatter (1.96 rms, in log L)
-    rms = sf.fit([c for c in cells(0.001, np.random.default_rng(3))
-                  if (c["model"], c["tpp"]) != ("l", "160")], "bf16")["rms_log_residual"]
+    # the prediction interval holds the per-seed interval and widens it by the law's scatter (t with the fit's residual
+    # degrees of freedom times its residual standard error, in log L)
+    pf_ = sf.fit([c for c in cells(0.001, np.random.default_rng(3)) if (c["model"], c["tpp"]) != ("l", "160")], "bf16")
+    from scipy import stats as st_
+
+    rms = st_.t.ppf(0.975, pf_["dof"]) * pf_["resid_se"] / 1.96
     for r, h in res["holdout"]["recipes"].items():
         hw = math.log(h["ci_hi"] / h["ci_lo"]) / 2
         pw = math.log(h["pi_hi"] / h["pi_lo"]) / 2
@@ -120,6 +134,12 @@ if CASE == "fit":
         check(abs(e["eff_N"]["all_seeds"] / eN - 1) < 0.15 and abs(e["eff_D"]["all_seeds"] / eD - 1) < 0.15,
               f"noisy: {r} eff_N {e['eff_N']['all_seeds']:.3f} eff_D {e['eff_D']['all_seeds']:.3f} (want {eN} {eD})")
         check(e["eff_D"]["below_1"] == (e["eff_D"]["ci_hi"] < 1), f"noisy: {r} below_1 flag follows the interval")
+        for kind in ("eff_N", "eff_D"):
+            x = e[kind]
+            check(x["ci_lo"] <= x["seed_mean"] <= x["ci_hi"] and x["ci_lo"] > 0,
+                  f"noisy: {r} {kind}: the point {x['seed_mean']:.4f} inside its own log-scale interval "
+                  f"[{x['ci_lo']:.4f}, {x['ci_hi']:.4f}], which stays positive")
+            check(x["above_1"] == (x["ci_lo"] > 1), f"noisy: {r} {kind} above_1 flag follows the interval")
     check(res["fit"]["rms_log_residual"] < 0.003, f"noisy: residual {res['fit']['rms_log_residual']}")
     # too few cells: an error, not a fit
     few = [c for c in cells(0.0, rng) if c["model"] == "s" and c["tpp"] == "10"]
