@@ -16,8 +16,10 @@
  *   index j: step  mean_gap  ci_lo  ci_hi  n_seeds
  * Variables: n, colors, titles ("fp8 (2-seed mean)": the line is the
  * seeds' mean), baseline, basecolor, anyband (1 if some recipe has more
- * than one seed, so the band means something), xlo, xhi (and ylo, yhi for
- * a single value: qp_range). */
+ * than one seed, so the band means something), xlo, xhi, ylo, yhi: the y
+ * range spans 0 and the bands (the means for one seed) after the first
+ * tenth of the logged steps, with 8% room, so the axis follows the gaps'
+ * intervals rather than the first steps' spikes (drawn, but clipped). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,8 +124,14 @@ static size_t write_block(FILE *data, const char *recipe, const pair_gap *p, int
             fputc(' ', data);
             qp_fig_num(data, hi);
             fprintf(data, " %d\n", np);
-            qp_range_add(rg, (double)p[0].step[k], np > 1 ? lo : mean);
-            qp_range_add(rg, (double)p[0].step[k], np > 1 ? hi : mean);
+            /* the y axis follows the intervals after the first tenth of the logged steps: the earliest
+             * steps' gaps (a few steps of a loss near ln(vocab)) would otherwise stretch it tenfold */
+            if (k >= p[0].n / 10) {
+                qp_range_add(rg, (double)p[0].step[k], np > 1 ? lo : mean);
+                qp_range_add(rg, (double)p[0].step[k], np > 1 ? hi : mean);
+            } else {
+                qp_range_add(rg, (double)p[0].step[k], NAN);
+            }
         }
     }
     fputs("\n\n", data);
@@ -225,6 +233,11 @@ int qp_fig_gap(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *dat
     qp_gpv_int(v, "anyband", anyband);
     qp_gpv_num(v, "height", 3.3); /* room for the key above the plot */
     qp_range_vars(&rg, v, 0, 0);
+    if (isfinite(rg.ylo) && isfinite(rg.yhi) && rg.yhi > rg.ylo) { /* set, not autoscaled: see write_block */
+        const double pad = 0.08 * (rg.yhi - rg.ylo);
+        qp_gpv_num(v, "ylo", rg.ylo - pad);
+        qp_gpv_num(v, "yhi", rg.yhi + pad);
+    }
     rc = 0;
     goto out;
 out_pairs:
