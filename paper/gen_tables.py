@@ -220,12 +220,12 @@ if noise is not None and len(noise):
                      f"{pct(float(g['gap_pct_mean']), float(g['gap_ci_lo']), float(g['gap_ci_hi']))} & "
                      f"{float(g['gap_pct_rms']):.2f} \\\\")
 write("table_noise.tex",
-      "\\begin{table}[t]\\centering\\small\n\\begin{tabular}{lrlrrr}\n\\toprule\n"
+      "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{lrlrrr}\n\\toprule\n"
       "model & tok/param & recipe & seeds & gap \\% [95\\% CI] & rms \\\\\n\\midrule\n" +
       ("\n".join(nrows) if nrows else "\\multicolumn{6}{c}{no noise twins in this sweep} \\\\") +
       "\n\\bottomrule\n\\end{tabular}\n\\caption{The noise floor: the same recipe and initial weights under "
       "another data seed (batches, stochastic rounding, Hadamard signs), against the run of its seed. A recipe's "
-      "gap no larger than this is not a property of its format.}\\label{tab:noise}\n\\end{table}\n")
+      "gap inside this floor is not a property of its format.}\\label{tab:noise}\n\\end{table*}\n")
 noise_rms = float(np.sqrt(np.mean(np.square(rms_all)))) if rms_all else float("nan")
 # the noise twins have no gap by construction: how many "resolve" is the empirical false-positive rate
 if noise is not None and len(noise):
@@ -383,10 +383,10 @@ if "fit" in sc:
         for kind in ("eff_N", "eff_D"):
             x = e[kind]
             pt = x.get("seed_mean", x["all_seeds"])
-            cells_.append(f"{pt:.2f} [{x['ci_lo']:.2f}, {x['ci_hi']:.2f}]" if fin(x["ci_lo"]) else
-                          f"{x['all_seeds']:.2f}")
+            cells_.append("not identified" if x.get("at_bound") else
+                          f"{pt:.3g} [{x['ci_lo']:.3g}, {x['ci_hi']:.3g}]" if fin(x["ci_lo"]) else f"{pt:.3g}")
             what = f"{gen_verdicts.label(r)}'s {'parameter' if kind == 'eff_N' else 'data'} efficiency"
-            ci = f"{pt:.2f}, 95% CI [{x['ci_lo']:.2f}, {x['ci_hi']:.2f}] over per-seed fits, log scale"
+            ci = f"{pt:.3g}, 95% CI [{x['ci_lo']:.3g}, {x['ci_hi']:.3g}] over per-seed fits, log scale"
             if x.get("at_bound"):
                 fsent.append(f"{what} runs to a bound of the fit (0.01 or 100) in some fit: not identified.")
             elif x["below_1"]:
