@@ -527,8 +527,7 @@ for g in agroups:
     txt = pct(float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]))
     abl_rows.append(f"{tex(r)} & {float(g['val_loss_mean']):.4f} & "
                     f"{bold(txt, int(g['resolved']))}{bf} \\\\")
-    abl_sent.append(v.gap(r, float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]),
-                          int(g["n_seeds"]), base="the full recipe"))
+    abl_sent.append((r, float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]), int(g["n_seeds"])))
 write("table_ablation.tex",
       "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{lrr" + ("r" if has_bf16 else "") + "}\n\\toprule\n"
       "variant & val.\\ loss & gap \\% [95\\% CI]" + (" & to BF16 \\% [95\\% CI]" if has_bf16 else "") +
@@ -538,7 +537,7 @@ write("table_ablation.tex",
                                              has_bf16 else "") +
       "; bold: resolved. A modifier drops one element of NVIDIA's recipe; "
       "bf16-last=N keeps N final blocks in BF16.}\\label{tab:ablation}\n\\end{table*}\n")
-m("verdict", "ablation", tex(say("NVFP4 ablation", " ".join(abl_sent))))
+m("verdict", "ablation", tex(say("NVFP4 ablation", v.gaps(abl_sent, base="the full recipe"))))
 # the question: is NVIDIA's full recipe worse than the naive one? Their paired difference
 # (the same as the naive row's gap to the full recipe, read the other way), in % of the full recipe's loss
 naive = rows_where(agroups, recipe="nvfp4-naive")
@@ -595,8 +594,7 @@ for g in pgroups:
     txt = pct(float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]))
     prows.append((len(on.split("+")), on, w, f"{on.replace('+', ' + ')} & {w} & {bold(txt, int(g['resolved']))} & "
                   f"{bold(nats(mn, lo_n, hi_n), res_n)} \\\\"))
-    psent.append(v.gap(label, float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]),
-                       int(g["n_seeds"]), base=pbase.upper()))
+    psent.append((label, float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]), int(g["n_seeds"])))
 prows.sort(key=lambda x: (x[0], [PASSES.index(p_) for p_ in x[1].split("+")], x[2]))
 write("table_passes.tex",
       "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{llrr}\n\\toprule\n"
@@ -606,7 +604,7 @@ write("table_passes.tex",
       "bold: resolved. Each pass keeps the recipe's plan: fprop 1x16 activations and 16x16 (or 1x16) weights, dgrad "
       "gradients with stochastic rounding, wgrad both operands with a 16-point Hadamard transform.}"
       "\\label{tab:passes}\n\\end{table*}\n")
-m("verdict", "passes", tex(say("By pass", " ".join(psent))))
+m("verdict", "passes", tex(say("By pass", v.gaps(psent, base=pbase.upper()))))
 sweep_setup("passes", args.passes, pgroups)
 cmp_ = []
 for (a_, wa), (b_, wb), what in ((("fprop", "16x16"), ("fprop", "1x16"), "16x16 against 1x16 weight blocks"),

@@ -82,6 +82,30 @@ def gap(label, mean, lo, hi, n, base="BF16", unit="%", noise=None, p_adj=None, f
     return s
 
 
+def gaps(items, base="BF16", unit="%"):
+    """Several gaps of one table: each resolved one in its own sentence
+    (gap()), the unresolved ones (interval through 0, or no interval) folded
+    into one sentence that lists each with its interval, so a table of
+    unresolved rows is not retold row by row. items: (label, mean, lo, hi,
+    n) tuples, optionally with p_adj and family."""
+    out, folded = [], []
+    for it in items:
+        label, mean, lo, hi, n = it[:5]
+        p_adj, family = (it[5], it[6]) if len(it) > 6 else (None, None)
+        t = gap(label, mean, lo, hi, n, base=base, unit=unit, p_adj=p_adj, family=family)
+        if "unresolved" in t and mean is not None and math.isfinite(mean):
+            ci = f"[{_num(lo, unit)}, {_num(hi, unit)}]" if math.isfinite(lo) and math.isfinite(hi) else "no interval"
+            folded.append((f"{label} {_num(mean, unit)} {ci}", t))
+        else:
+            out.append(t)
+    if len(folded) == 1:
+        out.append(folded[0][1])
+    elif folded:
+        out.append(f"Unresolved against {base} (each interval includes 0, or there is none): " +
+                   "; ".join(f for f, _ in folded) + ".")
+    return " ".join(out)
+
+
 def within(label, mean, lo, hi, n, bound, base="BF16", unit="%"):
     """Whether a gap is shown to stay within +-bound: only when the whole
     interval does."""

@@ -178,6 +178,12 @@ elif CASE == "verdicts":
     check("stays within 1%" in v.within("FP8", 0.2, -0.5, 0.9, 3, 1.0), "fp8 within 1%")
     t = v.within("FP8", 0.2, -0.5, 1.4, 3, 1.0)
     check("not shown" in t, t)
+    # a table's gaps: resolved ones each in a sentence, the unresolved ones folded into one with their intervals
+    t = v.gaps([("A", 0.4, -1.0, 1.8, 3), ("B", 2.0, 1.0, 3.0, 3), ("C", 0.1, -0.5, 0.7, 3)])
+    check(t.count("resolved") == 2 and "B costs +2.00%" in t and "A +0.40% [-1.00%, +1.80%]; C +0.10% [-0.50%, +0.70%]"
+          in t and t.index("Unresolved") > t.index("B costs"), t)
+    t = v.gaps([("A", 0.4, -1.0, 1.8, 3)])
+    check(t == v.gap("A", 0.4, -1.0, 1.8, 3), f"one unresolved gap keeps its own sentence: {t}")
     # trends: a paired slope per doubling, resolved only when its interval excludes 0 (and passes Holm)
     t = v.trend("NVFP4's gap at nano", 1.2, 0.3, 2.1, 3, "tokens per parameter")
     check("grows with tokens per parameter" in t and "[+0.30%, +2.10%]" in t and "unresolved" not in t, t)
@@ -454,15 +460,21 @@ elif CASE == "tables":
     # every pass verdict follows its group's interval in summary.h5
     with h5py.File(os.path.join(d, "sweeps", "passes", "summary.h5"), "r") as f:
         pg = f["recipes"][:]
-    ps = sentences(macros.get(("verdict", "passes"), ""))
-    check(len(ps) == 4, f"a verdict per pass recipe: {ps}")
-    for g, sent in zip([x for x in pg if x["recipe"] != b"bf16"], ps):
+    # resolved gaps get a sentence each; two or more unresolved ones share one sentence that lists each interval
+    ps = sentences(macros.get(("verdict", "passes"), "").replace("\\%", "%"))
+    rows = [x for x in pg if x["recipe"] != b"bf16"]
+    unres = [x for x in rows if not (float(x["gap_ci_lo"]) > 0 or float(x["gap_ci_hi"]) < 0)]
+    check(len(ps) == len(rows) - len(unres) + min(len(unres), 1), f"a verdict per resolved pass recipe, one for the "
+          f"{len(unres)} unresolved: {ps}")
+    for g in rows:
         lo, hi = float(g["gap_ci_lo"]), float(g["gap_ci_hi"])
+        want = f"[{lo:+.2f}%, {hi:+.2f}%]"
+        sent = [x for x in ps if want in x]
         if lo > 0 or hi < 0:
-            check("unresolved" not in sent and ("costs" in sent or "below" in sent), f"resolved gap: {sent}")
+            check(len(sent) == 1 and "unresolved" not in sent[0].lower() and ("costs" in sent[0] or "below" in sent[0]),
+                  f"resolved gap: {sent}")
         else:
-            check("unresolved" in sent and f"[{lo:+.2f}%, {hi:+.2f}%]" in sent, f"unresolved gap with its interval: "
-                  f"[{lo}, {hi}]: {sent}")
+            check(len(sent) == 1 and "nresolved" in sent[0], f"unresolved gap {want} in an unresolved sentence: {ps}")
     # every share verdict follows its interval: resolved, unresolved, or unknown when unbounded
     with h5py.File(os.path.join(d, "sweeps", "attribution", "summary.h5"), "r") as f:
         at = f["attribution"][:]
