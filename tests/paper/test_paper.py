@@ -340,7 +340,8 @@ elif CASE == "wording":
     for (m, lo, hi), n, p in itertools.product(cases, (1, 3), (None, 0.01, 0.3)):
         out += [v.gap("R", m, lo, hi, n, p_adj=p, family=9, noise=0.6), v.compare("A", "B", m, lo, hi, n, p_adj=p, family=4),
                 v.trend("R's gap", m, lo, hi, n, "tokens per parameter", p_adj=p, family=6),
-                v.within("R", m, lo, hi, n, 1.0), v.published("R", 0.05, m, lo, hi, n)]
+                v.within("R", m, lo, hi, n, 1.0), v.published("R", 0.05, m, lo, hi, n),
+                v.gaps([("R", m, lo, hi, n), ("S", 0.2, -0.1, 0.5, 3), ("T", 2.0, 1.0, 3.0, 3, p, 9)])]
     for sentence in out:
         check(not v.unqualified(sentence), f"a verdict breaks the wording rule: {sentence}")
     # the rule over a paper's prose: paper/check_paper.py text expands the generated macros into qprec.tex-like text
