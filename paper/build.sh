@@ -22,6 +22,9 @@
 #   QP_PAPER_QUICK=1 paper/build.sh   the quick variant (experiments/quick_*.ini)
 #   QP_SWEEPS=DIR                     where the sweeps live (default sweeps/)
 #   QP_JOBS=N                         runs at a time (default 2)
+#   QP_PAPER_NO_RUNS=1                start no run: summarize each sweep as it
+#                                     stands (qsweep --summarize) and build the
+#                                     paper from the runs that finished
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -45,7 +48,11 @@ status=0
 : >"$out/generated/times.txt"
 sweep() { # NAME INI JOBS: run (or resume) one sweep, timing it
   local t0=$SECONDS rc=0
-  build/bin/qsweep "$2" -j "$3" --data "$corpus" --out "$sweeps/$1" || rc=$?
+  if [ -n "${QP_PAPER_NO_RUNS:-}" ]; then
+    build/bin/qsweep --summarize "$sweeps/$1" >/dev/null || rc=$?
+  else
+    build/bin/qsweep "$2" -j "$3" --data "$corpus" --out "$sweeps/$1" || rc=$?
+  fi
   echo "$1 $((SECONDS - t0))" >>"$out/generated/times.txt"
   echo "paper/build.sh: sweep $1: $((SECONDS - t0)) s" >&2
   [ "$rc" -eq 0 ] || status=$rc
