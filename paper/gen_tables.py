@@ -233,8 +233,8 @@ if noise is not None and len(noise):
     nz_raw = sum(1 for g in nz if int(g["resolved"]))
     nz_rej, _ = holm([t_pvalue_from(float(g["gap_pct_mean"]), float(g["gap_pct_std"]), int(g["n_seeds"])) for g in nz])
     fp = say("Noise floor", (
-        f"The noise twins have no gap by construction; {nz_raw} of their {len(nz)} gaps with an interval exclude 0 "
-        f"on their own, an empirical false-positive rate of {100 * nz_raw / max(1, len(nz)):.0f}% beside the nominal "
+        f"The noise twins have no gap by construction; of their {len(nz)} gaps with an interval, {nz_raw} "
+        f"{'excludes' if nz_raw == 1 else 'exclude'} 0 on its own, an empirical false-positive rate of {100 * nz_raw / max(1, len(nz)):.0f}% beside the nominal "
         f"5%, and {sum(nz_rej)} after Holm's correction across the {len(nz)}."))
 else:
     fp = "This sweep has no noise twins, so no false-positive rate is measured."
@@ -299,7 +299,7 @@ for (lab, axis, (mm, lo, hi, res, n, p_), r, where_), adj in zip(trend_rows, tre
 resolved_trends = [t_ for t_, rj in zip(trend, trend_rej) if rj]
 unres = len(trend) - len(resolved_trends)
 trend_text = (" ".join(resolved_trends) + (" " if resolved_trends else "") +
-              (f"The other {unres} of the {len(trend)} trends (FP8, NVFP4 and MXFP4 along tokens per parameter at each "
+              (f"{'The other ' + str(unres) + ' of the ' + str(len(trend)) if resolved_trends else 'All ' + str(unres)} trends (FP8, NVFP4 and MXFP4 along tokens per parameter at each "
                "size and along size at each length) are unresolved: their per-seed slopes' intervals include 0, or "
                f"do not survive Holm's correction across the {NTREND}." if unres else ""))
 for t_ in trend:
