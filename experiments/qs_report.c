@@ -550,8 +550,9 @@ static void write_md(FILE *f, const qs_summary *s, table *runs)
     write_md_table(f, runs, runs->ncols - 1);
     fputs("\n## Groups (every axis but seed)\n\nval_loss: mean ± sample standard deviation (n-1) over the group's done "
           "runs (n_seeds). gap: the mean over seeds of the paired gap to the baseline run of the same seed (same "
-          "initial weights and batches), in % of the baseline's loss, with its 95% interval (t below 5 seeds, "
-          "bootstrap from 5); resolved: the interval excludes 0.\n\n",
+          "initial weights and batches), in % of the baseline's loss, with its 95% Student t interval over "
+          "seeds; resolved: the interval excludes 0 (one comparison at 95%: across a table of them, some resolve "
+          "by chance; the paper controls each table with Holm's correction, docs/qsweep.md).\n\n",
           f);
     md_groups(f, s, 0);
     int nn = 0;

@@ -2,7 +2,6 @@
 #include "qs_stats.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 
 /* Continued fraction of the incomplete beta function (modified Lentz). */
@@ -60,11 +59,10 @@ static double t_pdf(double t, double df)
                0.5 * (df + 1) * log1p(t * t / df));
 }
 
-double qs_t_quantile(double p, double df)
+static double t_quantile(double p, double df)
 {
-    if (!(p > 0 && p < 1) || !(df > 0)) return NAN;
     if (p == 0.5) return 0.0;
-    if (p < 0.5) return -qs_t_quantile(1.0 - p, df);
+    if (p < 0.5) return -t_quantile(1.0 - p, df);
     double lo = 0, hi = 1;
     while (qs_t_cdf(hi, df) < p && hi < 1e300) hi *= 2;
     for (int i = 0; i < 200 && hi - lo > 1e-15 * hi; i++) {
@@ -83,27 +81,12 @@ double qs_t_quantile(double p, double df)
     return t;
 }
 
-static uint64_t splitmix64(uint64_t *s)
+double qs_t_quantile(double p, double df)
 {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* numpy's default (linear) quantile of sorted v[0..n) */
-static double quantile_sorted(const double *v, int n, double q)
-{
-    const double pos = q * (n - 1);
-    const int i = (int)floor(pos);
-    const int j = i + 1 < n ? i + 1 : i;
-    return v[i] + (pos - i) * (v[j] - v[i]);
+    if (!(p > 0 && p < 1) || !(df > 0)) return NAN;
+    static _Thread_local double last_p = NAN, last_df = NAN, last_q = NAN;
+    if (p != last_p || df != last_df) last_q = t_quantile(p, df), last_p = p, last_df = df;
+    return last_q;
 }
 
 /* Student t bounds around c->mean from c->sd and c->n (>= 2). */
@@ -153,43 +136,7 @@ void qs_mean_ci(const double *x, int n, double level, qs_ci *out)
     int m = 0;
     for (int i = 0; v && i < n; i++)
         if (isfinite(x[i])) v[m++] = x[i];
-    *out = (qs_ci){m, NAN, NAN, NAN, NAN, 0, "none"};
-    if (!v || m == 0) {
-        free(v);
-        return;
-    }
-    double s = 0;
-    for (int i = 0; i < m; i++) s += v[i];
-    out->mean = s / m;
-    if (m < 2) {
-        free(v);
-        return;
-    }
-    double q = 0;
-    for (int i = 0; i < m; i++) q += (v[i] - out->mean) * (v[i] - out->mean);
-    out->sd = sqrt(q / (m - 1));
-    const double alpha = 1.0 - level;
-    if (m < QS_BOOT_MIN_N) {
-        t_bounds(out, level);
-    } else {
-        double *means = malloc(QS_BOOT_RESAMPLES * sizeof *means);
-        if (!means) {
-            free(v);
-            return;
-        }
-        uint64_t st = 0x5151C0FFEEull; /* fixed: the same interval every time */
-        for (int b = 0; b < QS_BOOT_RESAMPLES; b++) {
-            double t = 0;
-            for (int i = 0; i < m; i++) t += v[splitmix64(&st) % (uint64_t)m];
-            means[b] = t / m;
-        }
-        qsort(means, QS_BOOT_RESAMPLES, sizeof *means, cmp_double);
-        out->lo = quantile_sorted(means, QS_BOOT_RESAMPLES, alpha / 2);
-        out->hi = quantile_sorted(means, QS_BOOT_RESAMPLES, 1 - alpha / 2);
-        out->method = "bootstrap";
-        free(means);
-    }
-    out->resolved = out->lo > 0 || out->hi < 0;
+    t_ci(v, m, level, out);
     free(v);
 }
 

@@ -11,8 +11,8 @@
  *            with a final validation loss ("seeds"), mean and sample
  *            standard deviation (n-1; NaN below 2) of their final validation
  *            loss and of their gap_pct, and the 95% interval of the mean
- *            gap_pct over seeds with its verdict (qs_stats.h: t below 5
- *            seeds, bootstrap from 5; resolved = the interval excludes 0).
+ *            gap_pct over seeds with its verdict (qs_stats.h: Student t
+ *            for every n >= 2; resolved = the interval excludes 0).
  *            Noise twins (qs_grid.h) form groups of their own (noise = 1):
  *            their gap is to the run they are the twin of (same initial
  *            weights), so its spread is the noise floor of the study; rms

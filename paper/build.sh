@@ -6,7 +6,13 @@
 # recipe by pass, the per-layer attribution (one block at a time) and the
 # data-pipeline comparison, fits the loss law (paper/scaling_fit.py), draws
 # the figures with qplot, generates every table, number and verdict
-# (paper/gen_tables.py) and builds paper/out/qprec.pdf with latexmk.
+# (paper/gen_tables.py) and builds paper/out/qprec.pdf with latexmk. It
+# writes docs/results.md (committed; the README links it) from the same
+# verdict code, and checks the result (paper/check_paper.py): no overfull
+# box over 5 pt or float too large in the LaTeX log, and no sentence that
+# says grows/shrinks/larger/smaller/"as published" without resolved,
+# unresolved or an interval; a failed check exits non-zero after the PDF
+# and docs/results.md are written.
 #   paper/build.sh                    the full study: about 1.9 hours on this
 #                                     project's 2 cores when nothing else runs
 #                                     (study 57 min, ablation 15, passes 22,
@@ -16,6 +22,9 @@
 #   QP_PAPER_QUICK=1 paper/build.sh   the quick variant (experiments/quick_*.ini)
 #   QP_SWEEPS=DIR                     where the sweeps live (default sweeps/)
 #   QP_JOBS=N                         runs at a time (default 2)
+#   QP_PAPER_NO_RUNS=1                start no run: summarize each sweep as it
+#                                     stands (qsweep --summarize) and build the
+#                                     paper from the runs that finished
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
@@ -25,9 +34,9 @@ qp_build build >/dev/null
 corpus=$(qp_corpus)
 sweeps=${QP_SWEEPS:-sweeps}
 if [ -n "${QP_PAPER_QUICK:-}" ]; then
-  q=quick_ sweeps=$sweeps/quick cell=nano:4
+  q=quick_ sweeps=$sweeps/quick cell=nano:4 quick=--quick
 else
-  q= cell=nano:32
+  q= cell=nano:32 quick=
 fi
 study=experiments/${q}study.ini ablation=experiments/${q}ablation.ini
 passes=experiments/${q}passes.ini attribution=experiments/${q}attribution.ini
@@ -39,7 +48,11 @@ status=0
 : >"$out/generated/times.txt"
 sweep() { # NAME INI JOBS: run (or resume) one sweep, timing it
   local t0=$SECONDS rc=0
-  build/bin/qsweep "$2" -j "$3" --data "$corpus" --out "$sweeps/$1" || rc=$?
+  if [ -n "${QP_PAPER_NO_RUNS:-}" ]; then
+    build/bin/qsweep --summarize "$sweeps/$1" >/dev/null || rc=$?
+  else
+    build/bin/qsweep "$2" -j "$3" --data "$corpus" --out "$sweeps/$1" || rc=$?
+  fi
   echo "$1 $((SECONDS - t0))" >>"$out/generated/times.txt"
   echo "paper/build.sh: sweep $1: $((SECONDS - t0)) s" >&2
   [ "$rc" -eq 0 ] || status=$rc
@@ -80,8 +93,12 @@ done
 build/bin/qplot qerr "${heat[@]}" -o "$out/fig/attr_qerr.pdf"
 /usr/bin/python3 paper/gen_tables.py --study "$sweeps/study" --scaling "$out/generated" --ablation "$sweeps/ablation" \
   --passes "$sweeps/passes" --attribution "$sweeps/attribution" --pipeline "$sweeps/pipeline" --cell "$cell" \
-  --out "$out/generated"
+  --out "$out/generated" $quick || status=1
+cp "$out/generated/results.md" docs/results.md
 cp paper/qprec.tex "$out/"
 (cd "$out" && latexmk -pdf -interaction=nonstopmode -halt-on-error qprec.tex >latexmk.log 2>&1) || {
   tail -20 "$out/latexmk.log" >&2; exit 1; }
-echo "paper: $out/qprec.pdf (sweep times in $out/generated/times.txt)"
+/usr/bin/python3 paper/check_paper.py log "$out/qprec.log" || status=1
+/usr/bin/python3 paper/check_paper.py text paper/qprec.tex "$out/generated/macros.tex" || status=1
+echo "paper: $out/qprec.pdf, docs/results.md (sweep times in $out/generated/times.txt)"
+exit $status

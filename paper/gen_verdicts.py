@@ -6,7 +6,8 @@ them). Columns are read by name.
 study_verdicts(summary_h5, where=None) -> {key: sentence}
   keys: every recipe but the baseline (its gap), "fp8within1" (whether FP8
   is shown within 1%), "nvfp4vsnaive", "mxfp4vsnvfp4" (paired differences),
-  where: {axis: value} selecting one cell of a larger grid."""
+  where: {axis: value} selecting one cell of a larger grid; the gap
+  sentences follow the Holm-adjusted decision when given one per recipe."""
 import math
 
 import h5py
@@ -47,7 +48,9 @@ def paired(runs, a, b, where=None):
     return [ga[k] - gb[k] for k in sorted(ga) if k in gb]
 
 
-def study_verdicts(summary_h5, where=None, noise_rms=None):
+def study_verdicts(summary_h5, where=None, noise_rms=None, holm_by_recipe=None):
+    """holm_by_recipe: {recipe: (Holm-adjusted p, family size)} of the cell's
+    gaps within their table's family (gen_tables.py), or None."""
     with h5py.File(summary_h5, "r") as f:
         groups, runs = f["recipes"][:], f["runs"][:]
         base = s(f.attrs.get("baseline", "bf16"))
@@ -59,8 +62,9 @@ def study_verdicts(summary_h5, where=None, noise_rms=None):
         r = s(g["recipe"])
         if r == base:
             continue
+        p_adj, fam = (holm_by_recipe or {}).get(r, (None, None))
         out[r] = v.gap(label(r), float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]),
-                       int(g["n_seeds"]), base=base.upper(), noise=noise_rms)
+                       int(g["n_seeds"]), base=base.upper(), noise=noise_rms, p_adj=p_adj, family=fam)
         if r == "fp8":
             out["fp8within1"] = v.within(label(r), float(g["gap_pct_mean"]), float(g["gap_ci_lo"]),
                                          float(g["gap_ci_hi"]), int(g["n_seeds"]), 1.0, base=base.upper())

@@ -15,21 +15,31 @@ model with 80% of its parameters. Two stages: E, A, alpha, B, beta from the
 baseline's runs, then eff_N, eff_D per recipe with the law held fixed (a
 fully joint fit trades the two efficiencies against the law's exponents on
 a small grid). Least squares on log L (scipy's trust region reflective,
-bounds, a grid of starting points; the best of them).
+bounds, a grid of starting points; the best of them). A parameter that ends
+at a bound of its box is not identified by the grid: E at its bound is
+dropped and the law refitted without it (E = 0, reported as such); any
+other parameter or efficiency at a bound is listed (at_bound).
 
-  point estimates  the fit to every run (all seeds)
-  intervals        the fit to each seed's runs alone, then the rule of
-                   paper/intervals.py (qs_stats.h) over the per-seed values
+  law             the fit to every run (all seeds)
+  efficiencies    the fit to each seed's runs alone, then the t rule of
+                  paper/intervals.py (qs_stats.h) over the per-seed values'
+                  logs: the geometric mean (the point estimate) and its
+                  interval come from the same per-seed fits; resolved below
+                  1 (hi < 1) or above 1 (lo > 1)
   residuals        per cell, log L_obs - log L_fit of the all-seed fit
   held-out cell    the fit (all seeds, and each seed) without one cell (by
                    default the largest model at its largest tokens per
                    parameter: an extrapolation), its prediction per recipe
                    with the per-seed interval (where the law is: the fit's
-                   own uncertainty) and a prediction interval (where a new
-                   cell's loss is expected: that uncertainty and the law's
-                   scatter about the cells it was fitted to, 1.96 times its
-                   rms log residual, added in quadrature in log L), against
-                   the cell's measured mean loss: inside or outside each
+                   own uncertainty, centred on the per-seed predictions'
+                   geometric mean, which is the point reported) and a
+                   prediction interval (where a new cell's loss is
+                   expected: that uncertainty and the law's scatter about
+                   the cells it was fitted to, t(0.975, dof) times its
+                   residual standard error with dof = runs - fitted
+                   parameters, added in quadrature in log L), against the
+                   cell's measured mean loss. The recipes share one law, so
+                   the held-out cell is one check of it, not one per recipe
 
 Why Python (numpy/scipy from Debian) and not qsweep's C: the fit is an
 analysis of a finished sweep's ~100 numbers, not a property of runs; it
@@ -50,6 +60,7 @@ import sys
 
 import h5py
 import numpy as np
+from scipy import stats
 from scipy.optimize import least_squares
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -125,6 +136,7 @@ def fit(cells, base):
     lmin = float(L.min())
     lo = [math.log(1e-3), -30, 0.02, -30, 0.02]
     hi = [math.log(lmin * 0.999), 60, 2.0, 60, 2.0]
+    e_free = True
     starts = []
     for E0 in (0.3 * lmin, 0.7 * lmin):
         for al0 in (0.2, 0.5, 0.9):
@@ -136,9 +148,23 @@ def fit(cells, base):
     if best is None:
         return None
     x = best.x
+    if _at_bound(x[0], lo[0], hi[0]):
+        # E at a bound: this grid does not identify it. Refit the law without it (E = 0), four parameters
+        e_free = False
+
+        def resid(x4):
+            return np.log(law([-np.inf, *x4], N, D)) - np.log(L)
+        best = _lsq(resid, [x0[1:] for x0 in starts], lo[1:], hi[1:])
+        if best is None:
+            return None
+        x = np.array([-np.inf, *best.x])
+    names = ["E", "A", "alpha", "B", "beta"]
+    at_bound = [nm for i, nm in enumerate(names) if (i > 0 or e_free) and _at_bound(x[i], lo[i], hi[i])]
     p = {"E": math.exp(x[0]), "A": math.exp(x[1]), "alpha": float(x[2]), "B": math.exp(x[3]), "beta": float(x[4]),
-         "baseline": base, "eff_N": {base: 1.0}, "eff_D": {base: 1.0}}
+         "baseline": base, "eff_N": {base: 1.0}, "eff_D": {base: 1.0}, "E_identified": e_free,
+         "at_bound": at_bound, "eff_at_bound": {}}
     res = list(best.fun)
+    nparam = 5 if e_free else 4
     for r in sorted({c["recipe"] for c in cells} - {base}):
         rc = [c for c in cells if c["recipe"] == r]
         Nr = np.array([c["N"] for c in rc])
@@ -153,10 +179,22 @@ def fit(cells, base):
         if er is None:
             continue
         p["eff_N"][r], p["eff_D"][r] = float(math.exp(er.x[0])), float(math.exp(er.x[1]))
+        p["eff_at_bound"][r] = [k for k, v_ in zip(("eff_N", "eff_D"), er.x) if _at_bound(v_, math.log(1e-2),
+                                                                                        math.log(1e2))]
         res += list(er.fun)
+        nparam += 2
     p["rms_log_residual"] = float(math.sqrt(np.mean(np.square(res))))
+    # the residual standard error with the fit's degrees of freedom (runs minus fitted parameters)
+    p["dof"] = len(res) - nparam
+    p["resid_se"] = float(math.sqrt(np.sum(np.square(res)) / p["dof"])) if p["dof"] > 0 else float("nan")
+    p["n_params"] = nparam
     p["n_cells"] = len(cells)
     return p
+
+
+def _at_bound(v, lo, hi):
+    """Whether a fitted (transformed) parameter sits at a bound of its box."""
+    return abs(v - lo) <= 1e-6 * max(1.0, abs(hi - lo)) or abs(hi - v) <= 1e-6 * max(1.0, abs(hi - lo))
 
 
 def cell_means(cells):
@@ -183,10 +221,17 @@ def analyse(cells, base, holdout=None):
             continue
         row = {}
         for kind in ("eff_N", "eff_D"):
-            vals = [p[kind][r] for p in per_seed.values() if p and r in p[kind]]
+            # log scale: an efficiency is a ratio; its interval is the t interval of the per-seed fits' logs, and
+            # the point estimate is their geometric mean (the centre of that same interval)
+            vals = [math.log(p[kind][r]) for p in per_seed.values() if p and r in p[kind] and p[kind][r] > 0]
             m, lo, hi, _, n = mean_ci(vals)
-            row[kind] = {"all_seeds": full[kind][r], "seed_mean": m, "ci_lo": lo, "ci_hi": hi, "n": n,
-                         "below_1": bool(hi < 1) if math.isfinite(hi) else False}
+            gm = math.exp(m) if math.isfinite(m) else float("nan")
+            elo, ehi = (math.exp(lo), math.exp(hi)) if math.isfinite(lo) else (float("nan"), float("nan"))
+            row[kind] = {"all_seeds": full[kind][r], "seed_mean": gm, "ci_lo": elo, "ci_hi": ehi, "n": n,
+                         "below_1": bool(ehi < 1) if math.isfinite(ehi) else False,
+                         "above_1": bool(elo > 1) if math.isfinite(elo) else False,
+                         "at_bound": kind in full["eff_at_bound"].get(r, []) or
+                         any(kind in p["eff_at_bound"].get(r, []) for p in per_seed.values() if p)}
         eff[r] = row
     res["efficiency"] = eff
     res["residuals"] = [{"recipe": r, "model": mo, "tpp": t, "N": cs[0]["N"], "D": cs[0]["D"],
@@ -215,18 +260,27 @@ def analyse(cells, base, holdout=None):
     else:
         for r in sorted({c["recipe"] for c in cells}):
             obs = [c["L"] for c in cells if c["recipe"] == r and (c["model"], c["tpp"]) == hk[:2]]
-            preds = [predict(p, r, hk[2], hk[3]) for p in pfs if p and r in p["eff_N"]]
+            preds = [math.log(predict(p, r, hk[2], hk[3])) for p in pfs if p and r in p["eff_N"]]
             m, lo, hi, _, n = mean_ci(preds)
             om = float(np.mean(obs)) if obs else float("nan")
             pa = predict(pf, r, hk[2], hk[3])
-            # the prediction interval: the per-seed interval's half-width and the law's scatter, in log L
-            hw = math.log(hi / lo) / 2 if math.isfinite(lo) and lo > 0 else 0.0
-            pw = math.hypot(hw, 1.96 * pf["rms_log_residual"])
-            ho["recipes"][r] = {"predicted_all_seeds": pa, "predicted_seed_mean": m,
-                                "ci_lo": lo, "ci_hi": hi, "n": n, "observed_mean": om,
-                                "inside": bool(lo <= om <= hi) if math.isfinite(lo) else False,
-                                "pi_lo": pa * math.exp(-pw), "pi_hi": pa * math.exp(pw),
-                                "inside_pi": bool(pa * math.exp(-pw) <= om <= pa * math.exp(pw))}
+            # in log L: the per-seed fits' t interval, centred on their mean (the point estimate reported), and
+            # the prediction interval that adds the law's scatter about its cells, t with the fit's residual
+            # degrees of freedom times its residual standard error
+            centre = math.exp(m) if math.isfinite(m) else pa
+            hw = (hi - lo) / 2 if math.isfinite(lo) else 0.0
+            tq = stats.t.ppf(0.975, pf["dof"]) if pf["dof"] > 0 else float("nan")
+            pw = math.hypot(hw, tq * pf["resid_se"])
+            clo, chi = (math.exp(lo), math.exp(hi)) if math.isfinite(lo) else (float("nan"), float("nan"))
+            ho["recipes"][r] = {"predicted_all_seeds": pa, "predicted_seed_mean": centre,
+                                "ci_lo": clo, "ci_hi": chi, "n": n, "observed_mean": om,
+                                "inside": bool(clo <= om <= chi) if math.isfinite(clo) else False,
+                                "pi_lo": centre * math.exp(-pw), "pi_hi": centre * math.exp(pw),
+                                "inside_pi": bool(centre * math.exp(-pw) <= om <= centre * math.exp(pw)),
+                                "pi_t": tq, "pi_dof": pf["dof"]}
+        # one law predicts every recipe here (the recipes share E, A, alpha, B, beta): one check, not one per recipe
+        ho["one_check"] = {"inside_pi_all": all(h["inside_pi"] for h in ho["recipes"].values()),
+                           "n_recipes": len(ho["recipes"])}
     res["holdout"] = ho
     return res
 

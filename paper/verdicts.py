@@ -2,7 +2,10 @@
 from its interval, never from a mean alone:
 
   - a gap whose 95% interval excludes 0 is stated as a cost (or a gain),
-    with the interval;
+    with the interval, when it also passes the family's multiplicity
+    control (Holm across the gaps of a table, paper/intervals.py); one whose
+    interval excludes 0 but whose adjusted p-value does not pass is written
+    as unresolved, with the reason;
   - a gap whose interval includes 0 is written as unresolved, with the
     interval;
   - a gap measured on one seed has no interval and is written as such;
@@ -12,13 +15,22 @@ from its interval, never from a mean alone:
   - a block's share of a gap (per-layer attribution) is stated only with
     its Fieller interval, which is unbounded when the full gap is not
     resolved: then the share is written as unknown, with the reason;
+  - a trend along an axis (tokens per parameter, model size) is a paired
+    contrast: the per-seed slope of the gap per doubling of the axis, with
+    its t interval over seeds; it grows or shrinks only when that interval
+    excludes 0 (and passes the family's control), otherwise it is
+    unresolved, with the interval;
   - a measured number set beside a published one says where the published
     value lies against the measured interval, and whether the measurement
     itself is resolved.
+The wording rule (unqualified()): no sentence says grows, shrinks, larger,
+smaller or "as published" unless it also says resolved or unresolved or
+gives an interval [lo, hi].
 
 The functions return plain text ("%" unescaped); gen_tables.py escapes it
 for LaTeX. tests/paper/test_paper.py checks them on synthetic summaries."""
 import math
+import re
 
 
 def _num(x, unit):
@@ -29,24 +41,69 @@ def _ci(lo, hi, unit):
     return f"95% CI [{_num(lo, unit)}, {_num(hi, unit)}]"
 
 
-def gap(label, mean, lo, hi, n, base="BF16", unit="%", noise=None):
+def _held_back(p_adj, family):
+    """The clause for an interval that excludes 0 whose Holm-adjusted p-value
+    does not pass (None when it passes or no family was given)."""
+    if p_adj is None or not math.isfinite(p_adj) or p_adj <= 0.05:
+        return None
+    return (f"its interval excludes 0, but not after Holm's correction across the {family} verdicts of its "
+            f"family (adjusted p = {p_adj:.2f}), so it is unresolved")
+
+
+def _passed(p_adj, family):
+    if p_adj is None or not math.isfinite(p_adj):
+        return ""
+    return f"; Holm-adjusted p = {p_adj:.2g} across {family} verdicts"
+
+
+def gap(label, mean, lo, hi, n, base="BF16", unit="%", noise=None, p_adj=None, family=None):
     """A recipe's gap to the baseline. noise: the noise floor's rms (same
-    unit) to compare a resolved gap with, or None."""
+    unit) to compare a resolved gap with, or None. p_adj, family: the gap's
+    Holm-adjusted p-value and the size of its family, or None."""
     if mean is None or not math.isfinite(mean):
         return f"{label}: no finished run with a finished {base} partner."
     if n < 2 or not (math.isfinite(lo) and math.isfinite(hi)):
         return (f"{label} ends {_num(mean, unit)} from {base} on {n} seed: no interval, so the gap is "
                 f"unresolved.")
+    held = _held_back(p_adj, family) if (lo > 0 or hi < 0) else None
+    if held:
+        return f"{label}'s gap to {base} ({_num(mean, unit)}, {_ci(lo, hi, unit)}, {n} seeds): {held}."
     if lo > 0:
-        s = f"{label} costs {_num(mean, unit)} against {base} ({_ci(lo, hi, unit)}, {n} seeds): resolved."
+        s = (f"{label} costs {_num(mean, unit)} against {base} ({_ci(lo, hi, unit)}, {n} seeds"
+             f"{_passed(p_adj, family)}): resolved.")
     elif hi < 0:
-        s = f"{label} ends {_num(mean, unit)} below {base} ({_ci(lo, hi, unit)}, {n} seeds): resolved."
+        s = (f"{label} ends {_num(mean, unit)} below {base} ({_ci(lo, hi, unit)}, {n} seeds"
+             f"{_passed(p_adj, family)}): resolved.")
     else:
         return (f"{label}'s gap to {base} ({_num(mean, unit)}, {_ci(lo, hi, unit)}, {n} seeds) is unresolved: "
                 f"the interval includes 0.")
     if noise is not None and math.isfinite(noise) and abs(mean) <= noise:
         s = s[:-len("resolved.")] + f"resolved, but no larger than the noise floor ({noise:.2f}{unit} rms)."
     return s
+
+
+def gaps(items, base="BF16", unit="%"):
+    """Several gaps of one table: each resolved one in its own sentence
+    (gap()), the unresolved ones (interval through 0, or no interval) folded
+    into one sentence that lists each with its interval, so a table of
+    unresolved rows is not retold row by row. items: (label, mean, lo, hi,
+    n) tuples, optionally with p_adj and family."""
+    out, folded = [], []
+    for it in items:
+        label, mean, lo, hi, n = it[:5]
+        p_adj, family = (it[5], it[6]) if len(it) > 6 else (None, None)
+        t = gap(label, mean, lo, hi, n, base=base, unit=unit, p_adj=p_adj, family=family)
+        if "unresolved" in t and mean is not None and math.isfinite(mean):
+            ci = f"[{_num(lo, unit)}, {_num(hi, unit)}]" if math.isfinite(lo) and math.isfinite(hi) else "no interval"
+            folded.append((f"{label} {_num(mean, unit)} {ci}", t))
+        else:
+            out.append(t)
+    if len(folded) == 1:
+        out.append(folded[0][1])
+    elif folded:
+        out.append(f"Unresolved against {base} (each interval includes 0, or there is none): " +
+                   "; ".join(f for f, _ in folded) + ".")
+    return " ".join(out)
 
 
 def within(label, mean, lo, hi, n, bound, base="BF16", unit="%"):
@@ -61,11 +118,15 @@ def within(label, mean, lo, hi, n, bound, base="BF16", unit="%"):
             f"({_ci(lo, hi, unit)}, {n} seeds) reaches past it.")
 
 
-def compare(a, b, mean, lo, hi, n, unit="%", what="gap"):
+def compare(a, b, mean, lo, hi, n, unit="%", what="gap", p_adj=None, family=None):
     """a's gap minus b's, paired by seed: mean and interval of the per-seed
-    differences."""
+    differences (p_adj, family: as in gap())."""
     if n < 2 or not (math.isfinite(lo) and math.isfinite(hi)):
         return f"Whether {a}'s {what} differs from {b}'s is unresolved: {n} paired seed(s), no interval."
+    held = _held_back(p_adj, family) if (lo > 0 or hi < 0) else None
+    if held:
+        return (f"{a}'s {what} minus {b}'s is {_num(mean, unit)} ({_ci(lo, hi, unit)}, {n} paired seeds): "
+                f"{held}.")
     if lo > 0:
         return (f"{a}'s {what} is larger than {b}'s by {_num(mean, unit)} ({_ci(lo, hi, unit)}, {n} paired "
                 f"seeds): resolved.")
@@ -76,20 +137,41 @@ def compare(a, b, mean, lo, hi, n, unit="%", what="gap"):
             f"seeds) is unresolved: the interval includes 0.")
 
 
-def trend(label, xs, means, los, his, xname, unit="%"):
-    """Whether a gap grows or shrinks along x (sorted): resolved only when
-    the interval of the last point lies wholly above (below) the first's."""
-    pts = [(x, m, lo, hi) for x, m, lo, hi in sorted(zip(xs, means, los, his))
-           if all(math.isfinite(v) for v in (m, lo, hi))]
-    if len(pts) < 2:
-        return f"{label}: fewer than two {xname} values with an interval; no trend can be read."
-    (x0, m0, l0, h0), (x1, m1, l1, h1) = pts[0], pts[-1]
-    span = f"from {_num(m0, unit)} at {x0:g} to {_num(m1, unit)} at {x1:g} {xname}"
-    if l1 > h0:
-        return f"{label} grows {span}: resolved (the intervals do not overlap)."
-    if h1 < l0:
-        return f"{label} shrinks {span}: resolved (the intervals do not overlap)."
-    return f"{label} goes {span}, but the intervals overlap: the trend is unresolved."
+def trend(label, mean, lo, hi, n, xname, unit="%", p_adj=None, family=None):
+    """Whether a gap grows or shrinks along an axis, from its paired slope
+    (intervals.paired_slope): mean and t interval over seeds of each seed's
+    least-squares change of the gap per doubling of xname."""
+    per = f"per doubling of {xname}"
+    if n < 2 or not (math.isfinite(lo) and math.isfinite(hi)):
+        return (f"{label}: the change {per} has no interval ({n} seed(s) with two or more {xname} values), so "
+                "the trend is unresolved.")
+    ci = f"{_num(mean, unit)} {per}, {_ci(lo, hi, unit)}, {n} seeds paired"
+    held = _held_back(p_adj, family) if (lo > 0 or hi < 0) else None
+    if held:
+        return f"{label} changes by {ci}: {held}."
+    if lo > 0:
+        return f"{label} grows with {xname} ({ci}{_passed(p_adj, family)}): resolved."
+    if hi < 0:
+        return f"{label} shrinks with {xname} ({ci}{_passed(p_adj, family)}): resolved."
+    return f"{label} changes by {ci}: the trend is unresolved (the interval includes 0)."
+
+
+_JUDGING = re.compile(r"\b(grows?|grew|growing|shrinks?|shrank|shrinking|larger|smaller)\b|as published", re.I)
+_QUALIFIED = re.compile(r"\bresolved\b|\bunresolved\b|\[\s*[-+\u2212]?[0-9.]+[^\]\[]*,\s*[-+\u2212]?[0-9.]+[^\]\[]*\]")
+
+
+def sentences(text):
+    """Plain text split into sentences (at a period, ? or ! followed by
+    space and a capital, a digit or a parenthesis, or the end)."""
+    text = re.sub(r"\s+", " ", text)
+    return [x.strip() for x in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9(\\])", text) if x.strip()]
+
+
+def unqualified(text):
+    """The sentences of text that say grows, shrinks, larger, smaller or "as
+    published" without also saying resolved or unresolved or giving an
+    interval [lo, hi]: the wording rule's violations (empty when it holds)."""
+    return [x for x in sentences(text) if _JUDGING.search(x) and not _QUALIFIED.search(x)]
 
 
 def _pct1(x):

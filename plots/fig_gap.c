@@ -8,9 +8,8 @@
  * is taken at the steps both logged. Across R's seeds: the mean, and the
  * band of its 95% t-interval (qs_stats.h; mean +- t * sd / sqrt(n), none
  * with one seed), at the steps every pair has (runs still being written
- * stop at different steps). The summary's final-gap interval switches to a
- * bootstrap from 5 seeds; a band drawn at every step keeps the t-interval,
- * which is the wider of the two there. A run without a partner is left out with a
+ * stop at different steps): the same t rule as the summary's final-gap
+ * interval. A run without a partner is left out with a
  * note on stderr; a figure with no pair at all is an error.
  *
  * Data file, per recipe j (in the order recipes first appear):

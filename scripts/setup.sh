@@ -16,6 +16,7 @@ QP_PACKAGES=(
   python3-venv python3-pandas   # the Python package (pip install ./python into a venv; runfile.load)
   slurm-wlm munge               # qsweep --submit against a real single-node Slurm ("slurm" tests)
   python3-scipy                 # intervals' reference values, the scaling fit (paper/)
+  python3-statsmodels           # Holm / Benjamini-Hochberg reference (multipletests) for the paper's verdicts
   clang libclang-rt-14-dev      # libFuzzer targets
   man-db groff-base             # man -l renders the installed man pages (tests/install)
 )

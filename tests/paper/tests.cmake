@@ -1,11 +1,12 @@
 # the paper's analysis (tests/paper/test_paper.py): the scaling fit on
 # synthetic data, the verdict sentences, the Python interval rule against
-# qsweep's C one, and the corpus manifest check. Needs numpy, scipy, h5py.
+# qsweep's C one, Holm and BH against statsmodels, the wording rule, and the
+# corpus manifest check. Needs numpy, scipy, h5py (and statsmodels for multiplicity).
 if(QP_PYTHON AND TARGET stats_tool)
   execute_process(COMMAND ${QP_PYTHON} -c "import numpy, scipy, h5py" RESULT_VARIABLE _qp_paper_py
                   OUTPUT_QUIET ERROR_QUIET)
   if(_qp_paper_py EQUAL 0)
-    foreach(case fit verdicts intervals corpus)
+    foreach(case fit verdicts intervals multiplicity wording layout corpus)
       add_test(NAME paper_${case}
                COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_paper.py ${case} ${PROJECT_SOURCE_DIR}
                        ${CMAKE_CURRENT_BINARY_DIR}/paper_${case} $<TARGET_FILE:stats_tool>)
