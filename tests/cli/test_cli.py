@@ -84,6 +84,8 @@ def case_version():
         check(v == want, f"the run file's version attribute {v!r}")
         check("schema_version" in f.attrs or any("schema" in k for k in f.attrs), "the run file keeps a schema version")
     env = dict(os.environ, QPREC_LIBRARY=LIBQPREC, PYTHONPATH=os.path.join(SRC, "python"))
+    if os.environ.get("QP_ASAN_PRELOAD"):   # a sanitized library: its runtime first; the interpreter's own
+        env.update(LD_PRELOAD=os.environ["QP_ASAN_PRELOAD"], ASAN_OPTIONS="detect_leaks=0")  # leaks are not ours
     p = run([sys.executable, "-c", "import qprec; print(qprec.__version__)"], env=env)
     check(p.returncode == 0 and p.stdout.strip() == want, f"qprec.__version__: {p.stdout!r} {p.stderr[-300:]}")
     p = run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import qprec_build; "
