@@ -6,7 +6,7 @@
 set -euo pipefail
 
 QP_PACKAGES=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ccache
   libhdf5-dev hdf5-tools        # run logs, checkpoints, qerr --h5; h5dump
   libdnnl-dev                   # oneDNN: the trainer's GEMMs
   libopenmpi-dev openmpi-bin    # data-parallel qtrain (mpirun) and its "mpi" tests
@@ -64,9 +64,17 @@ qp_install_pip_deps() {
   /usr/bin/python3 -m pip install -q --break-system-packages 'ml_dtypes>=0.5,<0.6'
 }
 
+# ccache, where installed, caches compilations across build folders and
+# clones (paths taken relative to the checkout), so a rebuild of the same
+# sources (test.sh's three builds, a later run) recompiles only what changed.
 qp_build() {
   local dir=${1:-build}; shift || true
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >"$dir.configure.log" 2>&1 || {
+  local launch=()
+  if command -v ccache >/dev/null; then
+    export CCACHE_BASEDIR="$PWD"
+    launch=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${launch[@]}" "$@" >"$dir.configure.log" 2>&1 || {
     cat "$dir.configure.log" >&2; return 1; }
   cmake --build "$dir" -j"$(nproc)"
 }
