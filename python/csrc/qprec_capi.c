@@ -173,14 +173,23 @@ QPREC_EXPORT int qprec_qdq(int f, const float *x, float *y, int64_t rows, int64_
     return 0;
 }
 
-/* qerr's metrics of one tensor, in the order of qprec._lib.METRICS, with
- * qerr's columns' conventions (tools/qerr_cols.c): the block-scale
- * statistics are NaN for a format without block scales. */
+/* qerr's metrics of one tensor from one quantization (qp_metrics_for_format):
+ * out in the order of qprec._lib.METRICS, with qerr's columns' conventions
+ * (tools/qerr_cols.c: the block-scale statistics are NaN for a format without
+ * block scales); bstats, the per-block scale statistics (qp_metrics.h's
+ * qp_bscale_dist and the element fractions), in the order of
+ * qprec._lib.BSTATS; hist, the block-scale histogram (qprec_bshist_bins()
+ * counts). */
 #define QPREC_NMETRICS 13
+#define QPREC_NBSTATS 7
 QPREC_EXPORT int qprec_nmetrics(void) { return QPREC_NMETRICS; }
+QPREC_EXPORT int qprec_nbstats(void) { return QPREC_NBSTATS; }
+QPREC_EXPORT int qprec_bshist_bins(void) { return QP_BSHIST_BINS; }
+QPREC_EXPORT int qprec_bshist_offset(void) { return QP_BSHIST_OFFSET; }
 
 QPREC_EXPORT int qprec_errors(int f, const float *x, int64_t rows, int64_t cols, int sr, uint64_t sr_seed,
-                              uint64_t sr_stream, int rht, uint64_t rht_seed, double out[QPREC_NMETRICS])
+                              uint64_t sr_stream, int rht, uint64_t rht_seed, double out[QPREC_NMETRICS],
+                              double bstats[QPREC_NBSTATS], int64_t hist[QP_BSHIST_BINS])
 {
     if (!traits(f) || rows < 0 || cols < 0) return -1;
     if (rht && cols % QK_RHT) return -2;
@@ -201,31 +210,11 @@ QPREC_EXPORT int qprec_errors(int f, const float *x, int64_t rows, int64_t cols,
                                       m.n_blocks ? m.block_scale_log2_mean : NAN,
                                       (double)m.n_nonfinite};
     memcpy(out, v, sizeof v);
-    return 0;
-}
-
-/* The per-block scale statistics (qp_metrics.h's qp_bscale_dist) of x in f
- * from qp_metrics_for_format, as qprec_errors (and qerr) quantize it, in the order of qprec._lib.BSTATS, and the
- * histogram (qprec_bshist_bins() counts). */
-#define QPREC_NBSTATS 7
-QPREC_EXPORT int qprec_nbstats(void) { return QPREC_NBSTATS; }
-QPREC_EXPORT int qprec_bshist_bins(void) { return QP_BSHIST_BINS; }
-QPREC_EXPORT int qprec_bshist_offset(void) { return QP_BSHIST_OFFSET; }
-
-QPREC_EXPORT int qprec_block_scale_stats(int f, const float *x, int64_t rows, int64_t cols, int sr, uint64_t sr_seed,
-                                         uint64_t sr_stream, int rht, uint64_t rht_seed, double out[QPREC_NBSTATS],
-                                         int64_t hist[QP_BSHIST_BINS])
-{
-    if (!traits(f) || rows < 0 || cols < 0) return -1;
-    if (rht && cols % QK_RHT) return -2;
-    const qp_qopts o = make_opts(sr, sr_seed, sr_stream);
-    qp_metrics m;
-    if (qp_metrics_for_format((qp_fmt)f, x, rows, cols, &o, rht, rht_seed, NULL, &m)) return -3;
     const qp_bscale_dist d = m.bsd;
-    const double v[QPREC_NBSTATS] = {(double)d.n_blocks,    d.log2_std,           d.saturated_frac,
+    const double b[QPREC_NBSTATS] = {(double)d.n_blocks,    d.log2_std,           d.saturated_frac,
                                      d.underflow_frac,      m.elems_flushed_frac, m.elems_saturated_frac,
                                      d.n_blocks ? d.dynamic_range_max_log2 : NAN};
-    memcpy(out, v, sizeof v);
+    memcpy(bstats, b, sizeof b);
     memcpy(hist, d.hist, sizeof d.hist);
     return 0;
 }

@@ -319,19 +319,16 @@ def errors(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False):
     rows, cols = _rows_cols(a.shape)
     rht_on, rht_seed = _rht(rht)
     sr_on, seed, stream = _sr(sr_seed, sr_stream)
+    L = _lib.lib()
     m = (_lib.ctypes.c_double * len(_lib.METRICS))()
-    rc = _lib.lib().qprec_errors(i, _lib.ptr(a, _lib.ctypes.c_float), rows, cols, sr_on, seed, stream, rht_on,
-                                 rht_seed, m)
+    b = (_lib.ctypes.c_double * len(_lib.BSTATS))()
+    hist = _np.zeros(L.qprec_bshist_bins(), dtype=_np.int64)
+    rc = L.qprec_errors(i, _lib.ptr(a, _lib.ctypes.c_float), rows, cols, sr_on, seed, stream, rht_on, rht_seed, m, b,
+                        _lib.ptr(hist, _lib.ctypes.c_int64))
     _lib.check(rc, fmt, "errors")
     name = format_info(None, _i=i)["name"] + _rht_suffix(rht_on) + ("+sr" if sr_on else "")
     out = {"format": name, "rows": rows, "cols": cols}
     out.update({k: (int(v) if k in _lib.INT_FIELDS else float(v)) for k, v in zip(_lib.METRICS, m)})
-    L = _lib.lib()
-    b = (_lib.ctypes.c_double * len(_lib.BSTATS))()
-    hist = _np.zeros(L.qprec_bshist_bins(), dtype=_np.int64)
-    rc = L.qprec_block_scale_stats(i, _lib.ptr(a, _lib.ctypes.c_float), rows, cols, sr_on, seed, stream, rht_on,
-                                   rht_seed, b, _lib.ptr(hist, _lib.ctypes.c_int64))
-    _lib.check(rc, fmt, "errors")
     bs = dict(zip(_lib.BSTATS, b))
     out["block_scale_hist"] = [int(c) for c in hist]
     for k in _lib.BSTATS[1:]:

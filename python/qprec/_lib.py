@@ -14,7 +14,7 @@ STATS = ("n", "n_nonfinite", "n_nonzero", "n_sat", "n_flushed", "amax", "scale",
          "block_scale_min", "block_scale_max", "block_scale_log2_mean")
 METRICS = ("rel_l2", "snr_db", "max_abs", "cosine", "sat_frac", "zero_frac", "amax", "scale", "n_blocks",
            "block_scale_min", "block_scale_max", "block_scale_log2_mean", "n_nonfinite")
-# qprec_block_scale_stats' outputs (qp_metrics.h's qp_bscale_dist and the element fractions)
+# qprec_errors' second output (qp_metrics.h's qp_bscale_dist and the element fractions)
 BSTATS = ("block_scale_n_blocks", "block_scale_log2_std", "block_scale_saturated_frac", "block_scale_underflow_frac",
           "elems_flushed_frac", "elems_saturated_frac", "block_dynamic_range_max_log2")
 INT_FIELDS = frozenset(("n", "n_nonfinite", "n_nonzero", "n_sat", "n_flushed", "n_blocks"))
@@ -36,12 +36,11 @@ _SIGNATURES = {
     "qprec_quantize": (_int, [_int, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _u8p, _u8p, _f32p, _dblp]),
     "qprec_dequantize": (_int, [_int, _i64, _i64, _u8p, _u8p, ctypes.c_float, _f32p]),
     "qprec_qdq": (_int, [_int, _f32p, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _dblp]),
-    "qprec_errors": (_int, [_int, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _dblp]),
+    "qprec_errors": (_int, [_int, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _dblp, _dblp,
+                            ctypes.POINTER(_i64)]),
     "qprec_nbstats": (_int, []),
     "qprec_bshist_bins": (_int, []),
     "qprec_bshist_offset": (_int, []),
-    "qprec_block_scale_stats": (_int, [_int, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _dblp,
-                                       ctypes.POINTER(_i64)]),
     # quant/'s own functions (qp_quant.h): the storage sizes of a format
     "qp_row_bytes": (_i64, [_int, _i64]),
     "qp_scale_shape": (None, [_int, _i64, _i64, ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
