@@ -5,7 +5,6 @@
  * 130 stopped by SIGINT/SIGTERM. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
@@ -31,6 +30,7 @@
 #include "qs_status.h"
 #include "qs_summary.h"
 #include "qp_cli.h"
+#include "qp_share.h"
 #include "qp_version.h"
 
 static const char *const SYNOPSIS = "EXPERIMENT.ini --out DIR [-j N] [--data FILE] [--qtrain PATH] [--dry-run | --slurm [--submit]]\n"
@@ -84,11 +84,9 @@ static int cpu_count(void)
 /* qtrain beside this executable */
 static int default_qtrain(char *buf, size_t len)
 {
-    char self[PATH_MAX];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) return -1;
-    self[n] = '\0';
-    return (size_t)snprintf(buf, len, "%s/qtrain", dirname(self)) < len ? 0 : -1;
+    char dir[PATH_MAX];
+    if (qp_exe_dir(dir, sizeof dir)) return -1;
+    return (size_t)snprintf(buf, len, "%s/qtrain", dir) < len ? 0 : -1;
 }
 
 static int mkdir_p(const char *path)

@@ -14,6 +14,11 @@
 
 #include <stddef.h>
 
+/* buf = the folder of the running executable (/proc/self/exe, symbolic links
+ * resolved): where qsweep finds qtrain and qtrain its CUDA module. Returns 0,
+ * or -1 (buf holds the reason) when the path is unreadable or does not fit. */
+int qp_exe_dir(char *buf, size_t len);
+
 /* buf = PREFIX/share/qprec/sub (sub may be "" for the folder itself), where
  * PREFIX is the folder above the running executable's folder. Returns 0, or
  * -1 (buf holds the reason) when the executable's path is unreadable or the

@@ -1,5 +1,6 @@
 /* qp_backend.c — the CPU backend (see qp_backend.h): the existing calls. */
 #include "qp_backend.h"
+#include "qp_share.h"
 
 #include <math.h>
 #if QP_HAVE_CUDA
@@ -133,14 +134,12 @@ static const qp_backend_cuda_api *load_cuda(void)
     if (env && env[0]) {
         snprintf(path, sizeof path, "%s", env);
     } else {
-        const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
-        if (n <= 0) {
+        char dir[sizeof path - 32];
+        if (qp_exe_dir(dir, sizeof dir)) {
             snprintf(load_why, sizeof load_why, "cannot find this executable's folder (/proc/self/exe)");
             return NULL;
         }
-        path[n] = 0;
-        char *slash = strrchr(path, '/');
-        snprintf(slash ? slash + 1 : path, 32, "qp_backend_cuda.so");
+        snprintf(path, sizeof path, "%s/qp_backend_cuda.so", dir);
     }
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
