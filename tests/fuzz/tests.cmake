@@ -49,17 +49,17 @@ find_package(Threads REQUIRED)
 if(TARGET qsweep)
   qp_fuzz_target(experiment 20 4096
     SOURCES ${_src_root}/experiments/qs_ini.c ${_src_root}/experiments/qs_opts.c
-            ${_src_root}/experiments/qs_grid.c ${_src_root}/experiments/qs_attr.c ${_src_root}/train/qp_recipe.c ${_src_root}/train/qp_size.c
-            ${_src_root}/train/qp_train_options.c ${_src_root}/train/qp_model_shape.c ${_src_root}/io/qp_cli.c
-    INCLUDES ${_src_root}/experiments ${_src_root}/train ${_src_root}/io
+            ${_src_root}/experiments/qs_grid.c ${_src_root}/experiments/qs_attr.c ${_src_root}/train/precision/qp_recipe.c ${_src_root}/train/run/qp_size.c
+            ${_src_root}/train/run/qp_train_options.c ${_src_root}/train/model/qp_model_shape.c ${_src_root}/io/qp_cli.c
+    INCLUDES ${_src_root}/experiments ${QP_TRAIN_INCLUDE_DIRS} ${_src_root}/io
     LIBS qpquant m)
 endif()
 
 # (b) llm.c token shards and byte files (train/qp_data.c).
 if(TARGET qpdata)
   qp_fuzz_target(shard 15 4096
-    SOURCES ${_src_root}/train/qp_data.c
-    INCLUDES ${_src_root}/train
+    SOURCES ${_src_root}/train/run/qp_data.c
+    INCLUDES ${QP_TRAIN_INCLUDE_DIRS}
     LIBS qpquant Threads::Threads m)
 endif()
 
@@ -67,11 +67,11 @@ endif()
 if(TARGET qprunlog)
   find_package(HDF5 REQUIRED COMPONENTS C)
   qp_fuzz_target(h5 30 256
-    SOURCES ${_src_root}/train/qp_ckpt.c ${_src_root}/train/qp_space.c ${_src_root}/plots/qp_runread.c ${_src_root}/io/qp_h5read.c
-            ${_src_root}/train/qp_runschema.c
+    SOURCES ${_src_root}/train/runfile/qp_ckpt.c ${_src_root}/train/runfile/qp_space.c ${_src_root}/plots/qp_runread.c ${_src_root}/io/qp_h5read.c
+            ${_src_root}/train/runfile/qp_runschema.c
             ${_src_root}/io/qp_h5err.c ${_src_root}/io/qp_h5table.c ${_src_root}/io/qp_tensor_file.c
             ${_src_root}/experiments/qs_runfile.c
-    INCLUDES ${_src_root}/train ${_src_root}/plots ${_src_root}/io ${_src_root}/experiments ${HDF5_INCLUDE_DIRS}
+    INCLUDES ${QP_TRAIN_INCLUDE_DIRS} ${_src_root}/plots ${_src_root}/io ${_src_root}/experiments ${HDF5_INCLUDE_DIRS}
     LIBS qpio ${HDF5_LIBRARIES} m)
 endif()
 
@@ -79,8 +79,8 @@ endif()
 # qp_recipe_parse; qsweep's qs_cli_parse; qerr's qerr_parse_args.
 if(TARGET qptrainer)
   qp_fuzz_target(args 15 1024
-    SOURCES ${_src_root}/train/qp_train_args.c ${_src_root}/train/qp_recipe.c ${_src_root}/experiments/qs_cli.c
+    SOURCES ${_src_root}/train/run/qp_train_args.c ${_src_root}/train/precision/qp_recipe.c ${_src_root}/experiments/qs_cli.c
             ${_src_root}/tools/qerr_args.c ${_src_root}/tools/qerr_cols.c
-    INCLUDES ${_src_root}/train ${_src_root}/experiments ${_src_root}/tools
+    INCLUDES ${QP_TRAIN_INCLUDE_DIRS} ${_src_root}/experiments ${_src_root}/tools
     LIBS qptrainer qpio qpquant m)
 endif()

@@ -20,7 +20,7 @@ set(QP_KTEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 if(TARGET qpmodel)
   add_executable(test_cuda_model_math ${QP_KTEST_DIR}/test_cuda_model_math.c)
   target_include_directories(test_cuda_model_math PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/kernels
-                             ${PROJECT_SOURCE_DIR}/train)
+                             ${QP_TRAIN_INCLUDE_DIRS})
   target_link_libraries(test_cuda_model_math PRIVATE qpmodel m)
   if(OpenMP_C_FOUND)
     target_link_libraries(test_cuda_model_math PRIVATE OpenMP::OpenMP_C)
@@ -87,10 +87,11 @@ if(TARGET qpcudatrain)
   add_test(NAME test_cuda_model_kernels COMMAND test_cuda_model_kernels)
   set_tests_properties(test_cuda_model_kernels PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
   # no floating-point atomics in the training path's CUDA code (PTX, no GPU needed)
+  list(TRANSFORM QP_TRAIN_INCLUDE_DIRS PREPEND -I OUTPUT_VARIABLE _qp_train_includes)
   add_test(NAME test_no_float_atomics
            COMMAND bash ${QP_KTEST_DIR}/check_float_atomics.sh ${CMAKE_CUDA_COMPILER}
                    ${CMAKE_CURRENT_BINARY_DIR}/float_atomics -arch=compute_90 -I${PROJECT_SOURCE_DIR}/kernels
-                   -I${PROJECT_SOURCE_DIR}/train -I${PROJECT_SOURCE_DIR}/quant -I${PROJECT_SOURCE_DIR}/io --
+                   ${_qp_train_includes} -I${PROJECT_SOURCE_DIR}/quant -I${PROJECT_SOURCE_DIR}/io --
                    ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_model.cu ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_llama.cu
                    ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_linear.cu
                    ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_quant.cu ${PROJECT_SOURCE_DIR}/kernels/qp_cuda_rht.cu

@@ -32,8 +32,8 @@
  * CPU's blocked grouped-query attention, and the pass order of
  * qp_cuda_llama_pass.h against the CPU Llama. */
 #define QP_KERNEL_SUFFIX _mathtest
-#include "../../train/qp_model_kernels.c"
-#include "../../train/qp_llama_kernels.c"
+#include "../../train/model/qp_model_kernels.c"
+#include "../../train/model/qp_llama_kernels.c"
 
 #include <stdlib.h>
 

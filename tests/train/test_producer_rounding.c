@@ -24,8 +24,8 @@
  *    none), an Inf weight in the second: the same logits, losses, every
  *    gradient, and the same scaling states and events. */
 #define QP_KERNEL_SUFFIX _roundtest
-#include "../../train/qp_model_kernels.c"
-#include "../../train/qp_llama_kernels.c"
+#include "../../train/model/qp_model_kernels.c"
+#include "../../train/model/qp_llama_kernels.c"
 
 #include <stdlib.h>
 
