@@ -1,4 +1,4 @@
-# Tests of the GPU trainer (kernels/qp_cuda_model*, qp_cuda_linear, qp_nvml,
+# Tests of the GPU trainer (kernels/qp_cuda_model*, qp_cuda_linear, train/run/qp_nvml,
 # train/qp_backend*). Included from tests/CMakeLists.txt.
 #   test_cuda_model_math  the shared host/device formulas against the CPU
 #                         model's kernels (no GPU needed; label unit)

@@ -1,4 +1,4 @@
-/* test_nvml.c — the power sampler (kernels/qp_nvml.h) against a fake NVML
+/* test_nvml.c — the power sampler (train/run/qp_nvml.h) against a fake NVML
  * library (fake_nvml.c: 150 W, 42%, 1980 MHz), with and without the energy
  * counter, and its one-line reason when NVML is missing.
  * usage: test_nvml FAKE_LIB */
