@@ -52,9 +52,15 @@ static void uses_of(qp_operand o, qp_pass *first, qp_pass *second)
 
 /* Today's recipes, each written in the language itself: the expansion is a
  * list of clauses applied to all-FP32 operands. */
+/* The one list of preset names: the parser, qtrain --help's --recipe text
+ * (qp_recipe_presets_help) and every message's list (qp_recipe_names) read
+ * it. te: one of Transformer Engine's recipe classes (listed apart); note:
+ * what --help says of it, or NULL. */
 typedef struct {
     const char *name, *expansion;
     int bf16_last; /* the bf16-last default: -1 about 15% of the blocks (at least 1) */
+    bool te;
+    const char *note;
 } preset;
 
 enum {
@@ -77,23 +83,25 @@ enum {
 static const preset presets[] = {
     [P_FP32] = {"fp32", "x+w+dy=fp32", 0},
     [P_BF16] = {"bf16", "x+w+dy=bf16", 0},
-    [P_FP8] = {"fp8", "x+w=fp8-e4m3:delayed:hist=1024:amax=max,dy=fp8-e5m2:delayed:hist=1024:amax=max", 0},
+    [P_FP8] = {"fp8", "x+w=fp8-e4m3:delayed:hist=1024:amax=max,dy=fp8-e5m2:delayed:hist=1024:amax=max", 0,
+               .note = "E4M3 x/w, E5M2 grads, delayed scaling, history 1024"},
     [P_FP8_CURRENT] = {"fp8-current", "x+w=fp8-e4m3:current,dy=fp8-e5m2:current", 0},
     [P_MXFP8] = {"mxfp8", "x+w+dy=mxfp8", 0},
-    [P_NVFP4] = {"nvfp4", "x=nvfp4,w=nvfp4-2d,dy=nvfp4:sr,wgrad:rht=16", -1},
+    [P_NVFP4] = {"nvfp4", "x=nvfp4,w=nvfp4-2d,dy=nvfp4:sr,wgrad:rht=16", -1,
+                 .note = "NVIDIA's recipe: 1x16 x/dy, 16x16 w, RHT on wgrad, SR on grads, last ~15% blocks BF16"},
     [P_NVFP4_NAIVE] = {"nvfp4-naive", "x+w+dy=nvfp4", 0},
     [P_MXFP4] = {"mxfp4", "x+w+dy=mxfp4", 0},
     /* Transformer Engine's recipe classes with their defaults, every layer
      * quantized as the classes leave it (Megatron-LM's BF16 ends are the
      * modifiers bf16-first=N,bf16-last=M); the TE source of each default is
      * in docs/recipes.md */
-    [P_TE_NVFP4] = {"te-nvfp4", "x=nvfp4,w=nvfp4-2d,dy=nvfp4:sr,wgrad:rht=16", 0},
-    [P_TE_NVFP4_4O6] = {"te-nvfp4-4o6", "x=nvfp4-4o6-te,w=nvfp4-4o6-te-2d,dy=nvfp4-4o6-te:sr", 0},
-    [P_TE_FP8_BLOCK] = {"te-fp8-block", "x+dy=fp8-block-pow2,w=fp8-block-2d-pow2", 0},
-    [P_TE_MXFP8] = {"te-mxfp8", "x+w+dy=mxfp8-rceil", 0},
-    [P_TE_FP8_CURRENT] = {"te-fp8-current", "x+w=fp8-e4m3:current,dy=fp8-e5m2:current", 0},
+    [P_TE_NVFP4] = {"te-nvfp4", "x=nvfp4,w=nvfp4-2d,dy=nvfp4:sr,wgrad:rht=16", 0, true},
+    [P_TE_NVFP4_4O6] = {"te-nvfp4-4o6", "x=nvfp4-4o6-te,w=nvfp4-4o6-te-2d,dy=nvfp4-4o6-te:sr", 0, true},
+    [P_TE_FP8_BLOCK] = {"te-fp8-block", "x+dy=fp8-block-pow2,w=fp8-block-2d-pow2", 0, true},
+    [P_TE_MXFP8] = {"te-mxfp8", "x+w+dy=mxfp8-rceil", 0, true},
+    [P_TE_FP8_CURRENT] = {"te-fp8-current", "x+w=fp8-e4m3:current,dy=fp8-e5m2:current", 0, true},
     [P_TE_FP8_DELAYED] = {"te-fp8-delayed",
-                          "x+w=fp8-e4m3:delayed:hist=1024:amax=max,dy=fp8-e5m2:delayed:hist=1024:amax=max", 0},
+                          "x+w=fp8-e4m3:delayed:hist=1024:amax=max,dy=fp8-e5m2:delayed:hist=1024:amax=max", 0, true},
 };
 _Static_assert(sizeof presets / sizeof presets[0] == P_COUNT, "a row per preset");
 
@@ -108,20 +116,93 @@ static const struct {
 };
 _Static_assert(sizeof modifiers / sizeof modifiers[0] == M_COUNT, "a row per modifier");
 
-const char *qp_recipe_names(void)
+/* The modifiers that qualify any recipe (a model's or the block range's),
+ * as their names are written in --help and messages; the parser matches
+ * the same prefixes (parse_clauses). */
+enum { B_BF16_LAST, B_BF16_FIRST, B_SMOOTH_SWIGLU, B_COUNT };
+static const struct {
+    const char *prefix, *arg, *note; /* "bf16-last=" + "N"; note: what --help says of it, or NULL */
+} bare_modifiers[] = {
+    [B_BF16_LAST] = {"bf16-last=", "N", NULL},
+    [B_BF16_FIRST] = {"bf16-first=", "N", NULL},
+    [B_SMOOTH_SWIGLU] = {"smooth-swiglu", "",
+                         "llama: Fishman et al.'s Smooth-SwiGLU, the down GEMM's input scaled per channel by a "
+                         "power of two before it is quantized, the inverse folded into its weight"},
+};
+_Static_assert(sizeof bare_modifiers / sizeof bare_modifiers[0] == B_COUNT, "a row per bare modifier");
+
+/* Appends printf-style text to buf at *k (kept within len). */
+static void add(char *buf, size_t len, size_t *k, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t len, size_t *k, const char *fmt, ...)
 {
-    return "fp32, bf16, fp8, fp8-current, mxfp8, nvfp4, nvfp4-naive, mxfp4, te-nvfp4, te-nvfp4-4o6, te-fp8-block, "
-           "te-mxfp8, te-fp8-current, te-fp8-delayed; modifiers: nvfp4-rht, nvfp4-sr, "
-           "nvfp4-2d, bf16-last=N, bf16-first=N, smooth-swiglu; rules: TARGET=FORMAT[:OPTION...] or "
-           "TARGET:OPTION[:...] (docs/recipes.md)";
+    if (*k + 1 >= len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    const int w = vsnprintf(buf + *k, len - *k, fmt, ap);
+    va_end(ap);
+    *k = w < 0 ? *k : *k + (size_t)w < len ? *k + (size_t)w : len - 1;
+}
+
+/* The names of the presets (TE's classes when te), joined by ", ", each
+ * with its note in parentheses when notes is set. */
+static void add_presets(char *buf, size_t len, size_t *k, bool te, bool notes)
+{
+    const char *sep = "";
+    for (int i = 0; i < P_COUNT; i++) {
+        if (presets[i].te != te) continue;
+        add(buf, len, k, "%s%s", sep, presets[i].name);
+        if (notes && presets[i].note) add(buf, len, k, " (%s)", presets[i].note);
+        sep = ", ";
+    }
+}
+
+/* The modifiers, joined by ", ", with their notes when notes is set. */
+static void add_modifiers(char *buf, size_t len, size_t *k, bool notes)
+{
+    for (int i = 0; i < M_COUNT; i++) add(buf, len, k, "%s%s", i ? ", " : "", modifiers[i].name);
+    if (notes) add(buf, len, k, " (drop that part)");
+    for (int i = 0; i < B_COUNT; i++) {
+        add(buf, len, k, ", %s%s", bare_modifiers[i].prefix, bare_modifiers[i].arg);
+        if (notes && bare_modifiers[i].note) add(buf, len, k, " (%s)", bare_modifiers[i].note);
+    }
+}
+
+char *qp_recipe_names(char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    add_presets(buf, len, &k, false, false);
+    add(buf, len, &k, ", ");
+    add_presets(buf, len, &k, true, false);
+    add(buf, len, &k, "; modifiers: ");
+    add_modifiers(buf, len, &k, false);
+    add(buf, len, &k, "; rules: TARGET=FORMAT[:OPTION...] or TARGET:OPTION[:...] (docs/recipes.md)");
+    return buf;
+}
+
+void qp_recipe_presets_help(char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    add(buf, len, &k, "  a preset: ");
+    add_presets(buf, len, &k, false, true);
+    add(buf, len, &k, ";\n  Transformer Engine's recipe classes with their defaults: ");
+    add_presets(buf, len, &k, true, true);
+    add(buf, len, &k, ";\n  modifiers after a comma: ");
+    add_modifiers(buf, len, &k, true);
+    add(buf, len, &k, ";\n");
 }
 
 size_t qp_recipe_bare_modifier(const char *spec)
 {
     const size_t n = strcspn(spec, ",");
-    if ((n > 10 && !memcmp(spec, "bf16-last=", 10)) || (n > 11 && !memcmp(spec, "bf16-first=", 11)) ||
-        (n == strlen("smooth-swiglu") && !memcmp(spec, "smooth-swiglu", n)))
-        return n;
+    for (int i = 0; i < B_COUNT; i++) {
+        const size_t p = strlen(bare_modifiers[i].prefix);
+        /* NAME=N needs a value after its '='; a plain name is the whole clause */
+        if (*bare_modifiers[i].arg ? n > p && !memcmp(spec, bare_modifiers[i].prefix, p)
+                                   : n == p && !memcmp(spec, bare_modifiers[i].prefix, p))
+            return n;
+    }
     return 0;
 }
 
@@ -442,7 +523,7 @@ static int parse_clauses(parser *p, const char *text, const char *origin, int *h
             r->rules[r->n_rules - 1].origin_text = origin ? text : NULL;
         } else {
             snprintf(p->err, p->errlen, "unknown recipe or modifier '%.*s' in recipe '%.200s'; valid: %s",
-                     (int)(n < 100 ? n : 100), s, r->spec, qp_recipe_names());
+                     (int)(n < 100 ? n : 100), s, r->spec, qp_recipe_names((char[QP_RECIPE_NAMES_MAX]){0}, QP_RECIPE_NAMES_MAX));
             return -1;
         }
         if (!comma) return 0;
@@ -457,13 +538,13 @@ int qp_recipe_parse(const char *spec, qp_recipe *r, char *err, size_t errlen)
     r->bf16_last = 0;
     if (!spec || !*spec || strlen(spec) >= sizeof r->spec) {
         snprintf(err, errlen, "recipe: empty or longer than %d bytes; valid: %s", QP_RECIPE_SPEC_MAX - 1,
-                 qp_recipe_names());
+                 qp_recipe_names((char[QP_RECIPE_NAMES_MAX]){0}, QP_RECIPE_NAMES_MAX));
         return -1;
     }
     for (const char *c = spec; *c; c++)
         if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) {
             snprintf(err, errlen, "recipe: byte 0x%02x at %d is not printable ASCII; valid: %s", (unsigned char)*c,
-                     (int)(c - spec), qp_recipe_names());
+                     (int)(c - spec), qp_recipe_names((char[QP_RECIPE_NAMES_MAX]){0}, QP_RECIPE_NAMES_MAX));
             return -1;
         }
     snprintf(r->spec, sizeof r->spec, "%s", spec);

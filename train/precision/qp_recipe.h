@@ -189,8 +189,15 @@ char *qp_recipe_explain_text(const qp_recipe *r, const qp_linear_plan *plans, in
 /* One line saying what the recipe does (the run file's recipe_description). */
 void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_layers, unsigned gemms, char *buf,
                         size_t len);
-/* The presets and modifiers, for messages. */
-const char *qp_recipe_names(void);
+/* The presets and modifiers, for messages: "fp32, bf16, ...; modifiers:
+ * ...; rules: ..." in buf (QP_RECIPE_NAMES_MAX bytes hold it), returned. */
+#define QP_RECIPE_NAMES_MAX 640
+char *qp_recipe_names(char *buf, size_t len);
+/* The presets (with what each is, where --help says it), Transformer
+ * Engine's recipe classes and the modifiers as the lines of qtrain --help's
+ * --recipe text, each line "  ...;\n" (QP_RECIPE_HELP_MAX bytes hold them). */
+#define QP_RECIPE_HELP_MAX 1024
+void qp_recipe_presets_help(char *buf, size_t len);
 /* When spec's first clause is a modifier that qualifies a recipe rather
  * than naming one (bf16-first=N, bf16-last=N, smooth-swiglu), that clause's
  * length, else 0: a list of recipes split at its commas (a qsweep grid)

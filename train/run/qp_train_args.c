@@ -28,7 +28,7 @@ enum { X_HELP, X_VERSION, X_MAN, X_COUNT };
 
 /* qp_train_options[] as the rows qp_cli reads (id: the index into it, or
  * the table's count + X_*), with "%D" in a help text replaced by the
- * default when expand is set, and the values the option takes appended
+ * default and "%R" by the recipe presets when expand is set, and the values the option takes appended
  * (qp_train_option_values) when values is set. n rows in tab. */
 static int cli_table(qp_cli_opt *tab, bool expand, bool values)
 {
@@ -41,13 +41,14 @@ static int cli_table(qp_cli_opt *tab, bool expand, bool values)
         tab[n] = (qp_cli_opt){.name = t->name, .arg = t->kind == QP_OPT_FLAG ? NULL : t->arg ? t->arg : "VALUE",
                               .help = t->help, .id = i};
         const bool valued = values && t->kind != QP_OPT_FLAG && t->kind != QP_OPT_TEXT;
-        if (!expand || !t->help || (!strstr(t->help, "%D") && !valued)) continue;
-        char dflt[256];
+        if (!expand || !t->help || (!strstr(t->help, "%D") && !strstr(t->help, "%R") && !valued)) continue;
+        char dflt[256], presets[QP_RECIPE_HELP_MAX];
         qp_train_option_show(t, &d, dflt, sizeof dflt);
         size_t k = 0;
         for (const char *p = t->help; *p && k + 1 < HELP_LEN; p++) {
-            if (p[0] == '%' && p[1] == 'D') {
-                k += (size_t)snprintf(help[n] + k, HELP_LEN - k, "%s", dflt);
+            if (p[0] == '%' && (p[1] == 'D' || p[1] == 'R')) {
+                if (p[1] == 'R') qp_recipe_presets_help(presets, sizeof presets);
+                k += (size_t)snprintf(help[n] + k, HELP_LEN - k, "%s", p[1] == 'D' ? dflt : presets);
                 if (k >= HELP_LEN) k = HELP_LEN - 1;
                 p++;
             } else {

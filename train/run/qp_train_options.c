@@ -40,20 +40,14 @@ const char *const qp_grad_comm_names[QP_GRAD_COMM_COUNT] = {
 
 /* In the order qtrain --help and --man list them; "%D" in a help text is
  * the option's default (qp_train_opts_default), written by
- * qp_train_option_show. */
+ * qp_train_option_show, and "%R" the recipe presets and modifiers
+ * (qp_recipe_presets_help: the recipe parser's own table). */
 const qp_train_option qp_train_options[] = {
     TEXT("data", data, QP_TEXT_PATH, NULL, .arg = "FILE",
          .help = "text (byte tokens, vocab 256) or llm.c .bin token shard (GPT-2, 50257)"),
     TEXT("recipe", recipe, QP_TEXT_RECIPE, NULL, .arg = "R",
          .help = "precision recipe (default %D; grammar and presets: docs/recipes.md):\n"
-                 "  a preset: fp32, bf16, fp8 (E4M3 x/w, E5M2 grads, delayed scaling, history 1024), fp8-current, "
-                 "mxfp8, nvfp4 (NVIDIA's recipe: 1x16 x/dy, 16x16 w, RHT on wgrad, SR on grads, last ~15% blocks "
-                 "BF16), nvfp4-naive, mxfp4;\n"
-                 "  Transformer Engine's recipe classes with their defaults: te-nvfp4, te-nvfp4-4o6, te-fp8-block, "
-                 "te-mxfp8, te-fp8-current, te-fp8-delayed;\n"
-                 "  modifiers after a comma: nvfp4-rht, nvfp4-sr, nvfp4-2d (drop that part), bf16-last=N, "
-                 "bf16-first=N, smooth-swiglu (llama: Fishman et al.'s Smooth-SwiGLU, the down GEMM's input scaled "
-                 "per channel by a power of two before it is quantized, the inverse folded into its weight);\n"
+                 "%R"
                  "  rules after a comma, applied in order: TARGET=FORMAT[:OPT...] or TARGET:OPT[:OPT...], TARGET "
                  "from blocks (L3, L0-2, first2, last8, ~L3), GEMMs (qkv attproj fc fcproj; llama: qkv attproj gate "
                  "up down), passes (fprop dgrad wgrad), operands (x w dy) joined by '.' ('+' for a union), OPT: sr "

@@ -61,7 +61,7 @@ typedef struct {
     size_t given;      /* 1 + the offset of a bool set when the option is given; 0: none */
     const char *not_swept; /* why an experiment file may not set it; NULL: it may */
     const char *arg;       /* the value's placeholder in --help and --man ("N", "FILE"); NULL for a flag */
-    const char *help;      /* what it does, for --help and --man; "%D" stands for its default */
+    const char *help;      /* what it does, for --help and --man; "%D" stands for its default, "%R" for the recipe presets */
 } qp_train_option;
 
 extern const qp_train_option qp_train_options[];
