@@ -165,41 +165,24 @@ AVX2_FN void v_block_amax(const float *x, int64_t cols, int bc, float *amax, uin
 
 /* ---- stochastic rounding words ------------------------------------------------------ */
 
-/* Runs of 32 words (eight Philox counters), two cached by parity, so a row at
- * any offset computes each run once. */
-typedef struct {
-    uint32_t keys[20];
-    uint64_t stream;
-    uint64_t run[2];
-    uint32_t w[2][32];
-} rng_cache;
-
-static void rng_init(rng_cache *c, uint64_t seed, uint64_t stream)
-{
-    qp_philox_keys(seed, c->keys);
-    c->stream = stream;
-    c->run[0] = c->run[1] = UINT64_MAX;
-}
-
 /* The words of elements 32g .. 32g+31 (qp_rng_u32's: word i%4 of counter
  * i/4): counters 8g .. 8g+7, four per vector, each 32-bit word in the low
  * half of a 64-bit lane (vpmuludq reads only those; the high halves carry
  * junk). */
-__attribute__((target(QP_AVX2_TARGET), noinline)) static void rng_fill(rng_cache *c, uint64_t g)
+AVX2 void philox32(const uint32_t keys[20], uint64_t stream, uint64_t g, uint32_t out[32])
 {
-    const int s = (int)(g & 1);
     __m256i c0[2], c1[2], c2[2], c3[2];
     for (int q = 0; q < 2; q++) {
         const uint64_t base = 8 * g + 4 * (uint64_t)q;
         const __m256i ctr = _mm256_add_epi64(_mm256_set1_epi64x((long long)base), _mm256_setr_epi64x(0, 1, 2, 3));
         c0[q] = ctr;
         c1[q] = _mm256_srli_epi64(ctr, 32);
-        c2[q] = _mm256_set1_epi64x((long long)(c->stream & 0xFFFFFFFFu));
-        c3[q] = _mm256_set1_epi64x((long long)(c->stream >> 32));
+        c2[q] = _mm256_set1_epi64x((long long)(stream & 0xFFFFFFFFu));
+        c3[q] = _mm256_set1_epi64x((long long)(stream >> 32));
     }
     const __m256i m0 = _mm256_set1_epi64x(0xD2511F53), m1 = _mm256_set1_epi64x(0xCD9E8D57);
     for (int round = 0; round < 10; round++) {
-        const __m256i k0 = I32(c->keys[2 * round]), k1 = I32(c->keys[2 * round + 1]);
+        const __m256i k0 = I32(keys[2 * round]), k1 = I32(keys[2 * round + 1]);
         for (int q = 0; q < 2; q++) {
             const __m256i p0 = _mm256_mul_epu32(c0[q], m0), p1 = _mm256_mul_epu32(c2[q], m1);
             c0[q] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), c1[q]), k0);
@@ -213,18 +196,18 @@ __attribute__((target(QP_AVX2_TARGET), noinline)) static void rng_fill(rng_cache
         const __m256i w01 = _mm256_or_si256(_mm256_and_si256(c0[q], lo32), _mm256_slli_epi64(c1[q], 32));
         const __m256i w23 = _mm256_or_si256(_mm256_and_si256(c2[q], lo32), _mm256_slli_epi64(c3[q], 32));
         const __m256i a = _mm256_unpacklo_epi64(w01, w23), b = _mm256_unpackhi_epi64(w01, w23); /* counters 0,2 | 1,3 */
-        _mm256_storeu_si256((__m256i *)(void *)(c->w[s] + 16 * q), _mm256_permute2x128_si256(a, b, 0x20));
-        _mm256_storeu_si256((__m256i *)(void *)(c->w[s] + 16 * q + 8), _mm256_permute2x128_si256(a, b, 0x31));
+        _mm256_storeu_si256((__m256i *)(void *)(out + 16 * q), _mm256_permute2x128_si256(a, b, 0x20));
+        _mm256_storeu_si256((__m256i *)(void *)(out + 16 * q + 8), _mm256_permute2x128_si256(a, b, 0x31));
     }
-    c->run[s] = g;
 }
 
-AVX2 const uint32_t *rng_run(rng_cache *c, uint64_t g)
-{
-    const int s = (int)(g & 1);
-    if (c->run[s] != g) rng_fill(c, g);
-    return c->w[s];
-}
+/* Runs of 32 words (eight Philox counters), two cached by parity. */
+#define QP_RNG_UNIT uint32_t
+#define QP_RNG_UNITS 32
+#define QP_RNG_TARGET QP_AVX2_TARGET
+#define QP_RNG_INLINE AVX2
+#define QP_RNG_FILL philox32
+#include "qp_rng_cache.h"
 
 /* Raw words idx .. idx+7 of the stream. */
 AVX2 __m256i rng8(rng_cache *c, uint64_t idx)

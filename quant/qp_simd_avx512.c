@@ -684,37 +684,13 @@ AVX512 void philox128(const uint32_t keys[20], uint64_t stream, uint64_t g, __m5
     }
 }
 
-/* Runs of 128 words by parity of the run index, so a row at any offset
- * computes each run once. */
-typedef struct {
-    uint64_t stream;
-    uint32_t keys[20];
-    uint64_t run[2]; /* run held in slot (UINT64_MAX: none) */
-    __m512i w[2][8];
-} rng_cache;
-
-AVX512 void rng_init(rng_cache *c, uint64_t seed, uint64_t stream)
-{
-    qp_philox_keys(seed, c->keys);
-    c->stream = stream;
-    c->run[0] = c->run[1] = UINT64_MAX;
-}
-
-/* Out of line: one call per 128 words, and inlined at every use it would
- * bloat the row loops past the instruction cache. */
-__attribute__((target(QP_AVX512_TARGET), noinline)) static void rng_fill(rng_cache *c, uint64_t g)
-{
-    const int s = (int)(g & 1);
-    philox128(c->keys, c->stream, g, c->w[s]);
-    c->run[s] = g;
-}
-
-AVX512 const __m512i *rng_run(rng_cache *c, uint64_t g)
-{
-    const int s = (int)(g & 1);
-    if (c->run[s] != g) rng_fill(c, g);
-    return c->w[s];
-}
+/* Runs of 128 words (32 Philox counters), two cached by parity. */
+#define QP_RNG_UNIT __m512i
+#define QP_RNG_UNITS 8
+#define QP_RNG_TARGET QP_AVX512_TARGET
+#define QP_RNG_INLINE AVX512
+#define QP_RNG_FILL philox128
+#include "qp_rng_cache.h"
 
 /* Raw words idx .. idx+15 of the stream. */
 AVX512 __m512i rng16(rng_cache *c, uint64_t idx)
