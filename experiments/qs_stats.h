@@ -2,7 +2,7 @@
  *
  * Owns: how a study turns per-seed paired gaps into an interval and a
  * verdict, so the summary, its tests and the paper use one definition (the
- * reference: paper/intervals.py is pinned to it by tests/paper/test_paper.py):
+ * paper's paper/intervals.py calls it through libqpstats.so):
  *   n < 2         no interval (NaN), not resolved;
  *   n >= 2        Student t: mean +- t(1-(1-level)/2, n-1) * sd / sqrt(n),
  *                 sd the sample standard deviation (n-1);

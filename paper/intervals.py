@@ -1,9 +1,8 @@
-"""intervals.py — the interval rule of experiments/qs_stats.h for numbers the
-paper computes itself (differences of two recipes' paired gaps, per-seed
-slopes, fitted quantities per seed), and the multiplicity control of a
-family of verdicts. The C in qs_stats.c is the reference: this file is the
-same definition in numpy/scipy, pinned to it by tests/paper/test_paper.py
-(intervals), so the two cannot drift apart.
+"""intervals.py — the paper's intervals: qsweep's interval rule
+(experiments/qs_stats.h), called in its C (libqpstats.so, built beside
+qsweep) for numbers the paper computes itself (differences of two recipes'
+paired gaps, per-seed slopes, fitted quantities per seed), and the
+multiplicity control of a family of verdicts.
 
   n < 2       no interval (NaN), not resolved
   n >= 2      Student t: mean +- t(0.975, n-1) * sd / sqrt(n) at every n (a
@@ -13,16 +12,48 @@ same definition in numpy/scipy, pinned to it by tests/paper/test_paper.py
   resolved    the interval excludes 0; the same as the two-sided one-sample
               t-test's p-value (t_pvalue) below 1 - level
 
+The library is $QP_STATS_LIBRARY, else build/lib/libqpstats.so of this
+checkout (paper/build.sh builds it). tests/paper/test_paper.py (intervals)
+checks the intervals against scipy's.
+
 A table of verdicts is a family: each verdict's p-value is adjusted by Holm's
 step-down method (family-wise error rate at 5%), or by Benjamini-Hochberg
 (false discovery rate at 5%) where a caller asks for it; a verdict is
 resolved only when its adjusted p-value is at most 0.05 (as statsmodels decides). holm() and bh() are
 checked against statsmodels' multipletests by tests/paper/test_paper.py
 (multiplicity)."""
+import ctypes
 import math
+import os
 
 import numpy as np
 from scipy import stats
+
+
+class _QsCi(ctypes.Structure):  # qs_ci of experiments/qs_stats.h
+    _fields_ = [("n", ctypes.c_int), ("mean", ctypes.c_double), ("sd", ctypes.c_double),
+                ("lo", ctypes.c_double), ("hi", ctypes.c_double), ("resolved", ctypes.c_int),
+                ("method", ctypes.c_char_p)]
+
+
+_LIB = None
+
+
+def _stats():
+    """libqpstats.so, loaded once; one line naming it when it is not there."""
+    global _LIB
+    if _LIB is None:
+        path = os.environ.get("QP_STATS_LIBRARY") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "build", "lib", "libqpstats.so")
+        if not os.path.isfile(path):
+            raise RuntimeError(f"paper/intervals.py: no {os.path.normpath(path)} (build the project: "
+                               "cmake --build build, or set QP_STATS_LIBRARY to a built libqpstats.so)")
+        lib = ctypes.CDLL(path)
+        lib.qs_mean_ci.argtypes = [ctypes.POINTER(ctypes.c_double), ctypes.c_int, ctypes.c_double,
+                                   ctypes.POINTER(_QsCi)]
+        lib.qs_mean_ci.restype = None
+        _LIB = lib
+    return _LIB
 
 
 def _finite(values):
@@ -30,17 +61,11 @@ def _finite(values):
 
 
 def mean_ci(values, level=0.95):
-    """(mean, lo, hi, resolved, n) of the finite values."""
-    x = _finite(values)
-    n = len(x)
-    if n == 0:
-        return float("nan"), float("nan"), float("nan"), False, 0
-    m = float(np.mean(x))
-    if n < 2:
-        return m, float("nan"), float("nan"), False, n
-    h = stats.t.ppf(1 - (1 - level) / 2, n - 1) * np.std(x, ddof=1) / math.sqrt(n)
-    lo, hi = m - h, m + h
-    return m, float(lo), float(hi), bool(lo > 0 or hi < 0), n
+    """(mean, lo, hi, resolved, n) of the finite values: qs_mean_ci's."""
+    x = np.ascontiguousarray(_finite(values), dtype=np.float64)
+    out = _QsCi()
+    _stats().qs_mean_ci(x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), len(x), float(level), ctypes.byref(out))
+    return float(out.mean), float(out.lo), float(out.hi), bool(out.resolved), int(out.n)
 
 
 def t_pvalue_from(mean, sd, n):

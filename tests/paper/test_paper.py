@@ -13,10 +13,10 @@ is known. One case per ctest entry:
              differences, bounds, trends) — checked on synthetic summaries,
              including a worked example (+0.12% vs +0.24% inside a
              +-0.7%/+-2.0% spread must not read as "smaller, as published")
-  intervals  paper/intervals.py gives the same intervals as qsweep's C
-             (experiments/qs_stats.c through stats_tool, the reference): the
-             t interval at every n to 1e-8, its verdict equal to the t-test's
-             p < 0.05 (scipy); the paired slope against numpy's polyfit and
+  intervals  paper/intervals.py's mean_ci is qsweep's C (experiments/qs_stats.c
+             through libqpstats.so): the numbers of stats_tool, and the
+             t interval of scipy at every n to 1e-8, its verdict equal to the
+             t-test's p < 0.05 (scipy); the paired slope against numpy's polyfit and
              scipy's t interval over seeds
   multiplicity  Holm and Benjamini-Hochberg (paper/intervals.py) against
              statsmodels' multipletests, and the gap sentence following the
@@ -258,7 +258,8 @@ elif CASE == "intervals":
 
     tool = sys.argv[4]
     rng = np.random.default_rng(5)
-    # the C (qs_mean_ci) is the reference: the same t interval at every n (its t quantile is good to 1e-8)
+    # mean_ci is qsweep's C (qs_mean_ci through libqpstats.so): the same numbers as stats_tool's, and the
+    # t interval scipy computes (its t quantile is good to 1e-8)
     for n in [2, 3, 4, 5, 7, 12, 30]:
         for _ in range(3):
             x = rng.normal(rng.uniform(-1, 2), rng.uniform(0.05, 1.5), size=n)
@@ -266,13 +267,21 @@ elif CASE == "intervals":
             m, lo, hi, res, k = mean_ci(x)
             clo, chi = float(out[3]), float(out[4])
             check(out[6] == "t", f"n={n}: C method {out[6]}")
-            check(abs(clo - lo) <= 1e-8 * max(1, abs(lo)) and abs(chi - hi) <= 1e-8 * max(1, abs(hi)),
-                  f"n={n}: python [{lo}, {hi}] vs C [{clo}, {chi}]")
+            check(abs(clo - lo) <= 1e-12 * max(1, abs(lo)) and abs(chi - hi) <= 1e-12 * max(1, abs(hi)),
+                  f"n={n}: python [{lo}, {hi}] vs stats_tool [{clo}, {chi}]")
             check(int(out[5]) == int(res), f"n={n}: resolved {out[5]} vs {res}")
+            wlo, whi = st.t.interval(0.95, n - 1, loc=np.mean(x), scale=st.sem(x))
+            check(k == n and abs(wlo - lo) <= 1e-8 * max(1, abs(lo)) and abs(whi - hi) <= 1e-8 * max(1, abs(hi)),
+                  f"n={n}: [{lo}, {hi}] vs scipy [{wlo}, {whi}]")
             # resolved <=> the t-test's p below 0.05 (the multiplicity step adjusts these p-values)
             p = t_pvalue(x)
             check(abs(p - st.ttest_1samp(x, 0.0).pvalue) < 1e-12, f"n={n}: t-test p {p}")
             check(res == (p < 0.05) or abs(p - 0.05) < 1e-9, f"n={n}: resolved {res} but p {p}")
+    # below two values: the mean alone, no interval
+    m, lo, hi, res, k = mean_ci([1.5, float("nan")])
+    check(k == 1 and m == 1.5 and math.isnan(lo) and math.isnan(hi) and not res, f"one value: {m} [{lo}, {hi}] {k}")
+    m, lo, hi, res, k = mean_ci([])
+    check(k == 0 and math.isnan(m) and not res, f"no values: {m} {k}")
     # a paired slope: per seed, y = c_s + k log2(x) + noise; the mean slope over seeds is k's estimate
     for k_true, sd in [(1.5, 0.05), (0.0, 0.5)]:
         pts = {s_: [(x, 0.3 * s_ + k_true * math.log2(x) + rng.normal(0, sd)) for x in (2, 4, 8)] for s_ in range(5)}

@@ -10,7 +10,8 @@ if(QP_PYTHON AND TARGET stats_tool)
       add_test(NAME paper_${case}
                COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_paper.py ${case} ${PROJECT_SOURCE_DIR}
                        ${CMAKE_CURRENT_BINARY_DIR}/paper_${case} $<TARGET_FILE:stats_tool>)
-      set_tests_properties(paper_${case} PROPERTIES LABELS "unit;paper" TIMEOUT 300)
+      set_tests_properties(paper_${case} PROPERTIES LABELS "unit;paper" TIMEOUT 300
+                           ENVIRONMENT QP_STATS_LIBRARY=$<TARGET_FILE:qpstats>)
     endforeach()
     # the generated tables on tiny real sweeps (qsweep + qtrain, about a hundred runs of tens of steps)
     if(TARGET qsweep AND TARGET qtrain)
@@ -18,7 +19,8 @@ if(QP_PYTHON AND TARGET stats_tool)
                COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_paper.py tables ${PROJECT_SOURCE_DIR}
                        ${CMAKE_CURRENT_BINARY_DIR}/paper_tables $<TARGET_FILE:stats_tool> $<TARGET_FILE:qsweep>
                        $<TARGET_FILE:qtrain>)
-      set_tests_properties(paper_tables PROPERTIES LABELS "paper;sweep;long" TIMEOUT 900)
+      set_tests_properties(paper_tables PROPERTIES LABELS "paper;sweep;long" TIMEOUT 900
+                           ENVIRONMENT QP_STATS_LIBRARY=$<TARGET_FILE:qpstats>)
     endif()
   else()
     message(WARNING "QP_PYTHON lacks numpy, scipy or h5py (Debian: python3-scipy): the paper tests are not added")
