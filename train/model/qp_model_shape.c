@@ -1,4 +1,5 @@
-/* qp_model_shape.c — the model's shape rules (see qp_model.h): the Llama's
+/* qp_model_shape.c — the model's shape rules (see qp_model.h): the
+ * architectures' names (--arch), the Llama's
  * defaults (kv heads, SwiGLU width), what a shape must satisfy, and the
  * GEMMs of an architecture's block (what a recipe may name). A file
  * of its own, needing nothing but the C library, so qsweep judges a grid's
@@ -9,6 +10,8 @@
 #include <string.h>
 
 #include "qp_model.h"
+
+const char *const qp_arch_names[QP_ARCH_COUNT] = {[QP_ARCH_GPT] = "gpt", [QP_ARCH_LLAMA] = "llama"};
 
 int qp_llama_default_hidden(int C)
 {

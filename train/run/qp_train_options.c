@@ -11,7 +11,6 @@
 #include "qp_cli.h"
 #include "qp_model.h"
 
-const char *const qp_arch_names[QP_ARCH_COUNT] = {[QP_ARCH_GPT] = "gpt", [QP_ARCH_LLAMA] = "llama"};
 const char *const qp_device_names[QP_DEVICE_COUNT] = {[QP_DEVICE_CPU] = "cpu", [QP_DEVICE_CUDA] = "cuda"};
 const char *const qp_on_divergence_names[QP_ON_DIVERGENCE_COUNT] = {
     [QP_ON_DIVERGENCE_STOP] = "stop", [QP_ON_DIVERGENCE_SKIP_STEP] = "skip-step",
