@@ -1,12 +1,12 @@
 /* qs_opts.h — the qtrain options an experiment file may set.
  *
  * Owns: the keys accepted in [base] and [grid] — qtrain's options
- * (train/qp_train_options.h, spelled with '_' or '-') and model — the qtrain
+ * (train/run/qp_train_options.h, spelled with '_' or '-') and model — the qtrain
  * arguments each one becomes, and the check of a value before any run
  * starts, so a typo in a 2-hour sweep is a `file:line:` error, not a failed
  * run. The syntax and range of a value are the option table's, which qtrain
  * parses and judges with, and recipes are checked with the trainer's own
- * parser (train/qp_recipe.c), so the two can never disagree. Options qsweep
+ * parser (train/precision/qp_recipe.c), so the two can never disagree. Options qsweep
  * sets itself (out, resume, quiet, threads), qtrain's evaluation-only mode and
  * its test hooks are refused with the table's reason. */
 #ifndef QS_OPTS_H

@@ -52,7 +52,7 @@ static void log_line(const char *path, const char *text)
 
 /* Start job j; returns its pid, or -1 with res->why set. side_by_side: more
  * than one job at a time, so the child's OpenMP threads wait passively
- * (train/qp_omp.h) unless the user chose a policy. */
+ * (train/run/qp_omp.h) unless the user chose a policy. */
 static pid_t spawn(const qs_job *job, const sigset_t *child_mask, int side_by_side, qs_job_result *res)
 {
     const int fd = open(job->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -14,7 +14,7 @@
  *                    dequantized unscaled to BF16 (exact), a BF16 GEMM, the
  *                    tensor scales folded into alpha — the products are those
  *                    of the hardware format.
- * Layout convention (the one train/qp_linear.h uses): D[M,N] (row-major) =
+ * Layout convention (the one train/precision/qp_linear.h uses): D[M,N] (row-major) =
  * alpha * A[M,K] . B[N,K]^T (+ beta * D), A and B row-major with K contiguous
  * — the "TN" form FP8 and the block formats require. Host-callable, C linkage;
  * functions return 0 or -1 with a one-line message in qp_cublt_error().

@@ -1,7 +1,7 @@
 // qp_cuda_linear.cu — the GPU's operations of the precision dispatch (see
 // qp_cuda_linear.h): the device primitives (kernel launches, the quantizer,
 // the GEMM) that qp_cuda_linear_ops.h builds the dispatch's operations from;
-// the dispatch itself is train/qp_linear.c, the code the CPU runs. Reductions
+// the dispatch itself is train/precision/qp_linear.c, the code the CPU runs. Reductions
 // have one owner per output and a fixed order (no float atomics); statistics
 // stay on the device until the dispatch flushes.
 #include <cuda_fp8.h>

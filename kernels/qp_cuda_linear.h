@@ -1,8 +1,8 @@
 /* qp_cuda_linear.h — the GPU's operations of the one precision dispatch
- * (train/qp_linear.h, train/qp_linear_ops.h): the dispatch itself — recipe
+ * (train/precision/qp_linear.h, train/precision/qp_linear_ops.h): the dispatch itself — recipe
  * plans, operands and passes, SR streams indexed by (step, micro, layer,
  * GEMM, pass, operand), the RHT, transposes before block formats, scaling
- * states, events and qerr rows — is train/qp_linear.c, the same code the
+ * states, events and qerr rows — is train/precision/qp_linear.c, the same code the
  * CPU runs; qp_linear_set_ops(lin, qp_cuda_linear_ops(gpu)) makes it run
  * here. The device amax (qp_cuda_tstats) and a reduction kernel's counts stay
  * on the device, per use, in a kept list of max_kept sets, until the
@@ -10,7 +10,7 @@
  * uses): no host synchronisation per scaled operand; tensor decode scales
  * reach the GEMM as device pointers. The backend flushes where the stream is
  * drained anyway and before anything reads the scaling states
- * (train/qp_backend_cuda.c). qerr metrics (rel_l2, snr_db, sat_frac,
+ * (kernels/qp_backend_cuda.c). qerr metrics (rel_l2, snr_db, sat_frac,
  * zero_frac) come from a device reduction when the step logs them.
  *
  * Products, by recipe (qp_cuda_linear_path names the one chosen; the choice

@@ -1,5 +1,5 @@
 /* qp_cuda_linear_ops.h — the GPU's operations of the precision dispatch
- * (train/qp_linear_ops.h), written once over a table of device primitives.
+ * (train/precision/qp_linear_ops.h), written once over a table of device primitives.
  *
  * Owns: how a GPU turns one quantization job of the dispatch into what its
  * GEMM takes — FP8 codes with a device decode scale (FP8-native), block codes
@@ -11,7 +11,7 @@
  * kind a pair of formats gets on which GPU (qpl_gemm_kind), and the path's
  * name (qpl_set_device). What is transposed, rotated, quantized in which format
  * with which SR stream and scale, and what the statistics update, is the
- * dispatch's own (train/qp_linear.c), the same code the CPU runs.
+ * dispatch's own (train/precision/qp_linear.c), the same code the CPU runs.
  * kernels/qp_cuda_linear.cu instantiates this with kernel launches;
  * tests/kernels/test_cuda_linear_pass.c with host primitives (quant/'s qdq,
  * the CPU GEMM on the operands the GPU GEMM would get) and checks the

@@ -2,7 +2,7 @@
  * on the GPU, written once over a table of layer operations.
  *
  * Owns: which layer runs when, on which slices of the parameter and
- * activation buffers (train/qp_llama_kernels.c's qp_llama_forward/backward,
+ * activation buffers (train/model/qp_llama_kernels.c's qp_llama_forward/backward,
  * step for step, on the GPU's layout below). kernels/qp_cuda_model.cu
  * instantiates it with operations that launch GPU kernels;
  * tests/kernels/test_cuda_model_math.c with host loops over the same

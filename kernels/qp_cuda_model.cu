@@ -371,7 +371,7 @@ __global__ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n,
 // ---- memory -------------------------------------------------------------------
 
 // The parameter carving and the GEMM sizes are the model's shape rules
-// (train/qp_model.h), written once for the CPU and this GPU model; the
+// (train/model/qp_model.h), written once for the CPU and this GPU model; the
 // activations are carved by qp_gpt_carve_acts and qp_llama_carve_acts in
 // this model's own layouts (qpm_act_sizes, qpm_llama_act_sizes: the T x T
 // attention matrices).

@@ -1,4 +1,4 @@
-/* qp_cuda_model.h — the model of train/qp_model.h on the GPU, of either
+/* qp_cuda_model.h — the model of train/model/qp_model.h on the GPU, of either
  * architecture.
  *
  * Owns: the same model (the GPT: token + position embeddings, pre-LayerNorm
@@ -15,7 +15,7 @@
  * Every per-row / per-element formula is the shared host/device code of
  * qp_model_math.h (checked against the CPU kernels by
  * tests/kernels/test_cuda_model_math.c); every linear layer goes through the
- * precision dispatch (train/qp_linear.h) on the GPU's operations
+ * precision dispatch (train/precision/qp_linear.h) on the GPU's operations
  * (qp_cuda_linear.h).
  *
  * Batches: qp_cuda_gpt_set_batch stages host tokens in pinned memory and

@@ -2,7 +2,7 @@
  * written once over a table of layer operations.
  *
  * Owns: which layer runs when, on which slices of the parameter and
- * activation buffers (train/qp_model_kernels.c's qp_gpt_forward/backward,
+ * activation buffers (train/model/qp_model_kernels.c's qp_gpt_forward/backward,
  * step for step). kernels/qp_cuda_model.cu instantiates it with operations
  * that launch GPU kernels; tests/kernels/test_cuda_model_math.c with host
  * loops over the same qp_model_math.h formulas and the CPU dispatch, and
@@ -19,7 +19,7 @@
 /* The GPU's activation layout, which the passes below index: every layer's
  * tensors, the attention's T x T scores and probabilities of every layer
  * (preatt, att; the GPU attention is a warp per row over them), no
- * log-sum-exp. The CPU model (train/qp_model.c) keeps no T x T matrix and
+ * log-sum-exp. The CPU model (train/model/qp_model.c) keeps no T x T matrix and
  * one layer's projection outputs instead; the two share qp_gpt_acts' fields
  * and nothing else. Its gradients use the same layout. */
 static inline void qpm_act_sizes(const qp_gpt_config *c, int B, int T, int64_t s[QP_GPT_NACTS])

@@ -5,7 +5,7 @@ times measured here and now, before running it.
     study_cost.py EXPERIMENT.ini [--jobs 2] [--steps 110] [--qsweep build/bin/qsweep] [--data FILE]
 
 Reads the sweep's exact qtrain commands (qsweep --dry-run), works out each
-run's steps (--steps, or --tokens-per-param with N from train/qp_size.h's
+run's steps (--steps, or --tokens-per-param with N from train/run/qp_size.h's
 formula), measures the median step time of every distinct (model shape,
 recipe) by running qtrain on one thread for 10 and for --steps steps: the
 CPU time (user + system, getrusage of the child) of the difference divided

@@ -1,5 +1,5 @@
 /* fig_outliers.c — the outlier statistics of the block GEMMs' inputs over
- * steps (/quant/outliers, train/qp_outliers.h): a column per run, three
+ * steps (/quant/outliers, train/precision/qp_outliers.h): a column per run, three
  * rows sharing the step axis — amax, kurtosis and the top-k channels' share
  * of the energy (log scales) — a line per (block, GEMM): colour by GEMM
  * (the MLP's down projection, where the Llama's SwiGLU outliers live, in

@@ -89,7 +89,7 @@ typedef struct {
  * holding nothing to free: QP_RUN_EMPTY for a run file without /train rows
  * (a run that has just started, or one that never logged a step),
  * QP_RUN_CKPT for a qtrain checkpoint (its root has the checkpoint marker,
- * train/qp_ckpt.h, and it has no /train), -1 for anything else. */
+ * train/runfile/qp_ckpt.h, and it has no /train), -1 for anything else. */
 #define QP_RUN_EMPTY (-2)
 #define QP_RUN_CKPT (-3)
 int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t errlen);

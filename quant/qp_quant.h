@@ -156,7 +156,7 @@ int qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats 
 void qp_dequantize(const qp_qtensor *q, float *y);
 /* y (rows x cols) = the decoded element codes of q, without block or tensor
  * scales: what a tensor core multiplies before it applies the scales (the FP8
- * block formats' GEMM emulation, train/qp_gemm.h). */
+ * block formats' GEMM emulation, train/precision/qp_gemm.h). */
 void qp_decode_codes(const qp_qtensor *q, float *y);
 /* The decoded block scale of element (r, c) of q (1 without block scales). */
 float qp_block_scale_at(const qp_qtensor *q, int64_t r, int64_t c);

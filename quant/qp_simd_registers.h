@@ -4,7 +4,7 @@
  * Owns: the one 16 x 16 register transpose the vector paths use (Four Over
  * Six's per-column errors in qp_simd_avx512.c, the transposed Hadamard pass
  * of qp_hadamard.c, the precision dispatch's operand transposes in
- * train/qp_transpose.c) and the Walsh-Hadamard butterflies between
+ * train/precision/qp_transpose.c) and the Walsh-Hadamard butterflies between
  * registers (qp_hadamard.c's transposed pass and qp_simd_avx512.c's column
  * encoder, which must rotate alike; qp_hadamard.c's AVX2 tiles too).
  * Header-only and always inlined, so each includer compiles it for its own

@@ -19,7 +19,7 @@ residual projections / sqrt(2L), norms 1, biases 0, version 3 header) and
 the corpus's bytes as token shards (llm.c's format, uint16 ids < 256), and
 runs it in that folder. Every trainer waits for its OpenMP threads the same
 way: as OMP_WAIT_POLICY or GOMP_SPINCOUNT say, or else with the bounded spin
-qtrain chooses on idle CPUs (GOMP_SPINCOUNT=10000, train/qp_omp.h). No llm.c code is kept. qtrain trains the same shape
+qtrain chooses on idle CPUs (GOMP_SPINCOUNT=10000, train/run/qp_omp.h). No llm.c code is kept. qtrain trains the same shape
 on the same token ids (the corpus as bytes; the GPT-2 shape reads the shard,
 vocabulary 50257), bf16 recipe, no evaluation, logging or checkpoints inside
 the timed steps.
@@ -170,7 +170,7 @@ def llmc_dir_for(work, name, L, NH, C, T, V, tokens):
 def wait_env(**extra):
     """The environment every trainer runs in: one OpenMP waiting policy for
     all of them, the user's (OMP_WAIT_POLICY or GOMP_SPINCOUNT) or else the
-    one qtrain chooses on idle CPUs (train/qp_omp.h: GOMP_SPINCOUNT=10000)."""
+    one qtrain chooses on idle CPUs (train/run/qp_omp.h: GOMP_SPINCOUNT=10000)."""
     env = dict(os.environ, **extra)
     if not env.get("OMP_WAIT_POLICY") and not env.get("GOMP_SPINCOUNT"):
         env["GOMP_SPINCOUNT"] = "10000"

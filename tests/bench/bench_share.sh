@@ -2,7 +2,7 @@
 # bench_share.sh — a qtrain run beside two 1-thread qtrain runs (what a
 # user's run meets when `qsweep -j 2` is going), against the same run alone,
 # ROUNDS times: qtrain's default (auto: --threads auto, its thread count and
-# OpenMP waiting chosen at start, train/qp_omp.h: on 2 idle CPUs 2 threads
+# OpenMP waiting chosen at start, train/run/qp_omp.h: on 2 idle CPUs 2 threads
 # and a bounded spin, beside the two runs 1 thread), and a 2-thread run
 # (--threads 2) under qtrain's choice of waiting (default), passive waiting
 # and active waiting (OMP_WAIT_POLICY=active, libgomp spinning), or the

@@ -7,7 +7,7 @@
  * time and its ratio to bf16's, the model FLOP/s of the whole step (6 N
  * tokens + causal attention 6 L C (T+1) per token, N the matrices'
  * parameters with the LM head) against the GEMM ceiling (the faster of the BF16 and FP32 kernels) measured in the
- * same run (a 1024^3 product timed once per round of steps), and the phase profile (train/qp_prof.h) as shares of the step.
+ * same run (a 1024^3 product timed once per round of steps), and the phase profile (train/runfile/qp_prof.h) as shares of the step.
  * Then the profile's own cost: bf16 steps with the profile on and off in
  * turns, and the bound from its clock reads. A benchmark: it prints tables
  * and asserts nothing about speed. With --archs gpt,llama every recipe runs
@@ -222,7 +222,7 @@ int main(int argc, char **argv)
     int steps = 20, threads = 2, ceiling_only = 0;
     const char *recipes = "bf16,fp32,fp8,fp8-current,mxfp8,nvfp4,nvfp4-naive,mxfp4", *archs = "gpt",
                *only = "baby,small";
-    qp_omp_apply(argv); /* OpenMP waits as qtrain's does (train/qp_omp.h) */
+    qp_omp_apply(argv); /* OpenMP waits as qtrain's does (train/run/qp_omp.h) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);

@@ -1,5 +1,5 @@
 /* fuzz_h5.c — structure-aware fuzz target for every HDF5 reader of ours:
- * checkpoints (train/qp_ckpt.c: qp_ckpt_open, qp_ckpt_read, the attribute
+ * checkpoints (train/runfile/qp_ckpt.c: qp_ckpt_open, qp_ckpt_read, the attribute
  * getters), the tensor reader qerr uses (io/qp_h5read.c), qplot's run
  * file reader (plots/qp_runread.c) and qsweep's (experiments/qs_runfile.c).
  *

@@ -1,5 +1,5 @@
 /* fuzz_shard.c — libFuzzer target for the trainer's data files
- * (train/qp_data.c): llm.c token-shard headers and bodies, and plain byte
+ * (train/run/qp_data.c): llm.c token-shard headers and bodies, and plain byte
  * files. The input is written to a temporary file (tmpfs where there is one)
  * under two names — NAME.bin, which must be a shard, and NAME.txt, read as
  * bytes unless it starts with the shard magic — and opened with

@@ -55,7 +55,7 @@ if(TARGET qsweep)
     LIBS qpquant m)
 endif()
 
-# (b) llm.c token shards and byte files (train/qp_data.c).
+# (b) llm.c token shards and byte files (train/run/qp_data.c).
 if(TARGET qpdata)
   qp_fuzz_target(shard 15 4096
     SOURCES ${_src_root}/train/run/qp_data.c

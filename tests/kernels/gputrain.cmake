@@ -1,5 +1,5 @@
 # Tests of the GPU trainer (kernels/qp_cuda_model*, qp_cuda_linear, train/run/qp_nvml,
-# train/qp_backend*). Included from tests/CMakeLists.txt.
+# train/run/qp_backend*). Included from tests/CMakeLists.txt.
 #   test_cuda_model_math  the shared host/device formulas against the CPU
 #                         model's kernels (no GPU needed; label unit)
 #   test_nvml             the power sampler against a fake NVML library, and

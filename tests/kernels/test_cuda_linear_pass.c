@@ -1,6 +1,6 @@
 /* test_cuda_linear_pass.c — the GPU's operations of the precision dispatch
  * (kernels/qp_cuda_linear_ops.h, the code qp_cuda_linear.cu runs under the
- * one dispatch of train/qp_linear.c) with host primitives, against the
+ * one dispatch of train/precision/qp_linear.c) with host primitives, against the
  * dispatch on the CPU's operations, without a GPU.
  *
  * Host primitives: quant/'s qp_qdq / qp_quantize for the device quantizer

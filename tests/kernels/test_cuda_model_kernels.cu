@@ -1,5 +1,5 @@
 // test_cuda_model_kernels.cu — the GPU model's layer kernels against the host
-// formulas they compute (train/qp_model_math.h, which
+// formulas they compute (train/model/qp_model_math.h, which
 // test_cuda_model_math checks against the CPU model without a GPU).
 //
 // Bit for bit wherever no transcendental function is involved: attention's

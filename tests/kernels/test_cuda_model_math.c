@@ -1,7 +1,7 @@
-/* test_cuda_model_math.c — the GPU model's formulas (train/qp_model_math.h)
+/* test_cuda_model_math.c — the GPU model's formulas (train/model/qp_model_math.h)
  * against the CPU trainer's kernels, without a GPU.
  *
- * The CPU kernels are the static functions of train/qp_model_kernels.c,
+ * The CPU kernels are the static functions of train/model/qp_model_kernels.c,
  * compiled into this test (a third copy, suffix _mathtest); each is run on
  * random data and compared with the loop of per-row / per-element functions
  * the GPU kernels call. The two compute the same quantities in different
@@ -24,7 +24,7 @@
  * host build of the same code only in libm (expf/logf ulps) and its GEMMs,
  * which the GPU test (test_cuda_train) bounds end to end.
  *
- * The Llama likewise (train/qp_llama_kernels.c, compiled in the same way):
+ * The Llama likewise (train/model/qp_llama_kernels.c, compiled in the same way):
  * RMSNorm rows and gain gradients, rotary embeddings, SwiGLU and
  * Smooth-SwiGLU's scales (the same operations in the same order: bit for
  * bit), grouped-query attention as the GPU runs it (widened to the GPT's

@@ -1,4 +1,4 @@
-/* stats_tool.c — experiments/qs_stats.c and train/qp_size.c on the command
+/* stats_tool.c — experiments/qs_stats.c and train/run/qp_size.c on the command
  * line, for tests/sweep/test_stats.py to compare with scipy/numpy:
  *   stats_tool tq P DF          the Student t quantile
  *   stats_tool tcdf T DF        the Student t CDF

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_stats.py — the interval math of experiments/qs_stats.c and the sizing
-arithmetic of train/qp_size.c against independent references (scipy, numpy,
+arithmetic of train/run/qp_size.c against independent references (scipy, numpy,
 the model's own parameter shapes through a qtrain run file).
 
     test_stats.py CASE STATS_TOOL [QTRAIN WORKDIR]

@@ -352,7 +352,7 @@ def case_grid():
         p = qsweep(write(os.path.join(d, "g5.ini"), f"[base]\ndata = corpus.txt\n[grid]\n{bad}\n"), "--out",
                    os.path.join(d, "out"), "--dry-run")
         check(p.returncode == 2 and frag in p.stderr, f"{bad}: exit {p.returncode}: {p.stderr!r}")
-    # every qtrain option an experiment file may set comes from qtrain's own table (train/qp_train_options.c):
+    # every qtrain option an experiment file may set comes from qtrain's own table (train/run/qp_train_options.c):
     # flags on/off, the enum options, and the ranges qtrain judges with (val_frac = 1 used to pass here and
     # fail every run)
     ini6 = write(os.path.join(d, "g6.ini"), "[base]\ndata = corpus.txt\non_divergence = skip-step\ngrad_comm = bf16\n"
@@ -478,7 +478,7 @@ def case_run():
     # -j 2: two runs at once, threads = cores / 2
     with open_run(os.path.join(out, "runs", names[0] + ".h5")) as f:
         check(f.attrs["threads"] == str(max(1, cores() // 2)), f"threads per run {f.attrs['threads']}")
-        # runs side by side wait passively (train/qp_omp.h), unless the environment chose
+        # runs side by side wait passively (train/run/qp_omp.h), unless the environment chose
         if not os.environ.get("OMP_WAIT_POLICY") and not os.environ.get("GOMP_SPINCOUNT"):
             check(f.attrs["omp_wait"] == "passive (OMP_WAIT_POLICY)", f"omp_wait under -j 2 {f.attrs['omp_wait']}")
     runs, exp = check_summary(d, out, target, ["recipe", "seed"])

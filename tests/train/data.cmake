@@ -1,4 +1,4 @@
-# Tests of train/qp_data (token files, batches, the prefetching loader).
+# Tests of train/run/qp_data (token files, batches, the prefetching loader).
 # Included from tests/CMakeLists.txt; a no-op until the qpdata library exists.
 # The corpus check in test_data_batch uses ../shared/data/tinyshakespeare.txt
 # beside the repository when present and says so when it skips it.

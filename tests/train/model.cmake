@@ -1,4 +1,4 @@
-# Tests of train/qp_model (the GPT) and train/qp_linear (the precision
+# Tests of train/model/qp_model (the GPT) and train/precision/qp_linear (the precision
 # dispatch). Included from tests/CMakeLists.txt; a no-op until qpmodel exists.
 #   test_model_torch      the FP32 model's logits, losses and gradients against
 #                         a PyTorch GPT (needs Debian's python3 with torch)

@@ -43,7 +43,7 @@ if(TARGET qtrain AND QP_PYTHON)
   endforeach()
 endif()
 
-# qtrain's OpenMP waiting policy (train/qp_omp.h): the re-exec, the user's choice kept
+# qtrain's OpenMP waiting policy (train/run/qp_omp.h): the re-exec, the user's choice kept
 if(TARGET qtrain AND QP_PYTHON)
   add_test(NAME test_omp_policy
            COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/test_omp_policy.py $<TARGET_FILE:qtrain>

@@ -1,4 +1,4 @@
-# Tests of train/qp_runlog (the SWMR run file) and train/qp_ckpt (atomic,
+# Tests of train/runfile/qp_runlog (the SWMR run file) and train/runfile/qp_ckpt (atomic,
 # checksummed checkpoints). Included from tests/CMakeLists.txt; a no-op until
 # the qprunlog library exists. Each test works in its own directory under
 # the build tree. The h5py test runs with QP_PYTHON (Debian's python3).

@@ -1,5 +1,5 @@
 /* runschema_md.c — print docs/runfile.md's schema tables from the schema
- * itself (train/qp_runschema.h), each after the marker the docs put above
+ * itself (train/runfile/qp_runschema.h), each after the marker the docs put above
  * it: "<!-- schema: PATH -->". test_runfile_compat.py (part docs) requires
  * the docs to hold exactly these blocks. */
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* test_ckpt.c — train/qp_ckpt: round trip bit for bit (NaN payloads, -0,
+/* test_ckpt.c — train/runfile/qp_ckpt: round trip bit for bit (NaN payloads, -0,
  * subnormals, 1-D..4-D, nested names, empty tensors), the stored CRC-32
  * against an independent bitwise CRC checked on "123456789", rotation to
  * PATH.prev, and every way a checkpoint can be bad: cut short at many

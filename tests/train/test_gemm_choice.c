@@ -1,4 +1,4 @@
-/* test_gemm_choice.c — which kernel runs BF16 products (train/qp_gemm.h):
+/* test_gemm_choice.c — which kernel runs BF16 products (train/precision/qp_gemm.h):
  * QP_GEMM=auto's rule on the CPU's features, case by case; the CPU facts it
  * reads, against what the kernel tells /proc/cpuinfo; QP_GEMM's accepted
  * values and the one-line error for any other; the name each choice records

@@ -1,7 +1,7 @@
-/* test_gemm_threads.c — the trainer's GEMMs (train/qp_gemm.c, oneDNN) give
+/* test_gemm_threads.c — the trainer's GEMMs (train/precision/qp_gemm.c, oneDNN) give
  * bit-identical products whatever the number of OpenMP threads, which is
  * what lets qtrain choose its thread count at run time (--threads auto,
- * train/qp_omp.h) without changing a run's results: its own kernels reduce in
+ * train/run/qp_omp.h) without changing a run's results: its own kernels reduce in
  * a fixed order over fixed blocks; this checks the library it does not own.
  *
  * For each shape — the products of the configurations the README measures

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_model_torch.py — the C models (train/qp_model.c, recipe fp32) against
+"""test_model_torch.py — the C models (train/model/qp_model.c, recipe fp32) against
 models written here in PyTorch from the published definitions — the GPT
 (GPT-2 / llm.c) and the Llama (RMSNorm, rotary embeddings in the GPT-NeoX /
 Hugging Face layout, SwiGLU, grouped-query attention, untied head): logits,
@@ -14,7 +14,7 @@ per tensor against both. It also checks the C initialisation's statistics,
 and that the baseline copy of the model kernels (QP_MODEL_ISA=baseline)
 writes the very same bytes as the copy the CPU picks (x86-64-v4 on an
 AVX-512 machine), and one thread the same as the test's two (which split
-attention by sequence or by head, train/qp_model_simd.h): every logit,
+attention by sequence or by head, train/model/qp_model_simd.h): every logit,
 loss and gradient bit for bit.
 
 usage: test_model_torch.py GPT_DUMP WORKDIR

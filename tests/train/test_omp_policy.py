@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_omp_policy.py — qtrain's choice of OpenMP waiting policy
-(train/qp_omp.h), tested as a policy, not as a speed:
+(train/run/qp_omp.h), tested as a policy, not as a speed:
 
   - by default qtrain re-executes itself before anything else with
     OMP_WAIT_POLICY=passive when its CPUs are busy and with a bounded spin

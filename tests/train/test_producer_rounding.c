@@ -1,13 +1,13 @@
 /* test_producer_rounding.c — GEMM inputs quantized by the kernels that write
  * them (qp_linear_takes_rounded: the bf16 recipe's BF16, the fp8 recipe's
- * delayed-scaled E4M3 and E5M2; train/qp_model_simd.h's round_row), against
+ * delayed-scaled E4M3 and E5M2; train/model/qp_model_simd.h's round_row), against
  * quant/'s quantization of what they wrote before:
  *
  *  - each producer (the GPT's residual LayerNorm, GELU forward and backward,
  *    attention backward (by its tasks and by its row pass); the Llama's
  *    residual RMSNorm, SwiGLU forward and backward, the inverse rotation of
  *    the q and k gradients: the static
- *    kernels of train/qp_model_kernels.c and qp_llama_kernels.c, compiled in
+ *    kernels of train/model/qp_model_kernels.c and qp_llama_kernels.c, compiled in
  *    here as a copy of their own) writes the bits qp_qdq gives its
  *    unquantized output at the format and scale asked, and its counts make
  *    qp_qdq's statistics (memcmp), on data with NaN, Inf, values that

@@ -124,7 +124,7 @@ check(bad.returncode == 2 and "QP_MODEL_ISA=avx9000" in bad.stderr and len(bad.s
       f"an unknown QP_MODEL_ISA is a one-line error, exit 2 (rc {bad.returncode}: {bad.stderr.strip()[-200:]})")
 
 # QP_GEMM chooses the kernel of BF16 products (auto: by the CPU's features,
-# train/qp_gemm.h): recorded in gemm_bf16; forcing the kernel auto chose
+# train/precision/qp_gemm.h): recorded in gemm_bf16; forcing the kernel auto chose
 # gives the same bits; the other kernel still trains; any other value is a
 # one-line error, exit 2
 gemm_runs = {}
@@ -210,7 +210,7 @@ if ARCH == "gpt":
     check(rc_k == 0 and rc_r == 0 and kept_kib - requant_kib > 15 * 1024,
           f"--requantize lowers peak RSS by the copies (> 15 MiB of 31.5 MB): {kept_kib} -> {requant_kib} KiB")
 
-# Producer rounding (train/qp_linear.h, qp_linear_takes_rounded): where the
+# Producer rounding (train/precision/qp_linear.h, qp_linear_takes_rounded): where the
 # GEMM multiplies quantized values in FP32 (QP_GEMM=f32), the bf16 recipe's
 # GEMM inputs (and the fp8 recipe's, at their delayed scales) are quantized
 # by the kernels that write them, except on steps that record quantization

@@ -1,4 +1,4 @@
-/* test_recipe.c — the recipe language (train/qp_recipe.h): the stored
+/* test_recipe.c — the recipe language (train/precision/qp_recipe.h): the stored
  * expansion of every preset and modifier, the presets' documented
  * expansions (docs/recipes.md, argv[1]), the examples of the docs,
  * ownership of scaling states, round trips through the canonical expansion,

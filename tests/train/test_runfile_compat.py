@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_runfile_compat.py — the run file's schema (train/qp_runschema.h)
+"""test_runfile_compat.py — the run file's schema (train/runfile/qp_runschema.h)
 against its documentation and against run files of other schema versions.
 
   test_runfile_compat.py PART RUNSCHEMA_MD QTRAIN QPLOT QSWEEP SRCDIR WORKDIR
@@ -143,7 +143,7 @@ def part_docs():
                               (d.shape[0] == 6 or path != "/train"),
                               f"{name}: {d.dtype} {d.shape}, documented {typ}")
         check(seen == documented, f"written but not documented: {sorted(seen - documented)}")
-        # the root attributes (train/qp_train_attrs.c's table): each one named in the docs
+        # the root attributes (train/run/qp_train_attrs.c's table): each one named in the docs
         text = open(os.path.join(SRC, "docs", "runfile.md"), encoding="utf-8").read()
         undocumented = sorted(k for k in f.attrs if f"`{k}`" not in text)
         check(not undocumented and len(f.attrs) > 40, f"root attributes not in docs/runfile.md: {undocumented}")

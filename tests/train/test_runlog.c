@@ -1,4 +1,4 @@
-/* test_runlog.c — train/qp_runlog: what lands in the file, read back with
+/* test_runlog.c — train/runfile/qp_runlog: what lands in the file, read back with
  * the HDF5 C API: every /train and /eval value bit for bit, the tables'
  * columns, attributes; flush and a SIGKILL (only flushed rows survive, and
  * the killed file resumes); resume cutting every series at a step; steps

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_runlog_h5py.py -- the run file as h5py sees it: written by
-test_runlog_writer (train/qp_runlog), read while it is written, after the
+test_runlog_writer (train/runfile/qp_runlog), read while it is written, after the
 writer is SIGKILLed, and after a resume.
 
   test_runlog_h5py.py WRITER WORKDIR [H5DUMP H5CLEAR]

@@ -1,4 +1,4 @@
-/* test_train_options.c — qtrain's option table (train/qp_train_options.c)
+/* test_train_options.c — qtrain's option table (train/run/qp_train_options.c)
  * through the two readers that take a value from it: qtrain's parser
  * (qp_train_parse_args) puts every option's values in its field, and
  * qp_train_opts_check judges every field at and past the ends of its

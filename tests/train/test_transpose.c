@@ -1,4 +1,4 @@
-/* test_transpose.c — train/qp_transpose against the plain loop, on shapes
+/* test_transpose.c — train/precision/qp_transpose against the plain loop, on shapes
  * with and without whole 64x64 tiles, tiny and tall, on the vector path this
  * CPU takes (run again with QP_SIMD=scalar for the SSE path). */
 #include <stdint.h>

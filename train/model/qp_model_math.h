@@ -74,7 +74,7 @@ QPM_FN float qpm_dot8(const float *a, const float *b, int n)
  * gradients) in a fixed two-level order, so the GPU can spread them over the
  * whole device without atomics: rows in chunks of QPM_SUM_ROWS, each chunk
  * summed in row order from 0, the chunk sums added in chunk order from 0.
- * The CPU kernels' column sums (train/qp_model_kernels.h QP_ROW_BLOCK) use
+ * The CPU kernels' column sums (train/model/qp_model_kernels.h QP_ROW_BLOCK) use
  * the same chunks, so on the same inputs the two give the same bits
  * (test_cuda_model_math). */
 #define QPM_SUM_ROWS 32
@@ -353,7 +353,7 @@ QPM_FN void qpm_attention_bwd_key(float *dqkv, const float *dpreatt, const float
     }
 }
 
-/* ---- the Llama (train/qp_llama_kernels.c) ----------------------------------- */
+/* ---- the Llama (train/model/qp_llama_kernels.c) ----------------------------------- */
 
 /* RMSNorm of one row x[C] into o[C] (gain w); its 1/rms. */
 QPM_FN void qpm_rmsnorm_fwd_row(float *o, float *rstd, const float *x, const float *w, int C)

@@ -3,7 +3,7 @@
  * defaults (kv heads, SwiGLU width), what a shape must satisfy, and the
  * GEMMs of an architecture's block (what a recipe may name). A file
  * of its own, needing nothing but the C library, so qsweep judges a grid's
- * shapes with the very function qtrain does (train/qp_train_options.c)
+ * shapes with the very function qtrain does (train/run/qp_train_options.c)
  * without the trainer. */
 #include <stdint.h>
 #include <stdio.h>

@@ -30,7 +30,7 @@
  * that its partner's CPU spends on the other run (measured 6-22 ms per step
  * where alone it takes 3-5). Results do not depend on the count: the
  * model's kernels reduce in fixed blocks and the GEMMs split into blocks
- * fixed by their shape (train/qp_gemm.c).
+ * fixed by their shape (train/precision/qp_gemm.c).
  *
  * libgomp reads its environment when the program is loaded, so the choice
  * is applied by setting it and re-executing the program (qp_omp_apply,

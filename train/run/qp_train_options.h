@@ -13,7 +13,7 @@
  * of the grid before any starts (experiments/qs_grid.c), so a run qsweep
  * accepts is one qtrain starts, and a new option is one row.
  * No dependencies but the headers of the types it names, io/qp_cli.c and
- * train/qp_model_shape.c (qsweep compiles it in without the trainer). */
+ * train/model/qp_model_shape.c (qsweep compiles it in without the trainer). */
 #ifndef QP_TRAIN_OPTIONS_H
 #define QP_TRAIN_OPTIONS_H
 

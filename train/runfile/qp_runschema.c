@@ -22,7 +22,7 @@ static const qp_runcol TRAIN[] = {
      AT(qp_train_row, data_wait_ms)},
     {"tokens_per_s", F64, "tokens/s", "tokens of the step (B·T·accumulation) / step time", 1,
      AT(qp_train_row, tokens_per_s)},
-    {"batch_hash", U64, "", "FNV-1a 64 of the batch's tokens (`qp_batch_hash`, `train/qp_data.h`): two runs saw the "
+    {"batch_hash", U64, "", "FNV-1a 64 of the batch's tokens (`qp_batch_hash`, `train/run/qp_data.h`): two runs saw the "
      "same data iff these agree", 1, AT(qp_train_row, batch_hash)},
     {"comm_ms", F64, "ms", "part of `step_ms` spent in cross-rank communication (gradient and amax all-reduces; phase "
      "`comm`); 0 in one process", 1, AT(qp_train_row, comm_ms)},
@@ -49,7 +49,7 @@ static const qp_runcol TRAIN[] = {
      2, AT(qp_train_row, optim_ms)},
     {"threads", I64, "", "OpenMP threads the step ran on: `--threads N`'s N, or under `--threads auto` the CPUs of "
      "the run's affinity mask that other work left idle, re-sampled as the run goes (at most the count it started "
-     "with; `train/qp_omp.h`). The results do not depend on it. 0 in the rows of a file an older qtrain wrote and "
+     "with; `train/run/qp_omp.h`). The results do not depend on it. 0 in the rows of a file an older qtrain wrote and "
      "this one resumed", 4, AT(qp_train_row, threads)},
 };
 
@@ -57,7 +57,7 @@ static const qp_runcol EVAL[] = {
     {"step", I64, "", "step after which validation ran; never decreases", 1, AT(qp_eval_row, step)},
     {"val_loss", F64, "nats", "mean cross-entropy per token over the fixed validation set: consecutive non-overlapping "
      "windows of seq+1 tokens from the start of the validation split, `val_tokens` of them in whole batches — the "
-     "same tokens for every seed and recipe of a study (`qp_dataset_fixed_batch`, `train/qp_data.h`)", 1,
+     "same tokens for every seed and recipe of a study (`qp_dataset_fixed_batch`, `train/run/qp_data.h`)", 1,
      AT(qp_eval_row, val_loss)},
 };
 
@@ -66,7 +66,7 @@ static const qp_runcol QERR[] = {
     {"layer", I64, "", "transformer block (0-based); -1 for layers outside the blocks (e.g. the LM head)", 1,
      AT(qp_qerr_row, layer)},
     {"gemm", STR(32), "", "which GEMM: `qkv`, `attproj`, `fc`, `fcproj` (the GPT), `qkv`, `attproj`, `gate`, `up`, "
-     "`down` (`--arch llama`) (`qp_gemm_name`, `train/qp_recipe.h`; the FP32 LM head is not logged)", 1,
+     "`down` (`--arch llama`) (`qp_gemm_name`, `train/precision/qp_recipe.h`; the FP32 LM head is not logged)", 1,
      AT(qp_qerr_row, gemm)},
     {"operand", STR(16), "", "`x` (activation), `w` (weight), `dy` (output gradient)", 1, AT(qp_qerr_row, operand)},
     {"pass", STR(16), "", "`fprop`, `dgrad`, `wgrad`", 1, AT(qp_qerr_row, pass)},
