@@ -119,13 +119,14 @@ _Static_assert(sizeof modifiers / sizeof modifiers[0] == M_COUNT, "a row per mod
 /* The modifiers that qualify any recipe (a model's or the block range's),
  * as their names are written in --help and messages; the parser matches
  * the same prefixes (parse_clauses). */
+#define SMOOTH_SWIGLU "smooth-swiglu" /* a modifier of the model, not of the plans */
 enum { B_BF16_LAST, B_BF16_FIRST, B_SMOOTH_SWIGLU, B_COUNT };
 static const struct {
     const char *prefix, *arg, *note; /* "bf16-last=" + "N"; note: what --help says of it, or NULL */
 } bare_modifiers[] = {
     [B_BF16_LAST] = {"bf16-last=", "N", NULL},
     [B_BF16_FIRST] = {"bf16-first=", "N", NULL},
-    [B_SMOOTH_SWIGLU] = {"smooth-swiglu", "",
+    [B_SMOOTH_SWIGLU] = {SMOOTH_SWIGLU, "",
                          "llama: Fishman et al.'s Smooth-SwiGLU, the down GEMM's input scaled per channel by a "
                          "power of two before it is quantized, the inverse folded into its weight"},
 };
@@ -193,23 +194,26 @@ void qp_recipe_presets_help(char *buf, size_t len)
     add(buf, len, &k, ";\n");
 }
 
+/* The length of bare modifier i's name when the clause s (n bytes) is it
+ * (NAME=value with a value after the '=', or the plain name), else 0. */
+static size_t bare_match(const char *s, size_t n, int i)
+{
+    const size_t p = strlen(bare_modifiers[i].prefix);
+    const bool valued = *bare_modifiers[i].arg;
+    return (valued ? n > p : n == p) && !memcmp(s, bare_modifiers[i].prefix, p) ? p : 0;
+}
+
 size_t qp_recipe_bare_modifier(const char *spec)
 {
     const size_t n = strcspn(spec, ",");
-    for (int i = 0; i < B_COUNT; i++) {
-        const size_t p = strlen(bare_modifiers[i].prefix);
-        /* NAME=N needs a value after its '='; a plain name is the whole clause */
-        if (*bare_modifiers[i].arg ? n > p && !memcmp(spec, bare_modifiers[i].prefix, p)
-                                   : n == p && !memcmp(spec, bare_modifiers[i].prefix, p))
-            return n;
-    }
+    for (int i = 0; i < B_COUNT; i++)
+        if (bare_match(spec, n, i)) return n;
     return 0;
 }
 
 #define TARGETS "fprop, dgrad, wgrad, x, w, dy, qkv, attproj, fc, fcproj, gate, up, down, Ln, Ln-m, firstN, lastN " \
                 "(~ before blocks: " \
                 "all but those; + joins one kind, . joins kinds)"
-#define SMOOTH_SWIGLU "smooth-swiglu" /* a modifier of the model, not of the plans */
 #define OPTIONS "sr, rn, current, delayed, hist=N, amax=max|most-recent, rht=0|16|32|64|128, 1d, 2d"
 
 /* RHT sizes the quantizer has (quant/qp_core.h), or 0 for none. */
@@ -494,6 +498,8 @@ static int parse_clauses(parser *p, const char *text, const char *origin, int *h
         int mi = -1;
         for (int i = 0; i < M_COUNT && in_spec; i++)
             if (word_is(s, n, modifiers[i].name)) mi = i;
+        const size_t last = in_spec ? bare_match(s, n, B_BF16_LAST) : 0;
+        const size_t firsts = in_spec ? bare_match(s, n, B_BF16_FIRST) : 0;
         if (pi >= 0) {
             if (!first || r->base[0]) return fail(p, "'%s' must come first and only once", presets[pi].name);
             snprintf(r->base, sizeof r->base, "%s", presets[pi].name);
@@ -505,17 +511,17 @@ static int parse_clauses(parser *p, const char *text, const char *origin, int *h
             *modifier_mask |= 1 << mi;
             if (parse_clauses(p, modifiers[mi].expansion, modifiers[mi].name, has_rules, legacy_mods, modifier_mask))
                 return -1;
-        } else if (in_spec && n > 10 && !memcmp(s, "bf16-last=", 10)) {
+        } else if (last) {
             *legacy_mods = 1;
             p->bf16_last_given = 1;
-            if (parse_count(s + 10, n - 10, &r->bf16_last))
-                return fail(p, "bf16-last takes a count >= 0, not '%.*s'", (int)(n - 10), s + 10);
-        } else if (in_spec && word_is(s, n, SMOOTH_SWIGLU)) {
+            if (parse_count(s + last, n - last, &r->bf16_last))
+                return fail(p, "bf16-last takes a count >= 0, not '%.*s'", (int)(n - last), s + last);
+        } else if (in_spec && bare_match(s, n, B_SMOOTH_SWIGLU)) {
             r->smooth_swiglu = true;
-        } else if (in_spec && n > 11 && !memcmp(s, "bf16-first=", 11)) {
+        } else if (firsts) {
             *legacy_mods = 1;
-            if (parse_count(s + 11, n - 11, &r->bf16_first))
-                return fail(p, "bf16-first takes a count >= 0, not '%.*s'", (int)(n - 11), s + 11);
+            if (parse_count(s + firsts, n - firsts, &r->bf16_first))
+                return fail(p, "bf16-first takes a count >= 0, not '%.*s'", (int)(n - firsts), s + firsts);
         } else if (memchr(s, '=', n) || memchr(s, ':', n)) {
             if (in_spec) *has_rules = 1;
             if (parse_rule(p, s, n, at)) return -1;
