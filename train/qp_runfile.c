@@ -315,6 +315,12 @@ int qp_runfile_read_i64(const qp_runfile *rf, qp_runset_id set, const char *col,
     return read_col(rf, set, col, 0, H5T_NATIVE_INT64, sizeof *out, first, n, out, err, errlen);
 }
 
+int qp_runfile_read_u64(const qp_runfile *rf, qp_runset_id set, const char *col, size_t first, size_t n,
+                        uint64_t *out, char *err, size_t errlen)
+{
+    return read_col(rf, set, col, 0, H5T_NATIVE_UINT64, sizeof *out, first, n, out, err, errlen);
+}
+
 int qp_runfile_read_f64(const qp_runfile *rf, qp_runset_id set, const char *col, size_t first, size_t n,
                         double *out, char *err, size_t errlen)
 {

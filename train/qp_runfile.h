@@ -92,6 +92,8 @@ long long qp_runfile_rows(const qp_runfile *rf, qp_runset_id set, const char *co
  * the other kind (number/string), or rows the file cannot give. */
 int qp_runfile_read_i64(const qp_runfile *rf, qp_runset_id set, const char *col, size_t first, size_t n,
                         int64_t *out, char *err, size_t errlen);
+int qp_runfile_read_u64(const qp_runfile *rf, qp_runset_id set, const char *col, size_t first, size_t n,
+                        uint64_t *out, char *err, size_t errlen);
 int qp_runfile_read_f64(const qp_runfile *rf, qp_runset_id set, const char *col, size_t first, size_t n,
                         double *out, char *err, size_t errlen);
 int qp_runfile_read_str(const qp_runfile *rf, qp_runset_id set, const char *col, size_t first, size_t n,
