@@ -47,7 +47,7 @@ QPREC_EXPORT int qprec_runcol_dtype(int s, int c, char *buf, int len)
     return 0;
 }
 
-/* The HDF5 dataset that holds the column: "/train/loss", or a table's path */
+/* The HDF5 dataset that holds the column: a series of its own in its group, or the table */
 QPREC_EXPORT int qprec_runcol_dataset(int s, int c, char *buf, int len)
 {
     const qp_runcol *k = col(s, c);

@@ -1,4 +1,4 @@
-"""qprec._lib — loading libqprec.so (quant/ + csrc/qprec_capi.c) with ctypes.
+"""qprec._lib — loading libqprec.so (quant/, the run file's schema table, csrc/) with ctypes.
 
 The library is, in this order: $QPREC_LIBRARY (a path; the project's tests
 point it at build/lib/libqprec.so), or libqprec.so inside this package
