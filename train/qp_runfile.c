@@ -205,6 +205,7 @@ int qp_runfile_open(qp_runfile **out, const char *path, const char *tool, char *
         rc = QP_RUNFILE_CKPT;
     } else if (qp_runschema_check_version(qp_runfile_attr(rf, QP_RUNFILE_SCHEMA_ATTR), path, tool, &rf->version, err,
                                           errlen)) {
+        /* err says why: not a version, or newer than this build reads */
     } else if (!has_link(rf->file, train)) {
         snprintf(err, errlen, "%s: not a qprec run file (no %s)", path, train);
     } else {
