@@ -1,9 +1,9 @@
 /* qs_runfile.h — what the summary needs from one qtrain run file.
  *
- * Owns: reading a run file (schema: docs/runfile.md) with the HDF5 C API and
- * reducing it to one summary row. Files are opened read-only with
- * H5F_ACC_SWMR_READ, which reads live runs, runs whose writer was killed and
- * finished runs alike. Definitions (docs/qsweep.md):
+ * Owns: reducing a run file (schema: docs/runfile.md) to one summary row.
+ * The file is read through the one run-file reader (train/runfile/qp_runfile.h:
+ * columns by their schema names; SWMR, so live runs, runs whose writer was
+ * killed and finished runs read alike). Definitions (docs/qsweep.md):
  *   steps           rows of /train (the shortest of its eight datasets)
  *   final_train     mean of the last min(10, steps) /train/loss values
  *   final_val       the last /eval/val_loss

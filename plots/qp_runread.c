@@ -1,181 +1,14 @@
-/* qp_runread.c — read a run file (see qp_runread.h). */
-#include "qp_h5err.h"
-#include "qp_h5open.h"
+/* qp_runread.c — a run file's figure columns into a qp_run (see
+ * qp_runread.h), through train/runfile/qp_runfile.h. */
 #include "qp_runread.h"
-#include "qp_ckpt.h" /* QP_CKPT_MARKER */
 
-#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-#include <hdf5.h>
 
 /* Everything one load allocates hangs off the qp_run; on failure it is all
- * released through qp_run_free, so the readers below only need to leave
- * HDF5 handles closed. */
-
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
-
-/* H5Lexists on "a/b" fails (rather than returning 0) when "a" is missing,
- * so check every component. */
-static int has_path(hid_t f, const char *path)
-{
-    char buf[256];
-    size_t n = strlen(path);
-    if (n >= sizeof buf) return 0;
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        htri_t e = H5Lexists(f, buf, H5P_DEFAULT);
-        buf[i] = c;
-        if (e <= 0) return 0;
-    }
-    return 1;
-}
-
-/* Read a whole 1-D dataset converted to mtype (elements of size el) into a
- * fresh buffer. Returns 0, or -1 with err set. */
-static int read_1d(hid_t f, const char *file, const char *name, hid_t mtype, size_t el, void **buf, size_t *n,
-                   char *err, size_t errlen)
-{
-    *buf = NULL;
-    *n = 0;
-    int rc = -1;
-    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
-    hid_t sp = ds >= 0 ? H5Dget_space(ds) : -1;
-    if (sp < 0 || H5Sget_simple_extent_ndims(sp) != 1) {
-        snprintf(err, errlen, "%s: not a qprec run file (%s is not a 1-D dataset)", file, name);
-        goto out;
-    }
-    hsize_t dim;
-    H5Sget_simple_extent_dims(sp, &dim, NULL);
-    if (!qp_h5_data_present(ds, (unsigned long long)dim, el, 1ull << 26)) {
-        snprintf(err, errlen, "%s: %s declares %llu rows but the file does not hold them", file, name,
-                 (unsigned long long)dim);
-        goto out;
-    }
-    /* calloc(0) may return NULL; keep one element so a valid empty read has a buffer */
-    *buf = calloc(dim ? (size_t)dim : 1, el);
-    if (!*buf) {
-        snprintf(err, errlen, "%s: out of memory reading %s", file, name);
-        goto out;
-    }
-    if (dim && H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, *buf) < 0) {
-        snprintf(err, errlen, "%s: cannot read %s (wrong type or damaged file)", file, name);
-        free(*buf);
-        *buf = NULL;
-        goto out;
-    }
-    *n = (size_t)dim;
-    rc = 0;
-out:
-    if (sp >= 0) H5Sclose(sp);
-    if (ds >= 0) H5Dclose(ds);
-    return rc;
-}
-
-/* ---- root attributes ------------------------------------------------------ */
-
-typedef struct {
-    qp_run *r;
-    int cap, failed;
-} attr_ctx;
-
-/* Attributes become text: strings as they are, numbers printed (the schema
- * stores strings only; numbers are accepted so a hand-made file reads too). */
-static char *attr_text(hid_t a)
-{
-    hid_t t = H5Aget_type(a);
-    if (t < 0) return NULL;
-    char *out = NULL;
-    H5T_class_t c = H5Tget_class(t);
-    /* one value only: H5Aread writes every element of an array attribute */
-    hid_t asp = H5Aget_space(a);
-    const int one = asp >= 0 && H5Sget_simple_extent_type(asp) != H5S_NULL && H5Sget_simple_extent_npoints(asp) == 1;
-    if (asp >= 0) H5Sclose(asp);
-    if (!one) c = H5T_NO_CLASS;
-    if (c == H5T_STRING && H5Tis_variable_str(t) > 0) {
-        hid_t m = H5Tcopy(H5T_C_S1);
-        H5Tset_size(m, H5T_VARIABLE);
-        H5Tset_cset(m, H5Tget_cset(t));
-        char *s = NULL;
-        if (H5Aread(a, m, &s) >= 0 && s) {
-            out = dup_str(s);
-            H5free_memory(s);
-        }
-        H5Tclose(m);
-    } else if (c == H5T_STRING) {
-        size_t n = H5Tget_size(t);
-        hid_t m = H5Tcopy(H5T_C_S1);
-        H5Tset_size(m, n + 1);
-        H5Tset_strpad(m, H5T_STR_NULLTERM);
-        out = calloc(n + 1, 1);
-        if (out && H5Aread(a, m, out) < 0) {
-            free(out);
-            out = NULL;
-        }
-        H5Tclose(m);
-    } else if (c == H5T_INTEGER || c == H5T_FLOAT) {
-        hid_t sp = H5Aget_space(a);
-        if (sp >= 0 && H5Sget_simple_extent_npoints(sp) == 1) {
-            char buf[64];
-            if (c == H5T_INTEGER) {
-                long long v;
-                if (H5Aread(a, H5T_NATIVE_LLONG, &v) >= 0) snprintf(buf, sizeof buf, "%lld", v), out = dup_str(buf);
-            } else {
-                double v;
-                if (H5Aread(a, H5T_NATIVE_DOUBLE, &v) >= 0) snprintf(buf, sizeof buf, "%.17g", v), out = dup_str(buf);
-            }
-        }
-        if (sp >= 0) H5Sclose(sp);
-    }
-    H5Tclose(t);
-    return out;
-}
-
-static herr_t attr_cb(hid_t loc, const char *name, const H5A_info_t *info, void *p)
-{
-    (void)info;
-    attr_ctx *c = p;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    if (a < 0) return 0;
-    char *v = attr_text(a);
-    H5Aclose(a);
-    if (!v) return 0; /* compound or array attributes: not configuration */
-    qp_run *r = c->r;
-    if (r->nattrs == c->cap) {
-        int cap = c->cap ? 2 * c->cap : 32;
-        qp_attr *na = realloc(r->attrs, (size_t)cap * sizeof *na);
-        if (!na) {
-            free(v);
-            c->failed = 1;
-            return -1;
-        }
-        r->attrs = na;
-        c->cap = cap;
-    }
-    char *k = dup_str(name);
-    if (!k) {
-        free(v);
-        c->failed = 1;
-        return -1;
-    }
-    r->attrs[r->nattrs].key = k;
-    r->attrs[r->nattrs].value = v;
-    r->nattrs++;
-    return 0;
-}
+ * released through qp_run_free. */
 
 static int cmp_attr(const void *a, const void *b)
 {
@@ -189,203 +22,123 @@ const char *qp_run_attr(const qp_run *r, const char *key)
     return hit ? hit->value : NULL;
 }
 
-/* ---- tables ------------------------------------------------------------- */
-
-/* A native string member: fixed width n bytes plus a NUL, which HDF5 fills
- * in converting from the file's NUL-padded column. */
-static hid_t str_type(size_t n)
+/* Rows [0, n) of a numeric series column, into a fresh buffer of int64_t
+ * (i64) or double. */
+static int series(qp_runfile *rf, qp_runset_id set, const char *col, int i64, size_t n, void **out, char *err,
+                  size_t errlen)
 {
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, n);
-    H5Tset_strpad(t, H5T_STR_NULLTERM);
-    return t;
-}
-
-/* Compound conversion matches members by name, so these memory types read
- * just the columns a figure needs, whatever else the table holds. A table
- * that lacks one of them fails the read. */
-static hid_t qerr_type(void)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(qp_qerr_rec));
-    hid_t g = str_type(QP_GEMM_LEN), s = str_type(QP_NAME_LEN);
-    H5Tinsert(t, "step", HOFFSET(qp_qerr_rec, step), H5T_NATIVE_INT64);
-    H5Tinsert(t, "layer", HOFFSET(qp_qerr_rec, layer), H5T_NATIVE_INT64);
-    H5Tinsert(t, "gemm", HOFFSET(qp_qerr_rec, gemm), g);
-    H5Tinsert(t, "operand", HOFFSET(qp_qerr_rec, operand), s);
-    H5Tinsert(t, "pass", HOFFSET(qp_qerr_rec, pass), s);
-    H5Tinsert(t, "rel_l2", HOFFSET(qp_qerr_rec, rel_l2), H5T_NATIVE_DOUBLE);
-    H5Tclose(g);
-    H5Tclose(s);
-    return t;
-}
-
-static hid_t event_type(void)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(qp_event_rec));
-    hid_t g = str_type(QP_GEMM_LEN), s = str_type(QP_NAME_LEN);
-    H5Tinsert(t, "step", HOFFSET(qp_event_rec, step), H5T_NATIVE_INT64);
-    H5Tinsert(t, "layer", HOFFSET(qp_event_rec, layer), H5T_NATIVE_INT64);
-    H5Tinsert(t, "gemm", HOFFSET(qp_event_rec, gemm), g);
-    H5Tinsert(t, "operand", HOFFSET(qp_event_rec, operand), s);
-    H5Tinsert(t, "kind", HOFFSET(qp_event_rec, kind), g);
-    H5Tclose(g);
-    H5Tclose(s);
-    return t;
-}
-
-static hid_t outlier_type(void)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(qp_outlier_rec));
-    hid_t g = str_type(QP_GEMM_LEN);
-    H5Tinsert(t, "step", HOFFSET(qp_outlier_rec, step), H5T_NATIVE_INT64);
-    H5Tinsert(t, "layer", HOFFSET(qp_outlier_rec, layer), H5T_NATIVE_INT64);
-    H5Tinsert(t, "gemm", HOFFSET(qp_outlier_rec, gemm), g);
-    H5Tinsert(t, "amax", HOFFSET(qp_outlier_rec, amax), H5T_NATIVE_DOUBLE);
-    H5Tinsert(t, "kurtosis", HOFFSET(qp_outlier_rec, kurtosis), H5T_NATIVE_DOUBLE);
-    H5Tinsert(t, "topk_frac", HOFFSET(qp_outlier_rec, topk_frac), H5T_NATIVE_DOUBLE);
-    H5Tclose(g);
-    return t;
-}
-
-typedef struct {
-    char state[QP_NAME_LEN];
-} status_rec;
-
-static hid_t status_type(void)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(status_rec));
-    hid_t s = str_type(QP_NAME_LEN);
-    H5Tinsert(t, "state", HOFFSET(status_rec, state), s);
-    H5Tclose(s);
-    return t;
-}
-
-/* ---- the run ------------------------------------------------------------ */
-
-/* A /train or /eval column the schema says a file of r's version has. */
-static int read_col(qp_run *r, hid_t f, qp_runset_id set, const char *name, void **buf, size_t *n, char *err,
-                    size_t errlen)
-{
-    const qp_runcol *c = qp_runcol_find(set, name);
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s", qp_runsets[set].path + 1, name);
-    if (c->kind == QP_RC_F64) return read_1d(f, r->path, path, H5T_NATIVE_DOUBLE, sizeof(double), buf, n, err, errlen);
-    return read_1d(f, r->path, path, H5T_NATIVE_INT64, sizeof(int64_t), buf, n, err, errlen);
-}
-
-static int load_train(qp_run *r, hid_t f, char *err, size_t errlen)
-{
-    /* The series a figure reads (the schema names them; phases from
-     * version 2 on); the shortest length is the number of complete rows. */
-    static const char *const used[] = {"step", "loss", "step_ms", "data_wait_ms", "tokens_per_s"};
-    for (size_t i = 0; i < sizeof used / sizeof used[0]; i++) {
-        char path[128];
-        snprintf(path, sizeof path, "train/%s", used[i]);
-        if (!has_path(f, path)) {
-            snprintf(err, errlen, "%s: not a qprec run file (no /%s)", r->path, path);
-            return -1;
-        }
-    }
-    size_t n[6 + QP_PHASE_COUNT];
-    if (read_col(r, f, QP_RS_TRAIN, "step", (void **)&r->step, &n[0], err, errlen) ||
-        read_col(r, f, QP_RS_TRAIN, "loss", (void **)&r->loss, &n[1], err, errlen) ||
-        read_col(r, f, QP_RS_TRAIN, "step_ms", (void **)&r->step_ms, &n[2], err, errlen) ||
-        read_col(r, f, QP_RS_TRAIN, "data_wait_ms", (void **)&r->data_wait_ms, &n[3], err, errlen) ||
-        read_col(r, f, QP_RS_TRAIN, "tokens_per_s", (void **)&r->tokens_per_s, &n[4], err, errlen))
+    *out = calloc(n ? n : 1, 8);
+    if (!*out) {
+        snprintf(err, errlen, "%s: out of memory reading %s", qp_runfile_path(rf), col);
         return -1;
+    }
+    return i64 ? qp_runfile_read_i64(rf, set, col, 0, n, *out, err, errlen)
+               : qp_runfile_read_f64(rf, set, col, 0, n, *out, err, errlen);
+}
+
+/* The /train series a figure reads (phases and threads where the file has
+ * them); the shortest length is the number of complete rows. */
+static int load_train(qp_run *r, qp_runfile *rf, char *err, size_t errlen)
+{
+    typedef struct {
+        const char *col;
+        int i64;
+        void **dst;
+    } want_col;
+    want_col want[7 + QP_PHASE_COUNT] = {
+        {"step", 1, (void **)&r->step},
+        {"loss", 0, (void **)&r->loss},
+        {"step_ms", 0, (void **)&r->step_ms},
+        {"data_wait_ms", 0, (void **)&r->data_wait_ms},
+        {"tokens_per_s", 0, (void **)&r->tokens_per_s},
+    };
     int k = 5;
-    for (int p = 0; p < QP_PHASE_COUNT; p++) {
-        const qp_runcol *c = qp_runcol_find(QP_RS_TRAIN, qp_phases[p].column);
-        char path[128];
-        snprintf(path, sizeof path, "train/%s", c->name);
-        if (c->since > r->version || !has_path(f, path)) continue; /* not profiled (NULL) */
-        if (read_col(r, f, QP_RS_TRAIN, c->name, (void **)&r->phase_ms[p], &n[k++], err, errlen)) return -1;
+    for (int p = 0; p < QP_PHASE_COUNT; p++) /* not profiled (schema version 1): NULL */
+        if (qp_runfile_has(rf, QP_RS_TRAIN, qp_phases[p].column))
+            want[k++] = (want_col){qp_phases[p].column, 0, (void **)&r->phase_ms[p]};
+    if (qp_runfile_has(rf, QP_RS_TRAIN, "threads")) want[k++] = (want_col){"threads", 1, (void **)&r->threads};
+    long long m = -1;
+    for (int i = 0; i < k; i++) {
+        const long long n = qp_runfile_rows(rf, QP_RS_TRAIN, want[i].col, err, errlen);
+        if (n < 0) return -1;
+        if (m < 0 || n < m) m = n;
     }
-    if (qp_runcol_find(QP_RS_TRAIN, "threads")->since <= r->version && has_path(f, "train/threads") &&
-        read_col(r, f, QP_RS_TRAIN, "threads", (void **)&r->threads, &n[k++], err, errlen))
-        return -1;
-    size_t m = n[0];
-    for (int i = 1; i < k; i++)
-        if (n[i] < m) m = n[i];
-    r->n_train = m;
+    r->n_train = (size_t)m;
     if (m == 0) {
         snprintf(err, errlen, "%s: empty run file (no /train rows)", r->path);
         return QP_RUN_EMPTY;
     }
+    for (int i = 0; i < k; i++)
+        if (series(rf, QP_RS_TRAIN, want[i].col, want[i].i64, r->n_train, want[i].dst, err, errlen)) return -1;
     return 0;
 }
 
-static int load_eval(qp_run *r, hid_t f, char *err, size_t errlen)
+static int load_eval(qp_run *r, qp_runfile *rf, char *err, size_t errlen)
 {
-    if (!has_path(f, "eval/step") || !has_path(f, "eval/val_loss")) return 0; /* no validation logged */
-    size_t a, b;
-    if (read_col(r, f, QP_RS_EVAL, "step", (void **)&r->eval_step, &a, err, errlen) ||
-        read_col(r, f, QP_RS_EVAL, "val_loss", (void **)&r->val_loss, &b, err, errlen))
+    if (!qp_runfile_has(rf, QP_RS_EVAL, "step") || !qp_runfile_has(rf, QP_RS_EVAL, "val_loss")) return 0; /* none logged */
+    const long long a = qp_runfile_rows(rf, QP_RS_EVAL, "step", err, errlen);
+    const long long b = a < 0 ? -1 : qp_runfile_rows(rf, QP_RS_EVAL, "val_loss", err, errlen);
+    if (b < 0) return -1;
+    r->n_eval = (size_t)(a < b ? a : b);
+    return series(rf, QP_RS_EVAL, "step", 1, r->n_eval, (void **)&r->eval_step, err, errlen) ||
+           series(rf, QP_RS_EVAL, "val_loss", 0, r->n_eval, (void **)&r->val_loss, err, errlen);
+}
+
+/* Every row of a table, the bound columns into a fresh array; an absent
+ * table has no rows. */
+static int load_table(qp_runfile *rf, qp_runset_id set, const qp_runbind *b, int nb, size_t el, void **rows,
+                      size_t *n, char *err, size_t errlen)
+{
+    if (!qp_runfile_has(rf, set, NULL)) return 0;
+    const long long m = qp_runfile_rows(rf, set, b[0].column, err, errlen);
+    if (m < 0) return -1;
+    *rows = calloc(m ? (size_t)m : 1, el);
+    if (!*rows) {
+        snprintf(err, errlen, "%s: out of memory reading %s", qp_runfile_path(rf), qp_runsets[set].path);
         return -1;
-    r->n_eval = a < b ? a : b;
-    return 0;
+    }
+    *n = (size_t)m;
+    return qp_runfile_read_rows(rf, set, b, nb, el, 0, (size_t)m, *rows, err, errlen);
 }
 
-static int load_table(qp_run *r, hid_t f, const char *name, hid_t (*mk)(void), size_t el, void **buf, size_t *n,
-                      char *err, size_t errlen)
-{
-    if (!has_path(f, name)) return 0; /* an absent table has no rows */
-    hid_t t = mk();
-    int rc = read_1d(f, r->path, name, t, el, buf, n, err, errlen);
-    H5Tclose(t);
-    return rc;
-}
+#define BIND(type, field) {#field, offsetof(type, field), sizeof(((type *)0)->field)}
+static const qp_runbind QERR_COLS[] = {BIND(qp_qerr_rec, step), BIND(qp_qerr_rec, layer), BIND(qp_qerr_rec, gemm),
+                                       BIND(qp_qerr_rec, operand), BIND(qp_qerr_rec, pass), BIND(qp_qerr_rec, rel_l2)};
+static const qp_runbind EVENT_COLS[] = {BIND(qp_event_rec, step), BIND(qp_event_rec, layer), BIND(qp_event_rec, gemm),
+                                        BIND(qp_event_rec, operand), BIND(qp_event_rec, kind)};
+static const qp_runbind OUTLIER_COLS[] = {BIND(qp_outlier_rec, step), BIND(qp_outlier_rec, layer),
+                                          BIND(qp_outlier_rec, gemm), BIND(qp_outlier_rec, amax),
+                                          BIND(qp_outlier_rec, kurtosis), BIND(qp_outlier_rec, topk_frac)};
+#define NB(a) ((int)(sizeof a / sizeof a[0]))
 
-static int load_state(qp_run *r, hid_t f)
+/* The last /status row's state; a missing or odd status table only loses
+ * the state, never the plot. */
+static void load_state(qp_run *r, qp_runfile *rf)
 {
-    status_rec *s = NULL;
-    size_t n = 0;
     char dummy[8];
-    if (load_table(r, f, "status", status_type, sizeof *s, (void **)&s, &n, dummy, sizeof dummy) == 0 && n)
-        memcpy(r->state, s[n - 1].state, sizeof r->state);
-    free(s); /* a missing or odd status table only loses the state, never the plot */
-    return 0;
+    const long long n =
+        qp_runfile_has(rf, QP_RS_STATUS, NULL) ? qp_runfile_rows(rf, QP_RS_STATUS, "state", dummy, sizeof dummy) : 0;
+    char s[QP_NAME_LEN];
+    if (n > 0 && qp_runfile_read_str(rf, QP_RS_STATUS, "state", (size_t)n - 1, 1, s, sizeof s, dummy, sizeof dummy) == 0)
+        memcpy(r->state, s, sizeof r->state);
 }
 
 int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
     r->seed = -1;
-    qp_h5_quiet();
-
-    if (qp_h5_check_file(path, err, errlen)) return -1;
-    r->path = dup_str(path);
+    qp_runfile *rf = NULL;
+    const int orc = qp_runfile_open(&rf, path, "qplot", err, errlen);
+    if (orc) return orc == QP_RUNFILE_CKPT ? QP_RUN_CKPT : -1;
+    int rc = -1;
+    r->path = strdup(path);
     if (!r->path) {
         snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    hid_t f = (hid_t)qp_h5_open_read(path, 1);
-    if (f < 0) {
-        snprintf(err, errlen, "%s: cannot open the HDF5 file (damaged, or being created right now)", path);
-        qp_run_free(r);
-        return -1;
-    }
-    int rc = -1;
-    attr_ctx ac = {r, 0, 0};
-    hsize_t idx = 0;
-    H5Aiterate2(f, H5_INDEX_NAME, H5_ITER_INC, &idx, attr_cb, &ac);
-    if (ac.failed) {
-        snprintf(err, errlen, "%s: out of memory reading attributes", path);
         goto out;
     }
-    if (r->nattrs) qsort(r->attrs, (size_t)r->nattrs, sizeof *r->attrs, cmp_attr);
-    if (!has_path(f, "train") && H5Aexists(f, QP_CKPT_MARKER) > 0) {
-        snprintf(err, errlen, "%s: a qtrain checkpoint, not a run file", path);
-        rc = QP_RUN_CKPT;
-        goto out;
-    }
-    if (qp_runschema_check_version(qp_run_attr(r, QP_RUNFILE_SCHEMA_ATTR), path, "qplot", &r->version, err, errlen))
-        goto out;
-    if (!has_path(f, "train")) {
-        snprintf(err, errlen, "%s: not a qprec run file (no /train)", path);
-        goto out;
-    }
-    if ((rc = load_train(r, f, err, errlen)) != 0) goto out;
+    r->version = qp_runfile_version(rf);
+    r->attrs = qp_runfile_take_attrs(rf, &r->nattrs);
+    if ((rc = load_train(r, rf, err, errlen)) != 0) goto out;
     rc = -1;
     r->recipe = qp_run_attr(r, "recipe");
     if (!r->recipe || !*r->recipe) {
@@ -398,20 +151,21 @@ int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t er
         long long s = strtoll(seed, &end, 10);
         if (end != seed && *end == '\0') r->seed = s;
     }
-    if (load_eval(r, f, err, errlen)) goto out;
-    if ((what & QP_RUN_QERR) && load_table(r, f, "quant/error", qerr_type, sizeof(qp_qerr_rec), (void **)&r->qerr,
-                                           &r->n_qerr, err, errlen))
+    if (load_eval(r, rf, err, errlen)) goto out;
+    if ((what & QP_RUN_QERR) && load_table(rf, QP_RS_QERR, QERR_COLS, NB(QERR_COLS), sizeof(qp_qerr_rec),
+                                           (void **)&r->qerr, &r->n_qerr, err, errlen))
         goto out;
-    if ((what & QP_RUN_EVENTS) && load_table(r, f, "events/recalib", event_type, sizeof(qp_event_rec),
+    if ((what & QP_RUN_EVENTS) && load_table(rf, QP_RS_RECALIB, EVENT_COLS, NB(EVENT_COLS), sizeof(qp_event_rec),
                                              (void **)&r->events, &r->n_events, err, errlen))
         goto out;
-    if ((what & QP_RUN_OUTLIERS) && load_table(r, f, "quant/outliers", outlier_type, sizeof(qp_outlier_rec),
-                                               (void **)&r->outliers, &r->n_outliers, err, errlen))
+    if ((what & QP_RUN_OUTLIERS) && load_table(rf, QP_RS_OUTLIERS, OUTLIER_COLS, NB(OUTLIER_COLS),
+                                               sizeof(qp_outlier_rec), (void **)&r->outliers, &r->n_outliers, err,
+                                               errlen))
         goto out;
-    load_state(r, f);
+    load_state(r, rf);
     rc = 0;
 out:
-    H5Fclose(f);
+    qp_runfile_close(rf);
     if (rc) qp_run_free(r);
     return rc;
 }

@@ -1,12 +1,12 @@
-/* qp_runread.h — read a qtrain run file (docs/runfile.md) for plotting.
+/* qp_runread.h — what qplot's figures take from a qtrain run file
+ * (docs/runfile.md).
  *
- * Owns: every HDF5 access qplot makes. A run file is opened read-only with
- * H5F_ACC_SWMR_READ (a file qtrain is still writing, a finished one and one
- * whose writer was killed all open that way), without HDF5's file lock (a
- * reader must never stand in the way of the writer resuming the file), read
- * in full and closed again: a caller that wants fresh rows loads again.
- * While a run is live its /train (and /eval) datasets may differ in length
- * by a row: the shortest wins, as the schema says.
+ * Owns: the columns a figure needs, loaded whole into a qp_run. The file is
+ * read through the one run-file reader (train/runfile/qp_runfile.h: columns by their
+ * schema names, SWMR, no file lock), in full, and closed again: a caller
+ * that wants fresh rows loads again. While a run is live its /train (and
+ * /eval) series may differ in length by a row: the shortest wins, as the
+ * schema says.
  *
  * Failures are one line naming the file, without the program name:
  *   "PATH: No such file or directory", "PATH: not an HDF5 file",
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "qp_runschema.h"
+#include "qp_runfile.h"
 
 /* Optional parts to load (the /train and /eval series are always loaded). */
 #define QP_RUN_QERR 1u   /* /quant/error */
@@ -49,9 +49,7 @@ typedef struct {
     double amax, kurtosis, topk_frac;
 } qp_outlier_rec;
 
-typedef struct {
-    char *key, *value;
-} qp_attr;
+typedef qp_runattr qp_attr;
 
 typedef struct {
     char *path;

@@ -4,9 +4,11 @@ It needs nothing from PyPI: the standard library, CMake and a C compiler
 (Debian's cmake and build-essential). build_wheel configures python/ with
 CMake (python/CMakeLists.txt compiles quant/ and csrc/ into libqprec.so) in
 a temporary folder and writes a wheel holding the qprec package and that
-library; build_sdist packs python/ together with quant/ so the sdist builds
-on its own. quant/ is found at $QPREC_QUANT_DIR, else ../quant (a qprec
-checkout: `pip install ./python`), else ./quant (an unpacked sdist)."""
+library; build_sdist packs python/ together with quant/ and the run
+file's schema (three files of train/) so the sdist builds on its own.
+quant/ is found at $QPREC_QUANT_DIR, else ../quant (a qprec checkout:
+`pip install ./python`), else ./quant (an unpacked sdist); train/ likewise
+($QPREC_TRAIN_DIR, ../train, ./train)."""
 import base64
 import hashlib
 import io
@@ -62,6 +64,19 @@ def _quant_dir():
                        "QPREC_QUANT_DIR to qprec's quant/ folder)")
 
 
+# the run file's schema, compiled into libqprec.so for qprec.runfile (python/CMakeLists.txt finds
+# the same three files by name under train/, in whichever subfolder they sit)
+_SCHEMA_FILES = ("qp_runschema.c", "qp_runschema.h", "qp_prof.h")
+
+
+def _train_dir():
+    for d in (os.environ.get("QPREC_TRAIN_DIR"), os.path.join(HERE, "..", "train"), os.path.join(HERE, "train")):
+        if d and os.path.isdir(d) and any("qp_runschema.c" in names for _, _, names in os.walk(d)):
+            return os.path.abspath(d)
+    raise RuntimeError("qprec: train/ (the run file's schema) not found (install from a qprec checkout: "
+                       "pip install ./python, or set QPREC_TRAIN_DIR to qprec's train/ folder)")
+
+
 def _metadata():
     p = _project()
     lines = ["Metadata-Version: 2.1", f"Name: {NAME}", f"Version: {_version()}",
@@ -89,6 +104,7 @@ def _build_library(tmp):
         raise RuntimeError("qprec: cmake is needed to build libqprec.so (Debian: apt-get install cmake build-essential)")
     jobs = str(max(1, min(4, os.cpu_count() or 1)))
     cfg = [cmake, "-S", HERE, "-B", tmp, "-DCMAKE_BUILD_TYPE=Release", f"-DQPREC_QUANT_DIR={_quant_dir()}",
+           f"-DQPREC_TRAIN_DIR={_train_dir()}",
            f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={tmp}/out"]
     for cmd in (cfg, [cmake, "--build", tmp, "--target", "qprec", "-j", jobs]):
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -164,6 +180,13 @@ def build_sdist(sdist_directory, config_settings=None):
             p = os.path.join(quant, n)
             if os.path.isfile(p):
                 add(p, f"quant/{n}")
+        train = _train_dir()
+        for root, dirs, names in os.walk(train):
+            dirs.sort()
+            for n in sorted(names):
+                if n in _SCHEMA_FILES:
+                    p = os.path.join(root, n)
+                    add(p, os.path.join("train", os.path.relpath(p, train)))
         info = _metadata().encode()
         ti = tarfile.TarInfo(f"{base}/PKG-INFO")
         ti.size = len(info)

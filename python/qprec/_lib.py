@@ -1,4 +1,4 @@
-"""qprec._lib — loading libqprec.so (quant/ + csrc/qprec_capi.c) with ctypes.
+"""qprec._lib — loading libqprec.so (quant/, the run file's schema table, csrc/) with ctypes.
 
 The library is, in this order: $QPREC_LIBRARY (a path; the project's tests
 point it at build/lib/libqprec.so), or libqprec.so inside this package
@@ -7,7 +7,7 @@ list, the sizes and the packed layouts are asked of the library."""
 import ctypes
 import os
 
-_ABI = 2
+_ABI = 3
 
 # the order of qprec_capi.c's output arrays
 STATS = ("n", "n_nonfinite", "n_nonzero", "n_sat", "n_flushed", "amax", "scale", "scale_inv", "n_blocks",
@@ -41,6 +41,19 @@ _SIGNATURES = {
     "qprec_nbstats": (_int, []),
     "qprec_bshist_bins": (_int, []),
     "qprec_bshist_offset": (_int, []),
+    # the run file's schema (csrc/qprec_runschema.c): qprec.runfile's datasets and columns
+    "qprec_runfile_schema": (_int, []),
+    "qprec_runset_count": (_int, []),
+    "qprec_runset_name": (ctypes.c_char_p, [_int]),
+    "qprec_runset_path": (ctypes.c_char_p, [_int]),
+    "qprec_runset_table": (_int, [_int]),
+    "qprec_runset_ncols": (_int, [_int]),
+    "qprec_runcol_name": (ctypes.c_char_p, [_int, _int]),
+    "qprec_runcol_unit": (ctypes.c_char_p, [_int, _int]),
+    "qprec_runcol_meaning": (ctypes.c_char_p, [_int, _int]),
+    "qprec_runcol_since": (_int, [_int, _int]),
+    "qprec_runcol_dtype": (_int, [_int, _int, ctypes.c_char_p, _int]),
+    "qprec_runcol_dataset": (_int, [_int, _int, ctypes.c_char_p, _int]),
     # quant/'s own functions (qp_quant.h): the storage sizes of a format
     "qp_row_bytes": (_i64, [_int, _i64]),
     "qp_scale_shape": (None, [_int, _i64, _i64, ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),

@@ -15,41 +15,79 @@ tests run these examples on a 30-step fp8 run qtrain writes for them):
 True
 
 The file is opened the way qtrain writes it (SWMR, so a run still being
-written reads too), read whole and closed. Nothing here hard-codes the
-columns: every 1-D dataset of /train and /eval is a column (a live run's
-series can differ by a row: the shortest wins, as the schema says; an
-(n, k) dataset becomes k columns NAME[0..k-1]), every table (/quant/error,
-/events/recalib, /events/divergence, /status, and any other compound
-dataset) a DataFrame of its fields, strings decoded. pandas and h5py are
-imported here, when a file is read, never by `import qprec`; without them
-load() says which to install (the package's "runfile" extra:
-pip install 'qprec[runfile]').
+written reads too), read whole and closed. Nothing here hard-codes a
+dataset or a column: the schema is the library's (schema(), the table
+qtrain writes by and qplot and qsweep read by), and load() reads every
+group of 1-D series as a DataFrame of its columns (a live run's series can
+differ by a row: the shortest wins, as the schema says; an (n, k) dataset
+becomes k columns NAME[0..k-1]) and every compound dataset as a DataFrame
+of its fields, strings decoded; RunFile names each of the schema's
+datasets by the schema's name for it.
+
+>>> s = qprec.runfile.schema()
+>>> s[s.column == "rel_l2"][["dataset", "path", "dtype"]].values.tolist()
+[['quant_error', '/quant/error', 'float64']]
+
+pandas and h5py are imported here, when a file is read, never by
+`import qprec`; without them load() says which to install (the package's
+"runfile" extra: pip install 'qprec[runfile]').
 """
 import os
 
-__all__ = ["RunFile", "load", "load_sweep"]
+__all__ = ["RunFile", "load", "load_sweep", "schema"]
 
 
 class RunFile:
-    """One run: attrs (root attributes, str), train, eval, quant_error,
-    quant_outliers (/quant/outliers: each block GEMM input's amax, kurtosis and
-    top-k channel energy share), events (/events/recalib), divergence, status,
-    and tables (every table by its path in the file, these included)."""
+    """One run: attrs (root attributes, str), a DataFrame per dataset of the
+    schema under the schema's name for it (train, eval, quant_error,
+    quant_outliers: each block GEMM input's amax, kurtosis and top-k channel
+    energy share, events: the recalibration events, divergence, status; empty
+    when the file lacks it), and tables (every table by its path in the file,
+    these included)."""
 
     def __init__(self, path, attrs, tables):
         self.path, self.attrs, self.tables = path, attrs, tables
         empty = _pd().DataFrame()
-        self.train = tables.get("train", empty)
-        self.eval = tables.get("eval", empty)
-        self.quant_error = tables.get("quant/error", empty)
-        self.quant_outliers = tables.get("quant/outliers", empty)
-        self.events = tables.get("events/recalib", empty)
-        self.divergence = tables.get("events/divergence", empty)
-        self.status = tables.get("status", empty)
+        for name, where in _datasets().items():
+            setattr(self, name, tables.get(where.lstrip("/"), empty))
 
     def __repr__(self):
         parts = ", ".join(f"{k}: {len(v)} rows" for k, v in self.tables.items())
         return f"RunFile({self.path!r}, recipe={self.attrs.get('recipe')!r}; {parts})"
+
+
+def _datasets():
+    """{name: path} of the schema's datasets, as the library has them."""
+    from . import _lib
+    L = _lib.lib()
+    return {L.qprec_runset_name(i).decode(): L.qprec_runset_path(i).decode() for i in range(L.qprec_runset_count())}
+
+
+def schema():
+    """The run file's schema, from the library (the table qtrain writes by):
+    a DataFrame with a row per column: dataset (its name here, a RunFile
+    attribute), path (the dataset's path in the file), table (True: one
+    compound dataset; False: a group of 1-D series), column, hdf5 (the
+    HDF5 dataset that holds the column), dtype (numpy's name of its type in
+    the file), unit, since (the schema version that added it) and meaning.
+    The current version is attrs["runfile_schema"] of the files it writes."""
+    import ctypes
+    from . import _lib
+    L = _lib.lib()
+    buf = ctypes.create_string_buffer(256)
+    rows = []
+    for s in range(L.qprec_runset_count()):
+        name, path, table = L.qprec_runset_name(s).decode(), L.qprec_runset_path(s).decode(), bool(L.qprec_runset_table(s))
+        for c in range(L.qprec_runset_ncols(s)):
+            L.qprec_runcol_dataset(s, c, buf, len(buf))
+            hdf5 = buf.value.decode()
+            L.qprec_runcol_dtype(s, c, buf, len(buf))
+            rows.append((name, path, table, L.qprec_runcol_name(s, c).decode(), hdf5, buf.value.decode(),
+                         L.qprec_runcol_unit(s, c).decode(), L.qprec_runcol_since(s, c),
+                         L.qprec_runcol_meaning(s, c).decode()))
+    _require(("pandas",))
+    return _pd().DataFrame(rows, columns=["dataset", "path", "table", "column", "hdf5", "dtype", "unit", "since",
+                                          "meaning"])
 
 
 # the optional dependencies of this module: the "runfile" extra of python/pyproject.toml
@@ -57,11 +95,11 @@ _EXTRA = "runfile"
 _NEEDS = ("h5py", "pandas")
 
 
-def _require():
+def _require(needs=_NEEDS):
     """h5py and pandas, or an ImportError that names what is missing and the extra that brings it."""
     import importlib
     missing = []
-    for name in _NEEDS:
+    for name in needs:
         try:
             importlib.import_module(name)
         except ImportError:
@@ -138,9 +176,10 @@ def load(path):
     """Read the run file at path into a RunFile."""
     _require()
     import h5py
+    train = _datasets()["train"]
     with _open(path) as f:
-        if "train" not in f:
-            raise ValueError(f"qprec.runfile: {path}: not a qtrain run file (no /train)")
+        if train not in f:
+            raise ValueError(f"qprec.runfile: {path}: not a qtrain run file (no {train})")
         attrs = {k: _text(v) for k, v in f.attrs.items()}
         tables = {}
 

@@ -1,7 +1,8 @@
 /* fuzz_h5.c — structure-aware fuzz target for every HDF5 reader of ours:
  * checkpoints (train/runfile/qp_ckpt.c: qp_ckpt_open, qp_ckpt_read, the attribute
  * getters), the tensor reader qerr uses (io/qp_h5read.c), qplot's run
- * file reader (plots/qp_runread.c) and qsweep's (experiments/qs_runfile.c).
+ * file reader (plots/qp_runread.c) and qsweep's (experiments/qs_runfile.c), both through
+ * the one run-file reader (train/runfile/qp_runfile.c).
  *
  * Fuzzing raw HDF5 bytes mostly finds bugs inside libhdf5, which we cannot
  * fix. So the input is decoded into a description — datasets (names from

@@ -68,7 +68,7 @@ if(TARGET qprunlog)
   find_package(HDF5 REQUIRED COMPONENTS C)
   qp_fuzz_target(h5 30 256
     SOURCES ${_src_root}/train/runfile/qp_ckpt.c ${_src_root}/train/runfile/qp_space.c ${_src_root}/plots/qp_runread.c ${_src_root}/io/qp_h5read.c
-            ${_src_root}/train/runfile/qp_runschema.c
+            ${_src_root}/train/runfile/qp_runschema.c ${_src_root}/train/runfile/qp_runfile.c
             ${_src_root}/io/qp_h5err.c ${_src_root}/io/qp_h5table.c ${_src_root}/io/qp_tensor_file.c
             ${_src_root}/experiments/qs_runfile.c
     INCLUDES ${QP_TRAIN_INCLUDE_DIRS} ${_src_root}/plots ${_src_root}/io ${_src_root}/experiments ${HDF5_INCLUDE_DIRS}

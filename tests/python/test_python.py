@@ -435,11 +435,13 @@ def make_h5(path):
 def case_install():
     clone = os.path.join(WORK, "clone")
     shutil.rmtree(clone, ignore_errors=True)
-    # a fresh clone's python/ and quant/: the files git knows (as they are in the work tree), no build/
-    files = subprocess.run(["git", "-C", SRC, "ls-files", "--cached", "--others", "--exclude-standard", "python", "quant"], capture_output=True, text=True)
+    # a fresh clone's python/, quant/ and train/ (the run file's schema): the files git knows (as they are
+    # in the work tree), no build/
+    files = subprocess.run(["git", "-C", SRC, "ls-files", "--cached", "--others", "--exclude-standard", "python", "quant",
+                            "train"], capture_output=True, text=True)
     listed = files.stdout.split() if files.returncode == 0 and files.stdout.strip() else None
     if listed is None:  # not a git checkout: the folders as they are, minus caches
-        listed = [os.path.relpath(os.path.join(r, n), SRC) for top in ("python", "quant")
+        listed = [os.path.relpath(os.path.join(r, n), SRC) for top in ("python", "quant", "train")
                   for r, _, ns in os.walk(os.path.join(SRC, top)) for n in ns if "__pycache__" not in r]
     for rel in listed:
         os.makedirs(os.path.join(clone, os.path.dirname(rel)), exist_ok=True)

@@ -55,3 +55,14 @@ if(TARGET qprunlog AND TARGET qtrain AND TARGET qplot AND TARGET qsweep AND QP_P
     set_tests_properties(runlog_compat_${part} PROPERTIES LABELS "train;io" TIMEOUT 300)
   endforeach()
 endif()
+
+# The one run-file reader (train/runfile/qp_runfile.h): every schema column of a fresh
+# run file and of the schema-1 fixture, read by name, against h5py's reading.
+if(TARGET qprunread AND TARGET qtrain AND QP_PYTHON AND _qp_runlog_h5py EQUAL 0)
+  add_executable(runfile_dump ${QP_RUNLOG_TEST_DIR}/runfile_dump.c)
+  target_link_libraries(runfile_dump PRIVATE qprunread)
+  add_test(NAME runfile_reader
+           COMMAND ${QP_PYTHON} ${QP_RUNLOG_TEST_DIR}/test_runfile_reader.py $<TARGET_FILE:runfile_dump>
+                   $<TARGET_FILE:qtrain> ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/runfile_reader)
+  set_tests_properties(runfile_reader PROPERTIES LABELS "unit;io" TIMEOUT 120)
+endif()

@@ -128,15 +128,15 @@ static const qp_runcol OUTLIERS[] = {
      AT(qp_outlier_row, chan_amax_ratio)},
 };
 
-#define SET(path, table, cols, chunk) {path, table, cols, (int)(sizeof cols / sizeof cols[0]), chunk}
+#define SET(name, path, table, cols, chunk) {name, path, table, cols, (int)(sizeof cols / sizeof cols[0]), chunk}
 const qp_runset qp_runsets[QP_RS_COUNT] = {
-    [QP_RS_TRAIN] = SET("/train", 0, TRAIN, 1024),
-    [QP_RS_EVAL] = SET("/eval", 0, EVAL, 256),
-    [QP_RS_QERR] = SET("/quant/error", 1, QERR, 1024),
-    [QP_RS_RECALIB] = SET("/events/recalib", 1, RECALIB, 256),
-    [QP_RS_DIVERGENCE] = SET("/events/divergence", 1, DIVERGENCE, 64),
-    [QP_RS_STATUS] = SET("/status", 1, STATUS, 64),
-    [QP_RS_OUTLIERS] = SET("/quant/outliers", 1, OUTLIERS, 256),
+    [QP_RS_TRAIN] = SET("train", "/train", 0, TRAIN, 1024),
+    [QP_RS_EVAL] = SET("eval", "/eval", 0, EVAL, 256),
+    [QP_RS_QERR] = SET("quant_error", "/quant/error", 1, QERR, 1024),
+    [QP_RS_RECALIB] = SET("events", "/events/recalib", 1, RECALIB, 256),
+    [QP_RS_DIVERGENCE] = SET("divergence", "/events/divergence", 1, DIVERGENCE, 64),
+    [QP_RS_STATUS] = SET("status", "/status", 1, STATUS, 64),
+    [QP_RS_OUTLIERS] = SET("quant_outliers", "/quant/outliers", 1, OUTLIERS, 256),
 };
 _Static_assert(sizeof qp_runsets / sizeof qp_runsets[0] == QP_RS_COUNT, "a dataset per qp_runset_id");
 
@@ -158,6 +158,14 @@ const qp_runcol *qp_runcol_find(qp_runset_id set, const char *name)
     for (int i = 0; i < s->ncols; i++)
         if (!strcmp(s->cols[i].name, name)) return &s->cols[i];
     return NULL;
+}
+
+const char *qp_runcol_dataset(qp_runset_id set, const char *name, char *buf, size_t len)
+{
+    const qp_runset *s = &qp_runsets[set];
+    if (s->table) snprintf(buf, len, "%s", s->path);
+    else snprintf(buf, len, "%s/%s", s->path, name);
+    return buf;
 }
 
 const char *qp_runcol_type_name(const qp_runcol *c, char *buf, size_t len)

@@ -6,9 +6,9 @@
  * and where the value sits in the dataset's row struct below). A group of
  * series (/train, /eval) stores each column as its own 1-D dataset
  * (/train/loss); a table stores one compound record per row. The writer
- * (qp_runlog.c) creates and fills exactly these; the readers (qplot's
- * plots/qp_runread.c, qsweep's experiments/qs_runfile.c) look columns up
- * here by name; docs/runfile.md's tables are this table printed
+ * (qp_runlog.c) creates and fills exactly these; the one reader
+ * (qp_runfile.h: qplot, qsweep, the tests) and the Python package (its
+ * library exports this table) look columns up here by name; docs/runfile.md's tables are this table printed
  * (qp_runschema_markdown; the test runfile_docs compares them), so adding a
  * column is one row here.
  *
@@ -116,6 +116,7 @@ typedef enum {
 } qp_runset_id;
 
 typedef struct {
+    const char *name;      /* what readers call the dataset: "train", "quant_error", "events" (Python's RunFile attributes) */
     const char *path;      /* "/train" (a group: "/train/NAME" per column) or "/quant/error" (a table) */
     int table;             /* 1: one compound dataset; 0: a 1-D dataset per column */
     const qp_runcol *cols;
@@ -127,6 +128,10 @@ extern const qp_runset qp_runsets[QP_RS_COUNT];
 
 /* Column `name` of a dataset; NULL if there is none. */
 const qp_runcol *qp_runcol_find(qp_runset_id set, const char *name);
+/* The HDF5 dataset that holds column `name` of set: "/train/loss" for a
+ * series, the table's own path ("/quant/error") for a table's member.
+ * Returns buf. */
+const char *qp_runcol_dataset(qp_runset_id set, const char *name, char *buf, size_t len);
 /* The file type's name as the docs write it: "int64", "uint64", "float64", "S32". */
 const char *qp_runcol_type_name(const qp_runcol *c, char *buf, size_t len);
 
