@@ -42,7 +42,7 @@ run_ctest() { (cd "$1" && shift && ctest --output-on-failure -j"$(nproc)" "$@");
 qp_all_deps() { qp_install_deps && qp_install_pip_deps; }
 stage "dependencies" qp_all_deps
 stage "build (Release)" qp_build build
-# the "cluster" label (a multi-node Slurm in network namespaces, ~4 minutes on 2 cores) is a
+# the "cluster" label (a multi-node Slurm in network namespaces, 2.5–3.5 minutes on 2 cores) is a
 # stage of its own in .ci/run: `ctest -L cluster` in build/
 stage "tests" needs "build (Release)" run_ctest build -LE cluster
 # without CUDA: the sanitized tests are CPU tests, and this proves the build

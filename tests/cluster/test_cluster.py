@@ -568,7 +568,7 @@ def mpi_run(cl, d, steps, kill=None):
 
 
 def check_mpi(cl, d):
-    steps = 60
+    steps = 100
     ini, out, run, job = mpi_run(cl, d, steps)
     acct = sacct(cl, job)
     say(f"MPI run: sacct {acct}")

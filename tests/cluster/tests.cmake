@@ -3,7 +3,7 @@
 # and slurmctld; two node namespaces with a slurmd each, joined by a bridge), loses a node in
 # the middle of a study and of an MPI run, and tears everything down at the end. Label
 # "cluster"; as root (it installs what is missing with apt-get), SKIP (77) otherwise or where
-# network namespaces or a daemon cannot start. About 3.5 minutes on 2 cores: not part of the
+# network namespaces or a daemon cannot start. 2.5–3.5 minutes on 2 cores: not part of the
 # full ctest run of test.sh (which excludes the label), a stage of its own in .ci/run.
 if(TARGET qsweep AND TARGET qtrain AND QP_PYTHON)
   execute_process(COMMAND ${QP_PYTHON} -c "import numpy, h5py" RESULT_VARIABLE _qp_cluster_py OUTPUT_QUIET ERROR_QUIET)
