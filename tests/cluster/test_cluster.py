@@ -558,8 +558,10 @@ def mpi_run(cl, d, steps, kill=None):
         n = cl.kill_node(kill)
         say(f"MPI run: killed node {kill} ({n} processes: slurmd, slurmstepd, a rank)")
         wait_for(lambda: cl.node_state(kill).startswith("down"), f"{kill} to be marked down", every=0.5)
-        wait_for(lambda: any(s[1] == "NODE_FAIL" for s in sacct(cl, job, dup=True)), "the NODE_FAIL in sacct",
-                 every=0.5)
+        states = wait_for(lambda: {s[1] for s in sacct(cl, job, dup=True)} & {"NODE_FAIL", "COMPLETED"},
+                          "the NODE_FAIL in sacct", every=0.5)
+        if "NODE_FAIL" not in states:
+            raise Fatal(f"the MPI run completed before node {kill} was lost: nothing to requeue")
         cl.start_slurmd(kill, reboot=True)
         wait_for(lambda: cl.node_state(kill) in ("idle", "mixed", "allocated"), f"{kill} back in service", every=0.5)
         say(f"MPI run: {kill} is back")
