@@ -2,8 +2,9 @@
 # test.sh — everything from a fresh Debian 12 machine: dependencies, Release
 # build in build/, the full ctest suite (the exhaustive 2^32 codec test and
 # the "mpi" label — mpirun -np 2 with the root flags in the test definitions —
-# included), then the unit tests again under ASan+UBSan (build-asan/) and the
-# fuzz targets for a bounded time (build-fuzz/, clang).
+# included; the "cluster" label apart, which .ci/run runs after this script),
+# then the unit tests again under ASan+UBSan (build-asan/) and the fuzz
+# targets for a bounded time (build-fuzz/, clang).
 #
 # Every stage runs even when an earlier one failed (a failing ctest must not
 # hide whether the sanitizers and the fuzzers pass); the last line says which
@@ -41,7 +42,9 @@ run_ctest() { (cd "$1" && shift && ctest --output-on-failure -j"$(nproc)" "$@");
 qp_all_deps() { qp_install_deps && qp_install_pip_deps; }
 stage "dependencies" qp_all_deps
 stage "build (Release)" qp_build build
-stage "tests" needs "build (Release)" run_ctest build
+# the "cluster" label (a multi-node Slurm in network namespaces, 2.5–3.5 minutes on 2 cores) is a
+# stage of its own in .ci/run: `ctest -L cluster` in build/
+stage "tests" needs "build (Release)" run_ctest build -LE cluster
 # without CUDA: the sanitized tests are CPU tests, and this proves the build
 # without nvcc still works
 stage "sanitizer build (ASan + UBSan)" qp_build build-asan -DQP_SANITIZE=ON -DQP_CUDA=OFF \

@@ -271,10 +271,34 @@ static void ask_queue(qs_sched *s, const char *list)
     free(out.s), free(eo.s);
 }
 
-/* sacct's JobID of an allocation: "JOB_TASK", or "JOB_[1-3,5%2]" for tasks
- * not started yet (pending ones are listed together). */
-static void acct_line(qs_sched *s, char *id, const char *state)
+/* sacct's MaxRSS ("2516K", "12.5M", "0", "") in KiB; -1 when empty or not a size. */
+static long long rss_kib(const char *v)
 {
+    char *end;
+    errno = 0;
+    const double x = strtod(v, &end);
+    if (end == v || errno || x < 0) return -1;
+    double k;
+    switch (*end) {
+    case '\0': k = 1.0 / 1024; break; /* bytes */
+    case 'K': k = 1; break;
+    case 'M': k = 1024; break;
+    case 'G': k = 1024.0 * 1024; break;
+    case 'T': k = 1024.0 * 1024 * 1024; break;
+    default: return -1;
+    }
+    return (long long)(x * k + 0.5);
+}
+
+/* One line of sacct -P -o JobID,State,ExitCode,Elapsed,MaxRSS,NodeList split
+ * at '|'. The JobID of an allocation is "JOB_TASK", or "JOB_[1-3,5%2]" for
+ * tasks not started yet (pending ones are listed together); a step's is
+ * "JOB_TASK.STEP" (batch, extern, 0, ...): it adds its MaxRSS only. */
+enum { F_ID, F_STATE, F_EXIT, F_ELAPSED, F_RSS, F_NODES, NFIELDS };
+
+static void acct_line(qs_sched *s, char **f)
+{
+    char *id = f[F_ID];
     char *us = strchr(id, '_');
     if (!us) return;
     *us = '\0';
@@ -284,12 +308,23 @@ static void acct_line(qs_sched *s, char *id, const char *state)
     char *t = us + 1;
     if (*t != '[') {
         const long task = strtol(t, &end, 10);
-        qs_task *q = *end ? NULL : task_of(s, job, task);
-        if (q) snprintf(q->acct, sizeof q->acct, "%s", state);
+        if (end == t || (*end && *end != '.')) return;
+        qs_task *q = task_of(s, job, task);
+        if (!q) return;
+        const long long rss = rss_kib(f[F_RSS]);
+        if (rss > q->maxrss_kib) q->maxrss_kib = rss;
+        if (*end == '.') return; /* a step: its memory only */
+        /* "CANCELLED by 0": the first word is the state */
+        if (sscanf(f[F_STATE], "%23s", q->acct) != 1) q->acct[0] = '\0';
+        snprintf(q->exit_code, sizeof q->exit_code, "%s", f[F_EXIT]);
+        snprintf(q->elapsed, sizeof q->elapsed, "%s", f[F_ELAPSED]);
+        snprintf(q->nodes, sizeof q->nodes, "%s", strcmp(f[F_NODES], "None assigned") ? f[F_NODES] : "");
         return;
     }
     t++;
     t[strcspn(t, "]%")] = '\0';
+    char state[24];
+    if (sscanf(f[F_STATE], "%23s", state) != 1) return;
     unsigned char *in = malloc((size_t)(s->n ? s->n : 1));
     if (in && !parse_tasks(t, s->n, in))
         for (int i = 0; i < s->n; i++)
@@ -299,7 +334,8 @@ static void acct_line(qs_sched *s, char *id, const char *state)
 
 static void ask_acct(qs_sched *s, const char *list)
 {
-    char *argv[] = {"sacct", "-n", "-P", "-X", "-j", (char *)list, "-o", "JobID,State", NULL};
+    char *argv[] = {"sacct", "-n", "-P", "-j", (char *)list, "-o", "JobID,State,ExitCode,Elapsed,MaxRSS,NodeList",
+                    NULL};
     buf_t out = {0}, eo = {0};
     char err[300];
     const int rc = run_capture(argv, &out, &eo, err, sizeof err);
@@ -312,12 +348,16 @@ static void ask_acct(qs_sched *s, const char *list)
     } else {
         s->have_acct = 1;
         for (char *l = strtok(out.s, "\n"); l; l = strtok(NULL, "\n")) {
-            char *bar = strchr(l, '|');
-            if (!bar) continue;
-            *bar = '\0';
-            char state[24];
-            /* "CANCELLED by 0": the first word is the state */
-            if (sscanf(bar + 1, "%23s", state) == 1) acct_line(s, l, state);
+            char *f[NFIELDS];
+            int k = 0;
+            for (char *c = l; k < NFIELDS; k++) {
+                f[k] = c;
+                char *bar = c ? strchr(c, '|') : NULL;
+                if (bar) *bar = '\0';
+                c = bar ? bar + 1 : NULL;
+                if (!c && k + 1 < NFIELDS) break;
+            }
+            if (k == NFIELDS) acct_line(s, f);
         }
     }
     free(out.s), free(eo.s);
@@ -332,6 +372,7 @@ int qs_sched_load(const char *dir, int nruns, int with_acct, qs_sched *s, char *
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    for (int i = 0; i < nruns; i++) s->task[i].maxrss_kib = -1;
     if (read_jobs(dir, s, err, errlen)) {
         qs_sched_free(s);
         return -1;

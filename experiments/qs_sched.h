@@ -8,7 +8,11 @@
  * output parsed here):
  *   sbatch --parsable --array=TASKS SCRIPT            -> the job id
  *   squeue -h -r -j JOB,JOB... -o %F|%K|%T            -> tasks still queued
- *   sacct -n -P -X -j JOB,JOB... -o JobID,State       -> how tasks ended
+ *   sacct -n -P -j JOB,JOB... -o JobID,State,ExitCode,Elapsed,MaxRSS,NodeList
+ *                                                     -> how tasks ended: the
+ *     allocation's line (JOB_TASK) gives the state, exit code, elapsed time
+ *     and nodes; its steps' lines (JOB_TASK.batch, JOB_TASK.0, ...) the
+ *     largest MaxRSS of any step (jobacct_gather measures steps only)
  * squeue lists a task while it is PENDING, RUNNING, SUSPENDED, COMPLETING,
  * ...; a task Slurm has forgotten (MinJobAge) is simply not listed. sacct
  * needs Slurm's accounting (slurmdbd); without it ("Slurm accounting storage
@@ -24,6 +28,10 @@ typedef struct {
     long long job;        /* the latest array job holding this run; 0: never submitted */
     char queue[24];       /* its state in squeue (PENDING, RUNNING, ...); "" when not listed */
     char acct[24];        /* its state in sacct (COMPLETED, CANCELLED, ...); "" when unknown */
+    char exit_code[16];   /* sacct's ExitCode "RC:SIGNAL" of the allocation; "" when unknown */
+    char elapsed[24];     /* sacct's Elapsed ([D-]HH:MM:SS); "" when unknown */
+    char nodes[64];       /* sacct's NodeList of the allocation; "" when unknown or none assigned */
+    long long maxrss_kib; /* the largest MaxRSS of the task's steps in KiB; -1 when unknown */
 } qs_task;
 
 typedef struct {

@@ -84,6 +84,10 @@ int qs_slurm_write(const qs_experiment *e, const qs_plan *p, const char *path, c
     if (e->slurm.account[0]) fprintf(f, "#SBATCH --account=%s\n", e->slurm.account);
     if (e->slurm.time[0]) fprintf(f, "#SBATCH --time=%s\n", e->slurm.time);
     fprintf(f, "#SBATCH --output=%s/logs/slurm-%%A_%%a.log\n", p->dir);
+    /* a task whose node fails (or that an admin requeues) goes back to the queue and, started
+     * again on another node, resumes its run from the last checkpoint (the command has --resume);
+     * its Slurm log keeps both attempts */
+    fprintf(f, "#SBATCH --requeue\n#SBATCH --open-mode=append\n");
     fprintf(f, "set -uo pipefail\n\n");
     fprintf(f, "names=(\n");
     for (int i = 0; i < p->n; i++) {

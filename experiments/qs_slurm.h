@@ -18,7 +18,10 @@
  * writes DIR/runs/NAME.exit (qs_marker.h), so --summarize and --status
  * report it; the marker is removed when the task starts again. Tasks share
  * DIR, so `qsweep --summarize DIR` sees every run while the array runs;
- * a task rerun resumes its run (qtrain --resume). Outside Slurm, setting
+ * a task rerun resumes its run (qtrain --resume). The array is submitted
+ * with --requeue: a task whose node fails goes back to the queue and resumes
+ * its run from the last checkpoint wherever it starts again (Slurm's log is
+ * opened for appending, so both attempts stay in it). Outside Slurm, setting
  * SLURM_ARRAY_TASK_ID runs one task by hand (single-rank runs only). */
 #ifndef QS_SLURM_H
 #define QS_SLURM_H

@@ -40,10 +40,11 @@ int qs_status_print(const qs_experiment *e, const qs_plan *p, FILE *f, char *err
         qs_sched_free(&sch);
         return -1;
     }
-    int count[NSTATES] = {0}, wname = 3;
+    int count[NSTATES] = {0}, wname = 3, wnode = 4;
     for (int i = 0; i < p->n; i++) {
-        const int w = (int)strlen(p->runs[i].name);
+        const int w = (int)strlen(p->runs[i].name), wn = (int)strlen(sch.task[i].nodes);
         if (w > wname) wname = w;
+        if (wn > wnode) wnode = wn;
     }
     fprintf(f, "%s: %d run%s", p->dir, p->n, p->n == 1 ? "" : "s");
     if (sch.njobs) {
@@ -59,7 +60,8 @@ int qs_status_print(const qs_experiment *e, const qs_plan *p, FILE *f, char *err
     if (sch.njobs && !sch.have_acct)
         fprintf(f, "note: sacct did not answer (%s): no final Slurm states; states come from squeue and the run "
                    "files\n", sch.acct_note);
-    fprintf(f, "%-*s  %-13s %7s  %-24s %s\n", wname, "run", "status", "steps", "slurm", "message");
+    fprintf(f, "%-*s  %-13s %7s  %-24s %-7s %-11s %8s  %-*s  %s\n", wname, "run", "status", "steps", "slurm", "exit",
+            "elapsed", "maxrss", wnode, "node", "message");
     for (int i = 0; i < p->n; i++) {
         const qs_row *r = &s.rows[i];
         const qs_task *t = &sch.task[i];
@@ -79,7 +81,11 @@ int qs_status_print(const qs_experiment *e, const qs_plan *p, FILE *f, char *err
         if (!msg[0] && !strcmp(st, "missing"))
             snprintf(msg, sizeof msg, "%s", sch.have_queue ? "submitted, no longer queued, no run file (cancelled before it started?)"
                                                            : "submitted; no run file yet (pending? squeue did not answer)");
-        fprintf(f, "%-*s  %-13s %7s  %-24s %s\n", wname, p->runs[i].name, st, steps, slurm, msg);
+        char rss[32] = "-";
+        if (t->maxrss_kib >= 0) snprintf(rss, sizeof rss, "%.1fM", (double)t->maxrss_kib / 1024);
+        fprintf(f, "%-*s  %-13s %7s  %-24s %-7s %-11s %8s  %-*s  %s\n", wname, p->runs[i].name, st, steps, slurm,
+                t->exit_code[0] ? t->exit_code : "-", t->elapsed[0] ? t->elapsed : "-", rss, wnode,
+                t->nodes[0] ? t->nodes : "-", msg);
     }
     fputs("total:", f);
     for (int k = 0, first = 1; k < NSTATES; k++)

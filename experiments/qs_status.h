@@ -15,6 +15,9 @@
  *   not submitted   no run file, and no submission holds the run
  *   missing         no run file, and not queued although submitted
  *   unreadable      the run file cannot be read
+ * With sacct (Slurm's accounting, slurmdbd) each run also shows its latest
+ * task's exit code (RC:SIGNAL), elapsed time, the largest MaxRSS of its steps
+ * and the node(s) it ran on; "-" where sacct does not know them.
  * Without squeue the queue is unknown (a pending run shows as not submitted
  * or missing), without sacct (no slurmdbd) there are no final Slurm states:
  * the report says which it lacked. */

@@ -15,6 +15,7 @@ QP_PACKAGES=(
   python3-pip                   # ml_dtypes (PyPI, not in Debian 12): the codec cross-check
   python3-venv python3-pandas   # the Python package (pip install ./python into a venv; runfile.load)
   slurm-wlm munge               # qsweep --submit against a real single-node Slurm ("slurm" tests)
+  slurmdbd mariadb-server       # Slurm accounting (sacct) on the multi-node test cluster ("cluster" test)
   python3-scipy                 # intervals' reference values, the scaling fit (paper/)
   python3-statsmodels           # Holm / Benjamini-Hochberg reference (multipletests) for the paper's verdicts
   clang libclang-rt-14-dev      # libFuzzer targets

@@ -779,7 +779,11 @@ def case_slurm():
     fake = os.path.join(d, "fakebin")
     os.makedirs(fake, exist_ok=True)
     write(os.path.join(fake, "squeue"), "#!/bin/sh\nprintf '5|2|PENDING\\n5|3|RUNNING\\n'\n")
-    write(os.path.join(fake, "sacct"), "#!/bin/sh\nprintf '5_0|COMPLETED\\n5_1|FAILED\\n5_[2-3]|PENDING\\n'\n")
+    # sacct -P -o JobID,State,ExitCode,Elapsed,MaxRSS,NodeList: allocations and their steps
+    write(os.path.join(fake, "sacct"), "#!/bin/sh\nprintf '%s\\n' '5_0|COMPLETED|0:0|00:00:12||n1' "
+          "'5_0.batch|COMPLETED|0:0|00:00:12|20480K|n1' '5_0.0|COMPLETED|0:0|00:00:11|30M|n1' "
+          "'5_1|FAILED|1:0|00:01:03||n2' '5_1.batch|FAILED|1:0|00:01:03|1024K|n2' "
+          "'5_[2-3]|PENDING|0:0|00:00:00||None assigned'\n")
     for n in ("squeue", "sacct"):
         os.chmod(os.path.join(fake, n), 0o755)
     write(os.path.join(out, "slurm.jobs"), "5 0-3\n")
@@ -790,6 +794,10 @@ def case_slurm():
           and "Slurm says FAILED" in p.stdout and rows.get("recipe=fp8_seed=1", [""])[0] == "done"
           and rows.get("recipe=fp8_seed=2", [""])[0] == "running",
           f"--status: run file first (task 2 is done whatever squeue says), then squeue, then sacct: {rows}")
+    # sacct's columns: exit code, elapsed, the largest step MaxRSS, the node
+    check(rows.get("recipe=bf16_seed=1", [])[4:8] == ["0:0", "00:00:12", "30.0M", "n1"]
+          and rows.get("recipe=bf16_seed=2", [])[4:8] == ["1:0", "00:01:03", "1.0M", "n2"],
+          f"--status shows sacct's exit code, elapsed time, MaxRSS and node: {rows}")
     p = qsweep("--status", out, env=dict(os.environ, PATH="/nonexistent"))
     check(p.returncode == 0 and "squeue did not answer" in p.stdout and "sacct did not answer" in p.stdout
           and "pending? squeue did not answer" in p.stdout, f"--status without Slurm's tools: {p.stdout}")

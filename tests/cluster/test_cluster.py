@@ -1,0 +1,755 @@
+#!/usr/bin/env python3
+"""test_cluster.py — qsweep and MPI qtrain on a real multi-node Slurm cluster that this test builds
+out of network namespaces, with accounting, and a node lost in the middle of a study.
+
+    test_cluster.py QSWEEP QTRAIN WORKDIR
+
+The cluster (Debian's slurm-wlm 22.05, slurmdbd, munge, mariadb-server; all started here, from
+files in a temporary folder under WORKDIR, and stopped at the end, also when a check fails or the
+test is interrupted):
+  - three network namespaces, qpcPID-ctl, qpcPID-n1, qpcPID-n2; a bridge in -ctl (10.213.7.1/24)
+    and a veth pair from it to each node (10.213.7.11, 10.213.7.12); loopback in each. No address
+    or route is added outside these namespaces, which are deleted at the end.
+  - in -ctl: a MariaDB server (its own datadir, socket and 127.0.0.1:3306 inside the namespace, a
+    user for slurmdbd), slurmdbd (accounting_storage/mysql), slurmctld (accounting through
+    slurmdbd, jobacct_gather/linux so sacct has MaxRSS); every client (sbatch, squeue, sacct,
+    qsweep) runs in -ctl too.
+  - in each node namespace: slurmd -N nK (its own UTS namespace, hostname nK), 1 CPU per node, so
+    two single-CPU tasks run at once, one per node, and a 2-rank job spans both nodes.
+  - one munged (its socket is a file: every namespace reaches it).
+The checks:
+  1. MPI across nodes: a 2-rank qtrain ([slurm] ntasks = 2, srun --mpi=pmix) lands on n1 and n2
+     (sacct NodeList) and its losses, validation losses and batch hashes equal, bit for bit, those
+     of `mpirun -np 2` of the same command on this one host; the comm phase (/train/comm_ms) is
+     logged and non-zero.
+  2. A study across nodes with a node lost: `qsweep --submit` of a 4-run study; once the task on
+     n1 has written a checkpoint, every process of n1's namespace (slurmd, slurmstepd, qtrain) is
+     SIGKILLed. slurmctld marks n1 down (SlurmdTimeout), the task fails with NODE_FAIL and, as the
+     script has --requeue, goes back to the queue and runs again on n2, where qtrain --resume
+     continues from the checkpoint. sacct shows tasks on both nodes and the NODE_FAIL attempt;
+     `qsweep --status` shows sacct's state, exit code, elapsed time, MaxRSS and node; the summary
+     equals (but for timing columns) that of `qsweep -j 2` of the same file on this host, and every
+     run file's losses, validation losses, quantization-error and outlier rows and events are
+     bit-identical to that undisturbed run's (timing, power and host columns aside).
+  3. The lost node comes back (slurmd started again: ReturnToService=2) and a 2-rank MPI run loses
+     a node in its turn: n2 is killed after the run's first checkpoint, the job is requeued, n2
+     comes back, and the run resumes on both nodes from its checkpoint, ending bit-identical to
+     the undisturbed 2-rank run of check 1.
+The last line: `cluster: nodes=N tasks=T requeued=R resumed=yes|no identical=yes|no`.
+Exit 0 pass, 1 fail, 77 skip (not root; no network namespaces; a daemon cannot start here).
+Every wait is bounded (generous limits, no timing assertions)."""
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from qp_testlib import Checks, open_run, read_csv, write_verse_corpus  # noqa: E402
+
+QSWEEP, QTRAIN, WORK = map(os.path.abspath, sys.argv[1:4])
+SKIP = 77
+WAIT = 600  # seconds: the bound of every wait
+NET = "10.213.7"
+NODES = ["n1", "n2"]
+check = Checks()
+T0 = time.monotonic()
+
+
+def say(*a):
+    print(f"[{time.monotonic() - T0:6.1f} s]", *a, flush=True)
+
+
+def skip(why):
+    print("SKIP:", why, flush=True)
+    sys.exit(SKIP)
+
+
+class Fatal(Exception):
+    pass
+
+
+def wait_for(cond, what, limit=WAIT, every=0.2):
+    t0 = time.monotonic()
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() - t0 > limit:
+            raise Fatal(f"waited {limit} s for {what}")
+        time.sleep(every)
+
+
+def tail(path, n=8):
+    try:
+        with open(path, errors="replace") as f:
+            return " | ".join(f.read().strip().splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+# ---- packages -----------------------------------------------------------------
+PACKAGES = ["slurmctld", "slurmd", "slurmdbd", "slurm-client", "munge", "mariadb-server", "openmpi-bin", "iproute2",
+            "util-linux"]
+PROGRAMS = ["slurmctld", "slurmd", "slurmdbd", "sbatch", "squeue", "sacct", "sacctmgr", "scontrol", "sinfo",
+            "munged", "mariadbd", "mariadb-install-db", "mariadb", "mpirun", "ip", "unshare", "nsenter"]
+SBIN = ":/usr/sbin:/sbin"
+
+
+def ensure_packages():
+    missing = [p for p in PROGRAMS if not shutil.which(p, path=os.environ.get("PATH", "") + SBIN)]
+    if not missing:
+        return
+    print("installing", " ".join(PACKAGES), f"({', '.join(missing)} missing)", flush=True)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES]):
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode:
+            raise Fatal(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+
+
+# ---- the cluster ---------------------------------------------------------------
+class Cluster:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        tag = f"qpc{os.getpid()}"
+        self.ns = {"ctl": f"{tag}-ctl", **{n: f"{tag}-{n}" for n in NODES}}
+        self.veth = {n: f"{tag[:9]}{n}" for n in NODES}  # interface names: at most 15 bytes
+        self.addr = {"ctl": f"{NET}.1", **{n: f"{NET}.{11 + i}" for i, n in enumerate(NODES)}}
+        self.made_ns = []
+        self.procs = []  # (name, Popen, log)
+        self.slurmd = {}
+        self.conf = os.path.join(tmp, "slurm.conf")
+        self.sock = os.path.join(tmp, "munge", "munge.sock")
+        self.env = dict(os.environ, SLURM_CONF=self.conf, OMPI_MCA_btl_vader_single_copy_mechanism="none",
+                        OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        self.env["PATH"] = self.env.get("PATH", "") + SBIN
+
+    # -- plumbing
+    def enter(self, ns):
+        """The prefix that runs a command in namespace ns's network (nsenter, not `ip netns exec`,
+        which mounts a /sys of its own without the cgroup tree slurmd reads)."""
+        return ["nsenter", f"--net=/run/netns/{self.ns[ns]}"]
+
+    def sh(self, *argv, ns=None, timeout=120, check_rc=True, **kw):
+        if ns:
+            argv = (*self.enter(ns), *argv)
+        r = subprocess.run(argv, capture_output=True, text=True, env=self.env, timeout=timeout, **kw)
+        if check_rc and r.returncode:
+            raise Fatal(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.strip()[-400:]}")
+        return r
+
+    def ctl(self, *argv, timeout=120):
+        """A client command (Slurm's tools, qsweep) in the controller's namespace."""
+        return self.sh(*argv, ns="ctl", timeout=timeout, check_rc=False)
+
+    def daemon(self, name, argv, ns, host=None, tmpdir=None):
+        """argv in namespace ns, in a process group of its own; with host, in a UTS namespace of its
+        own whose hostname is host (Slurm's daemons check theirs against slurm.conf); with tmpdir,
+        in a mount namespace of its own where tmpdir is /tmp (a node's local /tmp: Slurm's PMIx
+        plugin makes a folder there named by the job step, on every node of the step)."""
+        if host:
+            mount = f"mount --bind {tmpdir} /tmp && " if tmpdir else ""
+            argv = ["unshare", "--uts", *(["--mount", "--propagation", "private"] if tmpdir else []), "sh", "-c",
+                    f'hostname {host} && {mount}exec "$@"', "sh", *argv]
+        log = os.path.join(self.tmp, "log", name + ".out")
+        with open(log, "w") as out:
+            p = subprocess.Popen([*self.enter(ns), *argv], stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, env=self.env, cwd=self.tmp, start_new_session=True)
+        self.procs.append((name, p, log))
+        return p
+
+    def started(self, name, p, cond, what, logfile, limit=120, note=lambda: ""):
+        try:
+            wait_for(lambda: p.poll() is not None or cond(), what, limit=limit, every=0.3)
+        except Fatal:
+            skip(f"{name}: no {what} after {limit} s: {tail(logfile)} {note() or ''}")
+        if p.poll() is not None:
+            skip(f"{name} cannot start here (exit {p.returncode}): {tail(os.path.join(self.tmp, 'log', name + '.out'))}"
+                 f" {tail(logfile)}")
+
+    # -- network
+    def network(self):
+        for ns in self.ns.values():
+            r = subprocess.run(["ip", "netns", "add", ns], capture_output=True, text=True)
+            if r.returncode:
+                skip(f"ip netns add {ns}: {r.stderr.strip()} (network namespaces need root and CAP_SYS_ADMIN)")
+            self.made_ns.append(ns)
+            self.sh("ip", "-n", ns, "link", "set", "lo", "up")
+        c = self.ns["ctl"]
+        self.sh("ip", "-n", c, "link", "add", "br0", "type", "bridge")
+        self.sh("ip", "-n", c, "addr", "add", f"{self.addr['ctl']}/24", "dev", "br0")
+        self.sh("ip", "-n", c, "link", "set", "br0", "up")
+        for n in NODES:
+            self.sh("ip", "link", "add", self.veth[n], "netns", c, "type", "veth", "peer", "name", "eth0",
+                    "netns", self.ns[n])
+            self.sh("ip", "-n", c, "link", "set", self.veth[n], "master", "br0", "up")
+            self.sh("ip", "-n", self.ns[n], "addr", "add", f"{self.addr[n]}/24", "dev", "eth0")
+            self.sh("ip", "-n", self.ns[n], "link", "set", "eth0", "up")
+
+    # -- daemons
+    def munge(self):
+        t = self.tmp
+        os.makedirs(os.path.join(t, "munge"))
+        os.chmod(os.path.join(t, "munge"), 0o755)
+        key = os.path.join(t, "munge", "munge.key")
+        with open(key, "wb") as f:
+            f.write(os.urandom(1024))
+        os.chmod(key, 0o400)
+        m = self.daemon("munged", ["munged", "-F", "-f", f"--key-file={key}", f"--socket={self.sock}",
+                                   f"--pid-file={t}/munge/munged.pid", f"--log-file={t}/log/munged.log",
+                                   f"--seed-file={t}/munge/seed"], "ctl")
+        self.started("munged", m, lambda: os.path.exists(self.sock), "socket", f"{t}/log/munged.log", limit=60)
+
+    def mariadb(self):
+        t = self.tmp
+        db = os.path.join(t, "db")
+        r = self.sh("mariadb-install-db", "--no-defaults", f"--datadir={db}", "--user=root",
+                    "--auth-root-authentication-method=socket", "--skip-test-db", check_rc=False, timeout=300)
+        if r.returncode:
+            skip(f"mariadb-install-db: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        self.dbsock = os.path.join(t, "db.sock")
+        p = self.daemon("mariadbd", ["mariadbd", "--no-defaults", f"--datadir={db}", f"--socket={self.dbsock}",
+                                     "--port=3306", "--bind-address=127.0.0.1", "--user=root",
+                                     f"--pid-file={t}/mariadbd.pid", f"--log-error={t}/log/mariadbd.log",
+                                     "--innodb-buffer-pool-size=128M", "--innodb-lock-wait-timeout=900", "--skip-log-bin"], "ctl")
+        ping = lambda: self.sh("mariadb", "--no-defaults", "-S", self.dbsock, "-u", "root", "-e", "SELECT 1",
+                               check_rc=False).returncode == 0
+        self.started("mariadbd", p, ping, "answer on its socket", f"{t}/log/mariadbd.log")
+        self.sh("mariadb", "--no-defaults", "-S", self.dbsock, "-u", "root", "-e",
+                "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'qprec-test';"
+                "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';")
+
+    def write_conf(self):
+        t = self.tmp
+        dbd = os.path.join(t, "slurmdbd.conf")  # slurmdbd reads it from slurm.conf's folder
+        with open(dbd, "w") as f:
+            f.write(f"""# generated by tests/cluster/test_cluster.py
+AuthType=auth/munge
+AuthInfo=socket={self.sock}
+DbdHost=ctl
+DbdAddr={self.addr['ctl']}
+DbdPort=6819
+SlurmUser=root
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=3306
+StorageUser=slurm
+StoragePass=qprec-test
+StorageLoc=slurm_acct_db
+PidFile={t}/slurmdbd.pid
+LogFile={t}/log/slurmdbd.log
+DebugLevel=info
+""")
+        os.chmod(dbd, 0o600)
+        nodes = "\n".join(f"NodeName={n} NodeAddr={self.addr[n]} NodeHostname={n} CPUs=1 State=UNKNOWN" for n in NODES)
+        with open(self.conf, "w") as f:
+            f.write(f"""# generated by tests/cluster/test_cluster.py
+ClusterName=qpcluster
+SlurmctldHost=ctl({self.addr['ctl']})
+SlurmctldPort=6817
+SlurmdPort=6818
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+# cred_expire: also how long a requeued job waits before it may start again (default 120 s)
+AuthInfo=socket={self.sock},cred_expire=10
+StateSaveLocation={t}/state
+SlurmdSpoolDir={t}/spool/%n
+SlurmctldPidFile={t}/slurmctld.pid
+SlurmdPidFile={t}/slurmd-%n.pid
+SlurmctldLogFile={t}/log/slurmctld.log
+SlurmdLogFile={t}/log/slurmd-%n.log
+MailProg=/bin/true
+# no cgroups in a container: processes tracked through /proc, no task binding
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+# accounting: slurmdbd (MariaDB); per-step memory from /proc
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost={self.addr['ctl']}
+AccountingStoragePort=6819
+# the munge socket of connections to slurmdbd (AuthInfo covers the others)
+AccountingStoragePass={self.sock}
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=2
+MpiDefault=none
+SwitchType=switch/none
+# a node silent for SlurmdTimeout seconds is DOWN and its jobs NODE_FAIL (requeued with --requeue);
+# a DOWN node that registers again is back in service
+SlurmdTimeout=6
+ReturnToService=2
+JobRequeue=1
+KillWait=5
+MinJobAge=600
+SlurmctldDebug=info
+SlurmdDebug=info
+{nodes}
+PartitionName=all Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP
+""")
+
+    def start_slurmd(self, n, reboot=False):
+        """slurmd of node n. With reboot, the node comes back as after a crash: its /tmp empty, as a
+        boot leaves it, and no PMIx file of a lost job step left in slurmd's spool. Slurm 22.05's
+        PMIx plugin removes neither a stale folder (/tmp/spmix_appdir_UID_JOB.STEP,
+        SPOOL/pmix.JOB.STEP) nor a stale socket (SPOOL/stepd.slurm.pmix.JOB.STEP) of the same name
+        before it makes its own, and a requeued job keeps its id: the requeued MPI step would fail
+        on that node ("File exists", "Address already in use")."""
+        if reboot:
+            nt = os.path.join(self.tmp, "tmp", n)
+            shutil.rmtree(nt)
+            os.makedirs(nt)
+            os.chmod(nt, 0o1777)
+            spool = os.path.join(self.tmp, "spool", n)
+            for f in os.listdir(spool):
+                if f.startswith("stepd.slurm.pmix."):
+                    os.unlink(os.path.join(spool, f))
+                elif f.startswith("pmix."):
+                    shutil.rmtree(os.path.join(spool, f))
+        p = self.daemon(f"slurmd-{n}-{len(self.procs)}", ["slurmd", "-D", "-N", n, "-f", self.conf], n, host=n,
+                        tmpdir=os.path.join(self.tmp, "tmp", n))
+        self.slurmd[n] = p
+        return p
+
+    def node_state(self, n):
+        r = self.ctl("sinfo", "-h", "-N", "-n", n, "-o", "%T")
+        return r.stdout.strip() if r.returncode == 0 else ""
+
+    def start(self):
+        t = self.tmp
+        for d in ("state", "spool", "log"):
+            os.makedirs(os.path.join(t, d))
+        for n in NODES:
+            os.makedirs(os.path.join(t, "spool", n))
+            os.makedirs(os.path.join(t, "tmp", n))
+            os.chmod(os.path.join(t, "tmp", n), 0o1777)
+        self.network()
+        self.munge()
+        self.mariadb()
+        self.write_conf()
+        d = self.daemon("slurmdbd", ["slurmdbd", "-D"], "ctl", host="ctl")
+        last = {}
+
+        def dbd_answers():
+            last["r"] = r = self.ctl("sacctmgr", "-n", "show", "cluster")
+            return r.returncode == 0
+        self.started("slurmdbd", d, lambda: " started" in tail(f"{t}/log/slurmdbd.log", 50) and dbd_answers(),
+                     "answer to sacctmgr", f"{t}/log/slurmdbd.log", note=lambda: last.get("r") and last["r"].stderr)
+        # the cluster in the accounting database (slurmctld registers with it)
+        self.ctl("sacctmgr", "-i", "add", "cluster", "qpcluster")
+        c = self.daemon("slurmctld", ["slurmctld", "-D", "-f", self.conf], "ctl", host="ctl")
+        self.started("slurmctld", c, lambda: "UP" in self.ctl("scontrol", "ping").stdout, "answer to scontrol ping",
+                     f"{t}/log/slurmctld.log")
+        for n in NODES:
+            self.start_slurmd(n)
+        for n in NODES:
+            self.started(f"slurmd {n}", self.slurmd[n], lambda: self.node_state(n) == "idle", "registration (idle)",
+                         f"{t}/log/slurmd-{n}.log")
+        say(f"cluster up: slurmctld {self.addr['ctl']}:6817, slurmdbd :6819 on MariaDB, nodes "
+            + ", ".join(f"{n} {self.addr[n]}" for n in NODES))
+
+    def kill_node(self, n):
+        """SIGKILL every process of node n's namespace: slurmd, slurmstepd, the job's processes."""
+        r = self.sh("ip", "netns", "pids", self.ns[n], check_rc=False)
+        pids = [int(x) for x in r.stdout.split()]
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.slurmd[n].wait(30)
+        return len(pids)
+
+    def queue(self):
+        r = self.ctl("squeue", "-h", "-r", "-o", "%i %T %N")
+        if r.returncode:
+            return None
+        return {l.split()[0]: l.split()[1:] for l in r.stdout.splitlines() if l.strip()}
+
+    def stop(self):
+        """Cancel every job, stop the daemons, kill what is left in the namespaces or refers to the
+        temporary folder, delete the namespaces (their interfaces go with them)."""
+        if self.procs and any(p.poll() is None for n, p, _ in self.procs if n == "slurmctld"):
+            self.ctl("scancel", "--user=root")
+            try:
+                wait_for(lambda: self.queue() in ({}, None), "the queue to empty at the end", limit=30, every=0.5)
+            except Fatal as e:
+                print("note:", e, flush=True)
+        for name, p, _ in reversed(self.procs):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                try:
+                    p.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait(30)
+        for ns in self.made_ns:
+            r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+            for pid in r.stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for pid in self.strays():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.5)
+        left = self.strays()
+        for ns in self.made_ns:
+            r = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True)
+            if r.returncode:
+                left.append(f"namespace {ns}: {r.stderr.strip()}")
+        return left
+
+    def strays(self):
+        found = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) == os.getpid():
+                continue
+            try:
+                refs = [os.readlink(f"/proc/{d}/cwd")]
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    refs.append(f.read().decode(errors="replace"))
+            except OSError:
+                continue
+            if any(self.tmp in r for r in refs):
+                found.append(int(d))
+        return found
+
+
+# ---- helpers -------------------------------------------------------------------
+def job_of(stdout):
+    m = re.search(r"submitted job (\d+)", stdout)
+    return int(m.group(1)) if m else None
+
+
+def sacct(cl, job, dup=False):
+    """[(jobid, state, exitcode, nodelist)] of the allocations of job (every attempt with dup)."""
+    argv = ["sacct", "-n", "-P", "-X", "-j", str(job), "-o", "JobID,State,ExitCode,NodeList"]
+    if dup:
+        argv.append("--duplicates")
+    r = cl.ctl(*argv)
+    return [tuple(l.split("|")) for l in r.stdout.splitlines() if l.count("|") == 3]
+
+
+def run_state(path):
+    try:
+        with open_run(path) as f:
+            return f["status"][-1]["state"].decode() if len(f["status"]) else ""
+    except (OSError, KeyError, IndexError):
+        return None
+
+
+def resumed_at(path):
+    """The step at which the run file's /status says a later attempt resumed from a checkpoint
+    ("resumed from ..."); None when no attempt did."""
+    with open_run(path) as f:
+        for row in f["status"][:]:
+            if row["message"].decode().startswith("resumed from "):
+                return int(row["step"])
+    return None
+
+
+# the clock's and the host's: the only columns two runs of the same command may differ in
+TIMED = re.compile(r"(_ms|tokens_per_s|energy_j|power_w|gpu_util)$")
+
+
+def same_run(a, b, what):
+    """Every dataset of run file a equals b's bit for bit (timing, power and the status messages aside);
+    the first difference, or None."""
+    import h5py
+    import numpy as np
+    with open_run(a) as fa, open_run(b) as fb:
+        names = []
+        fa.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        other = []
+        fb.visititems(lambda n, o: other.append(n) if isinstance(o, h5py.Dataset) else None)
+        if sorted(names) != sorted(other):
+            return f"{what}: datasets {sorted(set(names) ^ set(other))} in one file only"
+        for n in sorted(names):
+            if n == "status" or TIMED.search(n):
+                continue
+            x, y = fa[n][()], fb[n][()]
+            if x.dtype != y.dtype or x.shape != y.shape or np.asarray(x).tobytes() != np.asarray(y).tobytes():
+                return f"{what}: /{n} differs ({x.shape} vs {y.shape})"
+    return None
+
+
+def is_timing(col):
+    return col in ("tokens_per_s_median", "step_ms_median") or col.endswith("_share")
+
+
+# ---- the checks ------------------------------------------------------------------
+MPI_STUDY = """[base]
+data = corpus.txt
+layers = 2
+heads = 2
+dim = 32
+seq = 32
+batch = 8
+steps = {steps}
+eval_every = 20
+eval_batches = 2
+qerr_every = 20
+ckpt_every = 20
+recipe = fp8
+[sweep]
+threads_per_run = 1
+[slurm]
+ntasks = 2
+cpus_per_task = 1
+time = 20:00
+"""
+
+STUDY = """[base]
+data = corpus.txt
+layers = 2
+heads = 2
+dim = 32
+seq = 32
+batch = 4
+steps = {steps}
+lr = 3e-3
+warmup = 20
+eval_every = 200
+eval_batches = 4
+qerr_every = 200
+ckpt_every = 100
+[grid]
+recipe = bf16, fp8
+seed = 1, 2
+[sweep]
+threads_per_run = 1
+target_loss = 2.5
+[slurm]
+time = 30:00
+"""
+
+
+def mpi_run(cl, d, steps, kill=None):
+    """A 2-rank run through qsweep --submit; with kill, node `kill` is lost after the run's first
+    checkpoint and brought back once Slurm has requeued the job. The run file's path and job id."""
+    ini = os.path.join(d, f"mpi{steps}{kill or ''}.ini")
+    with open(ini, "w") as f:
+        f.write(MPI_STUDY.format(steps=steps))
+    out = os.path.join(d, f"mpi-{kill or 'whole'}")
+    p = cl.ctl(QSWEEP, ini, "--out", out, "--submit")
+    job = job_of(p.stdout)
+    if not check(p.returncode == 0 and job, f"MPI --submit: {p.returncode} {p.stdout} {p.stderr}"):
+        raise Fatal("nothing submitted")
+    run = os.path.join(out, "runs", "base.h5")
+    if kill:
+        wait_for(lambda: os.path.exists(os.path.join(out, "runs", "base.ckpt.h5")) and run_state(run) == "running",
+                 "the MPI run's first checkpoint", every=0.05)
+        n = cl.kill_node(kill)
+        say(f"MPI run: killed node {kill} ({n} processes: slurmd, slurmstepd, a rank)")
+        wait_for(lambda: cl.node_state(kill).startswith("down"), f"{kill} to be marked down", every=0.5)
+        states = wait_for(lambda: {s[1] for s in sacct(cl, job, dup=True)} & {"NODE_FAIL", "COMPLETED"},
+                          "the NODE_FAIL in sacct", every=0.5)
+        if "NODE_FAIL" not in states:
+            raise Fatal(f"the MPI run completed before node {kill} was lost: nothing to requeue")
+        cl.start_slurmd(kill, reboot=True)
+        wait_for(lambda: cl.node_state(kill) in ("idle", "mixed", "allocated"), f"{kill} back in service", every=0.5)
+        say(f"MPI run: {kill} is back")
+    wait_for(lambda: cl.queue() == {}, "the MPI run to finish", every=0.5)
+    return ini, out, run, job
+
+
+def check_mpi(cl, d):
+    steps = 100
+    ini, out, run, job = mpi_run(cl, d, steps)
+    acct = sacct(cl, job)
+    say(f"MPI run: sacct {acct}")
+    check(len(acct) == 1 and acct[0][1] == "COMPLETED" and acct[0][3] == "n[1-2]",
+          f"the 2-rank run spans both nodes: sacct {acct}")
+    log = open(os.path.join(out, "logs", "base.log")).read()
+    check("srun --mpi=pmix --ntasks=2" in log and "== qsweep.sbatch: exit 0" in log, f"the run's log: {log[-600:]}")
+    with open_run(run) as f:
+        check(f.attrs["world_size"] == "2", f"world_size {f.attrs.get('world_size')}")
+        comm = f["train/comm_ms"][:]
+        check(len(comm) == steps and float(comm.sum()) > 0, f"the comm phase is logged: sum {comm.sum()}")
+        say(f"MPI run across nodes: comm {float(comm.mean()):.3f} ms/step of {float(f['train/step_ms'][:].mean()):.3f}")
+    # the same 2 ranks on one host: mpirun -np 2 of the same command, outside Slurm
+    dry = cl.ctl(QSWEEP, ini, "--out", out, "--dry-run").stdout
+    cmd = next(l.split(": ", 1)[1] for l in dry.splitlines() if l.startswith("base: "))
+    one = os.path.join(d, "mpi-onehost.h5")
+    argv = ["mpirun", "-np", "2", *[a.replace(run, one) for a in shlex.split(cmd)]]
+    r = subprocess.run(argv, capture_output=True, text=True, env=cl.env, timeout=WAIT)
+    check(r.returncode == 0, f"mpirun -np 2 on one host: {r.stderr[-500:]}")
+    diff = same_run(run, one, "2 ranks on n1+n2 vs 2 ranks on one host")
+    check(diff is None, diff or "")
+    say(f"MPI across nodes = 2 ranks on one host, bit for bit: {'yes' if diff is None else 'no'}")
+    return ini, run, steps, diff is None
+
+
+def check_sweep(cl, d, stats):
+    steps = 1500
+    ini = os.path.join(d, "study.ini")
+    with open(ini, "w") as f:
+        f.write(STUDY.format(steps=steps))
+    out = os.path.join(d, "study")
+    names = [f"recipe={r}_seed={s}" for r in ("bf16", "fp8") for s in (1, 2)]
+    runs = os.path.join(out, "runs")
+    p = cl.ctl(QSWEEP, ini, "--out", out, "--submit")
+    job = job_of(p.stdout)
+    if not check(p.returncode == 0 and job, f"--submit: {p.returncode} {p.stdout} {p.stderr}"):
+        raise Fatal("nothing submitted")
+    script = open(os.path.join(out, "qsweep.sbatch")).read()
+    check("#SBATCH --requeue\n" in script, "the script asks Slurm to requeue a task whose node fails")
+
+    # the task on n1, once it has a checkpoint and is still running
+    def victim():
+        q = cl.queue() or {}
+        for jid, (state, *node) in q.items():
+            m = re.fullmatch(rf"{job}_(\d+)", jid)
+            if m and state == "RUNNING" and node == ["n1"]:
+                i = int(m.group(1))
+                if os.path.exists(os.path.join(runs, names[i] + ".ckpt.h5")) and \
+                        run_state(os.path.join(runs, names[i] + ".h5")) == "running":
+                    return (i,)
+        return None
+    i, = wait_for(victim, "a running task on n1 with a checkpoint", every=0.05)
+    vname = names[i]
+    n = cl.kill_node("n1")
+    t_kill = time.monotonic()
+    say(f"study: killed node n1 ({n} processes) while task {job}_{i} ({vname}) ran there")
+    wait_for(lambda: cl.node_state("n1").startswith("down"), "n1 to be marked down", every=0.5)
+    say(f"study: n1 is {cl.node_state('n1')} after {time.monotonic() - t_kill:.0f} s")
+    p = cl.ctl(QSWEEP, "--status", out)
+    say("qsweep --status with n1 down:\n" + p.stdout)
+    wait_for(lambda: cl.queue() == {}, "the study to finish on n2", every=1)
+    say(f"study: finished {time.monotonic() - t_kill:.0f} s after the kill")
+
+    every = sacct(cl, job, dup=True)
+    say("sacct --duplicates: " + "; ".join(" ".join(r) for r in every))
+    nodes = {r[3] for r in every}
+    check({"n1", "n2"} <= nodes, f"tasks ran on both nodes: {nodes}")
+    failed = {r[0] for r in every if r[1] == "NODE_FAIL"}
+    check(failed == {f"{job}_{i}"}, f"the task on n1 ended NODE_FAIL: {failed}")
+    last = sacct(cl, job)
+    check(len(last) == 4 and all(r[1] == "COMPLETED" and r[2] == "0:0" for r in last),
+          f"every task completed in the end: {last}")
+    check(dict((r[0], r[3]) for r in last).get(f"{job}_{i}") == "n2", f"the requeued task ran again on n2: {last}")
+    stats["requeued"] = len(failed)
+    stats["tasks"] = len(last)
+    stats["nodes"] = len({r[3] for r in every if r[3] in NODES})
+
+    # --status: sacct's columns
+    p = cl.ctl(QSWEEP, "--status", out)
+    say("qsweep --status at the end:\n" + p.stdout)
+    check(p.returncode == 0 and "sacct did not answer" not in p.stdout, f"--status with accounting: {p.stdout} {p.stderr}")
+    rows = {l.split()[0]: l.split() for l in p.stdout.splitlines() if l.startswith("recipe=")}
+    for nm in names:
+        r = rows.get(nm, [])
+        ok = len(r) >= 9 and r[1] == "done" and r[4] == "COMPLETED" and r[5] == "0:0" \
+            and re.fullmatch(r"\d\d:\d\d:\d\d", r[6]) and re.fullmatch(r"\d+\.\dM", r[7]) and r[8] in NODES
+        check(ok, f"--status row of {nm}: state, exit code, elapsed, MaxRSS, node from sacct: {r}")
+
+    # resumed: the victim's log has both attempts, the second resuming from a checkpoint on n2
+    log = open(os.path.join(out, "logs", vname + ".log")).read()
+    heads = re.findall(r"== qsweep.sbatch \S+ \S+: Slurm job \S+ on (\S+):", log)
+    res = resumed_at(os.path.join(runs, vname + ".h5"))
+    resumed = heads == ["n1", "n2"] and res is not None and res > 0
+    check(resumed, f"{vname}: started on n1, resumed from its checkpoint on n2: {heads}, resumed at step {res}")
+    say(f"study: {vname} ran on {' then '.join(heads)}, resumed at step {res}")
+    with open_run(os.path.join(runs, vname + ".h5")) as f:
+        check(list(f["train/step"][:]) == list(range(steps)), "the resumed run's /train/step is 0..N-1 once")
+    stats["resumed"] = resumed
+
+    # the same study, undisturbed, on this host: qsweep -j 2
+    ref = os.path.join(d, "local")
+    p = subprocess.run([QSWEEP, ini, "--out", ref, "-j", "2"], capture_output=True, text=True, timeout=WAIT)
+    check(p.returncode == 0, f"qsweep -j 2: {p.returncode} {p.stderr}")
+    cl.ctl(QSWEEP, "--summarize", out)
+    a, b = read_csv(os.path.join(out, "summary.csv")), read_csv(os.path.join(ref, "summary.csv"))
+    same = len(a) == len(b) == 4 and list(a[0]) == list(b[0])
+    check(same, "summary columns")
+    for ra, rb in zip(a, b):
+        for k in ra:
+            if not is_timing(k) and ra[k] != rb[k]:
+                same = False
+                check(False, f"{ra['name']}.{k}: cluster {ra[k]!r} vs -j 2 {rb[k]!r}")
+    for nm in names:
+        diff = same_run(os.path.join(runs, nm + ".h5"), os.path.join(ref, "runs", nm + ".h5"), nm)
+        check(diff is None, diff or "")
+        same = same and diff is None
+    stats["identical"] = same
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("the cluster needs root (network namespaces, slurmd, MariaDB as root)")
+    if not shutil.which("ip", path=os.environ.get("PATH", "") + SBIN):
+        ensure_packages()
+    ensure_packages()
+    os.makedirs(WORK, exist_ok=True)
+    if os.path.realpath(WORK) == "/tmp" or os.path.realpath(WORK).startswith("/tmp/"):
+        sys.exit(f"test_cluster: {WORK}: the work folder must not be under /tmp (each node mounts its own /tmp)")
+    tmp = tempfile.mkdtemp(prefix="cluster-", dir=WORK)
+    cl = Cluster(tmp)
+    err = None
+    stats = {"nodes": 0, "tasks": 0, "requeued": 0, "resumed": False, "identical": False}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        cl.start()
+        d = os.path.join(tmp, "work")
+        os.makedirs(d)
+        write_verse_corpus(os.path.join(d, "corpus.txt"))
+        mpi_ini, mpi_ref, mpi_steps, mpi_ok = check_mpi(cl, d)
+        check_sweep(cl, d, stats)
+        # n1 comes back; a 2-rank run then loses n2 and resumes when n2 is back
+        cl.start_slurmd("n1", reboot=True)
+        wait_for(lambda: cl.node_state("n1") == "idle", "n1 back in service (ReturnToService=2)", every=0.5)
+        say("n1 is back in service")
+        _, _, run, job = mpi_run(cl, d, mpi_steps, kill="n2")
+        acct = sacct(cl, job, dup=True)
+        say("MPI run with a node lost, sacct --duplicates: " + "; ".join(" ".join(r) for r in acct))
+        check([r[1] for r in acct] == ["NODE_FAIL", "COMPLETED"] and acct[-1][3] == "n[1-2]",
+              f"the MPI run failed with its node, was requeued and completed on both nodes: {acct}")
+        res = resumed_at(run)
+        mpi_resumed = res is not None and res > 0
+        check(mpi_resumed, f"the MPI run resumed from its checkpoint: resumed at step {res}")
+        say(f"MPI run: resumed at step {res}")
+        diff = same_run(run, mpi_ref, "2-rank run that lost a node vs undisturbed")
+        check(diff is None, diff or "")
+        stats["requeued"] += 1 if acct and acct[0][1] == "NODE_FAIL" else 0
+        stats["tasks"] += 1
+        stats["resumed"] = stats["resumed"] and mpi_resumed
+        stats["identical"] = stats["identical"] and mpi_ok and diff is None
+    except Fatal as e:
+        err = str(e)
+    except KeyboardInterrupt:
+        err = "interrupted"
+    finally:
+        left = cl.stop()
+        check(not left, f"left after the cluster stopped: {left}")
+    if err:
+        check(False, err)
+        for n in ("slurmctld.log", "slurmdbd.log", *(f"slurmd-{n}.log" for n in NODES)):
+            print(f"--- {n}: {tail(os.path.join(tmp, 'log', n), 15)}")
+    yn = lambda b: "yes" if b else "no"
+    print(f"cluster: nodes={stats['nodes']} tasks={stats['tasks']} requeued={stats['requeued']} "
+          f"resumed={yn(stats['resumed'])} identical={yn(stats['identical'])}", flush=True)
+    status = check.summary("test_cluster", f" ({time.monotonic() - T0:.0f} s)")
+    if not status:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
