@@ -399,6 +399,7 @@ static int verify(int k, void *user)
     if (r == -2) S->bad = -2;
     if (r <= 0) return -1;
     set_gap(P, c, 1);
+    set_gap(P, P->idx_all, 1);
     P->cands[c].verify_order = ++P->cands[P->idx_all].verify_order;
     if (P->a->dry_run) return 1;
     fprintf(stderr, "qsweep: plan: verified %d/%d parts at seeds %lld..: gap %+.2f%% [%+.2f, %+.2f] %s the budget\n", k,

@@ -9,6 +9,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* A predictor's verdict needs 3 seeds: the bootstrap over 2 has 3 distinct
+ * resamples, whose percentiles are no interval. 1: predicts, -1: ranks
+ * backwards, 0: unresolved, -2: no verdict. */
+#define MIN_VERDICT_SEEDS 3
+static int pred_verdict(const qpl_report_in *r, int k)
+{
+    const qpl_predictors *p = r->pred;
+    if (r->cfg->nseeds < MIN_VERDICT_SEEDS || !isfinite(p->lo[k]) || !isfinite(p->hi[k])) return -2;
+    return p->lo[k] > 0 ? 1 : p->hi[k] < 0 ? -1 : 0;
+}
+
 static void fmt_ci(const qs_ci *c, char *buf, size_t len)
 {
     if (c->n < 2 || !isfinite(c->mean)) snprintf(buf, len, "%s", c->n < 1 ? "n/a" : "no interval");
@@ -151,7 +162,7 @@ int qpl_report_write(const qpl_report_in *r, char *err, size_t errlen)
     fprintf(f, "predictor,spearman,ci_lo,ci_hi,resolved,chosen\n");
     for (int k = 0; k < QPL_PRED_COUNT; k++)
         fprintf(f, "%s,%.10g,%.10g,%.10g,%d,%d\n", qpl_pred_names[k], pr->rho[k], pr->lo[k], pr->hi[k],
-                isfinite(pr->lo[k]) && (pr->lo[k] > 0 || pr->hi[k] < 0), k == pr->chosen);
+                pred_verdict(r, k) == 1 || pred_verdict(r, k) == -1, k == pr->chosen);
     fclose(f);
     /* plan_parts.csv: each part's rank, measured benefit and scores */
     int *rank = malloc((size_t)(M ? M : 1) * sizeof *rank);
@@ -211,30 +222,31 @@ int qpl_report_write(const qpl_report_in *r, char *err, size_t errlen)
         fprintf(f, "Each part's measured benefit is the base recipe's gap minus the gap with that part alone in the "
                    "fallback, per search seed. Spearman's rank correlation of each predictor (from the base run of seed "
                    "%lld) with the mean benefit, with a 95%% percentile bootstrap interval over the %d seeds (%d "
-                   "resamples); *resolved* when the interval excludes 0.\n\n",
-                cfg->seeds[0], cfg->nseeds, 2000);
+                   "resamples); *resolved* when the interval excludes 0 (a verdict needs %d seeds: the bootstrap over 2 has 3 "
+                   "distinct resamples).\n\n",
+                cfg->seeds[0], cfg->nseeds, 2000, MIN_VERDICT_SEEDS);
         fprintf(f, "| predictor | Spearman rho | 95%% bootstrap CI | verdict |\n|---|---|---|---|\n");
         for (int k = 0; k < QPL_PRED_COUNT; k++) {
-            const int res = isfinite(pr->lo[k]) && (pr->lo[k] > 0 || pr->hi[k] < 0);
+            const int v = pred_verdict(r, k);
             if (!isfinite(pr->rho[k]))
                 fprintf(f, "| %s%s | n/a | n/a | constant over the parts: ranks nothing |\n", qpl_pred_names[k],
                         k == pr->chosen ? " (used)" : "");
             else
                 fprintf(f, "| %s%s | %+.2f | [%+.2f, %+.2f] | %s |\n", qpl_pred_names[k], k == pr->chosen ? " (used)" : "",
                         pr->rho[k], pr->lo[k], pr->hi[k],
-                        res ? (pr->rho[k] > 0 ? "resolved: predicts" : "resolved: ranks backwards") : "unresolved");
+                        v == 1 ? "resolved: predicts" : v == -1 ? "resolved: ranks backwards" : v == 0 ? "unresolved" : "too few seeds for a verdict");
         }
         fprintf(f, "| block-scale statistics | – | – | not in the run file (qerr reports them per tensor) |\n\n");
         fprintf(f, "NVIDIA's hypothesis (NVFP4 paper, appendix E.2: the layers of high weight-gradient quantization error "
                    "must stay in BF16) %s here: `wgrad_error` correlates %s with the measured benefit.\n\n",
-                !isfinite(pr->lo[QPL_PRED_WGRAD]) ? "cannot be judged"
-                : pr->lo[QPL_PRED_WGRAD] > 0     ? "holds"
-                : pr->hi[QPL_PRED_WGRAD] < 0     ? "is contradicted"
-                                                 : "is not resolved",
-                !isfinite(pr->lo[QPL_PRED_WGRAD]) ? "without an interval"
-                : pr->lo[QPL_PRED_WGRAD] > 0     ? "positively (the interval excludes 0)"
-                : pr->hi[QPL_PRED_WGRAD] < 0     ? "negatively (the interval excludes 0)"
-                                                 : "with an interval that holds 0");
+                pred_verdict(r, QPL_PRED_WGRAD) == -2  ? "cannot be judged"
+                : pred_verdict(r, QPL_PRED_WGRAD) == 1 ? "holds"
+                : pred_verdict(r, QPL_PRED_WGRAD) == -1 ? "is contradicted"
+                                                        : "is not resolved",
+                pred_verdict(r, QPL_PRED_WGRAD) == -2  ? "without a verdict (too few seeds, or no correlation)"
+                : pred_verdict(r, QPL_PRED_WGRAD) == 1 ? "positively (the interval excludes 0)"
+                : pred_verdict(r, QPL_PRED_WGRAD) == -1 ? "negatively (the interval excludes 0)"
+                                                        : "with an interval that holds 0");
         fprintf(f, "The search followed `%s`%s.\n\n", qpl_pred_names[pr->chosen],
                 cfg->predictor >= 0 ? " (set by the plan file)"
                 : pr->defaulted     ? " (no predictor had a correlation: the default)"
