@@ -528,7 +528,7 @@ static int run_plan(plan *P, const char *label)
         return 130;
     }
     if (P->a->dry_run) {
-        printf("%s%s%s: base %s, fallback %s, %d parts (%s", label, *label ? ": " : "", P->dir, P->cfg.base,
+        printf("%s: base %s, fallback %s, %d parts (%s", P->dir, P->cfg.base,
                P->cfg.fallback, M, qpl_gran_names[P->cfg.gran]);
         if (P->parts.kept) printf("; %d kept in %s by the base already", P->parts.kept, P->cfg.fallback);
         printf("), at most %d runs: 2 x %d (base, fallback everywhere) + %d x %d (each part alone) + %d x %d "

@@ -289,6 +289,20 @@ def case_run():
                 want = "bf16" if f"L{b}.{g}" in parts else "nvfp4"
                 got = {fmt.get((b, g, ps, o), "?").split(":")[0].replace("-2d", "") for ps, o in USES}
                 check(got == {want}, f"--explain: L{b}.{g} is {got}, the plan says {want}")
+    # the paper's section from this plan: verdicts from intervals, the wording rule of paper/verdicts.py
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    gen = subprocess.run([sys.executable, os.path.join(repo, "paper", "gen_plan.py"), "--plan", out, "--out",
+                          os.path.join(d, "gen")], capture_output=True, text=True, timeout=60)
+    check(gen.returncode == 0, f"gen_plan.py: {gen.returncode} {gen.stderr}")
+    sys.path.insert(0, os.path.join(repo, "paper"))
+    import verdicts  # noqa: E402
+    body = open(os.path.join(d, "gen", "plan.tex")).read() if gen.returncode == 0 else ""
+    check(verdicts.unqualified(body) == [], f"plan.tex wording: {verdicts.unqualified(body)}")
+    check("is unresolved here (2 search seeds: a verdict needs 3)" in body, "plan.tex: no verdict from 2 seeds")
+    if chosen:
+        c = chosen[0]
+        g = f"{float(c['gap_pct_mean']):+.2f}% [{float(c['gap_ci_lo']):+.2f}, {float(c['gap_ci_hi']):+.2f}]"
+        check(g.replace("%", r"\%") in body and f"{c['k']}/8" in body, f"plan.tex gives the verified gap {g}")
     runs = int(m.group(7)) if m else None
     # resume: the same command starts no run and prints the same line
     nfiles = sum(len(fs) for _, _, fs in os.walk(os.path.join(out, "r")))
