@@ -1,11 +1,12 @@
-/* qpl_main.c — qsweep --plan: stages, runs and verdicts (see qpl_main.h). */
+/* qpl_main.c — qsweep --plan: a plan's stages in order, the search's
+ * probes, and a plan per cell of the file (see qpl_main.h; the runs
+ * themselves: qpl_runs.h). */
 #define _GNU_SOURCE
 #include "qpl_main.h"
 
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,30 +21,14 @@
 #include "qpl_parts.h"
 #include "qpl_predict.h"
 #include "qpl_report.h"
+#include "qpl_runs.h"
 #include "qpl_search.h"
 #include "qs_grid.h"
 #include "qs_ini.h"
 #include "qs_lock.h"
-#include "qs_marker.h"
-#include "qs_pool.h"
-#include "qs_runfile.h"
+#include "qs_pool.h" /* qs_fmt_duration */
 #include "qs_shell.h"
 #include "qs_stats.h"
-
-#define BOOT_RESAMPLES 2000
-
-static int mkdir_p(const char *path)
-{
-    char buf[4400];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *c = buf + 1; *c; c++)
-        if (*c == '/') {
-            *c = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-            *c = '/';
-        }
-    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -65,295 +50,13 @@ static char *slurp(const char *path, size_t *len)
     return buf ? buf : calloc(1, 1);
 }
 
-/* One plan: a base recipe in one cell of the plan file's grid. */
 typedef struct {
-    const qpl_args *a;
-    qpl_cfg cfg;
-    const char *rest;              /* the plan file without [plan] and [grid] */
-    char extra[1024];              /* the cell's axis values as [base] lines */
-    char dir[4096];                /* this plan's folder */
-    int threads;
-    qpl_parts parts;
-    int *order;                    /* the ranking the search follows */
-    qpl_cand *cands;               /* every recipe the plan ran, in order */
-    int ncands;
-    int runs_used;                 /* distinct (recipe, seed) runs */
-    double cpu_min;
-    int failed, stopped;           /* a run failed; a signal stopped the pool */
-    char stop_msg[512];
-    int idx_base, idx_all;         /* cands of the base and the fallback everywhere */
-} plan;
-
-/* FNV-1a of a recipe: a short folder name for a long set of parts */
-static uint32_t fnv(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
-
-/* The candidate of the parts in[] (creating it), or -1 on a recipe too long. */
-static int cand_of(plan *P, const char *in, const char *stage)
-{
-    char recipe[QP_RECIPE_SPEC_MAX];
-    int k = 0;
-    for (int i = 0; i < P->parts.n; i++) k += in[i] != 0;
-    if (qpl_parts_recipe(&P->cfg, &P->parts, in, recipe, sizeof recipe)) return -1;
-    for (int c = 0; c < P->ncands; c++)
-        if (!strcmp(P->cands[c].recipe, recipe)) return c;
-    qpl_cand *nc = realloc(P->cands, (size_t)(P->ncands + 1) * sizeof *nc);
-    if (!nc) return -1;
-    P->cands = nc;
-    qpl_cand *C = &P->cands[P->ncands];
-    memset(C, 0, sizeof *C);
-    snprintf(C->recipe, sizeof C->recipe, "%s", recipe);
-    snprintf(C->stage, sizeof C->stage, "%s", stage);
-    C->k = k, C->part = -1;
-    char names[256] = "";
-    size_t w = 0;
-    for (int i = 0; i < P->parts.n && w < sizeof names; i++)
-        if (in[i]) w += (size_t)snprintf(names + w, sizeof names - w, "%s%s", w ? "+" : "", P->parts.p[i].name);
-    snprintf(C->parts, sizeof C->parts, "%s", k == 0 ? "-" : k == P->parts.n ? "all" : names);
-    if (k == 0) snprintf(C->id, sizeof C->id, "base");
-    else if (k == P->parts.n) snprintf(C->id, sizeof C->id, "all");
-    else if (strlen(names) <= 40) snprintf(C->id, sizeof C->id, "fb=%s", names);
-    else snprintf(C->id, sizeof C->id, "fb%d-%08x", k, fnv(recipe));
-    for (int s = 0; s < QPL_MAX_SEEDS; s++) C->val_search[s] = C->val_verify[s] = NAN;
-    return P->ncands++;
-}
-
-/* The text of a one-axis experiment: the plan file with the recipe and the
- * cell's values in [base], and seed as the only axis. */
-static char *candidate_ini(const plan *P, const char *recipe, const long long *seeds, int n)
-{
-    const size_t len = strlen(P->rest) + strlen(recipe) + strlen(P->extra) + 64 + (size_t)n * 24 + 32;
-    char *t = malloc(len), bars[QP_RECIPE_SPEC_MAX];
-    if (!t) return NULL;
-    snprintf(bars, sizeof bars, "%s", recipe);
-    for (char *c = bars; *c; c++)
-        if (*c == ',') *c = '|';
-    /* after the [base] header line, else a [base] of our own at the end */
-    const char *b = P->rest;
-    const char *hdr = NULL;
-    for (const char *line = b; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line)) {
-        const char *s = line;
-        while (*s == ' ' || *s == '\t') s++;
-        if (!strncmp(s, "[base]", 6)) {
-            hdr = strchr(line, '\n');
-            break;
-        }
-    }
-    size_t w = 0;
-    if (hdr) {
-        w += (size_t)snprintf(t + w, len - w, "%.*s", (int)(hdr - b + 1), b);
-        /* on the header's line count: qs_ini's line numbers stay the file's
-         * for every line before; the lines we add read as the header's */
-        w += (size_t)snprintf(t + w, len - w, "recipe = %s\n%s%s", bars, P->extra, hdr + 1);
-    } else w += (size_t)snprintf(t + w, len - w, "%s\n[base]\nrecipe = %s\n%s", b, bars, P->extra);
-    w += (size_t)snprintf(t + w, len - w, "\n[grid]\nseed = ");
-    for (int i = 0; i < n; i++) w += (size_t)snprintf(t + w, len - w, "%s%lld", i ? ", " : "", seeds[i]);
-    snprintf(t + w, len - w, "\n");
-    return t;
-}
-
-/* Expand candidate c at seeds into a sweep plan in DIR/r/ID (qs_grid.h). */
-static int expand(plan *P, int c, const long long *seeds, int n, qs_experiment *e, qs_plan *g, char *err, size_t errlen)
-{
-    char *text = candidate_ini(P, P->cands[c].recipe, seeds, n), dir[4400];
-    if (!text) return snprintf(err, errlen, "out of memory"), -1;
-    snprintf(dir, sizeof dir, "%s/r/%s", P->dir, P->cands[c].id);
-    int rc = qs_ini_parse(P->a->file, text, strlen(text), P->a->data, 1, e, err, errlen);
-    free(text);
-    if (rc) return -1;
-    if (qs_grid_expand(e, P->a->qtrain, dir, P->threads, g, err, errlen)) {
-        qs_ini_free(e);
-        return -1;
-    }
-    return 0;
-}
-
-typedef struct {
-    qs_run **runs; /* the jobs' runs */
-} pool_ctx;
-
-static void on_start(int job, void *user)
-{
-    const pool_ctx *c = user;
-    qs_marker_remove(c->runs[job]->exitfile);
-}
-
-static void on_end(int job, qs_job_result *res, void *user)
-{
-    const pool_ctx *c = user;
-    const qs_run *r = c->runs[job];
-    char msg[1024] = "", err[600];
-    if (res->outcome == QS_JOB_OK) {
-        qs_runstats st;
-        if (qs_runfile_read(r->h5, NAN, &st, err, sizeof err)) {
-            res->outcome = QS_JOB_FAILED;
-            snprintf(msg, sizeof msg, "qtrain exited 0 but its run file is unreadable: %s", err);
-        } else if (strcmp(st.state, "done")) {
-            res->outcome = QS_JOB_FAILED;
-            snprintf(msg, sizeof msg, "qtrain exited 0 but its run file says '%s'", st.state);
-        }
-        qs_runstats_free(&st);
-    }
-    if (res->outcome != QS_JOB_FAILED) return;
-    if (!msg[0]) {
-        if (res->why[0]) snprintf(msg, sizeof msg, "qsweep: %s", res->why);
-        else qs_last_line(r->log, msg, sizeof msg);
-    }
-    snprintf(res->why, sizeof res->why, "%.255s", msg);
-    qs_marker_write(r->exitfile, res->exit_code, msg);
-}
-
-/* finished: the run file's last state is done or diverged */
-static int finished(const char *h5)
-{
-    qs_runstats st;
-    char err[600];
-    if (access(h5, F_OK) != 0 || qs_runfile_read(h5, NAN, &st, err, sizeof err)) return 0;
-    const int fin = !strcmp(st.state, "done") || !strcmp(st.state, "diverged");
-    qs_runstats_free(&st);
-    return fin;
-}
-
-/* Run candidates cs[0..nc) at seeds (search: verify = 0) and read their
- * final validation losses (a diverged run: +inf). Returns 1 done, 0 the run
- * cap would be passed (nothing run; P->stop_msg says so), -1 a run failed or
- * a signal stopped the pool, -2 bad input (err). */
-static int run_cands(plan *P, const int *cs, int nc, const long long *seeds, int n, int verify, char *err, size_t errlen)
-{
-    qs_experiment *E = calloc((size_t)nc, sizeof *E);
-    qs_plan *G = calloc((size_t)nc, sizeof *G);
-    qs_job *jobs = calloc((size_t)(nc * n), sizeof *jobs);
-    qs_run **runs = calloc((size_t)(nc * n), sizeof *runs);
-    qs_job_result *res = calloc((size_t)(nc * n), sizeof *res);
-    int ok = E && G && jobs && runs && res ? 1 : -2, ne = 0, nj = 0, fresh = 0;
-    if (ok < 0) snprintf(err, errlen, "out of memory");
-    for (int i = 0; i < nc && ok > 0; i++, ne++) {
-        if (expand(P, cs[i], seeds, n, &E[i], &G[i], err, errlen)) {
-            ok = -2;
-            break;
-        }
-        qpl_cand *C = &P->cands[cs[i]];
-        char runsdir[4500], logsdir[4500];
-        snprintf(runsdir, sizeof runsdir, "%s/runs", G[i].dir);
-        snprintf(logsdir, sizeof logsdir, "%s/logs", G[i].dir);
-        if (!P->a->dry_run && (mkdir_p(runsdir) || mkdir_p(logsdir))) {
-            snprintf(err, errlen, "cannot create %.1000s: %s", runsdir, strerror(errno));
-            ok = -2;
-            break;
-        }
-        for (int s = 0; s < n; s++) {
-            int *used = verify ? &C->used_verify[s] : &C->used_search[s];
-            if (!*used) fresh++;
-            if (!finished(G[i].runs[s].h5)) {
-                runs[nj] = &G[i].runs[s];
-                jobs[nj] = (qs_job){G[i].runs[s].name, G[i].runs[s].argv, G[i].runs[s].log};
-                nj++;
-            }
-        }
-    }
-    if (ok > 0 && P->runs_used + fresh > P->cfg.max_runs) {
-        snprintf(P->stop_msg, sizeof P->stop_msg, "the run cap (max_runs = %d) is reached: %d runs used, %d more needed",
-                 P->cfg.max_runs, P->runs_used, fresh);
-        ok = 0;
-    }
-    if (ok > 0 && nj && !P->a->dry_run) {
-        /* the pool names runs by their folder too, so the progress line and
-         * failures say which recipe */
-        char (*names)[300] = calloc((size_t)nj, sizeof *names);
-        if (!names) ok = -2, snprintf(err, errlen, "out of memory");
-        for (int j = 0; j < nj && names; j++) {
-            const char *d = strrchr(runs[j]->h5, '/');
-            const char *id = d ? d : runs[j]->h5;
-            for (const char *q = id - 1; q > runs[j]->h5; q--)
-                if (*q == '/' && q != d - 5) {
-                    id = q + 1;
-                    break;
-                }
-            snprintf(names[j], sizeof names[j], "%.*s", (int)(d - id), id);
-            jobs[j].name = names[j];
-        }
-        if (names) {
-            pool_ctx pc = {runs};
-            const qs_pool_cb cb = {nj, 0, on_start, on_end, &pc};
-            if (qs_pool_run(jobs, nj, P->a->jobs, &cb, res)) P->stopped = 1, ok = -1;
-            for (int j = 0; j < nj; j++)
-                if (res[j].outcome == QS_JOB_FAILED) {
-                    fprintf(stderr, "qsweep: run %s failed: exit %d: %s (log: %s)\n", runs[j]->h5, res[j].exit_code, res[j].why,
-                            runs[j]->log);
-                    P->failed = 1, ok = -1;
-                }
-            free(names);
-        }
-    }
-    for (int i = 0; i < ne && ok > 0; i++) {
-        qpl_cand *C = &P->cands[cs[i]];
-        for (int s = 0; s < n; s++) {
-            int *used = verify ? &C->used_verify[s] : &C->used_search[s];
-            double *val = verify ? &C->val_verify[s] : &C->val_search[s];
-            if (P->a->dry_run) {
-                if (!*used) P->runs_used++, *used = 1;
-                continue;
-            }
-            qs_runstats st;
-            char msg[600];
-            if (qs_runfile_read(G[i].runs[s].h5, NAN, &st, msg, sizeof msg)) {
-                snprintf(err, errlen, "%s", msg);
-                ok = -1, P->failed = 1;
-                break;
-            }
-            *val = !strcmp(st.state, "diverged") ? INFINITY : st.final_val;
-            if (!*used) {
-                P->runs_used++, *used = 1;
-                const double th = isfinite(st.threads_median) && st.threads_median > 0 ? st.threads_median : P->threads;
-                if (isfinite(st.step_ms_median)) P->cpu_min += (double)st.steps * st.step_ms_median * th / 60000.0;
-            }
-            qs_runstats_free(&st);
-        }
-        if (verify) C->verified = 1;
-        else C->searched = 1;
-    }
-    for (int i = 0; i < ne; i++) qs_grid_free(&G[i]), qs_ini_free(&E[i]);
-    free(E), free(G), free(jobs), free(runs), free(res);
-    return ok;
-}
-
-/* the paired gap of candidate c to the fallback everywhere, per seed, and its t interval */
-static void gap_of(const plan *P, int c, int verify, qs_ci *ci, double *gaps)
-{
-    const qpl_cand *C = &P->cands[c], *F = &P->cands[P->idx_all];
-    const int n = verify ? P->cfg.nverify : P->cfg.nseeds;
-    for (int s = 0; s < n; s++) {
-        const double v = verify ? C->val_verify[s] : C->val_search[s], f = verify ? F->val_verify[s] : F->val_search[s];
-        gaps[s] = c == P->idx_all ? 0.0 : isinf(v) ? INFINITY : 100.0 * (v - f) / f;
-    }
-    int m = 0;
-    double fin[QPL_MAX_SEEDS] = {0};
-    for (int s = 0; s < n; s++)
-        if (isfinite(gaps[s])) fin[m++] = gaps[s];
-    qs_mean_ci(fin, m, 0.95, ci);
-    if (m < n) ci->hi = INFINITY, ci->resolved = 0; /* a diverged seed: no bound */
-}
-
-static void set_gap(plan *P, int c, int verify)
-{
-    qpl_cand *C = &P->cands[c];
-    qs_ci ci;
-    gap_of(P, c, verify, &ci, verify ? C->gap_verify : C->gap_search);
-    if (verify) C->ci_verify = ci, C->meets_verify = ci.n >= 2 && ci.hi <= P->cfg.budget;
-    else C->ci_search = ci, C->meets_search = ci.n >= 2 && ci.hi <= P->cfg.budget;
-}
-
-typedef struct {
-    plan *P;
+    qpl_plan *P;
     char err[1200];
     int bad;  /* -2: bad input in err */
 } search_ctx;
 
-static int set_of(plan *P, int k, char *in)
+static int set_of(qpl_plan *P, int k, char *in)
 {
     memset(in, 0, (size_t)P->parts.n);
     for (int i = 0; i < k; i++) in[P->order[i]] = 1;
@@ -363,18 +66,18 @@ static int set_of(plan *P, int k, char *in)
 static int probe(int k, void *user)
 {
     search_ctx *S = user;
-    plan *P = S->P;
+    qpl_plan *P = S->P;
     char *in = calloc((size_t)P->parts.n, 1);
     if (!in) return -1;
     set_of(P, k, in);
-    const int c = cand_of(P, in, k == 0 ? "base" : "search");
+    const int c = qpl_cand_of(P, in, k == 0 ? "base" : "search");
     free(in);
     if (c < 0) return snprintf(S->err, sizeof S->err, "the recipe of %d parts does not fit the recipe grammar's limits", k), S->bad = -2, -1;
     if (!P->cands[c].searched) {
-        const int r = run_cands(P, &c, 1, P->cfg.seeds, P->cfg.nseeds, 0, S->err, sizeof S->err);
+        const int r = qpl_run_cands(P, &c, 1, P->cfg.seeds, P->cfg.nseeds, 0, S->err, sizeof S->err);
         if (r == -2) S->bad = -2;
         if (r <= 0) return -1;
-        set_gap(P, c, 0);
+        qpl_set_gap(P, c, 0);
     }
     P->cands[c].probed = 1;
     if (P->a->dry_run) return k >= (P->parts.n + 1) / 2; /* a dry run walks a path of the same length */
@@ -387,19 +90,19 @@ static int probe(int k, void *user)
 static int verify(int k, void *user)
 {
     search_ctx *S = user;
-    plan *P = S->P;
+    qpl_plan *P = S->P;
     char *in = calloc((size_t)P->parts.n, 1);
     if (!in) return -1;
     set_of(P, k, in);
-    const int c = cand_of(P, in, "search");
+    const int c = qpl_cand_of(P, in, "search");
     free(in);
     if (c < 0) return S->bad = -2, -1;
     const int cs[2] = {c, P->idx_all};
-    const int r = run_cands(P, cs, 2, P->cfg.verify, P->cfg.nverify, 1, S->err, sizeof S->err);
+    const int r = qpl_run_cands(P, cs, 2, P->cfg.verify, P->cfg.nverify, 1, S->err, sizeof S->err);
     if (r == -2) S->bad = -2;
     if (r <= 0) return -1;
-    set_gap(P, c, 1);
-    set_gap(P, P->idx_all, 1);
+    qpl_set_gap(P, c, 1);
+    qpl_set_gap(P, P->idx_all, 1);
     P->cands[c].verify_order = ++P->cands[P->idx_all].verify_order;
     if (P->a->dry_run) return 1;
     fprintf(stderr, "qsweep: plan: verified %d/%d parts at seeds %lld..: gap %+.2f%% [%+.2f, %+.2f] %s the budget\n", k,
@@ -409,11 +112,11 @@ static int verify(int k, void *user)
 }
 
 /* the model of the plan: blocks and GEMMs, from the base run's options as qtrain reads them */
-static int model_of(plan *P, int *layers, unsigned *gemms, char *err, size_t errlen)
+static int model_of(qpl_plan *P, int *layers, unsigned *gemms, char *err, size_t errlen)
 {
     qs_experiment e;
     qs_plan g;
-    char *text = candidate_ini(P, P->cfg.base, P->cfg.seeds, 1);
+    char *text = qpl_candidate_ini(P, P->cfg.base, P->cfg.seeds, 1);
     if (!text) return snprintf(err, errlen, "out of memory"), -1;
     int rc = qs_ini_parse(P->a->file, text, strlen(text), P->a->data, 1, &e, err, errlen);
     free(text);
@@ -438,7 +141,7 @@ static int model_of(plan *P, int *layers, unsigned *gemms, char *err, size_t err
 }
 
 /* One plan. Returns the exit code (0, 1, 2, 3, 130). */
-static int run_plan(plan *P, const char *label)
+static int run_plan(qpl_plan *P, const char *label)
 {
     char err[1200];
     int layers;
@@ -459,8 +162,8 @@ static int run_plan(plan *P, const char *label)
     double *benefit = calloc((size_t)P->cfg.nseeds * M, sizeof *benefit);
     if (!P->order || !none || !all || !score || !benefit) return fprintf(stderr, "qsweep: out of memory\n"), 1;
     memset(all, 1, (size_t)M);
-    P->idx_base = cand_of(P, none, "base");
-    P->idx_all = cand_of(P, all, "all");
+    P->idx_base = qpl_cand_of(P, none, "base");
+    P->idx_all = qpl_cand_of(P, all, "all");
     if (P->idx_base < 0 || P->idx_all < 0) {
         fprintf(stderr, "qsweep: %s: the recipe with every part in the fallback does not fit the recipe grammar's limits\n",
                 P->a->file);
@@ -469,12 +172,12 @@ static int run_plan(plan *P, const char *label)
     int exit_code = 0;
     /* stage 1: the base and the fallback everywhere at the search seeds */
     const int first[2] = {P->idx_base, P->idx_all};
-    int r = run_cands(P, first, 2, P->cfg.seeds, P->cfg.nseeds, 0, err, sizeof err);
+    int r = qpl_run_cands(P, first, 2, P->cfg.seeds, P->cfg.nseeds, 0, err, sizeof err);
     if (r == -2) return fprintf(stderr, "qsweep: %s\n", err), 2;
     if (r < 0) return P->stopped ? 130 : (fprintf(stderr, "qsweep: %s\n", err), 1);
     if (r == 0) return fprintf(stderr, "qsweep: %s\n", P->stop_msg), 3;
-    set_gap(P, P->idx_base, 0);
-    set_gap(P, P->idx_all, 0);
+    qpl_set_gap(P, P->idx_base, 0);
+    qpl_set_gap(P, P->idx_all, 0);
     /* stage 2: the predictors from the base run of the first seed */
     qpl_predictors pr = {0};
     pr.score = score;
@@ -493,16 +196,16 @@ static int run_plan(plan *P, const char *label)
             char *one = calloc((size_t)M, 1);
             if (!one) return 1;
             one[i] = 1;
-            cs[i] = cand_of(P, one, "attribution");
+            cs[i] = qpl_cand_of(P, one, "attribution");
             free(one);
             if (cs[i] < 0) return fprintf(stderr, "qsweep: part %s: recipe too long\n", P->parts.p[i].name), 2;
         }
-        r = run_cands(P, cs, M, P->cfg.seeds, P->cfg.nseeds, 0, err, sizeof err);
+        r = qpl_run_cands(P, cs, M, P->cfg.seeds, P->cfg.nseeds, 0, err, sizeof err);
         if (r == -2) return fprintf(stderr, "qsweep: %s\n", err), 2;
         if (r < 0) return P->stopped ? 130 : (fprintf(stderr, "qsweep: %s\n", err), 1);
         if (r == 0) return fprintf(stderr, "qsweep: %s\n", P->stop_msg), 3;
         for (int i = 0; i < M; i++) {
-            set_gap(P, cs[i], 0);
+            qpl_set_gap(P, cs[i], 0);
             P->cands[cs[i]].part = i;
             for (int s = 0; s < P->cfg.nseeds; s++)
                 benefit[s * M + i] = P->cands[P->idx_base].gap_search[s] - P->cands[cs[i]].gap_search[s];
@@ -510,7 +213,7 @@ static int run_plan(plan *P, const char *label)
         free(cs);
         double best = -INFINITY;
         for (int k = 0; k < QPL_PRED_COUNT; k++) {
-            qpl_spearman_boot(score + k * M, benefit, M, P->cfg.nseeds, BOOT_RESAMPLES, &pr.rho[k], &pr.lo[k], &pr.hi[k]);
+            qpl_spearman_boot(score + k * M, benefit, M, P->cfg.nseeds, QPL_BOOT_RESAMPLES, &pr.rho[k], &pr.lo[k], &pr.hi[k]);
             if (P->cfg.predictor < 0 && isfinite(pr.rho[k]) && pr.rho[k] > best) best = pr.rho[k], pr.chosen = k;
         }
         if (pr.chosen < 0) pr.chosen = QPL_PRED_WGRAD, pr.defaulted = 1;
@@ -539,7 +242,7 @@ static int run_plan(plan *P, const char *label)
                P->cfg.max_runs);
         qs_experiment e;
         qs_plan g;
-        if (!expand(P, P->idx_base, P->cfg.seeds, 1, &e, &g, err, sizeof err)) {
+        if (!qpl_expand(P, P->idx_base, P->cfg.seeds, 1, &e, &g, err, sizeof err)) {
             printf("  base run: ");
             qs_shell_cmd(stdout, g.runs[0].argv);
             printf("\n  fallback everywhere: --recipe %s\n", P->cands[P->idx_all].recipe);
@@ -554,7 +257,7 @@ static int run_plan(plan *P, const char *label)
         char *in = calloc((size_t)M, 1);
         if (!in) return 1;
         set_of(P, res.k, in);
-        oc.chosen = cand_of(P, in, "search");
+        oc.chosen = qpl_cand_of(P, in, "search");
         free(in);
     }
     qpl_report_in rep = {.cfg = &P->cfg, .parts = &P->parts, .order = P->order, .cands = P->cands, .ncands = P->ncands,
@@ -623,7 +326,7 @@ int qpl_main(const qpl_args *a)
             return 2;
         }
         sigprocmask(SIG_BLOCK, &stopsigs, NULL);
-        if (mkdir_p(dir)) {
+        if (qpl_mkdir_p(dir)) {
             fprintf(stderr, "qsweep: cannot create %s: %s\n", dir, strerror(errno));
             free(rest);
             return 2;
@@ -640,14 +343,12 @@ int qpl_main(const qpl_args *a)
     int ncells = cfg.nbases, worst = 0;
     for (int x = 0; x < cfg.naxes; x++) ncells *= cfg.axes[x].nvalues;
     for (int cell = 0; cell < ncells; cell++) {
-        plan P;
+        qpl_plan P;
         memset(&P, 0, sizeof P);
         P.a = a, P.cfg = cfg, P.rest = rest, P.threads = threads;
-        int rem = cell;
+        int rem = cell; /* the base recipe varies fastest, then the axes in file order */
         char label[512] = "", safe[300];
         size_t lw = 0, ew = 0;
-        for (int x = cfg.naxes - 1; x >= 0; x--) rem /= 1; /* (keeps the order below readable) */
-        rem = cell;
         const int bi = rem % cfg.nbases;
         rem /= cfg.nbases;
         snprintf(P.cfg.base, sizeof P.cfg.base, "%s", cfg.bases[bi]);

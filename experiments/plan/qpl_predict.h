@@ -5,7 +5,8 @@
  * Owns: the predictors (names, definitions) and the Spearman correlation
  * with its bootstrap interval over seeds. For part p (a block, block x GEMM
  * or block x GEMM x pass, qpl_parts.h), averaged over every logged step
- * (/quant/error and /quant/outliers rows, through plots/qp_runread.h):
+ * (the run file's quantization-error and outlier rows, read through
+ * plots/qp_runread.h's qp_run_load):
  *   wgrad_error         mean rel_l2 of the wgrad pass's operands (dy, x) in
  *                       p's block x GEMM(s): NVIDIA's hypothesis (NVFP4
  *                       paper, appendix E.2: a layer whose weight gradient
@@ -33,6 +34,8 @@
 #define QPL_PREDICT_H
 
 #include <stddef.h>
+
+#define QPL_BOOT_RESAMPLES 2000 /* the bootstrap's resamples of the seeds */
 
 typedef enum {
     QPL_PRED_WGRAD = 0,

@@ -224,7 +224,7 @@ int qpl_report_write(const qpl_report_in *r, char *err, size_t errlen)
                    "%lld) with the mean benefit, with a 95%% percentile bootstrap interval over the %d seeds (%d "
                    "resamples); *resolved* when the interval excludes 0 (a verdict needs %d seeds: the bootstrap over 2 has 3 "
                    "distinct resamples).\n\n",
-                cfg->seeds[0], cfg->nseeds, 2000, MIN_VERDICT_SEEDS);
+                cfg->seeds[0], cfg->nseeds, QPL_BOOT_RESAMPLES, MIN_VERDICT_SEEDS);
         fprintf(f, "| predictor | Spearman rho | 95%% bootstrap CI | verdict |\n|---|---|---|---|\n");
         for (int k = 0; k < QPL_PRED_COUNT; k++) {
             const int v = pred_verdict(r, k);
