@@ -102,7 +102,6 @@ static int write_figure(const qpl_report_in *r, char *err, size_t errlen)
             const qs_ci *ci = v == 0 ? &C->ci_search : &C->ci_verify;
             if (on && ci->n >= 2 && isfinite(ci->hi)) fprintf(d, "%d %.6g %.6g %.6g\n", C->k, ci->mean, ci->lo, ci->hi);
         }
-        if (v == 2 && r->outcome->chosen < 0) fprintf(d, "nan nan nan nan\n");
         fprintf(d, "\n\n");
     }
     fclose(d);
@@ -118,10 +117,11 @@ static int write_figure(const qpl_report_in *r, char *err, size_t errlen)
             "set xrange [-0.5:%d.5]\nset grid\nset key top right\n"
             "plot %g with lines dt 2 lc rgb '#cc0000' title 'budget %+g%%', \\\n"
             "  'plan_fig.dat' index 0 using 1:2:3:4 with yerrorbars pt 7 lc rgb '#1f77b4' title 'search seeds', \\\n"
-            "  '' index 1 using ($1+0.12):2:3:4 with yerrorbars pt 5 lc rgb '#2ca02c' title 'verification seeds', \\\n"
-            "  '' index 2 using ($1+0.12):2 with points pt 6 ps 3 lw 2 lc rgb '#000000' title 'the plan'\n",
+            "  '' index 1 using ($1+0.12):2:3:4 with yerrorbars pt 5 lc rgb '#2ca02c' title 'verification seeds'%s\n",
             r->cfg->base, r->cfg->fallback, r->parts->n, qpl_gran_names[r->cfg->gran],
-            r->pred->chosen >= 0 ? qpl_pred_names[r->pred->chosen] : "-", r->parts->n, r->cfg->budget, r->cfg->budget);
+            r->pred->chosen >= 0 ? qpl_pred_names[r->pred->chosen] : "-", r->parts->n, r->cfg->budget, r->cfg->budget,
+            r->outcome->chosen >= 0 ? ", \\\n  '' index 2 using ($1+0.12):2 with points pt 6 ps 3 lw 2 lc rgb '#000000' title 'the plan'"
+                                     : "");
     fclose(g);
     const pid_t pid = fork();
     if (pid == 0) {
@@ -237,16 +237,15 @@ int qpl_report_write(const qpl_report_in *r, char *err, size_t errlen)
                         v == 1 ? "resolved: predicts" : v == -1 ? "resolved: ranks backwards" : v == 0 ? "unresolved" : "too few seeds for a verdict");
         }
         fprintf(f, "| block-scale statistics | – | – | not in the run file (qerr reports them per tensor) |\n\n");
+        const int wv = pred_verdict(r, QPL_PRED_WGRAD);
         fprintf(f, "NVIDIA's hypothesis (NVFP4 paper, appendix E.2: the layers of high weight-gradient quantization error "
-                   "must stay in BF16) %s here: `wgrad_error` correlates %s with the measured benefit.\n\n",
-                pred_verdict(r, QPL_PRED_WGRAD) == -2  ? "cannot be judged"
-                : pred_verdict(r, QPL_PRED_WGRAD) == 1 ? "holds"
-                : pred_verdict(r, QPL_PRED_WGRAD) == -1 ? "is contradicted"
-                                                        : "is not resolved",
-                pred_verdict(r, QPL_PRED_WGRAD) == -2  ? "without a verdict (too few seeds, or no correlation)"
-                : pred_verdict(r, QPL_PRED_WGRAD) == 1 ? "positively (the interval excludes 0)"
-                : pred_verdict(r, QPL_PRED_WGRAD) == -1 ? "negatively (the interval excludes 0)"
-                                                        : "with an interval that holds 0");
+                   "must stay in BF16) %s here: Spearman's rho of `wgrad_error` with the measured benefit is ",
+                wv == -2 ? "cannot be judged" : wv == 1 ? "holds" : wv == -1 ? "is contradicted" : "is not resolved");
+        if (!isfinite(pr->rho[QPL_PRED_WGRAD])) fprintf(f, "undefined (a constant side).\n\n");
+        else
+            fprintf(f, "%+.2f [%+.2f, %+.2f]%s.\n\n", pr->rho[QPL_PRED_WGRAD], pr->lo[QPL_PRED_WGRAD], pr->hi[QPL_PRED_WGRAD],
+                    wv == -2 ? " (too few seeds for a verdict)" : wv == 1 ? ", resolved above 0"
+                    : wv == -1 ? ", resolved below 0" : ", an interval that holds 0");
         fprintf(f, "The search followed `%s`%s.\n\n", qpl_pred_names[pr->chosen],
                 cfg->predictor >= 0 ? " (set by the plan file)"
                 : pr->defaulted     ? " (no predictor had a correlation: the default)"
