@@ -139,6 +139,15 @@ def case_parse():
         p = qsweep("--plan", path, "--out", os.path.join(d, f"miss{i}"))
         msg = p.stderr.strip()
         check(p.returncode == 2 and msg.count("\n") == 0 and want in msg, f"{want}: exit {p.returncode}: {msg!r}")
+    # the shipped plans: valid, with the run bounds their comments give
+    exp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
+    corpus = os.path.join(d, "corpus.txt")
+    p = qsweep("--plan", os.path.join(exp, "plan_quick.ini"), "--out", os.path.join(d, "pq"), "--dry-run", "--data", corpus)
+    check(p.returncode == 0 and "8 parts (block.gemm), at most 45 runs" in p.stdout, f"plan_quick.ini: {p.returncode} {p.stdout} {p.stderr}")
+    p = qsweep("--plan", os.path.join(exp, "plan.ini"), "--out", os.path.join(d, "pp"), "--dry-run", "--data", corpus)
+    bounds = [int(x) for x in re.findall(r"at most (\d+) runs", p.stdout)]
+    check(p.returncode == 0 and bounds == [94, 94, 114, 114] and sum(bounds) == 416,
+          f"plan.ini: 4 plans of 94/94/114/114 runs: {p.returncode} {bounds} {p.stderr}")
     # the command line
     p = qsweep("--plan", good, "--slurm")
     check(p.returncode == 2 and "--plan FILE takes no" in p.stderr, f"--plan --slurm: {p.returncode} {p.stderr}")
