@@ -140,7 +140,11 @@ static int model_of(qpl_plan *P, int *layers, unsigned *gemms, char *err, size_t
     return 0;
 }
 
-/* One plan. Returns the exit code (0, 1, 2, 3, 130). */
+/* One plan with its working arrays (M parts: none, all; score per
+ * predictor; benefit per search seed; cs per part). Returns the exit code
+ * (0, 1, 2, 3, 130). */
+static int plan_stages(qpl_plan *P, const char *label, char *none, char *all, double *score, double *benefit, int *cs);
+
 static int run_plan(qpl_plan *P, const char *label)
 {
     char err[1200];
@@ -150,17 +154,28 @@ static int run_plan(qpl_plan *P, const char *label)
         fprintf(stderr, "qsweep: %s\n", err);
         return 2;
     }
+    const int M = P->parts.n > 0 ? P->parts.n : 1;
+    P->order = malloc((size_t)M * sizeof *P->order);
+    char *none = calloc((size_t)M, 1), *all = malloc((size_t)M);
+    double *score = malloc((size_t)QPL_PRED_COUNT * M * sizeof *score);
+    double *benefit = calloc((size_t)P->cfg.nseeds * M, sizeof *benefit);
+    int *cs = malloc((size_t)M * sizeof *cs);
+    const int rc = P->order && none && all && score && benefit && cs
+                       ? plan_stages(P, label, none, all, score, benefit, cs)
+                       : (fprintf(stderr, "qsweep: out of memory\n"), 1);
+    free(none), free(all), free(score), free(benefit), free(cs);
+    return rc;
+}
+
+static int plan_stages(qpl_plan *P, const char *label, char *none, char *all, double *score, double *benefit, int *cs)
+{
+    char err[1200];
     const int M = P->parts.n;
     if (M < 2) {
         fprintf(stderr, "qsweep: %s: %d part%s at granularity %s (%d kept in the fallback's format already): nothing to plan\n",
                 P->a->file, M, M == 1 ? "" : "s", qpl_gran_names[P->cfg.gran], P->parts.kept);
         return 2;
     }
-    P->order = malloc((size_t)M * sizeof *P->order);
-    char *none = calloc((size_t)M, 1), *all = malloc((size_t)M);
-    double *score = malloc((size_t)QPL_PRED_COUNT * M * sizeof *score);
-    double *benefit = calloc((size_t)P->cfg.nseeds * M, sizeof *benefit);
-    if (!P->order || !none || !all || !score || !benefit) return fprintf(stderr, "qsweep: out of memory\n"), 1;
     memset(all, 1, (size_t)M);
     P->idx_base = qpl_cand_of(P, none, "base");
     P->idx_all = qpl_cand_of(P, all, "all");
@@ -190,14 +205,11 @@ static int run_plan(qpl_plan *P, const char *label)
     /* stage 3: each part alone in the fallback */
     pr.chosen = P->cfg.predictor;
     if (P->cfg.attribution) {
-        int *cs = malloc((size_t)M * sizeof *cs);
-        if (!cs) return 1;
         for (int i = 0; i < M; i++) {
-            char *one = calloc((size_t)M, 1);
-            if (!one) return 1;
-            one[i] = 1;
-            cs[i] = qpl_cand_of(P, one, "attribution");
-            free(one);
+            memset(none, 0, (size_t)M);
+            none[i] = 1;
+            cs[i] = qpl_cand_of(P, none, "attribution");
+            none[i] = 0;
             if (cs[i] < 0) return fprintf(stderr, "qsweep: part %s: recipe too long\n", P->parts.p[i].name), 2;
         }
         r = qpl_run_cands(P, cs, M, P->cfg.seeds, P->cfg.nseeds, 0, err, sizeof err);
@@ -210,7 +222,6 @@ static int run_plan(qpl_plan *P, const char *label)
             for (int s = 0; s < P->cfg.nseeds; s++)
                 benefit[s * M + i] = P->cands[P->idx_base].gap_search[s] - P->cands[cs[i]].gap_search[s];
         }
-        free(cs);
         double best = -INFINITY;
         for (int k = 0; k < QPL_PRED_COUNT; k++) {
             qpl_spearman_boot(score + k * M, benefit, M, P->cfg.nseeds, QPL_BOOT_RESAMPLES, &pr.rho[k], &pr.lo[k], &pr.hi[k]);
@@ -269,7 +280,6 @@ static int run_plan(qpl_plan *P, const char *label)
     }
     qpl_report_line(&rep, stdout);
     if (res.status != QPL_FOUND && !exit_code) exit_code = 3;
-    free(none), free(all), free(score), free(benefit);
     return exit_code;
 }
 
@@ -298,7 +308,24 @@ int qpl_main(const qpl_args *a)
         return 2;
     }
     const int threads = e.threads_per_run ? e.threads_per_run : a->cores / a->jobs > 1 ? a->cores / a->jobs : 1;
+    /* what the runs depend on: [base] (canonical, the data path absolute) and the plan's axes */
+    size_t ident_len = 0;
+    char *canon = qs_ini_canonical(&e, &ident_len);
     qs_ini_free(&e);
+    char *ident = canon ? malloc(ident_len + 4096) : NULL;
+    if (!ident) {
+        fprintf(stderr, "qsweep: out of memory\n");
+        free(canon), free(rest);
+        return 1;
+    }
+    size_t iw = (size_t)snprintf(ident, ident_len + 1, "%s", canon);
+    for (int x = 0; x < cfg.naxes && iw < ident_len + 4000; x++) {
+        iw += (size_t)snprintf(ident + iw, ident_len + 4096 - iw, "# plan axis %s =", cfg.axes[x].key);
+        for (int v = 0; v < cfg.axes[x].nvalues; v++)
+            iw += (size_t)snprintf(ident + iw, ident_len + 4096 - iw, " %s", cfg.axes[x].values[v]);
+        iw += (size_t)snprintf(ident + iw, ident_len + 4096 - iw, "\n");
+    }
+    free(canon);
     /* the folder: --out, else sweeps/NAME */
     char out[4096];
     if (a->out) snprintf(out, sizeof out, "%s", a->out);
@@ -311,7 +338,7 @@ int qpl_main(const qpl_args *a)
     char dir[4096];
     if (qs_abspath(out, dir, sizeof dir)) {
         fprintf(stderr, "qsweep: %s: path too long\n", out);
-        free(rest);
+        free(rest), free(ident);
         return 2;
     }
     int lock = -1;
@@ -322,21 +349,44 @@ int qpl_main(const qpl_args *a)
     if (!a->dry_run) {
         if (access(a->qtrain, X_OK) != 0) {
             fprintf(stderr, "qsweep: cannot run qtrain at %s: %s (use --qtrain PATH)\n", a->qtrain, strerror(errno));
-            free(rest);
+            free(rest), free(ident);
             return 2;
         }
         sigprocmask(SIG_BLOCK, &stopsigs, NULL);
         if (qpl_mkdir_p(dir)) {
             fprintf(stderr, "qsweep: cannot create %s: %s\n", dir, strerror(errno));
-            free(rest);
+            free(rest), free(ident);
             return 2;
         }
         if ((lock = qs_lock_take(dir, err, sizeof err)) < 0) {
             fprintf(stderr, "qsweep: %s\n", err);
-            free(rest);
+            free(rest), free(ident);
+            return 2;
+        }
+        /* DIR/plan_base.ini: a rerun must bring the same [base] (and axes), else
+         * its recipes' folders would hold another experiment's runs */
+        char ipath[4200];
+        snprintf(ipath, sizeof ipath, "%s/plan_base.ini", dir);
+        size_t olen;
+        char *old = slurp(ipath, &olen);
+        if (old && (olen != iw || memcmp(old, ident, iw))) {
+            fprintf(stderr, "qsweep: %s holds the runs of another plan file's [base] or grid (%s); use another --out\n",
+                    dir, ipath);
+            free(old), free(rest), free(ident);
+            close(lock);
+            return 2;
+        }
+        free(old);
+        FILE *idf = fopen(ipath, "w");
+        if (!idf || fwrite(ident, 1, iw, idf) != iw || fclose(idf) != 0) {
+            fprintf(stderr, "qsweep: %s: cannot write\n", ipath);
+            free(rest), free(ident);
+            close(lock);
             return 2;
         }
     }
+    free(ident);
+    ident = NULL;
     struct timeval t0, t1;
     gettimeofday(&t0, NULL);
     /* a plan per base recipe and combination of the grid's axes */

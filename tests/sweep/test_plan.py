@@ -333,6 +333,11 @@ def case_run():
     capped = write(os.path.join(d, "cap.ini"), BASE.format(steps=20) + PLAN.format(budget=0.0001, max_runs=21, seeds="1, 2"))
     p4 = qsweep("--plan", capped, "--out", out, "-j", "2")
     check(p4.returncode == 3 and "the run cap (max_runs = 21) is reached" in p4.stderr, f"cap: {p4.returncode} {p4.stderr[-600:]}")
+    # another [base] into the same folder: refused, nothing run (its runs would be someone else's)
+    other = write(os.path.join(d, "other.ini"), BASE.format(steps=21) + PLAN.format(budget=2, max_runs=80, seeds="1, 2"))
+    p5 = qsweep("--plan", other, "--out", out, "-j", "2")
+    check(p5.returncode == 2 and "holds the runs of another plan file's [base]" in p5.stderr and p5.stderr.count("\n") == 1,
+          f"another [base]: {p5.returncode} {p5.stderr}")
 
 
 CASES = {"parse": case_parse, "spearman": case_spearman, "run": case_run}
