@@ -19,9 +19,9 @@
 #                                     attribution 17, pipeline 1: per-step CPU
 #                                     times of paper/study_cost.py; resumable:
 #                                     rerun it to continue), and the plans of
-#                                     experiments/plan.ini (about 2.8 hours
-#                                     more: 416 runs, estimated from the same
-#                                     per-step times)
+#                                     experiments/plan.ini (2.5 to 3.7 hours
+#                                     more: 416 runs, from per-step CPU times
+#                                     of paper/study_cost.py)
 #   QP_PAPER_QUICK=1 paper/build.sh   the quick variant (experiments/quick_*.ini)
 #   QP_SWEEPS=DIR                     where the sweeps live (default sweeps/)
 #   QP_JOBS=N                         runs at a time (default 2)
