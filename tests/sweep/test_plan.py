@@ -79,6 +79,20 @@ def case_parse():
     check("8 parts (block.gemm)" in p.stdout, f"good file: 8 parts: {p.stdout}")
     check("at most 43 runs" in p.stdout, f"good file: run bound 2x3 + 8x3 + 3x3 + 2x2: {p.stdout}")
     check(not os.path.exists(os.path.join(d, "out")), "dry run created its folder")
+    # the other granularities: blocks (2 parts) and block x GEMM x pass (24); the
+    # fallback-everywhere recipe of each expands with qtrain --explain to BF16 everywhere
+    for gran, n in (("block", 2), ("block.gemm.pass", 24)):
+        g = write(os.path.join(d, f"gran-{gran}.ini"), BASE.format(steps=20) + PLAN.format(
+            budget=1, max_runs=200, seeds="1, 2, 3").replace("granularity = block.gemm", f"granularity = {gran}"))
+        p = qsweep("--plan", g, "--out", os.path.join(d, f"o-{gran}"), "--dry-run")
+        check(p.returncode == 0 and f"{n} parts ({gran})" in p.stdout, f"{gran}: {n} parts: {p.stdout} {p.stderr}")
+        allr = re.search(r"fallback everywhere: --recipe (\S+)", p.stdout)
+        if check(allr is not None, f"{gran}: the fallback-everywhere recipe printed"):
+            e = subprocess.run([QTRAIN, "--recipe", allr.group(1), "--layers", "2", "--heads", "2", "--dim", "32",
+                                "--explain"], capture_output=True, text=True, timeout=60)
+            rules = [ln.split("=", 1)[1] for ln in e.stdout.splitlines() if "=" in ln and not ln.startswith("#")]
+            check(e.returncode == 0 and rules and all(r == "bf16" for r in rules),
+                  f"{gran}: {allr.group(1)} is BF16 everywhere: {e.returncode} {e.stdout[:400]} {e.stderr}")
     # a grid axis and two base recipes: a plan per combination
     multi = write(os.path.join(d, "multi.ini"),
                   BASE.format(steps=20).replace("dim = 32\n", "") + "[grid]\ndim = 32, 64\n" +
