@@ -5,9 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { O_OUT, O_JOBS, O_DATA, O_QTRAIN, O_DRY_RUN, O_SLURM, O_SUBMIT, O_SUMMARIZE, O_STATUS, O_HELP, O_VERSION,
+enum { O_PLAN, O_OUT, O_JOBS, O_DATA, O_QTRAIN, O_DRY_RUN, O_SLURM, O_SUBMIT, O_SUMMARIZE, O_STATUS, O_HELP, O_VERSION,
        O_MAN, O_COUNT };
 const qp_cli_opt qs_cli_options[] = {
+    {.id = O_PLAN, .name = "plan", .arg = "FILE",
+     .help = "find the cheapest recipe within a loss budget: the [plan] section of FILE (docs/qsweep.md, \"Plans\"); "
+             "--out defaults to sweeps/NAME for FILE NAME.ini"},
     {.id = O_OUT, .name = "out", .arg = "DIR",
      .help = "the sweep's folder: runs/NAME.h5 (run files), logs/NAME.log (each run's output), "
              "summary.{h5,csv,md}, qsweep.ini (the experiment as run)"},
@@ -69,6 +72,7 @@ int qs_cli_parse(int argc, char **argv, qs_cli *c, char *err, size_t errlen)
             if (qp_cli_int("--jobs", val, 1, 1024, &n, err, errlen)) return QS_CLI_BAD;
             c->jobs = (int)n;
             break;
+        case O_PLAN: c->plan = val; break;
         case O_OUT: c->out = val; break;
         case O_DATA: c->data = val; break;
         case O_QTRAIN: c->qtrain = val; break;
@@ -80,6 +84,13 @@ int qs_cli_parse(int argc, char **argv, qs_cli *c, char *err, size_t errlen)
     if (c->summarize && c->status) {
         snprintf(err, errlen, "--summarize and --status exclude each other");
         return QS_CLI_BAD;
+    }
+    if (c->plan) {
+        if (c->file || c->summarize || c->status || c->slurm) {
+            snprintf(err, errlen, "--plan FILE takes no other experiment file, --summarize, --status or --slurm");
+            return QS_CLI_BAD;
+        }
+        return QS_CLI_OK;
     }
     if (c->summarize || c->status) {
         if (c->file || c->out || c->dry_run || c->slurm || c->data) {

@@ -17,7 +17,7 @@ extern const qp_cli_opt qs_cli_options[];
 extern const int qs_cli_n_options;
 
 typedef struct {
-    const char *file, *out, *data, *qtrain, *summarize, *status; /* into argv; NULL when not given */
+    const char *file, *out, *data, *qtrain, *summarize, *status, *plan; /* into argv; NULL when not given */
     int jobs, dry_run, slurm, submit;   /* submit implies slurm */
 } qs_cli;
 

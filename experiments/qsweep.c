@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "qpl_main.h"
 #include "qs_cli.h"
 #include "qs_grid.h"
 #include "qs_ini.h"
@@ -34,6 +35,7 @@
 #include "qp_version.h"
 
 static const char *const SYNOPSIS = "EXPERIMENT.ini --out DIR [-j N] [--data FILE] [--qtrain PATH] [--dry-run | --slurm [--submit]]\n"
+                                    "--plan FILE [--out DIR] [-j N] [--data FILE] [--qtrain PATH] [--dry-run]\n"
                                     "--summarize DIR\n"
                                     "--status DIR";
 static const char *const HEAD =
@@ -43,13 +45,15 @@ static const char *const HEAD =
 static const char *const TAIL =
     "Rerunning the same command skips finished runs (done or diverged) and resumes the others\n"
     "(qtrain --resume). SIGINT/SIGTERM stop the runs (resumable) and exit 130. One qsweep per DIR.\n";
-static const char *const EXIT_STATUS = "0 all runs done or diverged, 1 a run failed, 2 bad input or DIR in use, 130 stopped.";
+static const char *const EXIT_STATUS = "0 all runs done or diverged (--plan: a plan meets the budget), 1 a run failed, 2 bad "
+                                       "input or DIR in use, 3 (--plan) no recipe met the budget, 130 stopped.";
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: qsweep EXPERIMENT.ini --out DIR [-j N] [--data FILE] [--qtrain PATH]\n"
             "              [--dry-run | --slurm [--submit]]\n"
+            "       qsweep --plan FILE [--out DIR] [-j N] [--data FILE] [--qtrain PATH] [--dry-run]\n"
             "       qsweep --summarize DIR\n"
             "       qsweep --status DIR\n%s",
             HEAD);
@@ -501,6 +505,11 @@ int main(int argc, char **argv)
     if (qtrain_opt ? qs_abspath(qtrain_opt, qtrain, sizeof qtrain) : default_qtrain(qtrain, sizeof qtrain)) {
         fprintf(stderr, "qsweep: cannot find qtrain (use --qtrain PATH)\n");
         return 2;
+    }
+    if (cli.plan) {
+        const qpl_args pa = {.file = cli.plan, .out = out, .data = data, .qtrain = qtrain, .jobs = jobs,
+                             .cores = cpu_count(), .dry_run = dry};
+        return qpl_main(&pa);
     }
     qs_experiment e;
     qs_plan p;

@@ -18,7 +18,10 @@
 #                                     (study 57 min, ablation 15, passes 22,
 #                                     attribution 17, pipeline 1: per-step CPU
 #                                     times of paper/study_cost.py; resumable:
-#                                     rerun it to continue)
+#                                     rerun it to continue), and the plans of
+#                                     experiments/plan.ini (2.5 to 3.7 hours
+#                                     more: 416 runs, from per-step CPU times
+#                                     of paper/study_cost.py)
 #   QP_PAPER_QUICK=1 paper/build.sh   the quick variant (experiments/quick_*.ini)
 #   QP_SWEEPS=DIR                     where the sweeps live (default sweeps/)
 #   QP_JOBS=N                         runs at a time (default 2)
@@ -63,6 +66,14 @@ sweep passes "$passes" "$jobs"
 sweep attribution "$attribution" "$jobs"
 # one run at a time: the data-wait measurement should not share the CPU
 sweep pipeline "$pipeline" 1
+# the plans (experiments/plan.ini, full paper only): the cheapest recipe within 1% per model and format;
+# exit 3 (a budget no recipe meets) is a result the section reports, not a failure
+if [ -z "$quick" ] && [ -z "${QP_PAPER_NO_RUNS:-}" ]; then
+  t0=$SECONDS rc=0
+  build/bin/qsweep --plan experiments/plan.ini -j "$jobs" --data "$corpus" --out "$sweeps/plan" || rc=$?
+  echo "plan $((SECONDS - t0))" >>"$out/generated/times.txt"
+  case $rc in 0|3) ;; *) status=$rc ;; esac
+fi
 [ "$status" -eq 0 ] || echo "paper/build.sh: some runs failed (see the sweeps' summary.md); building from what finished" >&2
 
 # the scaling fit and its figure
@@ -94,6 +105,7 @@ build/bin/qplot qerr "${heat[@]}" -o "$out/fig/attr_qerr.pdf"
 /usr/bin/python3 paper/gen_tables.py --study "$sweeps/study" --scaling "$out/generated" --ablation "$sweeps/ablation" \
   --passes "$sweeps/passes" --attribution "$sweeps/attribution" --pipeline "$sweeps/pipeline" --cell "$cell" \
   --out "$out/generated" $quick || status=1
+/usr/bin/python3 paper/gen_plan.py --plan "$sweeps/plan" --out "$out/generated" $quick || status=1
 cp "$out/generated/results.md" docs/results.md
 cp paper/qprec.tex "$out/"
 (cd "$out" && latexmk -pdf -interaction=nonstopmode -halt-on-error qprec.tex >latexmk.log 2>&1) || {

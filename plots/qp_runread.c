@@ -84,23 +84,6 @@ static int load_eval(qp_run *r, qp_runfile *rf, char *err, size_t errlen)
            series(rf, QP_RS_EVAL, "val_loss", 0, r->n_eval, (void **)&r->val_loss, err, errlen);
 }
 
-/* Every row of a table, the bound columns into a fresh array; an absent
- * table has no rows. */
-static int load_table(qp_runfile *rf, qp_runset_id set, const qp_runbind *b, int nb, size_t el, void **rows,
-                      size_t *n, char *err, size_t errlen)
-{
-    if (!qp_runfile_has(rf, set, NULL)) return 0;
-    const long long m = qp_runfile_rows(rf, set, b[0].column, err, errlen);
-    if (m < 0) return -1;
-    *rows = calloc(m ? (size_t)m : 1, el);
-    if (!*rows) {
-        snprintf(err, errlen, "%s: out of memory reading %s", qp_runfile_path(rf), qp_runsets[set].path);
-        return -1;
-    }
-    *n = (size_t)m;
-    return qp_runfile_read_rows(rf, set, b, nb, el, 0, (size_t)m, *rows, err, errlen);
-}
-
 #define BIND(type, field) {#field, offsetof(type, field), sizeof(((type *)0)->field)}
 static const qp_runbind QERR_COLS[] = {BIND(qp_qerr_rec, step), BIND(qp_qerr_rec, layer), BIND(qp_qerr_rec, gemm),
                                        BIND(qp_qerr_rec, operand), BIND(qp_qerr_rec, pass), BIND(qp_qerr_rec, rel_l2)};
@@ -152,13 +135,13 @@ int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t er
         if (end != seed && *end == '\0') r->seed = s;
     }
     if (load_eval(r, rf, err, errlen)) goto out;
-    if ((what & QP_RUN_QERR) && load_table(rf, QP_RS_QERR, QERR_COLS, NB(QERR_COLS), sizeof(qp_qerr_rec),
+    if ((what & QP_RUN_QERR) && qp_runfile_read_table(rf, QP_RS_QERR, QERR_COLS, NB(QERR_COLS), sizeof(qp_qerr_rec),
                                            (void **)&r->qerr, &r->n_qerr, err, errlen))
         goto out;
-    if ((what & QP_RUN_EVENTS) && load_table(rf, QP_RS_RECALIB, EVENT_COLS, NB(EVENT_COLS), sizeof(qp_event_rec),
+    if ((what & QP_RUN_EVENTS) && qp_runfile_read_table(rf, QP_RS_RECALIB, EVENT_COLS, NB(EVENT_COLS), sizeof(qp_event_rec),
                                              (void **)&r->events, &r->n_events, err, errlen))
         goto out;
-    if ((what & QP_RUN_OUTLIERS) && load_table(rf, QP_RS_OUTLIERS, OUTLIER_COLS, NB(OUTLIER_COLS),
+    if ((what & QP_RUN_OUTLIERS) && qp_runfile_read_table(rf, QP_RS_OUTLIERS, OUTLIER_COLS, NB(OUTLIER_COLS),
                                                sizeof(qp_outlier_rec), (void **)&r->outliers, &r->n_outliers, err,
                                                errlen))
         goto out;

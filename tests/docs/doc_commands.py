@@ -10,7 +10,8 @@ fails, so no command can hide in one.
   ini     an experiment file. When its first line is a comment naming a file
           ("# my.ini") the block is written there, byte for byte (a command
           may use it), else to doc-ini/DOC-LINE.ini; `qsweep FILE --dry-run
-          --data CORPUS` must accept it (every run's full option set is
+          --data CORPUS` (`qsweep --plan FILE ...` for a file with a [plan]
+          section) must accept it (every run's full option set is
           checked before anything would start).
   sh      commands, one per line (a trailing backslash continues a line;
           comments after '#' are dropped). Each is looked up in COMMANDS
@@ -129,6 +130,11 @@ COMMANDS = {
     "build/bin/qsweep experiments/study.ini --out sweeps/study --slurm --submit":
         ("as", "build/bin/qsweep experiments/study.ini --out sweeps/study --slurm && test -s sweeps/study/qsweep.sbatch"),
     "build/bin/qsweep --status sweeps/study": ("as", "build/bin/qsweep --status sweeps/my"),
+    # plans (docs/qsweep.md, README.md): the quick plan's 45 runs take a quarter of an hour; its dry run checks them
+    "build/bin/qsweep --plan experiments/plan_quick.ini -j 2":
+        ("as", "build/bin/qsweep --plan experiments/plan_quick.ini -j 2 --dry-run"),
+    "build/bin/qsweep --plan experiments/plan.ini --out sweeps/plan --dry-run": RUN,
+    "build/bin/qtrain --recipe mxfp4,L0.qkv+fc=bf16 --layers 2 --heads 2 --dim 64 --explain": RUN,
     "qsweep study.ini --out /shared/sweeps/study --slurm --submit": ("skip", SLURM),
     "qsweep --status /shared/sweeps/study": ("skip", SLURM),
     "qsweep --summarize /shared/sweeps/study": ("skip", SLURM),
@@ -327,7 +333,8 @@ def main():
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 open(path, "w").write("\n".join(body) + "\n")
                 stem = os.path.splitext(os.path.basename(name))[0]
-                sh(f"build/bin/qsweep {name} --out sweeps/check-{stem} --dry-run --data data/english/english.txt"
+                plan = "--plan " if any(b.strip() == "[plan]" for b in body) else ""  # a plan file (qsweep --plan)
+                sh(f"build/bin/qsweep {plan}{name} --out sweeps/check-{stem} --dry-run --data data/english/english.txt"
                    " > /dev/null")
                 n_ini += 1
             elif kind == "python":

@@ -34,3 +34,23 @@ if(TARGET qsweep AND TARGET qtrain AND QP_PYTHON)
     message(WARNING "QP_PYTHON lacks scipy (Debian: python3-scipy): the stats tests are not added")
   endif()
 endif()
+
+# qsweep --plan: the search on synthetic gap curves (C), the Spearman
+# correlation and its bootstrap against scipy, the [plan] section's errors
+# and a tiny plan end to end (tests/sweep/test_plan.py)
+if(TARGET qsweep AND TARGET qtrain)
+  add_executable(test_plan ${CMAKE_CURRENT_LIST_DIR}/test_plan.c ${PROJECT_SOURCE_DIR}/experiments/plan/qpl_search.c
+                 ${PROJECT_SOURCE_DIR}/experiments/plan/qpl_rankstat.c)
+  target_include_directories(test_plan PRIVATE ${PROJECT_SOURCE_DIR}/experiments/plan ${PROJECT_SOURCE_DIR}/experiments)
+  target_link_libraries(test_plan PRIVATE m)
+  add_test(NAME plan_search COMMAND test_plan search)
+  set_tests_properties(plan_search PROPERTIES LABELS "sweep;unit" TIMEOUT 60)
+  if(QP_PYTHON)
+    foreach(case parse spearman run)
+      add_test(NAME plan_${case}
+               COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_plan.py ${case} $<TARGET_FILE:qsweep>
+                       $<TARGET_FILE:qtrain> $<TARGET_FILE:test_plan> ${CMAKE_CURRENT_BINARY_DIR}/plan)
+      set_tests_properties(plan_${case} PROPERTIES LABELS "sweep" TIMEOUT 120)
+    endforeach()
+  endif()
+endif()

@@ -427,3 +427,20 @@ int qp_runfile_read_rows(const qp_runfile *rf, qp_runset_id set, const qp_runbin
     free(tmp);
     return rc;
 }
+
+int qp_runfile_read_table(const qp_runfile *rf, qp_runset_id set, const qp_runbind *bind, int nbind, size_t rowsize,
+                          void **rows, size_t *n, char *err, size_t errlen)
+{
+    *rows = NULL;
+    *n = 0;
+    if (!qp_runfile_has(rf, set, NULL)) return 0;
+    const long long m = qp_runfile_rows(rf, set, bind[0].column, err, errlen);
+    if (m < 0) return -1;
+    *rows = calloc(m ? (size_t)m : 1, rowsize);
+    if (!*rows) {
+        snprintf(err, errlen, "%s: out of memory reading %s", qp_runfile_path(rf), qp_runsets[set].path);
+        return -1;
+    }
+    *n = (size_t)m;
+    return qp_runfile_read_rows(rf, set, bind, nbind, rowsize, 0, (size_t)m, *rows, err, errlen);
+}

@@ -113,6 +113,12 @@ typedef struct {
 int qp_runfile_read_rows(const qp_runfile *rf, qp_runset_id set, const qp_runbind *bind, int nbind, size_t rowsize,
                          size_t first, size_t n, void *rows, char *err, size_t errlen);
 
+/* Every row of a table into a fresh array (*rows, *n rows; the caller
+ * frees *rows, also after a failure). A table the file does not have reads
+ * as no rows (0). 0, or -1 with err set, as qp_runfile_read_rows. */
+int qp_runfile_read_table(const qp_runfile *rf, qp_runset_id set, const qp_runbind *bind, int nbind, size_t rowsize,
+                          void **rows, size_t *n, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
