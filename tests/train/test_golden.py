@@ -8,7 +8,7 @@ any result by one ulp fails it.
 
 What it runs: both architectures (gpt; llama with grouped-query attention,
 head size 32 so the rotation takes its vector path) under bf16, fp8, nvfp4
-and mxfp4: 2 blocks of width 64, 6 steps of batch 4 x 32 tokens, validation
+and mxfp4, and the Llama under fp8 with Smooth-SwiGLU: 2 blocks of width 64, 6 steps of batch 4 x 32 tokens, validation
 every 3 steps, quantization error and outlier statistics every 3 steps, seed
 1337, 2 threads, on a text generated here (no shared corpus needed).
 
@@ -55,6 +55,7 @@ UPDATE = "--update" in sys.argv[3:]
 
 ARCHS = {"gpt": ["--arch", "gpt"], "llama": ["--arch", "llama", "--kv-heads", "1"]}
 RECIPES = ["bf16", "fp8", "nvfp4", "mxfp4"]
+RUNS = [(arch, recipe) for arch in ARCHS for recipe in RECIPES] + [("llama", "fp8,smooth-swiglu")]
 SHAPE = ["--layers", "2", "--heads", "2", "--dim", "64", "--seq", "32", "--batch", "4", "--steps", "6",
          "--warmup", "2", "--eval-every", "3", "--eval-batches", "2", "--qerr-every", "3", "--seed", "1337",
          "--threads", "2", "--ckpt-every", "0", "--quiet"]
@@ -168,26 +169,25 @@ elif not UPDATE:
 note = ""
 native_sig = None
 new_portable, new_native = {}, {}
-for arch in ARCHS:
-    for recipe in RECIPES:
-        run = f"{arch}-{recipe}"
-        port, _ = train(run + "-portable", arch, recipe, PORTABLE_ENV)
-        nat, sig = train(run + "-native", arch, recipe, {})
-        if port is None or nat is None:
-            continue
-        check(native_sig in (None, sig), f"{run}: one signature for every run ({native_sig}, {sig})")
-        native_sig = sig
-        new_portable[run], new_native[run] = port, nat
-        if UPDATE:
-            continue
-        compare(f"{run} portable", port, golden["portable"].get(run, {}))
-        if sig in golden["native"]:
-            compare(f"{run} native {sig}", nat, golden["native"][sig].get(run, {}))
-        else:
-            scalar, _ = train(run + "-scalar", arch, recipe, SCALAR_ENV)
-            if scalar is not None:
-                compare(f"{run} native {sig} against QP_SIMD=scalar QP_MODEL_ISA=baseline", nat, scalar)
-            note = f" (no golden values for {sig}: its native runs compared with the scalar paths)"
+for arch, recipe in RUNS:
+    run = f"{arch}-{recipe}".replace(",", "-")
+    port, _ = train(run + "-portable", arch, recipe, PORTABLE_ENV)
+    nat, sig = train(run + "-native", arch, recipe, {})
+    if port is None or nat is None:
+        continue
+    check(native_sig in (None, sig), f"{run}: one signature for every run ({native_sig}, {sig})")
+    native_sig = sig
+    new_portable[run], new_native[run] = port, nat
+    if UPDATE:
+        continue
+    compare(f"{run} portable", port, golden["portable"].get(run, {}))
+    if sig in golden["native"]:
+        compare(f"{run} native {sig}", nat, golden["native"][sig].get(run, {}))
+    else:
+        scalar, _ = train(run + "-scalar", arch, recipe, SCALAR_ENV)
+        if scalar is not None:
+            compare(f"{run} native {sig} against QP_SIMD=scalar QP_MODEL_ISA=baseline", nat, scalar)
+        note = f" (no golden values for {sig}: its native runs compared with the scalar paths)"
 
 if UPDATE:
     if check.failed:
