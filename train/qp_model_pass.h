@@ -72,21 +72,33 @@ static const qp_pass_step qp_llama_block_steps[] = {
 /* after the last block, in either architecture */
 static const qp_pass_step qp_model_tail_steps[] = {QP_STEP(NORM_OUT), QP_STEP_GEMM(LINEAR, HEAD), QP_STEP(LOSS)};
 
-_Static_assert(sizeof qp_gpt_block_steps / sizeof qp_gpt_block_steps[0] == 8, "the GPT block: 8 steps");
-_Static_assert(sizeof qp_llama_block_steps / sizeof qp_llama_block_steps[0] == 10, "the Llama block: 10 steps");
-_Static_assert(sizeof qp_model_tail_steps / sizeof qp_model_tail_steps[0] == 3, "after the blocks: 3 steps");
-
-#define QP_PASS_ORDER(block)                                                                                    \
-    {block, (int)(sizeof block / sizeof block[0]), qp_model_tail_steps,                                          \
-     (int)(sizeof qp_model_tail_steps / sizeof qp_model_tail_steps[0])}
-static const qp_pass_order qp_pass_orders[QP_ARCH_COUNT] = {
-    [QP_ARCH_GPT] = QP_PASS_ORDER(qp_gpt_block_steps),
-    [QP_ARCH_LLAMA] = QP_PASS_ORDER(qp_llama_block_steps),
-};
-_Static_assert(sizeof qp_pass_orders / sizeof qp_pass_orders[0] == QP_ARCH_COUNT, "an order per architecture");
-#undef QP_PASS_ORDER
+#define QP_PASS_N(t) ((int)(sizeof t / sizeof t[0]))
+#ifdef __cplusplus
+#define QP_PASS_ASSERT(c, m) static_assert(c, m)
+#else
+#define QP_PASS_ASSERT(c, m) _Static_assert(c, m)
+#endif
+QP_PASS_ASSERT(QP_PASS_N(qp_gpt_block_steps) == 8, "the GPT block: 8 steps");
+QP_PASS_ASSERT(QP_PASS_N(qp_llama_block_steps) == 10, "the Llama block: 10 steps");
+QP_PASS_ASSERT(QP_PASS_N(qp_model_tail_steps) == 3, "after the blocks: 3 steps");
+QP_PASS_ASSERT(QP_ARCH_COUNT == 2, "a pass order per architecture (qp_pass_order_of)");
+#undef QP_PASS_ASSERT
 #undef QP_STEP
 #undef QP_STEP_GEMM
+
+/* The order of architecture a (C and C++ alike: no array designators). */
+static inline qp_pass_order qp_pass_order_of(qp_arch a)
+{
+    qp_pass_order po = {qp_gpt_block_steps, QP_PASS_N(qp_gpt_block_steps), qp_model_tail_steps,
+                        QP_PASS_N(qp_model_tail_steps)};
+    switch (a) {
+    case QP_ARCH_GPT: break;
+    case QP_ARCH_LLAMA: po.block = qp_llama_block_steps, po.nblock = QP_PASS_N(qp_llama_block_steps); break;
+    case QP_ARCH_COUNT: po.nblock = po.ntail = 0; break; /* no model: no steps */
+    }
+    return po;
+}
+#undef QP_PASS_N
 
 /* A device's step: step s of block `layer` (L for the steps after the last
  * block), forward or backward. 0, or -1 (the device keeps the message). */
@@ -94,23 +106,23 @@ typedef int (*qp_step_fn)(void *ctx, qp_pass_step s, int layer, int backward);
 
 static inline int qp_pass_forward(qp_arch arch, int layers, qp_step_fn step, void *ctx)
 {
-    const qp_pass_order *po = &qp_pass_orders[arch];
+    const qp_pass_order po = qp_pass_order_of(arch);
     for (int l = 0; l < layers; l++)
-        for (int i = 0; i < po->nblock; i++)
-            if (step(ctx, po->block[i], l, 0)) return -1;
-    for (int i = 0; i < po->ntail; i++)
-        if (step(ctx, po->tail[i], layers, 0)) return -1;
+        for (int i = 0; i < po.nblock; i++)
+            if (step(ctx, po.block[i], l, 0)) return -1;
+    for (int i = 0; i < po.ntail; i++)
+        if (step(ctx, po.tail[i], layers, 0)) return -1;
     return 0;
 }
 
 static inline int qp_pass_backward(qp_arch arch, int layers, qp_step_fn step, void *ctx)
 {
-    const qp_pass_order *po = &qp_pass_orders[arch];
-    for (int i = po->ntail - 1; i >= 0; i--)
-        if (step(ctx, po->tail[i], layers, 1)) return -1;
+    const qp_pass_order po = qp_pass_order_of(arch);
+    for (int i = po.ntail - 1; i >= 0; i--)
+        if (step(ctx, po.tail[i], layers, 1)) return -1;
     for (int l = layers - 1; l >= 0; l--)
-        for (int i = po->nblock - 1; i >= 0; i--)
-            if (step(ctx, po->block[i], l, 1)) return -1;
+        for (int i = po.nblock - 1; i >= 0; i--)
+            if (step(ctx, po.block[i], l, 1)) return -1;
     return 0;
 }
 
