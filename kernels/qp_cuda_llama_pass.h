@@ -1,9 +1,10 @@
-/* qp_cuda_llama_pass.h — the order of the Llama's forward and backward passes
- * on the GPU, written once over a table of layer operations.
+/* qp_cuda_llama_pass.h — the Llama's forward and backward passes on the GPU:
+ * the shared pass order's steps over a table of layer operations.
  *
- * Owns: which layer runs when, on which slices of the parameter and
- * activation buffers (train/model/qp_llama_kernels.c's qp_llama_forward/backward,
- * step for step, on the GPU's layout below). kernels/qp_cuda_model.cu
+ * Owns: the GPU's form of each step of the Llama's pass order
+ * (train/model/qp_model_pass.h, which the CPU's passes walk too): which layer
+ * operations a step launches, on which slices of the parameter and
+ * activation buffers (the GPU's layout below). kernels/qp_cuda_model.cu
  * instantiates it with operations that launch GPU kernels;
  * tests/kernels/test_cuda_model_math.c with host loops over the same
  * qp_model_math.h formulas and the CPU dispatch, and checks the result
@@ -112,51 +113,240 @@ typedef struct {
                          int C, int H);
 } qpm_llama_ops;
 
+/* One pass over the Llama on the GPU layout: what its steps share (g and
+ * d: the backward's parameter and activation gradients). */
+typedef struct {
+    const qpm_llama_ops *op;
+    const qp_gpt_config *cfg;
+    int B, T;
+    const qp_llama_params *p, *g;
+    const qp_llama_acts *a, *d;
+    float *grads_acts_memory;
+    int64_t num_acts;
+    const qpm_llama_scratch *sc;
+    const float *rope;
+    const int32_t *inputs, *targets;
+    float loss_scale;
+} qpm_llama_pass;
+
+/* The residual add that ends block l: residual3 = residual2 + down. */
+static inline int qpm_llama_block_out_fwd(const qpm_llama_pass *x, int l)
+{
+    const qpm_ops *o = x->op->base;
+    const int64_t n = (int64_t)x->B * x->T * x->cfg->dim, off = (int64_t)l * n;
+    return o->residual_fwd(o->ctx, x->a->residual3 + off, x->a->residual2 + off, x->a->down + off, n);
+}
+
+static inline int qpm_llama_block_out_bwd(const qpm_llama_pass *x, int l)
+{
+    const qpm_ops *o = x->op->base;
+    const int64_t n = (int64_t)x->B * x->T * x->cfg->dim, off = (int64_t)l * n;
+    return o->residual_bwd(o->ctx, x->d->residual2 + off, x->d->down + off, x->d->residual3 + off, n);
+}
+
+/* GEMM g of block l (L: the LM head), forward or backward; the down GEMM's
+ * is qpm_llama_down. */
+static inline int qpm_llama_linear(const qpm_llama_pass *x, int l, qp_gemm_id gid, int backward)
+{
+    const qpm_ops *o = x->op->base;
+    const qp_llama_params *p = x->p, *g = x->g;
+    const qp_llama_acts *a = x->a, *d = x->d;
+    const int C = x->cfg->dim, H = x->cfg->mlp_hidden, BT = x->B * x->T;
+    const int QKV = C + 2 * x->cfg->kv_heads * (C / x->cfg->heads);
+    const int64_t off = (int64_t)l * BT;
+    void *c = o->ctx;
+    switch (gid) {
+    case QP_GEMM_QKV: /* the narrow rows, rotated and widened by QP_STEP_ROPE */
+        return backward ? o->linear_bwd(c, l, gid, d->ln1 + off * C, g->qkvw + (int64_t)l * QKV * C, NULL,
+                                        x->sc->dqkvn, a->ln1 + off * C, p->qkvw + (int64_t)l * QKV * C, BT, C, QKV)
+                        : o->linear_fwd(c, l, gid, x->sc->qkvn, a->ln1 + off * C, p->qkvw + (int64_t)l * QKV * C, NULL,
+                                        BT, C, QKV);
+    case QP_GEMM_ATTPROJ:
+        return backward ? o->linear_bwd(c, l, gid, d->atty + off * C, g->attprojw + (int64_t)l * C * C, NULL,
+                                        d->attproj + off * C, a->atty + off * C, p->attprojw + (int64_t)l * C * C, BT, C,
+                                        C)
+                        : o->linear_fwd(c, l, gid, a->attproj + off * C, a->atty + off * C,
+                                        p->attprojw + (int64_t)l * C * C, NULL, BT, C, C);
+    case QP_GEMM_GATE:
+        return backward ? o->linear_bwd(c, l, gid, d->ln2 + off * C, g->gatew + (int64_t)l * H * C, NULL,
+                                        d->gate + off * H, a->ln2 + off * C, p->gatew + (int64_t)l * H * C, BT, C, H)
+                        : o->linear_fwd(c, l, gid, a->gate + off * H, a->ln2 + off * C, p->gatew + (int64_t)l * H * C,
+                                        NULL, BT, C, H);
+    case QP_GEMM_UP:
+        return backward ? o->linear_bwd(c, l, gid, d->ln2 + off * C, g->upw + (int64_t)l * H * C, NULL,
+                                        d->up + off * H, a->ln2 + off * C, p->upw + (int64_t)l * H * C, BT, C, H)
+                        : o->linear_fwd(c, l, gid, a->up + off * H, a->ln2 + off * C, p->upw + (int64_t)l * H * C, NULL,
+                                        BT, C, H);
+    case QP_GEMM_HEAD:
+        return backward ? o->linear_bwd(c, l, gid, d->lnf, g->lmhead, NULL, d->logits, a->lnf, p->lmhead, BT, C,
+                                        x->cfg->vocab)
+                        : o->linear_fwd(c, l, gid, a->logits, a->lnf, p->lmhead, NULL, BT, C, x->cfg->vocab);
+    case QP_GEMM_FC:
+    case QP_GEMM_FCPROJ:
+    case QP_GEMM_DOWN: /* qpm_llama_down */
+    case QP_GEMM_COUNT: break;
+    }
+    return -1;
+}
+
+/* The down GEMM: with Smooth-SwiGLU on the scaled input and folded weight
+ * (the forward makes the scales; the backward the same operands again, then
+ * folds the gradients back). */
+static inline int qpm_llama_down(const qpm_llama_pass *x, int l, int backward)
+{
+    const qpm_llama_ops *op = x->op;
+    const qpm_ops *o = op->base;
+    const qpm_llama_scratch *sc = x->sc;
+    const int C = x->cfg->dim, H = x->cfg->mlp_hidden, BT = x->B * x->T;
+    const int64_t off = (int64_t)l * BT;
+    const float *h = x->a->swiglu + off * H, *downw = x->p->downw + (int64_t)l * C * H;
+    void *c = o->ctx;
+    if (!backward) {
+        const float *dx = h, *dw = downw;
+        if (x->cfg->smooth_swiglu) {
+            float *s = sc->smooth_s + (int64_t)l * H;
+            if (op->smooth_scales(c, s, h, BT, H) || op->smooth_apply(c, sc->smooth_x, sc->smooth_w, h, downw, s, BT, C, H))
+                return -1;
+            dx = sc->smooth_x, dw = sc->smooth_w;
+        }
+        return o->linear_fwd(c, l, QP_GEMM_DOWN, x->a->down + off * C, dx, dw, NULL, BT, H, C);
+    }
+    const qp_llama_acts *d = x->d;
+    if (!x->cfg->smooth_swiglu)
+        return o->linear_bwd(c, l, QP_GEMM_DOWN, d->swiglu + off * H, x->g->downw + (int64_t)l * C * H, NULL,
+                             d->down + off * C, h, downw, BT, H, C);
+    /* the down GEMM's backward on the forward's scaled operands, then the fold back */
+    const float *s = sc->smooth_s + (int64_t)l * H;
+    return op->smooth_apply(c, sc->smooth_x, sc->smooth_w, h, downw, s, BT, C, H) ||
+                   o->zero(c, sc->smooth_dw, (int64_t)C * H) || o->zero(c, sc->smooth_dx, (int64_t)BT * H) ||
+                   o->linear_bwd(c, l, QP_GEMM_DOWN, sc->smooth_dx, sc->smooth_dw, NULL, d->down + off * C,
+                                 sc->smooth_x, sc->smooth_w, BT, H, C) ||
+                   op->smooth_unfold(c, d->swiglu + off * H, x->g->downw + (int64_t)l * C * H, sc->smooth_dx,
+                                     sc->smooth_dw, s, BT, C, H)
+               ? -1
+               : 0;
+}
+
+static inline int qpm_llama_forward_step(const qpm_llama_pass *x, qp_pass_step st, int l)
+{
+    const qpm_llama_ops *op = x->op;
+    const qpm_ops *o = op->base;
+    const qp_gpt_config *cfg = x->cfg;
+    const qp_llama_params *p = x->p;
+    const qp_llama_acts *a = x->a;
+    const int L = cfg->layers, C = cfg->dim, NH = cfg->heads, KVH = cfg->kv_heads, H = cfg->mlp_hidden, B = x->B,
+              T = x->T, BT = B * T;
+    const int64_t off = (int64_t)l * BT, n = (int64_t)BT * C, att_off = (int64_t)l * B * NH * T * T;
+    const float *residual = l == 0 ? a->encoded : a->residual3 + (off - BT) * C;
+    void *c = o->ctx;
+    switch (st.op) {
+    case QP_STEP_NORM_IN: /* the embeddings, or the last block's output */
+        return (l == 0 ? op->embed_fwd(c, a->encoded, x->inputs, p->wte, B, T, C) : qpm_llama_block_out_fwd(x, l - 1)) ||
+                       op->rmsnorm_fwd(c, a->ln1 + off * C, a->ln1_rstd + off, residual, p->ln1w + l * C, BT, C)
+                   ? -1
+                   : 0;
+    case QP_STEP_LINEAR: return qpm_llama_linear(x, l, st.gemm, 0);
+    case QP_STEP_ROPE: /* rotated in the narrow rows, then widened to the GPT's layout */
+        return op->rope(c, x->sc->qkvn, x->rope, BT, T, cfg->max_seq, C, NH, KVH, 0) ||
+                       op->gqa_expand(c, a->qkv + off * 3 * C, x->sc->qkvn, BT, C, NH, KVH)
+                   ? -1
+                   : 0;
+    case QP_STEP_ATTENTION:
+        return o->attention_fwd(c, a->atty + off * C, a->preatt + att_off, a->att + att_off, a->qkv + off * 3 * C, B, T,
+                                C, NH);
+    case QP_STEP_NORM_MID:
+        return o->residual_fwd(c, a->residual2 + off * C, residual, a->attproj + off * C, n) ||
+                       op->rmsnorm_fwd(c, a->ln2 + off * C, a->ln2_rstd + off, a->residual2 + off * C, p->ln2w + l * C,
+                                       BT, C)
+                   ? -1
+                   : 0;
+    case QP_STEP_SWIGLU:
+        return op->swiglu_fwd(c, a->swiglu + off * H, a->gate + off * H, a->up + off * H, (int64_t)BT * H);
+    case QP_STEP_DOWN: return qpm_llama_down(x, l, 0);
+    case QP_STEP_NORM_OUT:
+        return qpm_llama_block_out_fwd(x, L - 1) ||
+                       op->rmsnorm_fwd(c, a->lnf, a->lnf_rstd, a->residual3 + (int64_t)(L - 1) * BT * C, p->lnfw, BT, C)
+                   ? -1
+                   : 0;
+    case QP_STEP_LOSS: return o->softmax_ce_fwd(c, a->probs, a->losses, a->logits, x->targets, BT, cfg->vocab);
+    case QP_STEP_GELU:
+    case QP_STEP_COUNT: break; /* not the Llama's */
+    }
+    return -1;
+}
+
+static inline int qpm_llama_backward_step(const qpm_llama_pass *x, qp_pass_step st, int l)
+{
+    const qpm_llama_ops *op = x->op;
+    const qpm_ops *o = op->base;
+    const qp_gpt_config *cfg = x->cfg;
+    const qp_llama_params *p = x->p, *g = x->g;
+    const qp_llama_acts *a = x->a, *d = x->d;
+    const int L = cfg->layers, C = cfg->dim, NH = cfg->heads, KVH = cfg->kv_heads, H = cfg->mlp_hidden, B = x->B,
+              T = x->T, BT = B * T;
+    const int64_t off = (int64_t)l * BT, n = (int64_t)BT * C, att_off = (int64_t)l * B * NH * T * T;
+    const float *residual = l == 0 ? a->encoded : a->residual3 + (off - BT) * C;
+    float *dresidual = l == 0 ? d->encoded : d->residual3 + (off - BT) * C;
+    void *c = o->ctx;
+    switch (st.op) {
+    case QP_STEP_LOSS:
+        return o->zero(c, x->grads_acts_memory, x->num_acts) ||
+                       o->softmax_ce_bwd(c, d->logits, a->probs, x->targets, x->loss_scale / (float)BT, BT, cfg->vocab)
+                   ? -1
+                   : 0;
+    case QP_STEP_LINEAR: return qpm_llama_linear(x, l, st.gemm, 1);
+    case QP_STEP_NORM_OUT: {
+        const int64_t last = (int64_t)(L - 1) * BT * C;
+        return op->rmsnorm_bwd(c, d->residual3 + last, g->lnfw, d->lnf, a->residual3 + last, p->lnfw, a->lnf_rstd, BT,
+                               C) ||
+                       qpm_llama_block_out_bwd(x, L - 1)
+                   ? -1
+                   : 0;
+    }
+    case QP_STEP_DOWN: return qpm_llama_down(x, l, 1);
+    case QP_STEP_SWIGLU:
+        return op->swiglu_bwd(c, d->gate + off * H, d->up + off * H, a->gate + off * H, a->up + off * H,
+                              d->swiglu + off * H, (int64_t)BT * H);
+    case QP_STEP_NORM_MID:
+        return op->rmsnorm_bwd(c, d->residual2 + off * C, g->ln2w + l * C, d->ln2 + off * C, a->residual2 + off * C,
+                               p->ln2w + l * C, a->ln2_rstd + off, BT, C) ||
+                       o->residual_bwd(c, dresidual, d->attproj + off * C, d->residual2 + off * C, n)
+                   ? -1
+                   : 0;
+    case QP_STEP_ATTENTION:
+        return o->attention_bwd(c, d->qkv + off * 3 * C, d->preatt + att_off, d->att + att_off, d->atty + off * C,
+                                a->qkv + off * 3 * C, a->att + att_off, B, T, C, NH);
+    case QP_STEP_ROPE: /* narrowed back, then rotated back */
+        return op->gqa_reduce(c, x->sc->dqkvn, d->qkv + off * 3 * C, BT, C, NH, KVH) ||
+                       op->rope(c, x->sc->dqkvn, x->rope, BT, T, cfg->max_seq, C, NH, KVH, 1)
+                   ? -1
+                   : 0;
+    case QP_STEP_NORM_IN: /* into the embeddings, or the last block's output */
+        return op->rmsnorm_bwd(c, dresidual, g->ln1w + l * C, d->ln1 + off * C, residual, p->ln1w + l * C,
+                               a->ln1_rstd + off, BT, C) ||
+                       (l == 0 ? op->embed_bwd(c, g->wte, d->encoded, x->inputs, B, T, C)
+                               : qpm_llama_block_out_bwd(x, l - 1))
+                   ? -1
+                   : 0;
+    case QP_STEP_GELU:
+    case QP_STEP_COUNT: break; /* not the Llama's */
+    }
+    return -1;
+}
+
+static inline int qpm_llama_step(void *ctx, qp_pass_step st, int layer, int backward)
+{
+    const qpm_llama_pass *x = (const qpm_llama_pass *)ctx;
+    return backward ? qpm_llama_backward_step(x, st, layer) : qpm_llama_forward_step(x, st, layer);
+}
+
 /* The forward pass (the mean loss is the caller's: a reduction of a->losses). */
 static inline int qpm_llama_forward(const qpm_llama_ops *op, const qp_gpt_config *cfg, int B, int T,
                                     const qp_llama_params *p, const qp_llama_acts *a, const qpm_llama_scratch *sc,
                                     const float *rope, const int32_t *inputs, const int32_t *targets)
 {
-    const qpm_ops *o = op->base;
-    const int L = cfg->layers, C = cfg->dim, NH = cfg->heads, KVH = cfg->kv_heads, V = cfg->vocab,
-              H = cfg->mlp_hidden, BT = B * T, QKV = C + 2 * KVH * (C / NH);
-    void *x = o->ctx;
-    if (op->embed_fwd(x, a->encoded, inputs, p->wte, B, T, C)) return -1;
-    for (int l = 0; l < L; l++) {
-        const int64_t off = (int64_t)l * BT, n = (int64_t)BT * C, att_off = (int64_t)l * B * NH * T * T;
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (off - BT) * C;
-        float *ln1 = a->ln1 + off * C, *qkv = a->qkv + off * 3 * C, *atty = a->atty + off * C;
-        float *attproj = a->attproj + off * C, *res2 = a->residual2 + off * C, *ln2 = a->ln2 + off * C;
-        float *gate = a->gate + off * H, *up = a->up + off * H, *h = a->swiglu + off * H, *down = a->down + off * C;
-        const float *downw = p->downw + (int64_t)l * C * H, *dx = h, *dw = downw;
-        if (op->rmsnorm_fwd(x, ln1, a->ln1_rstd + off, residual, p->ln1w + l * C, BT, C) ||
-            o->linear_fwd(x, l, QP_GEMM_QKV, sc->qkvn, ln1, p->qkvw + (int64_t)l * QKV * C, NULL, BT, C, QKV) ||
-            op->rope(x, sc->qkvn, rope, BT, T, cfg->max_seq, C, NH, KVH, 0) ||
-            op->gqa_expand(x, qkv, sc->qkvn, BT, C, NH, KVH) ||
-            o->attention_fwd(x, atty, a->preatt + att_off, a->att + att_off, qkv, B, T, C, NH) ||
-            o->linear_fwd(x, l, QP_GEMM_ATTPROJ, attproj, atty, p->attprojw + (int64_t)l * C * C, NULL, BT, C, C) ||
-            o->residual_fwd(x, res2, residual, attproj, n) ||
-            op->rmsnorm_fwd(x, ln2, a->ln2_rstd + off, res2, p->ln2w + l * C, BT, C) ||
-            o->linear_fwd(x, l, QP_GEMM_GATE, gate, ln2, p->gatew + (int64_t)l * H * C, NULL, BT, C, H) ||
-            o->linear_fwd(x, l, QP_GEMM_UP, up, ln2, p->upw + (int64_t)l * H * C, NULL, BT, C, H) ||
-            op->swiglu_fwd(x, h, gate, up, (int64_t)BT * H))
-            return -1;
-        if (cfg->smooth_swiglu) {
-            float *s = sc->smooth_s + (int64_t)l * H;
-            if (op->smooth_scales(x, s, h, BT, H) ||
-                op->smooth_apply(x, sc->smooth_x, sc->smooth_w, h, downw, s, BT, C, H))
-                return -1;
-            dx = sc->smooth_x, dw = sc->smooth_w;
-        }
-        if (o->linear_fwd(x, l, QP_GEMM_DOWN, down, dx, dw, NULL, BT, H, C) ||
-            o->residual_fwd(x, a->residual3 + off * C, res2, down, n))
-            return -1;
-    }
-    return op->rmsnorm_fwd(x, a->lnf, a->lnf_rstd, a->residual3 + (int64_t)(L - 1) * BT * C, p->lnfw, BT, C) ||
-                   o->linear_fwd(x, L, QP_GEMM_HEAD, a->logits, a->lnf, p->lmhead, NULL, BT, C, V) ||
-                   o->softmax_ce_fwd(x, a->probs, a->losses, a->logits, targets, BT, V)
-               ? -1
-               : 0;
+    qpm_llama_pass x = {op, cfg, B, T, p, NULL, a, NULL, NULL, 0, sc, rope, inputs, targets, 0.0f};
+    return qp_pass_forward(QP_ARCH_LLAMA, cfg->layers, qpm_llama_step, &x);
 }
 
 /* The backward pass of mean loss * loss_scale; parameter gradients accumulate. */
@@ -166,59 +356,8 @@ static inline int qpm_llama_backward(const qpm_llama_ops *op, const qp_gpt_confi
                                      const qpm_llama_scratch *sc, const float *rope, const int32_t *inputs,
                                      const int32_t *targets, float loss_scale)
 {
-    const qpm_ops *o = op->base;
-    const int L = cfg->layers, C = cfg->dim, NH = cfg->heads, KVH = cfg->kv_heads, V = cfg->vocab,
-              H = cfg->mlp_hidden, BT = B * T, QKV = C + 2 * KVH * (C / NH);
-    void *x = o->ctx;
-    if (o->zero(x, grads_acts_memory, num_acts) ||
-        o->softmax_ce_bwd(x, d->logits, a->probs, targets, loss_scale / (float)BT, BT, V) ||
-        o->linear_bwd(x, L, QP_GEMM_HEAD, d->lnf, g->lmhead, NULL, d->logits, a->lnf, p->lmhead, BT, C, V))
-        return -1;
-    const int64_t last = (int64_t)(L - 1) * BT * C;
-    if (op->rmsnorm_bwd(x, d->residual3 + last, g->lnfw, d->lnf, a->residual3 + last, p->lnfw, a->lnf_rstd, BT, C))
-        return -1;
-    for (int l = L - 1; l >= 0; l--) {
-        const int64_t off = (int64_t)l * BT, n = (int64_t)BT * C, att_off = (int64_t)l * B * NH * T * T;
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (off - BT) * C;
-        float *dresidual = l == 0 ? d->encoded : d->residual3 + (off - BT) * C;
-        const float *h = a->swiglu + off * H, *downw = p->downw + (int64_t)l * C * H;
-        if (o->residual_bwd(x, d->residual2 + off * C, d->down + off * C, d->residual3 + off * C, n)) return -1;
-        if (cfg->smooth_swiglu) {
-            /* the down GEMM's backward on the forward's scaled operands, then the fold back */
-            const float *s = sc->smooth_s + (int64_t)l * H;
-            if (op->smooth_apply(x, sc->smooth_x, sc->smooth_w, h, downw, s, BT, C, H) ||
-                o->zero(x, sc->smooth_dw, (int64_t)C * H) || o->zero(x, sc->smooth_dx, (int64_t)BT * H) ||
-                o->linear_bwd(x, l, QP_GEMM_DOWN, sc->smooth_dx, sc->smooth_dw, NULL, d->down + off * C,
-                              sc->smooth_x, sc->smooth_w, BT, H, C) ||
-                op->smooth_unfold(x, d->swiglu + off * H, g->downw + (int64_t)l * C * H, sc->smooth_dx,
-                                  sc->smooth_dw, s, BT, C, H))
-                return -1;
-        } else if (o->linear_bwd(x, l, QP_GEMM_DOWN, d->swiglu + off * H, g->downw + (int64_t)l * C * H, NULL,
-                                 d->down + off * C, h, downw, BT, H, C)) {
-            return -1;
-        }
-        if (op->swiglu_bwd(x, d->gate + off * H, d->up + off * H, a->gate + off * H, a->up + off * H,
-                           d->swiglu + off * H, (int64_t)BT * H) ||
-            o->linear_bwd(x, l, QP_GEMM_UP, d->ln2 + off * C, g->upw + (int64_t)l * H * C, NULL, d->up + off * H,
-                          a->ln2 + off * C, p->upw + (int64_t)l * H * C, BT, C, H) ||
-            o->linear_bwd(x, l, QP_GEMM_GATE, d->ln2 + off * C, g->gatew + (int64_t)l * H * C, NULL,
-                          d->gate + off * H, a->ln2 + off * C, p->gatew + (int64_t)l * H * C, BT, C, H) ||
-            op->rmsnorm_bwd(x, d->residual2 + off * C, g->ln2w + l * C, d->ln2 + off * C, a->residual2 + off * C,
-                            p->ln2w + l * C, a->ln2_rstd + off, BT, C) ||
-            o->residual_bwd(x, dresidual, d->attproj + off * C, d->residual2 + off * C, n) ||
-            o->linear_bwd(x, l, QP_GEMM_ATTPROJ, d->atty + off * C, g->attprojw + (int64_t)l * C * C, NULL,
-                          d->attproj + off * C, a->atty + off * C, p->attprojw + (int64_t)l * C * C, BT, C, C) ||
-            o->attention_bwd(x, d->qkv + off * 3 * C, d->preatt + att_off, d->att + att_off, d->atty + off * C,
-                             a->qkv + off * 3 * C, a->att + att_off, B, T, C, NH) ||
-            op->gqa_reduce(x, sc->dqkvn, d->qkv + off * 3 * C, BT, C, NH, KVH) ||
-            op->rope(x, sc->dqkvn, rope, BT, T, cfg->max_seq, C, NH, KVH, 1) ||
-            o->linear_bwd(x, l, QP_GEMM_QKV, d->ln1 + off * C, g->qkvw + (int64_t)l * QKV * C, NULL, sc->dqkvn,
-                          a->ln1 + off * C, p->qkvw + (int64_t)l * QKV * C, BT, C, QKV) ||
-            op->rmsnorm_bwd(x, dresidual, g->ln1w + l * C, d->ln1 + off * C, residual, p->ln1w + l * C,
-                            a->ln1_rstd + off, BT, C))
-            return -1;
-    }
-    return op->embed_bwd(x, g->wte, d->encoded, inputs, B, T, C);
+    qpm_llama_pass x = {op, cfg, B, T, p, g, a, d, grads_acts_memory, num_acts, sc, rope, inputs, targets, loss_scale};
+    return qp_pass_backward(QP_ARCH_LLAMA, cfg->layers, qpm_llama_step, &x);
 }
 
 #endif

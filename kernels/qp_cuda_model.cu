@@ -1,7 +1,7 @@
 // qp_cuda_model.cu — the model on the GPU (see qp_cuda_model.h). The order of
-// the passes is qp_cuda_model_pass.h's (the GPT) and qp_cuda_llama_pass.h's
-// (the Llama, whose own kernels are qp_cuda_llama.cu), shared with a CPU
-// test; each kernel
+// the passes is train/model/qp_model_pass.h's, the CPU's too; each step's GPU form
+// is qp_cuda_model_pass.h's (the GPT) and qp_cuda_llama_pass.h's (the Llama,
+// whose own kernels are qp_cuda_llama.cu), shared with a CPU test; each kernel
 // computes the formulas of qp_model_math.h in the CPU's order of
 // operations: elementwise and per-row kernels a thread per element / row,
 // attention a warp per (b, h, t) row with its per-channel sums in registers,

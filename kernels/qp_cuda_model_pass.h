@@ -1,9 +1,10 @@
-/* qp_cuda_model_pass.h — the order of the GPT's forward and backward passes,
- * written once over a table of layer operations.
+/* qp_cuda_model_pass.h — the GPT's forward and backward passes on the GPU:
+ * the shared pass order's steps over a table of layer operations.
  *
- * Owns: which layer runs when, on which slices of the parameter and
- * activation buffers (train/model/qp_model_kernels.c's qp_gpt_forward/backward,
- * step for step). kernels/qp_cuda_model.cu instantiates it with operations
+ * Owns: the GPU's form of each step of the GPT's pass order
+ * (train/model/qp_model_pass.h, which the CPU's passes walk too): which layer
+ * operations a step launches, on which slices of the parameter and
+ * activation buffers. kernels/qp_cuda_model.cu instantiates it with operations
  * that launch GPU kernels; tests/kernels/test_cuda_model_math.c with host
  * loops over the same qp_model_math.h formulas and the CPU dispatch, and
  * checks the result against the CPU model — so the GPU's pass order and
@@ -15,6 +16,7 @@
 
 #include "qp_linear.h"
 #include "qp_model.h"
+#include "qp_model_pass.h"
 
 /* The GPU's activation layout, which the passes below index: every layer's
  * tensors, the attention's T x T scores and probabilities of every layer
@@ -71,43 +73,184 @@ typedef struct {
     int (*zero)(void *ctx, float *p, int64_t n);
 } qpm_ops;
 
+/* One pass over the GPT on the GPU layout: what its steps share (g and d:
+ * the backward's parameter and activation gradients). */
+typedef struct {
+    const qpm_ops *op;
+    const qp_gpt_config *cfg;
+    int B, T;
+    const qp_gpt_params *p, *g;
+    const qp_gpt_acts *a, *d;
+    float *grads_acts_memory;
+    int64_t num_acts;
+    const int32_t *inputs, *targets;
+    float loss_scale;
+} qpm_gpt_pass;
+
+/* The residual add that ends block l: residual3 = residual2 + fcproj. */
+static inline int qpm_block_out_fwd(const qpm_gpt_pass *x, int l)
+{
+    const int64_t n = (int64_t)x->B * x->T * x->cfg->dim, o = (int64_t)l * n;
+    return x->op->residual_fwd(x->op->ctx, x->a->residual3 + o, x->a->residual2 + o, x->a->fcproj + o, n);
+}
+
+static inline int qpm_block_out_bwd(const qpm_gpt_pass *x, int l)
+{
+    const int64_t n = (int64_t)x->B * x->T * x->cfg->dim, o = (int64_t)l * n;
+    return x->op->residual_bwd(x->op->ctx, x->d->residual2 + o, x->d->fcproj + o, x->d->residual3 + o, n);
+}
+
+/* GEMM g of block l (L: the LM head), forward or backward. */
+static inline int qpm_gpt_linear(const qpm_gpt_pass *x, int l, qp_gemm_id gid, int backward)
+{
+    const qpm_ops *op = x->op;
+    const qp_gpt_params *p = x->p, *g = x->g;
+    const qp_gpt_acts *a = x->a, *d = x->d;
+    const int C = x->cfg->dim, BT = x->B * x->T;
+    const int64_t o = (int64_t)l * BT;
+    void *c = op->ctx;
+    switch (gid) {
+    case QP_GEMM_QKV:
+        return backward ? op->linear_bwd(c, l, gid, d->ln1 + o * C, g->qkvw + (int64_t)l * 3 * C * C, g->qkvb + l * 3 * C,
+                                         d->qkv + o * 3 * C, a->ln1 + o * C, p->qkvw + (int64_t)l * 3 * C * C, BT, C,
+                                         3 * C)
+                        : op->linear_fwd(c, l, gid, a->qkv + o * 3 * C, a->ln1 + o * C, p->qkvw + (int64_t)l * 3 * C * C,
+                                         p->qkvb + l * 3 * C, BT, C, 3 * C);
+    case QP_GEMM_ATTPROJ:
+        return backward ? op->linear_bwd(c, l, gid, d->atty + o * C, g->attprojw + (int64_t)l * C * C,
+                                         g->attprojb + l * C, d->attproj + o * C, a->atty + o * C,
+                                         p->attprojw + (int64_t)l * C * C, BT, C, C)
+                        : op->linear_fwd(c, l, gid, a->attproj + o * C, a->atty + o * C,
+                                         p->attprojw + (int64_t)l * C * C, p->attprojb + l * C, BT, C, C);
+    case QP_GEMM_FC:
+        return backward ? op->linear_bwd(c, l, gid, d->ln2 + o * C, g->fcw + (int64_t)l * 4 * C * C, g->fcb + l * 4 * C,
+                                         d->fch + o * 4 * C, a->ln2 + o * C, p->fcw + (int64_t)l * 4 * C * C, BT, C,
+                                         4 * C)
+                        : op->linear_fwd(c, l, gid, a->fch + o * 4 * C, a->ln2 + o * C, p->fcw + (int64_t)l * 4 * C * C,
+                                         p->fcb + l * 4 * C, BT, C, 4 * C);
+    case QP_GEMM_FCPROJ:
+        return backward ? op->linear_bwd(c, l, gid, d->fch_gelu + o * 4 * C, g->fcprojw + (int64_t)l * 4 * C * C,
+                                         g->fcprojb + l * C, d->fcproj + o * C, a->fch_gelu + o * 4 * C,
+                                         p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C, C)
+                        : op->linear_fwd(c, l, gid, a->fcproj + o * C, a->fch_gelu + o * 4 * C,
+                                         p->fcprojw + (int64_t)l * 4 * C * C, p->fcprojb + l * C, BT, 4 * C, C);
+    case QP_GEMM_HEAD:
+        return backward ? op->linear_bwd(c, l, gid, d->lnf, g->wte, NULL, d->logits, a->lnf, p->wte, BT, C,
+                                         x->cfg->vocab)
+                        : op->linear_fwd(c, l, gid, a->logits, a->lnf, p->wte, NULL, BT, C, x->cfg->vocab);
+    case QP_GEMM_GATE:
+    case QP_GEMM_UP:
+    case QP_GEMM_DOWN:
+    case QP_GEMM_COUNT: break; /* not the GPT's */
+    }
+    return -1;
+}
+
+static inline int qpm_gpt_forward_step(const qpm_gpt_pass *x, qp_pass_step st, int l)
+{
+    const qpm_ops *op = x->op;
+    const qp_gpt_params *p = x->p;
+    const qp_gpt_acts *a = x->a;
+    const int L = x->cfg->layers, C = x->cfg->dim, NH = x->cfg->heads, B = x->B, T = x->T, BT = B * T;
+    const int64_t o = (int64_t)l * BT, n = (int64_t)BT * C, att_off = (int64_t)l * B * NH * T * T;
+    const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
+    void *c = op->ctx;
+    switch (st.op) {
+    case QP_STEP_NORM_IN: /* the embeddings, or the last block's output */
+        return (l == 0 ? op->encoder_fwd(c, a->encoded, x->inputs, p->wte, p->wpe, B, T, C) : qpm_block_out_fwd(x, l - 1)) ||
+                       op->layernorm_fwd(c, a->ln1 + o * C, a->ln1_mean + o, a->ln1_rstd + o, residual, p->ln1w + l * C,
+                                         p->ln1b + l * C, BT, C)
+                   ? -1
+                   : 0;
+    case QP_STEP_LINEAR: return qpm_gpt_linear(x, l, st.gemm, 0);
+    case QP_STEP_ATTENTION:
+        return op->attention_fwd(c, a->atty + o * C, a->preatt + att_off, a->att + att_off, a->qkv + o * 3 * C, B, T, C,
+                                 NH);
+    case QP_STEP_NORM_MID:
+        return op->residual_fwd(c, a->residual2 + o * C, residual, a->attproj + o * C, n) ||
+                       op->layernorm_fwd(c, a->ln2 + o * C, a->ln2_mean + o, a->ln2_rstd + o, a->residual2 + o * C,
+                                         p->ln2w + l * C, p->ln2b + l * C, BT, C)
+                   ? -1
+                   : 0;
+    case QP_STEP_GELU: return op->gelu_fwd(c, a->fch_gelu + o * 4 * C, a->fch + o * 4 * C, 4 * n);
+    case QP_STEP_NORM_OUT:
+        return qpm_block_out_fwd(x, L - 1) ||
+                       op->layernorm_fwd(c, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (int64_t)(L - 1) * BT * C,
+                                         p->lnfw, p->lnfb, BT, C)
+                   ? -1
+                   : 0;
+    case QP_STEP_LOSS: return op->softmax_ce_fwd(c, a->probs, a->losses, a->logits, x->targets, BT, x->cfg->vocab);
+    case QP_STEP_ROPE:
+    case QP_STEP_SWIGLU:
+    case QP_STEP_DOWN:
+    case QP_STEP_COUNT: break; /* not the GPT's */
+    }
+    return -1;
+}
+
+static inline int qpm_gpt_backward_step(const qpm_gpt_pass *x, qp_pass_step st, int l)
+{
+    const qpm_ops *op = x->op;
+    const qp_gpt_params *p = x->p, *g = x->g;
+    const qp_gpt_acts *a = x->a, *d = x->d;
+    const int L = x->cfg->layers, C = x->cfg->dim, NH = x->cfg->heads, B = x->B, T = x->T, BT = B * T;
+    const int64_t o = (int64_t)l * BT, n = (int64_t)BT * C, att_off = (int64_t)l * B * NH * T * T;
+    const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
+    float *dresidual = l == 0 ? d->encoded : d->residual3 + (o - BT) * C;
+    void *c = op->ctx;
+    switch (st.op) {
+    case QP_STEP_LOSS:
+        return op->zero(c, x->grads_acts_memory, x->num_acts) ||
+                       op->softmax_ce_bwd(c, d->logits, a->probs, x->targets, x->loss_scale / (float)BT, BT,
+                                          x->cfg->vocab)
+                   ? -1
+                   : 0;
+    case QP_STEP_LINEAR: return qpm_gpt_linear(x, l, st.gemm, 1);
+    case QP_STEP_NORM_OUT: {
+        const int64_t last = (int64_t)(L - 1) * BT * C;
+        return op->layernorm_bwd(c, d->residual3 + last, g->lnfw, g->lnfb, d->lnf, a->residual3 + last, p->lnfw,
+                                 a->lnf_mean, a->lnf_rstd, BT, C) ||
+                       qpm_block_out_bwd(x, L - 1)
+                   ? -1
+                   : 0;
+    }
+    case QP_STEP_GELU: return op->gelu_bwd(c, d->fch + o * 4 * C, a->fch + o * 4 * C, d->fch_gelu + o * 4 * C, 4 * n);
+    case QP_STEP_NORM_MID:
+        return op->layernorm_bwd(c, d->residual2 + o * C, g->ln2w + l * C, g->ln2b + l * C, d->ln2 + o * C,
+                                 a->residual2 + o * C, p->ln2w + l * C, a->ln2_mean + o, a->ln2_rstd + o, BT, C) ||
+                       op->residual_bwd(c, dresidual, d->attproj + o * C, d->residual2 + o * C, n)
+                   ? -1
+                   : 0;
+    case QP_STEP_ATTENTION:
+        return op->attention_bwd(c, d->qkv + o * 3 * C, d->preatt + att_off, d->att + att_off, d->atty + o * C,
+                                 a->qkv + o * 3 * C, a->att + att_off, B, T, C, NH);
+    case QP_STEP_NORM_IN: /* into the embeddings, or the last block's output */
+        return op->layernorm_bwd(c, dresidual, g->ln1w + l * C, g->ln1b + l * C, d->ln1 + o * C, residual,
+                                 p->ln1w + l * C, a->ln1_mean + o, a->ln1_rstd + o, BT, C) ||
+                       (l == 0 ? op->encoder_bwd(c, g->wte, g->wpe, d->encoded, x->inputs, B, T, C)
+                               : qpm_block_out_bwd(x, l - 1))
+                   ? -1
+                   : 0;
+    case QP_STEP_ROPE:
+    case QP_STEP_SWIGLU:
+    case QP_STEP_DOWN:
+    case QP_STEP_COUNT: break; /* not the GPT's */
+    }
+    return -1;
+}
+
+static inline int qpm_gpt_step(void *ctx, qp_pass_step st, int layer, int backward)
+{
+    const qpm_gpt_pass *x = (const qpm_gpt_pass *)ctx;
+    return backward ? qpm_gpt_backward_step(x, st, layer) : qpm_gpt_forward_step(x, st, layer);
+}
+
 /* The forward pass (the mean loss is the caller's: a reduction of a->losses). */
 static inline int qpm_forward(const qpm_ops *op, const qp_gpt_config *cfg, int B, int T, const qp_gpt_params *p,
                               const qp_gpt_acts *a, const int32_t *inputs, const int32_t *targets)
 {
-    const int L = cfg->layers, C = cfg->dim, NH = cfg->heads, V = cfg->vocab, BT = B * T;
-    void *x = op->ctx;
-    if (op->encoder_fwd(x, a->encoded, inputs, p->wte, p->wpe, B, T, C)) return -1;
-    for (int l = 0; l < L; l++) {
-        const int64_t o = (int64_t)l * BT, n = (int64_t)BT * C, att_off = (int64_t)l * B * NH * T * T;
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
-        float *ln1 = a->ln1 + o * C, *qkv = a->qkv + o * 3 * C, *atty = a->atty + o * C;
-        float *attproj = a->attproj + o * C, *res2 = a->residual2 + o * C, *ln2 = a->ln2 + o * C;
-        float *fch = a->fch + o * 4 * C, *fchg = a->fch_gelu + o * 4 * C, *fcproj = a->fcproj + o * C;
-        if (op->layernorm_fwd(x, ln1, a->ln1_mean + o, a->ln1_rstd + o, residual, p->ln1w + l * C, p->ln1b + l * C,
-                              BT, C) ||
-            op->linear_fwd(x, l, QP_GEMM_QKV, qkv, ln1, p->qkvw + (int64_t)l * 3 * C * C, p->qkvb + l * 3 * C, BT, C,
-                           3 * C) ||
-            op->attention_fwd(x, atty, a->preatt + att_off, a->att + att_off, qkv, B, T, C, NH) ||
-            op->linear_fwd(x, l, QP_GEMM_ATTPROJ, attproj, atty, p->attprojw + (int64_t)l * C * C,
-                           p->attprojb + l * C, BT, C, C) ||
-            op->residual_fwd(x, res2, residual, attproj, n) ||
-            op->layernorm_fwd(x, ln2, a->ln2_mean + o, a->ln2_rstd + o, res2, p->ln2w + l * C, p->ln2b + l * C, BT,
-                              C) ||
-            op->linear_fwd(x, l, QP_GEMM_FC, fch, ln2, p->fcw + (int64_t)l * 4 * C * C, p->fcb + l * 4 * C, BT, C,
-                           4 * C) ||
-            op->gelu_fwd(x, fchg, fch, 4 * n) ||
-            op->linear_fwd(x, l, QP_GEMM_FCPROJ, fcproj, fchg, p->fcprojw + (int64_t)l * 4 * C * C,
-                           p->fcprojb + l * C, BT, 4 * C, C) ||
-            op->residual_fwd(x, a->residual3 + o * C, res2, fcproj, n))
-            return -1;
-    }
-    return op->layernorm_fwd(x, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (int64_t)(L - 1) * BT * C, p->lnfw,
-                             p->lnfb, BT, C) ||
-                   op->linear_fwd(x, L, QP_GEMM_HEAD, a->logits, a->lnf, p->wte, NULL, BT, C, V) ||
-                   op->softmax_ce_fwd(x, a->probs, a->losses, a->logits, targets, BT, V)
-               ? -1
-               : 0;
+    qpm_gpt_pass x = {op, cfg, B, T, p, NULL, a, NULL, NULL, 0, inputs, targets, 0.0f};
+    return qp_pass_forward(QP_ARCH_GPT, cfg->layers, qpm_gpt_step, &x);
 }
 
 /* The backward pass of mean loss * loss_scale; parameter gradients accumulate. */
@@ -116,42 +259,8 @@ static inline int qpm_backward(const qpm_ops *op, const qp_gpt_config *cfg, int 
                                float *grads_acts_memory, int64_t num_acts, const int32_t *inputs,
                                const int32_t *targets, float loss_scale)
 {
-    const int L = cfg->layers, C = cfg->dim, NH = cfg->heads, V = cfg->vocab, BT = B * T;
-    void *x = op->ctx;
-    if (op->zero(x, grads_acts_memory, num_acts) ||
-        op->softmax_ce_bwd(x, d->logits, a->probs, targets, loss_scale / (float)BT, BT, V) ||
-        op->linear_bwd(x, L, QP_GEMM_HEAD, d->lnf, g->wte, NULL, d->logits, a->lnf, p->wte, BT, C, V))
-        return -1;
-    const int64_t last = (int64_t)(L - 1) * BT * C;
-    if (op->layernorm_bwd(x, d->residual3 + last, g->lnfw, g->lnfb, d->lnf, a->residual3 + last, p->lnfw, a->lnf_mean,
-                          a->lnf_rstd, BT, C))
-        return -1;
-    for (int l = L - 1; l >= 0; l--) {
-        const int64_t o = (int64_t)l * BT, n = (int64_t)BT * C, att_off = (int64_t)l * B * NH * T * T;
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
-        float *dresidual = l == 0 ? d->encoded : d->residual3 + (o - BT) * C;
-        if (op->residual_bwd(x, d->residual2 + o * C, d->fcproj + o * C, d->residual3 + o * C, n) ||
-            op->linear_bwd(x, l, QP_GEMM_FCPROJ, d->fch_gelu + o * 4 * C, g->fcprojw + (int64_t)l * 4 * C * C,
-                           g->fcprojb + l * C, d->fcproj + o * C, a->fch_gelu + o * 4 * C,
-                           p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C, C) ||
-            op->gelu_bwd(x, d->fch + o * 4 * C, a->fch + o * 4 * C, d->fch_gelu + o * 4 * C, 4 * n) ||
-            op->linear_bwd(x, l, QP_GEMM_FC, d->ln2 + o * C, g->fcw + (int64_t)l * 4 * C * C, g->fcb + l * 4 * C,
-                           d->fch + o * 4 * C, a->ln2 + o * C, p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C) ||
-            op->layernorm_bwd(x, d->residual2 + o * C, g->ln2w + l * C, g->ln2b + l * C, d->ln2 + o * C,
-                              a->residual2 + o * C, p->ln2w + l * C, a->ln2_mean + o, a->ln2_rstd + o, BT, C) ||
-            op->residual_bwd(x, dresidual, d->attproj + o * C, d->residual2 + o * C, n) ||
-            op->linear_bwd(x, l, QP_GEMM_ATTPROJ, d->atty + o * C, g->attprojw + (int64_t)l * C * C,
-                           g->attprojb + l * C, d->attproj + o * C, a->atty + o * C,
-                           p->attprojw + (int64_t)l * C * C, BT, C, C) ||
-            op->attention_bwd(x, d->qkv + o * 3 * C, d->preatt + att_off, d->att + att_off, d->atty + o * C,
-                              a->qkv + o * 3 * C, a->att + att_off, B, T, C, NH) ||
-            op->linear_bwd(x, l, QP_GEMM_QKV, d->ln1 + o * C, g->qkvw + (int64_t)l * 3 * C * C, g->qkvb + l * 3 * C,
-                           d->qkv + o * 3 * C, a->ln1 + o * C, p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C) ||
-            op->layernorm_bwd(x, dresidual, g->ln1w + l * C, g->ln1b + l * C, d->ln1 + o * C, residual,
-                              p->ln1w + l * C, a->ln1_mean + o, a->ln1_rstd + o, BT, C))
-            return -1;
-    }
-    return op->encoder_bwd(x, g->wte, g->wpe, d->encoded, inputs, B, T, C);
+    qpm_gpt_pass x = {op, cfg, B, T, p, g, a, d, grads_acts_memory, num_acts, inputs, targets, loss_scale};
+    return qp_pass_backward(QP_ARCH_GPT, cfg->layers, qpm_gpt_step, &x);
 }
 
 #endif

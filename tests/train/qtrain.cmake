@@ -21,6 +21,17 @@ if(TARGET qtrain AND QP_PYTHON)
   endforeach()
 endif()
 
+# qtrain's results bit for bit against tests/train/golden/qtrain_golden.json:
+# both architectures under bf16, fp8, nvfp4 and mxfp4 (portable paths on every
+# CPU; the CPU's own paths where the file has its signature). Regenerate on
+# code whose results are right: test_golden.py QTRAIN GOLDEN --update
+if(TARGET qtrain AND QP_PYTHON)
+  add_test(NAME test_qtrain_golden
+           COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/test_golden.py $<TARGET_FILE:qtrain>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/train/golden/qtrain_golden.json)
+  set_tests_properties(test_qtrain_golden PROPERTIES LABELS "train" TIMEOUT 300)
+endif()
+
 # the known result (about 2 minutes each on 2 cores): the GPT in bf16 and
 # fp32, the Llama in bf16 (target: within 0.03 of the GPT's 1.90)
 if(TARGET qtrain AND QP_PYTHON)

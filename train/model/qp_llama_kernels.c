@@ -35,6 +35,7 @@
 
 #include "qp_model.h"
 #include "qp_model_kernels.h"
+#include "qp_model_pass.h"
 #include "qp_model_simd.h"
 #include "qp_prof.h"
 
@@ -328,125 +329,225 @@ static void llama_attention_backward(float *dqkv, const float *dout, const float
     attention_backward_tasks(dqkv, NULL, dout, out, lse, qkv, a, B, T, NULL);
 }
 
+/* ---- the model: the Llama's steps of the pass order (qp_model_pass.h) ----------- */
+
+/* One pass over the model: what its steps share. */
+typedef struct {
+    qp_gpt *m;
+    qp_linear *lin;
+    const int32_t *inputs, *targets;
+    int B, T;
+    float loss_scale;
+    qp_att_layout al;
+    qp_llama_bwd_scratch s; /* the backward's working set (one layer's gradients) */
+    /* the operand of GEMM g its producer hands over quantized in this layer
+     * (x forward, dy backward; NULL: the dispatch quantizes it) */
+    qp_linear_rounded rounded[QP_GEMM_COUNT], *r[QP_GEMM_COUNT];
+} llama_pass;
+
+/* GEMM g of block l (L: the LM head): its operands, forward and backward
+ * (the down GEMM's: llama_down, on Smooth-SwiGLU's scaled operands). */
+static qp_model_gemm llama_gemm(const llama_pass *x, int l, qp_gemm_id g)
+{
+    const qp_gpt *m = x->m;
+    const qp_llama_params *p = &m->lparams, *gr = &m->lgrads;
+    const qp_llama_acts *a = &m->lacts;
+    const qp_llama_bwd_scratch *s = &x->s;
+    const int C = m->cfg.dim, H = m->cfg.mlp_hidden, QKV = (int)qp_llama_qkv_width(&m->cfg);
+    const int64_t o = (int64_t)l * x->B * x->T;
+    switch (g) {
+    case QP_GEMM_QKV:
+        return (qp_model_gemm){a->qkv + o * QKV, a->ln1 + o * C, p->qkvw + (int64_t)l * QKV * C, s->dln,
+                               gr->qkvw + (int64_t)l * QKV * C, s->dqkv, C, QKV, 0};
+    case QP_GEMM_ATTPROJ:
+        return (qp_model_gemm){a->attproj, a->atty + o * C, p->attprojw + (int64_t)l * C * C, s->datty,
+                               gr->attprojw + (int64_t)l * C * C, s->dres, C, C, 0};
+    case QP_GEMM_GATE: /* its input gradient adds to the up GEMM's (the backward runs up first) */
+        return (qp_model_gemm){a->gate + o * H, a->ln2 + o * C, p->gatew + (int64_t)l * H * C, s->dln,
+                               gr->gatew + (int64_t)l * H * C, s->dh, C, H, 1};
+    case QP_GEMM_UP:
+        return (qp_model_gemm){a->up + o * H, a->ln2 + o * C, p->upw + (int64_t)l * H * C, s->dln,
+                               gr->upw + (int64_t)l * H * C, s->dup, C, H, 0};
+    case QP_GEMM_DOWN:
+        return (qp_model_gemm){a->down, a->swiglu + o * H, p->downw + (int64_t)l * C * H, s->dh,
+                               gr->downw + (int64_t)l * C * H, s->dres, H, C, 0};
+    case QP_GEMM_HEAD:
+        return (qp_model_gemm){a->logits, a->lnf, p->lmhead, s->dln, gr->lmhead, a->probs, C, m->cfg.vocab, 0};
+    case QP_GEMM_FC:
+    case QP_GEMM_FCPROJ:
+    case QP_GEMM_COUNT: break; /* not the Llama's */
+    }
+    return (qp_model_gemm){0};
+}
+
+/* The down GEMM: with Smooth-SwiGLU on the scaled input and folded weight
+ * (the forward makes the scales; the backward the same operands again, then
+ * folds the gradients back). */
+static int llama_down(llama_pass *x, int l, int backward)
+{
+    qp_gpt *m = x->m;
+    const int C = m->cfg.dim, H = m->cfg.mlp_hidden, BT = x->B * x->T;
+    qp_model_gemm op = llama_gemm(x, l, QP_GEMM_DOWN);
+    if (!m->cfg.smooth_swiglu)
+        return backward ? model_linear_backward(x->lin, l, QP_GEMM_DOWN, op, NULL, BT)
+                        : model_linear_forward(m, x->lin, l, QP_GEMM_DOWN, op, x->r[QP_GEMM_DOWN], BT);
+    float *sc = m->smooth_s + (int64_t)l * H, *dw = op.dW;
+    const float *h = op.X, *w = op.W;
+    op.X = m->smooth_x, op.W = m->smooth_w, op.dW = m->smooth_dw;
+    if (!backward) {
+        PHASE(QP_PHASE_ROWOPS, (smooth_scales(sc, h, BT, H, m), smooth_apply(m->smooth_x, m->smooth_w, h, w, sc, BT, C, H)));
+        return model_linear_forward(m, x->lin, l, QP_GEMM_DOWN, op, x->r[QP_GEMM_DOWN], BT);
+    }
+    PHASE(QP_PHASE_ROWOPS, (smooth_apply(m->smooth_x, m->smooth_w, h, w, sc, BT, C, H),
+                            zero_rows(m->smooth_dw, (int64_t)C * H)));
+    if (model_linear_backward(x->lin, l, QP_GEMM_DOWN, op, NULL, BT)) return -1;
+    PHASE(QP_PHASE_ROWOPS, smooth_unfold(op.dX, dw, m->smooth_dw, sc, BT, C, H));
+    return 0;
+}
+
+static int llama_forward_step(llama_pass *x, qp_pass_step st, int l)
+{
+    qp_gpt *m = x->m;
+    const qp_gpt_config *cf = &m->cfg;
+    const qp_llama_params *p = &m->lparams;
+    qp_llama_acts *a = &m->lacts;
+    const int B = x->B, T = x->T, BT = B * T, C = cf->dim, NH = cf->heads, H = cf->mlp_hidden, L = cf->layers;
+    const int QKV = (int)qp_llama_qkv_width(cf);
+    const int64_t o = (int64_t)l * BT;
+    float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
+    switch (st.op) {
+    case QP_STEP_NORM_IN: /* the embeddings, or the last block's output */
+        x->r[QP_GEMM_QKV] = rounds_operand(m, x->lin, l, QP_GEMM_QKV, QP_OPND_X, &x->rounded[QP_GEMM_QKV]);
+        PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(residual, a->ln1 + o * C, a->ln1_rstd + o,
+                                                        l ? a->residual2 + (o - BT) * C : NULL, a->down,
+                                                        l ? NULL : x->inputs, p->wte, p->ln1w + l * C, BT, C,
+                                                        x->r[QP_GEMM_QKV]));
+        return 0;
+    case QP_STEP_LINEAR:
+        return model_linear_forward(m, x->lin, l, st.gemm, llama_gemm(x, l, st.gemm), x->r[st.gemm], BT);
+    case QP_STEP_ROPE:
+        PHASE(QP_PHASE_ROWOPS, rope_forward(a->qkv + o * QKV, m->rope, &x->al, cf->max_seq, BT, T, 0, NULL));
+        return 0;
+    case QP_STEP_ATTENTION:
+        PHASE(QP_PHASE_ATTN, llama_attention_forward(a->atty + o * C, a->att_lse + (int64_t)l * B * NH * T,
+                                                     a->qkv + o * QKV, &x->al, B, T));
+        return 0;
+    case QP_STEP_NORM_MID: {
+        /* ln2 feeds two GEMMs: both must take it at one format and scale */
+        qp_linear_rounded *gate = &x->rounded[QP_GEMM_GATE], *up = &x->rounded[QP_GEMM_UP];
+        qp_linear_rounded *ln2_r = rounds_operand(m, x->lin, l, QP_GEMM_GATE, QP_OPND_X, gate) &&
+                                           rounds_operand(m, x->lin, l, QP_GEMM_UP, QP_OPND_X, up) &&
+                                           gate->fmt == up->fmt && gate->scale == up->scale
+                                       ? gate
+                                       : NULL;
+        x->r[QP_GEMM_GATE] = x->r[QP_GEMM_UP] = ln2_r;
+        PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(a->residual2 + o * C, a->ln2 + o * C, a->ln2_rstd + o,
+                                                        residual, a->attproj, NULL, NULL, p->ln2w + l * C, BT, C,
+                                                        ln2_r));
+        return 0;
+    }
+    case QP_STEP_SWIGLU:
+        x->r[QP_GEMM_DOWN] = cf->smooth_swiglu ? NULL
+                                               : rounds_operand(m, x->lin, l, QP_GEMM_DOWN, QP_OPND_X,
+                                                                &x->rounded[QP_GEMM_DOWN]);
+        PHASE(QP_PHASE_ROWOPS, swiglu_forward(a->swiglu + o * H, a->gate + o * H, a->up + o * H, BT, H,
+                                              x->r[QP_GEMM_DOWN]));
+        return 0;
+    case QP_STEP_DOWN: return llama_down(x, l, 0);
+    case QP_STEP_NORM_OUT: {
+        const int64_t last = (int64_t)(L - 1) * BT * C;
+        PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(a->residual3 + last, a->lnf, a->lnf_rstd, a->residual2 + last,
+                                                        a->down, NULL, NULL, p->lnfw, BT, C, NULL));
+        return 0;
+    }
+    case QP_STEP_LOSS:
+        PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_forward(a->probs, a->losses, a->logits, x->targets, BT, cf->vocab));
+        set_mean_loss(m, a->losses, x->targets, BT);
+        return 0;
+    case QP_STEP_GELU:
+    case QP_STEP_COUNT: break; /* not the Llama's */
+    }
+    return -1;
+}
+
+static int llama_backward_step(llama_pass *x, qp_pass_step st, int l)
+{
+    qp_gpt *m = x->m;
+    const qp_gpt_config *cf = &m->cfg;
+    const qp_llama_params *p = &m->lparams, *g = &m->lgrads;
+    const qp_llama_acts *a = &m->lacts;
+    const qp_llama_bwd_scratch *s = &x->s;
+    const int B = x->B, T = x->T, BT = B * T, C = cf->dim, NH = cf->heads, H = cf->mlp_hidden, L = cf->layers;
+    const int QKV = (int)qp_llama_qkv_width(cf);
+    const int64_t o = (int64_t)l * BT;
+    switch (st.op) {
+    case QP_STEP_LOSS:
+        PHASE(QP_PHASE_ROWOPS,
+              softmax_crossentropy_backward(a->probs, x->targets, x->loss_scale / (float)BT, BT, cf->vocab));
+        return 0;
+    case QP_STEP_LINEAR:
+        return model_linear_backward(x->lin, l, st.gemm, llama_gemm(x, l, st.gemm), x->r[st.gemm], BT);
+    case QP_STEP_NORM_OUT: {
+        const int64_t last = (int64_t)(L - 1) * BT * C;
+        PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s->dres, g->lnfw, s->part, s->dln, a->residual3 + last,
+                                                         p->lnfw, a->lnf_rstd, 0, BT, C));
+        return 0;
+    }
+    case QP_STEP_DOWN: return llama_down(x, l, 1);
+    case QP_STEP_SWIGLU:
+        x->r[QP_GEMM_GATE] = rounds_operand(m, x->lin, l, QP_GEMM_GATE, QP_OPND_DY, &x->rounded[QP_GEMM_GATE]);
+        x->r[QP_GEMM_UP] = rounds_operand(m, x->lin, l, QP_GEMM_UP, QP_OPND_DY, &x->rounded[QP_GEMM_UP]);
+        PHASE(QP_PHASE_ROWOPS, swiglu_backward(s->dh, s->dup, a->gate + o * H, a->up + o * H, BT, H,
+                                               x->r[QP_GEMM_GATE], x->r[QP_GEMM_UP]));
+        return 0;
+    case QP_STEP_NORM_MID:
+        PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s->dres, g->ln2w + l * C, s->part, s->dln,
+                                                         a->residual2 + o * C, p->ln2w + l * C, a->ln2_rstd + o, 1,
+                                                         BT, C));
+        return 0;
+    case QP_STEP_ATTENTION:
+        PHASE(QP_PHASE_ATTN, llama_attention_backward(s->dqkv, s->datty, a->atty + o * C,
+                                                      a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * QKV, &x->al,
+                                                      B, T));
+        return 0;
+    case QP_STEP_ROPE:
+        x->r[QP_GEMM_QKV] = rounds_operand(m, x->lin, l, QP_GEMM_QKV, QP_OPND_DY, &x->rounded[QP_GEMM_QKV]);
+        PHASE(QP_PHASE_ROWOPS, rope_forward(s->dqkv, m->rope, &x->al, cf->max_seq, BT, T, 1, x->r[QP_GEMM_QKV]));
+        return 0;
+    case QP_STEP_NORM_IN: {
+        const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
+        PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s->dres, g->ln1w + l * C, s->part, s->dln, residual,
+                                                         p->ln1w + l * C, a->ln1_rstd + o, 1, BT, C));
+        if (l == 0) PHASE(QP_PHASE_ROWOPS, encoder_backward(g->wte, NULL, s->dres, x->inputs, BT, T, C));
+        return 0;
+    }
+    case QP_STEP_GELU:
+    case QP_STEP_COUNT: break; /* not the Llama's */
+    }
+    return -1;
+}
+
+static int llama_step(void *ctx, qp_pass_step st, int layer, int backward)
+{
+    return backward ? llama_backward_step(ctx, st, layer) : llama_forward_step(ctx, st, layer);
+}
+
 int QP_KERNEL(qp_llama_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)
 {
-    const qp_gpt_config *cf = &m->cfg;
-    const int L = cf->layers, C = cf->dim, NH = cf->heads, V = cf->vocab, H = cf->mlp_hidden, BT = B * T;
-    const int QKV = (int)qp_llama_qkv_width(cf);
+    const int V = m->cfg.vocab, BT = B * T;
     if (B != m->B || T != m->T) return -1;
     for (int i = 0; i < BT; i++)
         if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V))) return -1;
-    const qp_llama_params *p = &m->lparams;
-    qp_llama_acts *a = &m->lacts;
-    const qp_att_layout al = llama_att_layout(cf);
-    for (int l = 0; l < L; l++) {
-        const int64_t o = (int64_t)l * BT;
-        float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
-        float *ln1 = a->ln1 + o * C, *qkv = a->qkv + o * QKV, *atty = a->atty + o * C;
-        float *res2 = a->residual2 + o * C, *ln2 = a->ln2 + o * C;
-        float *gate = a->gate + o * H, *up = a->up + o * H, *h = a->swiglu + o * H;
-        const float *downw = p->downw + (int64_t)l * C * H;
-        /* the GEMM inputs their producers quantize for the dispatch (ln2 feeds
-         * two GEMMs: both must take it at one format and scale), and their counts */
-        qp_linear_rounded r_ln1, r_ln2, r_ln2_up, r_h;
-        qp_linear_rounded *ln1_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_X, &r_ln1);
-        qp_linear_rounded *ln2_r = rounds_operand(m, lin, l, QP_GEMM_GATE, QP_OPND_X, &r_ln2) &&
-                                           rounds_operand(m, lin, l, QP_GEMM_UP, QP_OPND_X, &r_ln2_up) &&
-                                           r_ln2.fmt == r_ln2_up.fmt && r_ln2.scale == r_ln2_up.scale
-                                       ? &r_ln2
-                                       : NULL;
-        qp_linear_rounded *h_r = cf->smooth_swiglu ? NULL : rounds_operand(m, lin, l, QP_GEMM_DOWN, QP_OPND_X, &r_h);
-        PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(residual, ln1, a->ln1_rstd + o,
-                                                        l ? a->residual2 + (o - BT) * C : NULL, a->down,
-                                                        l ? NULL : inputs, p->wte, p->ln1w + l * C, BT, C, ln1_r));
-        if (linear_forward(m, lin, l, QP_GEMM_QKV, qkv, ln1, ln1_r, p->qkvw + (int64_t)l * QKV * C, BT, C, QKV))
-            return -1;
-        PHASE(QP_PHASE_ROWOPS, rope_forward(qkv, m->rope, &al, cf->max_seq, BT, T, 0, NULL));
-        PHASE(QP_PHASE_ATTN, llama_attention_forward(atty, a->att_lse + (int64_t)l * B * NH * T, qkv, &al, B, T));
-        if (linear_forward(m, lin, l, QP_GEMM_ATTPROJ, a->attproj, atty, NULL, p->attprojw + (int64_t)l * C * C, BT, C, C))
-            return -1;
-        PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(res2, ln2, a->ln2_rstd + o, residual, a->attproj, NULL, NULL,
-                                                        p->ln2w + l * C, BT, C, ln2_r));
-        if (linear_forward(m, lin, l, QP_GEMM_GATE, gate, ln2, ln2_r, p->gatew + (int64_t)l * H * C, BT, C, H) ||
-            linear_forward(m, lin, l, QP_GEMM_UP, up, ln2, ln2_r, p->upw + (int64_t)l * H * C, BT, C, H))
-            return -1;
-        PHASE(QP_PHASE_ROWOPS, swiglu_forward(h, gate, up, BT, H, h_r));
-        const float *x = h, *w = downw;
-        if (cf->smooth_swiglu) {
-            float *s = m->smooth_s + (int64_t)l * H;
-            PHASE(QP_PHASE_ROWOPS, (smooth_scales(s, h, BT, H, m),
-                                    smooth_apply(m->smooth_x, m->smooth_w, h, downw, s, BT, C, H)));
-            x = m->smooth_x, w = m->smooth_w;
-        }
-        if (linear_forward(m, lin, l, QP_GEMM_DOWN, a->down, x, h_r, w, BT, H, C)) return -1;
-    }
-    const int64_t last = (int64_t)(L - 1) * BT * C;
-    PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_forward(a->residual3 + last, a->lnf, a->lnf_rstd, a->residual2 + last,
-                                                    a->down, NULL, NULL, p->lnfw, BT, C, NULL));
-    if (linear_forward(m, lin, L, QP_GEMM_HEAD, a->logits, a->lnf, NULL, p->lmhead, BT, C, V)) return -1;
-    PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_forward(a->probs, a->losses, a->logits, targets, BT, V));
-    set_mean_loss(m, a->losses, targets, BT);
-    return 0;
+    llama_pass x = {.m = m, .lin = lin, .inputs = inputs, .targets = targets, .B = B, .T = T,
+                    .al = llama_att_layout(&m->cfg)};
+    return qp_pass_forward(QP_ARCH_LLAMA, m->cfg.layers, llama_step, &x);
 }
 
 int QP_KERNEL(qp_llama_backward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets,
                                  float loss_scale)
 {
-    const qp_gpt_config *cf = &m->cfg;
-    const int B = m->B, T = m->T, L = cf->layers, C = cf->dim, NH = cf->heads, V = cf->vocab, H = cf->mlp_hidden,
-              BT = B * T, QKV = (int)qp_llama_qkv_width(cf);
-    const qp_llama_params *p = &m->lparams, *g = &m->lgrads;
-    const qp_llama_acts *a = &m->lacts;
-    const qp_att_layout al = llama_att_layout(cf);
-    const qp_llama_bwd_scratch s = qp_llama_scratch_carve(m->scratch, cf, B, T);
-    PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_backward(a->probs, targets, loss_scale / (float)BT, BT, V));
-    if (linear_backward(lin, L, QP_GEMM_HEAD, s.dln, g->lmhead, a->probs, NULL, a->lnf, p->lmhead, BT, C, V, 0)) return -1;
-    const int64_t last = (int64_t)(L - 1) * BT * C;
-    PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s.dres, g->lnfw, s.part, s.dln, a->residual3 + last, p->lnfw,
-                                                     a->lnf_rstd, 0, BT, C));
-    for (int l = L - 1; l >= 0; l--) {
-        const int64_t o = (int64_t)l * BT;
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
-        const float *ln2 = a->ln2 + o * C, *h = a->swiglu + o * H;
-        const float *downw = p->downw + (int64_t)l * C * H;
-        if (cf->smooth_swiglu) {
-            /* the GEMMs on the forward's scaled operands, then the fold back */
-            const float *sc = m->smooth_s + (int64_t)l * H;
-            PHASE(QP_PHASE_ROWOPS, (smooth_apply(m->smooth_x, m->smooth_w, h, downw, sc, BT, C, H),
-                                    zero_rows(m->smooth_dw, (int64_t)C * H)));
-            if (linear_backward(lin, l, QP_GEMM_DOWN, s.dh, m->smooth_dw, s.dres, NULL, m->smooth_x, m->smooth_w, BT, H, C, 0))
-                return -1;
-            PHASE(QP_PHASE_ROWOPS, smooth_unfold(s.dh, g->downw + (int64_t)l * C * H, m->smooth_dw, sc, BT, C, H));
-        } else if (linear_backward(lin, l, QP_GEMM_DOWN, s.dh, g->downw + (int64_t)l * C * H, s.dres, NULL, h, downw, BT,
-                                   H, C, 0)) {
-            return -1;
-        }
-        qp_linear_rounded r_dgate, r_dup;
-        qp_linear_rounded *dgate_r = rounds_operand(m, lin, l, QP_GEMM_GATE, QP_OPND_DY, &r_dgate);
-        qp_linear_rounded *dup_r = rounds_operand(m, lin, l, QP_GEMM_UP, QP_OPND_DY, &r_dup);
-        PHASE(QP_PHASE_ROWOPS, swiglu_backward(s.dh, s.dup, a->gate + o * H, a->up + o * H, BT, H, dgate_r, dup_r));
-        if (linear_backward(lin, l, QP_GEMM_UP, s.dln, g->upw + (int64_t)l * H * C, s.dup, dup_r, ln2,
-                            p->upw + (int64_t)l * H * C, BT, C, H, 0) ||
-            linear_backward(lin, l, QP_GEMM_GATE, s.dln, g->gatew + (int64_t)l * H * C, s.dh, dgate_r, ln2,
-                            p->gatew + (int64_t)l * H * C, BT, C, H, 1))
-            return -1;
-        PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s.dres, g->ln2w + l * C, s.part, s.dln, a->residual2 + o * C,
-                                                         p->ln2w + l * C, a->ln2_rstd + o, 1, BT, C));
-        if (linear_backward(lin, l, QP_GEMM_ATTPROJ, s.datty, g->attprojw + (int64_t)l * C * C, s.dres, NULL,
-                            a->atty + o * C, p->attprojw + (int64_t)l * C * C, BT, C, C, 0))
-            return -1;
-        PHASE(QP_PHASE_ATTN, llama_attention_backward(s.dqkv, s.datty, a->atty + o * C,
-                                                      a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * QKV, &al,
-                                                      B, T));
-        qp_linear_rounded r_dqkv;
-        qp_linear_rounded *dqkv_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_DY, &r_dqkv);
-        PHASE(QP_PHASE_ROWOPS, rope_forward(s.dqkv, m->rope, &al, cf->max_seq, BT, T, 1, dqkv_r));
-        if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * QKV * C, s.dqkv, dqkv_r, a->ln1 + o * C,
-                            p->qkvw + (int64_t)l * QKV * C, BT, C, QKV, 0))
-            return -1;
-        PHASE(QP_PHASE_ROWOPS, residual_rmsnorm_backward(s.dres, g->ln1w + l * C, s.part, s.dln, residual,
-                                                         p->ln1w + l * C, a->ln1_rstd + o, 1, BT, C));
-    }
-    PHASE(QP_PHASE_ROWOPS, encoder_backward(g->wte, NULL, s.dres, inputs, BT, T, C));
-    return 0;
+    llama_pass x = {.m = m, .lin = lin, .inputs = inputs, .targets = targets, .B = m->B, .T = m->T,
+                    .loss_scale = loss_scale, .al = llama_att_layout(&m->cfg),
+                    .s = qp_llama_scratch_carve(m->scratch, &m->cfg, m->B, m->T)};
+    return qp_pass_backward(QP_ARCH_LLAMA, m->cfg.layers, llama_step, &x);
 }

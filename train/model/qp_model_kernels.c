@@ -35,6 +35,7 @@
 
 #include "qp_model.h"
 #include "qp_model_kernels.h"
+#include "qp_model_pass.h"
 #include "qp_model_simd.h"
 #include "qp_prof.h"
 
@@ -264,62 +265,6 @@ static void gelu_backward(float *dfch, float *dfcb, float *part, const float *fc
     }
 }
 
-/* ---- the model ------------------------------------------------------------ */
-
-int QP_KERNEL(qp_gpt_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)
-{
-    const int L = m->cfg.layers, C = m->cfg.dim, NH = m->cfg.heads, V = m->cfg.vocab, BT = B * T;
-    if (B != m->B || T != m->T) return -1;
-    for (int i = 0; i < BT; i++)
-        if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V))) return -1;
-    qp_gpt_params *p = &m->params;
-    qp_gpt_acts *a = &m->acts;
-    for (int l = 0; l < L; l++) {
-        const int64_t o = (int64_t)l * BT;
-        float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
-        float *ln1 = a->ln1 + o * C, *qkv = a->qkv + o * 3 * C, *atty = a->atty + o * C;
-        float *res2 = a->residual2 + o * C, *ln2 = a->ln2 + o * C;
-        float *fch = a->fch + o * 4 * C, *fchg = a->fch_gelu + o * 4 * C;
-        /* the GEMM inputs their producers quantize for the dispatch, and their counts */
-        qp_linear_rounded r_ln1, r_ln2, r_fchg;
-        qp_linear_rounded *ln1_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_X, &r_ln1);
-        qp_linear_rounded *ln2_r = rounds_operand(m, lin, l, QP_GEMM_FC, QP_OPND_X, &r_ln2);
-        qp_linear_rounded *fchg_r = rounds_operand(m, lin, l, QP_GEMM_FCPROJ, QP_OPND_X, &r_fchg);
-        /* the residual stream into this block: the embeddings, or the last block's output */
-        PHASE(QP_PHASE_ROWOPS,
-              residual_layernorm_forward(residual, ln1, a->ln1_mean + o, a->ln1_rstd + o,
-                                         l ? a->residual2 + (o - BT) * C : NULL, a->fcproj,
-                                         l ? p->fcprojb + (l - 1) * C : NULL, l ? NULL : inputs, p->wte, p->wpe,
-                                         p->ln1w + l * C, p->ln1b + l * C, BT, T, C, ln1_r));
-        if (linear_forward(m, lin, l, QP_GEMM_QKV, qkv, ln1, ln1_r, p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C))
-            return -1;
-        PHASE(QP_PHASE_ATTN, attention_forward(atty, a->att_lse + (int64_t)l * B * NH * T, qkv, p->qkvb + l * 3 * C,
-                                               B, T, C, NH));
-        if (linear_forward(m, lin, l, QP_GEMM_ATTPROJ, a->attproj, atty, NULL, p->attprojw + (int64_t)l * C * C, BT, C,
-                           C))
-            return -1;
-        PHASE(QP_PHASE_ROWOPS,
-              residual_layernorm_forward(res2, ln2, a->ln2_mean + o, a->ln2_rstd + o, residual, a->attproj,
-                                         p->attprojb + l * C, NULL, NULL, NULL, p->ln2w + l * C, p->ln2b + l * C, BT,
-                                         T, C, ln2_r));
-        if (linear_forward(m, lin, l, QP_GEMM_FC, fch, ln2, ln2_r, p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C))
-            return -1;
-        PHASE(QP_PHASE_ROWOPS, bias_gelu_forward(fch, fchg, p->fcb + l * 4 * C, BT, 4 * C, fchg_r));
-        if (linear_forward(m, lin, l, QP_GEMM_FCPROJ, a->fcproj, fchg, fchg_r, p->fcprojw + (int64_t)l * 4 * C * C, BT,
-                           4 * C, C))
-            return -1;
-    }
-    const int64_t last = (int64_t)(L - 1) * BT * C;
-    PHASE(QP_PHASE_ROWOPS,
-          residual_layernorm_forward(a->residual3 + last, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual2 + last,
-                                     a->fcproj, p->fcprojb + (L - 1) * C, NULL, NULL, NULL, p->lnfw, p->lnfb, BT, T,
-                                     C, NULL));
-    if (linear_forward(m, lin, L, QP_GEMM_HEAD, a->logits, a->lnf, NULL, p->wte, BT, C, V)) return -1;
-    PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_forward(a->probs, a->losses, a->logits, targets, BT, V));
-    set_mean_loss(m, a->losses, targets, BT);
-    return 0;
-}
-
 /* The backward of a LayerNorm whose input is the residual stream, fused with
  * the residual add: dres (+)= LN's input gradient of dln (accumulate: the
  * stream's gradient from above is already in dres); dw, db += the norm's
@@ -349,53 +294,183 @@ static void residual_layernorm_backward(float *dres, float *dw, float *db, float
     }
 }
 
+/* ---- the model: the GPT's steps of the pass order (qp_model_pass.h) ----------- */
+
+/* One pass over the model: what its steps share. */
+typedef struct {
+    qp_gpt *m;
+    qp_linear *lin;
+    const int32_t *inputs, *targets;
+    int B, T;
+    float loss_scale;
+    qp_gpt_bwd_scratch s; /* the backward's working set (one layer's gradients) */
+    /* the operand of GEMM g its producer hands over quantized in this layer
+     * (x forward, dy backward; NULL: the dispatch quantizes it) */
+    qp_linear_rounded rounded[QP_GEMM_COUNT], *r[QP_GEMM_COUNT];
+} gpt_pass;
+
+/* GEMM g of block l (L: the LM head): its operands, forward and backward. */
+static qp_model_gemm gpt_gemm(const gpt_pass *x, int l, qp_gemm_id g)
+{
+    const qp_gpt *m = x->m;
+    const qp_gpt_params *p = &m->params, *gr = &m->grads;
+    const qp_gpt_acts *a = &m->acts;
+    const qp_gpt_bwd_scratch *s = &x->s;
+    const int C = m->cfg.dim;
+    const int64_t o = (int64_t)l * x->B * x->T;
+    switch (g) {
+    case QP_GEMM_QKV:
+        return (qp_model_gemm){a->qkv + o * 3 * C, a->ln1 + o * C, p->qkvw + (int64_t)l * 3 * C * C, s->dln,
+                               gr->qkvw + (int64_t)l * 3 * C * C, s->dqkv, C, 3 * C, 0};
+    case QP_GEMM_ATTPROJ:
+        return (qp_model_gemm){a->attproj, a->atty + o * C, p->attprojw + (int64_t)l * C * C, s->datty,
+                               gr->attprojw + (int64_t)l * C * C, s->dres, C, C, 0};
+    case QP_GEMM_FC:
+        return (qp_model_gemm){a->fch + o * 4 * C, a->ln2 + o * C, p->fcw + (int64_t)l * 4 * C * C, s->dln,
+                               gr->fcw + (int64_t)l * 4 * C * C, s->dfch, C, 4 * C, 0};
+    case QP_GEMM_FCPROJ:
+        return (qp_model_gemm){a->fcproj, a->fch_gelu + o * 4 * C, p->fcprojw + (int64_t)l * 4 * C * C, s->dfch,
+                               gr->fcprojw + (int64_t)l * 4 * C * C, s->dres, 4 * C, C, 0};
+    case QP_GEMM_HEAD:
+        return (qp_model_gemm){a->logits, a->lnf, p->wte, s->dln, gr->wte, a->probs, C, m->cfg.vocab, 0};
+    case QP_GEMM_GATE:
+    case QP_GEMM_UP:
+    case QP_GEMM_DOWN:
+    case QP_GEMM_COUNT: break; /* not the GPT's */
+    }
+    return (qp_model_gemm){0};
+}
+
+static int gpt_forward_step(gpt_pass *x, qp_pass_step st, int l)
+{
+    qp_gpt *m = x->m;
+    const qp_gpt_params *p = &m->params;
+    qp_gpt_acts *a = &m->acts;
+    const int B = x->B, T = x->T, BT = B * T, C = m->cfg.dim, NH = m->cfg.heads, L = m->cfg.layers;
+    const int64_t o = (int64_t)l * BT;
+    float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
+    switch (st.op) {
+    case QP_STEP_NORM_IN: /* the embeddings, or the last block's output */
+        x->r[QP_GEMM_QKV] = rounds_operand(m, x->lin, l, QP_GEMM_QKV, QP_OPND_X, &x->rounded[QP_GEMM_QKV]);
+        PHASE(QP_PHASE_ROWOPS,
+              residual_layernorm_forward(residual, a->ln1 + o * C, a->ln1_mean + o, a->ln1_rstd + o,
+                                         l ? a->residual2 + (o - BT) * C : NULL, a->fcproj,
+                                         l ? p->fcprojb + (l - 1) * C : NULL, l ? NULL : x->inputs, p->wte, p->wpe,
+                                         p->ln1w + l * C, p->ln1b + l * C, BT, T, C, x->r[QP_GEMM_QKV]));
+        return 0;
+    case QP_STEP_LINEAR: return model_linear_forward(m, x->lin, l, st.gemm, gpt_gemm(x, l, st.gemm), x->r[st.gemm], BT);
+    case QP_STEP_ATTENTION:
+        PHASE(QP_PHASE_ATTN, attention_forward(a->atty + o * C, a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * 3 * C,
+                                               p->qkvb + l * 3 * C, B, T, C, NH));
+        return 0;
+    case QP_STEP_NORM_MID:
+        x->r[QP_GEMM_FC] = rounds_operand(m, x->lin, l, QP_GEMM_FC, QP_OPND_X, &x->rounded[QP_GEMM_FC]);
+        PHASE(QP_PHASE_ROWOPS,
+              residual_layernorm_forward(a->residual2 + o * C, a->ln2 + o * C, a->ln2_mean + o, a->ln2_rstd + o,
+                                         residual, a->attproj, p->attprojb + l * C, NULL, NULL, NULL, p->ln2w + l * C,
+                                         p->ln2b + l * C, BT, T, C, x->r[QP_GEMM_FC]));
+        return 0;
+    case QP_STEP_GELU:
+        x->r[QP_GEMM_FCPROJ] = rounds_operand(m, x->lin, l, QP_GEMM_FCPROJ, QP_OPND_X, &x->rounded[QP_GEMM_FCPROJ]);
+        PHASE(QP_PHASE_ROWOPS, bias_gelu_forward(a->fch + o * 4 * C, a->fch_gelu + o * 4 * C, p->fcb + l * 4 * C, BT,
+                                                 4 * C, x->r[QP_GEMM_FCPROJ]));
+        return 0;
+    case QP_STEP_NORM_OUT: {
+        const int64_t last = (int64_t)(L - 1) * BT * C;
+        PHASE(QP_PHASE_ROWOPS,
+              residual_layernorm_forward(a->residual3 + last, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual2 + last,
+                                         a->fcproj, p->fcprojb + (L - 1) * C, NULL, NULL, NULL, p->lnfw, p->lnfb, BT,
+                                         T, C, NULL));
+        return 0;
+    }
+    case QP_STEP_LOSS:
+        PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_forward(a->probs, a->losses, a->logits, x->targets, BT,
+                                                            m->cfg.vocab));
+        set_mean_loss(m, a->losses, x->targets, BT);
+        return 0;
+    case QP_STEP_ROPE:
+    case QP_STEP_SWIGLU:
+    case QP_STEP_DOWN:
+    case QP_STEP_COUNT: break; /* not the GPT's */
+    }
+    return -1;
+}
+
+static int gpt_backward_step(gpt_pass *x, qp_pass_step st, int l)
+{
+    qp_gpt *m = x->m;
+    const qp_gpt_params *p = &m->params, *g = &m->grads;
+    const qp_gpt_acts *a = &m->acts;
+    const qp_gpt_bwd_scratch *s = &x->s;
+    const int B = x->B, T = x->T, BT = B * T, C = m->cfg.dim, NH = m->cfg.heads, L = m->cfg.layers;
+    const int64_t o = (int64_t)l * BT;
+    switch (st.op) {
+    case QP_STEP_LOSS:
+        PHASE(QP_PHASE_ROWOPS,
+              softmax_crossentropy_backward(a->probs, x->targets, x->loss_scale / (float)BT, BT, m->cfg.vocab));
+        return 0;
+    case QP_STEP_LINEAR:
+        return model_linear_backward(x->lin, l, st.gemm, gpt_gemm(x, l, st.gemm), x->r[st.gemm], BT);
+    case QP_STEP_NORM_OUT: {
+        const int64_t last = (int64_t)(L - 1) * BT * C;
+        PHASE(QP_PHASE_ROWOPS,
+              residual_layernorm_backward(s->dres, g->lnfw, g->lnfb, g->fcprojb + (L - 1) * C, s->part, s->dln,
+                                          a->residual3 + last, p->lnfw, a->lnf_mean, a->lnf_rstd, 0, BT, C));
+        return 0;
+    }
+    case QP_STEP_GELU:
+        x->r[QP_GEMM_FC] = rounds_operand(m, x->lin, l, QP_GEMM_FC, QP_OPND_DY, &x->rounded[QP_GEMM_FC]);
+        PHASE(QP_PHASE_ROWOPS, gelu_backward(s->dfch, g->fcb + l * 4 * C, s->part, a->fch + o * 4 * C,
+                                             p->fcb + l * 4 * C, BT, 4 * C, x->r[QP_GEMM_FC]));
+        return 0;
+    case QP_STEP_NORM_MID:
+        PHASE(QP_PHASE_ROWOPS,
+              residual_layernorm_backward(s->dres, g->ln2w + l * C, g->ln2b + l * C, g->attprojb + l * C, s->part,
+                                          s->dln, a->residual2 + o * C, p->ln2w + l * C, a->ln2_mean + o,
+                                          a->ln2_rstd + o, 1, BT, C));
+        return 0;
+    case QP_STEP_ATTENTION:
+        x->r[QP_GEMM_QKV] = rounds_operand(m, x->lin, l, QP_GEMM_QKV, QP_OPND_DY, &x->rounded[QP_GEMM_QKV]);
+        PHASE(QP_PHASE_ATTN, attention_backward(s->dqkv, g->qkvb + l * 3 * C, s->part, s->datty, a->atty + o * C,
+                                                a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * 3 * C, B, T, C, NH,
+                                                x->r[QP_GEMM_QKV]));
+        return 0;
+    case QP_STEP_NORM_IN: {
+        const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
+        PHASE(QP_PHASE_ROWOPS,
+              residual_layernorm_backward(s->dres, g->ln1w + l * C, g->ln1b + l * C,
+                                          l ? g->fcprojb + (l - 1) * C : NULL, s->part, s->dln, residual,
+                                          p->ln1w + l * C, a->ln1_mean + o, a->ln1_rstd + o, 1, BT, C));
+        if (l == 0) PHASE(QP_PHASE_ROWOPS, encoder_backward(g->wte, g->wpe, s->dres, x->inputs, BT, T, C));
+        return 0;
+    }
+    case QP_STEP_ROPE:
+    case QP_STEP_SWIGLU:
+    case QP_STEP_DOWN:
+    case QP_STEP_COUNT: break; /* not the GPT's */
+    }
+    return -1;
+}
+
+static int gpt_step(void *ctx, qp_pass_step st, int layer, int backward)
+{
+    return backward ? gpt_backward_step(ctx, st, layer) : gpt_forward_step(ctx, st, layer);
+}
+
+int QP_KERNEL(qp_gpt_forward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets, int B, int T)
+{
+    const int V = m->cfg.vocab, BT = B * T;
+    if (B != m->B || T != m->T) return -1;
+    for (int i = 0; i < BT; i++)
+        if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V))) return -1;
+    gpt_pass x = {.m = m, .lin = lin, .inputs = inputs, .targets = targets, .B = B, .T = T};
+    return qp_pass_forward(QP_ARCH_GPT, m->cfg.layers, gpt_step, &x);
+}
+
 int QP_KERNEL(qp_gpt_backward)(qp_gpt *m, qp_linear *lin, const int32_t *inputs, const int32_t *targets,
                                float loss_scale)
 {
-    const int B = m->B, T = m->T, L = m->cfg.layers, C = m->cfg.dim, NH = m->cfg.heads, V = m->cfg.vocab,
-              BT = B * T;
-    qp_gpt_params *p = &m->params, *g = &m->grads;
-    qp_gpt_acts *a = &m->acts;
-    const qp_gpt_bwd_scratch s = qp_gpt_scratch_carve(m->scratch, &m->cfg, B, T);
-    PHASE(QP_PHASE_ROWOPS, softmax_crossentropy_backward(a->probs, targets, loss_scale / (float)BT, BT, V));
-    if (linear_backward(lin, L, QP_GEMM_HEAD, s.dln, g->wte, a->probs, NULL, a->lnf, p->wte, BT, C, V, 0)) return -1;
-    const int64_t last = (int64_t)(L - 1) * BT * C;
-    PHASE(QP_PHASE_ROWOPS,
-          residual_layernorm_backward(s.dres, g->lnfw, g->lnfb, g->fcprojb + (L - 1) * C, s.part, s.dln,
-                                      a->residual3 + last, p->lnfw, a->lnf_mean, a->lnf_rstd, 0, BT, C));
-    for (int l = L - 1; l >= 0; l--) {
-        const int64_t o = (int64_t)l * BT;
-        const float *residual = l == 0 ? a->encoded : a->residual3 + (o - BT) * C;
-        if (linear_backward(lin, l, QP_GEMM_FCPROJ, s.dfch, g->fcprojw + (int64_t)l * 4 * C * C, s.dres, NULL,
-                            a->fch_gelu + o * 4 * C, p->fcprojw + (int64_t)l * 4 * C * C, BT, 4 * C, C, 0))
-            return -1;
-        qp_linear_rounded r_dfch;
-        qp_linear_rounded *dfch_r = rounds_operand(m, lin, l, QP_GEMM_FC, QP_OPND_DY, &r_dfch);
-        PHASE(QP_PHASE_ROWOPS, gelu_backward(s.dfch, g->fcb + l * 4 * C, s.part, a->fch + o * 4 * C,
-                                             p->fcb + l * 4 * C, BT, 4 * C, dfch_r));
-        if (linear_backward(lin, l, QP_GEMM_FC, s.dln, g->fcw + (int64_t)l * 4 * C * C, s.dfch, dfch_r,
-                            a->ln2 + o * C, p->fcw + (int64_t)l * 4 * C * C, BT, C, 4 * C, 0))
-            return -1;
-        PHASE(QP_PHASE_ROWOPS,
-              residual_layernorm_backward(s.dres, g->ln2w + l * C, g->ln2b + l * C, g->attprojb + l * C, s.part,
-                                          s.dln, a->residual2 + o * C, p->ln2w + l * C, a->ln2_mean + o,
-                                          a->ln2_rstd + o, 1, BT, C));
-        if (linear_backward(lin, l, QP_GEMM_ATTPROJ, s.datty, g->attprojw + (int64_t)l * C * C, s.dres, NULL,
-                            a->atty + o * C, p->attprojw + (int64_t)l * C * C, BT, C, C, 0))
-            return -1;
-        qp_linear_rounded r_dqkv;
-        qp_linear_rounded *dqkv_r = rounds_operand(m, lin, l, QP_GEMM_QKV, QP_OPND_DY, &r_dqkv);
-        PHASE(QP_PHASE_ATTN, attention_backward(s.dqkv, g->qkvb + l * 3 * C, s.part, s.datty, a->atty + o * C,
-                                                a->att_lse + (int64_t)l * B * NH * T, a->qkv + o * 3 * C, B, T,
-                                                C, NH, dqkv_r));
-        if (linear_backward(lin, l, QP_GEMM_QKV, s.dln, g->qkvw + (int64_t)l * 3 * C * C, s.dqkv, dqkv_r, a->ln1 + o * C,
-                            p->qkvw + (int64_t)l * 3 * C * C, BT, C, 3 * C, 0))
-            return -1;
-        PHASE(QP_PHASE_ROWOPS,
-              residual_layernorm_backward(s.dres, g->ln1w + l * C, g->ln1b + l * C,
-                                          l ? g->fcprojb + (l - 1) * C : NULL, s.part, s.dln, residual,
-                                          p->ln1w + l * C, a->ln1_mean + o, a->ln1_rstd + o, 1, BT, C));
-    }
-    PHASE(QP_PHASE_ROWOPS, encoder_backward(g->wte, g->wpe, s.dres, inputs, BT, T, C));
-    return 0;
+    gpt_pass x = {.m = m, .lin = lin, .inputs = inputs, .targets = targets, .B = m->B, .T = m->T,
+                  .loss_scale = loss_scale, .s = qp_gpt_scratch_carve(m->scratch, &m->cfg, m->B, m->T)};
+    return qp_pass_backward(QP_ARCH_GPT, m->cfg.layers, gpt_step, &x);
 }

@@ -1190,4 +1190,28 @@ static int linear_backward(qp_linear *lin, int layer, qp_gemm_id g, float *dX, f
     return rc;
 }
 
+/* A GEMM's operands in a pass (qp_model_pass.h's QP_STEP_LINEAR): the
+ * forward's Y (M,OC) = X (M,IC) W^T, the backward's dX (+)= dY W (+= when
+ * dx_accumulate: a second GEMM of the same input) and dW += dY^T X. */
+typedef struct {
+    float *Y;
+    const float *X, *W;
+    float *dX, *dW;
+    const float *dY;
+    int IC, OC, dx_accumulate;
+} qp_model_gemm;
+
+static inline int model_linear_forward(qp_gpt *m, qp_linear *lin, int layer, qp_gemm_id g, qp_model_gemm op,
+                                       const qp_linear_rounded *x_rounded, int M)
+{
+    return linear_forward(m, lin, layer, g, op.Y, op.X, x_rounded, op.W, M, op.IC, op.OC);
+}
+
+static inline int model_linear_backward(qp_linear *lin, int layer, qp_gemm_id g, qp_model_gemm op,
+                                        const qp_linear_rounded *dy_rounded, int M)
+{
+    return linear_backward(lin, layer, g, op.dX, op.dW, op.dY, dy_rounded, op.X, op.W, M, op.IC, op.OC,
+                           op.dx_accumulate);
+}
+
 #endif

@@ -704,10 +704,12 @@ static int resolve_recipe(qp_train_state *r, char *err, size_t errlen)
     return -1;
 }
 
-int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
+/* ---- the run, phase by phase ---------------------------------------------- */
+
+/* The options alone, before anything is opened: their ranges, the recipe,
+ * --inject, and the split of the global batch among the ranks. */
+static int check_options(qp_train_state *r, const qp_train_opts *opts, char *err, size_t errlen)
 {
-    qp_train_state R, *r = &R;
-    memset(r, 0, sizeof R);
     r->o = *opts;
     if (r->o.min_lr < 0) r->o.min_lr = r->o.lr / 10.0;
     if (qp_train_opts_check(&r->o, err, errlen)) return QP_EXIT_BAD_INPUT;
@@ -723,16 +725,27 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
         return QP_EXIT_BAD_INPUT;
     }
     r->Bl = r->o.batch / r->world;
-    const int on_gpu = r->o.device == QP_DEVICE_CUDA;
-    if (on_gpu && !qp_backend_cuda_built()) return snprintf(err, errlen, "--device cuda: built without CUDA"), QP_EXIT_BAD_INPUT;
+    return QP_EXIT_OK;
+}
+
+/* --device cuda: a CUDA build with a device (and NCCL for several ranks). */
+static int check_device(const qp_train_state *r, char *err, size_t errlen)
+{
+    if (r->o.device != QP_DEVICE_CUDA) return QP_EXIT_OK;
+    if (!qp_backend_cuda_built()) return snprintf(err, errlen, "--device cuda: built without CUDA"), QP_EXIT_BAD_INPUT;
     char why[200] = "";
-    const int ndev = on_gpu ? qp_backend_cuda_device_count(why, sizeof why) : 0;
-    if (on_gpu && ndev < 0) return snprintf(err, errlen, "--device cuda: %s", why), QP_EXIT_BAD_INPUT;
-    if (on_gpu && ndev < 1)
-        return snprintf(err, errlen, "--device cuda: no CUDA device found (%s)", why), QP_EXIT_BAD_INPUT;
-    if (on_gpu && r->world > 1 && !qp_backend_cuda_nccl())
+    const int ndev = qp_backend_cuda_device_count(why, sizeof why);
+    if (ndev < 0) return snprintf(err, errlen, "--device cuda: %s", why), QP_EXIT_BAD_INPUT;
+    if (ndev < 1) return snprintf(err, errlen, "--device cuda: no CUDA device found (%s)", why), QP_EXIT_BAD_INPUT;
+    if (r->world > 1 && !qp_backend_cuda_nccl())
         return snprintf(err, errlen, "--device cuda with %d ranks needs NCCL: this qtrain was built without it "
                         "(NCCL, CUDA and MPI must all be found by CMake)", r->world), QP_EXIT_BAD_INPUT;
+    return QP_EXIT_OK;
+}
+
+/* OpenMP's thread count: --threads, or auto (qp_omp.h) adapted as the run goes. */
+static void start_threads(qp_train_state *r)
+{
 #if QP_HAVE_OPENMP
     if (!r->o.threads) r->o.threads = qp_omp_auto_threads(), r->threads_auto = 1;
     omp_set_num_threads(r->o.threads);
@@ -741,65 +754,72 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     r->o.threads = 1, r->threads_auto = 0;
     qp_omp_adapt_init(&r->adapt, 1);
 #endif
-    int rc = QP_EXIT_BAD_INPUT;
-    qp_ckpt *from = NULL;
-    if (r->o.eval_only) {
-        /* The model's shape comes from the checkpoint. */
-        from = qp_ckpt_open(r->o.resume_from, err, errlen);
-        if (!from) goto done;
-        int64_t v[6];
-        const char *keys[6] = {"layers", "heads", "dim", "seq", "vocab", "seed"};
-        for (int i = 0; i < 6; i++)
-            if (qp_ckpt_attr_i64(from, keys[i], &v[i], err, errlen)) goto done;
-        for (int i = 0; i < 4; i++)
-            if (v[i] < 1 || v[i] > 1 << 20) {
-                snprintf(err, errlen, "%s: attribute '%s' is %lld, not a model size", r->o.resume_from, keys[i],
-                         (long long)v[i]);
-                goto done;
-            }
-        r->o.layers = (int)v[0], r->o.heads = (int)v[1], r->o.dim = (int)v[2], r->o.seq = (int)v[3];
-        if (ckpt_arch(from, r->o.resume_from, &r->o, err, errlen)) goto done;
-        if (qp_train_opts_check(&r->o, err, errlen)) goto done; /* the checkpoint's shape, judged like options */
-        if (!r->o.data[0]) {
-            snprintf(err, errlen, "--eval-only needs --data for the validation split");
-            goto done;
-        }
-    }
+}
+
+/* --eval-only: open --resume-from (*from) and take the model's shape from it. */
+static int shape_from_checkpoint(qp_train_state *r, qp_ckpt **from, char *err, size_t errlen)
+{
+    *from = qp_ckpt_open(r->o.resume_from, err, errlen);
+    if (!*from) return QP_EXIT_BAD_INPUT;
+    int64_t v[6];
+    const char *keys[6] = {"layers", "heads", "dim", "seq", "vocab", "seed"};
+    for (int i = 0; i < 6; i++)
+        if (qp_ckpt_attr_i64(*from, keys[i], &v[i], err, errlen)) return QP_EXIT_BAD_INPUT;
+    for (int i = 0; i < 4; i++)
+        if (v[i] < 1 || v[i] > 1 << 20)
+            return snprintf(err, errlen, "%s: attribute '%s' is %lld, not a model size", r->o.resume_from, keys[i],
+                            (long long)v[i]), QP_EXIT_BAD_INPUT;
+    r->o.layers = (int)v[0], r->o.heads = (int)v[1], r->o.dim = (int)v[2], r->o.seq = (int)v[3];
+    if (ckpt_arch(*from, r->o.resume_from, &r->o, err, errlen)) return QP_EXIT_BAD_INPUT;
+    if (qp_train_opts_check(&r->o, err, errlen)) return QP_EXIT_BAD_INPUT; /* the checkpoint's shape, judged like options */
+    if (!r->o.data[0]) return snprintf(err, errlen, "--eval-only needs --data for the validation split"), QP_EXIT_BAD_INPUT;
+    return QP_EXIT_OK;
+}
+
+/* The corpus, with room for a sequence in both splits. */
+static int open_data(qp_train_state *r, char *err, size_t errlen)
+{
     r->data = qp_dataset_open(r->o.data, r->o.val_frac, err, errlen);
-    if (!r->data) goto done;
+    if (!r->data) return QP_EXIT_BAD_INPUT;
     for (int split = 0; split < 2; split++)
-        if (qp_dataset_tokens(r->data, split) < (int64_t)r->o.seq + 1) {
-            snprintf(err, errlen, "--seq %d is longer than the %s split of %s (%lld tokens)", r->o.seq,
-                     split ? "validation" : "training", r->o.data, (long long)qp_dataset_tokens(r->data, split));
-            goto done;
-        }
-    const int B = r->o.batch, T = r->o.seq, Bl = r->Bl;
-    rc = size_run(r, err, errlen);
-    if (rc != QP_EXIT_OK) goto done;
-    rc = QP_EXIT_BAD_INPUT;
-    if (resolve_recipe(r, err, errlen)) goto done;
-    rc = QP_EXIT_RUNTIME;
+        if (qp_dataset_tokens(r->data, split) < (int64_t)r->o.seq + 1)
+            return snprintf(err, errlen, "--seq %d is longer than the %s split of %s (%lld tokens)", r->o.seq,
+                            split ? "validation" : "training", r->o.data,
+                            (long long)qp_dataset_tokens(r->data, split)), QP_EXIT_BAD_INPUT;
+    return QP_EXIT_OK;
+}
+
+/* The model (its vocabulary matched against --eval-only's checkpoint) and the
+ * GEMM engine the precision dispatch multiplies with. */
+static int build_model(qp_train_state *r, qp_ckpt *from, char *err, size_t errlen)
+{
     r->gemm = qp_gemm_create(err, errlen);
-    if (!r->gemm) goto done;
+    if (!r->gemm) return QP_EXIT_RUNTIME;
     qp_gpt_config mc = qp_train_model_config(&r->o, qp_dataset_vocab(r->data));
     mc.smooth_swiglu = r->recipe.smooth_swiglu; /* resolve_recipe refused it on a model without a down GEMM */
-    if (r->o.eval_only) {
+    if (from) {
         int64_t vocab;
-        if (qp_ckpt_attr_i64(from, "vocab", &vocab, err, errlen)) goto done;
-        if (vocab != mc.vocab) {
-            snprintf(err, errlen, "checkpoint vocabulary %lld does not match the data's %d", (long long)vocab, mc.vocab);
-            rc = QP_EXIT_BAD_INPUT;
-            goto done;
-        }
+        if (qp_ckpt_attr_i64(from, "vocab", &vocab, err, errlen)) return QP_EXIT_RUNTIME;
+        if (vocab != mc.vocab)
+            return snprintf(err, errlen, "checkpoint vocabulary %lld does not match the data's %d", (long long)vocab,
+                            mc.vocab), QP_EXIT_BAD_INPUT;
     }
-    if (qp_gpt_init(&r->model, &mc, Bl, T, r->o.seed, err, errlen)) goto done;
+    if (qp_gpt_init(&r->model, &mc, r->Bl, r->o.seq, r->o.seed, err, errlen)) return QP_EXIT_RUNTIME;
     r->model_ok = 1;
-    if (qp_inject_check(&r->inject, qp_model_param_names(&r->model.cfg), r->model.param_sizes, err, errlen)) {
-        rc = QP_EXIT_BAD_INPUT;
-        goto done;
-    }
-    qp_linear_cfg lc = {.n_layers = r->o.layers, .gemms = qp_model_gemm_mask(&mc),
-                        .max_elems = qp_gpt_max_gemm_elems(&mc, Bl, T), .seed = r->data_seed,
+    if (qp_inject_check(&r->inject, qp_model_param_names(&r->model.cfg), r->model.param_sizes, err, errlen))
+        return QP_EXIT_BAD_INPUT;
+    return QP_EXIT_OK;
+}
+
+/* The precision dispatch (qp_linear.h) for the model's GEMMs, the optimizer's
+ * and evaluation's buffers, the gradient exchange, and the backend the step
+ * runs on (--device). */
+static int build_backend(qp_train_state *r, char *err, size_t errlen)
+{
+    const qp_gpt_config *mc = &r->model.cfg;
+    const int B = r->o.batch, T = r->o.seq;
+    qp_linear_cfg lc = {.n_layers = r->o.layers, .gemms = qp_model_gemm_mask(mc),
+                        .max_elems = qp_gpt_max_gemm_elems(mc, r->Bl, T), .seed = r->data_seed,
                         .recipe = &r->recipe, .gemm = r->gemm, .requantize = r->o.requantize, .on_event = on_event,
                         .on_qerr = on_qerr, .user = r};
     if (r->world > 1) {
@@ -817,80 +837,108 @@ int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
     if (r->world > 1) r->model.reduce_max = dist_max;
     if (!r->lin || !r->adam_m || !r->adam_v || !r->eval_in || !r->eval_tg || !r->gx) {
         if (r->lin) snprintf(err, errlen, "out of memory");
-        goto done;
+        return QP_EXIT_RUNTIME;
     }
-    if (on_gpu) {
+    if (r->o.device == QP_DEVICE_CUDA) {
         char be_err[400];
-        if (qp_backend_cuda(&r->be, &r->model, r->lin, &lc, r->adam_m, r->adam_v, be_err, sizeof be_err)) {
-            snprintf(err, errlen, "--device cuda: %s", be_err);
-            goto done;
-        }
+        if (qp_backend_cuda(&r->be, &r->model, r->lin, &lc, r->adam_m, r->adam_v, be_err, sizeof be_err))
+            return snprintf(err, errlen, "--device cuda: %s", be_err), QP_EXIT_RUNTIME;
         r->nvml = qp_nvml_open(NULL, r->be.pci_bus_id, 0, 20, r->power_why, sizeof r->power_why);
     } else {
-        if (qp_backend_cpu(&r->be, &r->model, r->lin, r->adam_m, r->adam_v)) {
-            snprintf(err, errlen, "out of memory");
-            goto done;
-        }
+        if (qp_backend_cpu(&r->be, &r->model, r->lin, r->adam_m, r->adam_v))
+            return snprintf(err, errlen, "out of memory"), QP_EXIT_RUNTIME;
         snprintf(r->power_why, sizeof r->power_why, "CPU run");
     }
     r->best_loss = INFINITY;
     qp_ckpt_path_for(r->o.out, r->ckpt_path, sizeof r->ckpt_path);
-    char host[256] = "unknown";
-    gethostname(host, sizeof host - 1);
+    return QP_EXIT_OK;
+}
 
-    if (r->o.eval_only) {
-        rc = eval_only(r, from, host, err, errlen);
-        goto done;
-    }
+/* Before step `step`: a signal's end (status "stopped", QP_EXIT_STOPPED), or
+ * --stop-after's (*killed: as if killed here, the rows flushed, no status, no
+ * checkpoint, exit 0). */
+static int stop_before(qp_train_state *r, int64_t step, int *killed, char *err, size_t errlen)
+{
+    char e2[256];
+    *killed = r->o.stop_after > 0 && step >= r->o.stop_after;
+    if (*killed) return qp_runlog_flush(r->log, err, errlen), QP_EXIT_OK;
+    if (!stop_requested(r)) return QP_EXIT_OK;
+    qp_runlog_status(r->log, step, "stopped", "signal", e2, sizeof e2);
+    snprintf(err, errlen, "stopped by a signal before step %lld; --resume continues from %s", (long long)step,
+             r->ckpt_path);
+    return QP_EXIT_STOPPED;
+}
 
+/* The progress line (rank 0, without --quiet), and the validation loss when one was taken. */
+static void show_progress(const qp_train_state *r, int64_t first_step, double t_start, const qp_train_row *row,
+                          double val)
+{
+    if (r->o.quiet || r->rank != 0) return;
+    const int64_t step = r->step;
+    const double el = now_ms() - t_start, per = el / (double)(step + 1 - first_step);
+    char eta[32];
+    fmt_eta(per * (double)(r->o.steps - step - 1), eta, sizeof eta);
+    fprintf(stderr, "\rstep %6lld/%lld | loss %.4f | %7.1f ms/step | %8.0f tok/s | ETA %s   ", (long long)step + 1,
+            (long long)r->o.steps, row->loss, row->step_ms, row->tokens_per_s, eta);
+    if (!isnan(val)) fprintf(stderr, "\n  step %lld: val_loss %.4f\n", (long long)step + 1, val);
+}
+
+/* Training: the run file opened (or resumed), then the optimizer steps up to
+ * --steps, each one train_step, and the status "done". */
+static int train_loop(qp_train_state *r, const char *host, char *err, size_t errlen)
+{
     char resumed_from[1200];
-    rc = open_run(r, host, resumed_from, sizeof resumed_from, err, errlen);
-    if (rc != QP_EXIT_OK) goto done;
+    int rc = open_run(r, host, resumed_from, sizeof resumed_from, err, errlen);
+    if (rc != QP_EXIT_OK) return rc;
     announce_size(r);
-    rc = QP_EXIT_RUNTIME;
-
-    qp_loader *loader = qp_loader_create(r->data, QP_SPLIT_TRAIN, r->data_seed, B, T, r->o.prefetch,
+    qp_loader *loader = qp_loader_create(r->data, QP_SPLIT_TRAIN, r->data_seed, r->o.batch, r->o.seq, r->o.prefetch,
                                          r->step * r->o.grad_accum, err, errlen);
-    if (!loader) goto done;
+    if (!loader) return QP_EXIT_RUNTIME;
     const qp_optim_cfg oc = {r->o.lr, r->o.min_lr, r->o.beta1, r->o.beta2, r->o.eps, r->o.weight_decay,
                              r->o.grad_clip, r->o.warmup, r->o.steps};
-    if (qp_runlog_status(r->log, r->step, "running", resumed_from, err, errlen)) goto loop_done;
-    if (prepare_recovery(r, resumed_from[0] != 0, err, errlen)) goto loop_done;
-    const double t_start = now_ms();
-    const int64_t first_step = r->step;
-    rc = QP_EXIT_OK;
-    for (; r->step < r->o.steps; r->step++) {
-        const int64_t step = r->step;
-        if (r->o.stop_after > 0 && step >= r->o.stop_after) {
-            qp_runlog_flush(r->log, err, errlen);
-            goto loop_done; /* as if killed here: no status, no checkpoint */
+    rc = QP_EXIT_RUNTIME;
+    if (!qp_runlog_status(r->log, r->step, "running", resumed_from, err, errlen) &&
+        !prepare_recovery(r, resumed_from[0] != 0, err, errlen)) {
+        const double t_start = now_ms();
+        const int64_t first_step = r->step;
+        int killed = 0;
+        for (rc = QP_EXIT_OK; r->step < r->o.steps; r->step++) {
+            qp_train_row row;
+            double val = NAN;
+            rc = stop_before(r, r->step, &killed, err, errlen);
+            if (rc == QP_EXIT_OK && !killed) rc = train_step(r, loader, &oc, &row, &val, err, errlen);
+            if (rc != QP_EXIT_OK || killed) break;
+            show_progress(r, first_step, t_start, &row, val);
         }
-        if (stop_requested(r)) {
-            char e2[256];
-            qp_runlog_status(r->log, step, "stopped", "signal", e2, sizeof e2);
-            snprintf(err, errlen, "stopped by a signal before step %lld; --resume continues from %s", (long long)step,
-                     r->ckpt_path);
-            rc = QP_EXIT_STOPPED;
-            goto loop_done;
-        }
-        qp_train_row row;
-        double val = NAN;
-        rc = train_step(r, loader, &oc, &row, &val, err, errlen);
-        if (rc != QP_EXIT_OK) goto loop_done;
-        if (!r->o.quiet && r->rank == 0) {
-            const double el = now_ms() - t_start, per = el / (double)(step + 1 - first_step);
-            char eta[32];
-            fmt_eta(per * (double)(r->o.steps - step - 1), eta, sizeof eta);
-            fprintf(stderr, "\rstep %6lld/%lld | loss %.4f | %7.1f ms/step | %8.0f tok/s | ETA %s   ",
-                    (long long)step + 1, (long long)r->o.steps, row.loss, row.step_ms, row.tokens_per_s, eta);
-            if (!isnan(val)) fprintf(stderr, "\n  step %lld: val_loss %.4f\n", (long long)step + 1, val);
-        }
+        if (rc == QP_EXIT_OK && !killed && qp_runlog_status(r->log, r->step, "done", "", err, errlen))
+            rc = QP_EXIT_RUNTIME;
     }
-    if (qp_runlog_status(r->log, r->step, "done", "", err, errlen)) rc = QP_EXIT_RUNTIME;
-loop_done:
     qp_loader_destroy(loader);
     if (!r->o.quiet && r->rank == 0) fprintf(stderr, "\n");
-done:
+    return rc;
+}
+
+int qp_train_run(const qp_train_opts *opts, char *err, size_t errlen)
+{
+    qp_train_state R, *r = &R;
+    memset(r, 0, sizeof R);
+    qp_ckpt *from = NULL;
+    char host[256] = "unknown";
+    /* checks: the options, then the device they ask for */
+    int rc = check_options(r, opts, err, errlen);
+    if (rc == QP_EXIT_OK) rc = check_device(r, err, errlen);
+    if (rc != QP_EXIT_OK) return rc;
+    start_threads(r);
+    if (r->o.eval_only) rc = shape_from_checkpoint(r, &from, err, errlen);
+    if (rc == QP_EXIT_OK) rc = open_data(r, err, errlen);
+    if (rc == QP_EXIT_OK) rc = size_run(r, err, errlen);
+    if (rc == QP_EXIT_OK && resolve_recipe(r, err, errlen)) rc = QP_EXIT_BAD_INPUT;
+    /* model, and the backend the step runs on */
+    if (rc == QP_EXIT_OK) rc = build_model(r, from, err, errlen);
+    if (rc == QP_EXIT_OK) rc = build_backend(r, err, errlen);
+    gethostname(host, sizeof host - 1);
+    /* the loop (or --eval-only's one evaluation) */
+    if (rc == QP_EXIT_OK) rc = r->o.eval_only ? eval_only(r, from, host, err, errlen) : train_loop(r, host, err, errlen);
     qp_ckpt_close(from);
     free_run(r);
     return rc;
