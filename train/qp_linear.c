@@ -459,11 +459,16 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
                  use->rht, use->rht, cols, layer, qp_gemm_name(g));
         return -1;
     }
+    if (use->rht_te && !op->rht_te) {
+        snprintf(l->err, sizeof l->err, "rht=te: this backend has no Transformer Engine transform (layer %d, %s)",
+                 layer, qp_gemm_name(g));
+        return -1;
+    }
     const float *in = src;
     int trans = src_trans;
     const uint64_t rht_seed = qp_linear_rht_seed(l->cfg.seed);
     const int retile = trans && (t->block_cols > 1 || use->rht) && !stored_layout_quantizes_alike(t, use);
-    if (retile && op->quantize_stored && l->cfg.dp_size <= 1) {
+    if (retile && op->quantize_stored && l->cfg.dp_size <= 1 && !use->rht_te) {
         /* the operations may quantize it where it lies, as the transposed copy
          * would be (data parallel runs take the copy: their amax is reduced
          * between the passes) */
@@ -476,7 +481,7 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     }
     float fused_amax = 0.0f; /* the rotated tensor's amax, from the pass that wrote it */
     int fused = 0;
-    if (retile && use->rht && op->transpose_rht) {
+    if (retile && use->rht && !use->rht_te && op->transpose_rht) {
         if (op->transpose_rht(x, src, op->tbuf[side], cols, rows, use->rht, rht_seed, &fused_amax)) return op_failed(l);
         fused = 1;
         in = op->tbuf[side];
@@ -489,7 +494,9 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         }
         if (use->rht) {
             if (in != op->tbuf[side] && op->copy(x, op->tbuf[side], in, (int64_t)rows * cols)) return op_failed(l);
-            if (op->rht(x, op->tbuf[side], rows, cols, use->rht, rht_seed)) return op_failed(l);
+            if (use->rht_te ? op->rht_te(x, op->tbuf[side], rows, cols)
+                            : op->rht(x, op->tbuf[side], rows, cols, use->rht, rht_seed))
+                return op_failed(l);
             in = op->tbuf[side];
         }
     }

@@ -108,6 +108,13 @@ static int h_rht(void *ctx, float *x, int rows, int cols, int n, uint64_t seed)
     return -1;
 }
 
+static int h_rht_te(void *ctx, float *x, int rows, int cols)
+{
+    if (!qp_rht16_te(x, rows, cols)) return 0;
+    snprintf(H->err, sizeof H->err, "no Transformer Engine 16-point transform over %d columns", cols);
+    return -1;
+}
+
 static int h_transpose_rht(void *ctx, const float *src, float *dst, int src_rows, int src_cols, int n, uint64_t seed,
                            float *amax)
 {
@@ -410,6 +417,7 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_
                              .transpose = h_transpose,
                              .copy = h_copy,
                              .rht = h_rht,
+                             .rht_te = h_rht_te,
                              .transpose_rht = h_transpose_rht,
                              .quantize_stored = h_quantize_stored,
                              .amax = h_amax,

@@ -103,6 +103,11 @@ typedef struct qp_linear_ops {
     int (*copy)(void *ctx, float *dst, const float *src, int64_t n);
     /* in place, the n-point RHT of every n elements of each of rows rows */
     int (*rht)(void *ctx, float *x, int rows, int cols, int n, uint64_t seed);
+    /* in place, Transformer Engine's fixed-sign 16-point RHT of every 16
+     * elements of each of rows rows (quant/'s qp_rht16_te, the transform
+     * of qerr's --rht-signs te and Python's rht="te"); NULL: the backend
+     * has none, and the dispatch refuses a recipe with rht=te */
+    int (*rht_te)(void *ctx, float *x, int rows, int cols);
     /* transpose, then rht of dst's rows, in one pass over memory, and
      * *amax = amax(dst) as the amax operation gives it (NULL: the dispatch
      * calls the two, then amax when it needs it) */

@@ -28,7 +28,9 @@
  * (1x128 activations and gradients, 128x128 weights: the docs' recipe) and
  * other mixes; and the wgrad RHT of 16, 32, 64 and 128 points (rht=N),
  * reproduced exactly with the dispatch's public RHT seed
- * (qp_linear_rht_seed). The K-chunked GEMM alone
+ * (qp_linear_rht_seed), and Transformer Engine's fixed-sign transform
+ * (rht=te, the te-nvfp4 preset) reproduced with quant/'s qp_rht16_te, the
+ * transform test_te_parity holds to TE's reference. The K-chunked GEMM alone
  * is checked against a float64 sum over chunks of (scale_a * scale_b) * the
  * exact product of the codes. */
 #include <float.h>
@@ -607,11 +609,14 @@ done:
 enum { FM = 256, FIC = 192, FOC = 160 };
 
 /* out = fully scaled dequantization of in (rows x cols, blocked along cols),
- * after an n-point RHT with the dispatch's seed when rht_n. */
+ * after an n-point RHT with the dispatch's seed when rht_n, or Transformer
+ * Engine's fixed-sign 16-point one when rht_n is RHT_TE. */
+#define RHT_TE (-16)
 static void fref_q(qp_fmt fmt, const float *in, float *out, int rows, int cols, int rht_n, uint64_t seed)
 {
     memcpy(out, in, (size_t)rows * cols * sizeof(float));
-    if (rht_n) CHECK(qp_rht(out, rows, cols, rht_n, qp_linear_rht_seed(seed)) == 0, "reference RHT");
+    if (rht_n == RHT_TE) CHECK(qp_rht16_te(out, rows, cols) == 0, "reference TE RHT");
+    else if (rht_n) CHECK(qp_rht(out, rows, cols, rht_n, qp_linear_rht_seed(seed)) == 0, "reference RHT");
     if (fmt != QP_FMT_FP32) CHECK(qp_qdq(fmt, out, out, rows, cols, NULL, NULL) == 0, "reference qdq");
 }
 
@@ -656,9 +661,11 @@ static double run_plan(qp_gemm *gemm, const char *spec, int want_rht, uint64_t s
     } else {
         const qp_use_plan *u[QP_PASS_COUNT];
         for (int ps = 0; ps < QP_PASS_COUNT; ps++) u[ps] = qp_linear_plan_of(lin, 0, QP_GEMM_FC)->use[ps];
-        const int rn = u[QP_PASS_WGRAD][QP_OPND_X].rht;
-        CHECK(rn == want_rht && u[QP_PASS_WGRAD][QP_OPND_DY].rht == want_rht && u[QP_PASS_FPROP][QP_OPND_X].rht == 0,
-              "%s: wgrad RHT of %d points, expected %d", spec, rn, want_rht);
+        const int te = u[QP_PASS_WGRAD][QP_OPND_X].rht_te,
+                  rn = te ? RHT_TE : u[QP_PASS_WGRAD][QP_OPND_X].rht;
+        CHECK(rn == want_rht && u[QP_PASS_WGRAD][QP_OPND_DY].rht == u[QP_PASS_WGRAD][QP_OPND_X].rht &&
+                  u[QP_PASS_WGRAD][QP_OPND_DY].rht_te == te && u[QP_PASS_FPROP][QP_OPND_X].rht == 0,
+              "%s: wgrad RHT of %d points, expected %d (%d: TE's)", spec, rn, want_rht, RHT_TE);
         int nbad;
         double w;
         fref_q(u[QP_PASS_FPROP][QP_OPND_X].fmt, X, qb, FM, FIC, 0, seed); /* fprop: Y = q(X) q(W)^T */
@@ -709,6 +716,9 @@ static void test_every_format(qp_gemm *gemm)
         {"nvfp4 rht 64", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=64", 64},
         {"nvfp4 rht 128", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=128", 128},
         {"mxfp8-rceil rht 128", "x+w+dy=mxfp8-rceil,wgrad:rht=128", 128},
+        {"nvfp4 rht te", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=te", RHT_TE},
+        {"te-nvfp4, rn", "te-nvfp4,dy:rn", RHT_TE},
+        {"mxfp8 rht te", "x+w+dy=mxfp8,wgrad:rht=te", RHT_TE},
     };
     for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++)
         printf("  %-20s %9.1e\n", mixes[i].what, run_plan(gemm, mixes[i].spec, mixes[i].rht_n, 900 + (uint64_t)i));

@@ -291,7 +291,7 @@ check(rules == ["L0.fprop.x=nvfp4:current", "L0.fprop.w=nvfp4-2d:current", "L0.d
 # Transformer Engine's recipe classes with their defaults (docs/recipes.md cites each one's source)
 TE_PRESETS = {
     "te-nvfp4": ["fprop.x=nvfp4:current", "fprop.w=nvfp4-2d:current", "dgrad.dy=nvfp4:current:sr",
-                 "dgrad.w=nvfp4-2d:current", "wgrad.dy=nvfp4:current:sr:rht=16", "wgrad.x=nvfp4:current:rht=16"],
+                 "dgrad.w=nvfp4-2d:current", "wgrad.dy=nvfp4:current:sr:rht=te", "wgrad.x=nvfp4:current:rht=te"],
     "te-nvfp4-4o6": ["fprop.x=nvfp4-4o6-te:current", "fprop.w=nvfp4-4o6-te-2d:current",
                      "dgrad.dy=nvfp4-4o6-te:current:sr", "dgrad.w=nvfp4-4o6-te-2d:current",
                      "wgrad.dy=nvfp4-4o6-te:current:sr", "wgrad.x=nvfp4-4o6-te:current"],
@@ -316,8 +316,9 @@ for args, fragment in [(["--recipe", "nvfp4,L5=bf16", "--explain"], "blocks 0..3
           p.stdout == "", f"{args}: exit {p.returncode}, stderr {p.stderr!r}")
 # A preset and its explicit spelling (the expansion joined by ','), in the
 # same run of this test: bit-identical losses, errors and events, and the
-# same canonical recipe_plan in both run files.
-for preset in ["nvfp4", "fp8"]:
+# same canonical recipe_plan in both run files (te-nvfp4: TE's fixed-sign
+# wgrad RHT, rht=te).
+for preset in ["nvfp4", "fp8", "te-nvfp4"]:
     rules = explain(preset)
     common = ["--steps", "8", "--qerr-every", "2"]
     pa, a = train("preset_" + preset, common + ["--recipe", preset])
