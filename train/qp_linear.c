@@ -294,6 +294,13 @@ static void apply_stats(qp_linear *l, const pending_use *p, const qp_linear_stat
         qp_qerr_row row = {p->step, p->layer, qp_gemm_name(p->g), qp_operand_name(p->o), qp_pass_name(p->pass),
                            s->rel_l2, s->snr_db, s->sat_frac, s->zero_frac, s->amax, s->qs.scale};
         l->cfg.on_qerr(&row, l->cfg.user);
+        const qp_fmt fmt = l->plans[p->layer * QP_BLOCK_GEMMS + p->g].use[p->pass][p->o].fmt;
+        if (l->cfg.on_bscale && s->bsd.n_blocks > 0) {
+            const qp_bscale_row b = {p->step, p->layer, row.gemm, row.operand, row.pass, qp_formats[fmt].name,
+                                     s->bsd.n_blocks, s->bsd.log2_std, s->bsd.saturated_frac, s->bsd.underflow_frac,
+                                     s->elems_flushed_frac, s->elems_saturated_frac, s->bsd.dynamic_range_max_log2};
+            l->cfg.on_bscale(&b, s->bsd.hist, QP_BSHIST_BINS, l->cfg.user);
+        }
     }
 }
 

@@ -25,6 +25,7 @@
 
 #include <stdint.h>
 
+#include "qp_metrics.h"
 #include "qp_quant.h"
 
 #ifdef __cplusplus
@@ -57,10 +58,14 @@ typedef struct {
 
 /* What one quantization saw. qs as quant/ reports it (a backend may leave the
  * block-scale fields 0); the error metrics (quant/qp_metrics.h) of this
- * operand when the job asks for them. */
+ * operand when the job asks for them, with the per-block scale statistics
+ * of qp_metrics_for_format (bsd; bsd.n_blocks 0: none, a format without
+ * block scales or a backend that leaves them). */
 typedef struct {
     qp_qstats qs;
     double rel_l2, snr_db, sat_frac, zero_frac, amax;
+    double elems_flushed_frac, elems_saturated_frac;
+    qp_bscale_dist bsd;
 } qp_linear_stats;
 
 /* The GEMMs a recipe makes, what a backend needs to choose its GEMM kinds
