@@ -233,6 +233,22 @@ static hid_t event_type(void)
     return t;
 }
 
+static hid_t bshist_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(qp_bshist_rec));
+    hid_t g = str_type(QP_GEMM_LEN), s = str_type(QP_NAME_LEN);
+    H5Tinsert(t, "step", HOFFSET(qp_bshist_rec, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "layer", HOFFSET(qp_bshist_rec, layer), H5T_NATIVE_INT64);
+    H5Tinsert(t, "gemm", HOFFSET(qp_bshist_rec, gemm), g);
+    H5Tinsert(t, "operand", HOFFSET(qp_bshist_rec, operand), s);
+    H5Tinsert(t, "pass", HOFFSET(qp_bshist_rec, pass), s);
+    H5Tinsert(t, "bin", HOFFSET(qp_bshist_rec, bin), H5T_NATIVE_INT64);
+    H5Tinsert(t, "count", HOFFSET(qp_bshist_rec, count), H5T_NATIVE_INT64);
+    H5Tclose(g);
+    H5Tclose(s);
+    return t;
+}
+
 static hid_t outlier_type(void)
 {
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(qp_outlier_rec));
@@ -408,6 +424,11 @@ int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t er
     if ((what & QP_RUN_OUTLIERS) && load_table(r, f, "quant/outliers", outlier_type, sizeof(qp_outlier_rec),
                                                (void **)&r->outliers, &r->n_outliers, err, errlen))
         goto out;
+    /* the dataset's path from the schema (a table of version 5 and later) */
+    if ((what & QP_RUN_BSCALES) &&
+        load_table(r, f, qp_runsets[QP_RS_BSHIST].path, bshist_type, sizeof(qp_bshist_rec), (void **)&r->bshist,
+                   &r->n_bshist, err, errlen))
+        goto out;
     load_state(r, f);
     rc = 0;
 out:
@@ -435,6 +456,7 @@ void qp_run_free(qp_run *r)
     free(r->val_loss);
     free(r->qerr);
     free(r->outliers);
+    free(r->bshist);
     free(r->events);
     memset(r, 0, sizeof *r);
     r->seed = -1;
