@@ -3,8 +3,9 @@
 # (like test.sh: the Debian packages of scripts/setup.sh, TeX, the English
 # corpus), runs (or resumes) with qsweep the study sweep (sizes x tokens per
 # parameter x recipes x seeds, with noise twins), the NVFP4 ablation, NVIDIA's
-# recipe by pass, the per-layer attribution (one block at a time) and the
-# data-pipeline comparison, fits the loss law (paper/scaling_fit.py), draws
+# recipe by pass, the per-layer attribution (one block at a time), the
+# data-pipeline comparison and (the full paper only) the 2026 recipes
+# (experiments/recipes2026.ini), fits the loss law (paper/scaling_fit.py), draws
 # the figures with qplot, generates every table, number and verdict
 # (paper/gen_tables.py) and builds paper/out/qprec.pdf with latexmk. It
 # writes docs/results.md (committed; the README links it) from the same
@@ -34,9 +35,9 @@ qp_build build >/dev/null
 corpus=$(qp_corpus)
 sweeps=${QP_SWEEPS:-sweeps}
 if [ -n "${QP_PAPER_QUICK:-}" ]; then
-  q=quick_ sweeps=$sweeps/quick cell=nano:4 quick=--quick
+  q=quick_ sweeps=$sweeps/quick cell=nano:4 quick=--quick r2026=()
 else
-  q= cell=nano:32 quick=
+  q= cell=nano:32 quick= r2026=(--recipes2026 "$sweeps/recipes2026")
 fi
 study=experiments/${q}study.ini ablation=experiments/${q}ablation.ini
 passes=experiments/${q}passes.ini attribution=experiments/${q}attribution.ini
@@ -63,6 +64,7 @@ sweep passes "$passes" "$jobs"
 sweep attribution "$attribution" "$jobs"
 # one run at a time: the data-wait measurement should not share the CPU
 sweep pipeline "$pipeline" 1
+[ -n "${QP_PAPER_QUICK:-}" ] || sweep recipes2026 experiments/recipes2026.ini "$jobs"
 [ "$status" -eq 0 ] || echo "paper/build.sh: some runs failed (see the sweeps' summary.md); building from what finished" >&2
 
 # the scaling fit and its figure
@@ -93,7 +95,7 @@ done
 build/bin/qplot qerr "${heat[@]}" -o "$out/fig/attr_qerr.pdf"
 /usr/bin/python3 paper/gen_tables.py --study "$sweeps/study" --scaling "$out/generated" --ablation "$sweeps/ablation" \
   --passes "$sweeps/passes" --attribution "$sweeps/attribution" --pipeline "$sweeps/pipeline" --cell "$cell" \
-  --out "$out/generated" $quick || status=1
+  "${r2026[@]}" --out "$out/generated" $quick || status=1
 cp "$out/generated/results.md" docs/results.md
 cp paper/qprec.tex "$out/"
 (cd "$out" && latexmk -pdf -interaction=nonstopmode -halt-on-error qprec.tex >latexmk.log 2>&1) || {
