@@ -14,12 +14,13 @@
 # says grows/shrinks/larger/smaller/"as published" without resolved,
 # unresolved or an interval; a failed check exits non-zero after the PDF
 # and docs/results.md are written.
-#   paper/build.sh                    the full study: about 1.9 hours on this
+#   paper/build.sh                    the full study: about 4.8 hours on this
 #                                     project's 2 cores when nothing else runs
 #                                     (study 57 min, ablation 15, passes 22,
-#                                     attribution 17, pipeline 1: per-step CPU
-#                                     times of paper/study_cost.py; resumable:
-#                                     rerun it to continue)
+#                                     attribution 17, pipeline 1, recipes2026
+#                                     172: per-step CPU times of
+#                                     paper/study_cost.py; resumable: rerun it
+#                                     to continue)
 #   QP_PAPER_QUICK=1 paper/build.sh   the quick variant (experiments/quick_*.ini)
 #   QP_SWEEPS=DIR                     where the sweeps live (default sweeps/)
 #   QP_JOBS=N                         runs at a time (default 2)
