@@ -170,8 +170,9 @@ const qp_runset qp_runsets[QP_RS_COUNT] = {
     [QP_RS_DIVERGENCE] = SET("/events/divergence", 1, DIVERGENCE, 64),
     [QP_RS_STATUS] = SET("/status", 1, STATUS, 64),
     [QP_RS_OUTLIERS] = SET("/quant/outliers", 1, OUTLIERS, 256),
-    [QP_RS_BSCALE] = SET("/quant/block_scales", 1, BSCALE, 1024),
-    [QP_RS_BSHIST] = SET("/quant/block_scale_hist", 1, BSHIST, 4096),
+    [QP_RS_BSCALE] = SET("/quant/block_scales", 1, BSCALE, 64),      /* small chunks: the writer reserves two of
+                                                                       every table ahead of each write */
+    [QP_RS_BSHIST] = SET("/quant/block_scale_hist", 1, BSHIST, 256),
 };
 _Static_assert(sizeof qp_runsets / sizeof qp_runsets[0] == QP_RS_COUNT, "a dataset per qp_runset_id");
 
