@@ -3,8 +3,9 @@
 # (like test.sh: the Debian packages of scripts/setup.sh, TeX, the English
 # corpus), runs (or resumes) with qsweep the study sweep (sizes x tokens per
 # parameter x recipes x seeds, with noise twins), the NVFP4 ablation, NVIDIA's
-# recipe by pass, the per-layer attribution (one block at a time) and the
-# data-pipeline comparison, fits the loss law (paper/scaling_fit.py), draws
+# recipe by pass, the per-layer attribution (one block at a time), the
+# data-pipeline comparison and (the full paper only) the 2026 recipes
+# (experiments/recipes2026.ini), fits the loss law (paper/scaling_fit.py), draws
 # the figures with qplot, generates every table, number and verdict
 # (paper/gen_tables.py) and builds paper/out/qprec.pdf with latexmk. It
 # writes docs/results.md (committed; the README links it) from the same
@@ -13,12 +14,13 @@
 # says grows/shrinks/larger/smaller/"as published" without resolved,
 # unresolved or an interval; a failed check exits non-zero after the PDF
 # and docs/results.md are written.
-#   paper/build.sh                    the full study: about 1.9 hours on this
+#   paper/build.sh                    the full study: about 4.8 hours on this
 #                                     project's 2 cores when nothing else runs
 #                                     (study 57 min, ablation 15, passes 22,
-#                                     attribution 17, pipeline 1: per-step CPU
-#                                     times of paper/study_cost.py; resumable:
-#                                     rerun it to continue), and the plans of
+#                                     attribution 17, pipeline 1, recipes2026
+#                                     172: per-step CPU times of
+#                                     paper/study_cost.py; resumable: rerun it
+#                                     to continue), and the plans of
 #                                     experiments/plan.ini (2.5 to 3.7 hours
 #                                     more: 416 runs, from per-step CPU times
 #                                     of paper/study_cost.py)
@@ -37,9 +39,9 @@ qp_build build >/dev/null
 corpus=$(qp_corpus)
 sweeps=${QP_SWEEPS:-sweeps}
 if [ -n "${QP_PAPER_QUICK:-}" ]; then
-  q=quick_ sweeps=$sweeps/quick cell=nano:4 quick=--quick
+  q=quick_ sweeps=$sweeps/quick cell=nano:4 quick=--quick r2026=()
 else
-  q= cell=nano:32 quick=
+  q= cell=nano:32 quick= r2026=(--recipes2026 "$sweeps/recipes2026")
 fi
 study=experiments/${q}study.ini ablation=experiments/${q}ablation.ini
 passes=experiments/${q}passes.ini attribution=experiments/${q}attribution.ini
@@ -66,6 +68,7 @@ sweep passes "$passes" "$jobs"
 sweep attribution "$attribution" "$jobs"
 # one run at a time: the data-wait measurement should not share the CPU
 sweep pipeline "$pipeline" 1
+[ -n "${QP_PAPER_QUICK:-}" ] || sweep recipes2026 experiments/recipes2026.ini "$jobs"
 # the plans (experiments/plan.ini, full paper only): the cheapest recipe within 1% per model and format;
 # exit 3 (a budget no recipe meets) is a result the section reports, not a failure
 if [ -z "$quick" ] && [ -z "${QP_PAPER_NO_RUNS:-}" ]; then
@@ -104,7 +107,7 @@ done
 build/bin/qplot qerr "${heat[@]}" -o "$out/fig/attr_qerr.pdf"
 /usr/bin/python3 paper/gen_tables.py --study "$sweeps/study" --scaling "$out/generated" --ablation "$sweeps/ablation" \
   --passes "$sweeps/passes" --attribution "$sweeps/attribution" --pipeline "$sweeps/pipeline" --cell "$cell" \
-  --out "$out/generated" $quick || status=1
+  "${r2026[@]}" --out "$out/generated" $quick || status=1
 /usr/bin/python3 paper/gen_plan.py --plan "$sweeps/plan" --out "$out/generated" $quick || status=1
 cp "$out/generated/results.md" docs/results.md
 cp paper/qprec.tex "$out/"

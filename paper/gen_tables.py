@@ -7,8 +7,8 @@ comes from paper/verdicts.py, which words a number by its 95% interval.
 
 usage: gen_tables.py --study DIR --scaling DIR --ablation DIR --passes DIR --attribution DIR --pipeline DIR
                      --cell MODEL:TPP --out DIR
-Writes OUT/macros.tex and OUT/table_{gaps,noise,fit,holdout,published,published_passes,ablation,passes,
-attribution,qerr}.tex; \\qp{key}{field} expands to a generated value."""
+Writes OUT/macros.tex, OUT/table_{gaps,noise,fit,holdout,published,published_passes,ablation,passes,
+attribution,qerr}.tex and OUT/section_recipes2026.tex (empty without --recipes2026); \\qp{key}{field} expands to a generated value."""
 import argparse
 import datetime
 import glob
@@ -32,6 +32,8 @@ ap.add_argument("--ablation", required=True)
 ap.add_argument("--passes", required=True, help="the per-pass sweep (experiments/passes.ini)")
 ap.add_argument("--attribution", required=True, help="the per-layer attribution sweep (experiments/attribution.ini)")
 ap.add_argument("--pipeline", required=True)
+ap.add_argument("--recipes2026", help="the 2026 recipes sweep (experiments/recipes2026.ini); the full paper only: "
+                "without it the section is left out")
 ap.add_argument("--cell", required=True, help="MODEL:TPP, the cell the figures and the qerr table show")
 ap.add_argument("--out", required=True)
 ap.add_argument("--quick", action="store_true", help="the quick, low-powered variant (experiments/quick_*.ini): "
@@ -734,6 +736,60 @@ if has_rows(args.attribution, "attribution"):
     attribution_section()
 else:
     missing_sweep("attribution", ["table_attribution.tex"], ["attribution"], ["attribution"])
+
+
+# ---- the 2026 recipes side by side (the full paper only) -----------------------------------------
+# what each recipe of experiments/recipes2026.ini is, for the table
+R2026_LABELS = {"te-nvfp4": "NVFP4 as TE runs it", "te-nvfp4-4o6": "TE with Four Over Six",
+                "te-nvfp4-4o6|wgrad:rht=te": "TE with Four Over Six and RHT", "te-mxfp8": "MXFP8 (TE)",
+                "te-fp8-block": "FP8 blocks (TE)"}
+
+
+def recipes2026_section():
+    rruns, rgroups, _, rattrs = summary(args.recipes2026)
+    rbase = s(rattrs.get("baseline", "bf16"))
+    rn = rgroups.dtype.names
+    fam = [g for g in rgroups if s(g["recipe"]) != rbase]
+    p_ = [t_pvalue_from(float(g["gap_pct_mean"]), float(g["gap_pct_std"]), int(g["n_seeds"])) for g in fam]
+    rej, adj = holm(p_)
+    nfam = sum(1 for x in p_ if fin(x))
+    rows, sent, labels, models = [], [], {}, {}
+    for g, a_, r_ in zip(fam, adj, rej):
+        r = s(g["recipe"])
+        model = s(g["model"]) if "model" in rn else CELL_MODEL
+        label = R2026_LABELS.get(r.replace(",", "|"), r)  # summary.h5 spells the rules with ','
+        labels.setdefault(label)
+        models.setdefault(model)
+        txt = pct(float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]))
+        rows.append(f"{tex(model)} & {tex(label)} & \\texttt{{{tex(r)}}} & {float(g['val_loss_mean']):.4f} & "
+                    f"{bold(txt, int(g['resolved']) and bool(r_))} \\\\")
+        sent.append((f"{label} at {model}", float(g["gap_pct_mean"]), float(g["gap_ci_lo"]), float(g["gap_ci_hi"]),
+                     int(g["n_seeds"]), a_, nfam))
+    sweep_setup("recipes2026", args.recipes2026, rgroups)
+    verdict = say("The 2026 recipes", v.gaps(sent, base=rbase.upper()))
+    write("section_recipes2026.tex",
+          "\\textbf{The 2026 recipes.} Table~\\ref{tab:recipes2026} sets the training recipes of 2026 side by side, "
+          f"each paired by seed with {tex(rbase.upper())} on {len(models)} model "
+          f"size{'s' if len(models) != 1 else ''} ({', '.join(tex(x) for x in models)}; the first run "
+          f"file's: {macros[('recipes2026', 'setup')]}; {macros[('recipes2026', 'nseeds')]} seeds): "
+          f"{tex('; '.join(labels))}. TE documents Four Over Six with its Hadamard transform as not implemented; "
+          "Quartet~II is not among them: its MS-EDEN backward is not a format qprec has "
+          "(docs/recipes.md). " + tex(verdict) + "\n\n"
+          "\\begin{table*}[t]\\centering\\small\n\\begin{tabular}{lllrr}\n\\toprule\n"
+          "size & recipe & preset & val.\\ loss & gap \\% [95\\% CI] \\\\\n\\midrule\n" + "\n".join(rows) +
+          "\n\\bottomrule\n\\end{tabular}\n\\caption{The 2026 recipes: gap to "
+          f"{tex(rbase.upper())} of the same seed, mean and 95\\% interval over seeds; bold: resolved after "
+          f"Holm's correction across the table's {nfam} gaps.}}\\label{{tab:recipes2026}}\n\\end{{table*}}\n")
+
+
+if args.recipes2026 and has_rows(args.recipes2026):
+    recipes2026_section()
+elif args.recipes2026:
+    write("section_recipes2026.tex", "\\textbf{The 2026 recipes.} The 2026 recipes sweep has no finished runs in "
+          "this build, so this part is not reported.\n")
+    say("The 2026 recipes", "The 2026 recipes sweep has no finished runs in this build, so this part is not reported.")
+else:
+    write("section_recipes2026.tex", "% the 2026 recipes: the full paper only (paper/build.sh without QP_PAPER_QUICK)\n")
 
 
 # ---- where the quantization error concentrates (the figures' cell, from the run files) ------------

@@ -13,6 +13,7 @@ const qp_fig_kind QP_FIG_KINDS[] = {
     {"throughput", 0, qp_fig_throughput},
     {"recalib", QP_RUN_EVENTS, qp_fig_recalib},
     {"outliers", QP_RUN_OUTLIERS, qp_fig_outliers},
+    {"bscales", QP_RUN_BSCALES, qp_fig_bscales},
 };
 const int QP_FIG_NKINDS = (int)(sizeof QP_FIG_KINDS / sizeof *QP_FIG_KINDS);
 

@@ -52,6 +52,8 @@ int qp_fig_recalib(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE 
                    size_t errlen);
 int qp_fig_outliers(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,
                     size_t errlen);
+int qp_fig_bscales(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,
+                   size_t errlen);
 int qp_fig_throughput(const qp_run *const *runs, int n, const qp_fig_opts *o, FILE *data, qp_gpvars *v, char *err,
                       size_t errlen);
 

@@ -92,6 +92,10 @@ static const qp_runbind EVENT_COLS[] = {BIND(qp_event_rec, step), BIND(qp_event_
 static const qp_runbind OUTLIER_COLS[] = {BIND(qp_outlier_rec, step), BIND(qp_outlier_rec, layer),
                                           BIND(qp_outlier_rec, gemm), BIND(qp_outlier_rec, amax),
                                           BIND(qp_outlier_rec, kurtosis), BIND(qp_outlier_rec, topk_frac)};
+static const qp_runbind BSHIST_COLS[] = {BIND(qp_bshist_rec, step),    BIND(qp_bshist_rec, layer),
+                                         BIND(qp_bshist_rec, gemm),    BIND(qp_bshist_rec, operand),
+                                         BIND(qp_bshist_rec, pass),    BIND(qp_bshist_rec, bin),
+                                         BIND(qp_bshist_rec, count)};
 #define NB(a) ((int)(sizeof a / sizeof a[0]))
 
 /* The last /status row's state; a missing or odd status table only loses
@@ -145,6 +149,10 @@ int qp_run_load(qp_run *r, const char *path, unsigned what, char *err, size_t er
                                                sizeof(qp_outlier_rec), (void **)&r->outliers, &r->n_outliers, err,
                                                errlen))
         goto out;
+    if ((what & QP_RUN_BSCALES) && qp_runfile_read_table(rf, QP_RS_BSHIST, BSHIST_COLS, NB(BSHIST_COLS),
+                                                          sizeof(qp_bshist_rec), (void **)&r->bshist, &r->n_bshist,
+                                                          err, errlen))
+        goto out;
     load_state(r, rf);
     rc = 0;
 out:
@@ -171,6 +179,7 @@ void qp_run_free(qp_run *r)
     free(r->eval_step);
     free(r->val_loss);
     free(r->qerr);
+    free(r->bshist);
     free(r->outliers);
     free(r->events);
     memset(r, 0, sizeof *r);

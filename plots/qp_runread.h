@@ -27,6 +27,7 @@
 #define QP_RUN_QERR 1u   /* /quant/error */
 #define QP_RUN_EVENTS 2u /* /events/recalib */
 #define QP_RUN_OUTLIERS 4u /* /quant/outliers */
+#define QP_RUN_BSCALES 8u  /* the block-scale histograms (qp_runschema.h's QP_RS_BSHIST) */
 
 /* Widths of the string columns plus the terminating NUL. */
 #define QP_GEMM_LEN 33
@@ -48,6 +49,15 @@ typedef struct {
     char gemm[QP_GEMM_LEN];
     double amax, kurtosis, topk_frac;
 } qp_outlier_rec;
+
+/* One non-empty bin of a use's block-scale histogram (bin: the fixed bin
+ * of quant/qp_metrics.h's QP_BSHIST_BINS, 0 zero, 1 NaN, k >= 2
+ * floor(log2 s) = k - 151). */
+typedef struct {
+    int64_t step, layer;
+    char gemm[QP_GEMM_LEN], operand[QP_NAME_LEN], pass[QP_NAME_LEN];
+    int64_t bin, count;
+} qp_bshist_rec;
 
 typedef qp_runattr qp_attr;
 
@@ -79,6 +89,8 @@ typedef struct {
     qp_event_rec *events;
     size_t n_outliers;  /* 0 unless QP_RUN_OUTLIERS was asked for (and the file has the table: schema >= 3) */
     qp_outlier_rec *outliers;
+    size_t n_bshist;    /* 0 unless QP_RUN_BSCALES was asked for (and the file has the table: schema >= 5) */
+    qp_bshist_rec *bshist;
 
     char state[QP_NAME_LEN]; /* last /status row's state, "" when there is none */
 } qp_run;

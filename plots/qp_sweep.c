@@ -100,6 +100,18 @@ int qp_sweep_pick(const char *kind, const qp_run *const *runs, int n, const char
         if (!k) snprintf(err, errlen, "outliers: no run logged outlier statistics (/quant/outliers is empty in all %d)", n);
         return k;
     }
+    if (!strcmp(kind, "bscales")) {
+        /* a column per recipe: its first run that logged block scales; none
+         * (a sweep of formats without block scales): no figure, no error */
+        for (int i = 0; i < n; i++) {
+            if (!runs[i]->n_bshist || aside(runs[i])) continue;
+            int seen = 0;
+            for (int j = 0; j < k; j++) seen |= !strcmp(runs[pick[j]]->recipe, runs[i]->recipe);
+            if (!seen) pick[k++] = i;
+        }
+        if (!k && errlen) err[0] = '\0';
+        return k;
+    }
     if (!strcmp(kind, "events")) {
         for (int i = 0; i < n; i++) {
             if (!runs[i]->n_events || aside(runs[i])) continue;

@@ -29,7 +29,9 @@
 int qp_sweep_list(const char *dir, char ***paths, char *err, size_t errlen);
 
 /* Chooses runs for kind; writes their indices into pick and returns how
- * many (0: none fits, err says why). */
+ * many (0: none fits, err says why; err "" for a figure whose data no run
+ * has and that a sweep goes without: bscales of formats without block
+ * scales). */
 int qp_sweep_pick(const char *kind, const qp_run *const *runs, int n, const char *baseline, int *pick, char *err,
                   size_t errlen);
 

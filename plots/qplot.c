@@ -86,6 +86,8 @@ static const char *const HEAD =
     "  recalib     recalibration events per run of each recipe, by block, GEMM and operand\n"
     "  outliers    every block GEMM input's amax, kurtosis and top-k channel energy share over\n"
     "              steps (/quant/outliers), a column per run\n"
+    "  bscales     the block-scale histogram over steps: per logged step the share of blocks per\n"
+    "              log2-scale bin, a row per GEMM x pass, a column per run\n"
     "  all         every figure of a sweep: SWEEPDIR/runs/*.h5 -> SWEEPDIR/fig/KIND.*\n"
     "Every figure is written as PNG, SVG and PDF, with the exact data it was drawn from\n"
     "beside it as CSV (FIG.csv: one row per data point, the block and series it belongs to).\n"
@@ -345,7 +347,8 @@ static int round_all(const options *o, const char *scratch, round_info *ri, msgs
     /* a run file that cannot be read is reported (and fails the round), but
      * the figures of the others are still drawn */
     int ckpts;
-    int bad = load_all(paths, npaths, QP_RUN_QERR | QP_RUN_EVENTS | QP_RUN_OUTLIERS, runs, 1, &n, &ckpts, is_ckpt, m);
+    int bad = load_all(paths, npaths, QP_RUN_QERR | QP_RUN_EVENTS | QP_RUN_OUTLIERS | QP_RUN_BSCALES, runs, 1, &n,
+                       &ckpts, is_ckpt, m);
     if (ckpts) note_ckpts(paths, npaths, is_ckpt, ckpts);
     if (!n) {
         if (!bad) {
@@ -366,7 +369,13 @@ static int round_all(const options *o, const char *scratch, round_info *ri, msgs
     ri->figures = QP_FIG_NKINDS;
     for (int k = 0; k < QP_FIG_NKINDS; k++) {
         const qp_fig_kind *kind = &QP_FIG_KINDS[k];
+        err[0] = '\0';
         int np = qp_sweep_pick(kind->name, ptrs, n, o->fig.baseline, pick, err, sizeof err);
+        if (!np && !err[0]) {
+            /* a figure of data no run of this sweep has (bscales: no format with block scales) */
+            ri->figures--;
+            continue;
+        }
         if (!np) {
             msg_add(m, err);
             rc = -1;

@@ -421,6 +421,8 @@ elif CASE == "tables":
         "attribution": base + "prefetch = 2\nlayers = 2\ndim = 32\nsteps = 40\n[grid]\nrecipe = bf16, nvfp4, mxfp4\nseed = 1, 2, 3\n"
                               "[sweep]\nattribute = blocks\n",
         "pipeline": base + "layers = 1\ndim = 32\nsteps = 20\n[grid]\nprefetch = 0, 2\n",
+        "recipes2026": base + "prefetch = 2\nlayers = 2\ndim = 32\nsteps = 30\n[grid]\n"
+                              "recipe = bf16, te-nvfp4, te-nvfp4-4o6|wgrad:rht=te\nseed = 1, 2\n",
     }
     for name, ini in sweeps.items():
         path = os.path.join(d, name + ".ini")
@@ -437,7 +439,8 @@ elif CASE == "tables":
                         os.path.join(d, "sweeps", "study"), "--scaling", gen, "--ablation",
                         os.path.join(d, "sweeps", "ablation"), "--passes", os.path.join(d, "sweeps", "passes"),
                         "--attribution", os.path.join(d, "sweeps", "attribution"), "--pipeline",
-                        os.path.join(d, "sweeps", "pipeline"), "--cell", "100k:0.05", "--out", gen],
+                        os.path.join(d, "sweeps", "pipeline"), "--recipes2026", os.path.join(d, "sweeps", "recipes2026"),
+                        "--cell", "100k:0.05", "--out", gen],
                        capture_output=True, text=True, timeout=600)
     check(p.returncode == 0, f"gen_tables: {p.stderr[-800:]}")
 
@@ -460,6 +463,13 @@ elif CASE == "tables":
           f"table_published_passes:\n{tpub}")
     check("to BF16" in tabl and "nvfp4-sr" in tabl and "bf16 &" not in tabl.replace("(reference)", ""),
           f"table_ablation: a to-BF16 column, bf16 not a variant row:\n{tabl}")
+    t26 = read("section_recipes2026.tex")
+    check(t26.count("\\\\") == 1 + 2 and "TE with Four Over Six and RHT" in t26 and "NVFP4 as TE runs it" in t26
+          and "\\label{tab:recipes2026}" in t26 and "Holm" in t26 and "BF16" in t26,
+          f"section_recipes2026: its paragraph and a row per recipe against BF16:\n{t26}")
+    with h5py.File(os.path.join(d, "sweeps", "recipes2026", "summary.h5"), "r") as f:
+        rg = [x for x in f["recipes"][:] if x["recipe"] != b"bf16"]
+    check(all(f"{float(x['gap_pct_mean']):+.2f}" in t26 for x in rg), "section_recipes2026: each gap as summary.h5 has it")
     for k in [("verdict", "passes"), ("verdict", "passescompare"), ("verdict", "attribution"),
               ("verdict", "publishedpasses"), ("verdict", "fullvsnaive"), ("passes", "setup"), ("attribution", "setup")]:
         check(macros.get(k), f"macro {k} generated: {macros.get(k)!r}")

@@ -270,6 +270,41 @@ def part_kinds():
           all(np.allclose(got[k], want[k], rtol=1e-8) for k in want),
           f"outliers.csv: per step the max amax and mean kurtosis/share of /quant/outliers ({len(got)} vs {len(want)})")
 
+    # bscales: two recipes with block scales (the fixture's bf16 and fp8 have none: one line, exit 2)
+    p = qplot(["bscales"] + FOUR + ["-o", os.path.join(out, "none.png")])
+    check(p.returncode == 2 and "no block-scale histogram rows" in p.stderr and len(p.stderr.splitlines()) == 1,
+          f"bscales without block scales: exit {p.returncode}: {p.stderr!r}")
+    bsruns = [os.path.join(out, f"bs_{r}.h5") for r in ("te-nvfp4", "mxfp8")]
+    for path, recipe in zip(bsruns, ("te-nvfp4", "mxfp8")):
+        p = subprocess.run(tiny(path, recipe, 1, 20), capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, f"{recipe} run: {p.stderr}")
+    fig = os.path.join(out, "bscales.svg")
+    p = qplot(["bscales"] + bsruns + ["-o", fig, "--keep-data"])
+    check(p.returncode == 0 and p.stderr == "", f"bscales: exit {p.returncode}: {p.stderr}")
+    check(all(VALID[e](os.path.join(out, f"bscales.{e}")) for e in EXTS), "bscales: valid png, svg, pdf")
+    s = svg_text(fig)
+    check("te-nvfp4" in s and "mxfp8" in s and "fc wgrad" in s and "qkv fprop" in s and "share of blocks" in s,
+          "bscales.svg: a column per recipe, a row per GEMM and pass, the colour box")
+    a, b = csv_records(os.path.join(out, "bscales.csv")), dat_records(os.path.join(out, "bscales.dat"))
+    check(a == b and len(a) > 0, f"bscales.csv: {len(a)} rows, the data file {len(b)}")
+    # per (run, GEMM, pass, step): the counts are the run file's blocks of those uses, the shares sum to 1
+    got = {}
+    for idx, series, vals in a:
+        gemm, pas = series.split(" (")[0].split(" ")
+        run = series.split(" (")[1].rstrip(")")
+        k = (run, gemm, pas, int(float(vals["step"])))
+        c, sh = got.get(k, (0, 0.0))
+        got[k] = (c + int(vals["count"]), sh + float(vals["share"]))
+    want = {}
+    for path, recipe in zip(bsruns, ("te-nvfp4", "mxfp8")):
+        with h5py.File(path, "r", libver="latest", swmr=True) as f:
+            for r in f["quant/block_scales"][:]:
+                k = (recipe, r["gemm"].decode(), r["pass"].decode(), int(r["step"]))
+                want[k] = want.get(k, 0) + int(r["n_blocks"])
+    check(len(want) > 0 and {k: v[0] for k, v in got.items()} == want,
+          f"bscales.csv: per run, GEMM, pass and step the counts sum to the run file's n_blocks ({len(got)} vs {len(want)})")
+    check(all(abs(v[1] - 1) < 1e-6 for v in got.values()), "bscales.csv: each step's shares sum to 1")
+
     # the numbers: extracted data against an independent reading (h5py)
     def blocks(path):
         text = open(path).read().strip("\n")

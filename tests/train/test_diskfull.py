@@ -114,7 +114,7 @@ def case(name, folder, extra, want_frag, fsize=None, fill=None, unfill=None, row
 cases = 0
 d = os.path.join(tmp, "ckpt_ulimit")
 os.makedirs(d)
-# the run file is ~0.35 MB and reserves ~1.8 MB ahead; the checkpoint needs ~2.8 MB
+# the run file is ~0.35 MB and reserves ~1.9 MB ahead; the checkpoint needs ~2.8 MB
 cases += case("ckpt-ulimit", d, SHORT, ["no room for a", "checkpoint", "File too large", "previous one is kept"],
               fsize=2 * 1024 * 1024 + 320 * 1024)
 d = os.path.join(tmp, "log_ulimit")

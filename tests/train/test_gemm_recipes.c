@@ -28,7 +28,9 @@
  * (1x128 activations and gradients, 128x128 weights: the docs' recipe) and
  * other mixes; and the wgrad RHT of 16, 32, 64 and 128 points (rht=N),
  * reproduced exactly with the dispatch's public RHT seed
- * (qp_linear_rht_seed). The K-chunked GEMM alone
+ * (qp_linear_rht_seed), and Transformer Engine's fixed-sign transform
+ * (rht=te, the te-nvfp4 preset) reproduced with quant/'s qp_rht16_te, the
+ * transform test_te_parity holds to TE's reference. The K-chunked GEMM alone
  * is checked against a float64 sum over chunks of (scale_a * scale_b) * the
  * exact product of the codes. */
 #include <float.h>
@@ -607,11 +609,14 @@ done:
 enum { FM = 256, FIC = 192, FOC = 160 };
 
 /* out = fully scaled dequantization of in (rows x cols, blocked along cols),
- * after an n-point RHT with the dispatch's seed when rht_n. */
+ * after an n-point RHT with the dispatch's seed when rht_n, or Transformer
+ * Engine's fixed-sign 16-point one when rht_n is RHT_TE. */
+#define RHT_TE (-16)
 static void fref_q(qp_fmt fmt, const float *in, float *out, int rows, int cols, int rht_n, uint64_t seed)
 {
     memcpy(out, in, (size_t)rows * cols * sizeof(float));
-    if (rht_n) CHECK(qp_rht(out, rows, cols, rht_n, qp_linear_rht_seed(seed)) == 0, "reference RHT");
+    if (rht_n == RHT_TE) CHECK(qp_rht16_te(out, rows, cols) == 0, "reference TE RHT");
+    else if (rht_n) CHECK(qp_rht(out, rows, cols, rht_n, qp_linear_rht_seed(seed)) == 0, "reference RHT");
     if (fmt != QP_FMT_FP32) CHECK(qp_qdq(fmt, out, out, rows, cols, NULL, NULL) == 0, "reference qdq");
 }
 
@@ -656,9 +661,11 @@ static double run_plan(qp_gemm *gemm, const char *spec, int want_rht, uint64_t s
     } else {
         const qp_use_plan *u[QP_PASS_COUNT];
         for (int ps = 0; ps < QP_PASS_COUNT; ps++) u[ps] = qp_linear_plan_of(lin, 0, QP_GEMM_FC)->use[ps];
-        const int rn = u[QP_PASS_WGRAD][QP_OPND_X].rht;
-        CHECK(rn == want_rht && u[QP_PASS_WGRAD][QP_OPND_DY].rht == want_rht && u[QP_PASS_FPROP][QP_OPND_X].rht == 0,
-              "%s: wgrad RHT of %d points, expected %d", spec, rn, want_rht);
+        const int te = u[QP_PASS_WGRAD][QP_OPND_X].rht_te,
+                  rn = te ? RHT_TE : u[QP_PASS_WGRAD][QP_OPND_X].rht;
+        CHECK(rn == want_rht && u[QP_PASS_WGRAD][QP_OPND_DY].rht == u[QP_PASS_WGRAD][QP_OPND_X].rht &&
+                  u[QP_PASS_WGRAD][QP_OPND_DY].rht_te == te && u[QP_PASS_FPROP][QP_OPND_X].rht == 0,
+              "%s: wgrad RHT of %d points, expected %d (%d: TE's)", spec, rn, want_rht, RHT_TE);
         int nbad;
         double w;
         fref_q(u[QP_PASS_FPROP][QP_OPND_X].fmt, X, qb, FM, FIC, 0, seed); /* fprop: Y = q(X) q(W)^T */
@@ -709,6 +716,9 @@ static void test_every_format(qp_gemm *gemm)
         {"nvfp4 rht 64", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=64", 64},
         {"nvfp4 rht 128", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=128", 128},
         {"mxfp8-rceil rht 128", "x+w+dy=mxfp8-rceil,wgrad:rht=128", 128},
+        {"nvfp4 rht te", "x=nvfp4,w=nvfp4-2d,dy=nvfp4,wgrad:rht=te", RHT_TE},
+        {"te-nvfp4, rn", "te-nvfp4,dy:rn", RHT_TE},
+        {"mxfp8 rht te", "x+w+dy=mxfp8,wgrad:rht=te", RHT_TE},
     };
     for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++)
         printf("  %-20s %9.1e\n", mixes[i].what, run_plan(gemm, mixes[i].spec, mixes[i].rht_n, 900 + (uint64_t)i));
@@ -940,6 +950,116 @@ static void test_dx_written(qp_gemm *gemm)
            sizeof specs / sizeof specs[0], bad_total);
 }
 
+/* ---- per-block scale statistics with the qerr rows ------------------------------ */
+
+typedef struct {
+    int n, n_qerr;
+    struct {
+        char operand[8], pass[8], format[32];
+        qp_bscale_row row;
+        int64_t hist[QP_BSHIST_BINS];
+    } r[8];
+} bscale_log;
+
+static void bs_on_qerr(const qp_qerr_row *r, void *user)
+{
+    (void)r;
+    ((bscale_log *)user)->n_qerr++;
+}
+
+static void bs_on_bscale(const qp_bscale_row *row, const int64_t *hist, int nbins, void *user)
+{
+    bscale_log *b = user;
+    CHECK(nbins == QP_BSHIST_BINS, "block-scale rows come with %d bins, not %d", nbins, QP_BSHIST_BINS);
+    if (b->n < 8 && nbins == QP_BSHIST_BINS) {
+        snprintf(b->r[b->n].operand, 8, "%s", row->operand);
+        snprintf(b->r[b->n].pass, 8, "%s", row->pass);
+        snprintf(b->r[b->n].format, 32, "%s", row->format);
+        b->r[b->n].row = *row;
+        memcpy(b->r[b->n].hist, hist, sizeof b->r[b->n].hist);
+    }
+    b->n++;
+}
+
+static int same_real(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+/* The dispatch's block-scale row of a use against qp_metrics_for_format (the
+ * report of qerr and qprec.errors) of the same tensor as the GEMM takes it
+ * (rows x cols along the contraction), bit for bit. */
+static void check_bscale(const bscale_log *b, const char *pass, const char *operand, qp_fmt fmt, const float *x,
+                         int rows, int cols)
+{
+    int i = 0;
+    while (i < b->n && i < 8 && (strcmp(b->r[i].pass, pass) || strcmp(b->r[i].operand, operand))) i++;
+    CHECK(i < b->n && i < 8, "no block-scale row of %s.%s", pass, operand);
+    if (i >= b->n || i >= 8) return;
+    qp_metrics m;
+    CHECK(qp_metrics_for_format(fmt, x, rows, cols, NULL, QP_RHT_OFF, 0, NULL, &m) == 0, "reference report");
+    const qp_bscale_row *r = &b->r[i].row;
+    int64_t sum = 0;
+    for (int k = 0; k < QP_BSHIST_BINS; k++) sum += b->r[i].hist[k];
+    CHECK(sum == r->n_blocks && r->n_blocks > 0, "%s.%s: the histogram holds %lld of %lld blocks", pass, operand,
+          (long long)sum, (long long)r->n_blocks);
+    CHECK(!strcmp(b->r[i].format, qp_formats[fmt].name), "%s.%s: format %s", pass, operand, b->r[i].format);
+    CHECK(r->n_blocks == m.bsd.n_blocks && !memcmp(b->r[i].hist, m.bsd.hist, sizeof m.bsd.hist),
+          "%s.%s (%s): the histogram is not qp_metrics_for_format's", pass, operand, qp_formats[fmt].name);
+    CHECK(same_real(r->log2_std, m.bsd.log2_std) && same_real(r->saturated_frac, m.bsd.saturated_frac) &&
+              same_real(r->underflow_frac, m.bsd.underflow_frac) &&
+              same_real(r->elems_flushed_frac, m.elems_flushed_frac) &&
+              same_real(r->elems_saturated_frac, m.elems_saturated_frac) &&
+              same_real(r->dynamic_range_max_log2, m.bsd.dynamic_range_max_log2),
+          "%s.%s (%s): statistics %g %g %g %g %g %g, the report's %g %g %g %g %g %g", pass, operand,
+          qp_formats[fmt].name, r->log2_std, r->saturated_frac, r->underflow_frac, r->elems_flushed_frac,
+          r->elems_saturated_frac, r->dynamic_range_max_log2, m.bsd.log2_std, m.bsd.saturated_frac,
+          m.bsd.underflow_frac, m.elems_flushed_frac, m.elems_saturated_frac, m.bsd.dynamic_range_max_log2);
+}
+
+/* A step that logs qerr rows gives, for each quantized use of a format with
+ * block scales, one block-scale row: its histogram sums to its blocks, and
+ * it is the report qerr and qprec.errors make of the same tensor (X and W in
+ * fprop, their transposes in wgrad and dgrad; dY, whose rows come from SR,
+ * by the count only). FP8 with a tensor scale has no block scales: no row. */
+static void test_block_scale_rows(qp_gemm *gemm)
+{
+    char err[512];
+    static qp_recipe r;
+    const char *spec = "x=nvfp4,w=mxfp8,dy=fp8-e5m2,dgrad.w=fp8-block-2d,wgrad.x=mxfp6-e2m3";
+    CHECK(qp_recipe_parse(spec, &r, err, sizeof err) == 0, "%s: %s", spec, err);
+    static bscale_log b;
+    memset(&b, 0, sizeof b);
+    const qp_linear_cfg lc = {.n_layers = 1, .max_elems = (int64_t)FM * FIC, .seed = 77, .recipe = &r, .gemm = gemm,
+                              .on_qerr = bs_on_qerr, .on_bscale = bs_on_bscale, .user = &b};
+    qp_linear *lin = qp_linear_create(&lc, err, sizeof err);
+    CHECK(lin != NULL, "%s: %s", spec, err);
+    if (!lin) return;
+    float *X = malloc(sizeof(float) * FM * FIC), *W = malloc(sizeof(float) * FOC * FIC),
+          *dY = malloc(sizeof(float) * FM * FOC), *Xt = malloc(sizeof(float) * FM * FIC),
+          *Wt = malloc(sizeof(float) * FOC * FIC), *Y = malloc(sizeof(float) * FM * FOC),
+          *dX = malloc(sizeof(float) * FM * FIC), *dW = malloc(sizeof(float) * FOC * FIC);
+    uint64_t s = 4242;
+    fill(X, FM * FIC, 2.0f, &s);
+    fill(W, FOC * FIC, 0.05f, &s);
+    fill(dY, FM * FOC, 1e-3f, &s);
+    X[5] = 3e4f, X[FIC + 7] = 1e-6f; /* a wide block: its dynamic range */
+    transpose(X, Xt, FM, FIC);
+    transpose(W, Wt, FOC, FIC);
+    qp_linear_begin_step(lin, 0, 1);
+    CHECK(qp_linear_forward(lin, 0, QP_GEMM_FC, Y, X, W, NULL, FM, FIC, FOC) == 0 &&
+              qp_linear_backward(lin, 0, QP_GEMM_FC, dX, dW, NULL, dY, X, W, FM, FIC, FOC, 0) == 0 &&
+              qp_linear_flush(lin) == 0,
+          "%s: %s", spec, qp_linear_error(lin));
+    CHECK(b.n_qerr == 6 && b.n == 4, "%s: %d qerr rows and %d block-scale rows, want 6 and 4 (no row for dy's "
+          "per-tensor FP8)", spec, b.n_qerr, b.n);
+    check_bscale(&b, "fprop", "x", QP_FMT_NVFP4, X, FM, FIC);
+    check_bscale(&b, "fprop", "w", QP_FMT_MXFP8, W, FOC, FIC);
+    check_bscale(&b, "dgrad", "w", QP_FMT_FP8_BLOCK_2D, Wt, FIC, FOC);
+    check_bscale(&b, "wgrad", "x", QP_FMT_MXFP6_E2M3, Xt, FIC, FM);
+    printf("block-scale rows: %d of %d qerr rows (fprop x, w; dgrad w; wgrad x), each qp_metrics_for_format's\n", b.n,
+           b.n_qerr);
+    free(X), free(W), free(dY), free(Xt), free(Wt), free(Y), free(dX), free(dW);
+    qp_linear_destroy(lin);
+}
+
 int main(void)
 {
     char err[256];
@@ -954,6 +1074,7 @@ int main(void)
     test_dx_written(gemm);
     test_kscaled(gemm);
     test_every_format(gemm);
+    test_block_scale_rows(gemm);
     qp_gemm_destroy(gemm);
     return qp_test_finish("test_gemm_recipes");
 }

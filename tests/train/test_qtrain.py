@@ -291,7 +291,7 @@ check(rules == ["L0.fprop.x=nvfp4:current", "L0.fprop.w=nvfp4-2d:current", "L0.d
 # Transformer Engine's recipe classes with their defaults (docs/recipes.md cites each one's source)
 TE_PRESETS = {
     "te-nvfp4": ["fprop.x=nvfp4:current", "fprop.w=nvfp4-2d:current", "dgrad.dy=nvfp4:current:sr",
-                 "dgrad.w=nvfp4-2d:current", "wgrad.dy=nvfp4:current:sr:rht=16", "wgrad.x=nvfp4:current:rht=16"],
+                 "dgrad.w=nvfp4-2d:current", "wgrad.dy=nvfp4:current:sr:rht=te", "wgrad.x=nvfp4:current:rht=te"],
     "te-nvfp4-4o6": ["fprop.x=nvfp4-4o6-te:current", "fprop.w=nvfp4-4o6-te-2d:current",
                      "dgrad.dy=nvfp4-4o6-te:current:sr", "dgrad.w=nvfp4-4o6-te-2d:current",
                      "wgrad.dy=nvfp4-4o6-te:current:sr", "wgrad.x=nvfp4-4o6-te:current"],
@@ -316,8 +316,9 @@ for args, fragment in [(["--recipe", "nvfp4,L5=bf16", "--explain"], "blocks 0..3
           p.stdout == "", f"{args}: exit {p.returncode}, stderr {p.stderr!r}")
 # A preset and its explicit spelling (the expansion joined by ','), in the
 # same run of this test: bit-identical losses, errors and events, and the
-# same canonical recipe_plan in both run files.
-for preset in ["nvfp4", "fp8"]:
+# same canonical recipe_plan in both run files (te-nvfp4: TE's fixed-sign
+# wgrad RHT, rht=te).
+for preset in ["nvfp4", "fp8", "te-nvfp4"]:
     rules = explain(preset)
     common = ["--steps", "8", "--qerr-every", "2"]
     pa, a = train("preset_" + preset, common + ["--recipe", preset])
@@ -330,6 +331,25 @@ for preset in ["nvfp4", "fp8"]:
         check(fa.attrs["recipe_plan"] == plan and fb.attrs["recipe_plan"] == plan,
               f"{preset}: recipe_plan {fa.attrs['recipe_plan']!r}")
         check(fb.attrs["recipe"] == ",".join(rules), "the run file keeps the recipe as given")
+        if preset == "te-nvfp4":
+            # every use is NVFP4: a /quant/block_scales row beside each /quant/error row,
+            # its /quant/block_scale_hist bins summing to its blocks
+            qe, bs, bh = fa["quant/error"][:], fa["quant/block_scales"][:], fa["quant/block_scale_hist"][:]
+            key = lambda r: (int(r["step"]), int(r["layer"]), bytes(r["gemm"]), bytes(r["operand"]), bytes(r["pass"]))
+            check(len(bs) > 0 and sorted(map(key, bs)) == sorted(map(key, qe)),
+                  f"te-nvfp4: {len(bs)} block-scale rows for {len(qe)} qerr rows")
+            sums = {}
+            for h in bh:
+                check(h["count"] > 0 and 0 <= h["bin"] < 279, f"histogram row {h}")
+                sums[key(h)] = sums.get(key(h), 0) + int(h["count"])
+            check(all(sums.get(key(r)) == int(r["n_blocks"]) for r in bs),
+                  "te-nvfp4: each use's histogram counts sum to its n_blocks")
+            check(all(r["format"] in (b"nvfp4", b"nvfp4-2d") for r in bs), f"formats {set(bs['format'])}")
+            check(np.all(np.isfinite(bs["block_scale_log2_std"])) and np.all(bs["block_scale_log2_std"] >= 0),
+                  "te-nvfp4: block_scale_log2_std finite")
+            check(fa["quant/block_scales"][:].tobytes() == fb["quant/block_scales"][:].tobytes() and
+                  bh.tobytes() == fb["quant/block_scale_hist"][:].tobytes(),
+                  "te-nvfp4 and its spelling: identical block-scale statistics")
 # the architecture's own GEMMs: --explain names them, a rule on its last MLP GEMM
 # (fcproj / down) quantizes that GEMM alone, the other architecture's are refused
 ORDERED = {"gpt": "qkv, attproj, fc, fcproj", "llama": "qkv, attproj, gate, up, down"}[ARCH]

@@ -114,7 +114,7 @@ def part_docs():
     check(p.returncode == 0, f"qtrain: {p.stderr}")
     types = {"int64": ("i", 8), "uint64": ("u", 8), "float64": ("f", 8)}
     with h5py.File(out, "r") as f:
-        check(f.attrs.get("runfile_schema") == "4", f"runfile_schema attribute: {f.attrs.get('runfile_schema')!r}")
+        check(f.attrs.get("runfile_schema") == "5", f"runfile_schema attribute: {f.attrs.get('runfile_schema')!r}")
         seen = set()
         f.visititems(lambda n, o: seen.add("/" + n) if isinstance(o, h5py.Dataset) else None)
         documented = set()
@@ -252,11 +252,12 @@ def part_upgrade():
             del f["train/" + k]
         del f["quant/outliers"]  # version 3's table
         del f["train/threads"]  # version 4's column
+        del f["quant/block_scales"], f["quant/block_scale_hist"]  # version 5's tables
         del f.attrs["runfile_schema"]
     p = run(tiny(data, cut, 8, ["--resume"]))
     check(p.returncode == 0, f"--resume of a version-1 file: {p.stderr}")
     with h5py.File(cut, "r") as f, h5py.File(whole, "r") as w:
-        check(f.attrs.get("runfile_schema") == "4", "upgraded to the current version")
+        check(f.attrs.get("runfile_schema") == "5", "upgraded to the current version")
         o, wo = f["quant/outliers"][:], w["quant/outliers"][:]
         check(len(o) > 0 and np.all(o["step"] >= 4) and np.array_equal(o, wo[wo["step"] >= 4]),
               f"/quant/outliers added: the resumed steps' rows, as the unbroken run's: {sorted(set(o['step']))}")

@@ -37,7 +37,8 @@ check = Checks()
 # where docs/runfile.md puts each dataset of the schema (the test's own
 # statement of the layout, not read from the reader's table)
 LAYOUT = {"train": "train", "eval": "eval", "quant_error": "quant/error", "events": "events/recalib",
-          "divergence": "events/divergence", "status": "status", "quant_outliers": "quant/outliers"}
+          "divergence": "events/divergence", "status": "status", "quant_outliers": "quant/outliers",
+          "block_scales": "quant/block_scales", "block_scale_hist": "quant/block_scale_hist"}
 GROUPS = {"train", "eval"}
 
 

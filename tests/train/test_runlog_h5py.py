@@ -64,7 +64,7 @@ STATUS = ["step", "state", "message"]
 OUTLIERS = ["step", "layer", "gemm", "tokens", "channels", "amax", "kurtosis", "topk", "topk_frac", "top_channel",
             "chan_amax_ratio"]
 INTS = ("step", "layer", "tokens", "channels", "topk", "top_channel")
-ATTRS = {"model": "gpt-tiny", "recipe": "nvfp4/\u00b5batch", "seed": "1234", "empty": "", "runfile_schema": "4"}
+ATTRS = {"model": "gpt-tiny", "recipe": "nvfp4/\u00b5batch", "seed": "1234", "empty": "", "runfile_schema": "5"}
 GEMMS, OPERANDS, PASSES = ["fc", "attn_qkv", "fc"], ["x", "w", "dy"], ["fprop", "fprop", "dgrad"]
 
 

@@ -294,6 +294,13 @@ static void apply_stats(qp_linear *l, const pending_use *p, const qp_linear_stat
         qp_qerr_row row = {p->step, p->layer, qp_gemm_name(p->g), qp_operand_name(p->o), qp_pass_name(p->pass),
                            s->rel_l2, s->snr_db, s->sat_frac, s->zero_frac, s->amax, s->qs.scale};
         l->cfg.on_qerr(&row, l->cfg.user);
+        const qp_fmt fmt = l->plans[p->layer * QP_BLOCK_GEMMS + p->g].use[p->pass][p->o].fmt;
+        if (l->cfg.on_bscale && s->bsd.n_blocks > 0) {
+            const qp_bscale_row b = {p->step, p->layer, row.gemm, row.operand, row.pass, qp_formats[fmt].name,
+                                     s->bsd.n_blocks, s->bsd.log2_std, s->bsd.saturated_frac, s->bsd.underflow_frac,
+                                     s->elems_flushed_frac, s->elems_saturated_frac, s->bsd.dynamic_range_max_log2};
+            l->cfg.on_bscale(&b, s->bsd.hist, QP_BSHIST_BINS, l->cfg.user);
+        }
     }
 }
 
@@ -459,11 +466,16 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
                  use->rht, use->rht, cols, layer, qp_gemm_name(g));
         return -1;
     }
+    if (use->rht_te && !op->rht_te) {
+        snprintf(l->err, sizeof l->err, "rht=te: this backend has no Transformer Engine transform (layer %d, %s)",
+                 layer, qp_gemm_name(g));
+        return -1;
+    }
     const float *in = src;
     int trans = src_trans;
     const uint64_t rht_seed = qp_linear_rht_seed(l->cfg.seed);
     const int retile = trans && (t->block_cols > 1 || use->rht) && !stored_layout_quantizes_alike(t, use);
-    if (retile && op->quantize_stored && l->cfg.dp_size <= 1) {
+    if (retile && op->quantize_stored && l->cfg.dp_size <= 1 && !use->rht_te) {
         /* the operations may quantize it where it lies, as the transposed copy
          * would be (data parallel runs take the copy: their amax is reduced
          * between the passes) */
@@ -476,7 +488,7 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
     }
     float fused_amax = 0.0f; /* the rotated tensor's amax, from the pass that wrote it */
     int fused = 0;
-    if (retile && use->rht && op->transpose_rht) {
+    if (retile && use->rht && !use->rht_te && op->transpose_rht) {
         if (op->transpose_rht(x, src, op->tbuf[side], cols, rows, use->rht, rht_seed, &fused_amax)) return op_failed(l);
         fused = 1;
         in = op->tbuf[side];
@@ -489,7 +501,9 @@ static int prepare(qp_linear *l, int layer, qp_gemm_id g, qp_pass pass, qp_opera
         }
         if (use->rht) {
             if (in != op->tbuf[side] && op->copy(x, op->tbuf[side], in, (int64_t)rows * cols)) return op_failed(l);
-            if (op->rht(x, op->tbuf[side], rows, cols, use->rht, rht_seed)) return op_failed(l);
+            if (use->rht_te ? op->rht_te(x, op->tbuf[side], rows, cols)
+                            : op->rht(x, op->tbuf[side], rows, cols, use->rht, rht_seed))
+                return op_failed(l);
             in = op->tbuf[side];
         }
     }

@@ -59,6 +59,10 @@ typedef struct {
     /* records, may be NULL */
     void (*on_event)(const qp_event_row *row, void *user);
     void (*on_qerr)(const qp_qerr_row *row, void *user);
+    /* with a qerr row of a format with block scales, where the operations
+     * give them: its per-block scale statistics and their histogram
+     * (QP_BSHIST_BINS bins, quant/qp_metrics.h) */
+    void (*on_bscale)(const qp_bscale_row *row, const int64_t *hist, int nbins, void *user);
     void *user;
     /* Data parallelism (all zero/NULL for one process). This process holds
      * token slice dp_rank of dp_size equal slices of every activation (x, dy):

@@ -108,6 +108,13 @@ static int h_rht(void *ctx, float *x, int rows, int cols, int n, uint64_t seed)
     return -1;
 }
 
+static int h_rht_te(void *ctx, float *x, int rows, int cols)
+{
+    if (!qp_rht16_te(x, rows, cols)) return 0;
+    snprintf(H->err, sizeof H->err, "no Transformer Engine 16-point transform over %d columns", cols);
+    return -1;
+}
+
 static int h_transpose_rht(void *ctx, const float *src, float *dst, int src_rows, int src_cols, int n, uint64_t seed,
                            float *amax)
 {
@@ -184,6 +191,25 @@ static int quantize_kchunked(qp_linear_host *h, const qp_linear_qjob *j, const q
     return 0;
 }
 
+/* The per-block scale statistics of job j's operand (a qerr row's): the
+ * report qprec.errors and qerr make, qp_metrics_for_format, of the same
+ * tensor quantized as stored with the job's options (scale, rounding
+ * stream), which gives the values qp_qdq gave the GEMM; mbuf is its
+ * scratch. */
+static int block_scale_stats(qp_linear_host *h, const qp_linear_qjob *j, qp_linear_stats *st)
+{
+    const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
+    qp_metrics m;
+    if (qp_metrics_for_format(j->fmt, j->x, qrows, qcols, j->opts, QP_RHT_OFF, 0, h->mbuf, &m)) {
+        snprintf(h->err, sizeof h->err, "no block-scale statistics of a %dx%d %s operand (out of memory)", qrows,
+                 qcols, qp_formats[j->fmt].name);
+        return -1;
+    }
+    st->bsd = m.bsd;
+    st->elems_flushed_frac = m.elems_flushed_frac, st->elems_saturated_frac = m.elems_saturated_frac;
+    return 0;
+}
+
 /* quant/'s unscaled quantize-dequantize in the stored order, as BF16 bits
  * a BF16 GEMM reads as they are, or floats for an FP32 one (or the codes
  * and K-chunk scales of a format that needs them); the metrics from the
@@ -244,6 +270,7 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
         qp_metrics_compute(j->x, h->mbuf, n, &st->qs, &m);
         st->rel_l2 = m.rel_l2, st->snr_db = m.snr_db, st->sat_frac = m.sat_frac, st->zero_frac = m.zero_frac;
         st->amax = m.amax;
+        if (qp_formats[j->fmt].block_cols > 1 && block_scale_stats(h, j, st)) return -1;
     }
     if (j->keep >= 0) h->copy[j->keep].held = h->last[j->side], h->copy[j->keep].stats = *st;
     *out = kchunked ? (qp_linear_operand){QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL, ks}
@@ -410,6 +437,7 @@ qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_
                              .transpose = h_transpose,
                              .copy = h_copy,
                              .rht = h_rht,
+                             .rht_te = h_rht_te,
                              .transpose_rht = h_transpose_rht,
                              .quantize_stored = h_quantize_stored,
                              .amax = h_amax,

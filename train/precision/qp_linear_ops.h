@@ -25,6 +25,7 @@
 
 #include <stdint.h>
 
+#include "qp_metrics.h"
 #include "qp_quant.h"
 
 #ifdef __cplusplus
@@ -57,10 +58,14 @@ typedef struct {
 
 /* What one quantization saw. qs as quant/ reports it (a backend may leave the
  * block-scale fields 0); the error metrics (quant/qp_metrics.h) of this
- * operand when the job asks for them. */
+ * operand when the job asks for them, with the per-block scale statistics
+ * of qp_metrics_for_format (bsd; bsd.n_blocks 0: none, a format without
+ * block scales or a backend that leaves them). */
 typedef struct {
     qp_qstats qs;
     double rel_l2, snr_db, sat_frac, zero_frac, amax;
+    double elems_flushed_frac, elems_saturated_frac;
+    qp_bscale_dist bsd;
 } qp_linear_stats;
 
 /* The GEMMs a recipe makes, what a backend needs to choose its GEMM kinds
@@ -103,6 +108,11 @@ typedef struct qp_linear_ops {
     int (*copy)(void *ctx, float *dst, const float *src, int64_t n);
     /* in place, the n-point RHT of every n elements of each of rows rows */
     int (*rht)(void *ctx, float *x, int rows, int cols, int n, uint64_t seed);
+    /* in place, Transformer Engine's fixed-sign 16-point RHT of every 16
+     * elements of each of rows rows (quant/'s qp_rht16_te, the transform
+     * of qerr's --rht-signs te and Python's rht="te"); NULL: the backend
+     * has none, and the dispatch refuses a recipe with rht=te */
+    int (*rht_te)(void *ctx, float *x, int rows, int cols);
     /* transpose, then rht of dst's rows, in one pass over memory, and
      * *amax = amax(dst) as the amax operation gives it (NULL: the dispatch
      * calls the two, then amax when it needs it) */

@@ -95,7 +95,7 @@ static const preset presets[] = {
      * quantized as the classes leave it (Megatron-LM's BF16 ends are the
      * modifiers bf16-first=N,bf16-last=M); the TE source of each default is
      * in docs/recipes.md */
-    [P_TE_NVFP4] = {"te-nvfp4", "x=nvfp4,w=nvfp4-2d,dy=nvfp4:sr,wgrad:rht=16", 0, true},
+    [P_TE_NVFP4] = {"te-nvfp4", "x=nvfp4,w=nvfp4-2d,dy=nvfp4:sr,wgrad:rht=te", 0, true},
     [P_TE_NVFP4_4O6] = {"te-nvfp4-4o6", "x=nvfp4-4o6-te,w=nvfp4-4o6-te-2d,dy=nvfp4-4o6-te:sr", 0, true},
     [P_TE_FP8_BLOCK] = {"te-fp8-block", "x+dy=fp8-block-pow2,w=fp8-block-2d-pow2", 0, true},
     [P_TE_MXFP8] = {"te-mxfp8", "x+w+dy=mxfp8-rceil", 0, true},
@@ -214,7 +214,7 @@ size_t qp_recipe_bare_modifier(const char *spec)
 #define TARGETS "fprop, dgrad, wgrad, x, w, dy, qkv, attproj, fc, fcproj, gate, up, down, Ln, Ln-m, firstN, lastN " \
                 "(~ before blocks: " \
                 "all but those; + joins one kind, . joins kinds)"
-#define OPTIONS "sr, rn, current, delayed, hist=N, amax=max|most-recent, rht=0|16|32|64|128, 1d, 2d"
+#define OPTIONS "sr, rn, current, delayed, hist=N, amax=max|most-recent, rht=0|16|32|64|128|te, 1d, 2d"
 
 /* RHT sizes the quantizer has (quant/qp_core.h), or 0 for none. */
 static int rht_size_ok(int n) { return n == 0 || qp_rht_size_ok(n); }
@@ -386,11 +386,15 @@ static int parse_option(parser *p, const char *s, size_t n, qp_recipe_rule *rule
             return fail(p, "hist takes an amax history length in 1..65536, not '%.*s'", (int)(n - 5), s + 5);
         field = &rule->hist;
     } else if (n > 4 && !memcmp(s, "rht=", 4)) {
-        if (n == 6 && !memcmp(s + 4, "te", 2))
-            return fail(p, "rht=te: Transformer Engine's fixed-sign transform is in qerr (--rht-signs te) and the "
-                           "Python package (rht=\"te\"), not in training; rht=16 rotates with seeded signs");
-        if (parse_count(s + 4, n - 4, &value) || !rht_size_ok(value))
-            return fail(p, "rht takes a Hadamard size (0 = none, or 16, 32, 64, 128), not '%.*s'", (int)(n - 4), s + 4);
+        /* rht=te: TE's 16-point transform with its fixed signs (qp_rht16_te) */
+        const int te = word_is(s + 4, n - 4, "te");
+        if (te) value = QK_RHT;
+        else if (parse_count(s + 4, n - 4, &value) || !rht_size_ok(value))
+            return fail(p, "rht takes a Hadamard size (0 = none, or 16, 32, 64, 128) or te (Transformer Engine's "
+                           "16-point transform), not '%.*s'", (int)(n - 4), s + 4);
+        if (rule->rht_te >= 0 && rule->rht_te != te)
+            return fail(p, "option '%.*s' contradicts an earlier one", (int)n, s);
+        rule->rht_te = te;
         field = &rule->rht;
     } else {
         return fail(p, "unknown option '%.*s'; valid: " OPTIONS, (int)n, s);
@@ -416,7 +420,7 @@ static const char *misfit(const qp_recipe_rule *rule, const qp_use_plan *u)
 
 static qp_use_plan default_use(qp_fmt fmt)
 {
-    return (qp_use_plan){fmt, 0, 0, QP_SCALING_CURRENT, QP_RECIPE_DEFAULT_HISTORY, QP_AMAX_MAX};
+    return (qp_use_plan){fmt, 0, 0, QP_SCALING_CURRENT, QP_RECIPE_DEFAULT_HISTORY, QP_AMAX_MAX, 0};
 }
 
 /* TARGET=FORMAT[:OPT...] or TARGET:OPT[:OPT...] */
@@ -426,7 +430,7 @@ static int parse_rule(parser *p, const char *s, size_t n, int at)
     if (r->n_rules >= QP_RECIPE_MAX_RULES) return fail(p, "more than %d rules", QP_RECIPE_MAX_RULES);
     qp_recipe_rule *rule = &r->rules[r->n_rules];
     memset(rule, 0, sizeof *rule);
-    rule->sr = rule->scaling = rule->algo = rule->dims = rule->hist = rule->rht = -1;
+    rule->sr = rule->scaling = rule->algo = rule->dims = rule->hist = rule->rht = rule->rht_te = -1;
     rule->at = at, rule->len = (int)n;
     const char *eq = memchr(s, '=', n), *colon = memchr(s, ':', n);
     const int sets = eq && (!colon || eq < colon);
@@ -649,7 +653,7 @@ static int apply_rule(parser *p, const qp_recipe_rule *rule, qp_use_plan *u, int
         v.fmt = (qp_fmt)f;
     }
     if (rule->sr >= 0) v.sr = rule->sr;
-    if (rule->rht >= 0) v.rht = rule->rht;
+    if (rule->rht >= 0) v.rht = rule->rht, v.rht_te = rule->rht_te;
     if (rule->scaling >= 0) v.scaling = (qp_scaling_mode)rule->scaling;
     if (rule->hist >= 0) v.history_len = rule->hist;
     if (rule->algo >= 0) v.algo = (qp_amax_algo)rule->algo;
@@ -670,6 +674,13 @@ static int apply_rule(parser *p, const qp_recipe_rule *rule, qp_use_plan *u, int
 static int unquantized(qp_fmt f) { return f == QP_FMT_FP32 || f == QP_FMT_BF16; }
 
 static void use_text(const qp_use_plan *u, char *buf, size_t len);
+
+/* A use's rht as the grammar spells it: the size, or te. */
+static void rht_text(const qp_use_plan *u, char *buf, size_t len)
+{
+    if (u->rht_te) snprintf(buf, len, "te");
+    else snprintf(buf, len, "%d", u->rht);
+}
 
 /* The plan of one GEMM of one block; ends: keep the bf16-first/-last blocks
  * in BF16 (which never makes a plan invalid). A GEMM the model does not use
@@ -697,10 +708,14 @@ static int resolve_gemm(parser *p, int layer, qp_gemm_id g, int n_layers, int en
                 if (pl->use[ps][o].fmt != QP_FMT_FP32) pl->use[ps][o] = default_use(QP_FMT_BF16);
     for (int ps = 0; ps < QP_PASS_COUNT; ps++) {
         const qp_use_plan *a = &pl->use[ps][pass_operands[ps][0]], *b = &pl->use[ps][pass_operands[ps][1]];
-        if (a->rht != b->rht)
-            return fail(p, "block %d %s %s: rht=%d on %s but rht=%d on %s; the transform cancels only when both "
-                        "operands get it (give both the same rht)", layer, gemm_names[g], pass_names[ps], a->rht,
-                        operand_names[pass_operands[ps][0]], b->rht, operand_names[pass_operands[ps][1]]);
+        if (a->rht != b->rht || a->rht_te != b->rht_te) {
+            char ra[8], rb[8];
+            rht_text(a, ra, sizeof ra);
+            rht_text(b, rb, sizeof rb);
+            return fail(p, "block %d %s %s: rht=%s on %s but rht=%s on %s; the transform cancels only when both "
+                        "operands get it (give both the same rht)", layer, gemm_names[g], pass_names[ps], ra,
+                        operand_names[pass_operands[ps][0]], rb, operand_names[pass_operands[ps][1]]);
+        }
     }
     for (int o = 0; o < QP_OPND_COUNT; o++) {
         qp_pass one, two;
@@ -830,7 +845,11 @@ static void use_text(const qp_use_plan *u, char *buf, size_t len)
             n += snprintf(buf + n, len > (size_t)n ? len - n : 0, ":current");
     }
     if (u->sr) n += snprintf(buf + n, len > (size_t)n ? len - n : 0, ":sr");
-    if (u->rht) snprintf(buf + n, len > (size_t)n ? len - n : 0, ":rht=%d", u->rht);
+    if (u->rht) {
+        char rt[8];
+        rht_text(u, rt, sizeof rt);
+        snprintf(buf + n, len > (size_t)n ? len - n : 0, ":rht=%s", rt);
+    }
 }
 
 static int same_use(const qp_use_plan *a, const qp_use_plan *b) { return !memcmp(a, b, sizeof *a); }
@@ -947,13 +966,13 @@ void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_l
         for (int g = 0; g < QP_BLOCK_GEMMS && uniform; g++)
             uniform = !(gemms >> g & 1u) || !memcmp(&plans[l * QP_BLOCK_GEMMS + g], p, sizeof *p);
     }
-    const int rht = p->use[QP_PASS_WGRAD][QP_OPND_X].rht;
+    const int rht = p->use[QP_PASS_WGRAD][QP_OPND_X].rht, rht_te = p->use[QP_PASS_WGRAD][QP_OPND_X].rht_te;
     for (int ps = 0; ps < QP_PASS_COUNT && uniform; ps++)
         for (int o = 0; o < QP_OPND_COUNT && uniform; o++) {
             if (!qp_pass_uses((qp_pass)ps, (qp_operand)o)) continue;
             qp_use_plan u = p->use[ps][o], ref = p->use[p->owner[o]][o];
-            uniform = u.rht == (ps == QP_PASS_WGRAD ? rht : 0);
-            u.rht = ref.rht = 0;
+            uniform = u.rht == (ps == QP_PASS_WGRAD ? rht : 0) && u.rht_te == (ps == QP_PASS_WGRAD ? rht_te : 0);
+            u.rht = ref.rht = u.rht_te = ref.rht_te = 0;
             uniform = uniform && same_use(&u, &ref);
         }
     const int tensor_scaled = qp_formats[x->fmt].tensor_scale || qp_formats[w->fmt].tensor_scale ||
@@ -962,7 +981,7 @@ void qp_recipe_describe(const qp_recipe *r, const qp_linear_plan *plans, int n_l
                         dy->scaling == QP_SCALING_DELAYED;
     snprintf(buf, len, "%.200s: x %s, w %s, dy %s%s%s%s, BF16 blocks first %d last %d%s%s", r->spec,
              qp_formats[x->fmt].name, qp_formats[w->fmt].name, qp_formats[dy->fmt].name,
-             dy->sr ? " (stochastic rounding)" : "", rht ? ", RHT on wgrad" : "",
+             dy->sr ? " (stochastic rounding)" : "", rht_te ? ", TE's RHT on wgrad" : rht ? ", RHT on wgrad" : "",
              !tensor_scaled ? "" : delayed ? ", delayed scaling" : ", current scaling", first, last,
              r->smooth_swiglu ? ", Smooth-SwiGLU" : "", uniform ? "" : "; varies by block, GEMM or pass (recipe_plan)");
     free(bare);

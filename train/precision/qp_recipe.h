@@ -31,7 +31,8 @@
  * operands (x, w, dy). A recipe resolved for a model (qp_recipe_resolve's
  * gemms) may name only that model's GEMMs. FORMAT is any name of quant/'s format table
  * (qp_format_by_name). OPT: sr | rn, current | delayed, hist=N,
- * amax=max|most-recent, rht=N (0 = none), 1d | 2d.
+ * amax=max|most-recent, rht=N (0 = none) | rht=te (Transformer Engine's
+ * fixed-sign 16-point transform), 1d | 2d.
  *
  * A tensor (block, GEMM, operand) has one scaling state; it follows the
  * tensor's owning use: its first use in a step (x, w: fprop; dy: dgrad)
@@ -104,6 +105,8 @@ typedef struct {
     qp_scaling_mode scaling;  /* formats with a per-tensor scale */
     int history_len;          /* delayed scaling's amax history */
     qp_amax_algo algo;        /* delayed scaling's amax of the history */
+    int rht_te;               /* 1: the transform is Transformer Engine's fixed-sign 16-point one (rht 16,
+                                 quant/qp_hadamard.h's qp_rht16_te); 0: signs from the run's seed */
 } qp_use_plan;
 
 /* One GEMM of one block: its three passes' operands (use[p][o] for
@@ -114,7 +117,7 @@ typedef struct {
     qp_pass owner[QP_OPND_COUNT];
 } qp_linear_plan;
 #ifndef __cplusplus
-_Static_assert(sizeof(qp_use_plan) == 6 * sizeof(int) && sizeof(qp_linear_plan) ==
+_Static_assert(sizeof(qp_use_plan) == 7 * sizeof(int) && sizeof(qp_linear_plan) ==
                    QP_PASS_COUNT * QP_OPND_COUNT * sizeof(qp_use_plan) + QP_OPND_COUNT * sizeof(int),
                "plans without padding compare by their bytes");
 #endif
@@ -137,7 +140,7 @@ typedef struct {
     bool set_fmt;                     /* TARGET=FORMAT (options reset to the defaults first) */
     qp_fmt fmt;
     int sr, scaling, algo, dims;      /* -1: not given; dims 1 or 2 */
-    int hist, rht;                    /* -1: not given */
+    int hist, rht, rht_te;            /* -1: not given (rht_te: with rht, 1 for rht=te) */
     int at, len;                      /* the clause: in spec, or in origin_text */
     const char *origin, *origin_text; /* NULL, or the preset or modifier whose expansion it is (static) */
 } qp_recipe_rule;

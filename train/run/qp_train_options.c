@@ -50,7 +50,7 @@ const qp_train_option qp_train_options[] = {
                  "  rules after a comma, applied in order: TARGET=FORMAT[:OPT...] or TARGET:OPT[:OPT...], TARGET "
                  "from blocks (L3, L0-2, first2, last8, ~L3), GEMMs (qkv attproj fc fcproj; llama: qkv attproj gate "
                  "up down), passes (fprop dgrad wgrad), operands (x w dy) joined by '.' ('+' for a union), OPT: sr "
-                 "rn current delayed hist=N amax=max|most-recent rht=N 1d 2d. E.g. bf16,fprop=nvfp4 "
+                 "rn current delayed hist=N amax=max|most-recent rht=N|te 1d 2d. E.g. bf16,fprop=nvfp4 "
                  "fp8-current,w=nvfp4 nvfp4,bf16-first=2,bf16-last=8.\n"
                  "  Only the blocks' linear layers are quantized: embeddings, LM head, attention's internal "
                  "products, norms and the optimizer stay FP32, as in the published recipes."),

@@ -86,6 +86,14 @@ static void on_qerr(const qp_qerr_row *row, void *user)
     if (qp_runlog_qerr(r->log, row, e, sizeof e) && !r->log_err[0]) snprintf(r->log_err, sizeof r->log_err, "%s", e);
 }
 
+static void on_bscale(const qp_bscale_row *row, const int64_t *hist, int nbins, void *user)
+{
+    qp_train_state *r = user;
+    char e[256];
+    if (qp_runlog_bscale(r->log, row, hist, nbins, e, sizeof e) && !r->log_err[0])
+        snprintf(r->log_err, sizeof r->log_err, "%s", e);
+}
+
 /* ---- divergence ------------------------------------------------------------ */
 
 /* Recoveries (skip-step or rollback) in a row, without one good step between
@@ -821,7 +829,7 @@ static int build_backend(qp_train_state *r, char *err, size_t errlen)
     qp_linear_cfg lc = {.n_layers = r->o.layers, .gemms = qp_model_gemm_mask(mc),
                         .max_elems = qp_gpt_max_gemm_elems(mc, r->Bl, T), .seed = r->data_seed,
                         .recipe = &r->recipe, .gemm = r->gemm, .requantize = r->o.requantize, .on_event = on_event,
-                        .on_qerr = on_qerr, .user = r};
+                        .on_qerr = on_qerr, .on_bscale = on_bscale, .user = r};
     if (r->world > 1) {
         lc.dp_rank = r->rank, lc.dp_size = r->world;
         lc.reduce_max = dist_max, lc.reduce_sum = dist_sum;

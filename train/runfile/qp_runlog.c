@@ -682,6 +682,18 @@ int qp_runlog_outlier(qp_runlog *l, const qp_outlier_row *r, char *err, size_t e
     return append(l, QP_RS_OUTLIERS, r, err, errlen);
 }
 
+int qp_runlog_bscale(qp_runlog *l, const qp_bscale_row *r, const int64_t *hist, int nbins, char *err, size_t errlen)
+{
+    if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */
+    if (append(l, QP_RS_BSCALE, r, err, errlen)) return -1;
+    for (int k = 0; k < nbins; k++) {
+        if (!hist[k]) continue;
+        const qp_bshist_row h = {r->step, r->layer, r->gemm, r->operand, r->pass, k, hist[k]};
+        if (append(l, QP_RS_BSHIST, &h, err, errlen)) return -1;
+    }
+    return 0;
+}
+
 int qp_runlog_event(qp_runlog *l, const qp_event_row *r, char *err, size_t errlen)
 {
     if (!l) return 0; /* no run file on this process (a data-parallel rank other than 0) */

@@ -45,6 +45,9 @@ int qp_runlog_train(qp_runlog *l, const qp_train_row *r, char *err, size_t errle
 int qp_runlog_eval(qp_runlog *l, int64_t step, double val_loss, char *err, size_t errlen);
 int qp_runlog_qerr(qp_runlog *l, const qp_qerr_row *r, char *err, size_t errlen);
 int qp_runlog_outlier(qp_runlog *l, const qp_outlier_row *r, char *err, size_t errlen);
+/* One use's block-scale statistics: its /quant/block_scales row and a
+ * /quant/block_scale_hist row per non-empty bin of hist (nbins bins). */
+int qp_runlog_bscale(qp_runlog *l, const qp_bscale_row *r, const int64_t *hist, int nbins, char *err, size_t errlen);
 int qp_runlog_event(qp_runlog *l, const qp_event_row *r, char *err, size_t errlen);
 int qp_runlog_divergence(qp_runlog *l, int64_t step, double loss, const char *reason, const char *action, char *err,
                          size_t errlen);

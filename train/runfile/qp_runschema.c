@@ -128,6 +128,39 @@ static const qp_runcol OUTLIERS[] = {
      AT(qp_outlier_row, chan_amax_ratio)},
 };
 
+static const qp_runcol BSCALE[] = {
+    {"step", I64, "", "step measured (the `--qerr-every` steps, as `/quant/error`)", 5, AT(qp_bscale_row, step)},
+    {"layer", I64, "", "as in `/quant/error`", 5, AT(qp_bscale_row, layer)},
+    {"gemm", STR(32), "", "as in `/quant/error`", 5, AT(qp_bscale_row, gemm)},
+    {"operand", STR(16), "", "as in `/quant/error`", 5, AT(qp_bscale_row, operand)},
+    {"pass", STR(16), "", "as in `/quant/error`; one row per quantized use whose format has block scales (a row of "
+     "`/quant/error` with the same step, layer, gemm, operand and pass)", 5, AT(qp_bscale_row, pass)},
+    {"format", STR(32), "", "the use's format (`qerr --formats`)", 5, AT(qp_bscale_row, format)},
+    {"n_blocks", I64, "", "block scales of the tensor; the counts of its `/quant/block_scale_hist` rows sum to it", 5,
+     AT(qp_bscale_row, n_blocks)},
+    {"block_scale_log2_std", F64, "", "population std of log2 s over blocks with 0 < s < inf (NaN: none); s the "
+     "stored block scale decoded (NVFP4's before the tensor scale)", 5, AT(qp_bscale_row, log2_std)},
+    {"block_scale_saturated_frac", F64, "", "blocks whose scale is the scale format's largest / blocks", 5,
+     AT(qp_bscale_row, saturated_frac)},
+    {"block_scale_underflow_frac", F64, "", "blocks with a finite non-zero amax whose scale is the format's zero or "
+     "smallest / blocks", 5, AT(qp_bscale_row, underflow_frac)},
+    {"elems_flushed_frac", F64, "", "non-zeros flushed to zero / elements", 5, AT(qp_bscale_row, elems_flushed_frac)},
+    {"elems_saturated_frac", F64, "", "saturated elements / elements", 5, AT(qp_bscale_row, elems_saturated_frac)},
+    {"block_dynamic_range_max_log2", F64, "", "max over blocks of log2(block amax / smallest non-zero |x| of the "
+     "block) (TE's max_blockwise_dynamic_range)", 5, AT(qp_bscale_row, dynamic_range_max_log2)},
+};
+
+static const qp_runcol BSHIST[] = {
+    {"step", I64, "", "as in `/quant/block_scales`", 5, AT(qp_bshist_row, step)},
+    {"layer", I64, "", "as in `/quant/block_scales`", 5, AT(qp_bshist_row, layer)},
+    {"gemm", STR(32), "", "as in `/quant/block_scales`", 5, AT(qp_bshist_row, gemm)},
+    {"operand", STR(16), "", "as in `/quant/block_scales`", 5, AT(qp_bshist_row, operand)},
+    {"pass", STR(16), "", "as in `/quant/block_scales`", 5, AT(qp_bshist_row, pass)},
+    {"bin", I64, "", "the fixed bin of `block_scale_hist` (`qprec.block_scale_bins()`): 0 s = 0, 1 s NaN, k ≥ 2 "
+     "floor(log2 s) = k − 151; one row per non-empty bin", 5, AT(qp_bshist_row, bin)},
+    {"count", I64, "", "blocks in the bin (> 0)", 5, AT(qp_bshist_row, count)},
+};
+
 #define SET(name, path, table, cols, chunk) {name, path, table, cols, (int)(sizeof cols / sizeof cols[0]), chunk}
 const qp_runset qp_runsets[QP_RS_COUNT] = {
     [QP_RS_TRAIN] = SET("train", "/train", 0, TRAIN, 1024),
@@ -137,6 +170,9 @@ const qp_runset qp_runsets[QP_RS_COUNT] = {
     [QP_RS_DIVERGENCE] = SET("divergence", "/events/divergence", 1, DIVERGENCE, 64),
     [QP_RS_STATUS] = SET("status", "/status", 1, STATUS, 64),
     [QP_RS_OUTLIERS] = SET("quant_outliers", "/quant/outliers", 1, OUTLIERS, 256),
+    [QP_RS_BSCALE] = SET("block_scales", "/quant/block_scales", 1, BSCALE, 64), /* small chunks: the writer reserves
+                                                                                two of every table ahead of each write */
+    [QP_RS_BSHIST] = SET("block_scale_hist", "/quant/block_scale_hist", 1, BSHIST, 256),
 };
 _Static_assert(sizeof qp_runsets / sizeof qp_runsets[0] == QP_RS_COUNT, "a dataset per qp_runset_id");
 

@@ -14,7 +14,8 @@
  *
  * Versions: the root attribute "runfile_schema" holds QP_RUNFILE_SCHEMA.
  * Files without it are version 1 (qprec before the phase profile); 2 added
- * the phase columns, 3 the /quant/outliers table, 4 /train/threads. A column
+ * the phase columns, 3 the /quant/outliers table, 4 /train/threads, 5 the
+ * /quant/block_scales and /quant/block_scale_hist tables. A column
  * with since > a file's version is absent from that file; readers do
  * without it. A file of a newer version than QP_RUNFILE_SCHEMA is refused
  * with one line (qp_runschema_check_version). No HDF5 here: the tools that
@@ -32,7 +33,7 @@
 extern "C" {
 #endif
 
-#define QP_RUNFILE_SCHEMA 4
+#define QP_RUNFILE_SCHEMA 5
 #define QP_RUNFILE_SCHEMA_ATTR "runfile_schema"
 
 /* ---- the row of each dataset, as the writer takes it --------------------- */
@@ -62,6 +63,25 @@ typedef struct {
     const char *gemm, *operand, *pass;  /* e.g. "fc", "x"|"w"|"dy", "fprop"|"dgrad"|"wgrad" */
     double rel_l2, snr_db, sat_frac, zero_frac, amax, scale;
 } qp_qerr_row;
+
+/* The per-block scale statistics of one quantized operand use (a qerr
+ * row's tensor): quant/qp_metrics.h's qp_bscale_dist and element fractions,
+ * under qprec.errors' keys. */
+typedef struct {
+    int64_t step;
+    int64_t layer;
+    const char *gemm, *operand, *pass, *format;
+    int64_t n_blocks;
+    double log2_std, saturated_frac, underflow_frac, elems_flushed_frac, elems_saturated_frac, dynamic_range_max_log2;
+} qp_bscale_row;
+
+/* One non-empty bin of that use's block_scale_hist. */
+typedef struct {
+    int64_t step;
+    int64_t layer;
+    const char *gemm, *operand, *pass;
+    int64_t bin, count;
+} qp_bshist_row;
 
 typedef struct {
     int64_t step;
@@ -112,6 +132,8 @@ typedef enum {
     QP_RS_DIVERGENCE,/* /events/divergence */
     QP_RS_STATUS,    /* /status */
     QP_RS_OUTLIERS,  /* /quant/outliers */
+    QP_RS_BSCALE,    /* /quant/block_scales */
+    QP_RS_BSHIST,    /* /quant/block_scale_hist */
     QP_RS_COUNT
 } qp_runset_id;
 
