@@ -94,8 +94,10 @@ QPREC_EXPORT int qprec_recipe_text(const char *spec, int n_layers, unsigned gemm
     if (what == 0) {
         n = qp_recipe_explain(&r, plans, n_layers, gemms, buf, len);
     } else {
-        qp_recipe_describe(&r, plans, n_layers, gemms, buf, len);
-        n = (int)strlen(buf);
+        char line[2048];
+        qp_recipe_describe(&r, plans, n_layers, gemms, line, sizeof line);
+        n = (int)strlen(line);
+        if (buf && len) snprintf(buf, len, "%s", line);
     }
     free(plans);
     if (n < 0) snprintf(err, errlen, "cannot spell out the recipe");
@@ -117,8 +119,8 @@ static void on_event(const qp_event_row *row, void *user)
         d->sink_err[0] = '\0';
 }
 
-/* A dispatch for n_layers blocks of the GEMMs gemms, operands of up to
- * max_elems values, SR and RHT seeded by seed (qtrain's --data-seed, else
+/* A dispatch for n_layers blocks of the GEMMs gemms, buffers for operands
+ * of max_elems values to begin with (grown as calls need), SR and RHT seeded by seed (qtrain's --data-seed, else
  * --seed). NULL with err. */
 QPREC_EXPORT qprec_dispatch *qprec_dispatch_create(const char *spec, int n_layers, unsigned gemms, uint64_t seed,
                                                    int64_t max_elems, char *err, size_t errlen)
@@ -206,12 +208,25 @@ QPREC_EXPORT int qprec_event_kind_count(void) { return QP_EV_COUNT; }
 QPREC_EXPORT const char *qprec_event_kind_name(int k) { return (unsigned)k < QP_EV_COUNT ? qp_event_kind_name(k) : NULL; }
 QPREC_EXPORT int64_t qprec_dispatch_qerr_rows(const qprec_dispatch *d) { return d->n_qerr; }
 
+/* Buffers for the operands X (M x IC), W (OC x IC), dY (M x OC). */
+static int reserve(qprec_dispatch *d, int M, int IC, int OC)
+{
+    const int64_t x = (int64_t)M * IC, w = (int64_t)OC * IC, dy = (int64_t)M * OC;
+    const int64_t n = x > w ? (x > dy ? x : dy) : (w > dy ? w : dy);
+    if (M < 1 || IC < 1 || OC < 1) return snprintf(d->err, sizeof d->err, "an empty GEMM (%dx%dx%d)", M, IC, OC), -1;
+    if (qprec_gemm_reserve(d->cap, n)) return snprintf(d->err, sizeof d->err, "out of memory for %lld-value operands",
+                                                        (long long)n), -1;
+    return 0;
+}
+
 /* The forward of block GEMM g in `layer`: X (M x IC), W (OC x IC) in;
  * Xq (M x IC) and Wq (OC x IC) out, the decoded operands the dispatch
  * quantized for Y = X W^T (the caller multiplies and adds the bias). */
 QPREC_EXPORT int qprec_dispatch_forward(qprec_dispatch *d, int layer, int g, const float *X, const float *W, int M,
                                         int IC, int OC, float *Xq, float *Wq)
 {
+    d->err[0] = '\0';
+    if (reserve(d, M, IC, OC)) return -1;
     float *bufs[2] = {Xq, Wq};
     qprec_gemm_capture(d->cap, bufs, 1);
     int rc = qp_linear_forward(d->lin, layer, (qp_gemm_id)g, NULL, X, W, NULL, M, IC, OC);
@@ -226,6 +241,8 @@ QPREC_EXPORT int qprec_dispatch_backward(qprec_dispatch *d, int layer, int g, co
                                          const float *W, int M, int IC, int OC, float *dYd, float *Wd, float *dYw,
                                          float *Xw)
 {
+    d->err[0] = '\0';
+    if (reserve(d, M, IC, OC)) return -1;
     float *bufs[4] = {dYd, Wd, dYw, Xw};
     qprec_gemm_capture(d->cap, bufs, 2);
     int rc = qp_linear_backward(d->lin, layer, (qp_gemm_id)g, NULL, NULL, NULL, dY, X, W, M, IC, OC, 0);

@@ -37,6 +37,7 @@
 struct qp_gemm {
     float *cap[2 * QPREC_CAPTURES]; /* where the next gemm calls write A and B */
     int n_cap, next_cap;
+    qp_linear_host *host;           /* the operations made with it (qp_linear_host_create) */
 };
 
 qp_gemm *qprec_gemm_create(void) { return calloc(1, sizeof(qp_gemm)); }
@@ -258,12 +259,33 @@ static int o_bias_grad(void *ctx, float *db, const float *dY, int M, int N)
 }
 #undef H
 
+/* The operations' buffers hold operands of n values from now on (the
+ * dispatch reads max_elems and tbuf from the table at each use). */
+int qprec_gemm_reserve(qp_gemm *g, int64_t n)
+{
+    qp_linear_host *h = g->host;
+    if (!h) return -1;
+    if (n <= h->ops.max_elems) return 0;
+    const size_t bytes = (size_t)n * sizeof(float);
+    float *m = malloc(bytes), *t0 = malloc(bytes), *t1 = malloc(bytes), *q0 = malloc(bytes), *q1 = malloc(bytes);
+    if (!m || !t0 || !t1 || !q0 || !q1) {
+        free(m), free(t0), free(t1), free(q0), free(q1);
+        return -1;
+    }
+    free(h->mbuf), free(h->tbuf[0]), free(h->tbuf[1]), free(h->qbuf[0]), free(h->qbuf[1]);
+    h->mbuf = m, h->tbuf[0] = t0, h->tbuf[1] = t1, h->qbuf[0] = q0, h->qbuf[1] = q1;
+    h->ops.tbuf[0] = t0, h->ops.tbuf[1] = t1;
+    h->ops.max_elems = n;
+    return 0;
+}
+
 qp_linear_host *qp_linear_host_create(qp_gemm *gemm, int64_t max_elems, int max_copies)
 {
     (void)max_copies; /* no kept copies */
     qp_linear_host *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     h->gemm = gemm;
+    if (gemm) gemm->host = h;
     const size_t bytes = (size_t)(max_elems > 0 ? max_elems : 1) * sizeof(float);
     int bad = !(h->mbuf = malloc(bytes));
     for (int s = 0; s < 2; s++) bad |= !(h->tbuf[s] = malloc(bytes)) || !(h->qbuf[s] = malloc(bytes));
