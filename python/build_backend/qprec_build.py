@@ -1,12 +1,15 @@
 """qprec_build — the PEP 517 build backend of python/ (pyproject.toml).
 
 It needs nothing from PyPI: the standard library, CMake and a C compiler
-(Debian's cmake and build-essential). build_wheel configures python/ with
-CMake (python/CMakeLists.txt compiles quant/ and csrc/ into libqprec.so) in
-a temporary folder and writes a wheel holding the qprec package and that
-library; build_sdist packs python/ together with quant/ so the sdist builds
-on its own. quant/ is found at $QPREC_QUANT_DIR, else ../quant (a qprec
-checkout: `pip install ./python`), else ./quant (an unpacked sdist)."""
+(Debian's cmake and build-essential; libhdf5-dev for the run-file writer).
+build_wheel configures python/ with CMake (python/CMakeLists.txt compiles
+quant/, csrc/ and the trainer's recipe parser, dispatch and run-file writer
+from train/ and io/ into libqprec.so) in a temporary folder and writes a
+wheel holding the qprec package and that library; build_sdist packs python/
+together with quant/, train/ and io/'s C sources so the sdist builds on its
+own. quant/ is found at $QPREC_QUANT_DIR, else ../quant (a qprec checkout:
+`pip install ./python`), else ./quant (an unpacked sdist); train/ and io/
+beside it."""
 import base64
 import hashlib
 import io
@@ -41,7 +44,7 @@ def _project():
             proj[key] = m.group(1)
     m = re.search(r"^dependencies\s*=\s*\[([^\]]*)\]", text, re.M)
     proj["dependencies"] = re.findall(r'"([^"]+)"', m.group(1)) if m else []
-    proj["optional-dependencies"] = {"runfile": ["pandas", "h5py"]}
+    proj["optional-dependencies"] = {"runfile": ["pandas", "h5py"], "torch": ["torch"]}
     return proj
 
 
@@ -60,6 +63,21 @@ def _quant_dir():
             return os.path.abspath(d)
     raise RuntimeError("qprec: quant/ not found (install from a qprec checkout: pip install ./python, or set "
                        "QPREC_QUANT_DIR to qprec's quant/ folder)")
+
+
+_TRAINER_DIRS = ("train", "io")  # the C sources of these beside quant/ go into the library and the sdist
+
+
+def _trainer_files():
+    """(path, path relative to quant/'s parent) of every .c and .h under train/ and io/."""
+    root = os.path.dirname(_quant_dir())
+    out = []
+    for top in _TRAINER_DIRS:
+        for r, dirs, names in os.walk(os.path.join(root, top)):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+            out += [(os.path.join(r, n), os.path.relpath(os.path.join(r, n), root)) for n in sorted(names)
+                    if n.endswith((".c", ".h"))]
+    return out
 
 
 def _metadata():
@@ -164,6 +182,8 @@ def build_sdist(sdist_directory, config_settings=None):
             p = os.path.join(quant, n)
             if os.path.isfile(p):
                 add(p, f"quant/{n}")
+        for p, rel in _trainer_files():
+            add(p, rel)
         info = _metadata().encode()
         ti = tarfile.TarInfo(f"{base}/PKG-INFO")
         ti.size = len(info)
