@@ -73,6 +73,12 @@ _SIGNATURES = {
                                        _int, _int, _int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                        ctypes.c_void_p]),
     "qprec_has_runfile": (_int, []),
+    # qtrain's batches (csrc/qprec_data.c)
+    "qprec_data_open": (ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_double, ctypes.c_char_p, ctypes.c_size_t]),
+    "qprec_data_close": (None, [ctypes.c_void_p]),
+    "qprec_data_vocab": (_int, [ctypes.c_void_p]),
+    "qprec_data_tokens": (_i64, [ctypes.c_void_p, _int]),
+    "qprec_data_batch": (_int, [ctypes.c_void_p, _int, _u64, _i64, _int, _int, ctypes.c_void_p, ctypes.c_void_p]),
     # quant/'s own functions (qp_quant.h): the storage sizes of a format
     "qp_row_bytes": (_i64, [_int, _i64]),
     "qp_scale_shape": (None, [_int, _i64, _i64, ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),

@@ -60,7 +60,8 @@ import torch.nn.functional as F
 
 from . import _lib
 
-__all__ = ["convert", "QLinear", "RunLog", "step", "micro", "dispatch_of", "GPT2_NAMES", "LLAMA_NAMES"]
+__all__ = ["convert", "QLinear", "RunLog", "QtrainData", "step", "micro", "dispatch_of", "GPT2_NAMES",
+           "LLAMA_NAMES"]
 
 # ---- names ------------------------------------------------------------------------
 _BLOCKS = r"(?:^|\.)(?:h|layers|blocks)\.(\d+)\."   # transformer.h.N. / model.layers.N. / blocks.N.
@@ -529,3 +530,43 @@ class RunLog:
     def __exit__(self, et, ev, tb):
         self.close("done" if et is None else "failed", "" if et is None else f"{et.__name__}: {ev}")
         return False
+
+
+# ---- qtrain's batches ----------------------------------------------------------------
+class QtrainData:
+    """The batches qtrain trains on, from its own loader code (train/qp_data.c):
+    a byte file or an llm.c token shard, split as qtrain splits it (val_frac).
+
+        data = QtrainData("corpus.txt")
+        x, y = data.batch(step, B=12, T=64, seed=1)   # qtrain --seed 1 (or --data-seed), step `step`
+
+    batch(index, ...) is qtrain's batch of that index: with --grad-accum A,
+    step s's micro-batch m is index s * A + m. Tensors of int64 token ids, B x T."""
+
+    def __init__(self, path, val_frac=0.1):
+        L = _lib.lib()
+        err = ctypes.create_string_buffer(_ERR)
+        self.h = L.qprec_data_open(os.fspath(path).encode(), float(val_frac), err, _ERR)
+        if not self.h:
+            raise ValueError(f"qprec.torch.QtrainData: {_err(err)}")
+        self.vocab = int(L.qprec_data_vocab(self.h))
+
+    def batch(self, index, B, T, seed, split="train"):
+        L = _lib.lib()
+        sp = {"train": 0, "val": 1}[split]
+        x = _np.zeros((B, T), dtype=_np.int32)
+        y = _np.zeros((B, T), dtype=_np.int32)
+        if L.qprec_data_batch(self.h, sp, int(seed), int(index), int(B), int(T), x.ctypes.data, y.ctypes.data):
+            raise ValueError(f"qprec.torch.QtrainData: the {split} split has fewer than T+1 = {T + 1} tokens")
+        return torch.from_numpy(x.astype(_np.int64)), torch.from_numpy(y.astype(_np.int64))
+
+    def close(self):
+        if self.h:
+            _lib.lib().qprec_data_close(self.h)
+            self.h = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -33,3 +33,9 @@ if(TARGET qprec AND TARGET qsweep AND TARGET qplot AND QP_PYTHON)
     set_tests_properties(python_torch_${case} PROPERTIES LABELS "python" TIMEOUT 300 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+if(TARGET qprec AND TARGET qtrain AND QP_PYTHON)
+  add_test(NAME python_torch_qtrain
+           COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_torch_qtrain.py $<TARGET_FILE:qprec>
+                   ${CMAKE_CURRENT_BINARY_DIR}/python_torch_qtrain $<TARGET_FILE:qtrain>)
+  set_tests_properties(python_torch_qtrain PROPERTIES LABELS "python" TIMEOUT 300 SKIP_RETURN_CODE 77)
+endif()
