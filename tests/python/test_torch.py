@@ -27,6 +27,8 @@ CASE:
            process killed with SIGKILL mid-run leaves a file runfile.load
            reads (the rows up to the last flush); qsweep --summarize
            summarises a folder of two seeds; qplot draws one.
+  example  python/examples/nanogpt_nvfp4.py trains two recipes on qtrain's
+           batches of a file into a sweep folder; qsweep --summarize reads it.
   hf       a Hugging Face transformers GPT-2 and Llama from small configs (no
            download, random weights), converted under nvfp4 and trained 20
            steps, the loss falling; skipped when transformers is not installed.
@@ -387,6 +389,36 @@ def case_runlog():
           f"qplot draws a qprec.torch run file: {pr.stderr[-500:]}")
 
 
+def case_example():
+    d = os.path.join(WORK, "example")
+    os.makedirs(d, exist_ok=True)
+    corpus = os.path.join(d, "corpus.txt")
+    with open(corpus, "w") as f:
+        f.write("a nanoGPT-style loop on qtrain's batches of this file. " * 400)
+    out = os.path.join(d, "sweep")
+    cmd = [sys.executable, os.path.join(SRC, "python", "examples", "nanogpt_nvfp4.py"), "--data", corpus, "--out", out,
+           "--recipe", "nvfp4", "--recipe", "bf16", "--seed", "1", "--steps", "8", "--layers", "2", "--heads", "2",
+           "--dim", "32", "--seq", "32", "--batch", "4", "--eval-every", "4", "--eval-batches", "1",
+           "--qerr-every", "4", "--quiet"]
+    env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"))
+    pr = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    check(pr.returncode == 0, f"nanogpt_nvfp4.py: {pr.stdout[-300:]} {pr.stderr[-800:]}")
+    import qprec.runfile
+    for r in ("nvfp4", "bf16"):
+        p = os.path.join(out, "runs", f"recipe={r}_seed=1.h5")
+        try:
+            rf = qprec.runfile.load(p)
+            check(len(rf.train) == 8 and list(rf.eval.step) == [3, 7] and len(rf.quant_error) > 0,
+                  f"{r}: the example's run file ({len(rf.train)} train, {len(rf.eval)} eval rows)")
+        except Exception as e:  # noqa: BLE001
+            check(False, f"{r}: the example's run file: {type(e).__name__}: {e}")
+    pr = subprocess.run([QSWEEP, "--summarize", out], capture_output=True, text=True, timeout=120)
+    summ = os.path.join(out, "summary.csv")
+    text = open(summ).read() if os.path.exists(summ) else ""
+    check(pr.returncode == 0 and text.count("done") >= 2, f"qsweep --summarize of the example's folder: "
+                                                           f"{pr.stderr[-400:]} {text[:300]}")
+
+
 def case_hf():
     try:
         import transformers
@@ -422,7 +454,8 @@ def case_hf():
 def main():
     os.makedirs(WORK, exist_ok=True)
     torch.set_num_threads(1)  # tiny products: threads only contend
-    rc = {"exact": case_exact, "names": case_names, "runlog": case_runlog, "hf": case_hf}[CASE]()
+    rc = {"exact": case_exact, "names": case_names, "runlog": case_runlog, "example": case_example,
+          "hf": case_hf}[CASE]()
     if rc == SKIP:
         return SKIP
     return check.summary(f"test_torch {CASE}")

@@ -24,9 +24,10 @@ endif()
 # operands, the role names and refusals, the run file RunLog writes (read by
 # qprec.runfile, qsweep --summarize, qplot; a killed run's file), a Hugging
 # Face GPT-2 and Llama (skipped without transformers), and the loss curve
-# against qtrain's (tests/python/test_torch_qtrain.py). Exit 77: no torch.
+# against qtrain's (tests/python/test_torch_qtrain.py), and
+# python/examples/nanogpt_nvfp4.py's sweep folder. Exit 77: no torch.
 if(TARGET qprec AND TARGET qsweep AND TARGET qplot AND QP_PYTHON)
-  foreach(case exact names runlog hf)
+  foreach(case exact names runlog example hf)
     add_test(NAME python_torch_${case}
              COMMAND ${QP_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_torch.py ${case} $<TARGET_FILE:qprec>
                      ${CMAKE_CURRENT_BINARY_DIR}/python_torch_${case} $<TARGET_FILE:qsweep> $<TARGET_FILE:qplot>)
