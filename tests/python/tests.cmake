@@ -23,9 +23,9 @@ endif()
 # PyTorch model's linear layers bit for bit against F.linear of qdq'd
 # operands, the role names and refusals, the run file RunLog writes (read by
 # qprec.runfile, qsweep --summarize, qplot; a killed run's file), a Hugging
-# Face GPT-2 and Llama (skipped without transformers), and the loss curve
-# against qtrain's (tests/python/test_torch_qtrain.py), and
-# python/examples/nanogpt_nvfp4.py's sweep folder. Exit 77: no torch.
+# Face GPT-2 and Llama (skipped without transformers),
+# python/examples/nanogpt_nvfp4.py's sweep folder; and the loss curve against
+# qtrain's (tests/python/test_torch_qtrain.py). Exit 77: no torch.
 if(TARGET qprec AND TARGET qsweep AND TARGET qplot AND QP_PYTHON)
   foreach(case exact names runlog example hf)
     add_test(NAME python_torch_${case}
