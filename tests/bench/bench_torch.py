@@ -21,8 +21,9 @@ default shape) timed in one run under:
 Median CPU ms per step after warm-up (the process's CPU time, which a
 machine shared with other work does not inflate as it does wall time; on one
 thread, the default, a quiet machine's wall time), and wall ms beside it.
-qtrain's CPU ms is its process's CPU time over the run (start-up included)
-per step. Prints a markdown table with the ratios to torch fp32 and, for
+qtrain's CPU ms per step is the difference of two runs' CPU time (4 and
+4 + 4 x STEPS steps) over their difference in steps, so its start-up and
+final evaluation cancel. Prints a markdown table with the ratios to torch fp32 and, for
 qtrain, to the fastest PyTorch mode and to torch's fake quantization.
 
 usage: bench_torch.py QTRAIN [STEPS] [THREADS]   (PYTHONPATH=python
@@ -160,22 +161,30 @@ def time_steps(model, step_fn=None, autocast=False, compiled=False, converted=Fa
     return statistics.median(times), statistics.median(walls)
 
 
+def qtrain_run(recipe, n, d, corpus):
+    """(CPU ms of a qtrain run of n steps, the median of its steps' wall ms after 3)."""
+    run = os.path.join(d, f"{recipe}_{n}.h5")
+    r0 = os.times()
+    subprocess.run([QTRAIN, "--data", corpus, "--layers", str(L), "--heads", str(NH), "--dim", str(C), "--seq",
+                    str(T), "--batch", str(B), "--steps", str(n), "--eval-every", "0", "--eval-batches", "1",
+                    "--qerr-every", "0", "--ckpt-every", "0", "--threads", str(THREADS), "--quiet", "--recipe",
+                    recipe, "--out", run], check=True)
+    r1 = os.times()
+    with h5py.File(run, "r") as f:
+        wall = statistics.median(f["train/step_ms"][3:])
+    return (r1.children_user + r1.children_system - r0.children_user - r0.children_system) * 1e3, wall
+
+
 def qtrain_ms(recipe):
+    """qtrain's CPU ms per step: the difference of a long and a short run's CPU time over
+    their difference in steps (start-up and the final evaluation cancel)."""
     with tempfile.TemporaryDirectory() as d:
         corpus = os.path.join(d, "c.txt")
         with open(corpus, "wb") as f:
             f.write(os.urandom(300000))
-        run = os.path.join(d, "run.h5")
-        n = 3 * STEPS + 3
-        r0 = os.times()
-        subprocess.run([QTRAIN, "--data", corpus, "--layers", str(L), "--heads", str(NH), "--dim", str(C), "--seq",
-                        str(T), "--batch", str(B), "--steps", str(n), "--eval-every", "0",
-                        "--qerr-every", "0", "--ckpt-every", "0", "--threads", str(THREADS), "--quiet", "--recipe",
-                        recipe, "--out", run], check=True)
-        r1 = os.times()
-        cpu = (r1.children_user + r1.children_system - r0.children_user - r0.children_system) * 1e3 / n
-        with h5py.File(run, "r") as f:
-            return cpu, statistics.median(f["train/step_ms"][3:])
+        short, _ = qtrain_run(recipe, 4, d, corpus)
+        long_, wall = qtrain_run(recipe, 4 + 4 * STEPS, d, corpus)
+        return (long_ - short) / (4 * STEPS), wall
 
 
 def main():
