@@ -40,11 +40,14 @@ gradients on (no ``step()`` between) starts the next step itself. Forward
 passes with gradients off (evaluation) freeze the scaling state, as
 qtrain's evaluation does.
 
-Limits, each refused with one line: tensors on a GPU (this libqprec.so has
-no CUDA), and ``torch.compile`` traces the converted layers as calls it does
-not compile (``torch.compiler.disable``), the rest of the model compiled.
-Under autocast the converted layers compute as the recipe says, in FP32
-from FP32 operands, whatever autocast would have done.
+Limits: a tensor on a GPU is refused with one line (this libqprec.so has
+no CUDA). ``torch.compile`` runs the converted layers' forward outside its
+graphs (``torch.compiler.disable``: their products go through libqprec by
+ctypes), the rest of the model compiled. Under autocast the converted layers
+compute as the recipe says, in FP32 from FP32 operands, whatever autocast
+would have done. A recipe with the RHT on the wgrad operands (nvfp4) needs a
+token count that is a multiple of 16, as in qtrain: a call that breaks it
+raises with the layer's name.
 """
 import ctypes
 import os
