@@ -181,6 +181,24 @@ def case_exact():
     bf = lambda t: torch.from_numpy(qprec.qdq(t.detach(), "bf16"))  # noqa: E731
     check(torch.equal(x.grad, bf(dy) @ bf(lin.weight)), "bf16: dgrad is dy_q w_q, bit for bit")
     check(torch.equal(lin.weight.grad, bf(dy).t() @ bf(x)), "bf16: wgrad is dy_q^T x_q, bit for bit")
+    # steps: a second forward with gradients and no step() starts the next step (new SR
+    # streams: nvfp4 rounds dy stochastically, so the same batch's gradients differ);
+    # micro() and step() take over
+    m = quiet(gpt(), "nvfp4")
+    d = qt.dispatch_of(m)
+    grads = []
+    for _ in range(2):
+        m.zero_grad()
+        m(idx, tgt).backward()
+        grads.append(m.transformer.h[0].mlp.c_fc.weight.grad.clone())
+    check(d.step == 1 and not torch.equal(grads[0], grads[1]),
+          f"a repeated forward starts step 1 with new SR streams (step {d.step})")
+    qt.micro(m, 1)
+    m(idx, tgt).backward()
+    m(idx, tgt).backward()
+    check(d.step == 1 and d.micro == 1, "after micro(): the step is the caller's (no automatic advance)")
+    qt.step(m)
+    check(d.step == 2 and d.micro == 0, "step(): the next step, micro-batch 0")
     # autocast: the converted layers compute as the recipe says
     m = quiet(gpt(), "nvfp4")
     with torch.no_grad():
