@@ -6,14 +6,19 @@
  * Owns: a /train row made from column names and values, each looked up in
  * the schema by name (qp_runschema.c's qp_runcol_find: a column added there
  * is settable here without a change; the ones not given are NaN, or 0 for
- * integers), and attaching a file to a dispatch so its quantization-error
- * rows and recalibration events are written as qtrain's are. Every row is
+ * integers), a block GEMM input's /quant/outliers row (train/qp_outliers.c,
+ * the statistics qtrain computes), and attaching a file to a dispatch so its
+ * quantization-error rows and recalibration events are written as qtrain's
+ * are. Every row is
  * written and flushed by qp_runlog's rules (SWMR, datasets created up
  * front): a process killed between flushes leaves a readable file. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "qp_outliers.h"
+#include "qp_recipe.h"
 #include "qp_runlog.h"
 #include "qprec_dispatch.h"
 
@@ -68,6 +73,29 @@ QPREC_EXPORT int qprec_runlog_status(qp_runlog *l, int64_t step, const char *sta
 
 QPREC_EXPORT int qprec_runlog_flush(qp_runlog *l, char *err, size_t errlen) { return qp_runlog_flush(l, err, errlen); }
 QPREC_EXPORT int qprec_runlog_close(qp_runlog *l, char *err, size_t errlen) { return qp_runlog_close(l, err, errlen); }
+
+/* The /quant/outliers row of block GEMM g's input X (M tokens x C channels)
+ * in `layer` at `step`. */
+QPREC_EXPORT int qprec_runlog_outliers(qp_runlog *l, int64_t step, int layer, int g, const float *X, int64_t M, int C,
+                                       char *err, size_t errlen)
+{
+    if ((unsigned)g >= QP_BLOCK_GEMMS || M < 1 || C < 1)
+        return snprintf(err, errlen, "outliers of GEMM %d (%lldx%d)", g, (long long)M, C), -1;
+    qp_outlier_col *cols = malloc((size_t)C * sizeof *cols);
+    double *scratch = malloc((size_t)C * sizeof *scratch);
+    if (!cols || !scratch) {
+        free(cols), free(scratch);
+        return snprintf(err, errlen, "out of memory"), -1;
+    }
+    qp_outlier_row row;
+    memset(&row, 0, sizeof row);
+    qp_outlier_stats(X, M, C, cols, scratch, &row);
+    free(cols), free(scratch);
+    row.step = step;
+    row.layer = layer;
+    row.gemm = qp_gemm_name((qp_gemm_id)g);
+    return qp_runlog_outlier(l, &row, err, errlen);
+}
 
 static int sink_qerr(void *user, const qp_qerr_row *row, char *err, size_t errlen)
 {

@@ -95,6 +95,8 @@ _RUNFILE_SIGNATURES = {
     "qprec_runlog_flush": (_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]),
     "qprec_runlog_close": (_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]),
     "qprec_runlog_attach": (None, [ctypes.c_void_p, ctypes.c_void_p]),
+    "qprec_runlog_outliers": (_int, [ctypes.c_void_p, _i64, _int, _int, ctypes.c_void_p, _i64, _int, ctypes.c_char_p,
+                                     ctypes.c_size_t]),
 }
 
 _lib = None

@@ -237,6 +237,8 @@ class _QLinearFn(torch.autograd.Function):
         h = d.handles[mod.part]
         if L.qprec_dispatch_forward(h, mod.layer, mod.gemm, _ptr(x2), _ptr(w2), M, IC, OC, _ptr(xq), _ptr(wq)):
             raise RuntimeError(f"qprec.torch: {mod.qname}: {L.qprec_dispatch_error(h).decode()}")
+        if d.runlog is not None and not d.frozen and mod.part == 0 and d.log_qerr():
+            d.runlog._outliers(mod, x2)  # the GEMM input's /quant/outliers row, as qtrain's at a qerr step
         bb = None if b is None else b.detach().to(torch.float32)
         y = F.linear(xq, wq, bb)
         ctx.save_for_backward(x2, w2)
@@ -429,8 +431,10 @@ class RunLog:
 
     /train (one row per .step(): loss and the columns given by name, step_ms and
     tokens_per_s measured when not given), /eval, /quant/error (every
-    qerr_every steps: each block GEMM's pass and operand, as qtrain's), the
-    recalibration events of delayed scaling, /status, and the root attributes
+    qerr_every steps: each block GEMM's pass and operand, as qtrain's),
+    /quant/outliers (every qerr_every steps: each block GEMM input's outlier
+    statistics, train/qp_outliers.c), the recalibration events of delayed
+    scaling, /status, and the root attributes
     (recipe, recipe_description, recipe_plan, layers, seed, and attrs). The file
     is flushed after each step (flush_every), so a killed process leaves every
     row up to the last flush readable."""
@@ -481,6 +485,11 @@ class RunLog:
         err = ctypes.create_string_buffer(_ERR)
         self._check(_lib.lib().qprec_runlog_status(self.h, self.d.step, state.encode(), msg.encode()[:200], err, _ERR),
                     err)
+
+    def _outliers(self, mod, x2):
+        err = ctypes.create_string_buffer(_ERR)
+        self._check(_lib.lib().qprec_runlog_outliers(self.h, self.d.step, mod.layer, mod.gemm, _ptr(x2),
+                                                     int(x2.shape[0]), int(x2.shape[1]), err, _ERR), err)
 
     def _flush(self):
         err = ctypes.create_string_buffer(_ERR)

@@ -22,8 +22,8 @@ CASE:
            model converted twice.
   runlog   a converted GPT trained 8 steps under nvfp4 with RunLog(qerr_every=2):
            qprec.runfile.load reads its train and eval rows and quant_error
-           rows for all three passes and the operands of each, the recipe plan
-           attribute; delayed FP8 scaling writes recalibration events; a
+           rows for all three passes and the operands of each, quant_outliers
+           rows for every block GEMM's input, the recipe plan attribute; delayed FP8 scaling writes recalibration events; a
            process killed with SIGKILL mid-run leaves a file runfile.load
            reads (the rows up to the last flush); qsweep --summarize
            summarises a folder of two seeds; qplot draws one.
@@ -371,6 +371,9 @@ def case_runlog():
     per = len(qe[qe.step == 0])
     check(per == 2 * 4 * 6, f"one row per block, GEMM, pass and operand at a logged step ({per})")
     check(np.all(np.isfinite(qe.rel_l2)) and (qe.rel_l2 > 0).any(), "quant_error holds errors")
+    qo = rf.quant_outliers
+    check(sorted(set(qo.step)) == [0, 2, 4, 6] and len(qo[qo.step == 0]) == 2 * 4 and (qo["kurtosis"] > 0).all(),
+          f"quant_outliers: each block GEMM's input at the logged steps ({len(qo)} rows)")
     check(rf.attrs["recipe"] == "bf16" and "fprop" in rf.attrs["recipe_plan"] and rf.attrs["seed"] == "2",
           "the root attributes: recipe, recipe_plan, seed")
     check(rf.status.state.iloc[-1] == "done", f"status done ({list(rf.status.state)})")
