@@ -27,10 +27,11 @@ nanoGPT and Hugging Face GPT-2 (``transformer.h.N.attn.c_attn`` qkv,
 Face Llama (``model.layers.N.self_attn.{q,k,v}_proj`` qkv, ``o_proj``
 attproj, ``mlp.gate_proj`` gate, ``up_proj`` up, ``down_proj`` down), or the
 caller's regular expressions. Llama's separate q, k and v projections each
-run the qkv plan with a scaling state of their own (qtrain's Llama has one
-fused qkv GEMM): their values under round-to-nearest are those of the fused
-GEMM's; under stochastic rounding their weight words are drawn as for the
-fused GEMM's first rows.
+run the qkv plan with a scaling state of its own (qtrain's Llama has one
+fused qkv GEMM): a per-tensor scale is then each projection's own, where
+the fused GEMM has one for the three weights (and one for their output
+gradients), and under stochastic rounding each projection draws the words
+of the fused GEMM's first rows.
 
 Steps: SR streams and delayed scaling follow the optimizer step. ``RunLog``
 advances it at each ``.step()``; without one, call ``step(model)`` after
