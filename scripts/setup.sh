@@ -51,18 +51,22 @@ qp_install_deps() {
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
-# ml_dtypes (the OCP element codecs, independently of CUDA) into Debian's
-# python3, which the tests use: Debian 12 does not package it. 0.5.x works
-# with Debian's numpy 1.24 and has the FP6/FP4/E8M0 types.
+# From PyPI into Debian's python3, which the tests use (Debian 12 packages
+# neither): ml_dtypes (the OCP element codecs, independently of CUDA; 0.5.x
+# works with Debian's numpy 1.24 and has the FP6/FP4/E8M0 types), and
+# transformers (qprec.torch's test converts a Hugging Face GPT-2 and Llama
+# built from small configs; 4.44 is the last series whose models run on
+# Debian's torch 1.13, and it leaves numpy and torch as Debian has them).
+QP_PIP_PACKAGES=("ml_dtypes>=0.5,<0.6" "transformers>=4.40,<4.45")
 qp_install_pip_deps() {
-  /usr/bin/python3 -c "import ml_dtypes" 2>/dev/null && return 0
+  /usr/bin/python3 -c "import ml_dtypes, transformers" 2>/dev/null && return 0
   if [ "$(id -u)" -ne 0 ]; then
-    echo "qprec's tests need ml_dtypes; run as root:" >&2
-    echo "  /usr/bin/python3 -m pip install --break-system-packages 'ml_dtypes>=0.5,<0.6'" >&2
+    echo "qprec's tests need ml_dtypes and transformers; run as root:" >&2
+    echo "  /usr/bin/python3 -m pip install --break-system-packages ${QP_PIP_PACKAGES[*]@Q}" >&2
     return 1
   fi
-  echo "== installing ml_dtypes (PyPI)"
-  /usr/bin/python3 -m pip install -q --break-system-packages 'ml_dtypes>=0.5,<0.6'
+  echo "== installing ${QP_PIP_PACKAGES[*]} (PyPI)"
+  /usr/bin/python3 -m pip install -q --break-system-packages "${QP_PIP_PACKAGES[@]}"
 }
 
 # ccache, where installed, caches compilations across build folders and

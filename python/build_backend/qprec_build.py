@@ -1,14 +1,15 @@
 """qprec_build — the PEP 517 build backend of python/ (pyproject.toml).
 
 It needs nothing from PyPI: the standard library, CMake and a C compiler
-(Debian's cmake and build-essential). build_wheel configures python/ with
-CMake (python/CMakeLists.txt compiles quant/ and csrc/ into libqprec.so) in
-a temporary folder and writes a wheel holding the qprec package and that
-library; build_sdist packs python/ together with quant/ and the run
-file's schema (three files of train/) so the sdist builds on its own.
-quant/ is found at $QPREC_QUANT_DIR, else ../quant (a qprec checkout:
-`pip install ./python`), else ./quant (an unpacked sdist); train/ likewise
-($QPREC_TRAIN_DIR, ../train, ./train)."""
+(Debian's cmake and build-essential; libhdf5-dev for the run-file writer).
+build_wheel configures python/ with CMake (python/CMakeLists.txt compiles
+quant/, csrc/ and the trainer's recipe parser, dispatch and run-file writer
+from train/ and io/ into libqprec.so) in a temporary folder and writes a
+wheel holding the qprec package and that library; build_sdist packs python/
+together with quant/, train/ and io/'s C sources so the sdist builds on its
+own. quant/ is found at $QPREC_QUANT_DIR, else ../quant (a qprec checkout:
+`pip install ./python`), else ./quant (an unpacked sdist); train/ and io/
+beside it."""
 import base64
 import hashlib
 import io
@@ -43,7 +44,7 @@ def _project():
             proj[key] = m.group(1)
     m = re.search(r"^dependencies\s*=\s*\[([^\]]*)\]", text, re.M)
     proj["dependencies"] = re.findall(r'"([^"]+)"', m.group(1)) if m else []
-    proj["optional-dependencies"] = {"runfile": ["pandas", "h5py"]}
+    proj["optional-dependencies"] = {"runfile": ["pandas", "h5py"], "torch": ["torch"]}
     return proj
 
 
@@ -64,17 +65,19 @@ def _quant_dir():
                        "QPREC_QUANT_DIR to qprec's quant/ folder)")
 
 
-# the run file's schema, compiled into libqprec.so for qprec.runfile (python/CMakeLists.txt finds
-# the same three files by name under train/, in whichever subfolder they sit)
-_SCHEMA_FILES = ("qp_runschema.c", "qp_runschema.h", "qp_prof.h")
+_TRAINER_DIRS = ("train", "io")  # the C sources of these beside quant/ go into the library and the sdist
 
 
-def _train_dir():
-    for d in (os.environ.get("QPREC_TRAIN_DIR"), os.path.join(HERE, "..", "train"), os.path.join(HERE, "train")):
-        if d and os.path.isdir(d) and any("qp_runschema.c" in names for _, _, names in os.walk(d)):
-            return os.path.abspath(d)
-    raise RuntimeError("qprec: train/ (the run file's schema) not found (install from a qprec checkout: "
-                       "pip install ./python, or set QPREC_TRAIN_DIR to qprec's train/ folder)")
+def _trainer_files():
+    """(path, path relative to quant/'s parent) of every .c and .h under train/ and io/."""
+    root = os.path.dirname(_quant_dir())
+    out = []
+    for top in _TRAINER_DIRS:
+        for r, dirs, names in os.walk(os.path.join(root, top)):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+            out += [(os.path.join(r, n), os.path.relpath(os.path.join(r, n), root)) for n in sorted(names)
+                    if n.endswith((".c", ".h"))]
+    return out
 
 
 def _metadata():
@@ -104,7 +107,6 @@ def _build_library(tmp):
         raise RuntimeError("qprec: cmake is needed to build libqprec.so (Debian: apt-get install cmake build-essential)")
     jobs = str(max(1, min(4, os.cpu_count() or 1)))
     cfg = [cmake, "-S", HERE, "-B", tmp, "-DCMAKE_BUILD_TYPE=Release", f"-DQPREC_QUANT_DIR={_quant_dir()}",
-           f"-DQPREC_TRAIN_DIR={_train_dir()}",
            f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={tmp}/out"]
     for cmd in (cfg, [cmake, "--build", tmp, "--target", "qprec", "-j", jobs]):
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -180,13 +182,8 @@ def build_sdist(sdist_directory, config_settings=None):
             p = os.path.join(quant, n)
             if os.path.isfile(p):
                 add(p, f"quant/{n}")
-        train = _train_dir()
-        for root, dirs, names in os.walk(train):
-            dirs.sort()
-            for n in sorted(names):
-                if n in _SCHEMA_FILES:
-                    p = os.path.join(root, n)
-                    add(p, os.path.join("train", os.path.relpath(p, train)))
+        for p, rel in _trainer_files():
+            add(p, rel)
         info = _metadata().encode()
         ti = tarfile.TarInfo(f"{base}/PKG-INFO")
         ti.size = len(info)

@@ -24,7 +24,7 @@
 #define QPREC_EXPORT __attribute__((visibility("default")))
 
 /* The ABI between this file and _lib.py: bumped when a signature changes. */
-QPREC_EXPORT int qprec_abi_version(void) { return 3; }
+QPREC_EXPORT int qprec_abi_version(void) { return 4; }
 
 QPREC_EXPORT int qprec_format_count(void) { return QP_FMT_COUNT; }
 

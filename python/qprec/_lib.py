@@ -7,7 +7,7 @@ list, the sizes and the packed layouts are asked of the library."""
 import ctypes
 import os
 
-_ABI = 3
+_ABI = 4
 
 # the order of qprec_capi.c's output arrays
 STATS = ("n", "n_nonfinite", "n_nonzero", "n_sat", "n_flushed", "amax", "scale", "scale_inv", "n_blocks",
@@ -54,9 +54,62 @@ _SIGNATURES = {
     "qprec_runcol_since": (_int, [_int, _int]),
     "qprec_runcol_dtype": (_int, [_int, _int, ctypes.c_char_p, _int]),
     "qprec_runcol_dataset": (_int, [_int, _int, ctypes.c_char_p, _int]),
+    # recipes and the precision dispatch (csrc/qprec_dispatch.c; qprec.torch)
+    "qprec_block_gemm_count": (_int, []),
+    "qprec_pass_count": (_int, []),
+    "qprec_operand_count": (_int, []),
+    "qprec_gemm_name": (ctypes.c_char_p, [_int]),
+    "qprec_pass_name": (ctypes.c_char_p, [_int]),
+    "qprec_operand_name": (ctypes.c_char_p, [_int]),
+    "qprec_pass_operand": (_int, [_int, _int]),
+    "qprec_recipe_names": (ctypes.c_char_p, []),
+    "qprec_recipe_check": (_int, [ctypes.c_char_p, _int, ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t]),
+    "qprec_recipe_text": (_int, [ctypes.c_char_p, _int, ctypes.c_uint, _int, ctypes.c_char_p, ctypes.c_size_t,
+                                 ctypes.c_char_p, ctypes.c_size_t]),
+    "qprec_dispatch_create": (ctypes.c_void_p, [ctypes.c_char_p, _int, ctypes.c_uint, _u64, _i64, ctypes.c_char_p,
+                                                ctypes.c_size_t]),
+    "qprec_dispatch_destroy": (None, [ctypes.c_void_p]),
+    "qprec_dispatch_error": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "qprec_dispatch_use": (_int, [ctypes.c_void_p, _int, _int, _int, _int, ctypes.POINTER(_i64)]),
+    "qprec_dispatch_bf16_blocks": (None, [ctypes.c_void_p, ctypes.POINTER(_int)]),
+    "qprec_dispatch_begin_step": (None, [ctypes.c_void_p, _i64, _int]),
+    "qprec_dispatch_begin_micro": (None, [ctypes.c_void_p, _int]),
+    "qprec_dispatch_set_frozen": (None, [ctypes.c_void_p, _int]),
+    "qprec_dispatch_flush": (_int, [ctypes.c_void_p]),
+    "qprec_dispatch_event_counts": (None, [ctypes.c_void_p, ctypes.POINTER(_i64)]),
+    "qprec_event_kind_count": (_int, []),
+    "qprec_event_kind_name": (ctypes.c_char_p, [_int]),
+    "qprec_dispatch_qerr_rows": (_i64, [ctypes.c_void_p]),
+    "qprec_dispatch_forward": (_int, [ctypes.c_void_p, _int, _int, ctypes.c_void_p, ctypes.c_void_p, _int, _int, _int,
+                                      ctypes.c_void_p, ctypes.c_void_p]),
+    "qprec_dispatch_backward": (_int, [ctypes.c_void_p, _int, _int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                       _int, _int, _int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_void_p]),
+    "qprec_has_runfile": (_int, []),
+    # qtrain's batches (csrc/qprec_data.c)
+    "qprec_data_open": (ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_double, ctypes.c_char_p, ctypes.c_size_t]),
+    "qprec_data_close": (None, [ctypes.c_void_p]),
+    "qprec_data_vocab": (_int, [ctypes.c_void_p]),
+    "qprec_data_tokens": (_i64, [ctypes.c_void_p, _int]),
+    "qprec_data_batch": (_int, [ctypes.c_void_p, _int, _u64, _i64, _int, _int, ctypes.c_void_p, ctypes.c_void_p]),
     # quant/'s own functions (qp_quant.h): the storage sizes of a format
     "qp_row_bytes": (_i64, [_int, _i64]),
     "qp_scale_shape": (None, [_int, _i64, _i64, ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
+}
+
+# the run-file writer (csrc/qprec_runfile.c), in libraries built with HDF5
+_strs = ctypes.POINTER(ctypes.c_char_p)
+_RUNFILE_SIGNATURES = {
+    "qprec_runlog_create": (ctypes.c_void_p, [ctypes.c_char_p, _strs, _strs, _int, ctypes.c_char_p, ctypes.c_size_t]),
+    "qprec_runlog_train": (_int, [ctypes.c_void_p, _strs, _dblp, _int, ctypes.c_char_p, ctypes.c_size_t]),
+    "qprec_runlog_eval": (_int, [ctypes.c_void_p, _i64, ctypes.c_double, ctypes.c_char_p, ctypes.c_size_t]),
+    "qprec_runlog_status": (_int, [ctypes.c_void_p, _i64, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                   ctypes.c_size_t]),
+    "qprec_runlog_flush": (_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]),
+    "qprec_runlog_close": (_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]),
+    "qprec_runlog_attach": (None, [ctypes.c_void_p, ctypes.c_void_p]),
+    "qprec_runlog_outliers": (_int, [ctypes.c_void_p, _i64, _int, _int, ctypes.c_void_p, _i64, _int, ctypes.c_char_p,
+                                     ctypes.c_size_t]),
 }
 
 _lib = None
@@ -86,6 +139,10 @@ def lib():
         if (L.qprec_nstats() != len(STATS) or L.qprec_nmetrics() != len(METRICS)
                 or L.qprec_nbstats() != len(BSTATS)):
             raise ImportError(f"qprec: {p} and qprec/_lib.py disagree on the statistics they pass")
+        if L.qprec_has_runfile():
+            for name, (res, args) in _RUNFILE_SIGNATURES.items():
+                fn = getattr(L, name)
+                fn.restype, fn.argtypes = res, args
         _lib = L
     return _lib
 

@@ -112,6 +112,11 @@ COMMANDS = {
     "apt-get install cmake build-essential python3-venv python3-numpy": ("skip", "installs Debian packages (root)"),
     "python3 -m venv --system-site-packages venv": ("skip", VENV),
     "venv/bin/pip install ./python": ("skip", VENV),
+    "export PYTHONPATH=python QPREC_LIBRARY=build/lib/libqprec.so": RUN,
+    "python3 python/examples/nanogpt_nvfp4.py --data data/english/english.txt --out sweeps/torch --recipe nvfp4 "
+    "--recipe bf16 --seed 1 --seed 2": ("skip", "minutes of training: python_torch_example runs this example on a "
+                                                "tiny model and summarises its folder"),
+    "build/bin/qsweep --summarize sweeps/torch": ("skip", "needs the example's folder (python_torch_example)"),
     # docs/qerr.md
     "build/bin/qerr --formats bf16,fp8-e4m3,mxfp8,mxfp4,nvfp4,nvfp4-2d --rht --sr --csv model.safetensors > err.csv": RUN,
     "build/bin/qerr --raw f32:64x128 weights.f32 --json": RUN,
@@ -204,6 +209,8 @@ INSTALL_MD = {
 PYTHON = {
     ("docs/python.md", "import torch, qprec"): "a fragment on torch tensors: python_torch checks qprec on torch",
     ("docs/python.md", "r = qprec.runfile.load("): "a fragment on a sweep's run file: python_doctest loads one",
+    ("docs/python.md", "# a PyTorch model under a recipe"): "a fragment around a model of the reader's: "
+                                                              "python_torch_runlog runs the same loop",
     ("docs/runfile.md", "import h5py, numpy as np"): "run",
     ("docs/runfile.md", "import zlib, h5py, numpy as np"): "run",
 }

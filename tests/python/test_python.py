@@ -23,8 +23,8 @@ CASE:
            torch.from_numpy without one; bf16, non-contiguous, requires_grad.
   doctest  every docstring example of qprec and qprec.runfile (on a run file
            qtrain writes here) and of docs/python.md, and runfile.load against h5py.
-  install  `pip install ./python` into a fresh venv from a copy of python/ and
-           quant/ alone (no build/, offline: the build backend needs nothing
+  install  `pip install ./python` into a fresh venv from a copy of python/,
+           quant/, train/ and io/ alone (no build/, offline: the build backend needs nothing
            from PyPI), and from the sdist it makes; the installed package gives
            the same bytes as the build tree's library.
 """
@@ -435,13 +435,14 @@ def make_h5(path):
 def case_install():
     clone = os.path.join(WORK, "clone")
     shutil.rmtree(clone, ignore_errors=True)
-    # a fresh clone's python/, quant/ and train/ (the run file's schema): the files git knows (as they are
-    # in the work tree), no build/
-    files = subprocess.run(["git", "-C", SRC, "ls-files", "--cached", "--others", "--exclude-standard", "python", "quant",
-                            "train"], capture_output=True, text=True)
+    # a fresh clone's python/, quant/ and the trainer's train/ and io/ (the library compiles qtrain's recipe
+    # parser, dispatch and run-file writer): the files git knows (as they are in the work tree), no build/
+    tops = ("python", "quant", "train", "io")
+    files = subprocess.run(["git", "-C", SRC, "ls-files", "--cached", "--others", "--exclude-standard", *tops],
+                           capture_output=True, text=True)
     listed = files.stdout.split() if files.returncode == 0 and files.stdout.strip() else None
     if listed is None:  # not a git checkout: the folders as they are, minus caches
-        listed = [os.path.relpath(os.path.join(r, n), SRC) for top in ("python", "quant", "train")
+        listed = [os.path.relpath(os.path.join(r, n), SRC) for top in tops
                   for r, _, ns in os.walk(os.path.join(SRC, top)) for n in ns if "__pycache__" not in r]
     for rel in listed:
         os.makedirs(os.path.join(clone, os.path.dirname(rel)), exist_ok=True)
