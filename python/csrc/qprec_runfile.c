@@ -48,13 +48,13 @@ QPREC_EXPORT int qprec_runlog_train(qp_runlog *l, const char *const *names, cons
         if (set->cols[i].kind == QP_RC_F64) *(double *)((char *)&row + set->cols[i].offset) = NAN;
     for (int i = 0; i < n; i++) {
         const qp_runcol *c = qp_runcol_find(QP_RS_TRAIN, names[i]);
-        if (!c) return snprintf(err, errlen, "the run file's /train has no column %s", names[i]), -1;
+        if (!c) return snprintf(err, errlen, "the run file's %s has no column %s", set->path, names[i]), -1;
         char *at = (char *)&row + c->offset;
         switch (c->kind) {
         case QP_RC_I64: *(int64_t *)at = (int64_t)values[i]; break;
         case QP_RC_U64: *(uint64_t *)at = (uint64_t)values[i]; break;
         case QP_RC_F64: *(double *)at = values[i]; break;
-        case QP_RC_STR: return snprintf(err, errlen, "/train/%s is text, not a number", names[i]), -1;
+        case QP_RC_STR: return snprintf(err, errlen, "%s/%s is text, not a number", set->path, names[i]), -1;
         }
     }
     return qp_runlog_train(l, &row, err, errlen);
