@@ -18,6 +18,7 @@
 #include "qp_linear.h"
 #include "qp_recipe.h"
 #include "qprec_dispatch.h"
+#include "qp_linear_host.h"
 #include "qprec_linear_ops.h"
 
 #define QPREC_EXPORT __attribute__((visibility("default")))
@@ -149,6 +150,8 @@ QPREC_EXPORT qprec_dispatch *qprec_dispatch_create(const char *spec, int n_layer
         free(d);
         return NULL;
     }
+    /* qtrain's CPU operations, with the product handed to the caller */
+    qp_linear_host_set_gemm(qp_linear_host_of(d->lin), qprec_gemm_product, d->cap);
     return d;
 }
 
@@ -218,7 +221,7 @@ static int reserve(qprec_dispatch *d, int M, int IC, int OC)
     const int64_t x = (int64_t)M * IC, w = (int64_t)OC * IC, dy = (int64_t)M * OC;
     const int64_t n = x > w ? (x > dy ? x : dy) : (w > dy ? w : dy);
     if (M < 1 || IC < 1 || OC < 1) return snprintf(d->err, sizeof d->err, "an empty GEMM (%dx%dx%d)", M, IC, OC), -1;
-    if (qprec_gemm_reserve(d->cap, n)) return snprintf(d->err, sizeof d->err, "out of memory for %lld-value operands",
+    if (qp_linear_host_reserve(qp_linear_host_of(d->lin), n)) return snprintf(d->err, sizeof d->err, "out of memory for %lld-value operands",
                                                         (long long)n), -1;
     return 0;
 }

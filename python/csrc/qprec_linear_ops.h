@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "qp_gemm.h"
+#include "qp_linear_ops.h"
 
 #define QPREC_CAPTURES 4 /* operand pairs one dispatch call multiplies at most (the backward: dgrad, wgrad) */
 
@@ -13,9 +14,9 @@ qp_gemm *qprec_gemm_create(void);
 void qprec_gemm_destroy(qp_gemm *g);
 /* The next n_pairs GEMMs write A into bufs[2i] and B into bufs[2i+1]. */
 void qprec_gemm_capture(qp_gemm *g, float *const *bufs, int n_pairs);
-/* Grow the buffers of the operations made with g to operands of n values
- * (the dispatch is created for the smallest; calls grow it): 0, or -1
- * without memory. */
-int qprec_gemm_reserve(qp_gemm *g, int64_t n);
+/* The CPU operations' product (qp_linear_host_set_gemm with user g): the
+ * two operands, decoded, into the next capture pair. */
+int qprec_gemm_product(void *user, const qp_linear_operand *a, const qp_linear_operand *b, float *C, int M, int N,
+                       int K, float alpha, int accumulate, char *err, size_t errlen);
 
 #endif

@@ -138,6 +138,8 @@ void qp_linear_set_ops(qp_linear *l, const qp_linear_ops *ops)
     l->ops = ops ? ops : qp_linear_host_ops(l->host);
 }
 
+struct qp_linear_host *qp_linear_host_of(qp_linear *l) { return l->host; }
+
 int qp_linear_max_kept(int n_layers)
 {
     /* fprop x, w; dgrad dy, w; wgrad dy, x of every block GEMM */

@@ -97,6 +97,9 @@ void qp_linear_destroy(qp_linear *l);
  * back to the CPU's), after flushing the old ones. Scaling states, events
  * and records stay l's. */
 void qp_linear_set_ops(qp_linear *l, const qp_linear_ops *ops);
+/* The CPU operations l made (qp_linear_host.h), for a caller that adjusts
+ * them (their buffers, where their products go). */
+struct qp_linear_host *qp_linear_host_of(qp_linear *l);
 /* Apply every kept statistic in the order of the uses (scaling updates,
  * events, qerr rows); a device waits for its work. Before anything reads the
  * scaling states or counts (checkpoints, the end of a run); begin_step,

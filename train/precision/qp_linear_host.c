@@ -50,6 +50,8 @@ struct qp_linear_host {
     int n_copies;
     size_t kept_f32_bytes, kept_f32_budget; /* kept copies held as floats, in all; the most there may be */
     qp_linear_stats kept;     /* the one kept slot: statistics apply after each quantization */
+    qp_linear_host_gemm_fn gemm_fn; /* the caller's product instead of qp_gemm (qp_linear_host_set_gemm) */
+    void *gemm_user;
     char err[256];
 };
 
@@ -374,6 +376,7 @@ static int h_gemm(void *ctx, const qp_linear_operand *a, const qp_linear_operand
                   float alpha, int accumulate)
 {
     qp_linear_host *h = H;
+    if (h->gemm_fn) return h->gemm_fn(h->gemm_user, a, b, C, M, N, K, alpha, accumulate, h->err, sizeof h->err);
     const int exact = a->type != QP_LOP_F32 && b->type != QP_LOP_F32;
     const int kc = a->kscale || b->kscale ? QK_FP8_BLOCK : 0;
     const int rc = qp_gemm_run_typed(h->gemm, a->data, a->type == QP_LOP_BF16, a->trans, b->data,
@@ -468,3 +471,33 @@ void qp_linear_host_destroy(qp_linear_host *h)
 
 const qp_linear_ops *qp_linear_host_ops(qp_linear_host *h) { return &h->ops; }
 void qp_linear_host_set_kept_f32_budget(qp_linear_host *h, size_t bytes) { h->kept_f32_budget = bytes; }
+
+void qp_linear_host_set_gemm(qp_linear_host *h, qp_linear_host_gemm_fn fn, void *user)
+{
+    h->gemm_fn = fn;
+    h->gemm_user = user;
+}
+
+int qp_linear_host_reserve(qp_linear_host *h, int64_t max_elems)
+{
+    if (max_elems <= h->ops.max_elems) return 0;
+    const size_t bytes = (size_t)max_elems * sizeof(float);
+    float *m = alloc64(bytes), *t[2] = {alloc64(bytes), alloc64(bytes)}, *q[2] = {alloc64(bytes), alloc64(bytes)};
+    uint16_t *b[2] = {alloc64(bytes / 2 + 2), alloc64(bytes / 2 + 2)};
+    if (!m || !t[0] || !t[1] || !q[0] || !q[1] || !b[0] || !b[1]) {
+        free(m);
+        for (int s = 0; s < 2; s++) free(t[s]), free(q[s]), free(b[s]);
+        return -1;
+    }
+    /* what the last quantizations held is gone with the old buffers */
+    memset(h->last, 0, sizeof h->last);
+    free(h->mbuf);
+    h->mbuf = m;
+    for (int s = 0; s < 2; s++) {
+        free(h->tbuf[s]), free(h->qbuf[s]), free(h->hbuf[s]);
+        h->tbuf[s] = t[s], h->qbuf[s] = q[s], h->hbuf[s] = b[s];
+        h->ops.tbuf[s] = t[s];
+    }
+    h->ops.max_elems = max_elems;
+    return 0;
+}

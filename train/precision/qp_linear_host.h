@@ -39,6 +39,20 @@ const qp_linear_ops *qp_linear_host_ops(qp_linear_host *h);
  * floats, in bytes (64 MiB unless set before the first copy is kept; beyond
  * it, BF16 bits: the same values in half the memory, widened when used). */
 void qp_linear_host_set_kept_f32_budget(qp_linear_host *h, size_t bytes);
+/* Buffers for operands of up to max_elems from now on (never smaller; the
+ * operations' max_elems and tbuf follow): 0, or -1 without memory (the
+ * buffers stay as they were). For a caller whose operand sizes grow, as
+ * the Python package's. */
+int qp_linear_host_reserve(qp_linear_host *h, int64_t max_elems);
+/* The product each GEMM operation asks for goes to fn instead of qp_gemm:
+ * the two operands as the operations hold them (qp_linear_operand: values
+ * or BF16 bits, their decode scale and K-chunk scales), for a caller that
+ * multiplies them itself (the Python package hands them to PyTorch). fn
+ * returns 0, or -1 with its message in the operations' error. NULL: qp_gemm
+ * again. */
+typedef int (*qp_linear_host_gemm_fn)(void *user, const qp_linear_operand *a, const qp_linear_operand *b, float *C,
+                                      int M, int N, int K, float alpha, int accumulate, char *err, size_t errlen);
+void qp_linear_host_set_gemm(qp_linear_host *h, qp_linear_host_gemm_fn fn, void *user);
 
 #ifdef __cplusplus
 }
