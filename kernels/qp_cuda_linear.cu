@@ -226,6 +226,13 @@ static int op_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
     return rc ? cuda_fail(L_, rc, "RHT") : 0;
 }
 
+static int op_rht_te(void *x, float *d, int rows, int cols)
+{
+    PH_(QP_PHASE_QUANT);
+    const int rc = qp_cuda_rht16_te(d, rows, cols, L_->stream);
+    return rc ? cuda_fail(L_, rc, "Transformer Engine RHT") : 0;
+}
+
 static int op_qdq(void *x, qp_fmt fmt, const float *in, float *y, uint16_t *y_bf16, int rows, int cols,
                   const qp_qopts *o, int side)
 {
@@ -445,7 +452,8 @@ extern "C" qp_cuda_linear *qp_cuda_linear_create(int64_t max_elems, int max_kept
     std::memset(&pr, 0, sizeof pr);
     pr.ctx = l;
     pr.error = op_error;
-    pr.transpose = op_transpose, pr.transpose_u8 = op_transpose_u8, pr.copy = op_copy, pr.rht = op_rht;
+    pr.transpose = op_transpose, pr.transpose_u8 = op_transpose_u8, pr.copy = op_copy, pr.rht = op_rht,
+    pr.rht_te = op_rht_te;
     pr.qdq = op_qdq, pr.quantize = op_quantize, pr.to_bf16 = op_to_bf16, pr.reduce = op_reduce;
     pr.keep = op_keep, pr.fetch_kept = op_fetch_kept, pr.scale_inv_ptr = op_scale_inv_ptr;
     pr.block_scales_ptr = op_block_scales_ptr;

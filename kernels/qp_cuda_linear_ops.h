@@ -44,6 +44,9 @@ typedef struct {
     int (*transpose_u8)(void *ctx, const uint8_t *src, uint8_t *dst, int src_rows, int src_cols);
     int (*copy)(void *ctx, float *dst, const float *src, int64_t n);
     int (*rht)(void *ctx, float *x, int rows, int cols, int n, uint64_t seed);
+    /* Transformer Engine's fixed-sign 16-point RHT in place, bit for bit
+     * quant/'s qp_rht16_te (NULL: none; the dispatch refuses rht=te) */
+    int (*rht_te)(void *ctx, float *x, int rows, int cols);
     /* unscaled quantize-dequantize into y (FP32) and, when y_bf16, BF16 */
     int (*qdq)(void *ctx, qp_fmt fmt, const float *x, float *y, uint16_t *y_bf16, int rows, int cols,
                const qp_qopts *o, int side);
@@ -128,6 +131,13 @@ static inline int qpl_op_rht(void *ctx, float *x, int rows, int cols, int n, uin
 {
     qpl_device *d = QPL_D;
     QPL_TRY(d->prim.rht(d->prim.ctx, x, rows, cols, n, seed));
+    return 0;
+}
+
+static inline int qpl_op_rht_te(void *ctx, float *x, int rows, int cols)
+{
+    qpl_device *d = QPL_D;
+    QPL_TRY(d->prim.rht_te(d->prim.ctx, x, rows, cols));
     return 0;
 }
 
@@ -403,6 +413,7 @@ static inline int qpl_device_init(qpl_device *d, const qpl_prims *prim, float *c
                              .transpose = qpl_op_transpose,
                              .copy = qpl_op_copy,
                              .rht = qpl_op_rht,
+                             .rht_te = prim->rht_te ? qpl_op_rht_te : NULL,
                              .transpose_rht = NULL,   /* the transpose, then the RHT in place */
                              .quantize_stored = NULL, /* the GPU quantizes the transposed copy */
                              .amax = qpl_op_amax,

@@ -4,7 +4,8 @@
  * quant/'s packed layout, fused quantize-dequantize (for the emulated GEMM
  * path; formats no GPU has, such as MXFP6 or Four Over Six, run only this
  * way), the random Hadamard transforms and transposition — each
- * bit-identical to its quant/ counterpart (qp_quantize, qp_qdq, qp_rht) for
+ * bit-identical to its quant/ counterpart (qp_quantize, qp_qdq, qp_rht,
+ * qp_rht16_te) for
  * the same input, options and seed. The element and block rules are
  * quant/qp_core.h's, compiled for the device; the work split is
  * qp_cuda_qcore.h's, which CPU tests check against quant/ without a GPU; the
@@ -68,6 +69,11 @@ int qp_cuda_rht(float *d_x, int rows, int cols, int n, uint64_t seed, void *stre
 int qp_cuda_rht_inverse(float *d_x, int rows, int cols, int n, uint64_t seed, void *stream);
 /* qp_cuda_rht with n = 16. */
 int qp_cuda_rht16(float *d_x, int rows, int cols, uint64_t seed, void *stream);
+/* In place, Transformer Engine's fixed-sign 16-point RHT of each row's
+ * consecutive 16-vectors, bit for bit quant/'s qp_rht16_te (the same
+ * qp_rht_te_vec per vector: products rounded first, then the butterflies).
+ * cols must be a multiple of 16 (else cudaErrorInvalidValue). */
+int qp_cuda_rht16_te(float *d_x, int rows, int cols, void *stream);
 
 /* d_dst (cols x rows) = transpose of d_src (rows x cols). */
 int qp_cuda_transpose(const float *d_src, float *d_dst, int rows, int cols, void *stream);

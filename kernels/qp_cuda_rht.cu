@@ -1,7 +1,14 @@
-// qp_cuda_rht.cu — random Hadamard transforms of 16..128 points and the
-// transpose (see qp_cuda_quant.h). The RHT of one n-vector is quant/qp_core.h's
-// qp_rht_vec (the butterflies and sign rule of quant/qp_hadamard.c, which
-// test_qcore checks on the CPU); the sign words are drawn on the host once.
+// qp_cuda_rht.cu — random Hadamard transforms of 16..128 points, Transformer
+// Engine's fixed-sign 16-point one, and the transpose (see qp_cuda_quant.h).
+// The RHT of one n-vector is quant/qp_core.h's qp_rht_vec (the butterflies and
+// sign rule of quant/qp_hadamard.c, which test_qcore checks on the CPU); the
+// sign words are drawn on the host once. TE's transform of one 16-vector is
+// qp_core.h's qp_rht_te_vec, the function quant/'s qp_rht16_te runs on the
+// host: each product x_j * (+-0.25) rounded once, then the 16 summed by the
+// Sylvester butterflies (pairs at distance 1, 2, 4, 8). Built with
+// --fmad=false (kernels/CMakeLists.txt), so no product is fused into the add
+// that follows it and every rounding is the host's: bit for bit, subnormal
+// products included.
 #include <cuda_runtime.h>
 
 #include "qp_cuda_internal.cuh"
@@ -11,10 +18,13 @@ using namespace qpc;
 
 namespace {
 
-// One thread per N-vector (n_vec of them), 16-byte loads and stores when aligned.
-template <int N>
+// One thread per N-vector (n_vec of them), 16-byte loads and stores when
+// aligned: the seeded R (TE false), or TE's fixed-sign transform (TE true,
+// N = 16; words and inverse unused).
+template <int N, bool TE>
 __global__ void __launch_bounds__(kThreads) rht_kernel(float *x, int64_t n_vec, uint4 words, bool vec, int inverse)
 {
+    static_assert(!TE || N == 16, "Transformer Engine's transform has 16 points");
     const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= n_vec) return;
     const uint32_t w[4] = {words.x, words.y, words.z, words.w};
@@ -32,7 +42,10 @@ __global__ void __launch_bounds__(kThreads) rht_kernel(float *x, int64_t n_vec, 
 #pragma unroll
         for (int k = 0; k < N; k++) v[k] = p[k];
     }
-    qp_rht_vec(v, N, w, inverse);
+    if (TE)
+        qp_rht_te_vec(v);
+    else
+        qp_rht_vec(v, N, w, inverse);
     store_floats<N>(p, N, vec, v);
 }
 
@@ -72,10 +85,10 @@ static int launch_rht(float *d_x, int rows, int cols, int n, uint64_t seed, int 
     cudaStream_t s = (cudaStream_t)stream;
     const bool vec = aligned16(d_x);
     switch (n) {
-    case 16: rht_kernel<16><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
-    case 32: rht_kernel<32><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
-    case 64: rht_kernel<64><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
-    case 128: rht_kernel<128><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
+    case 16: rht_kernel<16, false><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
+    case 32: rht_kernel<32, false><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
+    case 64: rht_kernel<64, false><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
+    case 128: rht_kernel<128, false><<<grid_for(n_vec), kThreads, 0, s>>>(d_x, n_vec, words, vec, inverse); break;
     }
     return last_error();
 }
@@ -93,6 +106,16 @@ extern "C" int qp_cuda_rht_inverse(float *d_x, int rows, int cols, int n, uint64
 extern "C" int qp_cuda_rht16(float *d_x, int rows, int cols, uint64_t seed, void *stream)
 {
     return launch_rht(d_x, rows, cols, 16, seed, 0, stream);
+}
+
+extern "C" int qp_cuda_rht16_te(float *d_x, int rows, int cols, void *stream)
+{
+    if (rows < 0 || cols < 0 || cols % 16) return (int)cudaErrorInvalidValue;
+    const int64_t n_vec = (int64_t)rows * cols / 16;
+    if (n_vec == 0) return 0;
+    rht_kernel<16, true><<<grid_for(n_vec), kThreads, 0, (cudaStream_t)stream>>>(d_x, n_vec, make_uint4(0, 0, 0, 0),
+                                                                                 aligned16(d_x), 0);
+    return last_error();
 }
 
 extern "C" int qp_cuda_transpose(const float *d_src, float *d_dst, int rows, int cols, void *stream)

@@ -4,14 +4,16 @@
  * dispatch on the CPU's operations, without a GPU.
  *
  * Host primitives: quant/'s qp_qdq / qp_quantize for the device quantizer
- * (bit-identical to it by its own tests), qp_rht, plain transposes, a kept
+ * (bit-identical to it by its own tests), qp_rht and qp_rht16_te (the
+ * kernels' seeded and Transformer Engine RHTs), plain transposes, a kept
  * statistics list, and the CPU GEMM on the operands the GPU GEMM would get
  * (BF16 bits or FP32 with their decode-scale pointers folded into alpha, or
  * FP8 codes with a decode-scale pointer). For every recipe (presets and
  * per-use rules: mixed formats in one GEMM, an unquantized operand meeting a
  * quantized one, a delayed scaling state owned by wgrad, a GEMM type left
- * out of the RHT, the new formats: FP8 blocks with FP32 scales in an FP32
- * GEMM against the CPU's K-chunked one, MXFP6, 4/6, rceil, a 128-point RHT;
+ * out of the RHT, TE's fixed-sign RHT (te-nvfp4, rht=te), the new formats:
+ * FP8 blocks with FP32 scales in an FP32 GEMM against the CPU's K-chunked
+ * one, MXFP6, 4/6, rceil, a 128-point RHT;
  * a Llama's blocks: rules on its gate, up and down GEMMs), both paths (emulated and native), several layers, three steps and two
  * micro-batches: Y, dX, dW and db to 1e-5 of their largest magnitude (the
  * GEMMs sum in other orders), the scaling states exactly, the same events and
@@ -24,7 +26,8 @@
  * QP_CUDA_EMULATE). Data parallelism: two ranks (threads whose reduce hooks
  * all-reduce through a barrier) each running the dispatch on both operation
  * tables on its token slice — same outputs, scaling states, events and
- * number of amax all-reduces. */
+ * number of amax all-reduces. A device whose primitives lack TE's RHT
+ * refuses rht=te at its first wgrad with one line. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -87,6 +90,12 @@ static int h_rht(void *x, float *d, int rows, int cols, int n, uint64_t seed)
 {
     if (!qp_rht(d, rows, cols, n, seed)) return 0;
     snprintf(H->err, sizeof H->err, "no %d-point RHT over %d columns", n, cols);
+    return -1;
+}
+static int h_rht_te(void *x, float *d, int rows, int cols)
+{
+    if (!qp_rht16_te(d, rows, cols)) return 0;
+    snprintf(H->err, sizeof H->err, "no Transformer Engine RHT over %d columns", cols);
     return -1;
 }
 static void put_stats(host *h, int side, const qp_qstats *qs)
@@ -311,6 +320,9 @@ typedef struct {
     uint16_t *bbuf[2];
 } gpu_side;
 
+/* 1: gpu_setup's primitives lack Transformer Engine's RHT (a device without it) */
+static int g_no_rht_te;
+
 /* max_kept: the kept list's length (0: the GPU backend's, which a
  * micro-batch never overfills). */
 static void gpu_setup(gpu_side *g, qp_linear *lin, qp_gemm *gemm, int64_t max_elems, int cc, int n_layers,
@@ -325,7 +337,7 @@ static void gpu_setup(gpu_side *g, qp_linear *lin, qp_gemm *gemm, int64_t max_el
         g->bbuf[s] = malloc(max_elems * sizeof(uint16_t));
     }
     const qpl_prims pr = {.ctx = &g->h, .error = h_error, .transpose = h_transpose, .transpose_u8 = h_transpose_u8,
-                          .copy = h_copy, .rht = h_rht, .qdq = h_qdq, .quantize = h_quantize, .to_bf16 = h_to_bf16,
+                          .copy = h_copy, .rht = h_rht, .rht_te = g_no_rht_te ? NULL : h_rht_te, .qdq = h_qdq, .quantize = h_quantize, .to_bf16 = h_to_bf16,
                           .reduce = h_reduce, .keep = h_keep, .fetch_kept = h_fetch_kept,
                           .scale_inv_ptr = h_scale_inv_ptr, .block_scales_ptr = h_block_scales_ptr, .amax = h_amax,
                           .gemm = h_gemm, .bias_add = h_bias_add, .bias_grad = h_bias_grad};
@@ -683,6 +695,49 @@ static int run_dp(const char *spec, int cc, int M, int IC, int OC)
     return wpass.calls;
 }
 
+/* A device without Transformer Engine's RHT (its primitives lack rht_te):
+ * the dispatch's operations have none either, and an rht=te recipe stops at
+ * its first wgrad with one line naming the backend, the layer and the GEMM;
+ * fprop and dgrad (no RHT) run. */
+static void test_no_rht_te(void)
+{
+    const char *spec = "nvfp4,wgrad:rht=te,bf16-last=0";
+    const int M = 32, IC = 64, OC = 96;
+    char err[512];
+    static qp_recipe recipe;
+    CHECK(qp_recipe_parse(spec, &recipe, err, sizeof err) == 0, "%s", err);
+    qp_gemm *gemm = qp_gemm_create(err, sizeof err);
+    const int64_t max_elems = (int64_t)M * OC > (int64_t)OC * IC ? (int64_t)M * OC : (int64_t)OC * IC;
+    static rec r;
+    memset(&r, 0, sizeof r);
+    const qp_linear_cfg cfg = {.n_layers = 1, .gemms = GPT_GEMMS, .max_elems = max_elems, .seed = 99,
+                               .recipe = &recipe, .gemm = gemm, .on_event = on_event, .on_qerr = on_qerr, .user = &r};
+    qp_linear *lin = qp_linear_create(&cfg, err, sizeof err);
+    CHECK(gemm && lin, "%s", err);
+    if (!gemm || !lin) return;
+    gpu_side gs;
+    g_no_rht_te = 1;
+    gpu_setup(&gs, lin, gemm, max_elems, 100, 1, 0);
+    g_no_rht_te = 0;
+    CHECK(gs.dv.ops.rht_te == NULL, "primitives without rht_te: the operations must have none");
+    float *X = randv((int64_t)M * IC, 1.0f), *W = randv((int64_t)OC * IC, 0.05f), *dY = randv((int64_t)M * OC, 0.01f);
+    float *Y = malloc(sizeof(float) * M * OC), *dX = calloc((size_t)M * IC, sizeof(float));
+    float *dW = calloc((size_t)OC * IC, sizeof(float));
+    qp_linear_begin_step(lin, 0, 0);
+    qp_linear_begin_micro(lin, 0);
+    CHECK(qp_linear_forward(lin, 0, QP_GEMM_FC, Y, X, W, NULL, M, IC, OC) == 0, "%s forward: %s", spec,
+          qp_linear_error(lin));
+    const int rc = qp_linear_backward(lin, 0, QP_GEMM_FC, dX, dW, NULL, dY, X, W, M, IC, OC, 1);
+    const char *msg = qp_linear_error(lin);
+    CHECK(rc != 0 && strstr(msg, "rht=te: this backend has no Transformer Engine transform") &&
+              strstr(msg, "layer 0") && strstr(msg, qp_gemm_name(QP_GEMM_FC)) && !strchr(msg, '\n'),
+          "%s backward without rht_te: rc %d, message '%s'", spec, rc, msg);
+    free(X), free(W), free(dY), free(Y), free(dX), free(dW);
+    gpu_free(&gs);
+    qp_linear_destroy(lin);
+    qp_gemm_destroy(gemm);
+}
+
 /* The decisions alone: path names by recipe, cc and QP_CUDA_EMULATE, and the
  * kind of each GEMM by formats and shape. */
 static void test_decisions(void)
@@ -707,6 +762,9 @@ static void test_decisions(void)
         {"nvfp4", 100, 1, "emulated-bf16", QPL_EMULATED},
         {"mxfp4", 100, 0, "emulated-bf16", QPL_EMULATED},
         {"fp8-current,wgrad:rht=16", 90, 0, "emulated-bf16", QPL_EMULATED}, /* FP8 with an RHT: not FP8-native */
+        {"fp8-current,wgrad:rht=te", 90, 0, "emulated-bf16", QPL_EMULATED}, /* nor with TE's */
+        {"te-nvfp4", 100, 0, "nvfp4-native", QPL_NVFP4},
+        {"te-nvfp4", 90, 0, "emulated-bf16", QPL_EMULATED},
         {"fp8-current,w=nvfp4", 100, 0, "emulated-bf16", QPL_EMULATED},     /* E4M3 x NVFP4: emulated */
         {"bf16,fprop=nvfp4,fc=mxfp8", 100, 0, "nvfp4-native", QPL_MXFP8},  /* both native, one name */
         {"fp32,fprop.w=fp8-e4m3", 90, 0, "emulated-bf16", QPL_F32},        /* FP32 x E4M3: in FP32 */
@@ -792,6 +850,13 @@ int main(void)
     run("nvfp4,wgrad:rht=128,bf16-last=0", 0, 128, 192, 144, "emulated-bf16");
     run("nvfp4,wgrad:rht=64,bf16-last=0", 100, 64, 192, 128, "nvfp4-native");
     run("bf16,fc.x+dy=fp8-block,fc.w=fp8-block-2d,qkv=mxfp8-rceil", 90, 128, 256, 128, "emulated-bf16");
+    /* Transformer Engine's fixed-sign RHT on wgrad (the GPU's rht_te, here
+     * qp_rht16_te): its preset, emulated and block-scaled, and a per-GEMM rule */
+    run("te-nvfp4", 0, 32, 64, 96, "emulated-bf16");
+    run("te-nvfp4", 100, 32, 64, 96, "nvfp4-native");
+    run("fp8-current,wgrad:rht=te", 90, 32, 48, 64, "emulated-bf16");
+    run_gemms("nvfp4,down.wgrad=bf16:rht=te,bf16-last=0", 100, 32, 64, 96, "nvfp4-native", 0, LLAMA_GEMMS);
+    test_no_rht_te();
     /* per-use recipes: formats differ between the operands of one GEMM, between
      * passes and between GEMM types */
     run("fp8-current,w=nvfp4", 0, 32, 64, 96, "emulated-bf16");
@@ -821,5 +886,6 @@ int main(void)
     run_dp("nvfp4", 100, 32, 64, 96);
     run_dp("bf16,x+dy=fp8-block,w=fp8-block-2d", 0, 32, 64, 96);
     run_dp("nvfp4,wgrad:rht=32,bf16-last=0", 0, 32, 64, 96);
+    run_dp("te-nvfp4", 100, 32, 64, 96);
     return qp_test_finish("test_cuda_linear_pass");
 }

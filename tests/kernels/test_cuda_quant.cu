@@ -4,8 +4,9 @@
 // adversarial tensors of qc_testdata.h (ragged shapes, misaligned pointers):
 // codes, block scales, the tensor scale and the device statistics of
 // qp_cuda_quantize; FP32 values (scaled and unscaled) and BF16 bits of
-// qp_cuda_qdq; qp_cuda_amax, qp_cuda_rht16, qp_cuda_transpose and the old
-// qp_cuda_quantize_fp8. NaN compares as NaN (the GPU does not keep payloads).
+// qp_cuda_qdq; qp_cuda_amax, qp_cuda_rht16, Transformer Engine's
+// qp_cuda_rht16_te, qp_cuda_transpose and the old qp_cuda_quantize_fp8. NaN
+// compares as NaN (the GPU does not keep payloads).
 // Exits 77 (ctest SKIP) without a GPU.
 #include <cuda_runtime.h>
 
@@ -274,6 +275,39 @@ void test_amax_rht_transpose()
     }
 }
 
+/* Transformer Engine's fixed-sign 16-point RHT (qp_cuda_rht16_te) against
+ * quant/'s qp_rht16_te, bit for bit, NaN as NaN: every input kind of
+ * qc_testdata.h (subnormals: products x * 0.25 that round; huge values: sums
+ * that overflow to Inf; NaN, Inf, -0), shapes from one 16-vector to
+ * thousands of rows, at an aligned and a misaligned (4-byte offset)
+ * address (the kernel's scalar loads); cols % 16 != 0 refused. */
+void test_rht_te()
+{
+    static const int shapes[][2] = {{1, 16}, {3, 48}, {37, 96}, {64, 256}, {1000, 32}, {5, 4096}};
+    Dev dx(kMaxElems * 4);
+    for (const auto &sh : shapes)
+        for (int kind = 0; kind < NKINDS; kind++)
+            for (int mis = 0; mis < 2; mis++) {
+                const int rows = sh[0], cols = sh[1];
+                const int64_t n = (int64_t)rows * cols;
+                std::vector<float> x(n), ref(n), got(n);
+                fill(x.data(), n, cols, kind, 700ull + (unsigned long long)(kind * 31 + cols + rows));
+                ref = x;
+                CHECK(qp_rht16_te(ref.data(), rows, cols) == 0, "qp_rht16_te %dx%d", rows, cols);
+                float *d_x = dx.as<float>(mis * 4);
+                CUDA_OK(cudaMemcpy(d_x, x.data(), n * 4, cudaMemcpyHostToDevice));
+                CUDA_OK(qp_cuda_rht16_te(d_x, rows, cols, g_stream));
+                CUDA_OK(cudaStreamSynchronize(g_stream));
+                CUDA_OK(cudaMemcpy(got.data(), d_x, n * 4, cudaMemcpyDeviceToHost));
+                const int64_t i = first_diff_f(got.data(), ref.data(), n);
+                CHECK(i < 0, "rht16_te %s %dx%d mis=%d differs at %lld: %a (GPU) vs %a (qp_rht16_te)",
+                      kind_names[kind], rows, cols, mis, (long long)i, i < 0 ? 0.0f : got[i], i < 0 ? 0.0f : ref[i]);
+            }
+    CHECK(qp_cuda_rht16_te(dx.as<float>(), 3, 40, g_stream) == (int)cudaErrorInvalidValue,
+          "rht16_te with cols %% 16 != 0 must fail");
+    CHECK(qp_cuda_rht16_te(dx.as<float>(), 0, 16, g_stream) == 0, "rht16_te of no rows");
+}
+
 void test_legacy_fp8()
 {
     const int64_t n = 1 << 20;
@@ -311,6 +345,7 @@ int main()
     g_pool = new Pool;
     test_legacy_fp8();
     test_amax_rht_transpose();
+    test_rht_te();
     test_tensors();
     test_large();
     test_sr_map();

@@ -3,8 +3,9 @@
  * relative for fp32 and bf16 (the GEMMs differ only in summation order), the
  * gradient norm of the first step within 1e-3, the same number of qerr rows
  * with close metrics, and parameters after the run within 1e-2 relative L2.
- * The quantized recipes fp8 (delayed scaling) and nvfp4 (RHT, SR, 2D blocks)
- * run through the emulated path and must stay within 5% of the CPU's loss.
+ * The quantized recipes fp8 (delayed scaling), nvfp4 (RHT, SR, 2D blocks)
+ * and te-nvfp4 (Transformer Engine's fixed-sign RHT on wgrad) run through
+ * the emulated path and must stay within 5% of the CPU's loss.
  * Both architectures: the GPT, and the Llama with grouped-query attention and
  * Smooth-SwiGLU. SKIP (77) without a CUDA device. */
 #include <math.h>
@@ -183,6 +184,8 @@ int main(void)
               qp_arch_names[a]);
         CHECK(run_recipe("nvfp4,wgrad:rht=128", 5e-2, (qp_arch)a) == 0, "%s nvfp4 with a 128-point RHT run",
               qp_arch_names[a]); /* B*T = 128 */
+        /* Transformer Engine's NVFP4 recipe: its fixed-sign RHT on wgrad (qp_cuda_rht16_te) */
+        CHECK(run_recipe("te-nvfp4", 5e-2, (qp_arch)a) == 0, "%s te-nvfp4 run", qp_arch_names[a]);
     }
     return qp_test_finish("test_cuda_train");
 }

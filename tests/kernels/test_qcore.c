@@ -23,7 +23,10 @@
  *    the data-parallel slices) too, and a driver given a wrong stride must
  *    differ.
  * 4. RHT: qp_rht_vec (what rht_kernel runs) over every n-vector against
- *    qp_rht (quant/'s AVX-512 or scalar loop), n = 16, 32, 64, 128. */
+ *    qp_rht (quant/'s AVX-512 or scalar loop), n = 16, 32, 64, 128; and
+ *    qp_rht_te_vec (what rht_kernel<16, true> runs) against quant/'s
+ *    qp_rht16_te, Transformer Engine's fixed-sign transform, on every input
+ *    kind (under nvcc: as CUDA C++ sees it). */
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -479,6 +482,15 @@ static void test_rht(void)
                 CHECK(bad == 0, "RHT %d%s trial %d: %lld values differ", size, inverse ? " inverse" : "", trial,
                       (long long)bad);
             }
+    for (int kind = 0; kind < NKINDS; kind++) {
+        fill(x, n, cols, kind, 400 + (unsigned long long)kind);
+        memcpy(ref, x, (size_t)n * sizeof *x);
+        CHECK(qp_rht16_te(ref, rows, cols) == 0, "qp_rht16_te");
+        for (int64_t i = 0; i < n; i += 16) qp_rht_te_vec(x + i);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += !qp_same_float(x[i], ref[i]);
+        CHECK(bad == 0, "TE RHT %s: %lld values differ", kind_names[kind], (long long)bad);
+    }
     free(x);
     free(ref);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """qtrain --device: bad values and no GPU exit 2 with one line; with a GPU,
 a short run on it writes a run file that says so, matches the CPU, resumes,
-takes --inject and --grad-comm (the GPU parts have not run on a GPU yet).
+takes --inject and --grad-comm, and runs Transformer Engine's NVFP4 recipe
+(te-nvfp4: TE's RHT on wgrad) close to the CPU (the GPU parts have not run on a GPU yet).
 
 usage: test_qtrain_device.py QTRAIN DATA WORKDIR"""
 import os
@@ -124,6 +125,18 @@ else:
             with h5py.File(gc, "r") as f:
                 e = f["train/grad_comm_rel_err"][:]
             check(np.all(np.isfinite(e)) and np.all(e > 0) and np.all(e < 0.01), f"grad_comm_rel_err {e}")
+        # Transformer Engine's NVFP4 recipe: its fixed-sign RHT on the wgrad operands runs on the GPU
+        # (qp_cuda_rht16_te, bit for bit quant/'s qp_rht16_te); the quantized losses as close as the
+        # GEMMs' summation order leaves them
+        te = {d: os.path.join(work, f"te_{d}.h5") for d in ("cuda", "cpu")}
+        for d, path in te.items():
+            rc, _, err = run("--device", d, *small, "--recipe", "te-nvfp4", "--out", path)
+            check(rc == 0, f"te-nvfp4 on {d}: exit {rc}: {err}")
+        if all(os.path.exists(p) for p in te.values()):
+            with h5py.File(te["cuda"], "r") as f, h5py.File(te["cpu"], "r") as g:
+                a, b = f["train/loss"][:], g["train/loss"][:]
+            check(len(a) == 3 and np.all(np.isfinite(a)) and np.allclose(a, b, rtol=5e-2, atol=0),
+                  f"te-nvfp4 losses cuda {a} vs cpu {b}")
     except ImportError:
         print("no h5py: run file not inspected")
 sys.exit(check.summary("test_qtrain_device"))
