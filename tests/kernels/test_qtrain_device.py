@@ -2,7 +2,7 @@
 """qtrain --device: bad values and no GPU exit 2 with one line; with a GPU,
 a short run on it writes a run file that says so, matches the CPU, resumes,
 takes --inject and --grad-comm, and runs Transformer Engine's NVFP4 recipe
-(te-nvfp4: TE's RHT on wgrad) close to the CPU (the GPU parts have not run on a GPU yet).
+(te-nvfp4: TE's RHT on wgrad) close to the CPU.
 
 usage: test_qtrain_device.py QTRAIN DATA WORKDIR"""
 import os
