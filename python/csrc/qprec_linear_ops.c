@@ -151,7 +151,9 @@ static int o_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
 {
     qp_linear_host *h = H;
     const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
-    const int kchunked = !qp_formats[j->fmt].unscaled_exact;
+    /* a scale per row (nvfp4-row): the values come with it (qp_qdq's unscaled keeps it) */
+    const int row_scaled = qp_formats[j->fmt].row_scaled;
+    const int kchunked = !qp_formats[j->fmt].unscaled_exact && !row_scaled;
     float *q = h->qbuf[j->side];
     qp_linear_stats *st = &h->stats[j->side];
     memset(st, 0, sizeof *st);
@@ -178,7 +180,8 @@ static int o_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
         st->rel_l2 = m.rel_l2, st->snr_db = m.snr_db, st->sat_frac = m.sat_frac, st->zero_frac = m.zero_frac;
         st->amax = m.amax;
     }
-    *out = (qp_linear_operand){QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL, ks};
+    *out = (qp_linear_operand){row_scaled ? QP_LOP_F32 : QP_LOP_F32_BF16, q, j->trans, st->qs.scale_inv, NULL, NULL,
+                               ks};
     return 0;
 }
 

@@ -445,10 +445,6 @@ static int parse_rule(parser *p, const char *s, size_t n, int at)
         const qp_format_traits *t = (size_t)(fe - o) < sizeof name ? qp_format_by_name(name) : NULL;
         if (!t) return fail(p, "unknown format '%.*s' in '%.*s'; valid: %s", (int)(fe - o), o, (int)n, s,
                             qp_format_names());
-        /* the GEMMs apply one decode scale per operand (alpha, or K-chunk scales) */
-        if (t->row_scaled)
-            return fail(p, "format '%s' in '%.*s' has a scale per row, which qtrain's GEMMs do not apply "
-                           "(qerr and the Python package quantize it)", t->name, (int)n, s);
         rule->set_fmt = true;
         rule->fmt = t->fmt;
         o = fe < end ? fe + 1 : end;
