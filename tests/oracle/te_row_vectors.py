@@ -15,8 +15,12 @@ operation in TE's order (numpy float32 scalars, no fused multiply-add):
   e_b    = min(1 / (d_b * Sinv_r), FLT_MAX)
   code   = TE's bins of clamp(x * e_b, -6, 6); NaN falls in no bin: 0
 
-Run it to print the header: python3 tests/oracle/te_row_vectors.py
+Run it to print the header's body: python3 tests/oracle/te_row_vectors.py;
+with --check FILE it exits 1 unless FILE (after its opening comment) is that
+body (the oracle_te_row_vectors test).
 """
+import sys
+
 import numpy as np
 
 F32 = np.float32
@@ -112,23 +116,37 @@ def quantize_row(row):
     return packed, bytes(scales), Sinv
 
 
-def main():
+def body():
     x = inputs()
-    print("#define TE_ROW_ROWS %d\n#define TE_ROW_COLS %d" % (ROWS, COLS))
-    print("static const uint32_t te_row_x[TE_ROW_ROWS * TE_ROW_COLS] = {")
+    out = ["#define TE_ROW_ROWS %d\n#define TE_ROW_COLS %d" % (ROWS, COLS),
+           "static const uint32_t te_row_x[TE_ROW_ROWS * TE_ROW_COLS] = {"]
     bits = x.view(np.uint32).reshape(-1)
     for r in range(ROWS):
-        print("    " + ", ".join("0x%08Xu" % b for b in bits[r * COLS:(r + 1) * COLS]) + ",")
-    print("};")
+        out.append("    " + ", ".join("0x%08Xu" % b for b in bits[r * COLS:(r + 1) * COLS]) + ",")
+    out.append("};")
     cs, ss, inv = [], [], []
     for r in range(ROWS):
         c, s, i = quantize_row(x[r])
         cs.append(c.hex()), ss.append(s.hex()), inv.append(i)
-    print("static const char *const te_row_codes[TE_ROW_ROWS] = {" + ", ".join('"%s"' % c for c in cs) + "};")
-    print("static const char *const te_row_scales[TE_ROW_ROWS] = {" + ", ".join('"%s"' % s for s in ss) + "};")
-    print("static const uint32_t te_row_scale_inv[TE_ROW_ROWS] = {" +
-          ", ".join("0x%08Xu" % int(np.array(i, dtype=F32).view(np.uint32)) for i in inv) + "};")
+    out.append("static const char *const te_row_codes[TE_ROW_ROWS] = {" + ", ".join('"%s"' % c for c in cs) + "};")
+    out.append("static const char *const te_row_scales[TE_ROW_ROWS] = {" + ", ".join('"%s"' % s for s in ss) + "};")
+    out.append("static const uint32_t te_row_scale_inv[TE_ROW_ROWS] = {" +
+               ", ".join("0x%08Xu" % int(np.array(i, dtype=F32).view(np.uint32)) for i in inv) + "};")
+    return "\n".join(out) + "\n"
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "--check":
+        text = open(argv[2]).read()
+        held = text[text.index("*/\n") + 3:]
+        if held != body():
+            print(f"te_row_vectors.py: {argv[2]} is not what the derivation gives (rerun it)", file=sys.stderr)
+            return 1
+        print("te_row_vectors: the header is the derivation's")
+        return 0
+    sys.stdout.write(body())
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv))
