@@ -783,16 +783,14 @@ float qp_amax(const float *x, int64_t n)
 int qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
     return quantize_driver(qp_active_kernels(), q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
-                    q->scale_cols, NULL, NULL, o, st, &q->scale_inv,
-                           q->row_scale_inv);
+                           q->scale_cols, NULL, NULL, o, st, &q->scale_inv, q->row_scale_inv);
 }
 
 int qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
     (void)qp_active_kernels(); /* tables */
     return quantize_driver(&qp_kernels_ref, q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
-                    q->scale_cols, NULL, NULL, o, st, &q->scale_inv,
-                           q->row_scale_inv);
+                           q->scale_cols, NULL, NULL, o, st, &q->scale_inv, q->row_scale_inv);
 }
 
 int qp_qdq(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o, qp_qstats *st)
