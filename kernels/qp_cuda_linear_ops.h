@@ -216,6 +216,12 @@ static inline int qpl_op_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_
     void *x = d->prim.ctx;
     const qp_format_traits *t = &qp_formats[j->fmt];
     const int side = j->side, rows = j->rows, cols = j->cols;
+    if (t->row_scaled) {
+        /* one scale per row: qp_cuda_quantize takes one tensor scale */
+        snprintf(d->err, sizeof d->err, "format %s (a scale per row) is quantized on the CPU only, not on the GPU",
+                 t->name);
+        return -1;
+    }
     const float *src = j->x;
     int trans = j->trans;
     const int64_t n = (int64_t)rows * cols;

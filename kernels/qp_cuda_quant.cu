@@ -320,6 +320,9 @@ int run(qp_fmt fmt, const float *d_x, int rows, int cols, const qp_qopts *opts, 
     // TE's Four Over Six on 16x16 tiles chooses from all sixteen rows' errors
     // (quant/'s te_tile_scales); the tile kernel's threads see one row each
     if (qp_rule_is_4o6_te(f.rule) && f.block_rows > 1) return (int)cudaErrorNotSupported;
+    // a row-scaled format (nvfp4-row) needs each row's amax before its blocks;
+    // the kernels take one tensor scale: quant/ on the host runs it
+    if (f.row_scaled) return (int)cudaErrorNotSupported;
     static const qp_qopts defaults = {};
     if (!opts) opts = &defaults;
     cudaStream_t s = (cudaStream_t)stream;

@@ -71,6 +71,7 @@ typedef enum {
     QP_FMT_NVFP4_4O6_TE_MSE,
     QP_FMT_NVFP4_4O6_TE_2D,
     QP_FMT_NVFP4_4O6_TE_MSE_2D,
+    QP_FMT_NVFP4_ROW,
     QP_FMT_COUNT
 } qp_fmt;
 
@@ -675,6 +676,8 @@ typedef struct {
     float tensor_range;        /* what that scale maps the tensor amax onto (0: none) */
     bool unscaled_exact;       /* qp_qdq's unscaled values are BF16 values (qp_qopts.unscaled) */
     const char *description;
+    bool row_scaled;           /* the FP32 second-level scale is per row (TE's row_scaled_nvfp4),
+                                  from each row's amax by qp_te_tensor_scale, not per tensor */
 } qp_format_traits;
 
 /* One row per format, in qp_fmt order: ROW(id, the other fields in declaration
@@ -683,94 +686,99 @@ typedef struct {
 #define QP_FORMAT_TABLE(ROW)                                                                                         \
     ROW(QP_FMT_FP32, .name = "fp32", .elem = QP_ELEM_F32, .elem_bits = 32, .elem_max = FLT_MAX, .elem_emax = 127,    \
         .block_rows = 1, .block_cols = 1, .block_scale = QP_SCALE_NONE, .rule = QP_RULE_NONE, .scale_bytes = 0,      \
-        .tensor_scale = false, .tensor_range = 0.0f, .unscaled_exact = false,                                       \
-        .description = "IEEE float32, unchanged (the reference)")                                                  \
+        .tensor_scale = false, .tensor_range = 0.0f, .unscaled_exact = false,                                        \
+        .description = "IEEE float32, unchanged (the reference)", .row_scaled = false)                               \
     ROW(QP_FMT_BF16, .name = "bf16", .elem = QP_ELEM_BF16, .elem_bits = 16, .elem_max = QP_BF16_MAX,                 \
         .elem_emax = 127, .block_rows = 1, .block_cols = 1, .block_scale = QP_SCALE_NONE, .rule = QP_RULE_NONE,      \
-        .scale_bytes = 0, .tensor_scale = false, .tensor_range = 0.0f, .unscaled_exact = true,                      \
-        .description = "bfloat16, round to nearest even")                                                          \
+        .scale_bytes = 0, .tensor_scale = false, .tensor_range = 0.0f, .unscaled_exact = true,                       \
+        .description = "bfloat16, round to nearest even", .row_scaled = false)                                       \
     ROW(QP_FMT_FP8_E4M3, .name = "fp8-e4m3", .elem = QP_ELEM_E4M3, .elem_bits = 8, .elem_max = QP_E4M3_MAX,          \
         .elem_emax = 8, .block_rows = 1, .block_cols = 1, .block_scale = QP_SCALE_TENSOR, .rule = QP_RULE_TENSOR,    \
-        .scale_bytes = 0, .tensor_scale = true, .tensor_range = QP_E4M3_MAX, .unscaled_exact = true,                \
-        .description = "FP8 E4M3, one FP32 scale per tensor")                                                      \
+        .scale_bytes = 0, .tensor_scale = true, .tensor_range = QP_E4M3_MAX, .unscaled_exact = true,                 \
+        .description = "FP8 E4M3, one FP32 scale per tensor", .row_scaled = false)                                   \
     ROW(QP_FMT_FP8_E5M2, .name = "fp8-e5m2", .elem = QP_ELEM_E5M2, .elem_bits = 8, .elem_max = QP_E5M2_MAX,          \
         .elem_emax = 15, .block_rows = 1, .block_cols = 1, .block_scale = QP_SCALE_TENSOR, .rule = QP_RULE_TENSOR,   \
-        .scale_bytes = 0, .tensor_scale = true, .tensor_range = QP_E5M2_MAX, .unscaled_exact = true,                \
-        .description = "FP8 E5M2, one FP32 scale per tensor")                                                      \
+        .scale_bytes = 0, .tensor_scale = true, .tensor_range = QP_E5M2_MAX, .unscaled_exact = true,                 \
+        .description = "FP8 E5M2, one FP32 scale per tensor", .row_scaled = false)                                   \
     ROW(QP_FMT_MXFP8, .name = "mxfp8", .elem = QP_ELEM_E4M3, .elem_bits = 8, .elem_max = QP_E4M3_MAX,                \
         .elem_emax = 8, .block_rows = 1, .block_cols = QK_MX, .block_scale = QP_SCALE_E8M0,                          \
-        .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                    \
-        .unscaled_exact = true, .description = "OCP MXFP8: E4M3 elements, E8M0 scale per 32")                      \
+        .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                     \
+        .unscaled_exact = true, .description = "OCP MXFP8: E4M3 elements, E8M0 scale per 32", .row_scaled = false)   \
     ROW(QP_FMT_MXFP8_E5M2, .name = "mxfp8-e5m2", .elem = QP_ELEM_E5M2, .elem_bits = 8, .elem_max = QP_E5M2_MAX,      \
         .elem_emax = 15, .block_rows = 1, .block_cols = QK_MX, .block_scale = QP_SCALE_E8M0,                         \
-        .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                    \
-        .unscaled_exact = true, .description = "OCP MXFP8: E5M2 elements, E8M0 scale per 32")                      \
+        .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                     \
+        .unscaled_exact = true, .description = "OCP MXFP8: E5M2 elements, E8M0 scale per 32", .row_scaled = false)   \
     ROW(QP_FMT_MXFP4, .name = "mxfp4", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,                \
         .elem_emax = 2, .block_rows = 1, .block_cols = QK_MX, .block_scale = QP_SCALE_E8M0,                          \
-        .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                    \
-        .unscaled_exact = true, .description = "OCP MXFP4: E2M1 elements, E8M0 scale per 32")                      \
+        .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                     \
+        .unscaled_exact = true, .description = "OCP MXFP4: E2M1 elements, E8M0 scale per 32", .row_scaled = false)   \
     ROW(QP_FMT_NVFP4, .name = "nvfp4", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,                \
         .elem_emax = 2, .block_rows = 1, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,                      \
-        .rule = QP_RULE_NVFP4, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * QP_E4M3_MAX,   \
-        .unscaled_exact = true, .description = "NVFP4: E2M1 elements, E4M3 scale per 1x16, FP32 tensor scale")     \
+        .rule = QP_RULE_NVFP4, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * QP_E4M3_MAX,    \
+        .unscaled_exact = true, .description = "NVFP4: E2M1 elements, E4M3 scale per 1x16, FP32 tensor scale", .row_scaled = false) \
     ROW(QP_FMT_NVFP4_2D, .name = "nvfp4-2d", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,          \
         .elem_emax = 2, .block_rows = QK_NVFP4, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,               \
-        .rule = QP_RULE_NVFP4, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * QP_E4M3_MAX,   \
-        .unscaled_exact = true, .description = "NVFP4 with one E4M3 scale per 16x16 tile (weights)")              \
+        .rule = QP_RULE_NVFP4, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * QP_E4M3_MAX,    \
+        .unscaled_exact = true, .description = "NVFP4 with one E4M3 scale per 16x16 tile (weights)", .row_scaled = false) \
     ROW(QP_FMT_MXFP8_RCEIL, .name = "mxfp8-rceil", .elem = QP_ELEM_E4M3, .elem_bits = 8, .elem_max = QP_E4M3_MAX,    \
         .elem_emax = 8, .block_rows = 1, .block_cols = QK_MX, .block_scale = QP_SCALE_E8M0,                          \
-        .rule = QP_RULE_MX_RCEIL, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                    \
-        .unscaled_exact = true, .description = "MXFP8 with the E8M0 scale rounded up (TE, cuBLAS)")                \
+        .rule = QP_RULE_MX_RCEIL, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                     \
+        .unscaled_exact = true, .description = "MXFP8 with the E8M0 scale rounded up (TE, cuBLAS)", .row_scaled = false) \
     ROW(QP_FMT_MXFP4_RCEIL, .name = "mxfp4-rceil", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,    \
         .elem_emax = 2, .block_rows = 1, .block_cols = QK_MX, .block_scale = QP_SCALE_E8M0,                          \
-        .rule = QP_RULE_MX_RCEIL, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                    \
-        .unscaled_exact = true, .description = "MXFP4 with the E8M0 scale rounded up")                             \
+        .rule = QP_RULE_MX_RCEIL, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                     \
+        .unscaled_exact = true, .description = "MXFP4 with the E8M0 scale rounded up", .row_scaled = false)          \
     ROW(QP_FMT_FP8_BLOCK, .name = "fp8-block", .elem = QP_ELEM_E4M3, .elem_bits = 8, .elem_max = QP_E4M3_MAX,        \
         .elem_emax = 8, .block_rows = 1, .block_cols = QK_FP8_BLOCK, .block_scale = QP_SCALE_F32,                    \
-        .rule = QP_RULE_F32_BLOCK, .scale_bytes = 4, .tensor_scale = false, .tensor_range = 0.0f,                   \
-        .unscaled_exact = false, .description = "FP8 E4M3, FP32 scale per 1x128 tile (DeepSeek-V3 activations)")   \
+        .rule = QP_RULE_F32_BLOCK, .scale_bytes = 4, .tensor_scale = false, .tensor_range = 0.0f,                    \
+        .unscaled_exact = false, .description = "FP8 E4M3, FP32 scale per 1x128 tile (DeepSeek-V3 activations)", .row_scaled = false) \
     ROW(QP_FMT_FP8_BLOCK_2D, .name = "fp8-block-2d", .elem = QP_ELEM_E4M3, .elem_bits = 8, .elem_max = QP_E4M3_MAX,  \
         .elem_emax = 8, .block_rows = QK_FP8_BLOCK, .block_cols = QK_FP8_BLOCK, .block_scale = QP_SCALE_F32,         \
-        .rule = QP_RULE_F32_BLOCK, .scale_bytes = 4, .tensor_scale = false, .tensor_range = 0.0f,                   \
-        .unscaled_exact = false, .description = "FP8 E4M3, FP32 scale per 128x128 block (DeepSeek-V3 weights)")    \
+        .rule = QP_RULE_F32_BLOCK, .scale_bytes = 4, .tensor_scale = false, .tensor_range = 0.0f,                    \
+        .unscaled_exact = false, .description = "FP8 E4M3, FP32 scale per 128x128 block (DeepSeek-V3 weights)", .row_scaled = false) \
     ROW(QP_FMT_FP8_BLOCK_POW2, .name = "fp8-block-pow2", .elem = QP_ELEM_E4M3, .elem_bits = 8,                       \
-        .elem_max = QP_E4M3_MAX, .elem_emax = 8, .block_rows = 1, .block_cols = QK_FP8_BLOCK,                         \
+        .elem_max = QP_E4M3_MAX, .elem_emax = 8, .block_rows = 1, .block_cols = QK_FP8_BLOCK,                        \
         .block_scale = QP_SCALE_F32, .rule = QP_RULE_POW2_BLOCK, .scale_bytes = 4, .tensor_scale = false,            \
-        .tensor_range = 0.0f, .unscaled_exact = true,                                                               \
-        .description = "FP8 E4M3, power-of-two scale per 1x128 tile (TE Float8BlockScaling default)")              \
+        .tensor_range = 0.0f, .unscaled_exact = true,                                                                \
+        .description = "FP8 E4M3, power-of-two scale per 1x128 tile (TE Float8BlockScaling default)", .row_scaled = false) \
     ROW(QP_FMT_FP8_BLOCK_2D_POW2, .name = "fp8-block-2d-pow2", .elem = QP_ELEM_E4M3, .elem_bits = 8,                 \
-        .elem_max = QP_E4M3_MAX, .elem_emax = 8, .block_rows = QK_FP8_BLOCK, .block_cols = QK_FP8_BLOCK,              \
+        .elem_max = QP_E4M3_MAX, .elem_emax = 8, .block_rows = QK_FP8_BLOCK, .block_cols = QK_FP8_BLOCK,             \
         .block_scale = QP_SCALE_F32, .rule = QP_RULE_POW2_BLOCK, .scale_bytes = 4, .tensor_scale = false,            \
-        .tensor_range = 0.0f, .unscaled_exact = true,                                                               \
-        .description = "FP8 E4M3, power-of-two scale per 128x128 block (TE default, weights)")                     \
+        .tensor_range = 0.0f, .unscaled_exact = true,                                                                \
+        .description = "FP8 E4M3, power-of-two scale per 128x128 block (TE default, weights)", .row_scaled = false)  \
     ROW(QP_FMT_NVFP4_4O6, .name = "nvfp4-4o6", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,        \
         .elem_emax = 2, .block_rows = 1, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,                      \
-        .rule = QP_RULE_NVFP4_4O6, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f,    \
-        .unscaled_exact = true, .description = "NVFP4, each 1x16 block scaled to 6 or to 4 (Four Over Six)")       \
+        .rule = QP_RULE_NVFP4_4O6, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f,     \
+        .unscaled_exact = true, .description = "NVFP4, each 1x16 block scaled to 6 or to 4 (Four Over Six)", .row_scaled = false) \
     ROW(QP_FMT_MXFP6_E2M3, .name = "mxfp6-e2m3", .elem = QP_ELEM_E2M3, .elem_bits = 8, .elem_max = QP_E2M3_MAX,      \
         .elem_emax = 2, .block_rows = 1, .block_cols = QK_MX, .block_scale = QP_SCALE_E8M0,                          \
-        .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                    \
-        .unscaled_exact = true, .description = "OCP MXFP6: E2M3 elements (a byte each), E8M0 scale per 32")        \
+        .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                     \
+        .unscaled_exact = true, .description = "OCP MXFP6: E2M3 elements (a byte each), E8M0 scale per 32", .row_scaled = false) \
     ROW(QP_FMT_MXFP6_E3M2, .name = "mxfp6-e3m2", .elem = QP_ELEM_E3M2, .elem_bits = 8, .elem_max = QP_E3M2_MAX,      \
         .elem_emax = 4, .block_rows = 1, .block_cols = QK_MX, .block_scale = QP_SCALE_E8M0,                          \
-        .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                    \
-        .unscaled_exact = true, .description = "OCP MXFP6: E3M2 elements (a byte each), E8M0 scale per 32")          \
+        .rule = QP_RULE_MX_FLOOR, .scale_bytes = 1, .tensor_scale = false, .tensor_range = 0.0f,                     \
+        .unscaled_exact = true, .description = "OCP MXFP6: E3M2 elements (a byte each), E8M0 scale per 32", .row_scaled = false) \
     ROW(QP_FMT_NVFP4_4O6_TE, .name = "nvfp4-4o6-te", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,  \
         .elem_emax = 2, .block_rows = 1, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,                      \
         .rule = QP_RULE_NVFP4_4O6_TE, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f,  \
-        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MAE, 1x16")                 \
-    ROW(QP_FMT_NVFP4_4O6_TE_MSE, .name = "nvfp4-4o6-te-mse", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,\
+        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MAE, 1x16", .row_scaled = false) \
+    ROW(QP_FMT_NVFP4_4O6_TE_MSE, .name = "nvfp4-4o6-te-mse", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX, \
         .elem_emax = 2, .block_rows = 1, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,                      \
-        .rule = QP_RULE_NVFP4_4O6_TE_MSE, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f,\
-        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MSE, 1x16")                 \
-    ROW(QP_FMT_NVFP4_4O6_TE_2D, .name = "nvfp4-4o6-te-2d", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,\
+        .rule = QP_RULE_NVFP4_4O6_TE_MSE, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f, \
+        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MSE, 1x16", .row_scaled = false) \
+    ROW(QP_FMT_NVFP4_4O6_TE_2D, .name = "nvfp4-4o6-te-2d", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX, \
         .elem_emax = 2, .block_rows = QK_NVFP4, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,               \
         .rule = QP_RULE_NVFP4_4O6_TE, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f,  \
-        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MAE, 16x16")                \
-    ROW(QP_FMT_NVFP4_4O6_TE_MSE_2D, .name = "nvfp4-4o6-te-mse-2d", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,\
+        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MAE, 16x16", .row_scaled = false) \
+    ROW(QP_FMT_NVFP4_4O6_TE_MSE_2D, .name = "nvfp4-4o6-te-mse-2d", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX, \
         .elem_emax = 2, .block_rows = QK_NVFP4, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,               \
-        .rule = QP_RULE_NVFP4_4O6_TE_MSE, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f,\
-        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MSE, 16x16")
+        .rule = QP_RULE_NVFP4_4O6_TE_MSE, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * 256.0f, \
+        .unscaled_exact = true, .description = "Four Over Six as TE computes it: float32 MSE, 16x16", .row_scaled = false) \
+    ROW(QP_FMT_NVFP4_ROW, .name = "nvfp4-row", .elem = QP_ELEM_E2M1, .elem_bits = 4, .elem_max = QP_E2M1_MAX,        \
+        .elem_emax = 2, .block_rows = 1, .block_cols = QK_NVFP4, .block_scale = QP_SCALE_UE4M3,                      \
+        .rule = QP_RULE_NVFP4, .scale_bytes = 1, .tensor_scale = true, .tensor_range = QP_E2M1_MAX * QP_E4M3_MAX,    \
+        .unscaled_exact = false, .description = "NVFP4 with an FP32 second-level scale per row (TE row_scaled_nvfp4)", \
+        .row_scaled = true)
 
 #define QP_FORMAT_ROW_COUNT(id, ...) +1
 QP_STATIC_ASSERT(0 QP_FORMAT_TABLE(QP_FORMAT_ROW_COUNT) == QP_FMT_COUNT, "QP_FORMAT_TABLE: one row per qp_fmt");
@@ -790,7 +798,7 @@ QP_HD qp_format_traits qp_format(int fmt)
                                       .elem_max = 0.0f, .elem_emax = 0, .block_rows = 0, .block_cols = 0,
                                       .block_scale = QP_SCALE_COUNT, .rule = QP_RULE_COUNT, .scale_bytes = 0,
                                       .tensor_scale = false, .tensor_range = 0.0f, .unscaled_exact = false,
-                                      .description = "unknown format"};
+                                      .description = "unknown format", .row_scaled = false};
     return unknown;
 }
 
@@ -809,6 +817,21 @@ QP_HD float qp_scale_rule_from_amax(float range, float amax, int pow2)
     if (s == 0.0f) s = 1.0f;
     if (pow2) s = qp_bits_f32(qp_f32_bits(s) & 0xFF800000u);
     return s;
+}
+
+/* Transformer Engine's NVFP4 second-level encode scale from an amax that
+ * may be NaN or Inf (reference_nvfp4.py at d0067d0, lines 708-730, the
+ * row-scaled amax at lines 881-888): S = range/amax in float32, at most
+ * FLT_MAX (so FLT_MAX for amax 0), 1 where S is 0 (amax Inf), NaN for a NaN
+ * amax (torch.max propagates it). quant/'s per-tensor NVFP4 rule
+ * (qp_scale_rule_from_amax) takes the finite amax and gives 1 for 0; the
+ * codes and block scales of a zero tensor are 0 under either. */
+QP_HD float qp_te_tensor_scale(float range, float amax)
+{
+    if (qp_isnanf(amax)) return qp_nanf();
+    float s = range / amax;
+    if (!(s <= FLT_MAX)) s = FLT_MAX;
+    return s == 0.0f ? 1.0f : s;
 }
 
 /* What a quantization of one tensor uses throughout: the per-tensor encode

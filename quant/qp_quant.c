@@ -93,7 +93,8 @@ int qp_qtensor_alloc(qp_qtensor *q, qp_fmt fmt, int64_t rows, int64_t cols)
     qp_scale_shape(fmt, rows, cols, &q->scale_rows, &q->scale_cols);
     q->codes = zalloc64((size_t)(rows * q->row_bytes) + 1);
     if (q->scale_rows) q->scales = zalloc64((size_t)(q->scale_rows * q->scale_cols * qp_formats[fmt].scale_bytes) + 1);
-    if (!q->codes || (q->scale_rows && !q->scales)) {
+    if (qp_formats[fmt].row_scaled) q->row_scale_inv = zalloc64((size_t)rows * sizeof(float) + 1);
+    if (!q->codes || (q->scale_rows && !q->scales) || (qp_formats[fmt].row_scaled && !q->row_scale_inv)) {
         qp_qtensor_free(q);
         return -1;
     }
@@ -104,7 +105,9 @@ void qp_qtensor_free(qp_qtensor *q)
 {
     free(q->codes);
     free(q->scales);
+    free(q->row_scale_inv);
     q->codes = q->scales = NULL;
+    q->row_scale_inv = NULL;
 }
 
 int64_t qp_ue4m3_log2_fx[128];
@@ -322,7 +325,69 @@ static int rows_join(const qp_plan *p, int64_t cols, const uint8_t *codes, int64
 {
     const qp_format_traits *t = p->t;
     return t->block_rows == 1 && cols % t->block_cols == 0 && (!codes || row_bytes * 8 == cols * t->elem_bits) &&
-           p->sr_stride == (uint64_t)cols;
+           p->sr_stride == (uint64_t)cols && !p->row_scale;
+}
+
+/* Row r of a row-scaled format (nvfp4-row) under its own scales: p's
+ * row_scale[r] and row_scale_inv[r] for the tensor's, applied to its
+ * decoded values even when unscaled (no per-tensor factor can carry them).
+ * A row whose TE amax is NaN gets TE's NaN block scales (0x7F), every code
+ * 0 and every value NaN; one whose amax is Inf (S = 1) takes each block
+ * holding an Inf at amax Inf, as TE's block amax does (the scale 448), on
+ * the scalar loops. amax/nf: the row's finite block amaxes and flags;
+ * spare: nb floats of scratch. */
+static void row_scaled_row(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r, int64_t cols,
+                           const float *amax, const uint8_t *nf, int64_t nb, uint8_t *codes, int64_t row_bytes,
+                           uint8_t *scales, int64_t scale_cols, float *y, uint16_t *y16, float *spare,
+                           qp_blockscales *bs, qp_chunk_result *res)
+{
+    const qp_format_traits *t = p->t;
+    qp_plan pr = *p;
+    pr.scale = p->row_scale[r];
+    pr.scale_inv = pr.out_mul = p->row_scale_inv[r];
+    pr.amax = p->row_te_amax[r];
+    if (qp_isnanf(pr.amax)) {
+        for (int64_t b = 0; b < nb; b++) {
+            bs->enc[b] = bs->dec[b] = qp_nanf();
+            bs->code[b] = 0x7F;
+            bs->flag[b] = QP_BLOCK_NAN;
+        }
+        res->bst.n_blocks += nb;
+        k = &qp_kernels_ref;
+    } else if (!qp_isfinitef(pr.amax)) {
+        for (int64_t b = 0; b < nb; b++) spare[b] = nf[b] ? pr.amax : amax[b];
+        k = &qp_kernels_ref;
+        k->block_scales(&pr, x + r * cols, cols, t->block_cols, spare, nf, nb, bs, &res->bst);
+    } else {
+        k->block_scales(&pr, x + r * cols, cols, t->block_cols, amax, nf, nb, bs, &res->bst);
+        mark_nonfinite(bs, nf, nb);
+    }
+    if (scales) store_scales(t, scales + r * scale_cols * t->scale_bytes, bs, nb);
+    encode_row_out(k, &pr, x + r * cols, r, cols, bs, t->block_cols, codes, row_bytes, y, y16, &res->cnt);
+}
+
+/* A row-scaled format's row amaxes as TE takes them (the largest finite
+ * block amax, or NaN / Inf where the row holds one, NaN first) and the row
+ * scales from them (qp_te_tensor_scale), into ra, rs and rsi (rows each). */
+static void row_scales(const qp_format_traits *t, const float *x, int64_t rows, int64_t cols, const float *pre_amax,
+                       const uint8_t *pre_nf, int64_t nb, float *ra, float *rs, float *rsi)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        float a = 0.0f;
+        int nonfinite = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            if (pre_amax[r * nb + b] > a) a = pre_amax[r * nb + b];
+            nonfinite |= pre_nf[r * nb + b];
+        }
+        if (nonfinite) {
+            int has_nan = 0;
+            for (int64_t c = 0; c < cols; c++) has_nan |= qp_isnanf(x[r * cols + c]);
+            a = has_nan ? qp_nanf() : INFINITY;
+        }
+        ra[r] = a;
+        rs[r] = qp_te_tensor_scale(t->tensor_range, a);
+        rsi[r] = 1.0f / rs[r];
+    }
 }
 
 /* Quantize rows [r0, r1). pre_amax/pre_nf: the block amaxes of these rows
@@ -388,6 +453,11 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         const float *amax = pre_amax ? pre_amax + (r - r0) * nb : amax_buf;
         const uint8_t *nf = pre_nf ? pre_nf + (r - r0) * nb : nf_buf;
         if (!pre_amax) k->block_amax(x + r * cols, cols, bc, amax_buf, nf_buf);
+        if (p->row_scale) {
+            row_scaled_row(k, p, x, r, cols, amax, nf, nb, codes, row_bytes, scales, scale_cols, y, y16, amax_buf,
+                           bs, res);
+            continue;
+        }
         /* NVFP4 block scales ignore non-finite values; MX marks the block NaN. */
         k->block_scales(p, x + r * cols, cols, bc, amax, nf, nb, bs, &res->bst);
         mark_nonfinite(bs, nf, nb);
@@ -548,7 +618,8 @@ void qp_finish_stats(const qp_plan *p, const qp_chunk_result *res, int64_t nchun
 
 static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int64_t rows, int64_t cols,
                             uint8_t *codes, int64_t row_bytes, uint8_t *scales, int64_t scale_cols, float *y,
-                            uint16_t *y16, const qp_qopts *o, qp_qstats *st, float *scale_inv_out)
+                            uint16_t *y16, const qp_qopts *o, qp_qstats *st, float *scale_inv_out,
+                            float *row_inv_out)
 {
     static const qp_qopts defaults;
     if (!o) o = &defaults;
@@ -620,6 +691,17 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     p.row_amax = !blocky && !t->tensor_scale; /* the amax comes with the encoding */
     qp_plan_scale(&p, o, amax);
     if (qp_rule_is_4o6_te(t->rule) && !(o->scale > 0.0f)) te_nonfinite_amax(&p, x, n);
+    if (t->row_scaled) {
+        /* one scale per row: none for the tensor */
+        float *rmem = qp_scratch(5, (size_t)rows * 3 * sizeof(float) + 1);
+        if (!rmem) abort();
+        row_scales(t, x, rows, cols, pre_amax, pre_nf, nb, rmem, rmem + rows, rmem + 2 * rows);
+        p.row_te_amax = rmem;
+        p.row_scale = rmem + rows;
+        p.row_scale_inv = rmem + 2 * rows;
+        p.scale = p.scale_inv = p.out_mul = 1.0f;
+        if (row_inv_out) memcpy(row_inv_out, p.row_scale_inv, (size_t)rows * sizeof(float));
+    }
     if (scale_inv_out) *scale_inv_out = p.scale_inv;
     const int64_t out_bytes = y ? n * (int64_t)sizeof(float) : rows * row_bytes;
     /* BF16 output goes through a row in L1, which streaming stores would evict */
@@ -701,26 +783,26 @@ float qp_amax(const float *x, int64_t n)
 int qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
     return quantize_driver(qp_active_kernels(), q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
-                    q->scale_cols, NULL, NULL, o, st, &q->scale_inv);
+                           q->scale_cols, NULL, NULL, o, st, &q->scale_inv, q->row_scale_inv);
 }
 
 int qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st)
 {
     (void)qp_active_kernels(); /* tables */
     return quantize_driver(&qp_kernels_ref, q->fmt, x, q->rows, q->cols, q->codes, q->row_bytes, q->scales,
-                    q->scale_cols, NULL, NULL, o, st, &q->scale_inv);
+                           q->scale_cols, NULL, NULL, o, st, &q->scale_inv, q->row_scale_inv);
 }
 
 int qp_qdq(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o, qp_qstats *st)
 {
-    return quantize_driver(qp_active_kernels(), fmt, x, rows, cols, NULL, 0, NULL, 0, y, NULL, o, st, NULL);
+    return quantize_driver(qp_active_kernels(), fmt, x, rows, cols, NULL, 0, NULL, 0, y, NULL, o, st, NULL, NULL);
 }
 
 int qp_qdq_ref(qp_fmt fmt, const float *x, float *y, int64_t rows, int64_t cols, const qp_qopts *o,
                qp_qstats *st)
 {
     (void)qp_active_kernels(); /* tables */
-    return quantize_driver(&qp_kernels_ref, fmt, x, rows, cols, NULL, 0, NULL, 0, y, NULL, o, st, NULL);
+    return quantize_driver(&qp_kernels_ref, fmt, x, rows, cols, NULL, 0, NULL, 0, y, NULL, o, st, NULL, NULL);
 }
 
 /* Only values that are BF16 values: their low halves are zero, so the high
@@ -729,7 +811,7 @@ static int qdq_bf16(const qp_kernels *k, qp_fmt fmt, const float *x, uint16_t *y
                     const qp_qopts *o, qp_qstats *st)
 {
     if (!qp_fmt_valid(fmt) || !qp_formats[fmt].unscaled_exact || !o || !o->unscaled) return -1;
-    return quantize_driver(k, fmt, x, rows, cols, NULL, 0, NULL, 0, NULL, y, o, st, NULL);
+    return quantize_driver(k, fmt, x, rows, cols, NULL, 0, NULL, 0, NULL, y, o, st, NULL, NULL);
 }
 
 int qp_qdq_bf16(qp_fmt fmt, const float *x, uint16_t *y, int64_t rows, int64_t cols, const qp_qopts *o,
@@ -800,7 +882,7 @@ void qp_dequantize(const qp_qtensor *q, float *y)
     for (int64_t r = 0; r < q->rows; r++) {
         const uint8_t *row = q->codes + r * q->row_bytes;
         for (int64_t c = 0; c < q->cols; c++)
-            y[r * q->cols + c] =
-                qp_decode_elem(t->elem, qp_load_code(t->elem, row, c)) * qp_block_scale_at(q, r, c) * q->scale_inv;
+            y[r * q->cols + c] = qp_decode_elem(t->elem, qp_load_code(t->elem, row, c)) * qp_block_scale_at(q, r, c) *
+                                 (t->row_scaled && q->row_scale_inv ? q->row_scale_inv[r] : q->scale_inv);
     }
 }

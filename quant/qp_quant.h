@@ -46,6 +46,14 @@
  *             amax_b*(S*(1/6)) and d4 of t*1.5 (the block scaled to 4); the
  *             one whose decoded block has the smaller squared error wins
  *             (ties: 6).
+ *   nvfp4-row as nvfp4 with S per row (Transformer Engine's row_scaled_nvfp4):
+ *             S_r = 6*448/amax_r by TE's arithmetic (qp_te_tensor_scale: FLT_MAX
+ *             for a zero row), amax_r taking NaN and Inf in as TE's does: a
+ *             row holding NaN gets NaN scales (0x7F) and codes 0, a row
+ *             holding Inf S_r = 1 and its Inf blocks the scale 448. The row
+ *             scales are stored in qp_qtensor.row_scale_inv; qp_qstats'
+ *             scale and scale_inv are 1, and unscaled output (qp_qopts)
+ *             keeps each row's scale (no per-tensor factor can carry it).
  *   nvfp4-4o6-te, -te-mse, -te-2d, -te-mse-2d  Four Over Six as Transformer
  *             Engine's reference computes it (qp_core.h): float32 MAE or MSE
  *             decoded with amax/1536, 16x16 tiles summing their rows in TE's
@@ -88,7 +96,8 @@ typedef struct {
                            /*   element i): a slice of a bigger tensor draws the bits the whole  */
                            /*   tensor's quantization draws for the same elements (data-parallel ranks) */
     float scale;       /* > 0: use this per-tensor encode scale instead of the current one
-                          (fp8: s; nvfp4: S); ignored by formats without a tensor scale */
+                          (fp8: s; nvfp4: S); ignored by formats without a tensor scale
+                          and by the row-scaled ones */
     float amax;        /* with scale: the tensor amax it came from, which the -te Four Over
                           Six rules decode their errors with (0: tensor_range / scale); a
                           slice of a tensor passes the whole tensor's scale and amax */
@@ -134,14 +143,17 @@ typedef struct {
     int64_t scale_rows, scale_cols;
     uint8_t *codes;        /* rows x row_bytes */
     uint8_t *scales;       /* scale_rows x scale_cols, NULL if no block scales */
-    float scale_inv;       /* per-tensor decode scale */
+    float scale_inv;       /* per-tensor decode scale (1 for a row-scaled format) */
+    float *row_scale_inv;  /* a row-scaled format (nvfp4-row): rows FP32 decode scales, one
+                              per row, which replace scale_inv for that row; else NULL */
 } qp_qtensor;
 
 /* Storage sizes for a rows x cols tensor (an unknown fmt: -1, and no scales). */
 int64_t qp_row_bytes(qp_fmt fmt, int64_t cols);
 void qp_scale_shape(qp_fmt fmt, int64_t rows, int64_t cols, int64_t *scale_rows, int64_t *scale_cols);
 
-/* Allocate / free packed storage; returns 0, or -1 on bad shape or no memory. */
+/* Allocate / free packed storage (row_scale_inv too for a row-scaled
+ * format); returns 0, or -1 on bad shape or no memory. */
 int qp_qtensor_alloc(qp_qtensor *q, qp_fmt fmt, int64_t rows, int64_t cols);
 void qp_qtensor_free(qp_qtensor *q);
 

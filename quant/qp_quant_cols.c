@@ -23,7 +23,7 @@ int qp_qdq_cols_direct(qp_fmt fmt, int64_t rows, int64_t cols, int rht_n, const 
     if (!qp_fmt_valid(fmt) || !k->encode_band || !o || !o->unscaled) return 0;
     const qp_format_traits *t = &qp_formats[fmt];
     const int64_t stride = o->sr_row_stride > 0 ? o->sr_row_stride : rows;
-    if (rows <= 0 || cols <= 0 || cols % 16 || t->block_rows != 1) return 0;
+    if (rows <= 0 || cols <= 0 || cols % 16 || t->block_rows != 1 || t->row_scaled) return 0;
     switch (t->rule) {
     case QP_RULE_NVFP4:
         return t->elem == QP_ELEM_E2M1 && t->block_cols == 16 && rows % 16 == 0 && (rht_n == 0 || rht_n == 16) &&

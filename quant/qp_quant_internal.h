@@ -33,6 +33,10 @@ typedef struct {
     bool skip_block_stats; /* qp_qopts.no_counts or no_block_stats: a block loop may leave the
                               block-scale statistics but n_blocks and amax (reported as 0) */
     float amax;       /* the tensor's finite amax, as qp_plan_scale saw it */
+    const float *row_scale, *row_scale_inv; /* a row-scaled format (qp_format_traits.row_scaled):
+                         row r's encode and decode scales, which replace scale and scale_inv
+                         (and out_mul: no per-tensor factor can carry them) for that row */
+    const float *row_te_amax; /* row r's amax as TE takes it (NaN or Inf where the row holds them) */
 } qp_plan;
 
 /* The plan of a quantization with options o, before its tensor scale
@@ -214,9 +218,9 @@ static inline void qp_read_ahead(const float *x, int64_t i, int64_t n, int n_ahe
 }
 
 /* Per-thread scratch that only grows (slot < QP_SCRATCH_SLOTS): NULL when
- * out of memory. The quantize driver uses slots 0-2, qp_quant_cols.c 0 and
- * 3-4. */
-#define QP_SCRATCH_SLOTS 5
+ * out of memory. The quantize driver uses slots 0-2 and 5 (a row-scaled
+ * format's row scales), qp_quant_cols.c 0 and 3-4. */
+#define QP_SCRATCH_SLOTS 6
 void *qp_scratch(int slot, size_t bytes);
 
 /* What one chunk of rows (or one band) of a quantization counted. */

@@ -262,7 +262,11 @@ static void test_sr_slices(void)
             qdq((qp_fmt)f, x + R / 2 * C, part, R / 2, C, &ro, NULL);
             CHECK(memcmp(part, whole + R / 2 * C, R / 2 * C * 4) == 0, "%s %s: row slice", t->name,
                   path ? "fast" : "ref");
-            /* columns [c0, c0 + w) of every row: offset c0, row stride C */
+            /* columns [c0, c0 + w) of every row: offset c0, row stride C (a
+             * row-scaled format's slice has its own row amaxes, hence scales:
+             * no caller's scale stands for them, and its rows are checked
+             * whole above) */
+            if (t->row_scaled) continue;
             const int64_t c0 = t->block_cols > 1 ? t->block_cols : 5, w = t->block_cols > 32 ? t->block_cols : 32;
             for (int64_t r = 0; r < R; r++) memcpy(src + r * w, x + r * C + c0, w * 4);
             qp_qopts co = o;

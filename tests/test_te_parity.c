@@ -17,7 +17,8 @@
  * The authors' rule
  * nvfp4-4o6 is not TE's: at ~1e-30 TE's float32 squared errors underflow to
  * 0 and at ~1e30 overflow to Inf, and every block ties to 6, which this test
- * checks too. */
+ * checks too. nvfp4-row is checked against TE's row-scaled NVFP4 on
+ * te_row_vectors.h's rows (zero, outlier, NaN and Inf rows included). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "qp_quant.h"
 #include "qp_test.h"
 #include "te_parity_vectors.h"
+#include "te_row_vectors.h"
 
 /* The inputs, as the generator made them: x = +-m * 2^(k - 4 - e), m in
  * 1..256, e in 0..7 from a 32-bit LCG seeded per class (all exact floats). */
@@ -184,9 +186,71 @@ static void test_differences(void)
     CHECK(!mae_mse_same, "MAE and MSE chose alike everywhere: the modes are not told apart");
 }
 
+/* nvfp4-row against TE's row-scaled NVFP4 (te_row_vectors.h): block scales
+ * and row scales exactly, codes except plain NVFP4's one artifact (a block
+ * whose scale rounds to 0 stores TE's x * FLT_MAX bytes there, qprec's 0:
+ * row 3's second block, whose elements decode to 0 either way); the values
+ * are code x block scale x row scale, from the packed tensor and the fused
+ * path alike. One tensor scale (nvfp4) gives other bytes on these rows. */
+static void test_row_scaled(void)
+{
+    float x[TE_ROW_ROWS * TE_ROW_COLS], y[TE_ROW_ROWS * TE_ROW_COLS], yq[TE_ROW_ROWS * TE_ROW_COLS];
+    memcpy(x, te_row_x, sizeof x);
+    uint8_t codes[TE_ROW_COLS / 2], scales[TE_ROW_COLS / 16];
+    for (int fast = 0; fast < 2; fast++) {
+        qp_qtensor q;
+        if (qp_qtensor_alloc(&q, QP_FMT_NVFP4_ROW, TE_ROW_ROWS, TE_ROW_COLS) || !q.row_scale_inv) abort();
+        qp_qstats st;
+        CHECK((fast ? qp_quantize : qp_quantize_ref)(x, &q, NULL, &st) == 0, "nvfp4-row quantize");
+        CHECK(st.scale == 1.0f && st.scale_inv == 1.0f && q.scale_inv == 1.0f, "nvfp4-row: a tensor scale of %g",
+              (double)st.scale);
+        int artifacts = 0;
+        for (int r = 0; r < TE_ROW_ROWS; r++) {
+            hex_bytes(te_row_codes[r], codes, sizeof codes);
+            hex_bytes(te_row_scales[r], scales, sizeof scales);
+            CHECK(memcmp(scales, q.scales + r * q.scale_cols, sizeof scales) == 0, "nvfp4-row %s row %d: block scales",
+                  fast ? "fast" : "ref", r);
+            uint32_t inv;
+            memcpy(&inv, &q.row_scale_inv[r], 4);
+            CHECK(inv == te_row_scale_inv[r], "nvfp4-row %s row %d: 1/S bits %08x, TE's %08x", fast ? "fast" : "ref", r,
+                  inv, te_row_scale_inv[r]);
+            for (int c = 0; c < TE_ROW_COLS; c++) {
+                const uint32_t te = qp_load_code(QP_ELEM_E2M1, codes, c), qc = qp_load_code(QP_ELEM_E2M1, q.codes + r * q.row_bytes, c);
+                if (te == qc) continue;
+                if (scales[c / 16] == 0 && qc == 0) artifacts++;
+                else CHECK(0, "nvfp4-row %s (%d, %d): code %u, TE's %u", fast ? "fast" : "ref", r, c, qc, te);
+            }
+        }
+        CHECK(artifacts == 16, "nvfp4-row: %d zero-scale artifacts, expected row 3's second block (16)", artifacts);
+        qp_dequantize(&q, y);
+        CHECK((fast ? qp_qdq : qp_qdq_ref)(QP_FMT_NVFP4_ROW, x, yq, TE_ROW_ROWS, TE_ROW_COLS, NULL, NULL) == 0, "qdq");
+        int bad = 0;
+        for (int r = 0; r < TE_ROW_ROWS; r++)
+            for (int c = 0; c < TE_ROW_COLS; c++) {
+                const int i = r * TE_ROW_COLS + c;
+                const float want = qp_e2m1_to_f32((uint8_t)qp_load_code(QP_ELEM_E2M1, q.codes + r * q.row_bytes, c)) *
+                                   qp_ue4m3_to_f32(q.scales[r * q.scale_cols + c / 16]) * q.row_scale_inv[r];
+                bad += !(isnan(want) ? isnan(y[i]) && isnan(yq[i]) : y[i] == want && yq[i] == want);
+            }
+        CHECK(bad == 0, "nvfp4-row %s: %d values are not code x block scale x row scale", fast ? "fast" : "ref", bad);
+        /* row 1 is row 0 times 2^10: the same bytes, 2^10 times the values */
+        CHECK(memcmp(q.codes, q.codes + q.row_bytes, (size_t)q.row_bytes) == 0 && y[TE_ROW_COLS] == 1024.0f * y[0],
+              "nvfp4-row: a row scaled by 2^10 changed its codes");
+        qp_qtensor_free(&q);
+    }
+    /* one scale for the tensor: row 0 (amax 6) under row 1's amax 6144 keeps other scales */
+    qp_qtensor t;
+    if (qp_qtensor_alloc(&t, QP_FMT_NVFP4, TE_ROW_ROWS, TE_ROW_COLS)) abort();
+    qp_quantize(x, &t, NULL, NULL);
+    hex_bytes(te_row_scales[0], scales, sizeof scales);
+    CHECK(memcmp(scales, t.scales, sizeof scales) != 0, "nvfp4 gave the row-scaled scales: the rows do not tell them apart");
+    qp_qtensor_free(&t);
+}
+
 int main(void)
 {
     test_vectors();
     test_differences();
+    test_row_scaled();
     return qp_test_finish("test_te_parity");
 }

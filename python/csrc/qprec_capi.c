@@ -24,7 +24,7 @@
 #define QPREC_EXPORT __attribute__((visibility("default")))
 
 /* The ABI between this file and _lib.py: bumped when a signature changes. */
-QPREC_EXPORT int qprec_abi_version(void) { return 4; }
+QPREC_EXPORT int qprec_abi_version(void) { return 5; }
 
 QPREC_EXPORT int qprec_format_count(void) { return QP_FMT_COUNT; }
 
@@ -46,8 +46,9 @@ QPREC_EXPORT const char *qprec_format_description(int f) { return traits(f) ? tr
  * block scales take 4). */
 static int scale_bytes(const qp_format_traits *t) { return t->scale_bytes; }
 
-/* out: elem_bits, block_rows, block_cols, scale_bytes, tensor_scale; *elem_max */
-QPREC_EXPORT int qprec_format_info(int f, int64_t out[5], double *elem_max)
+/* out: elem_bits, block_rows, block_cols, scale_bytes, tensor_scale,
+ * row_scaled (the tensor scale is one per row); *elem_max */
+QPREC_EXPORT int qprec_format_info(int f, int64_t out[6], double *elem_max)
 {
     const qp_format_traits *t = traits(f);
     if (!t) return -1;
@@ -56,6 +57,7 @@ QPREC_EXPORT int qprec_format_info(int f, int64_t out[5], double *elem_max)
     out[2] = t->block_cols;
     out[3] = scale_bytes(t);
     out[4] = t->tensor_scale ? 1 : 0;
+    out[5] = t->row_scaled ? 1 : 0;
     *elem_max = t->elem_max;
     return 0;
 }
@@ -106,8 +108,9 @@ static int rotated(const float *x, int64_t rows, int64_t cols, int rht, uint64_t
 }
 
 /* codes: rows x qp_row_bytes(f, cols); scales: scale_rows x scale_cols x
- * scale_bytes (NULL without block scales); *scale_inv: the tensor's decode
- * scale. With rht the input is rotated first (x R, the basis the GEMM sees). */
+ * scale_bytes (NULL without block scales); scale_inv: the tensor's decode
+ * scale, or for a row-scaled format (nvfp4-row) rows of them, one per row.
+ * With rht the input is rotated first (x R, the basis the GEMM sees). */
 QPREC_EXPORT int qprec_quantize(int f, const float *x, int64_t rows, int64_t cols, int sr, uint64_t sr_seed,
                                 uint64_t sr_stream, int rht, uint64_t rht_seed, uint8_t *codes, uint8_t *scales,
                                 float *scale_inv, double stats[QPREC_NSTATS])
@@ -127,18 +130,20 @@ QPREC_EXPORT int qprec_quantize(int f, const float *x, int64_t rows, int64_t col
     q.codes = codes;
     q.scales = q.scale_rows ? scales : NULL;
     q.scale_inv = 1.0f;
+    q.row_scale_inv = traits(f)->row_scaled ? scale_inv : NULL;
     const qp_qopts o = make_opts(sr, sr_seed, sr_stream);
     qp_qstats st;
     memset(&st, 0, sizeof st);
     qp_quantize(src, &q, &o, &st);
-    *scale_inv = q.scale_inv;
+    if (!q.row_scale_inv) *scale_inv = q.scale_inv;
     put_stats(&st, stats);
     free(own);
     return 0;
 }
 
+/* scale_inv: qprec_quantize's (one, or one per row). */
 QPREC_EXPORT int qprec_dequantize(int f, int64_t rows, int64_t cols, const uint8_t *codes, const uint8_t *scales,
-                                  float scale_inv, float *y)
+                                  const float *scale_inv, float *y)
 {
     if (!traits(f) || rows < 0 || cols < 0) return -1;
     qp_qtensor q;
@@ -150,7 +155,8 @@ QPREC_EXPORT int qprec_dequantize(int f, int64_t rows, int64_t cols, const uint8
     qp_scale_shape((qp_fmt)f, rows, cols, &q.scale_rows, &q.scale_cols);
     q.codes = (uint8_t *)codes;
     q.scales = q.scale_rows ? (uint8_t *)scales : NULL;
-    q.scale_inv = scale_inv;
+    q.scale_inv = traits(f)->row_scaled ? 1.0f : scale_inv[0];
+    q.row_scale_inv = traits(f)->row_scaled ? (float *)scale_inv : NULL;
     qp_dequantize(&q, y);
     return 0;
 }

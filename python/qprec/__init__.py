@@ -85,12 +85,13 @@ def format_info(fmt, _i=None):
     i = _i if _i is not None else L.qprec_format_index(fmt.encode()) if isinstance(fmt, str) else -1
     if i < 0:
         raise ValueError(f"qprec: unknown format {fmt!r}")
-    out = (_lib._i64 * 5)()
+    out = (_lib._i64 * 6)()
     emax = _lib.ctypes.c_double()
     L.qprec_format_info(i, out, _lib.ctypes.byref(emax))
     return {"name": L.qprec_format_name(i).decode(), "description": L.qprec_format_description(i).decode(),
             "elem_bits": int(out[0]), "elem_max": float(emax.value), "block_rows": int(out[1]),
-            "block_cols": int(out[2]), "scale_bytes": int(out[3]), "tensor_scale": bool(out[4])}
+            "block_cols": int(out[2]), "scale_bytes": int(out[3]), "tensor_scale": bool(out[4]),
+            "row_scaled": bool(out[5])}
 
 
 def _storage(i, rows, cols):
@@ -182,7 +183,9 @@ class QTensor:
     scales        scale_rows x scale_cols block scales (uint8 E8M0 / UE4M3 codes, or
                   float32 for formats with FP32 block scales); None without block scales
     tensor_scale  the per-tensor decode scale (value = element x block scale x tensor_scale;
-                  1.0 for formats without one)
+                  1.0 for formats without one); for a row-scaled format (nvfp4-row,
+                  Transformer Engine's row_scaled_nvfp4) a float32 array of rows decode
+                  scales, one per row
     shape         the input's shape; rows x cols is its 2-D view (cols the last dimension)
     stats         what the quantization saw (amax, saturated and flushed counts, ...)
 
@@ -202,8 +205,9 @@ class QTensor:
         L = _lib.lib()
         y = _np.empty(self.shape, dtype=_F32)
         raw = None if self.scales is None else _np.ascontiguousarray(self.scales).view(_np.uint8)
+        inv = _np.ascontiguousarray(self.tensor_scale, dtype=_F32).reshape(-1)
         rc = L.qprec_dequantize(self._index, self.rows, self.cols, _lib.ptr(self.codes, _lib.ctypes.c_uint8),
-                                _lib.ptr(raw, _lib.ctypes.c_uint8), _F32(self.tensor_scale),
+                                _lib.ptr(raw, _lib.ctypes.c_uint8), _lib.ptr(inv, _lib.ctypes.c_float),
                                 _lib.ptr(y, _lib.ctypes.c_float))
         _lib.check(rc, self.fmt, "dequantize")
         return y
@@ -244,16 +248,17 @@ def quantize(x, fmt, *, rht=None, sr_seed=None, sr_stream=0, block_2d=False):
     codes = _np.zeros((rows, row_bytes), dtype=_np.uint8)
     sb = info["scale_bytes"]
     raw = _np.zeros((srows, scols * sb), dtype=_np.uint8) if srows and sb else None
-    inv = _lib.ctypes.c_float(1.0)
+    inv = _np.ones(max(rows, 1) if info["row_scaled"] else 1, dtype=_F32)
     st = (_lib.ctypes.c_double * len(_lib.STATS))()
     L = _lib.lib()
     rc = L.qprec_quantize(i, _lib.ptr(a, _lib.ctypes.c_float), rows, cols, sr_on, seed, stream, rht_on, rht_seed,
                           _lib.ptr(codes, _lib.ctypes.c_uint8), _lib.ptr(raw, _lib.ctypes.c_uint8),
-                          _lib.ctypes.byref(inv), st)
+                          _lib.ptr(inv, _lib.ctypes.c_float), st)
     _lib.check(rc, fmt, "quantize")
     scales = None if raw is None else raw if sb == 1 else raw.view("<f4")
     rht_as = None if not rht_on else "te" if rht_on == _RHT_TE else rht_seed
-    return QTensor(info["name"], a.shape, codes, scales, float(inv.value), rht_as,
+    tscale = inv[:rows] if info["row_scaled"] else float(inv[0])
+    return QTensor(info["name"], a.shape, codes, scales, tscale, rht_as,
                    seed if sr_on else None, _stats(st), i)
 
 

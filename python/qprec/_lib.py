@@ -7,7 +7,7 @@ list, the sizes and the packed layouts are asked of the library."""
 import ctypes
 import os
 
-_ABI = 4
+_ABI = 5
 
 # the order of qprec_capi.c's output arrays
 STATS = ("n", "n_nonfinite", "n_nonzero", "n_sat", "n_flushed", "amax", "scale", "scale_inv", "n_blocks",
@@ -34,7 +34,7 @@ _SIGNATURES = {
     "qprec_nstats": (_int, []),
     "qprec_nmetrics": (_int, []),
     "qprec_quantize": (_int, [_int, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _u8p, _u8p, _f32p, _dblp]),
-    "qprec_dequantize": (_int, [_int, _i64, _i64, _u8p, _u8p, ctypes.c_float, _f32p]),
+    "qprec_dequantize": (_int, [_int, _i64, _i64, _u8p, _u8p, _f32p, _f32p]),
     "qprec_qdq": (_int, [_int, _f32p, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _dblp]),
     "qprec_errors": (_int, [_int, _f32p, _i64, _i64, _int, _u64, _u64, _int, _u64, _dblp, _dblp,
                             ctypes.POINTER(_i64)]),

@@ -149,10 +149,14 @@ int bench_cuda_host_quantize(int fmt, const float *x, int64_t rows, int64_t cols
     case QP_RULE_NVFP4:
     case QP_RULE_NVFP4_4O6: {
         const float a = amax_of(x, n);
-        const float S = a > 0.0f ? t->tensor_range / a : 1.0f, Sinv = 1.0f / S;
         const int64_t nb = cols / 16, br = t->block_rows;
         for (int64_t r0 = 0; r0 < rows; r0 += br)
             for (int64_t b = 0; b < nb; b++) {
+                // nvfp4-row (TE's row_scaled_nvfp4): S from the row's amax, FLT_MAX for a zero row
+                const float ar = t->row_scaled ? amax_of(x + r0 * cols, cols) : a;
+                const float S = t->row_scaled ? (ar > 0.0f ? std::fmin(t->tensor_range / ar, FLT_MAX) : FLT_MAX)
+                                              : (a > 0.0f ? t->tensor_range / a : 1.0f),
+                            Sinv = 1.0f / S;
                 float ab = 0.0f;
                 for (int64_t r = r0; r < r0 + br && r < rows; r++) ab = std::fmax(ab, amax_of(x + r * cols + 16 * b, 16));
                 const float t6 = ab * (S * (1.0f / 6.0f));

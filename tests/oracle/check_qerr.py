@@ -34,7 +34,7 @@ import ref_formats as ref  # noqa: E402
 import gen_demo_tensors as gen  # noqa: E402
 
 DEFAULT_FORMATS = ("bf16,fp8-e4m3,fp8-e5m2,mxfp8,mxfp4,nvfp4,nvfp4-2d,mxfp8-rceil,mxfp4-rceil,fp8-block,"
-                   "fp8-block-2d,fp8-block-pow2,fp8-block-2d-pow2,nvfp4-4o6,mxfp6-e2m3,mxfp6-e3m2")
+                   "fp8-block-2d,fp8-block-pow2,fp8-block-2d-pow2,nvfp4-4o6,mxfp6-e2m3,mxfp6-e3m2,nvfp4-row")
 REL_TOL = 1e-6
 FRAC_TOL = 1e-9
 

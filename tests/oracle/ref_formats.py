@@ -317,6 +317,18 @@ def q_fp8_block(x, tile_rows=1, bc=128, pow2=False):
     return y[:rows, :cols], n_sat
 
 
+def q_nvfp4_row(x):
+    """Row-scaled NVFP4 (Transformer Engine's row_scaled_nvfp4): each row is
+    NVFP4 with its own S = 6*448/amax_r (q_nvfp4_fast of the row alone; a
+    zero row decodes to zeros whatever its S). Finite inputs."""
+    y = np.zeros(x.shape, dtype=F32)
+    n_sat = 0
+    for r in range(x.shape[0]):
+        y[r:r + 1], ns = q_nvfp4_fast(x[r:r + 1], 1, 16)
+        n_sat += ns
+    return y, n_sat
+
+
 FORMATS = {
     "bf16": lambda x: q_bf16(x),
     "fp8-e4m3": lambda x: q_fp8_tensor(x, "e4m3"),
@@ -335,6 +347,7 @@ FORMATS = {
     "nvfp4-4o6": q_nvfp4_4o6,
     "mxfp6-e2m3": lambda x: q_mx(x, "e2m3", 2),
     "mxfp6-e3m2": lambda x: q_mx(x, "e3m2", 4),
+    "nvfp4-row": q_nvfp4_row,
 }
 
 

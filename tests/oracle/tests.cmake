@@ -13,6 +13,11 @@ if(QP_PYTHON)
     add_test(NAME oracle_selftest
              COMMAND ${QP_PYTHON} ${QP_ORACLE_DIR}/ref_formats.py --selftest)
     set_tests_properties(oracle_selftest PROPERTIES LABELS "oracle" TIMEOUT 300)
+    # tests/te_row_vectors.h (test_te_parity's nvfp4-row bytes) is what the
+    # step-by-step derivation from TE's row-scaled arithmetic gives
+    add_test(NAME oracle_te_row_vectors
+             COMMAND ${QP_PYTHON} ${QP_ORACLE_DIR}/te_row_vectors.py --check ${QP_ORACLE_DIR}/../te_row_vectors.h)
+    set_tests_properties(oracle_te_row_vectors PROPERTIES LABELS "oracle" TIMEOUT 60)
 
     # E4M3, E2M1, E2M3, E3M2 and E8M0 against ml_dtypes (PyPI; scripts/setup.sh
     # installs it into Debian's python3)

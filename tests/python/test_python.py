@@ -531,6 +531,27 @@ def case_te():
     p = subprocess.run([QERR, "--rht-signs", "tee", path], capture_output=True, text=True)
     check(p.returncode == 2 and "--rht-signs" in p.stderr and p.stderr.count("\n") == 1,
           "qerr --rht-signs tee: one line, exit 2")
+    # nvfp4-row, TE's row_scaled_nvfp4: one decode scale per row, 1/S_r with S_r = min(2688/amax_r,
+    # FLT_MAX) in float32; each row's bytes are plain nvfp4's of that row alone
+    xr = (rng.standard_normal((6, 40)) * np.array([1e-3, 1, 50, 0, 1e4, 7])[:, None]).astype(F32)
+    q = qprec.quantize(xr, "nvfp4-row")
+    with np.errstate(divide="ignore"):
+        S = np.minimum(F32(2688.0) / np.abs(xr).max(axis=1).astype(F32), np.finfo(F32).max).astype(F32)
+    check(isinstance(q.tensor_scale, np.ndarray) and q.tensor_scale.tobytes() == (F32(1.0) / S).astype(F32).tobytes(),
+          f"nvfp4-row: one decode scale per row, TE's 1/S_r: {q.tensor_scale}")
+    for r in (0, 1, 2, 4, 5):
+        p1 = qprec.quantize(xr[r:r + 1], "nvfp4")
+        check(np.array_equal(p1.codes[0], q.codes[r]) and np.array_equal(p1.scales[0], q.scales[r]) and
+              F32(p1.tensor_scale) == q.tensor_scale[r], f"nvfp4-row: row {r} is nvfp4 of that row alone")
+    check(not np.array_equal(qprec.quantize(xr, "nvfp4").scales, q.scales), "nvfp4-row: not one scale per tensor")
+    check(q.dequantize().tobytes() == qprec.qdq(xr, "nvfp4-row").tobytes(), "nvfp4-row: dequantize == qdq")
+    check(qprec.format_info("nvfp4-row")["row_scaled"] and not qprec.format_info("nvfp4")["row_scaled"],
+          "format_info: row_scaled")
+    p = subprocess.run([QERR, "--json", "--threads", "1", "--formats", "nvfp4-row", path], capture_output=True,
+                       text=True)
+    check(p.returncode == 0, f"qerr --formats nvfp4-row: {p.stderr}")
+    rows = [dict(qprec.errors(dump(path)[n], "nvfp4-row"), tensor=n) for n, _, _ in tens]
+    check(qerr_json_text(path, rows) == p.stdout, "qerr --formats nvfp4-row is qprec.errors(..., 'nvfp4-row')")
 
 
 def ue4m3_e8m0_f32(scales, name):

@@ -701,7 +701,8 @@ static void test_every_format(qp_gemm *gemm)
         snprintf(spec, sizeof spec, "x+w+dy=%s", qp_formats[f].name);
         const double w = run_plan(gemm, spec, 0, 500 + (uint64_t)f);
         printf("  %-20s %9.1e%s\n", qp_formats[f].name, w,
-               f != QP_FMT_FP32 && !qp_formats[f].unscaled_exact ? "  (K-chunked)" : "");
+               qp_formats[f].row_scaled ? "  (FP32, row scales applied)"
+               : f != QP_FMT_FP32 && !qp_formats[f].unscaled_exact ? "  (K-chunked)" : "");
     }
     static const struct {
         const char *what, *spec;

@@ -601,6 +601,8 @@ static void test_errors(void)
         {"x=fp32:sr", 4, {"fp32", "sr"}},
         {"fp32,dy:sr", 4, {"'dy:sr'", "fp32"}},
         {"mxfp8,x:delayed", 4, {"'x:delayed'", "mxfp8"}},
+        {"x=nvfp4-row,x:delayed", 4, {"'x:delayed'", "nvfp4-row", "per row"}},
+        {"fprop.x=nvfp4-row:hist=8", 4, {"nvfp4-row", "per row"}},
         {"x+fprop=bf16", 4, {"'x+fprop'", "mixes"}},
         {"x.x=bf16", 4, {"operands twice"}},
         {"~x=bf16", 4, {"'~'", "blocks"}},

@@ -617,6 +617,7 @@ int qp_linear_takes_rounded(const qp_linear *l, int layer, qp_gemm_id g, qp_oper
     case QP_FMT_NVFP4_4O6_TE_MSE:
     case QP_FMT_NVFP4_4O6_TE_2D:
     case QP_FMT_NVFP4_4O6_TE_MSE_2D:
+    case QP_FMT_NVFP4_ROW:
     case QP_FMT_COUNT: return 0; /* block scales: the amax of each block first */
     }
     return 0;

@@ -68,10 +68,14 @@ struct qp_linear_host {
 
 #define H ((qp_linear_host *)ctx)
 
-/* A held BF16-valued quantization as a GEMM operand: floats or BF16 bits. */
+/* A held quantization as a GEMM operand: BF16-valued floats or BF16 bits;
+ * a row-scaled format's (nvfp4-row) floats with each row's scale applied,
+ * which are not BF16 values (an FP32 GEMM, alpha without them). */
 static qp_linear_operand held_operand(const held *q, int trans, float scale_inv)
 {
-    return (qp_linear_operand){q->f32 ? QP_LOP_F32_BF16 : QP_LOP_BF16, q->data, trans, scale_inv, NULL, NULL, NULL};
+    const int rows_scaled = qp_fmt_valid(q->fmt) && qp_formats[q->fmt].row_scaled;
+    return (qp_linear_operand){rows_scaled ? QP_LOP_F32 : q->f32 ? QP_LOP_F32_BF16 : QP_LOP_BF16, q->data, trans,
+                               scale_inv, NULL, NULL, NULL};
 }
 
 static const char *h_error(void *ctx) { return H->err; }
@@ -220,8 +224,11 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
 {
     qp_linear_host *h = H;
     const int qrows = j->trans ? j->cols : j->rows, qcols = j->trans ? j->rows : j->cols;
-    const int kchunked = !qp_formats[j->fmt].unscaled_exact;
-    int f32 = !kchunked && h->f32_operands;
+    /* a scale per row (nvfp4-row) goes into no alpha and no K-chunk scale:
+     * its values come scaled (qp_qdq's unscaled keeps the row scales), as floats */
+    const int row_scaled = qp_formats[j->fmt].row_scaled;
+    const int kchunked = !qp_formats[j->fmt].unscaled_exact && !row_scaled;
+    int f32 = (!kchunked && h->f32_operands) || row_scaled;
     float *q = h->qbuf[j->side];
     void *qv = f32 ? (void *)q : (void *)h->hbuf[j->side];
     if (j->keep >= 0) {
@@ -231,7 +238,7 @@ static int h_quantize(void *ctx, const qp_linear_qjob *j, qp_linear_operand *out
             kept_copy *c = &h->copy[j->keep];
             const size_t f32_bytes = (size_t)qrows * qcols * sizeof(float);
             if (!c->cap) {
-                c->as_f32 = f32 && h->kept_f32_bytes + f32_bytes <= h->kept_f32_budget;
+                c->as_f32 = f32 && (row_scaled || h->kept_f32_bytes + f32_bytes <= h->kept_f32_budget);
                 if (c->as_f32) h->kept_f32_bytes += f32_bytes;
             }
             f32 = c->as_f32;

@@ -413,6 +413,8 @@ static const char *misfit(const qp_recipe_rule *rule, const qp_use_plan *u)
     if (rule->rht > 0 && !quantized) return "rht: fp32 operands are not transformed";
     if ((rule->scaling >= 0 || rule->hist >= 0 || rule->algo >= 0) && !qp_formats[u->fmt].tensor_scale)
         return "that format has no per-tensor scale: current, delayed, hist and amax do not apply";
+    if ((rule->scaling == QP_SCALING_DELAYED || rule->hist >= 0 || rule->algo >= 0) && qp_formats[u->fmt].row_scaled)
+        return "that format's scales are per row, from each row's current amax: delayed, hist and amax do not apply";
     if ((rule->hist >= 0 || rule->algo >= 0) && u->scaling != QP_SCALING_DELAYED)
         return "hist and amax apply to delayed scaling (add :delayed)";
     return NULL;
