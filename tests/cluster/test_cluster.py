@@ -642,6 +642,14 @@ def check_sweep(cl, d, stats):
     wait_for(lambda: cl.queue() == {}, "the study to finish on n2", every=1)
     say(f"study: finished {time.monotonic() - t_kill:.0f} s after the kill")
 
+    # slurmdbd records the last ends a moment after the queue empties
+    def recorded():
+        a = sacct(cl, job)
+        return a if len(a) == 4 and all(r[1] == "COMPLETED" for r in a) else None
+    try:
+        wait_for(recorded, "sacct to record the study's ends", limit=30, every=1)
+    except Fatal:
+        pass  # the checks below say what sacct holds
     every = sacct(cl, job, dup=True)
     say("sacct --duplicates: " + "; ".join(" ".join(r) for r in every))
     nodes = {r[3] for r in every}
@@ -725,7 +733,12 @@ def main():
         wait_for(lambda: cl.node_state("n1") == "idle", "n1 back in service (ReturnToService=2)", every=0.5)
         say("n1 is back in service")
         _, _, run, job = mpi_run(cl, d, mpi_steps, kill="n2")
-        acct = sacct(cl, job, dup=True)
+        # the queue empties before slurmdbd records the end of the second attempt: wait for it
+        done = lambda: (lambda a: a if [r[1] for r in a][-1:] == ["COMPLETED"] else None)(sacct(cl, job, dup=True))
+        try:
+            acct = wait_for(done, "sacct to record the MPI run's end", limit=30, every=1)
+        except Fatal:
+            acct = sacct(cl, job, dup=True)
         say("MPI run with a node lost, sacct --duplicates: " + "; ".join(" ".join(r) for r in acct))
         check([r[1] for r in acct] == ["NODE_FAIL", "COMPLETED"] and acct[-1][3] == "n[1-2]",
               f"the MPI run failed with its node, was requeued and completed on both nodes: {acct}")
