@@ -252,3 +252,13 @@ void qs_runstats_free(qs_runstats *s)
     free(s->qerr);
     s->qerr = NULL, s->nqerr = 0;
 }
+
+int qs_runfile_finished(const char *path)
+{
+    qs_runstats st;
+    char err[600];
+    if (access(path, F_OK) != 0 || qs_runfile_read(path, NAN, &st, err, sizeof err)) return 0;
+    const int fin = !strcmp(st.state, "done") || !strcmp(st.state, "diverged");
+    qs_runstats_free(&st);
+    return fin;
+}

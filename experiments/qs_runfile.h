@@ -55,6 +55,9 @@ typedef struct {
 
 /* Returns 0, or -1 with a one-line message (s is then empty but freeable). */
 int qs_runfile_read(const char *path, double target_loss, qs_runstats *s, char *err, size_t errlen);
+/* 1 when path is a run file whose last state is done or diverged (a result
+ * a sweep keeps), else 0. */
+int qs_runfile_finished(const char *path);
 void qs_runstats_free(qs_runstats *s);
 
 #endif

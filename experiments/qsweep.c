@@ -280,17 +280,6 @@ static void on_end(int job, qs_job_result *res, void *user)
         fprintf(stderr, "\nqsweep: cannot write %s: %s\n", r->exitfile, strerror(errno));
 }
 
-/* finished = the run file's last state is done or diverged (a result) */
-static int finished(const qs_run *r)
-{
-    qs_runstats st;
-    char err[600];
-    if (access(r->h5, F_OK) != 0 || qs_runfile_read(r->h5, NAN, &st, err, sizeof err)) return 0;
-    const int fin = !strcmp(st.state, "done") || !strcmp(st.state, "diverged");
-    qs_runstats_free(&st);
-    return fin;
-}
-
 static int run_sweep(const qs_experiment *e, const qs_plan *p, const char *qtrain, int jobs)
 {
     char err[1200];
@@ -321,7 +310,7 @@ static int run_sweep(const qs_experiment *e, const qs_plan *p, const char *qtrai
     }
     int n = 0;
     for (int i = 0; i < p->n; i++)
-        if (!finished(&p->runs[i])) {
+        if (!qs_runfile_finished(p->runs[i].h5)) {
             todo[n] = (qs_job){p->runs[i].name, p->runs[i].argv, p->runs[i].log};
             index[n++] = i;
         }
@@ -394,7 +383,7 @@ static int runs_to_submit(const qs_plan *p, int *idx, int *queued, char *err, si
     *queued = 0;
     for (int i = 0; i < p->n; i++) {
         if (s.task[i].queue[0]) (*queued)++;
-        else if (!finished(&p->runs[i])) idx[n++] = i;
+        else if (!qs_runfile_finished(p->runs[i].h5)) idx[n++] = i;
     }
     qs_sched_free(&s);
     return n;

@@ -153,17 +153,6 @@ static void on_end(int job, qs_job_result *res, void *user)
     qs_marker_write(r->exitfile, res->exit_code, msg);
 }
 
-/* finished: the run file's last state is done or diverged */
-static int finished(const char *h5)
-{
-    qs_runstats st;
-    char err[600];
-    if (access(h5, F_OK) != 0 || qs_runfile_read(h5, NAN, &st, err, sizeof err)) return 0;
-    const int fin = !strcmp(st.state, "done") || !strcmp(st.state, "diverged");
-    qs_runstats_free(&st);
-    return fin;
-}
-
 /* Run candidates cs[0..nc) at seeds (search: verify = 0) and read their
  * final validation losses (a diverged run: +inf). Returns 1 done, 0 the run
  * cap would be passed (nothing run; P->stop_msg says so), -1 a run failed or
@@ -194,7 +183,7 @@ int qpl_run_cands(qpl_plan *P, const int *cs, int nc, const long long *seeds, in
         for (int s = 0; s < n; s++) {
             int *used = verify ? &C->used_verify[s] : &C->used_search[s];
             if (!*used) fresh++;
-            if (!finished(G[i].runs[s].h5)) {
+            if (!qs_runfile_finished(G[i].runs[s].h5)) {
                 runs[nj] = &G[i].runs[s];
                 jobs[nj] = (qs_job){G[i].runs[s].name, G[i].runs[s].argv, G[i].runs[s].log};
                 nj++;
