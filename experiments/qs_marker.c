@@ -1,6 +1,8 @@
 /* qs_marker.c — failure markers (see qs_marker.h). */
 #include "qs_marker.h"
+#include "qs_runfile.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,4 +62,28 @@ void qs_last_line(const char *path, char *buf, size_t len)
         else if (line[0] && strncmp(line, "== qsweep:", 10) != 0) snprintf(buf, len, "%s", line);
     }
     fclose(f);
+}
+
+int qs_run_failure(const char *h5, const char *log, qs_job_result *res, char *msg, size_t len)
+{
+    char err[600];
+    msg[0] = '\0';
+    if (res->outcome == QS_JOB_OK) {
+        qs_runstats st;
+        if (qs_runfile_read(h5, NAN, &st, err, sizeof err)) {
+            res->outcome = QS_JOB_FAILED;
+            snprintf(msg, len, "qtrain exited 0 but its run file is unreadable: %s", err);
+        } else if (strcmp(st.state, "done")) {
+            res->outcome = QS_JOB_FAILED;
+            snprintf(msg, len, "qtrain exited 0 but its run file says '%s'", st.state);
+        }
+        qs_runstats_free(&st);
+    }
+    if (res->outcome != QS_JOB_FAILED) return 0;
+    if (!msg[0]) {
+        if (res->why[0]) snprintf(msg, len, "qsweep: %s", res->why);
+        else qs_last_line(log, msg, len);
+        if (!msg[0] && res->exit_code > 128) snprintf(msg, len, "killed by signal %d", res->exit_code - 128);
+    }
+    return 1;
 }

@@ -11,11 +11,18 @@
 
 #include <stddef.h>
 
+#include "qs_pool.h"
+
 int qs_marker_write(const char *path, int exit_code, const char *message);
 /* 0 and the code and message when the marker exists, -1 otherwise. */
 int qs_marker_read(const char *path, int *exit_code, char *message, size_t len);
 void qs_marker_remove(const char *path);
 /* The last non-empty line of a text file (a run's log), cut to len. */
 void qs_last_line(const char *path, char *buf, size_t len);
+/* A run's job has ended: exit 0 must leave run file h5 saying "done", else
+ * the job failed. For a failed job, 1 and its message in msg (the run
+ * file's complaint, qsweep's own reason, the log's last line, or the
+ * signal that killed it); 0 otherwise. */
+int qs_run_failure(const char *h5, const char *log, qs_job_result *res, char *msg, size_t len);
 
 #endif

@@ -256,25 +256,8 @@ static void on_end(int job, qs_job_result *res, void *user)
 {
     const sweep_ctx *c = user;
     const qs_run *r = &c->p->runs[job];
-    char msg[1024] = "", err[600];
-    if (res->outcome == QS_JOB_OK) {
-        /* exit 0 must mean a finished run file */
-        qs_runstats st;
-        if (qs_runfile_read(r->h5, NAN, &st, err, sizeof err)) {
-            res->outcome = QS_JOB_FAILED;
-            snprintf(msg, sizeof msg, "qtrain exited 0 but its run file is unreadable: %s", err);
-        } else if (strcmp(st.state, "done")) {
-            res->outcome = QS_JOB_FAILED;
-            snprintf(msg, sizeof msg, "qtrain exited 0 but its run file says '%s'", st.state);
-        }
-        qs_runstats_free(&st);
-    }
-    if (res->outcome != QS_JOB_FAILED) return;
-    if (!msg[0]) {
-        if (res->why[0]) snprintf(msg, sizeof msg, "qsweep: %s", res->why);
-        else qs_last_line(r->log, msg, sizeof msg);
-        if (!msg[0] && res->exit_code > 128) snprintf(msg, sizeof msg, "killed by signal %d", res->exit_code - 128);
-    }
+    char msg[1024];
+    if (!qs_run_failure(r->h5, r->log, res, msg, sizeof msg)) return;
     snprintf(res->why, sizeof res->why, "%.255s", msg);
     if (qs_marker_write(r->exitfile, res->exit_code, msg))
         fprintf(stderr, "\nqsweep: cannot write %s: %s\n", r->exitfile, strerror(errno));
