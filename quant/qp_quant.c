@@ -182,12 +182,48 @@ void qp_block_scales_ref(const qp_plan *p, const float *x, int64_t cols, int bc,
     }
 }
 
+/* Four Over Six as TE computes it on a row of 1D blocks (k's block_scales
+ * for these rules): each run of eight whole, finite blocks takes its two
+ * candidates' errors from k->te_errors8, eight rows of 16 at a time; the
+ * rest, a non-finite tensor amax (map-to-6 or NaN everywhere) and blocks
+ * holding NaN or Inf, the reference rule (qp_block_rule). The same scales
+ * and statistics either way. */
+static void te_block_scales(const qp_kernels *k, const qp_plan *p, const float *x, int64_t cols, int bc,
+                            const float *amax, const uint8_t *nf, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
+{
+    const qp_format_traits *t = p->t;
+    const qp_tplan tp = qp_plan_tensor(p);
+    const int mse = t->rule == QP_RULE_NVFP4_4O6_TE_MSE;
+    int64_t b = 0;
+    if (x && bc == QK_NVFP4 && qp_isfinitef(tp.amax))
+        for (; b + 8 <= nb && (b + 8) * bc <= cols; b += 8) {
+            uint64_t any_nf = 0;
+            memcpy(&any_nf, nf + b, 8);
+            if (any_nf) {
+                qp_blockscales part = {bs->enc + b, bs->dec + b, bs->code + b, bs->flag + b};
+                qp_block_scales_ref(p, x + b * bc, 8 * bc, bc, amax + b, nf + b, 8, &part, st);
+                continue;
+            }
+            qp_bscale s4[8], s6[8];
+            float e4[8], e6[8];
+            for (int j = 0; j < 8; j++) qp_4o6_te_candidates(amax[b + j], &tp, t->elem_max, &s4[j], &s6[j]);
+            k->te_errors8(x + b * bc, bc, s4, tp.amax, t->tensor_range, mse, e4);
+            k->te_errors8(x + b * bc, bc, s6, tp.amax, t->tensor_range, mse, e6);
+            for (int j = 0; j < 8; j++) put_block_scale(p, bs, b + j, e4[j] < e6[j] ? &s4[j] : &s6[j], amax[b + j], st);
+        }
+    if (b < nb) {
+        qp_blockscales rest = {bs->enc + b, bs->dec + b, bs->code + b, bs->flag + b};
+        qp_block_scales_ref(p, x ? x + b * bc : NULL, cols - b * bc, bc, amax + b, nf + b, nb - b, &rest, st);
+    }
+}
+
 /* Four Over Six as TE computes it on a band of 16x16 tiles (nr <= 16 rows of
  * x, cols wide; amax: the tiles' finite amaxes): each tile's error is the
  * sum of its rows' errors in TE's tree order (qp_4o6_te_tile_error; rows
- * past the tensor are TE's zero padding, error 0). */
-static void te_tile_scales(const qp_plan *p, const float *x, int64_t nr, int64_t cols, const float *amax,
-                           const uint8_t *nf, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
+ * past the tensor are TE's zero padding, error 0). A whole tile's rows take
+ * k->te_errors8, eight at a time. */
+static void te_tile_scales(const qp_kernels *k, const qp_plan *p, const float *x, int64_t nr, int64_t cols,
+                           const float *amax, const uint8_t *nf, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
 {
     const qp_format_traits *t = p->t;
     const qp_tplan tp = qp_plan_tensor(p);
@@ -203,13 +239,29 @@ static void te_tile_scales(const qp_plan *p, const float *x, int64_t nr, int64_t
             continue;
         }
         float e4[QK_NVFP4] = {0}, e6[QK_NVFP4] = {0};
-        for (int64_t r = 0; r < nr && r < QK_NVFP4; r++) {
-            e4[r] = qp_4o6_te_row_error(x + r * cols + c0, n, s4, tp.amax, t->tensor_range, mse);
-            e6[r] = qp_4o6_te_row_error(x + r * cols + c0, n, s6, tp.amax, t->tensor_range, mse);
+        if (n == QK_NVFP4 && nr == QK_NVFP4) {
+            const qp_bscale c4[8] = {s4, s4, s4, s4, s4, s4, s4, s4}, c6[8] = {s6, s6, s6, s6, s6, s6, s6, s6};
+            for (int r = 0; r < QK_NVFP4; r += 8) {
+                k->te_errors8(x + r * cols + c0, cols, c4, tp.amax, t->tensor_range, mse, e4 + r);
+                k->te_errors8(x + r * cols + c0, cols, c6, tp.amax, t->tensor_range, mse, e6 + r);
+            }
+        } else {
+            for (int64_t r = 0; r < nr && r < QK_NVFP4; r++) {
+                e4[r] = qp_4o6_te_row_error(x + r * cols + c0, n, s4, tp.amax, t->tensor_range, mse);
+                e6[r] = qp_4o6_te_row_error(x + r * cols + c0, n, s6, tp.amax, t->tensor_range, mse);
+            }
         }
         const qp_bscale s = qp_4o6_te_tile_error(e4) < qp_4o6_te_tile_error(e6) ? s4 : s6;
         put_block_scale(p, bs, b, &s, amax[b], st);
     }
+}
+
+/* A row of 1D blocks' scales by format p->t's rule on path k. */
+static void block_scales(const qp_kernels *k, const qp_plan *p, const float *x, int64_t cols, int bc,
+                         const float *amax, const uint8_t *nf, int64_t nb, qp_blockscales *bs, qp_block_stats *st)
+{
+    if (qp_rule_is_4o6_te(p->t->rule)) te_block_scales(k, p, x, cols, bc, amax, nf, nb, bs, st);
+    else k->block_scales(p, x, cols, bc, amax, nf, nb, bs, st);
 }
 
 int64_t qp_block_scale_log2_fx(qp_block_scale kind, uint8_t code, float dec)
@@ -303,6 +355,41 @@ static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, cons
     }
 }
 
+/* TE's element bytes (qp_te_e2m1) where they differ from the vector rows'
+ * (a row of a Four Over Six -te format): an element whose scaled value is
+ * +-0 stores code 0 and decodes +0 (the rows keep the sign), one in a
+ * zero-scale block stores TE's code of x * FLT_MAX (the rows store 0), a
+ * NaN stores 0. Those elements, and any non-finite one, are encoded again
+ * by the reference rule (qp_quantize_elem), over what encode_row wrote; the
+ * counts are the same either way (the sign of a zero code counts nowhere),
+ * so encode_row's stand. Every other element's bits are the vector rows'. */
+static void te_elements(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
+                        uint8_t *codes, float *y, uint64_t gidx0)
+{
+    const qp_format_traits *t = p->t;
+    const qp_tplan tp = qp_plan_tensor(p);
+    QP_STATIC_ASSERT(QK_NVFP4 % 2 == 0, "TE's formats are E2M1: two codes a byte");
+    for (int64_t c0 = 0, b = 0; c0 < cols; c0 += bc, b++) {
+        const qp_bscale s = {bs->enc[b], bs->dec[b], bs->code[b], bs->flag[b], 0, 0};
+        if (s.flag & QP_BLOCK_NAN) continue; /* NaN values and code 0 on every path */
+        const int64_t c1 = c0 + bc < cols ? c0 + bc : cols;
+        for (int64_t c = c0; c < c1; c++) {
+            const float xv = x[c];
+            if (!(s.flag & QP_BLOCK_ZERO) && qp_isfinitef(xv) && xv * s.enc != 0.0f) continue;
+            const uint32_t w = p->sr ? qp_sr_word(p->seed, p->stream, gidx0 + (uint64_t)c, qp_sr_bits(t->elem)) : 0;
+            qp_ecounts ec = {0, 0, 0, 0};
+            float yv;
+            const uint32_t code = qp_quantize_elem(t, &tp, &s, xv, w, &yv, &ec);
+            if (codes) {
+                const int sh = 4 * (int)(c & 1);
+                codes[c >> 1] = (uint8_t)((codes[c >> 1] & ~(0xFu << sh)) | code << sh);
+            }
+            if (y && p->y_bits) ((uint16_t *)(void *)y)[c] = (uint16_t)(qp_f32_bits(yv) >> 16);
+            else if (y) y[c] = yv;
+        }
+    }
+}
+
 /* Encode row r (x its first element) into its codes and decoded values: y's
  * row, or their BF16 bits y16's (qp_plan.y_bits). */
 static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x, int64_t r, int64_t cols,
@@ -310,8 +397,10 @@ static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x
                            uint16_t *y16, qp_counts *cnt)
 {
     float *out = y16 ? (float *)(void *)(y16 + r * cols) : y ? y + r * cols : NULL;
-    k->encode_row(p, x, cols, bs, bc, codes ? codes + r * row_bytes : NULL, out,
-                  p->sr_offset + (uint64_t)r * p->sr_stride, cnt);
+    uint8_t *rc = codes ? codes + r * row_bytes : NULL;
+    const uint64_t gidx0 = p->sr_offset + (uint64_t)r * p->sr_stride;
+    k->encode_row(p, x, cols, bs, bc, rc, out, gidx0, cnt);
+    if (qp_rule_is_4o6_te(p->t->rule) && k != &qp_kernels_ref) te_elements(p, x, cols, bs, bc, rc, out, gidx0);
 }
 
 /* Whether a chunk's rows can be encoded as one row of (r1 - r0) * cols: rows
@@ -357,9 +446,9 @@ static void row_scaled_row(const qp_kernels *k, const qp_plan *p, const float *x
     } else if (!qp_isfinitef(pr.amax)) {
         for (int64_t b = 0; b < nb; b++) spare[b] = nf[b] ? pr.amax : amax[b];
         k = &qp_kernels_ref;
-        k->block_scales(&pr, x + r * cols, cols, t->block_cols, spare, nf, nb, bs, &res->bst);
+        block_scales(k, &pr, x + r * cols, cols, t->block_cols, spare, nf, nb, bs, &res->bst);
     } else {
-        k->block_scales(&pr, x + r * cols, cols, t->block_cols, amax, nf, nb, bs, &res->bst);
+        block_scales(k, &pr, x + r * cols, cols, t->block_cols, amax, nf, nb, bs, &res->bst);
         mark_nonfinite(bs, nf, nb);
     }
     if (scales) store_scales(t, scales + r * scale_cols * t->scale_bytes, bs, nb);
@@ -417,7 +506,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         const float *amax = pre_amax ? pre_amax : amax_buf;
         const uint8_t *nf = pre_nf ? pre_nf : nf_buf;
         if (!pre_amax) k->block_amax(xc, nr * cols, bc, amax_buf, nf_buf);
-        k->block_scales(p, xc, nr * cols, bc, amax, nf, nr * nb, bs, &res->bst);
+        block_scales(k, p, xc, nr * cols, bc, amax, nf, nr * nb, bs, &res->bst);
         mark_nonfinite(bs, nf, nr * nb);
         if (scales)
             for (int64_t r = r0; r < r1; r++) {
@@ -441,7 +530,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
         const float *amax = pre_amax ? pre_amax : amax_buf;
         const uint8_t *nf = pre_nf ? pre_nf : nf_buf;
         if (!pre_amax) band_block_amax(k, t, x, r0, r1, cols, amax_buf, nf_buf, colmax);
-        if (qp_rule_is_4o6_te(t->rule)) te_tile_scales(p, x + r0 * cols, r1 - r0, cols, amax, nf, nb, bs, &res->bst);
+        if (qp_rule_is_4o6_te(t->rule)) te_tile_scales(k, p, x + r0 * cols, r1 - r0, cols, amax, nf, nb, bs, &res->bst);
         else k->block_scales(p, NULL, cols, bc, amax, nf, nb, bs, &res->bst);
         mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + (r0 / t->block_rows) * scale_cols * t->scale_bytes, bs, nb);
@@ -459,7 +548,7 @@ static void quantize_chunk(const qp_kernels *k, const qp_plan *p, const float *x
             continue;
         }
         /* NVFP4 block scales ignore non-finite values; MX marks the block NaN. */
-        k->block_scales(p, x + r * cols, cols, bc, amax, nf, nb, bs, &res->bst);
+        block_scales(k, p, x + r * cols, cols, bc, amax, nf, nb, bs, &res->bst);
         mark_nonfinite(bs, nf, nb);
         if (scales) store_scales(t, scales + r * scale_cols * t->scale_bytes, bs, nb);
         encode_row_out(k, p, x + r * cols, r, cols, bs, bc, codes, row_bytes, y, y16, &res->cnt);
@@ -625,8 +714,6 @@ static int quantize_driver(const qp_kernels *k, qp_fmt fmt, const float *x, int6
     if (!o) o = &defaults;
     if (!qp_fmt_valid(fmt) || rows < 0 || cols < 0) return -1;
     const qp_format_traits *t = &qp_formats[fmt];
-    /* TE's element bytes (qp_te_e2m1) and float32 errors: the scalar loops */
-    if (qp_rule_is_4o6_te(t->rule)) k = &qp_kernels_ref;
     qp_plan p = qp_plan_from_opts(t, o, cols, y16 != NULL);
     const int64_t n = rows * cols;
     const int blocky = t->block_cols > 1, twopass = two_pass(t);

@@ -184,6 +184,14 @@ typedef struct {
     uint32_t (*band_amax)(const float *x, int64_t cols, const float *post);
     uint32_t (*encode_band)(const qp_plan *p, const float *x, int64_t cols, const float *post, void *y,
                             uint64_t gidx0, qp_counts *cnt, qp_block_stats *bst);
+    /* Four Over Six as Transformer Engine computes it: the errors
+     * qp_4o6_te_row_error gives eight rows of 16 elements, row j at
+     * x + j * stride under candidate scale s[j], decoded with the tensor's
+     * amax over denom (mse: squared differences, else absolute), into
+     * err[j]; the same float32 operations in the same element order, so
+     * the same bits. */
+    void (*te_errors8)(const float *x, int64_t stride, const qp_bscale s[8], float amax, float denom, int mse,
+                       float err[8]);
 } qp_kernels;
 
 extern const qp_kernels qp_kernels_ref;
@@ -191,6 +199,10 @@ extern const qp_kernels qp_kernels_ref;
 const qp_kernels *qp_kernels_avx512(void);
 /* NULL when the CPU or compiler lacks AVX2 (or QP_SIMD names another path). */
 const qp_kernels *qp_kernels_avx2(void);
+/* The AVX2 te_errors8, which the AVX-512 path shares (eight lanes suffice:
+ * a 16x16 tile's rows or eight blocks at a time). */
+void qp_te_errors8_avx2(const float *x, int64_t stride, const qp_bscale s[8], float amax, float denom, int mse,
+                        float err[8]);
 
 /* The path in use: AVX-512 where the CPU has it, else AVX2, else the scalar
  * reference; QP_SIMD=scalar, avx2 or avx512 names one. */

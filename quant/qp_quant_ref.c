@@ -78,6 +78,12 @@ static void ref_col_absmax(const float *x, int64_t rows, int64_t cols, float *co
     }
 }
 
+static void ref_te_errors8(const float *x, int64_t stride, const qp_bscale s[8], float amax, float denom, int mse,
+                           float err[8])
+{
+    for (int j = 0; j < 8; j++) err[j] = qp_4o6_te_row_error(x + j * stride, 16, s[j], amax, denom, mse);
+}
+
 /* no column layout: qp_qdq_bf16_cols goes through a transposed copy */
 const qp_kernels qp_kernels_ref = {.name = "scalar",
                                    .amax = ref_amax,
@@ -86,4 +92,5 @@ const qp_kernels qp_kernels_ref = {.name = "scalar",
                                    .block_scales = qp_block_scales_ref,
                                    .encode_row = ref_encode_row,
                                    .band_amax = NULL,
-                                   .encode_band = NULL};
+                                   .encode_band = NULL,
+                                   .te_errors8 = ref_te_errors8};

@@ -10,7 +10,8 @@
  * value. Philox-4x32-10 runs on eight counters at once (64-bit lanes: the
  * multiplies give whole products), 32 words per call, two runs cached.
  *
- * What it covers: max |x|, block maxima, NVFP4's block-scale rule, and the
+ * What it covers: max |x|, block maxima, NVFP4's block-scale rule, the
+ * block errors of Four Over Six as Transformer Engine computes them, and the
  * rows of every minifloat codec (per-tensor or with blocks of a multiple of
  * eight) and of BF16, round-to-nearest and stochastic. A group of eight
  * that holds NaN or Inf, a block the rule flagged (NaN block, zero scale),
@@ -508,6 +509,48 @@ AVX2_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, int 
     }
 }
 
+/* ---- Four Over Six as Transformer Engine computes it ------------------------------------ */
+
+/* qp_4o6_te_row_error for eight rows at once, lane j the row at x + j *
+ * stride: element i of every row gathered, then, in the scalar rule's
+ * order, v = x * enc; q = TE's decoded code of v (its magnitude rounded to
+ * the E2M1 grid as mf_row rounds it, saturating at 6, with v's sign: TE's
+ * code 0 for v = 0 decodes +0 where this gives v's zero, and the error of
+ * either is |x| or x^2 alike); diff = ((q * dec) * amax) / denom - x; the
+ * lane's error adds |diff| or diff^2, or +0 for a non-finite x (the scalar
+ * rule skips it: e + 0 is e, NaN and Inf included). No FMA: this target
+ * has none, so no product is fused into a sum. */
+void qp_te_errors8_avx2(const float *x, int64_t stride, const qp_bscale s[8], float amax, float denom, int mse,
+                        float err[8]) __attribute__((target(QP_AVX2_TARGET)));
+void qp_te_errors8_avx2(const float *x, int64_t stride, const qp_bscale s[8], float amax, float denom, int mse,
+                        float err[8])
+{
+    const qp_minifloat f = QP_MF_E2M1;
+    float enc[8], dec[8];
+    for (int j = 0; j < 8; j++) {
+        enc[j] = (s[j].flag & QP_BLOCK_ZERO) ? FLT_MAX : s[j].enc;
+        dec[j] = s[j].dec;
+    }
+    const __m256 ev = _mm256_loadu_ps(enc), dv = _mm256_loadu_ps(dec), av = F32(amax), den = F32(denom);
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), I32((uint32_t)stride));
+    const __m256i maxbits = I32(qp_f32_bits(f.max));
+    __m256 e = _mm256_setzero_ps();
+    for (int i = 0; i < 16; i++) {
+        const __m256 xv = _mm256_i32gather_ps(x + i, idx, 4);
+        const __m256i ax = _mm256_and_si256(_mm256_castps_si256(xv), I32(ABS_BITS));
+        const __m256i finite = _mm256_cmpgt_epi32(I32(INF_BITS), ax); /* |x| bits below Inf's (signed: ax < 2^31) */
+        const __m256 v = _mm256_mul_ps(xv, ev);
+        const __m256i vb = _mm256_castps_si256(v);
+        __m256 r;
+        (void)rn_code(_mm256_min_epu32(_mm256_and_si256(vb, I32(ABS_BITS)), maxbits), f, &r);
+        const __m256 q = _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(r), _mm256_and_si256(vb, I32(0x80000000u))));
+        const __m256 diff = _mm256_sub_ps(_mm256_div_ps(_mm256_mul_ps(_mm256_mul_ps(q, dv), av), den), xv);
+        const __m256 d = mse ? _mm256_mul_ps(diff, diff) : _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(diff), I32(ABS_BITS)));
+        e = _mm256_add_ps(e, _mm256_and_ps(d, _mm256_castsi256_ps(finite)));
+    }
+    _mm256_storeu_ps(err, e);
+}
+
 #define ENCODE_ROW_ARGS                                                                                               \
     const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc, uint8_t *codes, float *y,       \
         uint64_t gidx0, qp_counts *cnt
@@ -568,7 +611,8 @@ static const qp_kernels avx2_kernels = {.name = "avx2",
                                         .block_scales = v_block_scales,
                                         .encode_row = v_encode_row,
                                         .band_amax = NULL,
-                                        .encode_band = NULL};
+                                        .encode_band = NULL,
+                                        .te_errors8 = qp_te_errors8_avx2};
 
 const qp_kernels *qp_kernels_avx2(void)
 {

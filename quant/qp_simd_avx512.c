@@ -622,7 +622,7 @@ AVX512_FN void v_block_scales(const qp_plan *p, const float *x, int64_t cols, in
                 stats_add(&acc, &s, 0xFFFF, a);
             }
         break;
-    case QP_RULE_NVFP4_4O6_TE: /* never here: the driver takes the scalar loops for TE's rules */
+    case QP_RULE_NVFP4_4O6_TE: /* never here: the driver's te_block_scales takes TE's rules */
     case QP_RULE_NVFP4_4O6_TE_MSE:
     case QP_RULE_NONE:
     case QP_RULE_TENSOR:
@@ -1448,7 +1448,8 @@ static const qp_kernels avx512_kernels = {.name = "avx512",
                                           .block_scales = v_block_scales,
                                           .encode_row = v_encode_row,
                                           .band_amax = v_band_amax,
-                                          .encode_band = v_encode_band};
+                                          .encode_band = v_encode_band,
+                                          .te_errors8 = qp_te_errors8_avx2};
 
 const qp_kernels *qp_kernels_avx512(void)
 {
