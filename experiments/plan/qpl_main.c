@@ -427,8 +427,11 @@ int qpl_main(const qpl_args *a)
     if (!a->dry_run) {
         char d[32];
         qs_fmt_duration((double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_usec - t0.tv_usec), d, sizeof d);
-        fprintf(stderr, "qsweep: plan finished in %s of wall time; plan.md, plan.csv and plan.png in %s%s\n", d, dir,
-                ncells > 1 ? "/CELL" : "");
+        if (worst == 130)
+            fprintf(stderr, "qsweep: plan stopped after %s of wall time; the same command resumes it from %s\n", d, dir);
+        else if (worst != 2) /* 2: the plan's file could not be planned, and the message said why */
+            fprintf(stderr, "qsweep: plan finished in %s of wall time; plan.md, plan.csv and plan.png in %s%s\n", d,
+                    dir, ncells > 1 ? "/CELL" : "");
         close(lock);
     }
     free(rest);
