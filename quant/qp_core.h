@@ -1090,9 +1090,13 @@ QP_HD uint32_t qp_quantize_elem(const qp_format_traits *f, const qp_tplan *p, co
     }
     const int te = qp_rule_is_4o6_te(f->rule);
     if (flag & QP_BLOCK_ZERO) {
+        /* a UE4M3 scale that rounded to 0: the encode scale is min(1/0,
+         * FLT_MAX), so the element is stored as x * FLT_MAX encoded (as
+         * Transformer Engine's kernels and reference store it; the -te rows
+         * by TE's reference bins) and decodes to 0 under the zero scale */
         *y = 0.0f;
         if (finite && x != 0.0f) cnt->n_flushed++;
-        return te ? qp_te_e2m1(x * FLT_MAX) : 0; /* TE's bytes; the value is 0 either way */
+        return te ? qp_te_e2m1(x * FLT_MAX) : qp_encode_elem(f->elem, x * FLT_MAX, p->sr, r);
     }
     const float v = x * (bs ? bs->enc : p->scale);
     const uint32_t code = te && (qp_isnanf(v) || v == 0.0f) ? 0 : qp_encode_elem(f->elem, v, p->sr, r);

@@ -355,23 +355,24 @@ static void band_block_amax(const qp_kernels *k, const qp_format_traits *t, cons
     }
 }
 
-/* TE's element bytes (qp_te_e2m1) where they differ from the vector rows'
- * (a row of a Four Over Six -te format): an element whose scaled value is
- * +-0 stores code 0 and decodes +0 (the rows keep the sign), one in a
- * zero-scale block stores TE's code of x * FLT_MAX (the rows store 0), a
- * NaN stores 0. Those elements, and any non-finite one, are encoded again
- * by the reference rule (qp_quantize_elem), over what encode_row wrote; the
- * counts are the same either way (the sign of a zero code counts nowhere),
- * so encode_row's stand. Every other element's bits are the vector rows'. */
-static void te_elements(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
-                        uint8_t *codes, float *y, uint64_t gidx0)
+/* The stored bytes the vector rows leave to the scalar rule
+ * (qp_quantize_elem), written over theirs: a zero-scale block's elements
+ * (stored as x * FLT_MAX encoded; the rows store 0), and in a row of a Four
+ * Over Six -te format TE's bytes (qp_te_e2m1) too: an element whose scaled
+ * value is +-0 stores code 0 and decodes +0 (the rows keep the sign), a NaN
+ * stores 0. Those elements, and in a -te row any non-finite one, are
+ * encoded again; the counts are the same either way (the sign of a zero
+ * code and the code of a zero-scale block count nowhere), so encode_row's
+ * stand. Every other element's bits are the vector rows'. */
+static void scalar_bytes(const qp_plan *p, const float *x, int64_t cols, const qp_blockscales *bs, int bc,
+                         uint8_t *codes, float *y, uint64_t gidx0)
 {
     const qp_format_traits *t = p->t;
     const qp_tplan tp = qp_plan_tensor(p);
-    QP_STATIC_ASSERT(QK_NVFP4 % 2 == 0, "TE's formats are E2M1: two codes a byte");
+    const int te = qp_rule_is_4o6_te(t->rule);
     for (int64_t c0 = 0, b = 0; c0 < cols; c0 += bc, b++) {
         const qp_bscale s = {bs->enc[b], bs->dec[b], bs->code[b], bs->flag[b], 0, 0};
-        if (s.flag & QP_BLOCK_NAN) continue; /* NaN values and code 0 on every path */
+        if ((s.flag & QP_BLOCK_NAN) || !(te || (s.flag & QP_BLOCK_ZERO))) continue;
         const int64_t c1 = c0 + bc < cols ? c0 + bc : cols;
         for (int64_t c = c0; c < c1; c++) {
             const float xv = x[c];
@@ -381,8 +382,8 @@ static void te_elements(const qp_plan *p, const float *x, int64_t cols, const qp
             float yv;
             const uint32_t code = qp_quantize_elem(t, &tp, &s, xv, w, &yv, &ec);
             if (codes) {
-                const int sh = 4 * (int)(c & 1);
-                codes[c >> 1] = (uint8_t)((codes[c >> 1] & ~(0xFu << sh)) | code << sh);
+                if (t->elem == QP_ELEM_E2M1) codes[c >> 1] &= (uint8_t)~(0xFu << (4 * (c & 1))); /* OR-ed in */
+                qp_store_code(t->elem, codes, c, code);
             }
             if (y && p->y_bits) ((uint16_t *)(void *)y)[c] = (uint16_t)(qp_f32_bits(yv) >> 16);
             else if (y) y[c] = yv;
@@ -400,7 +401,8 @@ static void encode_row_out(const qp_kernels *k, const qp_plan *p, const float *x
     uint8_t *rc = codes ? codes + r * row_bytes : NULL;
     const uint64_t gidx0 = p->sr_offset + (uint64_t)r * p->sr_stride;
     k->encode_row(p, x, cols, bs, bc, rc, out, gidx0, cnt);
-    if (qp_rule_is_4o6_te(p->t->rule) && k != &qp_kernels_ref) te_elements(p, x, cols, bs, bc, rc, out, gidx0);
+    if (k != &qp_kernels_ref && bs && (qp_rule_is_4o6_te(p->t->rule) || (rc && p->t->block_scale == QP_SCALE_UE4M3)))
+        scalar_bytes(p, x, cols, bs, bc, rc, out, gidx0);
 }
 
 /* Whether a chunk's rows can be encoded as one row of (r1 - r0) * cols: rows
@@ -966,10 +968,17 @@ void qp_dequantize(const qp_qtensor *q, float *y)
         return;
     }
     const qp_format_traits *t = &qp_formats[q->fmt];
+    /* a UE4M3 scale of 0 decodes its block to +0, as qp_qdq gives it (its
+     * elements are stored as x * FLT_MAX encoded: code x 0 would keep x's sign) */
+    const int zero_scale_plus0 = t->block_scale == QP_SCALE_UE4M3;
     for (int64_t r = 0; r < q->rows; r++) {
         const uint8_t *row = q->codes + r * q->row_bytes;
-        for (int64_t c = 0; c < q->cols; c++)
-            y[r * q->cols + c] = qp_decode_elem(t->elem, qp_load_code(t->elem, row, c)) * qp_block_scale_at(q, r, c) *
-                                 (t->row_scaled && q->row_scale_inv ? q->row_scale_inv[r] : q->scale_inv);
+        for (int64_t c = 0; c < q->cols; c++) {
+            const float bs = qp_block_scale_at(q, r, c);
+            y[r * q->cols + c] = zero_scale_plus0 && bs == 0.0f
+                                     ? 0.0f
+                                     : qp_decode_elem(t->elem, qp_load_code(t->elem, row, c)) * bs *
+                                           (t->row_scaled && q->row_scale_inv ? q->row_scale_inv[r] : q->scale_inv);
+        }
     }
 }

@@ -164,7 +164,9 @@ void qp_qtensor_free(qp_qtensor *q);
 int qp_quantize(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st);
 /* The scalar reference every fast path is tested against. */
 int qp_quantize_ref(const float *x, qp_qtensor *q, const qp_qopts *o, qp_qstats *st);
-/* y (rows x cols) = decoded q (an unknown format: NaN everywhere). */
+/* y (rows x cols) = decoded q (an unknown format: NaN everywhere): code x
+ * block scale x tensor scale, what qp_qdq gives (a block whose UE4M3 scale
+ * is 0: +0). */
 void qp_dequantize(const qp_qtensor *q, float *y);
 /* y (rows x cols) = the decoded element codes of q, without block or tensor
  * scales: what a tensor core multiplies before it applies the scales (the FP8
