@@ -178,10 +178,11 @@ def build_sdist(sdist_directory, config_settings=None):
                     continue
                 p = os.path.join(root, n)
                 add(p, os.path.relpath(p, HERE))
-        for n in sorted(os.listdir(quant)):
-            p = os.path.join(quant, n)
-            if os.path.isfile(p):
-                add(p, f"quant/{n}")
+        for root, dirs, names in os.walk(quant):  # quant/ and its subfolders (simd/)
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+            for n in sorted(names):
+                p = os.path.join(root, n)
+                add(p, os.path.join("quant", os.path.relpath(p, quant)))
         for p, rel in _trainer_files():
             add(p, rel)
         info = _metadata().encode()
