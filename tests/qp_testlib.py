@@ -1,6 +1,7 @@
 """qp_testlib.py — what the Python tests share: counting checks, the text
-corpora they train on, safetensors files they write, and readers of the files
-qtrain and qsweep write (as an independent reader sees them).
+corpora they train on and the tiny model's [base] lines, a case's own folder,
+text and safetensors files they write, and readers of the files qtrain and
+qsweep write (as an independent reader sees them).
 
     sys.path.insert(0, <tests/>); from qp_testlib import Checks, write_corpus
 
@@ -68,6 +69,35 @@ def write_verse_corpus(path, nbytes=120000):
     with open(path, "w") as f:
         f.write("".join(lines))
     return path
+
+
+def write_text(path, text):
+    """Write text to path (a study's .ini, a table's row); the path."""
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def case_folder(work, name):
+    """A test case's own folder, work/name: emptied, made again and given the
+    verse corpus as corpus.txt (the data = line of the tests' study files)."""
+    import shutil
+    d = os.path.join(work, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    write_verse_corpus(os.path.join(d, "corpus.txt"))
+    return d
+
+
+# The [base] lines of the tiny model the qsweep tests train on the verse corpus
+# (byte tokens; a few ms a step on one thread): each test's study text starts so.
+TINY_BASE = """[base]
+data = corpus.txt
+layers = 2
+heads = 2
+dim = 32
+seq = 32
+"""
 
 
 def write_safetensors(path, tensors, metadata=None):

@@ -22,18 +22,12 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from qp_testlib import Checks, read_csv, write_verse_corpus  # noqa: E402
+from qp_testlib import TINY_BASE, Checks, case_folder, read_csv, write_text  # noqa: E402
 
 CASE, QSWEEP, QTRAIN, TOOL, WORK = sys.argv[1:6]
 check = Checks()
 
-BASE = """[base]
-data = corpus.txt
-layers = 2
-heads = 2
-dim = 32
-seq = 32
-batch = 4
+BASE = TINY_BASE + """batch = 4
 steps = {steps}
 warmup = 5
 lr = 5e-3
@@ -53,27 +47,13 @@ max_runs = {max_runs}
 """
 
 
-def setup(name):
-    d = os.path.join(WORK, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    write_verse_corpus(os.path.join(d, "corpus.txt"))
-    return d
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
 def qsweep(*args, cwd=None):
     return subprocess.run([QSWEEP, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
 def case_parse():
-    d = setup("parse")
-    good = write(os.path.join(d, "good.ini"), BASE.format(steps=20) + PLAN.format(budget=1, max_runs=60, seeds="1, 2, 3"))
+    d = case_folder(WORK, "parse")
+    good = write_text(os.path.join(d, "good.ini"), BASE.format(steps=20) + PLAN.format(budget=1, max_runs=60, seeds="1, 2, 3"))
     p = qsweep("--plan", good, "--out", os.path.join(d, "out"), "--dry-run")
     check(p.returncode == 0, f"good file: exit {p.returncode}: {p.stderr}")
     check("8 parts (block.gemm)" in p.stdout, f"good file: 8 parts: {p.stdout}")
@@ -82,7 +62,7 @@ def case_parse():
     # the other granularities: blocks (2 parts) and block x GEMM x pass (24); the
     # fallback-everywhere recipe of each expands with qtrain --explain to BF16 everywhere
     for gran, n in (("block", 2), ("block.gemm.pass", 24)):
-        g = write(os.path.join(d, f"gran-{gran}.ini"), BASE.format(steps=20) + PLAN.format(
+        g = write_text(os.path.join(d, f"gran-{gran}.ini"), BASE.format(steps=20) + PLAN.format(
             budget=1, max_runs=200, seeds="1, 2, 3").replace("granularity = block.gemm", f"granularity = {gran}"))
         p = qsweep("--plan", g, "--out", os.path.join(d, f"o-{gran}"), "--dry-run")
         check(p.returncode == 0 and f"{n} parts ({gran})" in p.stdout, f"{gran}: {n} parts: {p.stdout} {p.stderr}")
@@ -94,7 +74,7 @@ def case_parse():
             check(e.returncode == 0 and rules and all(r == "bf16" for r in rules),
                   f"{gran}: {allr.group(1)} is BF16 everywhere: {e.returncode} {e.stdout[:400]} {e.stderr}")
     # a grid axis and two base recipes: a plan per combination
-    multi = write(os.path.join(d, "multi.ini"),
+    multi = write_text(os.path.join(d, "multi.ini"),
                   BASE.format(steps=20).replace("dim = 32\n", "") + "[grid]\ndim = 32, 64\n" +
                   PLAN.format(budget=1, max_runs=60, seeds="1, 2, 3").replace("nvfp4|bf16-last=0", "nvfp4|bf16-last=0, mxfp4"))
     p = qsweep("--plan", multi, "--out", os.path.join(d, "m"), "--dry-run")
@@ -123,7 +103,7 @@ def case_parse():
         key = line.split("=")[0].strip()
         lines = [ln for ln in plan_line if not ln.startswith(key + " ") or key == "budget" and "twice" in want]
         lines.append(line)
-        path = write(os.path.join(d, f"bad{i}.ini"), BASE.format(steps=20) + "\n".join(lines) + "\n")
+        path = write_text(os.path.join(d, f"bad{i}.ini"), BASE.format(steps=20) + "\n".join(lines) + "\n")
         out = os.path.join(d, f"bad{i}")
         p = qsweep("--plan", path, "--out", out, "-j", "2")
         lineno = BASE.format(steps=20).count("\n") + len(lines)
@@ -148,7 +128,7 @@ def case_parse():
     for i, (text, want) in enumerate(missing):
         if "[plan]" not in text:
             text += ""
-        path = write(os.path.join(d, f"miss{i}.ini"), text if "[plan]" in text or "no [plan]" in want
+        path = write_text(os.path.join(d, f"miss{i}.ini"), text if "[plan]" in text or "no [plan]" in want
                      else text + PLAN.format(budget=1, max_runs=9, seeds="1, 2, 3"))
         p = qsweep("--plan", path, "--out", os.path.join(d, f"miss{i}"))
         msg = p.stderr.strip()
@@ -252,8 +232,8 @@ def explain_formats(text, layers):
 
 def case_run():
     from scipy import stats
-    d = setup("run")
-    ini = write(os.path.join(d, "plan.ini"), BASE.format(steps=20) + PLAN.format(budget=2, max_runs=80, seeds="1, 2"))
+    d = case_folder(WORK, "run")
+    ini = write_text(os.path.join(d, "plan.ini"), BASE.format(steps=20) + PLAN.format(budget=2, max_runs=80, seeds="1, 2"))
     out = os.path.join(d, "out")
     p = qsweep("--plan", ini, "--out", out, "-j", "2")
     check(p.returncode == 0, f"plan (budget 2% over gaps of about 0.5%): exit {p.returncode}: {p.stderr[-2000:]}")
@@ -338,17 +318,17 @@ def case_run():
     if runs is not None:
         check(runs == len({(r["id"], s) for r in rows for s in r["seeds"].split()}), f"N runs = distinct runs: {runs}")
     # a budget nothing but the fallback everywhere meets: exit 3, the best found, files still written
-    tight = write(os.path.join(d, "tight.ini"), BASE.format(steps=20) + PLAN.format(budget=0.0001, max_runs=80, seeds="1, 2"))
+    tight = write_text(os.path.join(d, "tight.ini"), BASE.format(steps=20) + PLAN.format(budget=0.0001, max_runs=80, seeds="1, 2"))
     p3 = qsweep("--plan", tight, "--out", out, "-j", "2")
     check(p3.returncode == 3, f"unmet budget: exit {p3.returncode}: {p3.stderr[-800:]}")
     check("no recipe with fewer than all 8 parts in the fallback was verified within the budget +0.0001%" in p3.stdout
           and "best found" in p3.stdout, f"unmet: the message and the best found: {p3.stdout}")
     # the run cap: exit 3 with the cap named
-    capped = write(os.path.join(d, "cap.ini"), BASE.format(steps=20) + PLAN.format(budget=0.0001, max_runs=21, seeds="1, 2"))
+    capped = write_text(os.path.join(d, "cap.ini"), BASE.format(steps=20) + PLAN.format(budget=0.0001, max_runs=21, seeds="1, 2"))
     p4 = qsweep("--plan", capped, "--out", out, "-j", "2")
     check(p4.returncode == 3 and "the run cap (max_runs = 21) is reached" in p4.stderr, f"cap: {p4.returncode} {p4.stderr[-600:]}")
     # another [base] into the same folder: refused, nothing run (its runs would be someone else's)
-    other = write(os.path.join(d, "other.ini"), BASE.format(steps=21) + PLAN.format(budget=2, max_runs=80, seeds="1, 2"))
+    other = write_text(os.path.join(d, "other.ini"), BASE.format(steps=21) + PLAN.format(budget=2, max_runs=80, seeds="1, 2"))
     p5 = qsweep("--plan", other, "--out", out, "-j", "2")
     check(p5.returncode == 2 and "holds the runs of another plan file's [base]" in p5.stderr and p5.stderr.count("\n") == 1,
           f"another [base]: {p5.returncode} {p5.stderr}")

@@ -32,7 +32,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from qp_testlib import Checks, open_run, read_csv, write_verse_corpus  # noqa: E402
+from qp_testlib import TINY_BASE, Checks, case_folder, open_run, read_csv, write_text  # noqa: E402
 
 CASE, QSWEEP, QTRAIN, WORK = sys.argv[1:5]
 check = Checks()
@@ -43,13 +43,7 @@ def qsweep(*args, **kw):
 
 
 # The tiny model every case trains: about 3 ms a step on one thread.
-BASE = """[base]
-data = corpus.txt
-layers = 2
-heads = 2
-dim = 32
-seq = 32
-batch = 4
+BASE = TINY_BASE + """batch = 4
 steps = {steps}
 warmup = 5
 lr = 5e-3
@@ -59,20 +53,6 @@ qerr_every = 10
 ckpt_every = {ckpt}
 prefetch = 2
 """
-
-
-def setup(name):
-    d = os.path.join(WORK, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    write_verse_corpus(os.path.join(d, "corpus.txt"))
-    return d
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    return path
 
 
 def dry_lines(stdout):
@@ -140,13 +120,13 @@ def read_h5_table(path, name):
 
 # ---------------------------------------------------------------------------------------------
 def case_parse():
-    d = setup("parse")
+    d = case_folder(WORK, "parse")
     os.makedirs(os.path.join(d, "exp"))
     corpus = os.path.join(d, "corpus.txt")
     out = os.path.join(d, "out")
 
     # -- good files ----------------------------------------------------------------------------
-    good = write(os.path.join(d, "exp", "good.ini"), """# comment
+    good = write_text(os.path.join(d, "exp", "good.ini"), """# comment
 ; another comment
 [base]
 data = ../corpus.txt
@@ -172,15 +152,15 @@ threads_per_run = 3
         check(argv == want, f"good file command\n got  {argv}\n want {want}")
 
     # --data overrides [base] data (even a missing one), relative to the working directory
-    g2 = write(os.path.join(d, "exp", "override.ini"), "[base]\ndata = nowhere.txt\nsteps = 3\n")
+    g2 = write_text(os.path.join(d, "exp", "override.ini"), "[base]\ndata = nowhere.txt\nsteps = 3\n")
     p = qsweep(g2, "--out", out, "--dry-run", "--data", "corpus.txt", cwd=d)
     check(p.returncode == 0 and f"--data {os.path.realpath(corpus)} " in p.stdout,
           f"--data override: exit {p.returncode} {p.stdout!r} {p.stderr!r}")
-    g3 = write(os.path.join(d, "exp", "nodata.ini"), "[base]\nsteps = 3\n")
+    g3 = write_text(os.path.join(d, "exp", "nodata.ini"), "[base]\nsteps = 3\n")
     p = qsweep(g3, "--out", out, "--dry-run", "--data", corpus)
     check(p.returncode == 0, f"data only on the command line: exit {p.returncode}: {p.stderr}")
     # recipes with '|' in the grid; baseline among them
-    g4 = write(os.path.join(d, "exp", "ablation.ini"),
+    g4 = write_text(os.path.join(d, "exp", "ablation.ini"),
                "[base]\ndata = ../corpus.txt\n[grid]\nrecipe = nvfp4, nvfp4|nvfp4-rht , nvfp4-sr\n"
                "[sweep]\nbaseline = nvfp4\n")
     p = qsweep(g4, "--out", out, "--dry-run")
@@ -244,7 +224,7 @@ threads_per_run = 3
         (ok + "[grid]\nrecipe = bf16, fp8\ndim = 32, 64\n[sweep]\ncontrast =\n", 7, "'contrast' has no value"),
     ]
     for i, (text, line, frag) in enumerate(bad):
-        path = write(os.path.join(d, f"bad{i}.ini"), text)
+        path = write_text(os.path.join(d, f"bad{i}.ini"), text)
         dest = os.path.join(d, f"out_bad{i}")
         p = qsweep(path, "--out", dest, "-j", "2")
         lines = p.stderr.splitlines()
@@ -266,8 +246,8 @@ threads_per_run = 3
 
 
 def case_grid():
-    d = setup("grid")
-    ini = write(os.path.join(d, "g.ini"), "[base]\ndata = corpus.txt\n[grid]\nrecipe = bf16, fp8\n"
+    d = case_folder(WORK, "grid")
+    ini = write_text(os.path.join(d, "g.ini"), "[base]\ndata = corpus.txt\n[grid]\nrecipe = bf16, fp8\n"
                 "seed = 1, 2, 3\nlr = 1e-3, 3e-3\n")
     p = qsweep(ini, "--out", os.path.join(d, "out"), "--dry-run")
     check(p.returncode == 0, f"grid: exit {p.returncode}: {p.stderr}")
@@ -280,7 +260,7 @@ def case_grid():
         got = (argv[argv.index("--recipe") + 1], argv[argv.index("--seed") + 1], argv[argv.index("--lr") + 1])
         check(got == (r, s, lr), f"{name}: command has {got}")
     # a single-valued axis is still an axis; modifiers are sanitized into the name
-    ini2 = write(os.path.join(d, "g2.ini"), "[base]\ndata = corpus.txt\n[grid]\n"
+    ini2 = write_text(os.path.join(d, "g2.ini"), "[base]\ndata = corpus.txt\n[grid]\n"
                  "recipe = bf16, nvfp4|bf16-last=0|bf16-first=1\nlayers = 3\n")
     p = qsweep(ini2, "--out", os.path.join(d, "out"), "--dry-run")
     names = [n for n, _ in dry_lines(p.stdout)]
@@ -290,7 +270,7 @@ def case_grid():
     # recipes of the rule language in a grid: '|' for ',', every other character plain text
     rules = ["bf16", "nvfp4|bf16-last=0|~L0=bf16", "fp8-current|w=nvfp4", "bf16|fprop.x+w=nvfp4:sr",
              "fp8|dy=fp8-e4m3:delayed:hist=16"]
-    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nlayers = 2\n[grid]\nrecipe = " +
+    ini4 = write_text(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nlayers = 2\n[grid]\nrecipe = " +
                  " , ".join(rules) + "\n")
     p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
     runs = dry_lines(p.stdout)
@@ -307,25 +287,25 @@ def case_grid():
     e = subprocess.run([QTRAIN, "--recipe", "nvfp4", "--layers", "2", "--explain"], capture_output=True, text=True)
     spelled = "|".join(l for l in e.stdout.splitlines() if not l.startswith("#"))
     check(len(spelled) > 160, f"nvfp4 spelled out is only {len(spelled)} bytes")
-    ini5 = write(os.path.join(d, "g5.ini"), f"[base]\ndata = corpus.txt\nlayers = 2\nrecipe = {spelled}\n"
+    ini5 = write_text(os.path.join(d, "g5.ini"), f"[base]\ndata = corpus.txt\nlayers = 2\nrecipe = {spelled}\n"
                  f"[sweep]\nbaseline = {spelled}\n")
     p = qsweep(ini5, "--out", os.path.join(d, "out"), "--dry-run")
     runs = dry_lines(p.stdout)
     check(p.returncode == 0 and len(runs) == 1 and runs[0][1][runs[0][1].index("--recipe") + 1] ==
           spelled.replace("|", ","), f"long baseline: {p.returncode} {p.stderr}")
     # the product grows as it should
-    ini3 = write(os.path.join(d, "g3.ini"), "[base]\ndata = corpus.txt\n[grid]\nseed = 1,2,3,4,5\n"
+    ini3 = write_text(os.path.join(d, "g3.ini"), "[base]\ndata = corpus.txt\n[grid]\nseed = 1,2,3,4,5\n"
                  "dim = 32, 64\nheads = 1, 2, 4\nbatch = 2, 4\n")
     p = qsweep(ini3, "--out", os.path.join(d, "out"), "--dry-run")
     check(len(dry_lines(p.stdout)) == 60, f"5x2x3x2 grid has {len(dry_lines(p.stdout))} runs")
     # the architecture as an axis; Smooth-SwiGLU is a recipe modifier ('|' for ','), the Llama's alone (a gpt
     # run with it could not start: refused before any run starts, or excluded)
-    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\n[grid]\narch = gpt, llama\n"
+    ini4 = write_text(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\n[grid]\narch = gpt, llama\n"
                  "recipe = bf16, bf16|smooth-swiglu\n")
     p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
     check(p.returncode == 2 and "run arch=gpt_recipe=bf16+smooth-swiglu: " in p.stderr and "down" in p.stderr,
           f"Smooth-SwiGLU on a gpt: {p.returncode} {p.stderr}")
-    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\n[grid]\narch = gpt, llama\n"
+    ini4 = write_text(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\n[grid]\narch = gpt, llama\n"
                  "recipe = bf16, bf16|smooth-swiglu\nexclude = arch=gpt recipe=bf16|smooth-swiglu\n")
     p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
     runs = dry_lines(p.stdout)
@@ -336,11 +316,11 @@ def case_grid():
               argv[argv.index("--recipe") + 1] in ("bf16", "bf16,smooth-swiglu") and
               "--smooth-swiglu" not in argv, f"{name}: {argv}")
     # the Llama's options in [base] with arch = gpt among the axis values: no gpt run could start with them
-    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nkv_heads = 1\n[grid]\narch = gpt, llama\n")
+    ini4 = write_text(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\nkv_heads = 1\n[grid]\narch = gpt, llama\n")
     p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
     check(p.returncode == 2 and p.stderr.endswith("run arch=gpt: --kv-heads, --mlp-hidden and Smooth-SwiGLU are the "
                                                   "llama architecture's\n"), f"llama options for a gpt: {p.stderr}")
-    ini4 = write(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\narch = llama\nkv_heads = 1\n[grid]\n"
+    ini4 = write_text(os.path.join(d, "g4.ini"), "[base]\ndata = corpus.txt\narch = llama\nkv_heads = 1\n[grid]\n"
                  "recipe = bf16, bf16|smooth-swiglu\n")
     p = qsweep(ini4, "--out", os.path.join(d, "out"), "--dry-run")
     runs = dry_lines(p.stdout)
@@ -349,13 +329,13 @@ def case_grid():
     for bad, frag in (("arch = gpt, mamba", "arch must be gpt or llama, not 'mamba'"),
                       ("smooth_swiglu = 1", "unknown qtrain option 'smooth_swiglu'"),
                       ("kv_heads = 0", "kv_heads expects an integer in 1..1048576, not '0'")):
-        p = qsweep(write(os.path.join(d, "g5.ini"), f"[base]\ndata = corpus.txt\n[grid]\n{bad}\n"), "--out",
+        p = qsweep(write_text(os.path.join(d, "g5.ini"), f"[base]\ndata = corpus.txt\n[grid]\n{bad}\n"), "--out",
                    os.path.join(d, "out"), "--dry-run")
         check(p.returncode == 2 and frag in p.stderr, f"{bad}: exit {p.returncode}: {p.stderr!r}")
     # every qtrain option an experiment file may set comes from qtrain's own table (train/run/qp_train_options.c):
     # flags on/off, the enum options, and the ranges qtrain judges with (val_frac = 1 used to pass here and
     # fail every run)
-    ini6 = write(os.path.join(d, "g6.ini"), "[base]\ndata = corpus.txt\non_divergence = skip-step\ngrad_comm = bf16\n"
+    ini6 = write_text(os.path.join(d, "g6.ini"), "[base]\ndata = corpus.txt\non_divergence = skip-step\ngrad_comm = bf16\n"
                  "[grid]\nrequantize = on, off\n")
     p = qsweep(ini6, "--out", os.path.join(d, "out"), "--dry-run")
     runs = dry_lines(p.stdout)
@@ -371,14 +351,14 @@ def case_grid():
                       ("on_divergence = retry", "on_divergence must be stop, skip-step or rollback, not 'retry'"),
                       ("inject = nan:loss@3", "'inject' cannot be set in [grid]: a test hook of qtrain"),
                       ("explain = on", "'explain' cannot be set in [grid]")):
-        p = qsweep(write(os.path.join(d, "g7.ini"), f"[base]\ndata = corpus.txt\n[grid]\n{bad}\n"), "--out",
+        p = qsweep(write_text(os.path.join(d, "g7.ini"), f"[base]\ndata = corpus.txt\n[grid]\n{bad}\n"), "--out",
                    os.path.join(d, "out"), "--dry-run")
         check(p.returncode == 2 and frag in p.stderr, f"{bad}: exit {p.returncode}: {p.stderr!r}")
 
 
 def case_dryrun():
-    d = setup("dryrun")
-    ini = write(os.path.join(d, "d.ini"), BASE.format(steps=30, ckpt=10) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n")
+    d = case_folder(WORK, "dryrun")
+    ini = write_text(os.path.join(d, "d.ini"), BASE.format(steps=30, ckpt=10) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n")
     out_rel = "out/sweep"
     out = os.path.join(d, out_rel)
     base_argv = ["--data", os.path.realpath(os.path.join(d, "corpus.txt")), "--layers", "2", "--heads", "2",
@@ -463,9 +443,9 @@ def check_summary(d, out, target, axes):
 
 
 def case_run():
-    d = setup("run")
+    d = case_folder(WORK, "run")
     target = 2.9
-    ini = write(os.path.join(d, "r.ini"), BASE.format(steps=60, ckpt=20) +
+    ini = write_text(os.path.join(d, "r.ini"), BASE.format(steps=60, ckpt=20) +
                 f"[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n[sweep]\ntarget_loss = {target}\n")
     out = os.path.join(d, "out")
     p = qsweep(ini, "--out", out, "-j", "2", timeout=300)
@@ -508,7 +488,7 @@ def case_run():
     check(all(open(os.path.join(out, "logs", n + ".log")).read() == logs_before[n] for n in names),
           "rerun started finished runs")
     # a different experiment into the same folder is refused
-    ini2 = write(os.path.join(d, "other.ini"), BASE.format(steps=61, ckpt=20) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n")
+    ini2 = write_text(os.path.join(d, "other.ini"), BASE.format(steps=61, ckpt=20) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n")
     p = qsweep(ini2, "--out", out)
     check(p.returncode == 2 and "different experiment" in p.stderr, f"other experiment, same folder: {p.returncode} {p.stderr}")
 
@@ -532,11 +512,11 @@ def wait_for(cond, seconds, what):
 
 
 def case_resume():
-    d = setup("resume")
+    d = case_folder(WORK, "resume")
     # long enough that the first run is still going when the test sees step 150 and sends
     # SIGTERM, on a machine several times faster than this one (no timing is asserted)
     steps = 1600
-    ini = write(os.path.join(d, "r.ini"), BASE.format(steps=steps, ckpt=100) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n")
+    ini = write_text(os.path.join(d, "r.ini"), BASE.format(steps=steps, ckpt=100) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n")
     out = os.path.join(d, "out")
     first = os.path.join(out, "runs", "recipe=bf16_seed=1.h5")
     proc = subprocess.Popen([QSWEEP, ini, "--out", out, "-j", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -585,9 +565,9 @@ def case_resume():
 
 
 def case_fail():
-    d = setup("fail")
+    d = case_folder(WORK, "fail")
     # runs that fail as they start (their data holds no validation batch of --seq 4096), one that diverges
-    ini = write(os.path.join(d, "f.ini"), BASE.format(steps=30, ckpt=10).replace("seq = 32\n", "").replace("lr = 5e-3\n", "")
+    ini = write_text(os.path.join(d, "f.ini"), BASE.format(steps=30, ckpt=10).replace("seq = 32\n", "").replace("lr = 5e-3\n", "")
                 + "[grid]\nseq = 32, 4096\nlr = 5e-3, 1000\n")
     out = os.path.join(d, "out")
     p = qsweep(ini, "--out", out, "-j", "2")
@@ -611,14 +591,14 @@ def case_fail():
     check(count("seq=4096_lr=5e-3") == 2 and count("seq=32_lr=1000") == 1 and count("seq=32_lr=5e-3") == 1,
           "retried only the failed runs")
     # only divergence: exit 0
-    ini2 = write(os.path.join(d, "g.ini"), BASE.format(steps=30, ckpt=10).replace("lr = 5e-3\n", "") + "[grid]\nlr = 5e-3, 1000\n")
+    ini2 = write_text(os.path.join(d, "g.ini"), BASE.format(steps=30, ckpt=10).replace("lr = 5e-3\n", "") + "[grid]\nlr = 5e-3, 1000\n")
     p = qsweep(ini2, "--out", os.path.join(d, "out2"))
     check(p.returncode == 0, f"a diverged run is a result: exit {p.returncode}\n{p.stderr}")
 
 
 def case_lock():
-    d = setup("lock")
-    ini = write(os.path.join(d, "l.ini"), BASE.format(steps=30, ckpt=10) + "[grid]\nseed = 1, 2\n")
+    d = case_folder(WORK, "lock")
+    ini = write_text(os.path.join(d, "l.ini"), BASE.format(steps=30, ckpt=10) + "[grid]\nseed = 1, 2\n")
     out = os.path.join(d, "out")
     os.makedirs(out)
     # a lock held by someone else (here: this script, claiming pid 4242)
@@ -632,7 +612,7 @@ def case_lock():
         p = qsweep(ini, "--out", out, "--dry-run")
         check(p.returncode == 0, "--dry-run needs no lock")
     # two real qsweeps
-    ini2 = write(os.path.join(d, "long.ini"), BASE.format(steps=3000, ckpt=1000) + "[grid]\nseed = 1, 2\n")
+    ini2 = write_text(os.path.join(d, "long.ini"), BASE.format(steps=3000, ckpt=1000) + "[grid]\nseed = 1, 2\n")
     out2 = os.path.join(d, "out2")
     proc = subprocess.Popen([QSWEEP, ini2, "--out", out2], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lockfile = os.path.join(out2, ".qsweep.lock")
@@ -654,9 +634,9 @@ def case_lock():
 
 
 def case_summarize():
-    d = setup("summarize")
+    d = case_folder(WORK, "summarize")
     target = 2.9
-    ini = write(os.path.join(d, "s.ini"), BASE.format(steps=40, ckpt=20) +
+    ini = write_text(os.path.join(d, "s.ini"), BASE.format(steps=40, ckpt=20) +
                 f"[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n[sweep]\ntarget_loss = {target}\n")
     out = os.path.join(d, "out")
     p = qsweep(ini, "--out", out, "-j", "2")
@@ -681,8 +661,8 @@ def case_summarize():
 
 
 def case_slurm():
-    d = setup("slurm")
-    ini = write(os.path.join(d, "s.ini"), BASE.format(steps=30, ckpt=10) +
+    d = case_folder(WORK, "slurm")
+    ini = write_text(os.path.join(d, "s.ini"), BASE.format(steps=30, ckpt=10) +
                 "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n[sweep]\nthreads_per_run = 1\n")
     out = os.path.join(d, "out")
     p = qsweep(ini, "--out", out, "--slurm")
@@ -698,7 +678,7 @@ def case_slurm():
     dry = dry_lines(qsweep(ini, "--out", out, "--dry-run").stdout)
     run_line = '"${launch[@]}" "${cmd[@]}" >>"$log" 2>&1\n'
     check(run_line in text, "script runs the command through launch")
-    probe = write(os.path.join(d, "probe.sh"), text.replace(run_line, 'printf "%s\\0" "${cmd[@]}"; exit 0\n'))
+    probe = write_text(os.path.join(d, "probe.sh"), text.replace(run_line, 'printf "%s\\0" "${cmd[@]}"; exit 0\n'))
     for i, (name, argv) in enumerate(dry):
         r = subprocess.run(["bash", probe], capture_output=True, text=True, env=dict(os.environ, SLURM_ARRAY_TASK_ID=str(i)))
         got = r.stdout.split("\n", 1)[1].split("\0")[:-1] if "\n" in r.stdout else []
@@ -731,12 +711,12 @@ def case_slurm():
     # a failing task records its failure as a local qsweep would (DIR/runs/NAME.exit); qsweep refuses
     # what it can judge before anything starts (heads = 3 with dim = 32), so the run fails on its data:
     # a validation split too small for a batch of --seq 4096
-    ini_bad = write(os.path.join(d, "bad.ini"), BASE.format(steps=30, ckpt=10).replace("heads = 2\n", "") +
+    ini_bad = write_text(os.path.join(d, "bad.ini"), BASE.format(steps=30, ckpt=10).replace("heads = 2\n", "") +
                     "[grid]\nheads = 2, 3\n[sweep]\nthreads_per_run = 1\n")
     p = qsweep(ini_bad, "--out", os.path.join(d, "bad0"), "--slurm")
     check(p.returncode == 2 and "--heads 3 does not divide --dim 32" in p.stderr and
           not os.path.exists(os.path.join(d, "bad0")), f"--slurm refuses what no run could start with: {p.stderr}")
-    ini_bad = write(os.path.join(d, "bad.ini"), BASE.format(steps=30, ckpt=10).replace("seq = 32\n", "") +
+    ini_bad = write_text(os.path.join(d, "bad.ini"), BASE.format(steps=30, ckpt=10).replace("seq = 32\n", "") +
                     "[grid]\nseq = 32, 4096\n[sweep]\nthreads_per_run = 1\n")
     bad = os.path.join(d, "bad")
     check(qsweep(ini_bad, "--out", bad, "--slurm").returncode == 0, "--slurm for the failing grid")
@@ -753,7 +733,7 @@ def case_slurm():
     check(re.search(r"seq=4096\s+failed", p.stdout) is not None, f"--status shows the failure: {p.stdout}")
 
     # [slurm]: resources into #SBATCH lines, the section kept in DIR/qsweep.ini
-    ini2 = write(os.path.join(d, "r.ini"), BASE.format(steps=30, ckpt=10).replace("[base]\n", "[base]\ndevice = cuda\n") +
+    ini2 = write_text(os.path.join(d, "r.ini"), BASE.format(steps=30, ckpt=10).replace("[base]\n", "[base]\ndevice = cuda\n") +
                  "[grid]\nseed = 1, 2\n[slurm]\npartition = gpu,long\naccount = proj-1\ntime = 1-02:30:00\n"
                  "cpus-per-task = 4\nntasks = 2\nmpi = pmi2\n")
     out2 = os.path.join(d, "res")
@@ -771,22 +751,22 @@ def case_slurm():
     check(rec.endswith("[slurm]\npartition = gpu,long\naccount = proj-1\ntime = 1-02:30:00\ncpus_per_task = 4\n"
                        "ntasks = 2\nmpi = pmi2\n"), f"qsweep.ini keeps [slurm]: {rec}")
     # [slurm] may change between submissions ([base] and [grid] may not)
-    ini3 = write(os.path.join(d, "r3.ini"), open(ini2).read().replace("time = 1-02:30:00", "time = 45"))
+    ini3 = write_text(os.path.join(d, "r3.ini"), open(ini2).read().replace("time = 1-02:30:00", "time = 45"))
     check(qsweep(ini3, "--out", out2, "--slurm").returncode == 0 and
           "#SBATCH --time=45\n" in open(os.path.join(out2, "qsweep.sbatch")).read(), "a new [slurm] into the same folder")
     # --status reads squeue's and sacct's output (the formats Slurm 22.05 prints; the real
     # thing is tests/slurm): fakes on PATH, for a folder with job 5 recorded
     fake = os.path.join(d, "fakebin")
     os.makedirs(fake, exist_ok=True)
-    write(os.path.join(fake, "squeue"), "#!/bin/sh\nprintf '5|2|PENDING\\n5|3|RUNNING\\n'\n")
+    write_text(os.path.join(fake, "squeue"), "#!/bin/sh\nprintf '5|2|PENDING\\n5|3|RUNNING\\n'\n")
     # sacct -P -o JobID,State,ExitCode,Elapsed,MaxRSS,NodeList: allocations and their steps
-    write(os.path.join(fake, "sacct"), "#!/bin/sh\nprintf '%s\\n' '5_0|COMPLETED|0:0|00:00:12||n1' "
+    write_text(os.path.join(fake, "sacct"), "#!/bin/sh\nprintf '%s\\n' '5_0|COMPLETED|0:0|00:00:12||n1' "
           "'5_0.batch|COMPLETED|0:0|00:00:12|20480K|n1' '5_0.0|COMPLETED|0:0|00:00:11|30M|n1' "
           "'5_1|FAILED|1:0|00:01:03||n2' '5_1.batch|FAILED|1:0|00:01:03|1024K|n2' "
           "'5_[2-3]|PENDING|0:0|00:00:00||None assigned'\n")
     for n in ("squeue", "sacct"):
         os.chmod(os.path.join(fake, n), 0o755)
-    write(os.path.join(out, "slurm.jobs"), "5 0-3\n")
+    write_text(os.path.join(out, "slurm.jobs"), "5 0-3\n")
     p = qsweep("--status", out, env=dict(os.environ, PATH=fake))
     rows = {l.split()[0]: l.split()[1:] for l in p.stdout.splitlines() if l.startswith("recipe=")}
     check(p.returncode == 0 and "note:" not in p.stdout, f"--status with squeue and sacct: {p.stdout} {p.stderr}")
@@ -811,7 +791,7 @@ def case_slurm():
 
 def case_examples():
     """The documented examples parse, expand as their comments say, and point at the English corpus."""
-    d = setup("examples")
+    d = case_folder(WORK, "examples")
     exp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
     for name, n, first in [("study", 135, "model=pico_tokens_per_param=8_recipe=bf16_seed=1"),
                            ("ablation", 21, "recipe=nvfp4_seed=1"), ("quick", None, "recipe=bf16_seed=1"),
@@ -895,8 +875,8 @@ def case_study():
     """Sizing by compute, the model axis, exclude, noise twins and the intervals of the summary: a tiny
     sweep run for real, every new summary column recomputed here from the run files (numpy, scipy)."""
     from scipy import stats
-    d = setup("study")
-    ini = write(os.path.join(d, "s.ini"), """[base]
+    d = case_folder(WORK, "study")
+    ini = write_text(os.path.join(d, "s.ini"), """[base]
 data = corpus.txt
 layers = 1
 heads = 2
@@ -1072,8 +1052,8 @@ def case_attribution():
     recomputed here from the run files; a bounded interval from final losses set here; qplot's figures
     leave the block runs out."""
     from scipy import stats
-    d = setup("attribution")
-    ini = write(os.path.join(d, "a.ini"), BASE.format(steps=30, ckpt=0).replace("layers = 2", "layers = 3") + """
+    d = case_folder(WORK, "attribution")
+    ini = write_text(os.path.join(d, "a.ini"), BASE.format(steps=30, ckpt=0).replace("layers = 2", "layers = 3") + """
 [grid]
 recipe = bf16, nvfp4, mxfp4
 seed = 1, 2, 3
@@ -1215,7 +1195,7 @@ attribute = blocks
     # errors: an unknown mode, a baseline that is not one format
     for text, frag in (("attribute = layers", "expects 'blocks'"),
                        ("attribute = blocks\nbaseline = nvfp4", "bf16 or fp32")):
-        bad = write(os.path.join(d, "bad.ini"), BASE.format(steps=10, ckpt=0) +
+        bad = write_text(os.path.join(d, "bad.ini"), BASE.format(steps=10, ckpt=0) +
                     "\n[grid]\nrecipe = bf16, nvfp4\n\n[sweep]\n" + text + "\n")
         p = qsweep(bad, "--out", os.path.join(d, "bad"), "--dry-run")
         check(p.returncode == 2 and frag in p.stderr and p.stderr.count("\n") == 1 and "bad.ini:" in p.stderr,
@@ -1320,10 +1300,10 @@ def case_contrast():
     /contrast and summary_contrast.csv recomputed from the run files with scipy; the seeds of one value
     matched with the other's (same batches); a seed whose run (or baseline) is gone at one width left
     out and named; a resolved difference from final losses set here; the Markdown and stdout tables."""
-    d = setup("contrast")
+    d = case_folder(WORK, "contrast")
     # lr 2e-3: at BASE's 5e-3 a width-96 run diverged on an AVX2 CPU (its BF16 GEMMs run in FP32), and the
     # resolved case below needs every run's final loss
-    ini = write(os.path.join(d, "c.ini"), BASE.format(steps=30, ckpt=0).replace("dim = 32\n", "")
+    ini = write_text(os.path.join(d, "c.ini"), BASE.format(steps=30, ckpt=0).replace("dim = 32\n", "")
                 .replace("lr = 5e-3\n", "lr = 2e-3\n") + """
 [grid]
 dim = 32, 64, 96
@@ -1402,7 +1382,7 @@ threads_per_run = 1
     # without contrast: an empty /contrast and no summary_contrast.csv
     nc = os.path.join(d, "nocontrast")
     shutil.copytree(out, nc)
-    write(os.path.join(nc, "qsweep.ini"), open(os.path.join(nc, "qsweep.ini")).read().replace("contrast = dim\n", ""))
+    write_text(os.path.join(nc, "qsweep.ini"), open(os.path.join(nc, "qsweep.ini")).read().replace("contrast = dim\n", ""))
     os.remove(os.path.join(nc, "summary_contrast.csv"))
     p = qsweep("--summarize", nc)
     with h5py.File(os.path.join(nc, "summary.h5"), "r") as f:
