@@ -38,6 +38,7 @@ The checks:
 The last line: `cluster: nodes=N tasks=T requeued=R resumed=yes|no identical=yes|no`.
 Exit 0 pass, 1 fail, 77 skip (not root; no network namespaces; a daemon cannot start here).
 Every wait is bounded (generous limits, no timing assertions)."""
+import functools
 import os
 import re
 import shlex
@@ -49,11 +50,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from qp_testlib import Checks, open_run, read_csv, write_verse_corpus  # noqa: E402
+from qp_slurmlib import (MPI_STUDY, STUDY, STUDY_RUNS, Daemons, Fatal, ensure_packages, job_of,  # noqa: E402
+                         kill_pids, on_cluster, run_state, same_summary, skip, tail, wait_for, write_slurm_conf)
+from qp_testlib import Checks, open_run, write_verse_corpus  # noqa: E402
 
 QSWEEP, QTRAIN, WORK = map(os.path.abspath, sys.argv[1:4])
-SKIP = 77
 WAIT = 600  # seconds: the bound of every wait
+wait_for = functools.partial(wait_for, limit=WAIT)
 NET = "10.213.7"
 NODES = ["n1", "n2"]
 check = Checks()
@@ -64,70 +67,24 @@ def say(*a):
     print(f"[{time.monotonic() - T0:6.1f} s]", *a, flush=True)
 
 
-def skip(why):
-    print("SKIP:", why, flush=True)
-    sys.exit(SKIP)
-
-
-class Fatal(Exception):
-    pass
-
-
-def wait_for(cond, what, limit=WAIT, every=0.2):
-    t0 = time.monotonic()
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() - t0 > limit:
-            raise Fatal(f"waited {limit} s for {what}")
-        time.sleep(every)
-
-
-def tail(path, n=8):
-    try:
-        with open(path, errors="replace") as f:
-            return " | ".join(f.read().strip().splitlines()[-n:])
-    except OSError:
-        return "(no log)"
-
-
 # ---- packages -----------------------------------------------------------------
 PACKAGES = ["slurmctld", "slurmd", "slurmdbd", "slurm-client", "munge", "mariadb-server", "openmpi-bin", "iproute2",
             "util-linux"]
 PROGRAMS = ["slurmctld", "slurmd", "slurmdbd", "sbatch", "squeue", "sacct", "sacctmgr", "scontrol", "sinfo",
-            "munged", "mariadbd", "mariadb-install-db", "mariadb", "mpirun", "ip", "unshare", "nsenter"]
-SBIN = ":/usr/sbin:/sbin"
-
-
-def ensure_packages():
-    missing = [p for p in PROGRAMS if not shutil.which(p, path=os.environ.get("PATH", "") + SBIN)]
-    if not missing:
-        return
-    print("installing", " ".join(PACKAGES), f"({', '.join(missing)} missing)", flush=True)
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES]):
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if r.returncode:
-            raise Fatal(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+            "munged", "munge", "unmunge", "mariadbd", "mariadb-install-db", "mariadb", "mpirun", "ip", "unshare",
+            "nsenter"]
 
 
 # ---- the cluster ---------------------------------------------------------------
-class Cluster:
+class Cluster(Daemons):
     def __init__(self, tmp):
-        self.tmp = tmp
+        super().__init__(tmp, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         tag = f"qpc{os.getpid()}"
         self.ns = {"ctl": f"{tag}-ctl", **{n: f"{tag}-{n}" for n in NODES}}
         self.veth = {n: f"{tag[:9]}{n}" for n in NODES}  # interface names: at most 15 bytes
         self.addr = {"ctl": f"{NET}.1", **{n: f"{NET}.{11 + i}" for i, n in enumerate(NODES)}}
         self.made_ns = []
-        self.procs = []  # (name, Popen, log)
         self.slurmd = {}
-        self.conf = os.path.join(tmp, "slurm.conf")
-        self.sock = os.path.join(tmp, "munge", "munge.sock")
-        self.env = dict(os.environ, SLURM_CONF=self.conf, OMPI_MCA_btl_vader_single_copy_mechanism="none",
-                        OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        self.env["PATH"] = self.env.get("PATH", "") + SBIN
 
     # -- plumbing
     def enter(self, ns):
@@ -143,11 +100,11 @@ class Cluster:
             raise Fatal(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr.strip()[-400:]}")
         return r
 
-    def ctl(self, *argv, timeout=120):
+    def client(self, *argv, timeout=120):
         """A client command (Slurm's tools, qsweep) in the controller's namespace."""
         return self.sh(*argv, ns="ctl", timeout=timeout, check_rc=False)
 
-    def daemon(self, name, argv, ns, host=None, tmpdir=None):
+    def ns_daemon(self, name, argv, ns, host=None, tmpdir=None):
         """argv in namespace ns, in a process group of its own; with host, in a UTS namespace of its
         own whose hostname is host (Slurm's daemons check theirs against slurm.conf); with tmpdir,
         in a mount namespace of its own where tmpdir is /tmp (a node's local /tmp: Slurm's PMIx
@@ -156,21 +113,7 @@ class Cluster:
             mount = f"mount --bind {tmpdir} /tmp && " if tmpdir else ""
             argv = ["unshare", "--uts", *(["--mount", "--propagation", "private"] if tmpdir else []), "sh", "-c",
                     f'hostname {host} && {mount}exec "$@"', "sh", *argv]
-        log = os.path.join(self.tmp, "log", name + ".out")
-        with open(log, "w") as out:
-            p = subprocess.Popen([*self.enter(ns), *argv], stdout=out, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, env=self.env, cwd=self.tmp, start_new_session=True)
-        self.procs.append((name, p, log))
-        return p
-
-    def started(self, name, p, cond, what, logfile, limit=120, note=lambda: ""):
-        try:
-            wait_for(lambda: p.poll() is not None or cond(), what, limit=limit, every=0.3)
-        except Fatal:
-            skip(f"{name}: no {what} after {limit} s: {tail(logfile)} {note() or ''}")
-        if p.poll() is not None:
-            skip(f"{name} cannot start here (exit {p.returncode}): {tail(os.path.join(self.tmp, 'log', name + '.out'))}"
-                 f" {tail(logfile)}")
+        return self.daemon(name, argv, prefix=self.enter(ns))
 
     # -- network
     def network(self):
@@ -192,19 +135,6 @@ class Cluster:
             self.sh("ip", "-n", self.ns[n], "link", "set", "eth0", "up")
 
     # -- daemons
-    def munge(self):
-        t = self.tmp
-        os.makedirs(os.path.join(t, "munge"))
-        os.chmod(os.path.join(t, "munge"), 0o755)
-        key = os.path.join(t, "munge", "munge.key")
-        with open(key, "wb") as f:
-            f.write(os.urandom(1024))
-        os.chmod(key, 0o400)
-        m = self.daemon("munged", ["munged", "-F", "-f", f"--key-file={key}", f"--socket={self.sock}",
-                                   f"--pid-file={t}/munge/munged.pid", f"--log-file={t}/log/munged.log",
-                                   f"--seed-file={t}/munge/seed"], "ctl")
-        self.started("munged", m, lambda: os.path.exists(self.sock), "socket", f"{t}/log/munged.log", limit=60)
-
     def mariadb(self):
         t = self.tmp
         db = os.path.join(t, "db")
@@ -213,7 +143,7 @@ class Cluster:
         if r.returncode:
             skip(f"mariadb-install-db: exit {r.returncode}: {r.stderr.strip()[-300:]}")
         self.dbsock = os.path.join(t, "db.sock")
-        p = self.daemon("mariadbd", ["mariadbd", "--no-defaults", f"--datadir={db}", f"--socket={self.dbsock}",
+        p = self.ns_daemon("mariadbd", ["mariadbd", "--no-defaults", f"--datadir={db}", f"--socket={self.dbsock}",
                                      "--port=3306", "--bind-address=127.0.0.1", "--user=root",
                                      f"--pid-file={t}/mariadbd.pid", f"--log-error={t}/log/mariadbd.log",
                                      "--innodb-buffer-pool-size=128M", "--innodb-lock-wait-timeout=900", "--skip-log-bin"], "ctl")
@@ -246,30 +176,14 @@ LogFile={t}/log/slurmdbd.log
 DebugLevel=info
 """)
         os.chmod(dbd, 0o600)
-        nodes = "\n".join(f"NodeName={n} NodeAddr={self.addr[n]} NodeHostname={n} CPUs=1 State=UNKNOWN" for n in NODES)
-        with open(self.conf, "w") as f:
-            f.write(f"""# generated by tests/cluster/test_cluster.py
-ClusterName=qpcluster
-SlurmctldHost=ctl({self.addr['ctl']})
-SlurmctldPort=6817
-SlurmdPort=6818
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-# cred_expire: also how long a requeued job waits before it may start again (default 120 s)
+        write_slurm_conf(
+            t, "tests/cluster/test_cluster.py", cluster="qpcluster", host=f"ctl({self.addr['ctl']})", ports=(6817, 6818),
+            nodes={n: f"NodeAddr={self.addr[n]} NodeHostname={n} CPUs=1 State=UNKNOWN" for n in NODES},
+            partition="all", kill_wait=5, per_node=True,
+            auth=f"""# cred_expire: also how long a requeued job waits before it may start again (default 120 s)
 AuthInfo=socket={self.sock},cred_expire=10
-StateSaveLocation={t}/state
-SlurmdSpoolDir={t}/spool/%n
-SlurmctldPidFile={t}/slurmctld.pid
-SlurmdPidFile={t}/slurmd-%n.pid
-SlurmctldLogFile={t}/log/slurmctld.log
-SlurmdLogFile={t}/log/slurmd-%n.log
-MailProg=/bin/true
-# no cgroups in a container: processes tracked through /proc, no task binding
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-# accounting: slurmdbd (MariaDB); per-step memory from /proc
+""",
+            accounting=f"""# accounting: slurmdbd (MariaDB); per-step memory from /proc
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost={self.addr['ctl']}
 AccountingStoragePort=6819
@@ -277,24 +191,12 @@ AccountingStoragePort=6819
 AccountingStoragePass={self.sock}
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=task=1
-JobCompType=jobcomp/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SchedulerType=sched/backfill
-SchedulerParameters=bf_interval=2
-MpiDefault=none
-SwitchType=switch/none
-# a node silent for SlurmdTimeout seconds is DOWN and its jobs NODE_FAIL (requeued with --requeue);
+""",
+            scheduler="SchedulerParameters=bf_interval=2\n",
+            failure="""# a node silent for SlurmdTimeout seconds is DOWN and its jobs NODE_FAIL (requeued with --requeue);
 # a DOWN node that registers again is back in service
 SlurmdTimeout=6
-ReturnToService=2
 JobRequeue=1
-KillWait=5
-MinJobAge=600
-SlurmctldDebug=info
-SlurmdDebug=info
-{nodes}
-PartitionName=all Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP
 """)
 
     def start_slurmd(self, n, reboot=False):
@@ -315,13 +217,13 @@ PartitionName=all Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP
                     os.unlink(os.path.join(spool, f))
                 elif f.startswith("pmix."):
                     shutil.rmtree(os.path.join(spool, f))
-        p = self.daemon(f"slurmd-{n}-{len(self.procs)}", ["slurmd", "-D", "-N", n, "-f", self.conf], n, host=n,
+        p = self.ns_daemon(f"slurmd-{n}-{len(self.procs)}", ["slurmd", "-D", "-N", n, "-f", self.conf], n, host=n,
                         tmpdir=os.path.join(self.tmp, "tmp", n))
         self.slurmd[n] = p
         return p
 
     def node_state(self, n):
-        r = self.ctl("sinfo", "-h", "-N", "-n", n, "-o", "%T")
+        r = self.client("sinfo", "-h", "-N", "-n", n, "-o", "%T")
         return r.stdout.strip() if r.returncode == 0 else ""
 
     def start(self):
@@ -333,21 +235,21 @@ PartitionName=all Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP
             os.makedirs(os.path.join(t, "tmp", n))
             os.chmod(os.path.join(t, "tmp", n), 0o1777)
         self.network()
-        self.munge()
+        self.munge(prefix=self.enter("ctl"))
         self.mariadb()
         self.write_conf()
-        d = self.daemon("slurmdbd", ["slurmdbd", "-D"], "ctl", host="ctl")
+        d = self.ns_daemon("slurmdbd", ["slurmdbd", "-D"], "ctl", host="ctl")
         last = {}
 
         def dbd_answers():
-            last["r"] = r = self.ctl("sacctmgr", "-n", "show", "cluster")
+            last["r"] = r = self.client("sacctmgr", "-n", "show", "cluster")
             return r.returncode == 0
         self.started("slurmdbd", d, lambda: " started" in tail(f"{t}/log/slurmdbd.log", 50) and dbd_answers(),
                      "answer to sacctmgr", f"{t}/log/slurmdbd.log", note=lambda: last.get("r") and last["r"].stderr)
         # the cluster in the accounting database (slurmctld registers with it)
-        self.ctl("sacctmgr", "-i", "add", "cluster", "qpcluster")
-        c = self.daemon("slurmctld", ["slurmctld", "-D", "-f", self.conf], "ctl", host="ctl")
-        self.started("slurmctld", c, lambda: "UP" in self.ctl("scontrol", "ping").stdout, "answer to scontrol ping",
+        self.client("sacctmgr", "-i", "add", "cluster", "qpcluster")
+        c = self.ns_daemon("slurmctld", ["slurmctld", "-D", "-f", self.conf], "ctl", host="ctl")
+        self.started("slurmctld", c, lambda: "UP" in self.client("scontrol", "ping").stdout, "answer to scontrol ping",
                      f"{t}/log/slurmctld.log")
         for n in NODES:
             self.start_slurmd(n)
@@ -361,97 +263,40 @@ PartitionName=all Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP
         """SIGKILL every process of node n's namespace: slurmd, slurmstepd, the job's processes."""
         r = self.sh("ip", "netns", "pids", self.ns[n], check_rc=False)
         pids = [int(x) for x in r.stdout.split()]
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_pids(pids)
         self.slurmd[n].wait(30)
         return len(pids)
 
     def queue(self):
-        r = self.ctl("squeue", "-h", "-r", "-o", "%i %T %N")
+        r = self.client("squeue", "-h", "-r", "-o", "%i %T %N")
         if r.returncode:
             return None
         return {l.split()[0]: l.split()[1:] for l in r.stdout.splitlines() if l.strip()}
 
-    def stop(self):
-        """Cancel every job, stop the daemons, kill what is left in the namespaces or refers to the
-        temporary folder, delete the namespaces (their interfaces go with them)."""
-        if self.procs and any(p.poll() is None for n, p, _ in self.procs if n == "slurmctld"):
-            self.ctl("scancel", "--user=root")
-            try:
-                wait_for(lambda: self.queue() in ({}, None), "the queue to empty at the end", limit=30, every=0.5)
-            except Fatal as e:
-                print("note:", e, flush=True)
-        for name, p, _ in reversed(self.procs):
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-                try:
-                    p.wait(30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait(30)
+    def kill_rest(self):
+        """Every process still in a node's or the controller's namespace."""
         for ns in self.made_ns:
             r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
-            for pid in r.stdout.split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        for pid in self.strays():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.5)
-        left = self.strays()
+            kill_pids(r.stdout.split())
+
+    def stop(self):
+        """Daemons.stop(), then delete the namespaces (their interfaces go with them)."""
+        left = super().stop()
         for ns in self.made_ns:
             r = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True)
             if r.returncode:
                 left.append(f"namespace {ns}: {r.stderr.strip()}")
         return left
 
-    def strays(self):
-        found = []
-        for d in os.listdir("/proc"):
-            if not d.isdigit() or int(d) == os.getpid():
-                continue
-            try:
-                refs = [os.readlink(f"/proc/{d}/cwd")]
-                with open(f"/proc/{d}/cmdline", "rb") as f:
-                    refs.append(f.read().decode(errors="replace"))
-            except OSError:
-                continue
-            if any(self.tmp in r for r in refs):
-                found.append(int(d))
-        return found
-
 
 # ---- helpers -------------------------------------------------------------------
-def job_of(stdout):
-    m = re.search(r"submitted job (\d+)", stdout)
-    return int(m.group(1)) if m else None
-
-
 def sacct(cl, job, dup=False):
     """[(jobid, state, exitcode, nodelist)] of the allocations of job (every attempt with dup)."""
     argv = ["sacct", "-n", "-P", "-X", "-j", str(job), "-o", "JobID,State,ExitCode,NodeList"]
     if dup:
         argv.append("--duplicates")
-    r = cl.ctl(*argv)
+    r = cl.client(*argv)
     return [tuple(l.split("|")) for l in r.stdout.splitlines() if l.count("|") == 3]
-
-
-def run_state(path):
-    try:
-        with open_run(path) as f:
-            return f["status"][-1]["state"].decode() if len(f["status"]) else ""
-    except (OSError, KeyError, IndexError):
-        return None
 
 
 def resumed_at(path):
@@ -489,65 +334,15 @@ def same_run(a, b, what):
     return None
 
 
-def is_timing(col):
-    return col in ("tokens_per_s_median", "step_ms_median") or col.endswith("_share")
-
-
 # ---- the checks ------------------------------------------------------------------
-MPI_STUDY = """[base]
-data = corpus.txt
-layers = 2
-heads = 2
-dim = 32
-seq = 32
-batch = 8
-steps = {steps}
-eval_every = 20
-eval_batches = 2
-qerr_every = 20
-ckpt_every = 20
-recipe = fp8
-[sweep]
-threads_per_run = 1
-[slurm]
-ntasks = 2
-cpus_per_task = 1
-time = 20:00
-"""
-
-STUDY = """[base]
-data = corpus.txt
-layers = 2
-heads = 2
-dim = 32
-seq = 32
-batch = 4
-steps = {steps}
-lr = 3e-3
-warmup = 20
-eval_every = 200
-eval_batches = 4
-qerr_every = 200
-ckpt_every = 100
-[grid]
-recipe = bf16, fp8
-seed = 1, 2
-[sweep]
-threads_per_run = 1
-target_loss = 2.5
-[slurm]
-time = 30:00
-"""
-
-
 def mpi_run(cl, d, steps, kill=None):
     """A 2-rank run through qsweep --submit; with kill, node `kill` is lost after the run's first
     checkpoint and brought back once Slurm has requeued the job. The run file's path and job id."""
     ini = os.path.join(d, f"mpi{steps}{kill or ''}.ini")
     with open(ini, "w") as f:
-        f.write(MPI_STUDY.format(steps=steps))
+        f.write(MPI_STUDY.format(steps=steps, every=20, recipe="fp8", slurm="time = 20:00\n"))
     out = os.path.join(d, f"mpi-{kill or 'whole'}")
-    p = cl.ctl(QSWEEP, ini, "--out", out, "--submit")
+    p = cl.client(QSWEEP, ini, "--out", out, "--submit")
     job = job_of(p.stdout)
     if not check(p.returncode == 0 and job, f"MPI --submit: {p.returncode} {p.stdout} {p.stderr}"):
         raise Fatal("nothing submitted")
@@ -592,7 +387,7 @@ def check_mpi(cl, d):
         check(len(comm) == steps and float(comm.sum()) > 0, f"the comm phase is logged: sum {comm.sum()}")
         say(f"MPI run across nodes: comm {float(comm.mean()):.3f} ms/step of {float(f['train/step_ms'][:].mean()):.3f}")
     # the same 2 ranks on one host: mpirun -np 2 of the same command, outside Slurm
-    dry = cl.ctl(QSWEEP, ini, "--out", out, "--dry-run").stdout
+    dry = cl.client(QSWEEP, ini, "--out", out, "--dry-run").stdout
     cmd = next(l.split(": ", 1)[1] for l in dry.splitlines() if l.startswith("base: "))
     one = os.path.join(d, "mpi-onehost.h5")
     argv = ["mpirun", "-np", "2", *[a.replace(run, one) for a in shlex.split(cmd)]]
@@ -608,11 +403,11 @@ def check_sweep(cl, d, stats):
     steps = 1500
     ini = os.path.join(d, "study.ini")
     with open(ini, "w") as f:
-        f.write(STUDY.format(steps=steps))
+        f.write(STUDY.format(steps=steps, every=200, ckpt=100))
     out = os.path.join(d, "study")
-    names = [f"recipe={r}_seed={s}" for r in ("bf16", "fp8") for s in (1, 2)]
+    names = STUDY_RUNS
     runs = os.path.join(out, "runs")
-    p = cl.ctl(QSWEEP, ini, "--out", out, "--submit")
+    p = cl.client(QSWEEP, ini, "--out", out, "--submit")
     job = job_of(p.stdout)
     if not check(p.returncode == 0 and job, f"--submit: {p.returncode} {p.stdout} {p.stderr}"):
         raise Fatal("nothing submitted")
@@ -637,7 +432,7 @@ def check_sweep(cl, d, stats):
     say(f"study: killed node n1 ({n} processes) while task {job}_{i} ({vname}) ran there")
     wait_for(lambda: cl.node_state("n1").startswith("down"), "n1 to be marked down", every=0.5)
     say(f"study: n1 is {cl.node_state('n1')} after {time.monotonic() - t_kill:.0f} s")
-    p = cl.ctl(QSWEEP, "--status", out)
+    p = cl.client(QSWEEP, "--status", out)
     say("qsweep --status with n1 down:\n" + p.stdout)
     wait_for(lambda: cl.queue() == {}, "the study to finish on n2", every=1)
     say(f"study: finished {time.monotonic() - t_kill:.0f} s after the kill")
@@ -665,7 +460,7 @@ def check_sweep(cl, d, stats):
     stats["nodes"] = len({r[3] for r in every if r[3] in NODES})
 
     # --status: sacct's columns
-    p = cl.ctl(QSWEEP, "--status", out)
+    p = cl.client(QSWEEP, "--status", out)
     say("qsweep --status at the end:\n" + p.stdout)
     check(p.returncode == 0 and "sacct did not answer" not in p.stdout, f"--status with accounting: {p.stdout} {p.stderr}")
     rows = {l.split()[0]: l.split() for l in p.stdout.splitlines() if l.startswith("recipe=")}
@@ -688,17 +483,7 @@ def check_sweep(cl, d, stats):
 
     # the same study, undisturbed, on this host: qsweep -j 2
     ref = os.path.join(d, "local")
-    p = subprocess.run([QSWEEP, ini, "--out", ref, "-j", "2"], capture_output=True, text=True, timeout=WAIT)
-    check(p.returncode == 0, f"qsweep -j 2: {p.returncode} {p.stderr}")
-    cl.ctl(QSWEEP, "--summarize", out)
-    a, b = read_csv(os.path.join(out, "summary.csv")), read_csv(os.path.join(ref, "summary.csv"))
-    same = len(a) == len(b) == 4 and list(a[0]) == list(b[0])
-    check(same, "summary columns")
-    for ra, rb in zip(a, b):
-        for k in ra:
-            if not is_timing(k) and ra[k] != rb[k]:
-                same = False
-                check(False, f"{ra['name']}.{k}: cluster {ra[k]!r} vs -j 2 {rb[k]!r}")
+    same = same_summary(cl, check, QSWEEP, ini, out, ref, "cluster", WAIT)
     for nm in names:
         diff = same_run(os.path.join(runs, nm + ".h5"), os.path.join(ref, "runs", nm + ".h5"), nm)
         check(diff is None, diff or "")
@@ -706,63 +491,51 @@ def check_sweep(cl, d, stats):
     stats["identical"] = same
 
 
+def check_cluster(cl, d, stats):
+    """Checks 1 to 3 in the work folder d of the running cluster cl; stats for the last line."""
+    write_verse_corpus(os.path.join(d, "corpus.txt"))
+    _, mpi_ref, mpi_steps, mpi_ok = check_mpi(cl, d)
+    check_sweep(cl, d, stats)
+    # n1 comes back; a 2-rank run then loses n2 and resumes when n2 is back
+    cl.start_slurmd("n1", reboot=True)
+    wait_for(lambda: cl.node_state("n1") == "idle", "n1 back in service (ReturnToService=2)", every=0.5)
+    say("n1 is back in service")
+    _, _, run, job = mpi_run(cl, d, mpi_steps, kill="n2")
+    # the queue empties before slurmdbd records the end of the second attempt: wait for it
+    done = lambda: (lambda a: a if [r[1] for r in a][-1:] == ["COMPLETED"] else None)(sacct(cl, job, dup=True))
+    try:
+        acct = wait_for(done, "sacct to record the MPI run's end", limit=30, every=1)
+    except Fatal:
+        acct = sacct(cl, job, dup=True)
+    say("MPI run with a node lost, sacct --duplicates: " + "; ".join(" ".join(r) for r in acct))
+    check([r[1] for r in acct] == ["NODE_FAIL", "COMPLETED"] and acct[-1][3] == "n[1-2]",
+          f"the MPI run failed with its node, was requeued and completed on both nodes: {acct}")
+    res = resumed_at(run)
+    mpi_resumed = res is not None and res > 0
+    check(mpi_resumed, f"the MPI run resumed from its checkpoint: resumed at step {res}")
+    say(f"MPI run: resumed at step {res}")
+    diff = same_run(run, mpi_ref, "2-rank run that lost a node vs undisturbed")
+    check(diff is None, diff or "")
+    stats["requeued"] += 1 if acct and acct[0][1] == "NODE_FAIL" else 0
+    stats["tasks"] += 1
+    stats["resumed"] = stats["resumed"] and mpi_resumed
+    stats["identical"] = stats["identical"] and mpi_ok and diff is None
+
+
 def main():
     if os.geteuid() != 0:
         skip("the cluster needs root (network namespaces, slurmd, MariaDB as root)")
-    if not shutil.which("ip", path=os.environ.get("PATH", "") + SBIN):
-        ensure_packages()
-    ensure_packages()
+    ensure_packages(PACKAGES, PROGRAMS)
     os.makedirs(WORK, exist_ok=True)
     if os.path.realpath(WORK) == "/tmp" or os.path.realpath(WORK).startswith("/tmp/"):
         sys.exit(f"test_cluster: {WORK}: the work folder must not be under /tmp (each node mounts its own /tmp)")
     tmp = tempfile.mkdtemp(prefix="cluster-", dir=WORK)
     cl = Cluster(tmp)
-    err = None
     stats = {"nodes": 0, "tasks": 0, "requeued": 0, "resumed": False, "identical": False}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    try:
-        cl.start()
-        d = os.path.join(tmp, "work")
-        os.makedirs(d)
-        write_verse_corpus(os.path.join(d, "corpus.txt"))
-        mpi_ini, mpi_ref, mpi_steps, mpi_ok = check_mpi(cl, d)
-        check_sweep(cl, d, stats)
-        # n1 comes back; a 2-rank run then loses n2 and resumes when n2 is back
-        cl.start_slurmd("n1", reboot=True)
-        wait_for(lambda: cl.node_state("n1") == "idle", "n1 back in service (ReturnToService=2)", every=0.5)
-        say("n1 is back in service")
-        _, _, run, job = mpi_run(cl, d, mpi_steps, kill="n2")
-        # the queue empties before slurmdbd records the end of the second attempt: wait for it
-        done = lambda: (lambda a: a if [r[1] for r in a][-1:] == ["COMPLETED"] else None)(sacct(cl, job, dup=True))
-        try:
-            acct = wait_for(done, "sacct to record the MPI run's end", limit=30, every=1)
-        except Fatal:
-            acct = sacct(cl, job, dup=True)
-        say("MPI run with a node lost, sacct --duplicates: " + "; ".join(" ".join(r) for r in acct))
-        check([r[1] for r in acct] == ["NODE_FAIL", "COMPLETED"] and acct[-1][3] == "n[1-2]",
-              f"the MPI run failed with its node, was requeued and completed on both nodes: {acct}")
-        res = resumed_at(run)
-        mpi_resumed = res is not None and res > 0
-        check(mpi_resumed, f"the MPI run resumed from its checkpoint: resumed at step {res}")
-        say(f"MPI run: resumed at step {res}")
-        diff = same_run(run, mpi_ref, "2-rank run that lost a node vs undisturbed")
-        check(diff is None, diff or "")
-        stats["requeued"] += 1 if acct and acct[0][1] == "NODE_FAIL" else 0
-        stats["tasks"] += 1
-        stats["resumed"] = stats["resumed"] and mpi_resumed
-        stats["identical"] = stats["identical"] and mpi_ok and diff is None
-    except Fatal as e:
-        err = str(e)
-    except KeyboardInterrupt:
-        err = "interrupted"
-    finally:
-        left = cl.stop()
-        check(not left, f"left after the cluster stopped: {left}")
-    if err:
-        check(False, err)
-        for n in ("slurmctld.log", "slurmdbd.log", *(f"slurmd-{n}.log" for n in NODES)):
-            print(f"--- {n}: {tail(os.path.join(tmp, 'log', n), 15)}")
+    on_cluster(cl, check, lambda d: check_cluster(cl, d, stats),
+               ("slurmctld.log", "slurmdbd.log", *(f"slurmd-{n}.log" for n in NODES)))
     yn = lambda b: "yes" if b else "no"
     print(f"cluster: nodes={stats['nodes']} tasks={stats['tasks']} requeued={stats['requeued']} "
           f"resumed={yn(stats['resumed'])} identical={yn(stats['identical'])}", flush=True)
