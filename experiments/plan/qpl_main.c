@@ -237,10 +237,7 @@ static int plan_stages(qpl_plan *P, const char *label, char *none, char *all, do
     qpl_search(M, probe, verify, &S, &res);
     if (S.bad == -2) return fprintf(stderr, "qsweep: %s\n", S.err), 2;
     if (P->failed) return fprintf(stderr, "qsweep: %s\n", S.err[0] ? S.err : "a run failed"), 1;
-    if (P->stopped) {
-        fprintf(stderr, "qsweep: stopped; run the same command again to resume\n");
-        return 130;
-    }
+    if (P->stopped) return 130; /* the caller says so, once */
     if (P->a->dry_run) {
         printf("%s: base %s, fallback %s, %d parts (%s", P->dir, P->cfg.base,
                P->cfg.fallback, M, qpl_gran_names[P->cfg.gran]);

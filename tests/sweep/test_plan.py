@@ -15,6 +15,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -307,6 +308,24 @@ def case_run():
         g = f"{float(c['gap_pct_mean']):+.2f}% [{float(c['gap_ci_lo']):+.2f}, {float(c['gap_ci_hi']):+.2f}]"
         check(g.replace("%", r"\%") in body and f"{c['k']}/8" in body, f"plan.tex gives the verified gap {g}")
     runs = int(m.group(7)) if m else None
+    # stopped (SIGINT) while its first runs are in flight: exit 130, one line that says so and how to
+    # resume, no plan files; the same command then resumes it (the main plan's resume is checked below)
+    stop_out = os.path.join(d, "stopped")
+    sp = subprocess.Popen([QSWEEP, "--plan", ini, "--out", stop_out, "-j", "2"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    seen = []
+    for ln in sp.stderr:
+        seen.append(ln)
+        if "2 running" in ln:
+            sp.send_signal(signal.SIGINT)
+            break
+    rest_out, rest_err = sp.communicate(timeout=120)
+    err = "".join(seen) + rest_err
+    check(sp.returncode == 130, f"stopped plan: exit {sp.returncode}: {err[-600:]}")
+    check(f"plan stopped after" in err and f"the same command resumes it from {stop_out}" in err
+          and "plan finished" not in err and "plan:" not in rest_out, f"stopped plan's message: {err[-600:]}")
+    check(err.count("resume") == 1, f"one line says how to resume: {err[-600:]}")
+    check(not os.path.exists(os.path.join(stop_out, "plan.md")), "a stopped plan writes no plan.md")
     # resume: the same command starts no run and prints the same line
     nfiles = sum(len(fs) for _, _, fs in os.walk(os.path.join(out, "r")))
     p2 = qsweep("--plan", ini, "--out", out, "-j", "2")
