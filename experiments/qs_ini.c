@@ -319,28 +319,19 @@ static const qs_section SLURM = {"slurm", QS_SAY_QSWEEP, SLURM_KEYS, SL_COUNT};
 
 static int parse_line(parser *p, int line, char *raw, int *section)
 {
-    qs_cut_comment(raw);
-    char *s = qs_trim(raw);
-    if (!*s) return 0;
-    if (*s == '[') {
-        char *close = strchr(s, ']');
-        if (!close || qs_trim(close + 1)[0]) return qs_fail(&p->w, line, "a section header is '[name]' alone on its line");
-        *close = '\0';
-        const char *name = qs_trim(s + 1);
-        const int sec = !strcmp(name, "base") ? SEC_BASE : !strcmp(name, "grid") ? SEC_GRID
-                      : !strcmp(name, "sweep") ? SEC_SWEEP : !strcmp(name, "slurm") ? SEC_SLURM : SEC_NONE;
-        if (sec == SEC_NONE) return qs_fail(&p->w, line, "unknown section [%s] (valid: [base], [grid], [sweep], [slurm])", name);
-        if (p->sec_line[sec]) return qs_fail(&p->w, line, "section [%s] appears twice (first at line %d)", name, p->sec_line[sec]);
+    char *key, *value;
+    const int kind = qs_line(&p->w, line, raw, &key, &value);
+    if (kind < 1) return kind;
+    if (kind == 1) {
+        const int sec = !strcmp(key, "base") ? SEC_BASE : !strcmp(key, "grid") ? SEC_GRID
+                      : !strcmp(key, "sweep") ? SEC_SWEEP : !strcmp(key, "slurm") ? SEC_SLURM : SEC_NONE;
+        if (sec == SEC_NONE) return qs_fail(&p->w, line, "unknown section [%s] (valid: [base], [grid], [sweep], [slurm])", key);
+        if (p->sec_line[sec]) return qs_fail(&p->w, line, "section [%s] appears twice (first at line %d)", key, p->sec_line[sec]);
         p->sec_line[sec] = line;
         if (sec == SEC_BASE) p->e->base_line = line;
         *section = sec;
         return 0;
     }
-    char *eq = strchr(s, '=');
-    if (!eq) return qs_fail(&p->w, line, "expected 'key = value', '[section]' or a comment, not '%s'", s);
-    *eq = '\0';
-    char *key = qs_trim(s), *value = qs_trim(eq + 1);
-    if (!*key) return qs_fail(&p->w, line, "missing key before '='");
     if (*section == SEC_NONE) return qs_fail(&p->w, line, "'%s' comes before any [section]", key);
     if (*section == SEC_BASE) return add_base(p, line, key, value);
     if (*section == SEC_GRID) return !strcmp(key, "exclude") ? add_exclude(p, line, value) : add_axis(p, line, key, value);

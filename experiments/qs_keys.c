@@ -36,6 +36,20 @@ void qs_cut_comment(char *s)
         }
 }
 
+int qs_line(const qs_where *w, int line, char *raw, char **key, char **value)
+{
+    qs_cut_comment(raw);
+    char *s = qs_trim(raw), *mark = strchr(s, *s == '[' ? ']' : '=');
+    if (!*s) return 0;
+    if (*s == '[' && (!mark || qs_trim(mark + 1)[0])) return qs_fail(w, line, "a section header is '[name]' alone on its line");
+    if (!mark) return qs_fail(w, line, "expected 'key = value', '[section]' or a comment, not '%s'", s);
+    *mark = '\0';
+    *key = qs_trim(s + (*s == '['));
+    if (*s == '[') return 1;
+    *value = qs_trim(mark + 1);
+    return **key ? 2 : qs_fail(w, line, "missing key before '='");
+}
+
 /* a value k refuses: qp_cli's message (qsweep) or "k: 'v' is not HELP" (plan) */
 static int bad_value(const qs_where *w, const qs_section *s, int line, const qs_key *k, const char *v, const char *cli)
 {

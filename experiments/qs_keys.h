@@ -5,8 +5,8 @@
  * the one function that reads a line of such a section against it: the key
  * found ('-' read as '_'), refused when unknown (listing the table's keys),
  * given twice or empty, then its value checked and stored by the key's kind.
- * Also the `FILE:LINE: message` error and the line helpers (trim, comments)
- * both parsers read their lines with, so the two files read alike. */
+ * Also the `FILE:LINE: message` error and the line reader both parsers
+ * read their lines with, so the two files read alike. */
 #ifndef QS_KEYS_H
 #define QS_KEYS_H
 
@@ -25,6 +25,10 @@ char *qs_trim(char *s);
  * line from a '#' or ';' that follows a blank (so "x = 1  # note" is x = 1,
  * while a '#' or ';' inside a word stays: "a#b"). */
 void qs_cut_comment(char *s);
+/* One line of an ini file, its comment cut: 0 blank, 1 a "[name]" header
+ * (*key = name), 2 "key = value" (*key, *value trimmed); -1 with w's error
+ * when it is none of these. */
+int qs_line(const qs_where *w, int line, char *raw, char **key, char **value);
 
 typedef enum {
     QS_KEY_INT,  /* int in lo..hi */

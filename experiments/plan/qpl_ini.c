@@ -133,22 +133,6 @@ static int add_axis(const qs_where *c, qpl_cfg *cfg, int line, const char *key, 
     return 0;
 }
 
-/* the key of a 'key = value' line (lowercase, '-' as '_'), or "" */
-static void line_key(const char *s, char *key, size_t len)
-{
-    const char *eq = strchr(s, '=');
-    size_t n = 0;
-    key[0] = '\0';
-    if (!eq) return;
-    while (s < eq && isspace((unsigned char)*s)) s++;
-    while (s < eq && n + 1 < len) {
-        const char ch = *s++;
-        key[n++] = ch == '-' ? '_' : (char)tolower((unsigned char)ch);
-    }
-    while (n && isspace((unsigned char)key[n - 1])) n--;
-    key[n] = '\0';
-}
-
 int qpl_ini_parse(const char *path, const char *text, size_t len, qpl_cfg *cfg, char **rest, char *err,
                   size_t errlen)
 {
@@ -176,36 +160,23 @@ int qpl_ini_parse(const char *path, const char *text, size_t len, qpl_cfg *cfg, 
         }
         memcpy(buf, p, n);
         buf[n] = '\0';
-        qs_cut_comment(buf);
-        char *s = qs_trim(buf);
-        int rc = 0;
-        if (*s == '[') {
-            char *close = strchr(s, ']');
-            const char *name = close ? (*close = '\0', qs_trim(s + 1)) : "";
-            in_plan = !strcmp(name, "plan");
-            section = !strcmp(name, "base") ? 1 : !strcmp(name, "grid") ? 2 : !strcmp(name, "sweep") ? 3 : 4;
+        char *key = NULL, *v = NULL;
+        const int kind = qs_line(&c, line, buf, &key, &v);
+        int rc = kind < 0;
+        if (kind == 1) {
+            in_plan = !strcmp(key, "plan");
+            section = !strcmp(key, "base") ? 1 : !strcmp(key, "grid") ? 2 : !strcmp(key, "sweep") ? 3 : 4;
             if (in_plan && cfg->line) rc = qs_fail(&c, line, "section [plan] appears twice (first at line %d)", cfg->line);
             else if (in_plan) cfg->line = line;
-        } else if (*s && section == 2) {
-            char *eq = strchr(s, '=');
-            if (!eq) rc = qs_fail(&c, line, "expected 'key = value', '[section]' or a comment, not '%s'", s);
-            else {
-                *eq = '\0';
-                rc = add_axis(&c, cfg, line, qs_trim(s), qs_trim(eq + 1));
-            }
-        } else if (*s && in_plan) {
-            char *eq = strchr(s, '=');
-            if (!eq) rc = qs_fail(&c, line, "expected 'key = value', '[section]' or a comment, not '%s'", s);
-            else {
-                *eq = '\0';
-                rc = qs_keys_set(&c, &PLAN, seen, cfg, line, qs_trim(s), qs_trim(eq + 1));
-            }
-        } else if (*s) {
-            char key[64];
-            line_key(s, key, sizeof key);
+        } else if (kind == 2 && section == 2) {
+            rc = add_axis(&c, cfg, line, key, v);
+        } else if (kind == 2 && in_plan) {
+            rc = qs_keys_set(&c, &PLAN, seen, cfg, line, key, v);
+        } else if (kind == 2) {
+            for (char *k = key; *k; k++) *k = *k == '-' ? '_' : (char)tolower((unsigned char)*k);
             if (section == 1 && (!strcmp(key, "recipe") || !strcmp(key, "seed")))
                 rc = qs_fail(&c, line, "[base] %s: a plan sets each run's %s itself ([plan] base/seeds)", key, key);
-            else if (section == 3 && key[0] && strcmp(key, "threads_per_run"))
+            else if (section == 3 && strcmp(key, "threads_per_run"))
                 rc = qs_fail(&c, line, "[sweep] %s has no place in a plan file (only threads_per_run)", key);
         }
         if (rc) {
@@ -213,7 +184,7 @@ int qpl_ini_parse(const char *path, const char *text, size_t len, qpl_cfg *cfg, 
             return -1;
         }
         if (in_plan || section == 2) memset(p, ' ', n); /* qs_ini sees a blank line */
-        if ((in_plan || section == 2) && *s == '[') p[0] = '#';
+        if ((in_plan || section == 2) && kind == 1) p[0] = '#';
         p += n + (nl ? 1 : 0);
     }
     int rc = 0;
