@@ -39,12 +39,6 @@ typedef struct {
     int sweep_line[SW_COUNT], slurm_line[SL_COUNT]; /* line of each key seen */
 } parser;
 
-static void bars_to_commas(char *s)
-{
-    for (; *s; s++)
-        if (*s == '|') *s = ',';
-}
-
 static int base_index(const qs_experiment *e, const char *key)
 {
     for (int i = 0; i < e->nbase; i++)
@@ -101,7 +95,7 @@ static int add_base(parser *p, int line, const char *key, char *value)
     const int ax = qs_ini_axis(e, o->key);
     if (ax >= 0) return qs_fail(&p->w, line, "'%s' is already a grid axis (line %d); set it in one place", o->key, e->axes[ax].line);
     if (!*value) return qs_fail(&p->w, line, "'%s' has no value", o->key);
-    if (o->kind == QS_OPT_RECIPE) bars_to_commas(value);
+    if (o->kind == QS_OPT_RECIPE) qs_bars_to_commas(value);
     char msg[768];
     if (o->kind != QS_OPT_PATH && qs_opt_check(o, value, msg, sizeof msg)) return qs_fail(&p->w, line, "%s", msg);
     qs_kv *nb = realloc(e->base, (size_t)(e->nbase + 1) * sizeof *nb);
@@ -131,15 +125,11 @@ static int add_axis(parser *p, int line, const char *key, char *value)
     qs_axis *a = &na[e->naxes++];
     *a = (qs_axis){strdup(o->key), NULL, 0, line};
     if (!a->key) return qs_fail(&p->w, line, "out of memory");
-    char *cur = value;
-    for (int k = 1;; k++) {
-        /* split by hand, keeping empty fields, so "1,,2" is an error */
-        char *comma = strchr(cur, ',');
-        if (comma) *comma = '\0';
-        char *v = qs_trim(cur);
+    char *v, *cur = value;
+    for (int k = 1; (v = qs_field(&cur)); k++) {
         if (!*v) return qs_fail(&p->w, line, "grid axis '%s': value %d is empty", o->key, k);
         if (o->kind == QS_OPT_RECIPE) {
-            bars_to_commas(v);
+            qs_bars_to_commas(v);
             const size_t m = qp_recipe_bare_modifier(v);
             if (m)
                 return qs_fail(&p->w, line, "grid axis 'recipe': value %d, '%.*s', qualifies a recipe but is none; join it to "
@@ -155,8 +145,6 @@ static int add_axis(parser *p, int line, const char *key, char *value)
         a->values = nv;
         if (!(nv[a->nvalues] = strdup(v))) return qs_fail(&p->w, line, "out of memory");
         a->nvalues++;
-        if (!comma) break;
-        cur = comma + 1;
     }
     return 0;
 }
@@ -179,7 +167,7 @@ static int add_exclude(parser *p, int line, char *value)
         const int a = o ? qs_ini_axis(e, o->key) : -1;
         if (a < 0) return qs_fail(&p->w, line, "exclude: '%s' is not a grid axis given above this line", tok);
         char *v = eq + 1;
-        if (o->kind == QS_OPT_RECIPE) bars_to_commas(v);
+        if (o->kind == QS_OPT_RECIPE) qs_bars_to_commas(v);
         int vi = -1;
         for (int i = 0; i < e->axes[a].nvalues; i++)
             if (!strcmp(e->axes[a].values[i], v)) vi = i;
@@ -198,7 +186,7 @@ static int add_exclude(parser *p, int line, char *value)
 static int set_baseline(const qs_where *w, int line, const qs_key *k, char *value, void *dst)
 {
     (void)k;
-    bars_to_commas(value);
+    qs_bars_to_commas(value);
     char msg[768];
     if (qs_opt_check(qs_opt_find("recipe"), value, msg, sizeof msg)) return qs_fail(w, line, "baseline: %s", msg);
     qs_experiment *e = dst;
@@ -210,13 +198,10 @@ static int set_noise(const qs_where *w, int line, const qs_key *key, char *value
 {
     (void)key;
     qs_experiment *e = dst;
-    char *cur = value;
-    for (int k = 1;; k++) {
-        char *comma = strchr(cur, ',');
-        if (comma) *comma = '\0';
-        char *v = qs_trim(cur);
+    char *v, *cur = value;
+    for (int k = 1; (v = qs_field(&cur)); k++) {
         if (!*v) return qs_fail(w, line, "noise_floor: recipe %d is empty", k);
-        bars_to_commas(v);
+        qs_bars_to_commas(v);
         const size_t m = qp_recipe_bare_modifier(v);
         if (m)
             return qs_fail(w, line, "noise_floor: recipe %d, '%.*s', qualifies a recipe but is none; join it to its "
@@ -228,9 +213,8 @@ static int set_noise(const qs_where *w, int line, const qs_key *key, char *value
             if (!strcmp(e->noise[i], v)) return qs_fail(w, line, "noise_floor: recipe '%s' given twice", v);
         if (strlen(v) >= sizeof e->noise[0]) return qs_fail(w, line, "noise_floor: recipe '%s' too long", v);
         snprintf(e->noise[e->nnoise++], sizeof e->noise[0], "%s", v);
-        if (!comma) return 0;
-        cur = comma + 1;
     }
+    return 0;
 }
 
 /* an axis key, spelled as in [grid] ('-' or '_'); checked against the axes at the end */

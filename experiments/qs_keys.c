@@ -50,6 +50,20 @@ int qs_line(const qs_where *w, int line, char *raw, char **key, char **value)
     return **key ? 2 : qs_fail(w, line, "missing key before '='");
 }
 
+char *qs_field(char **cur)
+{
+    char *f = *cur, *comma = f ? strchr(f, ',') : NULL;
+    if (comma) *comma = '\0';
+    *cur = comma ? comma + 1 : NULL;
+    return f ? qs_trim(f) : NULL;
+}
+
+void qs_bars_to_commas(char *s)
+{
+    for (; *s; s++)
+        if (*s == '|') *s = ',';
+}
+
 /* a value k refuses: qp_cli's message (qsweep) or "k: 'v' is not HELP" (plan) */
 static int bad_value(const qs_where *w, const qs_section *s, int line, const qs_key *k, const char *v, const char *cli)
 {

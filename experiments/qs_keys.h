@@ -12,12 +12,7 @@
 
 #include <stddef.h>
 
-/* where errors go: "path:line: message" into err */
-typedef struct {
-    const char *path;
-    char *err;
-    size_t errlen;
-} qs_where;
+typedef struct { const char *path; char *err; size_t errlen; } qs_where; /* errors: "path:line: message" */
 
 int qs_fail(const qs_where *w, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 char *qs_trim(char *s);
@@ -29,6 +24,11 @@ void qs_cut_comment(char *s);
  * (*key = name), 2 "key = value" (*key, *value trimmed); -1 with w's error
  * when it is none of these. */
 int qs_line(const qs_where *w, int line, char *raw, char **key, char **value);
+/* The next field of the comma-separated list at *cur, trimmed ("" for an
+ * empty one, so "a,,b" can be refused); NULL after the last. */
+char *qs_field(char **cur);
+/* A recipe as a file writes it: '|' stands for qtrain's ',' (docs/recipes.md). */
+void qs_bars_to_commas(char *s);
 
 typedef enum {
     QS_KEY_INT,  /* int in lo..hi */

@@ -26,13 +26,11 @@ static int set_base(const qs_where *w, int line, const qs_key *k, char *v, void 
     (void)k;
     qpl_cfg *cfg = dst;
     char msg[768];
-    for (char *tok = strtok(v, ","); tok; tok = strtok(NULL, ",")) {
-        char *t = qs_trim(tok);
+    for (char *t, *cur = v; (t = qs_field(&cur));) {
         if (!*t) return qs_fail(w, line, "base: an empty value");
         if (strlen(t) >= sizeof cfg->base) return qs_fail(w, line, "base: a recipe of at most %zu bytes", sizeof cfg->base - 1);
         if (cfg->nbases == QPL_MAX_BASES) return qs_fail(w, line, "base: at most %d recipes", QPL_MAX_BASES);
-        for (char *p = t; *p; p++)
-            if (*p == '|') *p = ',';
+        qs_bars_to_commas(t);
         qp_recipe r;
         if (qp_recipe_parse(t, &r, msg, sizeof msg)) return qs_fail(w, line, "base: %s", msg);
         for (int i = 0; i < cfg->nbases; i++)
@@ -58,8 +56,7 @@ static int set_seeds(const qs_where *w, int line, const qs_key *k, char *v, void
     long long *out = (long long *)(void *)((char *)dst + k->offset);
     int *n = out == cfg->seeds ? &cfg->nseeds : &cfg->nverify;
     *n = 0;
-    for (char *tok = strtok(v, ","); tok; tok = strtok(NULL, ",")) {
-        char *t = qs_trim(tok), *end;
+    for (char *t, *end, *cur = v; (t = qs_field(&cur));) {
         if (!*t) return qs_fail(w, line, "%s: an empty value", k->name);
         const long long s = strtoll(t, &end, 10);
         if (*end || s < 0) return qs_fail(w, line, "%s: '%s' is not a seed (an integer >= 0)", k->name, t);
@@ -121,14 +118,12 @@ static int add_axis(const qs_where *c, qpl_cfg *cfg, int line, const char *key, 
     typeof(cfg->axes[0]) *A = &cfg->axes[cfg->naxes];
     snprintf(A->key, sizeof A->key, "%s", canon);
     A->line = line, A->nvalues = 0;
-    for (char *tok = strtok(v, ","); tok; tok = strtok(NULL, ",")) {
-        char *t = qs_trim(tok);
+    for (char *t, *cur = v; (t = qs_field(&cur));) {
         if (!*t) return qs_fail(c, line, "[grid] %s: an empty value", key);
         if (A->nvalues == QPL_MAX_VALUES || strlen(t) >= sizeof A->values[0])
             return qs_fail(c, line, "[grid] %s: at most %d values of %zu bytes", key, QPL_MAX_VALUES, sizeof A->values[0] - 1);
         snprintf(A->values[A->nvalues++], sizeof A->values[0], "%s", t);
     }
-    if (!A->nvalues) return qs_fail(c, line, "[grid] %s: no value", key);
     cfg->naxes++;
     return 0;
 }
