@@ -477,11 +477,13 @@ static int check_baseline(parser *p)
                 e->baseline);
 }
 
-/* Parse an opened stream; path names it in messages and anchors relative data. */
+/* Parse a stream just opened (NULL: the open failed, errno says why) and
+ * close it; path names it in messages and anchors relative data. */
 static int load_stream(FILE *f, const char *path, const char *data_override, int check_data, qs_experiment *e,
                        char *err, size_t errlen)
 {
     memset(e, 0, sizeof *e);
+    if (!f) return snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno)), -1;
     e->target_loss = NAN;
     e->slurm.gpus_per_task = -1;
     snprintf(e->baseline, sizeof e->baseline, "bf16");
@@ -499,6 +501,7 @@ static int load_stream(FILE *f, const char *path, const char *data_override, int
     }
     if (!rc && ferror(f)) rc = qs_fail(&p->w, line, "read error: %s", strerror(errno));
     free(buf);
+    fclose(f);
     if (!rc) rc = resolve_data(p, data_override, check_data);
     if (!rc) rc = check_baseline(p);
     if (!rc) rc = check_noise(p);
@@ -518,29 +521,15 @@ int qs_ini_load(const char *path, const char *data_override, int check_data, qs_
         snprintf(err, errlen, "%s: not a regular file", path);
         return -1;
     }
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return -1;
-    }
-    const int rc = load_stream(f, path, data_override, check_data, e, err, errlen);
-    fclose(f);
-    return rc;
+    return load_stream(fopen(path, "r"), path, data_override, check_data, e, err, errlen);
 }
 
 int qs_ini_parse(const char *path, const char *text, size_t len, const char *data_override, int check_data,
                  qs_experiment *e, char *err, size_t errlen)
 {
-    memset(e, 0, sizeof *e);
     /* fmemopen refuses an empty buffer; a lone newline parses the same */
     FILE *f = len ? fmemopen((void *)text, len, "r") : fmemopen("\n", 1, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return -1;
-    }
-    const int rc = load_stream(f, path, data_override, check_data, e, err, errlen);
-    fclose(f);
-    return rc;
+    return load_stream(f, path, data_override, check_data, e, err, errlen);
 }
 
 void qs_ini_free(qs_experiment *e)
