@@ -239,6 +239,7 @@ static const qs_key SWEEP_KEYS[] = {
     [SW_CONTRAST] = {"contrast", QS_KEY_FN, .set = set_contrast},
 };
 _Static_assert(sizeof SWEEP_KEYS / sizeof *SWEEP_KEYS == SW_COUNT, "a [sweep] key per name");
+_Static_assert(sizeof(qs_attribute) == sizeof(int), "QS_KEY_ENUM stores an int");
 static const qs_section SWEEP = {"sweep", QS_SAY_QSWEEP, SWEEP_KEYS, SW_COUNT};
 
 /* [slurm]: words go into #SBATCH lines, which Slurm reads without a shell,

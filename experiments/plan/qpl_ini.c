@@ -101,6 +101,7 @@ static const qs_key KEYS[] = {
     [K_PRED] = {"predictor", QS_KEY_FN, .set = set_predictor},
 };
 _Static_assert(sizeof KEYS / sizeof *KEYS == K_COUNT, "a [plan] key per name");
+_Static_assert(sizeof(qpl_gran) == sizeof(int), "QS_KEY_ENUM stores an int");
 static const qs_section PLAN = {"plan", QS_SAY_PLAN, KEYS, K_COUNT};
 
 /* a [grid] axis of a plan file: values added to [base], a plan each */
