@@ -18,6 +18,7 @@
 #include "qp_cli.h"
 #include "qp_recipe.h"
 #include "qp_size.h"
+#include "qs_keys.h"
 #include "qs_opts.h"
 
 #define MAX_LINE 8192
@@ -27,40 +28,16 @@ _Static_assert(sizeof qs_attribute_names / sizeof qs_attribute_names[0] == QS_AT
 
 enum { SEC_NONE, SEC_BASE, SEC_GRID, SEC_SWEEP, SEC_SLURM, SEC_COUNT };
 
+/* the keys of [sweep] and [slurm], by name in the tables below */
+enum { SW_BASELINE, SW_TARGET, SW_THREADS, SW_NOISE, SW_ATTRIBUTE, SW_CONTRAST, SW_COUNT };
+enum { SL_PARTITION, SL_ACCOUNT, SL_TIME, SL_CPUS, SL_GPUS, SL_NTASKS, SL_MPI, SL_COUNT };
+
 typedef struct {
+    qs_where w;                       /* where errors go */
     qs_experiment *e;
-    const char *path;
-    char *err;
-    size_t errlen;
     int sec_line[SEC_COUNT];          /* header line of each section seen */
-    int baseline_line, target_line, threads_line, noise_line, attribute_line, contrast_line;
-    int slurm_line[8];                /* line of each [slurm] key seen (SLURM_KEYS order) */
+    int sweep_line[SW_COUNT], slurm_line[SL_COUNT]; /* line of each key seen */
 } parser;
-
-static int fail(parser *p, int line, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    snprintf(p->err, p->errlen, "%s:%d: %s", p->path, line, msg);
-    return -1;
-}
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s)) s++;
-    char *end = s + strlen(s);
-    while (end > s && isspace((unsigned char)end[-1])) *--end = '\0';
-    return s;
-}
-
-static void bars_to_commas(char *s)
-{
-    for (; *s; s++)
-        if (*s == '|') *s = ',';
-}
 
 static int base_index(const qs_experiment *e, const char *key)
 {
@@ -87,7 +64,7 @@ static const qs_opt *lookup(parser *p, int line, const char *key, const char *se
 {
     const char *why = qs_opt_reserved(key);
     if (why) {
-        fail(p, line, "'%s' cannot be set in [%s]: %s", key, section, why);
+        qs_fail(&p->w, line, "'%s' cannot be set in [%s]: %s", key, section, why);
         return NULL;
     }
     const qs_opt *o = qs_opt_find(key);
@@ -103,8 +80,8 @@ static const qs_opt *lookup(parser *p, int line, const char *key, const char *se
     for (char *save = NULL, *t = strtok_r(list, ", ", &save); t && n < 128; t = strtok_r(NULL, ", ", &save))
         names[n++] = t;
     const char *near = qp_cli_nearest(word, names, n);
-    if (near) fail(p, line, "unknown qtrain option '%s' in [%s] (did you mean %s?)", key, section, near);
-    else fail(p, line, "unknown qtrain option '%s' in [%s] (valid: %s)", key, section, qs_opt_names());
+    if (near) qs_fail(&p->w, line, "unknown qtrain option '%s' in [%s] (did you mean %s?)", key, section, near);
+    else qs_fail(&p->w, line, "unknown qtrain option '%s' in [%s] (valid: %s)", key, section, qs_opt_names());
     return NULL;
 }
 
@@ -114,18 +91,18 @@ static int add_base(parser *p, int line, const char *key, char *value)
     const qs_opt *o = lookup(p, line, key, "base");
     if (!o) return -1;
     const int prev = base_index(e, o->key);
-    if (prev >= 0) return fail(p, line, "'%s' set twice in [base] (first at line %d)", o->key, e->base[prev].line);
+    if (prev >= 0) return qs_fail(&p->w, line, "'%s' set twice in [base] (first at line %d)", o->key, e->base[prev].line);
     const int ax = qs_ini_axis(e, o->key);
-    if (ax >= 0) return fail(p, line, "'%s' is already a grid axis (line %d); set it in one place", o->key, e->axes[ax].line);
-    if (!*value) return fail(p, line, "'%s' has no value", o->key);
-    if (o->kind == QS_OPT_RECIPE) bars_to_commas(value);
+    if (ax >= 0) return qs_fail(&p->w, line, "'%s' is already a grid axis (line %d); set it in one place", o->key, e->axes[ax].line);
+    if (!*value) return qs_fail(&p->w, line, "'%s' has no value", o->key);
+    if (o->kind == QS_OPT_RECIPE) qs_bars_to_commas(value);
     char msg[768];
-    if (o->kind != QS_OPT_PATH && qs_opt_check(o, value, msg, sizeof msg)) return fail(p, line, "%s", msg);
+    if (o->kind != QS_OPT_PATH && qs_opt_check(o, value, msg, sizeof msg)) return qs_fail(&p->w, line, "%s", msg);
     qs_kv *nb = realloc(e->base, (size_t)(e->nbase + 1) * sizeof *nb);
-    if (!nb) return fail(p, line, "out of memory");
+    if (!nb) return qs_fail(&p->w, line, "out of memory");
     e->base = nb;
     nb[e->nbase] = (qs_kv){strdup(o->key), strdup(value), line};
-    if (!nb[e->nbase].key || !nb[e->nbase].value) return fail(p, line, "out of memory");
+    if (!nb[e->nbase].key || !nb[e->nbase].value) return qs_fail(&p->w, line, "out of memory");
     e->nbase++;
     return 0;
 }
@@ -136,44 +113,38 @@ static int add_axis(parser *p, int line, const char *key, char *value)
     const qs_opt *o = lookup(p, line, key, "grid");
     if (!o) return -1;
     if (o->kind == QS_OPT_PATH)
-        return fail(p, line, "'%s' cannot be a grid axis: a sweep trains on one corpus (set it in [base])", o->key);
+        return qs_fail(&p->w, line, "'%s' cannot be a grid axis: a sweep trains on one corpus (set it in [base])", o->key);
     const int prev = qs_ini_axis(e, o->key);
-    if (prev >= 0) return fail(p, line, "grid axis '%s' given twice (first at line %d)", o->key, e->axes[prev].line);
+    if (prev >= 0) return qs_fail(&p->w, line, "grid axis '%s' given twice (first at line %d)", o->key, e->axes[prev].line);
     const int b = base_index(e, o->key);
-    if (b >= 0) return fail(p, line, "'%s' is already set in [base] (line %d); set it in one place", o->key, e->base[b].line);
-    if (!*value) return fail(p, line, "grid axis '%s' has no values", o->key);
+    if (b >= 0) return qs_fail(&p->w, line, "'%s' is already set in [base] (line %d); set it in one place", o->key, e->base[b].line);
+    if (!*value) return qs_fail(&p->w, line, "grid axis '%s' has no values", o->key);
     qs_axis *na = realloc(e->axes, (size_t)(e->naxes + 1) * sizeof *na);
-    if (!na) return fail(p, line, "out of memory");
+    if (!na) return qs_fail(&p->w, line, "out of memory");
     e->axes = na;
     qs_axis *a = &na[e->naxes++];
     *a = (qs_axis){strdup(o->key), NULL, 0, line};
-    if (!a->key) return fail(p, line, "out of memory");
-    char *cur = value;
-    for (int k = 1;; k++) {
-        /* split by hand, keeping empty fields, so "1,,2" is an error */
-        char *comma = strchr(cur, ',');
-        if (comma) *comma = '\0';
-        char *v = trim(cur);
-        if (!*v) return fail(p, line, "grid axis '%s': value %d is empty", o->key, k);
+    if (!a->key) return qs_fail(&p->w, line, "out of memory");
+    char *v, *cur = value;
+    for (int k = 1; (v = qs_field(&cur)); k++) {
+        if (!*v) return qs_fail(&p->w, line, "grid axis '%s': value %d is empty", o->key, k);
         if (o->kind == QS_OPT_RECIPE) {
-            bars_to_commas(v);
+            qs_bars_to_commas(v);
             const size_t m = qp_recipe_bare_modifier(v);
             if (m)
-                return fail(p, line, "grid axis 'recipe': value %d, '%.*s', qualifies a recipe but is none; join it to "
+                return qs_fail(&p->w, line, "grid axis 'recipe': value %d, '%.*s', qualifies a recipe but is none; join it to "
                             "its recipe with '|' (e.g. %s|%.*s: '|' is qtrain's comma, ',' separates the values)",
                             k, (int)m, v, a->nvalues ? a->values[a->nvalues - 1] : "nvfp4", (int)m, v);
         }
         char msg[768];
-        if (qs_opt_check(o, v, msg, sizeof msg)) return fail(p, line, "grid axis '%s': %s", o->key, msg);
+        if (qs_opt_check(o, v, msg, sizeof msg)) return qs_fail(&p->w, line, "grid axis '%s': %s", o->key, msg);
         for (int i = 0; i < a->nvalues; i++)
-            if (!strcmp(a->values[i], v)) return fail(p, line, "grid axis '%s': value '%s' given twice", o->key, v);
+            if (!strcmp(a->values[i], v)) return qs_fail(&p->w, line, "grid axis '%s': value '%s' given twice", o->key, v);
         char **nv = realloc(a->values, (size_t)(a->nvalues + 1) * sizeof *nv);
-        if (!nv) return fail(p, line, "out of memory");
+        if (!nv) return qs_fail(&p->w, line, "out of memory");
         a->values = nv;
-        if (!(nv[a->nvalues] = strdup(v))) return fail(p, line, "out of memory");
+        if (!(nv[a->nvalues] = strdup(v))) return qs_fail(&p->w, line, "out of memory");
         a->nvalues++;
-        if (!comma) break;
-        cur = comma + 1;
     }
     return 0;
 }
@@ -183,126 +154,104 @@ static int add_exclude(parser *p, int line, char *value)
 {
     qs_experiment *e = p->e;
     void *ne = realloc(e->excl, (size_t)(e->nexcl + 1) * sizeof *e->excl);
-    if (!ne) return fail(p, line, "out of memory");
+    if (!ne) return qs_fail(&p->w, line, "out of memory");
     e->excl = ne;
     memset(&e->excl[e->nexcl], 0, sizeof *e->excl);
     e->excl[e->nexcl].line = line;
     char *save = NULL;
     for (char *tok = strtok_r(value, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
         char *eq = strchr(tok, '=');
-        if (!eq || eq == tok || !eq[1]) return fail(p, line, "exclude: expected KEY=VALUE, not '%s'", tok);
+        if (!eq || eq == tok || !eq[1]) return qs_fail(&p->w, line, "exclude: expected KEY=VALUE, not '%s'", tok);
         *eq = '\0';
         const qs_opt *o = qs_opt_find(tok);
         const int a = o ? qs_ini_axis(e, o->key) : -1;
-        if (a < 0) return fail(p, line, "exclude: '%s' is not a grid axis given above this line", tok);
+        if (a < 0) return qs_fail(&p->w, line, "exclude: '%s' is not a grid axis given above this line", tok);
         char *v = eq + 1;
-        if (o->kind == QS_OPT_RECIPE) bars_to_commas(v);
+        if (o->kind == QS_OPT_RECIPE) qs_bars_to_commas(v);
         int vi = -1;
         for (int i = 0; i < e->axes[a].nvalues; i++)
             if (!strcmp(e->axes[a].values[i], v)) vi = i;
-        if (vi < 0) return fail(p, line, "exclude: '%s' is not a value of axis '%s'", v, o->key);
+        if (vi < 0) return qs_fail(&p->w, line, "exclude: '%s' is not a value of axis '%s'", v, o->key);
         if (e->excl[e->nexcl].n == QS_MAX_EXCLUDE_CONDS)
-            return fail(p, line, "exclude: at most %d conditions", QS_MAX_EXCLUDE_CONDS);
+            return qs_fail(&p->w, line, "exclude: at most %d conditions", QS_MAX_EXCLUDE_CONDS);
         const int k = e->excl[e->nexcl].n++;
         e->excl[e->nexcl].axis[k] = a, e->excl[e->nexcl].value[k] = vi;
     }
-    if (!e->excl[e->nexcl].n) return fail(p, line, "exclude: no KEY=VALUE condition");
+    if (!e->excl[e->nexcl].n) return qs_fail(&p->w, line, "exclude: no KEY=VALUE condition");
     e->nexcl++;
     return 0;
 }
 
-static int set_sweep(parser *p, int line, const char *key, char *value)
+/* [sweep]'s setters (qs_keys.h): dst is the experiment */
+static int set_baseline(const qs_where *w, int line, const qs_key *k, char *value, void *dst)
 {
-    qs_experiment *e = p->e;
-    int *seen = !strcmp(key, "baseline") ? &p->baseline_line
-              : !strcmp(key, "target_loss") ? &p->target_line
-              : !strcmp(key, "threads_per_run") ? &p->threads_line
-              : !strcmp(key, "noise_floor") ? &p->noise_line
-              : !strcmp(key, "attribute") ? &p->attribute_line
-              : !strcmp(key, "contrast") ? &p->contrast_line : NULL;
-    if (!seen)
-        return fail(p, line, "unknown key '%s' in [sweep] (valid: baseline, target_loss, threads_per_run, noise_floor, "
-                    "attribute, contrast)", key);
-    if (*seen) return fail(p, line, "'%s' set twice in [sweep] (first at line %d)", key, *seen);
-    *seen = line;
-    if (!*value) return fail(p, line, "'%s' has no value", key);
-    if (seen == &p->baseline_line) {
-        bars_to_commas(value);
+    (void)k;
+    qs_bars_to_commas(value);
+    char msg[768];
+    if (qs_opt_check(qs_opt_find("recipe"), value, msg, sizeof msg)) return qs_fail(w, line, "baseline: %s", msg);
+    qs_experiment *e = dst;
+    snprintf(e->baseline, sizeof e->baseline, "%s", value);
+    return 0;
+}
+
+static int set_noise(const qs_where *w, int line, const qs_key *key, char *value, void *dst)
+{
+    (void)key;
+    qs_experiment *e = dst;
+    char *v, *cur = value;
+    for (int k = 1; (v = qs_field(&cur)); k++) {
+        if (!*v) return qs_fail(w, line, "noise_floor: recipe %d is empty", k);
+        qs_bars_to_commas(v);
+        const size_t m = qp_recipe_bare_modifier(v);
+        if (m)
+            return qs_fail(w, line, "noise_floor: recipe %d, '%.*s', qualifies a recipe but is none; join it to its "
+                           "recipe with '|' (e.g. nvfp4|%.*s)", k, (int)m, v, (int)m, v);
         char msg[768];
-        if (qs_opt_check(qs_opt_find("recipe"), value, msg, sizeof msg)) return fail(p, line, "baseline: %s", msg);
-        snprintf(e->baseline, sizeof e->baseline, "%s", value);
-    } else if (seen == &p->noise_line) {
-        char *cur = value;
-        for (int k = 1;; k++) {
-            char *comma = strchr(cur, ',');
-            if (comma) *comma = '\0';
-            char *v = trim(cur);
-            if (!*v) return fail(p, line, "noise_floor: recipe %d is empty", k);
-            bars_to_commas(v);
-            const size_t m = qp_recipe_bare_modifier(v);
-            if (m)
-                return fail(p, line, "noise_floor: recipe %d, '%.*s', qualifies a recipe but is none; join it to its "
-                            "recipe with '|' (e.g. nvfp4|%.*s)", k, (int)m, v, (int)m, v);
-            char msg[768];
-            if (qs_opt_check(qs_opt_find("recipe"), v, msg, sizeof msg)) return fail(p, line, "noise_floor: %s", msg);
-            if (e->nnoise == QS_MAX_NOISE) return fail(p, line, "noise_floor: at most %d recipes", QS_MAX_NOISE);
-            for (int i = 0; i < e->nnoise; i++)
-                if (!strcmp(e->noise[i], v)) return fail(p, line, "noise_floor: recipe '%s' given twice", v);
-            if (strlen(v) >= sizeof e->noise[0]) return fail(p, line, "noise_floor: recipe '%s' too long", v);
-            snprintf(e->noise[e->nnoise++], sizeof e->noise[0], "%s", v);
-            if (!comma) break;
-            cur = comma + 1;
-        }
-    } else if (seen == &p->attribute_line) {
-        int k = 1;
-        while (k < QS_ATTRIBUTE_COUNT && strcmp(value, qs_attribute_names[k])) k++;
-        if (k == QS_ATTRIBUTE_COUNT)
-            return fail(p, line, "attribute expects 'blocks' (one block at a time in each recipe), not '%s'", value);
-        e->attribute = (qs_attribute)k;
-    } else if (seen == &p->contrast_line) {
-        /* an axis key, spelled as in [grid] ('-' or '_'); checked against the axes at the end */
-        const qs_opt *o = qs_opt_find(value);
-        if (strlen(value) >= sizeof e->contrast)
-            return fail(p, line, "contrast expects a grid axis, not '%.80s...'", value);
-        snprintf(e->contrast, sizeof e->contrast, "%s", o ? o->key : value);
-    } else if (seen == &p->target_line) {
-        char msg[256];
-        if (qp_cli_num("target_loss", value, 0, INFINITY, true, false, &e->target_loss, msg, sizeof msg))
-            return fail(p, line, "%s (nats)", msg);
-    } else {
-        char msg[256];
-        long long v;
-        if (qp_cli_int("threads_per_run", value, 1, 1024, &v, msg, sizeof msg)) return fail(p, line, "%s", msg);
-        e->threads_per_run = (int)v;
+        if (qs_opt_check(qs_opt_find("recipe"), v, msg, sizeof msg)) return qs_fail(w, line, "noise_floor: %s", msg);
+        if (e->nnoise == QS_MAX_NOISE) return qs_fail(w, line, "noise_floor: at most %d recipes", QS_MAX_NOISE);
+        for (int i = 0; i < e->nnoise; i++)
+            if (!strcmp(e->noise[i], v)) return qs_fail(w, line, "noise_floor: recipe '%s' given twice", v);
+        if (strlen(v) >= sizeof e->noise[0]) return qs_fail(w, line, "noise_floor: recipe '%s' too long", v);
+        snprintf(e->noise[e->nnoise++], sizeof e->noise[0], "%s", v);
     }
     return 0;
 }
 
+/* an axis key, spelled as in [grid] ('-' or '_'); checked against the axes at the end */
+static int set_contrast(const qs_where *w, int line, const qs_key *k, char *value, void *dst)
+{
+    (void)k;
+    qs_experiment *e = dst;
+    const qs_opt *o = qs_opt_find(value);
+    if (strlen(value) >= sizeof e->contrast) return qs_fail(w, line, "contrast expects a grid axis, not '%.80s...'", value);
+    snprintf(e->contrast, sizeof e->contrast, "%s", o ? o->key : value);
+    return 0;
+}
+
+static const qs_key SWEEP_KEYS[] = {
+    [SW_BASELINE] = {"baseline", QS_KEY_FN, .set = set_baseline},
+    [SW_TARGET] = {"target_loss", QS_KEY_NUM, offsetof(qs_experiment, target_loss), .lo = 0, .hi = INFINITY, .help = "nats"},
+    [SW_THREADS] = {"threads_per_run", QS_KEY_INT, offsetof(qs_experiment, threads_per_run), .lo = 1, .hi = 1024},
+    [SW_NOISE] = {"noise_floor", QS_KEY_FN, .set = set_noise},
+    [SW_ATTRIBUTE] = {"attribute", QS_KEY_ENUM, offsetof(qs_experiment, attribute), .names = qs_attribute_names,
+                      .first = QS_ATTRIBUTE_BLOCKS, .count = QS_ATTRIBUTE_COUNT,
+                      .help = "'blocks' (one block at a time in each recipe)"},
+    [SW_CONTRAST] = {"contrast", QS_KEY_FN, .set = set_contrast},
+};
+_Static_assert(sizeof SWEEP_KEYS / sizeof *SWEEP_KEYS == SW_COUNT, "a [sweep] key per name");
+_Static_assert(sizeof(qs_attribute) == sizeof(int), "QS_KEY_ENUM stores an int");
+static const qs_section SWEEP = {"sweep", QS_SAY_QSWEEP, SWEEP_KEYS, SW_COUNT};
+
 /* [slurm]: words go into #SBATCH lines, which Slurm reads without a shell,
  * so they are plain names; the time is one of Slurm's formats. */
-typedef enum { SLURM_WORD, SLURM_TIME, SLURM_INT } slurm_kind;
-
-static const struct {
-    const char *key;
-    slurm_kind kind;
-    size_t offset;      /* into qs_slurm_opts */
-    size_t size;        /* SLURM_WORD/TIME: the buffer */
-    int lo, hi;         /* SLURM_INT */
-} SLURM_KEYS[] = {
-    {"partition", SLURM_WORD, offsetof(qs_slurm_opts, partition), sizeof ((qs_slurm_opts *)0)->partition, 0, 0},
-    {"account", SLURM_WORD, offsetof(qs_slurm_opts, account), sizeof ((qs_slurm_opts *)0)->account, 0, 0},
-    {"time", SLURM_TIME, offsetof(qs_slurm_opts, time), sizeof ((qs_slurm_opts *)0)->time, 0, 0},
-    {"cpus_per_task", SLURM_INT, offsetof(qs_slurm_opts, cpus_per_task), 0, 1, 4096},
-    {"gpus_per_task", SLURM_INT, offsetof(qs_slurm_opts, gpus_per_task), 0, 0, 64},
-    {"ntasks", SLURM_INT, offsetof(qs_slurm_opts, ntasks), 0, 1, 65536},
-    {"mpi", SLURM_WORD, offsetof(qs_slurm_opts, mpi), sizeof ((qs_slurm_opts *)0)->mpi, 0, 0},
-};
-#define NSLURM_KEYS (int)(sizeof SLURM_KEYS / sizeof *SLURM_KEYS)
-_Static_assert(NSLURM_KEYS <= (int)(sizeof ((parser *)0)->slurm_line / sizeof(int)), "parser.slurm_line too small");
-
-static const char *slurm_key_names(void)
+static int set_slurm_word(const qs_where *w, int line, const qs_key *k, char *value, void *dst)
 {
-    return "partition, account, time, cpus_per_task, gpus_per_task, ntasks, mpi";
+    if (strlen(value) >= k->size ||
+        strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,-") != strlen(value))
+        return qs_fail(w, line, "%s expects a Slurm name (letters, digits, _ . , -; under %zu bytes), not '%s'", k->name,
+                       k->size, value);
+    snprintf((char *)dst + k->offset, k->size, "%s", value);
+    return 0;
 }
 
 /* Slurm's --time: minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S (digits only), or
@@ -330,86 +279,49 @@ static int slurm_time_ok(const char *v)
     return groups >= 1 && groups <= 3;
 }
 
-static int set_slurm(parser *p, int line, const char *key_in, char *value)
+static int set_slurm_time(const qs_where *w, int line, const qs_key *k, char *value, void *dst)
 {
-    char key[64];
-    snprintf(key, sizeof key, "%s", key_in);
-    for (char *c = key; *c; c++)
-        if (*c == '-') *c = '_';
-    int k = 0;
-    while (k < NSLURM_KEYS && strcmp(SLURM_KEYS[k].key, key)) k++;
-    if (k == NSLURM_KEYS) return fail(p, line, "unknown key '%s' in [slurm] (valid: %s)", key_in, slurm_key_names());
-    if (p->slurm_line[k]) return fail(p, line, "'%s' set twice in [slurm] (first at line %d)", key, p->slurm_line[k]);
-    p->slurm_line[k] = line;
-    if (!*value) return fail(p, line, "'%s' has no value", key);
-    char *field = (char *)&p->e->slurm + SLURM_KEYS[k].offset;
-    switch (SLURM_KEYS[k].kind) {
-    case SLURM_WORD:
-        if (strlen(value) >= SLURM_KEYS[k].size || strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                                  "0123456789_.,-") != strlen(value))
-            return fail(p, line, "%s expects a Slurm name (letters, digits, _ . , -; under %zu bytes), not '%s'", key,
-                        SLURM_KEYS[k].size, value);
-        snprintf(field, SLURM_KEYS[k].size, "%s", value);
-        return 0;
-    case SLURM_TIME:
-        if (strlen(value) >= SLURM_KEYS[k].size || !slurm_time_ok(value))
-            return fail(p, line, "time expects Slurm's format (minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S), not '%s'",
-                        value);
-        snprintf(field, SLURM_KEYS[k].size, "%s", value);
-        return 0;
-    case SLURM_INT: {
-        char msg[256];
-        long long v;
-        if (qp_cli_int(key, value, SLURM_KEYS[k].lo, SLURM_KEYS[k].hi, &v, msg, sizeof msg))
-            return fail(p, line, "%s", msg);
-        *(int *)(void *)field = (int)v;
-        return 0;
-    }
-    }
-    return fail(p, line, "internal: [slurm] key kind");
+    if (strlen(value) >= k->size || !slurm_time_ok(value))
+        return qs_fail(w, line, "time expects Slurm's format (minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S), not '%s'", value);
+    snprintf((char *)dst + k->offset, k->size, "%s", value);
+    return 0;
 }
 
-/* A comment: a line whose first non-blank is '#' or ';', and the rest of a
- * line from a '#' or ';' that follows a blank (so "x = 1  # note" is x = 1,
- * while a '#' or ';' inside a word stays: "a#b"). */
-static void cut_comment(char *s)
-{
-    for (char *c = s; *c; c++)
-        if ((*c == '#' || *c == ';') && (c == s || c[-1] == ' ' || c[-1] == '\t')) {
-            *c = '\0';
-            return;
-        }
-}
+#define SLURM_TEXT(name, field, setter) \
+    {name, QS_KEY_FN, offsetof(qs_slurm_opts, field), sizeof ((qs_slurm_opts *)0)->field, .set = setter}
+/* an int key is set when at least lo (gpus_per_task: 0; unset is -1) */
+static const qs_key SLURM_KEYS[] = {
+    [SL_PARTITION] = SLURM_TEXT("partition", partition, set_slurm_word),
+    [SL_ACCOUNT] = SLURM_TEXT("account", account, set_slurm_word),
+    [SL_TIME] = SLURM_TEXT("time", time, set_slurm_time),
+    [SL_CPUS] = {"cpus_per_task", QS_KEY_INT, offsetof(qs_slurm_opts, cpus_per_task), .lo = 1, .hi = 4096},
+    [SL_GPUS] = {"gpus_per_task", QS_KEY_INT, offsetof(qs_slurm_opts, gpus_per_task), .lo = 0, .hi = 64},
+    [SL_NTASKS] = {"ntasks", QS_KEY_INT, offsetof(qs_slurm_opts, ntasks), .lo = 1, .hi = 65536},
+    [SL_MPI] = SLURM_TEXT("mpi", mpi, set_slurm_word),
+};
+_Static_assert(sizeof SLURM_KEYS / sizeof *SLURM_KEYS == SL_COUNT, "a [slurm] key per name");
+static const qs_section SLURM = {"slurm", QS_SAY_QSWEEP, SLURM_KEYS, SL_COUNT};
 
 static int parse_line(parser *p, int line, char *raw, int *section)
 {
-    cut_comment(raw);
-    char *s = trim(raw);
-    if (!*s) return 0;
-    if (*s == '[') {
-        char *close = strchr(s, ']');
-        if (!close || trim(close + 1)[0]) return fail(p, line, "a section header is '[name]' alone on its line");
-        *close = '\0';
-        const char *name = trim(s + 1);
-        const int sec = !strcmp(name, "base") ? SEC_BASE : !strcmp(name, "grid") ? SEC_GRID
-                      : !strcmp(name, "sweep") ? SEC_SWEEP : !strcmp(name, "slurm") ? SEC_SLURM : SEC_NONE;
-        if (sec == SEC_NONE) return fail(p, line, "unknown section [%s] (valid: [base], [grid], [sweep], [slurm])", name);
-        if (p->sec_line[sec]) return fail(p, line, "section [%s] appears twice (first at line %d)", name, p->sec_line[sec]);
+    char *key, *value;
+    const int kind = qs_line(&p->w, line, raw, &key, &value);
+    if (kind < 1) return kind;
+    if (kind == 1) {
+        const int sec = !strcmp(key, "base") ? SEC_BASE : !strcmp(key, "grid") ? SEC_GRID
+                      : !strcmp(key, "sweep") ? SEC_SWEEP : !strcmp(key, "slurm") ? SEC_SLURM : SEC_NONE;
+        if (sec == SEC_NONE) return qs_fail(&p->w, line, "unknown section [%s] (valid: [base], [grid], [sweep], [slurm])", key);
+        if (p->sec_line[sec]) return qs_fail(&p->w, line, "section [%s] appears twice (first at line %d)", key, p->sec_line[sec]);
         p->sec_line[sec] = line;
         if (sec == SEC_BASE) p->e->base_line = line;
         *section = sec;
         return 0;
     }
-    char *eq = strchr(s, '=');
-    if (!eq) return fail(p, line, "expected 'key = value', '[section]' or a comment, not '%s'", s);
-    *eq = '\0';
-    char *key = trim(s), *value = trim(eq + 1);
-    if (!*key) return fail(p, line, "missing key before '='");
-    if (*section == SEC_NONE) return fail(p, line, "'%s' comes before any [section]", key);
+    if (*section == SEC_NONE) return qs_fail(&p->w, line, "'%s' comes before any [section]", key);
     if (*section == SEC_BASE) return add_base(p, line, key, value);
     if (*section == SEC_GRID) return !strcmp(key, "exclude") ? add_exclude(p, line, value) : add_axis(p, line, key, value);
-    if (*section == SEC_SLURM) return set_slurm(p, line, key, value);
-    return set_sweep(p, line, key, value);
+    if (*section == SEC_SLURM) return qs_keys_set(&p->w, &SLURM, p->slurm_line, &p->e->slurm, line, key, value);
+    return qs_keys_set(&p->w, &SWEEP, p->sweep_line, p->e, line, key, value);
 }
 
 /* data: absolute, relative paths taken from the experiment's folder; an
@@ -423,33 +335,33 @@ static int resolve_data(parser *p, const char *override, int check)
     const char *given;
     if (override) {
         given = override;
-        if (!getcwd(dir, sizeof dir)) return fail(p, line, "cannot read the working directory: %s", strerror(errno));
+        if (!getcwd(dir, sizeof dir)) return qs_fail(&p->w, line, "cannot read the working directory: %s", strerror(errno));
     } else {
-        if (i < 0) return fail(p, line, "no data = FILE in [base] (and no --data given)");
+        if (i < 0) return qs_fail(&p->w, line, "no data = FILE in [base] (and no --data given)");
         given = e->base[i].value;
         char tmp[sizeof e->path];
         snprintf(tmp, sizeof tmp, "%s", e->path);
-        if (!realpath(dirname(tmp), dir)) return fail(p, line, "cannot resolve the experiment's folder: %s", strerror(errno));
+        if (!realpath(dirname(tmp), dir)) return qs_fail(&p->w, line, "cannot resolve the experiment's folder: %s", strerror(errno));
     }
     if (given[0] == '/') snprintf(joined, sizeof joined, "%s", given);
     else if ((size_t)snprintf(joined, sizeof joined, "%s/%s", dir, given) >= sizeof joined)
-        return fail(p, line, "data path too long");
+        return qs_fail(&p->w, line, "data path too long");
     char real[PATH_MAX];
     struct stat st;
     if (check) {
-        if (stat(joined, &st) != 0) return fail(p, line, "data: cannot read '%s': %s", joined, strerror(errno));
-        if (!S_ISREG(st.st_mode)) return fail(p, line, "data: '%s' is not a regular file", joined);
-        if (access(joined, R_OK) != 0) return fail(p, line, "data: cannot read '%s': %s", joined, strerror(errno));
+        if (stat(joined, &st) != 0) return qs_fail(&p->w, line, "data: cannot read '%s': %s", joined, strerror(errno));
+        if (!S_ISREG(st.st_mode)) return qs_fail(&p->w, line, "data: '%s' is not a regular file", joined);
+        if (access(joined, R_OK) != 0) return qs_fail(&p->w, line, "data: cannot read '%s': %s", joined, strerror(errno));
     }
     const char *abs = realpath(joined, real) ? real : joined;
     char *copy = strdup(abs);
-    if (!copy) return fail(p, line, "out of memory");
+    if (!copy) return qs_fail(&p->w, line, "out of memory");
     if (i < 0) {
         qs_kv *nb = realloc(e->base, (size_t)(e->nbase + 1) * sizeof *nb);
         char *key = strdup("data");
         if (!nb || !key) {
             free(copy), free(key);
-            return fail(p, line, "out of memory");
+            return qs_fail(&p->w, line, "out of memory");
         }
         e->base = nb;
         i = e->nbase++;
@@ -481,10 +393,10 @@ static int check_model(parser *p)
     for (int k = 0; k < 3; k++) {
         const int set = qs_ini_axis(e, keys[k]) >= 0 || (base_index(e, keys[k]) >= 0 && (k == 0 || presets));
         if (set)
-            return fail(p, line, "model sets %s: remove '%s' from [base]/[grid]%s", k ? "layers, heads and dim" : "dim",
+            return qs_fail(&p->w, line, "model sets %s: remove '%s' from [base]/[grid]%s", k ? "layers, heads and dim" : "dim",
                         keys[k], k ? " (a parameter count takes layers and heads from [base])" : "");
         if (k && targets && qs_ini_axis(e, keys[k]) < 0 && base_index(e, keys[k]) < 0)
-            return fail(p, line, "model by parameter count needs '%s' in [base] (the depth and heads it is met at)",
+            return qs_fail(&p->w, line, "model by parameter count needs '%s' in [base] (the depth and heads it is met at)",
                         keys[k]);
     }
     return 0;
@@ -499,7 +411,7 @@ static int check_noise(parser *p)
     for (int k = 0; k < e->nnoise; k++) {
         int found = ax < 0 && !strcmp(fixed, e->noise[k]);
         for (int i = 0; ax >= 0 && i < e->axes[ax].nvalues; i++) found |= !strcmp(e->axes[ax].values[i], e->noise[k]);
-        if (!found) return fail(p, p->noise_line, "noise_floor: '%s' is not a recipe of this sweep", e->noise[k]);
+        if (!found) return qs_fail(&p->w, p->sweep_line[SW_NOISE], "noise_floor: '%s' is not a recipe of this sweep", e->noise[k]);
     }
     return 0;
 }
@@ -512,13 +424,13 @@ static int check_attribute(parser *p)
     qs_experiment *e = p->e;
     if (e->attribute == QS_ATTRIBUTE_NONE) return 0;
     if (strcmp(e->baseline, "bf16") && strcmp(e->baseline, "fp32"))
-        return fail(p, p->attribute_line, "attribute = blocks keeps the other blocks in the baseline's format: the "
+        return qs_fail(&p->w, p->sweep_line[SW_ATTRIBUTE], "attribute = blocks keeps the other blocks in the baseline's format: the "
                     "baseline must be bf16 or fp32, not '%s'", e->baseline);
     const int ax = qs_ini_axis(e, "recipe");
     int other = 0;
     for (int i = 0; ax >= 0 && i < e->axes[ax].nvalues; i++) other |= strcmp(e->axes[ax].values[i], e->baseline) != 0;
     if (!other)
-        return fail(p, p->attribute_line, "attribute = blocks needs a recipe axis with the baseline '%s' and a recipe "
+        return qs_fail(&p->w, p->sweep_line[SW_ATTRIBUTE], "attribute = blocks needs a recipe axis with the baseline '%s' and a recipe "
                     "to attribute", e->baseline);
     return 0;
 }
@@ -539,16 +451,16 @@ static int check_contrast(parser *p)
             if (w < 0) break;
             n += (size_t)w;
         }
-        return fail(p, p->contrast_line, "contrast: '%s' is not a grid axis (%s%s)", e->contrast,
+        return qs_fail(&p->w, p->sweep_line[SW_CONTRAST], "contrast: '%s' is not a grid axis (%s%s)", e->contrast,
                     e->naxes ? "axes: " : "the grid has no axes", axes);
     }
     if (!strcmp(e->contrast, "seed"))
-        return fail(p, p->contrast_line, "contrast: 'seed' pairs the runs of a contrast; it cannot be contrasted");
+        return qs_fail(&p->w, p->sweep_line[SW_CONTRAST], "contrast: 'seed' pairs the runs of a contrast; it cannot be contrasted");
     if (!strcmp(e->contrast, "recipe"))
-        return fail(p, p->contrast_line, "contrast: 'recipe' holds the baseline: the gaps are taken along it (the "
+        return qs_fail(&p->w, p->sweep_line[SW_CONTRAST], "contrast: 'recipe' holds the baseline: the gaps are taken along it (the "
                     "recipes' gaps are /recipes)");
     if (e->axes[ax].nvalues < 2)
-        return fail(p, p->contrast_line, "contrast: axis '%s' (line %d) has one value: nothing to contrast",
+        return qs_fail(&p->w, p->sweep_line[SW_CONTRAST], "contrast: axis '%s' (line %d) has one value: nothing to contrast",
                     e->contrast, e->axes[ax].line);
     return 0;
 }
@@ -560,34 +472,37 @@ static int check_baseline(parser *p)
     if (ax < 0) return 0; /* no recipe axis: every run is its own baseline or has none */
     for (int i = 0; i < e->axes[ax].nvalues; i++)
         if (!strcmp(e->axes[ax].values[i], e->baseline)) return 0;
-    if (p->baseline_line) return fail(p, p->baseline_line, "baseline '%s' is not a value of the recipe axis (line %d)",
+    if (p->sweep_line[SW_BASELINE]) return qs_fail(&p->w, p->sweep_line[SW_BASELINE], "baseline '%s' is not a value of the recipe axis (line %d)",
                                       e->baseline, e->axes[ax].line);
-    return fail(p, e->axes[ax].line, "the recipe axis lacks the default baseline '%s': add it, or set baseline in [sweep]",
+    return qs_fail(&p->w, e->axes[ax].line, "the recipe axis lacks the default baseline '%s': add it, or set baseline in [sweep]",
                 e->baseline);
 }
 
-/* Parse an opened stream; path names it in messages and anchors relative data. */
+/* Parse a stream just opened (NULL: the open failed, errno says why) and
+ * close it; path names it in messages and anchors relative data. */
 static int load_stream(FILE *f, const char *path, const char *data_override, int check_data, qs_experiment *e,
                        char *err, size_t errlen)
 {
     memset(e, 0, sizeof *e);
+    if (!f) return snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno)), -1;
     e->target_loss = NAN;
     e->slurm.gpus_per_task = -1;
     snprintf(e->baseline, sizeof e->baseline, "bf16");
     snprintf(e->path, sizeof e->path, "%s", path);
-    parser P = {.e = e, .path = path, .err = err, .errlen = errlen}, *p = &P;
+    parser P = {.w = {path, err, errlen}, .e = e}, *p = &P;
     char *buf = NULL;
     size_t cap = 0;
     ssize_t n;
     int line = 0, section = SEC_NONE, rc = 0;
     while (!rc && (n = getline(&buf, &cap, f)) >= 0) {
         line++;
-        if (n > MAX_LINE) rc = fail(p, line, "line longer than %d bytes", MAX_LINE);
-        else if (memchr(buf, '\0', (size_t)n)) rc = fail(p, line, "NUL byte: not a text file");
+        if (n > MAX_LINE) rc = qs_fail(&p->w, line, "line longer than %d bytes", MAX_LINE);
+        else if (memchr(buf, '\0', (size_t)n)) rc = qs_fail(&p->w, line, "NUL byte: not a text file");
         else rc = parse_line(p, line, buf, &section);
     }
-    if (!rc && ferror(f)) rc = fail(p, line, "read error: %s", strerror(errno));
+    if (!rc && ferror(f)) rc = qs_fail(&p->w, line, "read error: %s", strerror(errno));
     free(buf);
+    fclose(f);
     if (!rc) rc = resolve_data(p, data_override, check_data);
     if (!rc) rc = check_baseline(p);
     if (!rc) rc = check_noise(p);
@@ -607,29 +522,15 @@ int qs_ini_load(const char *path, const char *data_override, int check_data, qs_
         snprintf(err, errlen, "%s: not a regular file", path);
         return -1;
     }
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return -1;
-    }
-    const int rc = load_stream(f, path, data_override, check_data, e, err, errlen);
-    fclose(f);
-    return rc;
+    return load_stream(fopen(path, "r"), path, data_override, check_data, e, err, errlen);
 }
 
 int qs_ini_parse(const char *path, const char *text, size_t len, const char *data_override, int check_data,
                  qs_experiment *e, char *err, size_t errlen)
 {
-    memset(e, 0, sizeof *e);
     /* fmemopen refuses an empty buffer; a lone newline parses the same */
     FILE *f = len ? fmemopen((void *)text, len, "r") : fmemopen("\n", 1, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return -1;
-    }
-    const int rc = load_stream(f, path, data_override, check_data, e, err, errlen);
-    fclose(f);
-    return rc;
+    return load_stream(f, path, data_override, check_data, e, err, errlen);
 }
 
 void qs_ini_free(qs_experiment *e)
@@ -680,15 +581,14 @@ static int put_value(char **s, size_t *len, size_t *cap, const char *key, const 
 static int put_slurm(char **s, size_t *len, size_t *cap, const qs_slurm_opts *o)
 {
     int header = 0;
-    for (int k = 0; k < NSLURM_KEYS; k++) {
-        const char *field = (const char *)o + SLURM_KEYS[k].offset;
-        const int iv = SLURM_KEYS[k].kind == SLURM_INT ? *(const int *)(const void *)field : 0;
-        const int set = SLURM_KEYS[k].kind == SLURM_INT ? (!strcmp(SLURM_KEYS[k].key, "gpus_per_task") ? iv >= 0 : iv > 0)
-                                                        : field[0] != '\0';
-        if (!set) continue;
+    for (int k = 0; k < SL_COUNT; k++) {
+        const qs_key *key = &SLURM_KEYS[k];
+        const char *field = (const char *)o + key->offset;
+        const int iv = key->kind == QS_KEY_INT ? *(const int *)(const void *)field : 0;
+        if (key->kind == QS_KEY_INT ? iv < key->lo : !field[0]) continue;
         if (!header++ && put(s, len, cap, "[slurm]\n")) return -1;
-        if (SLURM_KEYS[k].kind == SLURM_INT ? put(s, len, cap, "%s = %d\n", SLURM_KEYS[k].key, iv)
-                                            : put(s, len, cap, "%s = %s\n", SLURM_KEYS[k].key, field))
+        if (key->kind == QS_KEY_INT ? put(s, len, cap, "%s = %d\n", key->name, iv)
+                                    : put(s, len, cap, "%s = %s\n", key->name, field))
             return -1;
     }
     return 0;

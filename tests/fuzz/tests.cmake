@@ -48,7 +48,7 @@ find_package(Threads REQUIRED)
 # (a) experiment files: qsweep's parser, option checks, grid expansion.
 if(TARGET qsweep)
   qp_fuzz_target(experiment 20 4096
-    SOURCES ${_src_root}/experiments/qs_ini.c ${_src_root}/experiments/qs_opts.c
+    SOURCES ${_src_root}/experiments/qs_ini.c ${_src_root}/experiments/qs_keys.c ${_src_root}/experiments/qs_opts.c
             ${_src_root}/experiments/qs_grid.c ${_src_root}/experiments/qs_attr.c ${_src_root}/train/precision/qp_recipe.c ${_src_root}/train/run/qp_size.c
             ${_src_root}/train/run/qp_train_options.c ${_src_root}/train/model/qp_model_shape.c ${_src_root}/io/qp_cli.c
     INCLUDES ${_src_root}/experiments ${QP_TRAIN_INCLUDE_DIRS} ${_src_root}/io

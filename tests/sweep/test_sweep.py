@@ -138,7 +138,7 @@ seed = 5
 
 [sweep]
 target_loss = 2.5
-threads_per_run = 3
+threads-per-run = 3
 """)
     p = qsweep(good, "--out", out, "--dry-run")
     check(p.returncode == 0, f"good file: exit {p.returncode}: {p.stderr}")
