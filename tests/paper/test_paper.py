@@ -422,7 +422,7 @@ elif CASE == "tables":
                               "[sweep]\nattribute = blocks\n",
         "pipeline": base + "layers = 1\ndim = 32\nsteps = 20\n[grid]\nprefetch = 0, 2\n",
         "recipes2026": base + "prefetch = 2\nlayers = 2\ndim = 32\nsteps = 30\n[grid]\n"
-                              "recipe = bf16, te-nvfp4, te-nvfp4-4o6|wgrad:rht=te\nseed = 1, 2\n",
+                              "recipe = bf16, te-nvfp4, te-nvfp4-4o6, te-nvfp4-4o6|wgrad:rht=te\nseed = 1, 2\n",
     }
     for name, ini in sweeps.items():
         path = os.path.join(d, name + ".ini")
@@ -464,12 +464,22 @@ elif CASE == "tables":
     check("to BF16" in tabl and "nvfp4-sr" in tabl and "bf16 &" not in tabl.replace("(reference)", ""),
           f"table_ablation: a to-BF16 column, bf16 not a variant row:\n{tabl}")
     t26 = read("section_recipes2026.tex")
-    check(t26.count("\\\\") == 1 + 2 and "TE with Four Over Six and RHT" in t26 and "NVFP4 as TE runs it" in t26
+    check(t26.count("\\\\") == 1 + 3 and "TE with Four Over Six and RHT" in t26 and "NVFP4 as TE runs it" in t26
           and "\\label{tab:recipes2026}" in t26 and "Holm" in t26 and "BF16" in t26,
           f"section_recipes2026: its paragraph and a row per recipe against BF16:\n{t26}")
     with h5py.File(os.path.join(d, "sweeps", "recipes2026", "summary.h5"), "r") as f:
         rg = [x for x in f["recipes"][:] if x["recipe"] != b"bf16"]
     check(all(f"{float(x['gap_pct_mean']):+.2f}" in t26 for x in rg), "section_recipes2026: each gap as summary.h5 has it")
+    # the two paired differences (Four Over Six minus TE's NVFP4; with the RHT minus without), each per seed
+    # from the run rows, as the section states them
+    with h5py.File(os.path.join(d, "sweeps", "recipes2026", "summary.h5"), "r") as f:
+        rr = f["runs"][:]
+    gap26 = {(x["recipe"].decode(), x["seed"].decode()): float(x["gap_pct"]) for x in rr}
+    for a_, b_ in (("te-nvfp4-4o6", "te-nvfp4"), ("te-nvfp4-4o6,wgrad:rht=te", "te-nvfp4-4o6")):
+        diff = np.mean([gap26[(a_, sd)] - gap26[(b_, sd)] for sd in ("1", "2")])
+        check(f"{diff:+.2f}" in t26.replace("\\%", "%") or f"{-diff:.2f}" in t26.replace("\\%", "%"),
+              f"section_recipes2026: {a_} minus {b_} ({diff:+.2f}%) stated:\n{t26}")
+    check(t26.count("2 paired seeds") == 2, f"section_recipes2026: two paired comparisons:\n{t26}")
     for k in [("verdict", "passes"), ("verdict", "passescompare"), ("verdict", "attribution"),
               ("verdict", "publishedpasses"), ("verdict", "fullvsnaive"), ("passes", "setup"), ("attribution", "setup")]:
         check(macros.get(k), f"macro {k} generated: {macros.get(k)!r}")
