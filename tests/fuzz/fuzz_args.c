@@ -123,8 +123,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (qc == QS_CLI_BAD) one_line(err);
     else if (qc == QS_CLI_OK) {
         if (c.jobs < 1 || c.jobs > 1024) abort();
-        if ((c.summarize || c.status) ? (c.file || c.out || c.data || c.dry_run || c.slurm || (c.summarize && c.status))
-                                      : (!c.file || !c.out || (c.dry_run && c.slurm)))
+        if (c.plan) { /* --plan FILE: no other experiment file or mode; --out defaults (sweeps/NAME) */
+            if (c.file || c.summarize || c.status || c.slurm) abort();
+        } else if ((c.summarize || c.status) ? (c.file || c.out || c.data || c.dry_run || c.slurm || (c.summarize && c.status))
+                                             : (!c.file || !c.out || (c.dry_run && c.slurm)))
             abort();
         if (c.submit && !c.slurm) abort();
     } else if (qc != QS_CLI_HELP && qc != QS_CLI_VERSION && qc != QS_CLI_MAN) {
