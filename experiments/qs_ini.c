@@ -240,7 +240,7 @@ static const qs_key SWEEP_KEYS[] = {
 };
 _Static_assert(sizeof SWEEP_KEYS / sizeof *SWEEP_KEYS == SW_COUNT, "a [sweep] key per name");
 _Static_assert(sizeof(qs_attribute) == sizeof(int), "QS_KEY_ENUM stores an int");
-static const qs_section SWEEP = {"sweep", QS_SAY_QSWEEP, SWEEP_KEYS, SW_COUNT};
+static const qs_section SWEEP = {"sweep", SWEEP_KEYS, SW_COUNT};
 
 /* [slurm]: words go into #SBATCH lines, which Slurm reads without a shell,
  * so they are plain names; the time is one of Slurm's formats. */
@@ -300,7 +300,7 @@ static const qs_key SLURM_KEYS[] = {
     [SL_MPI] = SLURM_TEXT("mpi", mpi, set_slurm_word),
 };
 _Static_assert(sizeof SLURM_KEYS / sizeof *SLURM_KEYS == SL_COUNT, "a [slurm] key per name");
-static const qs_section SLURM = {"slurm", QS_SAY_QSWEEP, SLURM_KEYS, SL_COUNT};
+static const qs_section SLURM = {"slurm", SLURM_KEYS, SL_COUNT};
 
 static int parse_line(parser *p, int line, char *raw, int *section)
 {

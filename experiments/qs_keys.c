@@ -64,10 +64,9 @@ void qs_bars_to_commas(char *s)
         if (*s == '|') *s = ',';
 }
 
-/* a value k refuses: qp_cli's message (qsweep) or "k: 'v' is not HELP" (plan) */
-static int bad_value(const qs_where *w, const qs_section *s, int line, const qs_key *k, const char *v, const char *cli)
+/* a value k refuses, worded as qp_cli words a command-line option's: "k expects ..., not 'v'" */
+static int bad_value(const qs_where *w, int line, const qs_key *k, const char *v, const char *cli)
 {
-    if (s->say == QS_SAY_PLAN) return qs_fail(w, line, "%s: '%s' is not %s", k->name, v, k->help ? k->help : "valid");
     if (k->kind == QS_KEY_ENUM) return qs_fail(w, line, "%s expects %s, not '%s'", k->name, k->help, v);
     return k->help ? qs_fail(w, line, "%s (%s)", cli, k->help) : qs_fail(w, line, "%s", cli);
 }
@@ -83,30 +82,25 @@ int qs_keys_set(const qs_where *w, const qs_section *s, int *seen, void *dst, in
     if (i == s->nkeys) {
         for (int j = 0; j < s->nkeys; j++)
             snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s%s", j ? ", " : "", s->keys[j].name);
-        return s->say == QS_SAY_PLAN ? qs_fail(w, line, "unknown [%s] key '%s' (valid: %s)", s->name, key, valid)
-                                     : qs_fail(w, line, "unknown key '%s' in [%s] (valid: %s)", key, s->name, valid);
+        return qs_fail(w, line, "unknown key '%s' in [%s] (valid: %s)", key, s->name, valid);
     }
     const qs_key *k = &s->keys[i];
     if (seen[i])
-        return s->say == QS_SAY_PLAN
-                   ? qs_fail(w, line, "[%s] %s given twice (first at line %d)", s->name, k->name, seen[i])
-                   : qs_fail(w, line, "'%s' set twice in [%s] (first at line %d)", k->name, s->name, seen[i]);
+        return qs_fail(w, line, "'%s' set twice in [%s] (first at line %d)", k->name, s->name, seen[i]);
     seen[i] = line;
-    if (!*value)
-        return s->say == QS_SAY_PLAN ? qs_fail(w, line, "[%s] %s: an empty value", s->name, k->name)
-                                     : qs_fail(w, line, "'%s' has no value", k->name);
+    if (!*value) return qs_fail(w, line, "'%s' has no value", k->name);
     char *field = (char *)dst + k->offset, msg[256];
     switch (k->kind) {
     case QS_KEY_INT: {
         long long v;
         if (qp_cli_int(k->name, value, (long long)k->lo, (long long)k->hi, &v, msg, sizeof msg))
-            return bad_value(w, s, line, k, value, msg);
+            return bad_value(w, line, k, value, msg);
         *(int *)(void *)field = (int)v;
         return 0;
     }
     case QS_KEY_NUM:
         if (qp_cli_num(k->name, value, k->lo, k->hi, true, false, (double *)(void *)field, msg, sizeof msg))
-            return bad_value(w, s, line, k, value, msg);
+            return bad_value(w, line, k, value, msg);
         return 0;
     case QS_KEY_ENUM:
         for (int v = k->first; v < k->count; v++)
@@ -114,7 +108,7 @@ int qs_keys_set(const qs_where *w, const qs_section *s, int *seen, void *dst, in
                 *(int *)(void *)field = v;
                 return 0;
             }
-        return bad_value(w, s, line, k, value, "");
+        return bad_value(w, line, k, value, "");
     case QS_KEY_FN: return k->set(w, line, k, value, dst);
     }
     return qs_fail(w, line, "internal: [%s] key kind", s->name);

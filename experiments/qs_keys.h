@@ -50,15 +50,12 @@ struct qs_key {
     const char *help;               /* what a value is, in the messages; or NULL */
 };
 
-/* How a section words a refusal: qsweep's ("unknown key 'k' in [sweep]",
- * "'k' set twice in [sweep]", "'k' has no value", qp_cli's "k expects ...")
- * or a plan file's ("unknown [plan] key 'k'", "[plan] k given twice",
- * "[plan] k: an empty value", "k: 'v' is not HELP"). */
-typedef enum { QS_SAY_QSWEEP, QS_SAY_PLAN } qs_say;
-
+/* Every section words a refusal alike: "unknown key 'k' in [s] (valid: ...)",
+ * "'k' set twice in [s] (first at line N)", "'k' has no value", and a bad
+ * value as qp_cli words a command-line option's ("k expects ..., not 'v'",
+ * HELP in parentheses after a number's range). */
 typedef struct {
     const char *name; /* "sweep" */
-    qs_say say;
     const qs_key *keys;
     int nkeys;
 } qs_section;

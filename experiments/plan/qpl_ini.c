@@ -92,17 +92,16 @@ static const qs_key KEYS[] = {
     [K_FALLBACK] = {"fallback", QS_KEY_FN, offsetof(qpl_cfg, fallback), sizeof ((qpl_cfg *)0)->fallback, .set = set_fallback},
     [K_GRAN] = {"granularity", QS_KEY_ENUM, offsetof(qpl_cfg, gran), .names = qpl_gran_names, .count = QPL_GRAN_COUNT,
                 .help = "block, block.gemm or block.gemm.pass"},
-    [K_BUDGET] = {"budget", QS_KEY_NUM, offsetof(qpl_cfg, budget), .lo = 0, .hi = 100, .help = "a percentage in (0, 100]"},
+    [K_BUDGET] = {"budget", QS_KEY_NUM, offsetof(qpl_cfg, budget), .lo = 0, .hi = 100, .help = "a percentage"},
     [K_SEEDS] = {"seeds", QS_KEY_FN, offsetof(qpl_cfg, seeds), .set = set_seeds},
     [K_VERIFY] = {"verify_seeds", QS_KEY_FN, offsetof(qpl_cfg, verify), .set = set_seeds},
-    [K_MAXRUNS] = {"max_runs", QS_KEY_INT, offsetof(qpl_cfg, max_runs), .lo = 1, .hi = 100000,
-                   .help = "an integer in 1..100000"},
+    [K_MAXRUNS] = {"max_runs", QS_KEY_INT, offsetof(qpl_cfg, max_runs), .lo = 1, .hi = 100000},
     [K_ATTR] = {"attribution", QS_KEY_ENUM, offsetof(qpl_cfg, attribution), .names = on_off, .count = 2, .help = "on or off"},
     [K_PRED] = {"predictor", QS_KEY_FN, .set = set_predictor},
 };
 _Static_assert(sizeof KEYS / sizeof *KEYS == K_COUNT, "a [plan] key per name");
 _Static_assert(sizeof(qpl_gran) == sizeof(int), "QS_KEY_ENUM stores an int");
-static const qs_section PLAN = {"plan", QS_SAY_PLAN, KEYS, K_COUNT};
+static const qs_section PLAN = {"plan", KEYS, K_COUNT};
 
 /* a [grid] axis of a plan file: values added to [base], a plan each */
 static int add_axis(const qs_where *c, qpl_cfg *cfg, int line, const char *key, char *v)

@@ -83,24 +83,24 @@ def case_parse():
     check("dim=64_base=mxfp4" in p.stdout, f"grid: the cell's folder named: {p.stdout}")
     plan_line = PLAN.format(budget=1, max_runs=60, seeds="1, 2, 3").splitlines()
     bad = [
-        ("granularity = layer", "granularity: 'layer' is not block, block.gemm or block.gemm.pass"),
-        ("budget = 0", "budget: '0' is not a percentage in (0, 100]"),
-        ("budget = -1", "budget: '-1' is not a percentage"),
-        ("budget = 1%", "budget: '1%' is not a percentage"),
-        ("budget = nan", "budget: 'nan' is not a percentage"),
+        ("granularity = layer", "granularity expects block, block.gemm or block.gemm.pass, not 'layer'"),
+        ("budget = 0", "budget expects a number in (0, 100], not '0' (a percentage)"),
+        ("budget = -1", "budget expects a number in (0, 100], not '-1'"),
+        ("budget = 1%", "budget expects a number in (0, 100], not '1%'"),
+        ("budget = nan", "budget expects a number in (0, 100], not 'nan'"),
         ("seeds = 1", "seeds: at least 2 seeds"),
         ("seeds = 1, 1", "seeds: seed 1 twice"),
         ("seeds = 1, x", "seeds: 'x' is not a seed"),
         ("seeds = 1,, 2", "seeds: an empty value"),
         ("base = nvfp4,", "base: an empty value"),
         ("verify_seeds = 3, 9", "verify_seeds: seed 3 is also a search seed"),
-        ("max_runs = 0", "max_runs: '0' is not an integer in 1..100000"),
+        ("max_runs = 0", "max_runs expects an integer in 1..100000, not '0'"),
         ("fallback = bf17", "fallback: 'bf17' is not a format name"),
         ("base = nvfp5", "base:"),
         ("predictor = magic", "predictor: 'magic' is not one of auto, wgrad_error"),
-        ("attribution = maybe", "attribution: 'maybe' is not on or off"),
-        ("colour = red", "unknown [plan] key 'colour'"),
-        ("budget = 2", "[plan] budget given twice"),
+        ("attribution = maybe", "attribution expects on or off, not 'maybe'"),
+        ("colour = red", "unknown key 'colour' in [plan] (valid: base, fallback, "),
+        ("budget = 2", "'budget' set twice in [plan] (first at line"),
     ]
     for i, (line, want) in enumerate(bad):
         key = line.split("=")[0].strip()
