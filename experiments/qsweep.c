@@ -17,6 +17,7 @@
 
 #include "qpl_main.h"
 #include "qs_cli.h"
+#include "qs_dir.h"
 #include "qs_grid.h"
 #include "qs_ini.h"
 #include "qs_lock.h"
@@ -93,19 +94,6 @@ static int default_qtrain(char *buf, size_t len)
     return (size_t)snprintf(buf, len, "%s/qtrain", dir) < len ? 0 : -1;
 }
 
-static int mkdir_p(const char *path)
-{
-    char buf[4400];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *c = buf + 1; *c; c++)
-        if (*c == '/') {
-            *c = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-            *c = '/';
-        }
-    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -132,10 +120,7 @@ static char *slurp(const char *path)
  * after saying why on stderr. */
 static int open_sweep_dir(const qs_plan *p, char *err, size_t errlen)
 {
-    char runs[4400], logs[4400];
-    snprintf(runs, sizeof runs, "%s/runs", p->dir);
-    snprintf(logs, sizeof logs, "%s/logs", p->dir);
-    if (mkdir_p(runs) || mkdir_p(logs)) {
+    if (qs_dir_make(p->dir)) {
         fprintf(stderr, "qsweep: cannot create %s/{runs,logs}: %s\n", p->dir, strerror(errno));
         return -1;
     }

@@ -23,6 +23,7 @@
 #include "qpl_report.h"
 #include "qpl_runs.h"
 #include "qpl_search.h"
+#include "qs_dir.h"
 #include "qs_grid.h"
 #include "qs_ini.h"
 #include "qs_lock.h"
@@ -350,7 +351,7 @@ int qpl_main(const qpl_args *a)
             return 2;
         }
         sigprocmask(SIG_BLOCK, &stopsigs, NULL);
-        if (qpl_mkdir_p(dir)) {
+        if (qs_mkdir_p(dir)) {
             fprintf(stderr, "qsweep: cannot create %s: %s\n", dir, strerror(errno));
             free(rest), free(ident);
             return 2;

@@ -12,23 +12,11 @@
 #include <unistd.h>
 
 #include "qp_recipe.h"
+#include "qs_dir.h"
 #include "qs_marker.h"
 #include "qs_pool.h"
 #include "qs_runfile.h"
 #include "qs_stats.h"
-
-int qpl_mkdir_p(const char *path)
-{
-    char buf[4400];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *c = buf + 1; *c; c++)
-        if (*c == '/') {
-            *c = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-            *c = '/';
-        }
-    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
 
 /* FNV-1a of a recipe: a short folder name for a long set of parts */
 static uint32_t fnv(const char *s)
@@ -157,11 +145,8 @@ int qpl_run_cands(qpl_plan *P, const int *cs, int nc, const long long *seeds, in
             break;
         }
         qpl_cand *C = &P->cands[cs[i]];
-        char runsdir[4500], logsdir[4500];
-        snprintf(runsdir, sizeof runsdir, "%s/runs", G[i].dir);
-        snprintf(logsdir, sizeof logsdir, "%s/logs", G[i].dir);
-        if (!P->a->dry_run && (qpl_mkdir_p(runsdir) || qpl_mkdir_p(logsdir))) {
-            snprintf(err, errlen, "cannot create %.1000s: %s", runsdir, strerror(errno));
+        if (!P->a->dry_run && qs_dir_make(G[i].dir)) {
+            snprintf(err, errlen, "cannot create %.1000s/{runs,logs}: %s", G[i].dir, strerror(errno));
             ok = -2;
             break;
         }

@@ -58,7 +58,5 @@ int qpl_run_cands(qpl_plan *P, const int *cs, int nc, const long long *seeds, in
 /* Candidate c's paired gaps and interval at the search (verify = 0) or
  * verification seeds, and whether its upper bound meets the budget. */
 void qpl_set_gap(qpl_plan *P, int c, int verify);
-/* mkdir -p. 0, or -1 with errno. */
-int qpl_mkdir_p(const char *path);
 
 #endif
