@@ -282,6 +282,8 @@ GOOD_INI = "[base]\ndata = data.txt\nlayers = 1\nheads = 1\ndim = 16\nseq = 8\nb
 
 def qsweep_cases():
     E = dict(DATA, **{"e.ini": GOOD_INI})
+    P = dict(DATA, **{"p.ini": GOOD_INI.split("[grid]")[0] + "[plan]\nbase = nvfp4\nfallback = bf16\ngranularity = block\nbudget = 1\n"
+                                         "seeds = 1, 2\nverify_seeds = 3, 4\nmax_runs = 20\n"})
     return [
         ("no arguments", [], {}, 2, "qsweep"),
         ("missing experiment", ["nope.ini", "--out", "s"], {}, 2, "nope.ini"),
@@ -327,6 +329,10 @@ def qsweep_cases():
         ("--out through a regular file", ["e.ini", "--out", "data.txt/s"], E, 2, "data.txt/s"),
         ("--out unwritable (/proc)", ["e.ini", "--out", "/proc/qprec-sweep"], E, 2, "/proc/qprec-sweep"),
         ("--out is a file", ["e.ini", "--out", "data.txt"], E, 2, "data.txt"),
+        ("--plan: --out through a regular file", ["--plan", "p.ini", "--out", "data.txt/s"], P, 2,
+         "data.txt/s: Not a directory"),
+        ("--plan: --out unwritable (/proc)", ["--plan", "p.ini", "--out", "/proc/qprec-plan"], P, 2,
+         "cannot create /proc/qprec-plan"),
         ("duplicate key", ["x.ini", "--out", "s"],
          dict(DATA, **{"x.ini": "[base]\ndata = data.txt\ndim = 8\ndim = 16\n"}), 2, "set twice"),
         ("line too long", ["x.ini", "--out", "s"],
