@@ -48,10 +48,17 @@ const char *const QP_DRAW_FORMATS[QP_DRAW_NFORMATS] = {"png", "svg", "pdf"};
 static int draw_one(const qp_fig_kind *kind, qp_gpvars *v, const char *path, char *err, size_t errlen)
 {
     char script[4096], tmp[4300];
-    snprintf(script, sizeof script, "%s/%s.gp", qp_plots_dir(), kind->name);
+    if ((size_t)snprintf(script, sizeof script, "%s/%s.gp", qp_plots_dir(), kind->name) >= sizeof script) {
+        snprintf(err, errlen, "%.200s...: the path of qplot's scripts is too long", qp_plots_dir());
+        return -1;
+    }
     const char *slash = strrchr(path, '/');
     const int dirlen = slash ? (int)(slash - path + 1) : 0;
-    snprintf(tmp, sizeof tmp, "%.*s.%s.qplot-%ld.tmp", dirlen, path, slash ? slash + 1 : path, (long)getpid());
+    if ((size_t)snprintf(tmp, sizeof tmp, "%.*s.%s.qplot-%ld.tmp", dirlen, path, slash ? slash + 1 : path,
+                         (long)getpid()) >= sizeof tmp) {
+        snprintf(err, errlen, "%.200s...: the figure's path is too long", path);
+        return -1;
+    }
     qp_gpv_str(v, "out", tmp);
     qp_gpv_str(v, "term", qp_term_for(path));
     qp_gpv_str(v, "plotsdir", qp_plots_dir());
@@ -106,7 +113,10 @@ int qp_draw(const qp_fig_kind *kind, const qp_run *const *runs, int n, const qp_
     close(pfd);
     unlink(probe);
     char script[4096];
-    snprintf(script, sizeof script, "%s/%s.gp", qp_plots_dir(), kind->name);
+    if ((size_t)snprintf(script, sizeof script, "%s/%s.gp", qp_plots_dir(), kind->name) >= sizeof script) {
+        snprintf(err, errlen, "%.200s...: the path of qplot's scripts is too long", qp_plots_dir());
+        return -1;
+    }
     if (access(script, R_OK) != 0) {
         snprintf(err, errlen, "%s: %s (qplot reads its scripts from share/qprec/plots beside its bin/;"
                  " QP_PLOTS_DIR overrides that)", script, strerror(errno));
