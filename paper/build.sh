@@ -14,11 +14,11 @@
 # says grows/shrinks/larger/smaller/"as published" without resolved,
 # unresolved or an interval; a failed check exits non-zero after the PDF
 # and docs/results.md are written.
-#   paper/build.sh                    the full study: about 4.8 hours on this
+#   paper/build.sh                    the full study: about 2.5 hours on this
 #                                     project's 2 cores when nothing else runs
 #                                     (study 57 min, ablation 15, passes 22,
 #                                     attribution 17, pipeline 1, recipes2026
-#                                     172: per-step CPU times of
+#                                     38: per-step CPU times of
 #                                     paper/study_cost.py; resumable: rerun it
 #                                     to continue), and the plans of
 #                                     experiments/plan.ini (2.5 to 3.7 hours

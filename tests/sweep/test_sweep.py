@@ -861,14 +861,14 @@ def case_examples():
     check(not any(nm.startswith("model=micro_tokens_per_param=64") for nm in names) and
           any(nm.startswith("model=pico_tokens_per_param=64") for nm in names), "study.ini: triangular grid")
     check(sum("_data_seed=" in nm for nm in names) == 27, "study.ini: 27 noise twins (every bf16 run)")
-    # the 2026 recipes: 3 sizes x 6 recipes x 3 seeds, a rule after a preset spelled with '|'
+    # the 2026 recipes: 3 sizes x 6 recipes x 5 seeds, a rule after a preset spelled with '|'
     p = qsweep(os.path.join(exp, "recipes2026.ini"), "--out", os.path.join(d, "r26"), "--dry-run", "--data",
                os.path.join(d, "corpus.txt"))
     lines = dry_lines(p.stdout)
-    check(p.returncode == 0 and len(lines) == 54, f"recipes2026.ini: {len(lines)} runs, want 54 ({p.stderr.strip()})")
+    check(p.returncode == 0 and len(lines) == 90, f"recipes2026.ini: {len(lines)} runs, want 90 ({p.stderr.strip()})")
     recipes = [c[c.index("--recipe") + 1] for _, c in lines]
-    check(recipes.count("te-nvfp4-4o6,wgrad:rht=te") == 9 and recipes.count("bf16") == 9 and
-          len(set(recipes)) == 6, f"recipes2026.ini: six recipes, nine runs each ({sorted(set(recipes))})")
+    check(recipes.count("te-nvfp4-4o6,wgrad:rht=te") == 15 and recipes.count("bf16") == 15 and
+          len(set(recipes)) == 6, f"recipes2026.ini: six recipes, fifteen runs each ({sorted(set(recipes))})")
 
 
 def case_study():
