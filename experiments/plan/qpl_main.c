@@ -316,7 +316,10 @@ int qpl_main(const qpl_args *a)
         free(canon), free(rest);
         return 1;
     }
-    size_t iw = (size_t)snprintf(ident, ident_len + 1, "%s", canon);
+    /* canon's first ident_len bytes: [base] and [grid] (its [sweep] part after them is not the identity) */
+    memcpy(ident, canon, ident_len);
+    size_t iw = ident_len;
+    ident[iw] = '\0';
     for (int x = 0; x < cfg.naxes && iw < ident_len + 4000; x++) {
         iw += (size_t)snprintf(ident + iw, ident_len + 4096 - iw, "# plan axis %s =", cfg.axes[x].key);
         for (int v = 0; v < cfg.axes[x].nvalues; v++)

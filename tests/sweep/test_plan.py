@@ -352,6 +352,17 @@ def case_run():
     capped = write_text(os.path.join(d, "cap.ini"), BASE.format(steps=20) + PLAN.format(budget=0.0001, max_runs=21, seeds="1, 2"))
     p4 = qsweep("--plan", capped, "--out", out, "-j", "2")
     check(p4.returncode == 3 and "the run cap (max_runs = 21) is reached" in p4.stderr, f"cap: {p4.returncode} {p4.stderr[-600:]}")
+    # DIR/plan_base.ini is the canonical [base] and grid, text alone (no byte of anything else), and a
+    # plan file that differs only in its comments and [plan] (the budget above) resumes into the folder
+    with open(os.path.join(out, "plan_base.ini"), "rb") as f:
+        ident = f.read()
+    tail = ident.decode("utf-8", "replace").split("\n[grid]\n", 1)[-1]
+    check(b"\0" not in ident and ident.startswith(b"# written by qsweep") and
+          all(ln.startswith("# plan axis ") for ln in tail.splitlines()), f"plan_base.ini: {ident!r}")
+    commented = write_text(os.path.join(d, "commented.ini"), "# " + "a longer header than before " * 40 + "\n" +
+                           BASE.format(steps=20) + PLAN.format(budget=0.0001, max_runs=80, seeds="1, 2"))
+    p6 = qsweep("--plan", commented, "--out", out, "-j", "2")
+    check(p6.returncode == 3 and "another plan file" not in p6.stderr, f"comments changed: {p6.returncode} {p6.stderr[-400:]}")
     # another [base] into the same folder: refused, nothing run (its runs would be someone else's)
     other = write_text(os.path.join(d, "other.ini"), BASE.format(steps=21) + PLAN.format(budget=2, max_runs=80, seeds="1, 2"))
     p5 = qsweep("--plan", other, "--out", out, "-j", "2")
