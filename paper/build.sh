@@ -69,7 +69,7 @@ sweep attribution "$attribution" "$jobs"
 # one run at a time: the data-wait measurement should not share the CPU
 sweep pipeline "$pipeline" 1
 [ -n "${QP_PAPER_QUICK:-}" ] || sweep recipes2026 experiments/recipes2026.ini "$jobs"
-# the plans (experiments/plan.ini, full paper only): the cheapest recipe within 1% per model and format;
+# the plans (experiments/plan.ini, full paper only): the cheapest recipe within 2.5% per model and format;
 # exit 3 (a budget no recipe meets) is a result the section reports, not a failure
 if [ -z "$quick" ] && [ -z "${QP_PAPER_NO_RUNS:-}" ]; then
   t0=$SECONDS rc=0
