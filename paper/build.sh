@@ -21,7 +21,7 @@
 #                                     38: per-step CPU times of
 #                                     paper/study_cost.py; resumable: rerun it
 #                                     to continue), and the plans of
-#                                     experiments/plan.ini (2.5 to 3.7 hours
+#                                     experiments/plan.ini (about 1.3 hours
 #                                     more: 416 runs, from per-step CPU times
 #                                     of paper/study_cost.py)
 #   QP_PAPER_QUICK=1 paper/build.sh   the quick variant (experiments/quick_*.ini)
