@@ -95,12 +95,16 @@ static int write_figure(const qpl_report_in *r, char *err, size_t errlen)
     FILE *d = fopen(path, "w");
     if (!d) return snprintf(err, errlen, "%s: cannot write", path), -1;
     fprintf(d, "# k gap lo hi   (index 0: search seeds, 1: verification seeds, 2: the chosen plan)\n");
+    int points[3] = {0}; /* per index: a series without points is left out of the plot (gnuplot would warn) */
     for (int v = 0; v < 3; v++) {
         for (int c = 0; c < r->ncands; c++) {
             const qpl_cand *C = &r->cands[c];
             const int on = v == 0 ? C->searched && C->part < 0 : v == 1 ? C->verified : c == r->outcome->chosen;
             const qs_ci *ci = v == 0 ? &C->ci_search : &C->ci_verify;
-            if (on && ci->n >= 2 && isfinite(ci->hi)) fprintf(d, "%d %.6g %.6g %.6g\n", C->k, ci->mean, ci->lo, ci->hi);
+            if (on && ci->n >= 2 && isfinite(ci->hi)) {
+                fprintf(d, "%d %.6g %.6g %.6g\n", C->k, ci->mean, ci->lo, ci->hi);
+                points[v]++;
+            }
         }
         fprintf(d, "\n\n");
     }
@@ -116,12 +120,12 @@ static int write_figure(const qpl_report_in *r, char *err, size_t errlen)
             "set ylabel 'paired gap to the fallback everywhere, %%'\n"
             "set xrange [-0.5:%d.5]\nset grid\nset key top right\n"
             "plot %g with lines dt 2 lc rgb '#cc0000' title 'budget %+g%%', \\\n"
-            "  'plan_fig.dat' index 0 using 1:2:3:4 with yerrorbars pt 7 lc rgb '#1f77b4' title 'search seeds', \\\n"
-            "  '' index 1 using ($1+0.12):2:3:4 with yerrorbars pt 5 lc rgb '#2ca02c' title 'verification seeds'%s\n",
+            "  'plan_fig.dat' index 0 using 1:2:3:4 with yerrorbars pt 7 lc rgb '#1f77b4' title 'search seeds'%s%s\n",
             r->cfg->base, r->cfg->fallback, r->parts->n, qpl_gran_names[r->cfg->gran],
             r->pred->chosen >= 0 ? qpl_pred_names[r->pred->chosen] : "-", r->parts->n, r->cfg->budget, r->cfg->budget,
-            r->outcome->chosen >= 0 ? ", \\\n  '' index 2 using ($1+0.12):2 with points pt 6 ps 3 lw 2 lc rgb '#000000' title 'the plan'"
-                                     : "");
+            points[1] ? ", \\\n  '' index 1 using ($1+0.12):2:3:4 with yerrorbars pt 5 lc rgb '#2ca02c' title 'verification seeds'"
+                      : "",
+            points[2] ? ", \\\n  '' index 2 using ($1+0.12):2 with points pt 6 ps 3 lw 2 lc rgb '#000000' title 'the plan'" : "");
     fclose(g);
     const pid_t pid = fork();
     if (pid == 0) {

@@ -348,6 +348,9 @@ def case_run():
     check(p3.returncode == 3, f"unmet budget: exit {p3.returncode}: {p3.stderr[-800:]}")
     check("no recipe with fewer than all 8 parts in the fallback was verified within the budget +0.0001%" in p3.stdout
           and "best found" in p3.stdout, f"unmet: the message and the best found: {p3.stdout}")
+    check("warning" not in p3.stderr and os.path.getsize(os.path.join(out, "plan.png")) > 0 and
+          "verification seeds" not in open(os.path.join(out, "plan.gp")).read(),
+          f"unmet: the figure leaves out the series it has no points for, and gnuplot says nothing: {p3.stderr[-400:]}")
     # the run cap: exit 3 with the cap named
     capped = write_text(os.path.join(d, "cap.ini"), BASE.format(steps=20) + PLAN.format(budget=0.0001, max_runs=21, seeds="1, 2"))
     p4 = qsweep("--plan", capped, "--out", out, "-j", "2")
