@@ -46,6 +46,22 @@ QPREC_EXPORT const char *qprec_format_description(int f) { return traits(f) ? tr
  * block scales take 4). */
 static int scale_bytes(const qp_format_traits *t) { return t->scale_bytes; }
 
+/* a rows x cols tensor of format f over the caller's codes and scales (no
+ * scales for a format without them); the tensor scales are the caller's to set */
+static qp_qtensor view(int f, int64_t rows, int64_t cols, uint8_t *codes, uint8_t *scales)
+{
+    qp_qtensor q;
+    memset(&q, 0, sizeof q);
+    q.fmt = (qp_fmt)f;
+    q.rows = rows;
+    q.cols = cols;
+    q.row_bytes = qp_row_bytes((qp_fmt)f, cols);
+    qp_scale_shape((qp_fmt)f, rows, cols, &q.scale_rows, &q.scale_cols);
+    q.codes = codes;
+    q.scales = q.scale_rows ? scales : NULL;
+    return q;
+}
+
 /* out: elem_bits, block_rows, block_cols, scale_bytes, tensor_scale,
  * row_scaled (the tensor scale is one per row); *elem_max */
 QPREC_EXPORT int qprec_format_info(int f, int64_t out[6], double *elem_max)
@@ -120,15 +136,7 @@ QPREC_EXPORT int qprec_quantize(int f, const float *x, int64_t rows, int64_t col
     const float *src;
     const int rc = rotated(x, rows, cols, rht, rht_seed, &own, &src);
     if (rc) return rc;
-    qp_qtensor q;
-    memset(&q, 0, sizeof q);
-    q.fmt = (qp_fmt)f;
-    q.rows = rows;
-    q.cols = cols;
-    q.row_bytes = qp_row_bytes((qp_fmt)f, cols);
-    qp_scale_shape((qp_fmt)f, rows, cols, &q.scale_rows, &q.scale_cols);
-    q.codes = codes;
-    q.scales = q.scale_rows ? scales : NULL;
+    qp_qtensor q = view(f, rows, cols, codes, scales);
     q.scale_inv = 1.0f;
     q.row_scale_inv = traits(f)->row_scaled ? scale_inv : NULL;
     const qp_qopts o = make_opts(sr, sr_seed, sr_stream);
@@ -146,15 +154,7 @@ QPREC_EXPORT int qprec_dequantize(int f, int64_t rows, int64_t cols, const uint8
                                   const float *scale_inv, float *y)
 {
     if (!traits(f) || rows < 0 || cols < 0) return -1;
-    qp_qtensor q;
-    memset(&q, 0, sizeof q);
-    q.fmt = (qp_fmt)f;
-    q.rows = rows;
-    q.cols = cols;
-    q.row_bytes = qp_row_bytes((qp_fmt)f, cols);
-    qp_scale_shape((qp_fmt)f, rows, cols, &q.scale_rows, &q.scale_cols);
-    q.codes = (uint8_t *)codes;
-    q.scales = q.scale_rows ? (uint8_t *)scales : NULL;
+    qp_qtensor q = view(f, rows, cols, (uint8_t *)codes, (uint8_t *)scales);
     q.scale_inv = traits(f)->row_scaled ? 1.0f : scale_inv[0];
     q.row_scale_inv = traits(f)->row_scaled ? (float *)scale_inv : NULL;
     qp_dequantize(&q, y);
