@@ -15,13 +15,19 @@
  *   dgrad_error         the same of the dgrad pass (dy, w)
  *   kurtosis            mean kurtosis of the GEMM inputs x of p
  *   top_channel_energy  mean share of the energy in the top 0.1% channels
+ *   block_scale_spread  mean block_scale_log2_std of p's quantized operands
+ *                       (/quant/block_scales, every pass): how far apart
+ *                       the block scales lie
+ *   block_dynamic_range mean block_dynamic_range_max_log2 of the same
+ *                       (TE's max_blockwise_dynamic_range)
+ *   elems_flushed       mean elems_flushed_frac of the same
  *   last_blocks_first   the block index (NVIDIA's rule: the last blocks
  *                       stay in BF16)
  *   first_blocks_first  minus the block index
  * A higher score means "fall back first". At pass granularity a part's
- * error predictors are its block x GEMM's (the three passes tie). qtrain
- * logs no block-scale statistics in the run file (qerr reports them per
- * tensor), so there is no block-scale predictor.
+ * error predictors are its block x GEMM's (the three passes tie). The
+ * block-scale predictors need a base format with block scales (MX, NVFP4,
+ * FP8 blocks) and a run file of schema 5; without them they are NaN.
  *
  * Spearman: Pearson's correlation of the average ranks (ties share their
  * mean rank, as scipy.stats.spearmanr); NaN when either side is constant.
@@ -43,6 +49,9 @@ typedef enum {
     QPL_PRED_DGRAD,
     QPL_PRED_KURT,
     QPL_PRED_TOPK,
+    QPL_PRED_BSPREAD,
+    QPL_PRED_BRANGE,
+    QPL_PRED_FLUSH,
     QPL_PRED_LAST,
     QPL_PRED_FIRST,
     QPL_PRED_COUNT

@@ -240,7 +240,7 @@ int qpl_report_write(const qpl_report_in *r, char *err, size_t errlen)
                         pr->rho[k], pr->lo[k], pr->hi[k],
                         v == 1 ? "resolved: predicts" : v == -1 ? "resolved: ranks backwards" : v == 0 ? "unresolved" : "too few seeds for a verdict");
         }
-        fprintf(f, "| block-scale statistics | – | – | not in the run file (qerr reports them per tensor) |\n\n");
+        fprintf(f, "\n");
         const int wv = pred_verdict(r, QPL_PRED_WGRAD);
         fprintf(f, "NVIDIA's hypothesis (NVFP4 paper, appendix E.2: the layers of high weight-gradient quantization error "
                    "must stay in BF16) %s here: Spearman's rho of `wgrad_error` with the measured benefit is ",

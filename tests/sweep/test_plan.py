@@ -261,6 +261,29 @@ def case_run():
     md = open(os.path.join(out, "plan.md")).read()
     check("| wgrad_error" in md and "| position" not in md and "Spearman" in md, "plan.md: the predictor table")
     check(line in md, "plan.md holds the plan line")
+    # each part's predictors recomputed from the base run of the first seed (h5py): the error ones from
+    # /quant/error, the block-scale ones from /quant/block_scales (every pass and operand of the part's GEMM)
+    import h5py
+    with h5py.File(os.path.join(out, "r", "base", "runs", "seed=1.h5"), "r") as f:
+        qe, bs = f["quant/error"][:], f["quant/block_scales"][:]
+    def mean_of(tab, part, col, where=lambda r: True):
+        blk, gemm = part.split(".")
+        v = [float(r[col]) for r in tab if int(r["layer"]) == int(blk[1:]) and r["gemm"].decode() == gemm and where(r)
+             and math.isfinite(float(r[col]))]
+        return sum(v) / len(v) if v else float("nan")
+    want_cols = {"wgrad_error": (qe, "rel_l2", lambda r: r["pass"] == b"wgrad"),
+                 "block_scale_spread": (bs, "block_scale_log2_std", lambda r: True),
+                 "block_dynamic_range": (bs, "block_dynamic_range_max_log2", lambda r: True),
+                 "elems_flushed": (bs, "elems_flushed_frac", lambda r: True)}
+    prow = read_csv(os.path.join(out, "plan_parts.csv"))
+    check(len(prow) == 8 and all(k in prow[0] for k in want_cols), f"plan_parts.csv columns: {list(prow[0]) if prow else []}")
+    for r in prow:
+        for k, (tab, col, where) in want_cols.items():
+            want = mean_of(tab, r["part"], col, where)
+            check(math.isfinite(want) and abs(float(r.get(k, "nan")) - want) <= 1e-8 * max(1.0, abs(want)),
+                  f"{r['part']} {k}: {r.get(k)} vs {want} recomputed from the run file")
+    check("| block_scale_spread" in md and "| block_dynamic_range" in md and "not in the run file" not in md,
+          "plan.md: the block-scale predictors")
     rows = read_csv(os.path.join(out, "plan.csv"))
     # every gap and interval recomputed from the run files (h5py, scipy's t)
     for r in rows:
