@@ -610,8 +610,8 @@ char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len)
         memcpy(sorted, e->base, (size_t)e->nbase * sizeof *sorted);
         qsort(sorted, (size_t)e->nbase, sizeof *sorted, cmp_kv);
     }
-    bad = bad || put(&s, &len, &cap, "# written by qsweep: the experiment this folder holds; [base] and [grid]\n"
-                                     "# must stay the same for every qsweep run into it\n[base]\n");
+    bad = bad || put(&s, &len, &cap, "# written by qsweep: the experiment this folder holds; a rerun into it keeps\n"
+                                     "# [base] and keeps [grid] or adds values to it (a plan's: keeps both)\n[base]\n");
     for (int i = 0; !bad && i < e->nbase; i++)
         bad = put(&s, &len, &cap, "%s = ", sorted[i].key) || put_value(&s, &len, &cap, sorted[i].key, sorted[i].value) ||
               put(&s, &len, &cap, "\n");

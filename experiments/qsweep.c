@@ -113,9 +113,6 @@ static char *slurp(const char *path)
     return buf ? buf : calloc(1, 1);
 }
 
-/* DIR/qsweep.ini: the experiment this folder holds. A rerun must bring the
- * same [base] and [grid] (else its runs would resume someone else's), and
- * then replaces the [sweep] part. */
 /* The sweep folder's runs/ and logs/, and its lock: the lock's fd, or -1
  * after saying why on stderr. */
 static int open_sweep_dir(const qs_plan *p, char *err, size_t errlen)
@@ -127,6 +124,51 @@ static int open_sweep_dir(const qs_plan *p, char *err, size_t errlen)
     const int lock = qs_lock_take(p->dir, err, errlen);
     if (lock < 0) fprintf(stderr, "qsweep: %s\n", err);
     return lock;
+}
+
+/* DIR/qsweep.ini: the experiment this folder holds. A rerun must bring the
+ * same [base] and the same [grid] or one with values added (else its runs
+ * would resume someone else's), and then replaces the file.
+ *
+ * Does the canonical [base]+[grid] text b (bn bytes) keep what a (an bytes)
+ * ran (the comment lines above [base] aside): the same [base], the same axes in the same order each with a's values
+ * among its own, the same exclude lines? Then every run a named is a run of
+ * b with the same name and command (a name holds every axis, qs_grid.h), and
+ * a rerun may add seeds, recipes or other values to a sweep. */
+static int extends(const char *a, size_t an, const char *b, size_t bn)
+{
+    /* from [base] on: the comment lines above it are not the experiment */
+    const char *ba = memmem(a, an, "\n[base]\n", 8), *bb = memmem(b, bn, "\n[base]\n", 8);
+    const char *ga = memmem(a, an, "\n[grid]\n", 8), *gb = memmem(b, bn, "\n[grid]\n", 8);
+    if (!ba || !bb || !ga || !gb || ga - ba != gb - bb || memcmp(ba, bb, (size_t)(ga - ba))) return 0;
+    const char *pa = ga + 8, *pb = gb + 8, *ea = a + an, *eb = b + bn;
+    while (pa < ea && pb < eb) {
+        const char *la = memchr(pa, '\n', (size_t)(ea - pa)), *lb = memchr(pb, '\n', (size_t)(eb - pb));
+        if (!la || !lb) return 0;
+        const size_t na = (size_t)(la - pa), nb = (size_t)(lb - pb);
+        const char *eqa = memmem(pa, na, " = ", 3), *eqb = memmem(pb, nb, " = ", 3);
+        if (!(na == nb && !memcmp(pa, pb, na))) {
+            /* an axis line: the same key, a's values (", "-separated) each among b's */
+            if (!eqa || !eqb || eqa - pa != eqb - pb || memcmp(pa, pb, (size_t)(eqa - pa)) ||
+                !strncmp(pa, "exclude", 7))
+                return 0;
+            for (const char *v = eqa + 3; v < la;) {
+                const char *end = memmem(v, (size_t)(la - v), ", ", 2);
+                const size_t vn = (size_t)((end ? end : la) - v);
+                int found = 0;
+                for (const char *w = eqb + 3; w < lb && !found;) {
+                    const char *wend = memmem(w, (size_t)(lb - w), ", ", 2);
+                    const size_t wn = (size_t)((wend ? wend : lb) - w);
+                    found = wn == vn && !memcmp(v, w, vn);
+                    w = wend ? wend + 2 : lb;
+                }
+                if (!found) return 0;
+                v = end ? end + 2 : la;
+            }
+        }
+        pa = la + 1, pb = lb + 1;
+    }
+    return pa == ea && pb == eb;
 }
 
 static int record_experiment(const qs_experiment *e, const char *dir, char *err, size_t errlen)
@@ -143,10 +185,12 @@ static int record_experiment(const qs_experiment *e, const char *dir, char *err,
     if (old) {
         const char *sw = strstr(old, "\n[sweep]\n");
         const size_t old_ident = sw ? (size_t)(sw - old) + 1 : strlen(old);
-        const int same = old_ident == ident && !memcmp(old, text, ident);
+        const int same = extends(old, old_ident, text, ident);
         free(old);
         if (!same) {
-            snprintf(err, errlen, "%.500s holds a different experiment (its [base] or [grid] differ from %.500s); use another --out",
+            snprintf(err, errlen,
+                     "%.500s holds a different experiment (%.500s: its [base] differs, or its [grid] is not this one's "
+                     "with values added); use another --out",
                      dir, path);
             free(text);
             return -1;

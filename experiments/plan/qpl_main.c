@@ -370,7 +370,10 @@ int qpl_main(const qpl_args *a)
         snprintf(ipath, sizeof ipath, "%s/plan_base.ini", dir);
         size_t olen;
         char *old = slurp(ipath, &olen);
-        if (old && (olen != iw || memcmp(old, ident, iw))) {
+        /* from [base] on: the comment lines above it are not the plan's identity */
+        const char *ob = old ? memmem(old, olen, "\n[base]\n", 8) : NULL, *nb = memmem(ident, iw, "\n[base]\n", 8);
+        if (old && (!ob || !nb || olen - (size_t)(ob - old) != iw - (size_t)(nb - ident) ||
+                    memcmp(ob, nb, iw - (size_t)(nb - ident)))) {
             fprintf(stderr, "qsweep: %s holds the runs of another plan file's [base] or grid (%s); use another --out\n",
                     dir, ipath);
             free(old), free(rest), free(ident);

@@ -487,10 +487,31 @@ def case_run():
     check(p.returncode == 0 and "(4 finished before)" in p.stderr, f"rerun: {p.returncode} {p.stderr}")
     check(all(open(os.path.join(out, "logs", n + ".log")).read() == logs_before[n] for n in names),
           "rerun started finished runs")
-    # a different experiment into the same folder is refused
-    ini2 = write_text(os.path.join(d, "other.ini"), BASE.format(steps=61, ckpt=20) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n")
-    p = qsweep(ini2, "--out", out)
-    check(p.returncode == 2 and "different experiment" in p.stderr, f"other experiment, same folder: {p.returncode} {p.stderr}")
+    # a different experiment into the same folder is refused: another [base], a value taken away, an axis
+    # added, another exclude line; a grid with values added (a third seed) is the same experiment grown
+    refused = {"other [base]": BASE.format(steps=61, ckpt=20) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n",
+               "a value taken away": BASE.format(steps=60, ckpt=20) + "[grid]\nrecipe = bf16, fp8\nseed = 1\n",
+               "a value replaced": BASE.format(steps=60, ckpt=20) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 3\n",
+               "an axis added": BASE.format(steps=60, ckpt=20) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\nweight_decay = 0, 0.1\n",
+               "axes reordered": BASE.format(steps=60, ckpt=20) + "[grid]\nseed = 1, 2\nrecipe = bf16, fp8\n",
+               "an exclude line": BASE.format(steps=60, ckpt=20) + "[grid]\nrecipe = bf16, fp8\nseed = 1, 2\n"
+                                  "exclude = recipe=fp8 seed=2\n"}
+    for i, (what, text) in enumerate(refused.items()):
+        p = qsweep(write_text(os.path.join(d, f"other{i}.ini"), text), "--out", out)
+        check(p.returncode == 2 and "different experiment" in p.stderr and p.stderr.count("\n") == 1,
+              f"{what}, same folder: {p.returncode} {p.stderr}")
+    grown = write_text(os.path.join(d, "grown.ini"), "# more seeds\n" + BASE.format(steps=60, ckpt=20) +
+                       f"[grid]\nrecipe = bf16, fp8\nseed = 1, 2, 3\n[sweep]\ntarget_loss = {target}\n")
+    p = qsweep(grown, "--out", out, "-j", "2", timeout=300)
+    check(p.returncode == 0 and "(4 finished before)" in p.stderr, f"a third seed: {p.returncode} {p.stderr[-600:]}")
+    check(all(open(os.path.join(out, "logs", n + ".log")).read() == logs_before[n] for n in names),
+          "a third seed restarted the first two's runs")
+    check(all(os.path.exists(os.path.join(out, "runs", f"recipe={r}_seed=3.h5")) for r in ("bf16", "fp8")),
+          "a third seed: its runs")
+    with open(os.path.join(out, "summary.md")) as f:
+        check("| recipe=fp8 | fp8 | 3 | 3 | 0 | 0 |" in f.read(), "a third seed: the summary counts 3 runs of fp8")
+    p = qsweep(ini, "--out", out, "-j", "2")
+    check(p.returncode == 2 and "different experiment" in p.stderr, f"back to two seeds: {p.returncode} {p.stderr}")
 
 
 def train_rows(path):
