@@ -599,6 +599,12 @@ static int cmp_kv(const void *a, const void *b)
     return strcmp(((const qs_kv *)a)->key, ((const qs_kv *)b)->key);
 }
 
+const char *qs_ini_identity(const char *text, size_t n)
+{
+    const char *b = memmem(text, n, "\n[base]\n", 8);
+    return b ? b + 1 : NULL;
+}
+
 char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len)
 {
     char *s = NULL;

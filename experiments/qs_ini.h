@@ -106,4 +106,9 @@ int qs_ini_axis(const qs_experiment *e, const char *key);
  * which must match for a rerun into the same DIR. malloc'd; NULL on OOM. */
 char *qs_ini_canonical(const qs_experiment *e, size_t *identity_len);
 
+/* Where a canonical text's (qs_ini_canonical's, n bytes) experiment starts:
+ * its "[base]" line, the comment lines above it left out, so a folder's
+ * identity does not change with them; NULL when it has no [base] line. */
+const char *qs_ini_identity(const char *text, size_t n);
+
 #endif

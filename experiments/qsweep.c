@@ -131,14 +131,14 @@ static int open_sweep_dir(const qs_plan *p, char *err, size_t errlen)
  * would resume someone else's), and then replaces the file.
  *
  * Does the canonical [base]+[grid] text b (bn bytes) keep what a (an bytes)
- * ran (the comment lines above [base] aside): the same [base], the same axes in the same order each with a's values
- * among its own, the same exclude lines? Then every run a named is a run of
+ * ran (the comment lines above [base] aside, qs_ini_identity): the same
+ * [base], the same axes in the same order each with a's values among its
+ * own, the same exclude lines? Then every run a named is a run of
  * b with the same name and command (a name holds every axis, qs_grid.h), and
  * a rerun may add seeds, recipes or other values to a sweep. */
 static int extends(const char *a, size_t an, const char *b, size_t bn)
 {
-    /* from [base] on: the comment lines above it are not the experiment */
-    const char *ba = memmem(a, an, "\n[base]\n", 8), *bb = memmem(b, bn, "\n[base]\n", 8);
+    const char *ba = qs_ini_identity(a, an), *bb = qs_ini_identity(b, bn);
     const char *ga = memmem(a, an, "\n[grid]\n", 8), *gb = memmem(b, bn, "\n[grid]\n", 8);
     if (!ba || !bb || !ga || !gb || ga - ba != gb - bb || memcmp(ba, bb, (size_t)(ga - ba))) return 0;
     const char *pa = ga + 8, *pb = gb + 8, *ea = a + an, *eb = b + bn;

@@ -371,7 +371,7 @@ int qpl_main(const qpl_args *a)
         size_t olen;
         char *old = slurp(ipath, &olen);
         /* from [base] on: the comment lines above it are not the plan's identity */
-        const char *ob = old ? memmem(old, olen, "\n[base]\n", 8) : NULL, *nb = memmem(ident, iw, "\n[base]\n", 8);
+        const char *ob = old ? qs_ini_identity(old, olen) : NULL, *nb = qs_ini_identity(ident, iw);
         if (old && (!ob || !nb || olen - (size_t)(ob - old) != iw - (size_t)(nb - ident) ||
                     memcmp(ob, nb, iw - (size_t)(nb - ident)))) {
             fprintf(stderr, "qsweep: %s holds the runs of another plan file's [base] or grid (%s); use another --out\n",
